@@ -1,0 +1,6 @@
+// Deletes every node of namespace $kb, in batches (needs an auto-commit transaction).
+MATCH (n)
+WHERE n.kb = $kb
+CALL (n) {
+  DETACH DELETE n
+} IN TRANSACTIONS OF 5000 ROWS;

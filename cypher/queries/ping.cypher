@@ -1,0 +1,2 @@
+// Connectivity and credential check.
+RETURN 1 AS ok;

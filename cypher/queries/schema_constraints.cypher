@@ -1,0 +1,4 @@
+SHOW CONSTRAINTS
+YIELD name, type, labelsOrTypes, properties
+RETURN name, type, labelsOrTypes, properties
+ORDER BY name;

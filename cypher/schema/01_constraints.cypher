@@ -1,0 +1,11 @@
+// Uniqueness of every node's key within a namespace (kb). Composite uniqueness constraints are
+// available in Community Edition and back MERGE with an index, which also makes concurrent
+// MERGEs of the same key safe.
+CREATE CONSTRAINT experience_key IF NOT EXISTS FOR (n:Experience) REQUIRE (n.kb, n.id) IS UNIQUE;
+CREATE CONSTRAINT step_key IF NOT EXISTS FOR (n:Step) REQUIRE (n.kb, n.id) IS UNIQUE;
+CREATE CONSTRAINT failure_mode_key IF NOT EXISTS FOR (n:FailureMode) REQUIRE (n.kb, n.id) IS UNIQUE;
+CREATE CONSTRAINT concept_key IF NOT EXISTS FOR (n:Concept) REQUIRE (n.kb, n.id) IS UNIQUE;
+CREATE CONSTRAINT meta_concept_key IF NOT EXISTS FOR (n:MetaConcept) REQUIRE (n.kb, n.id) IS UNIQUE;
+CREATE CONSTRAINT insight_key IF NOT EXISTS FOR (n:Insight) REQUIRE (n.kb, n.id) IS UNIQUE;
+CREATE CONSTRAINT domain_key IF NOT EXISTS FOR (n:Domain) REQUIRE (n.kb, n.name) IS UNIQUE;
+CREATE CONSTRAINT agent_key IF NOT EXISTS FOR (n:Agent) REQUIRE (n.kb, n.id) IS UNIQUE;

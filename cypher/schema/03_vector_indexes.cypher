@@ -1,0 +1,17 @@
+// HNSW vector indexes, cosine. $dimension is the embedder's (384 for all-MiniLM-L6-v2).
+// Neo4j reports cosine scores as (1 + cos) / 2: convert back before mixing scores.
+CREATE VECTOR INDEX experience_pg_embedding IF NOT EXISTS
+FOR (n:Experience) ON n.pg_embedding
+OPTIONS {indexConfig: {`vector.dimensions`: $dimension, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX experience_structure_embedding IF NOT EXISTS
+FOR (n:Experience) ON n.structure_embedding
+OPTIONS {indexConfig: {`vector.dimensions`: $dimension, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX step_embedding IF NOT EXISTS
+FOR (n:Step) ON n.embedding
+OPTIONS {indexConfig: {`vector.dimensions`: $dimension, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX failure_mode_embedding IF NOT EXISTS
+FOR (n:FailureMode) ON n.embedding
+OPTIONS {indexConfig: {`vector.dimensions`: $dimension, `vector.similarity_function`: 'cosine'}};
+CREATE VECTOR INDEX meta_concept_embedding IF NOT EXISTS
+FOR (n:MetaConcept) ON n.embedding
+OPTIONS {indexConfig: {`vector.dimensions`: $dimension, `vector.similarity_function`: 'cosine'}};

@@ -1,0 +1,272 @@
+"""The ``kbgraph`` command line. Errors print as one line (``kbgraph: error: …``), never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kbgraph.errors import InvalidInputError, KbgraphError
+from kbgraph.jsonl import read_jsonl
+from kbgraph.kb import KnowledgeBase
+from kbgraph.managed import ManagedNeo4j
+from kbgraph.settings import Settings
+
+app = typer.Typer(
+    add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+    help="kbgraph — a knowledge-graph memory engine for LLM agents, on Neo4j.",
+)
+server_app = typer.Typer(help="The managed local Neo4j (used when NEO4J_URI is not set).", no_args_is_help=True)
+schema_app = typer.Typer(help="The graph schema: constraints, vector and full-text indexes.", no_args_is_help=True)
+app.add_typer(server_app, name="server")
+app.add_typer(schema_app, name="schema")
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+NamespaceOption = Annotated[
+    str | None, typer.Option("--namespace", "-n", help="Namespace (tenant) to work in [default: settings]")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON")]
+
+
+def _settings(namespace: str | None = None) -> Settings:
+    return Settings(namespace=namespace) if namespace else Settings()
+
+
+def _open(namespace: str | None) -> KnowledgeBase:
+    return KnowledgeBase.from_settings(_settings(namespace))
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, default=str) + "\n")
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err, transient=False,
+    )
+
+
+# -- server -----------------------------------------------------------------------------------------
+
+
+@server_app.command("start")
+def server_start(as_json: JsonOption = False) -> None:
+    """Start the managed Neo4j (downloads it from Maven Central on first use)."""
+    status = ManagedNeo4j.from_settings(_settings()).start()
+    if as_json:
+        _print_json(status.as_dict())
+    else:
+        out.print(f"Neo4j running (pid {status.pid}) — Bolt {status.bolt_uri}, Browser {status.browser_url}")
+
+
+@server_app.command("stop")
+def server_stop(as_json: JsonOption = False) -> None:
+    """Stop the managed Neo4j cleanly."""
+    stopped = ManagedNeo4j.from_settings(_settings()).stop()
+    if as_json:
+        _print_json({"stopped": stopped})
+    else:
+        out.print("Neo4j stopped" if stopped else "Neo4j was not running")
+
+
+@server_app.command("status")
+def server_status(as_json: JsonOption = False) -> None:
+    """Show whether the managed Neo4j runs, and where."""
+    status = ManagedNeo4j.from_settings(_settings(), quiet=True).status()
+    if as_json:
+        _print_json(status.as_dict())
+        return
+    state = f"running (pid {status.pid})" if status.running else "stopped"
+    out.print(f"Neo4j {status.version}: {state}\n  Bolt    {status.bolt_uri}\n  Browser {status.browser_url}\n"
+              f"  Home    {status.home}")
+
+
+# -- schema -----------------------------------------------------------------------------------------
+
+
+@schema_app.command("apply")
+def schema_apply() -> None:
+    """Create missing constraints and indexes (idempotent) and wait until they are ONLINE."""
+    with _open(None) as kb:  # opening the knowledge base applies the schema
+        states = kb.index_status()
+    out.print(f"schema applied: {len(states)} indexes, {sum(s.state == 'ONLINE' for s in states)} ONLINE")
+
+
+@schema_app.command("status")
+def schema_status(as_json: JsonOption = False) -> None:
+    """Show every index and whether it is ONLINE."""
+    with _open(None) as kb:
+        states = kb.index_status()
+    if as_json:
+        _print_json([s.as_dict() for s in states])
+        return
+    table = Table("index", "type", "on", "state", "populated")
+    for s in states:
+        on = f"{'|'.join(s.labels_or_types)}({', '.join(s.properties)})" if s.labels_or_types else "—"
+        table.add_row(s.name, s.type, on, s.state, f"{s.population_percent:.0f}%")
+    out.print(table)
+
+
+# -- data -------------------------------------------------------------------------------------------
+
+
+def _read_experience_files(paths: list[Path]) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    values, labels, problems = [], [], []
+    for path in paths:
+        if not path.is_file():
+            problems.append(f"{path}: no such file")
+            continue
+        count = 0
+        for record in read_jsonl(path):
+            count += 1
+            if record.problem or record.value is None:
+                problems.append(f"{record.where}: {record.problem}")
+            else:
+                values.append(record.value)
+                labels.append(record.where)
+        if count == 0:
+            problems.append(f"{path}: empty file, no experiences in it")
+    return values, labels, problems
+
+
+def add_files(kb: KnowledgeBase, paths: list[Path]) -> dict[str, Any]:
+    """Validates every record of every file first; writes only when all are valid."""
+    values, labels, problems = _read_experience_files(paths)
+    if problems:
+        raise InvalidInputError(problems)
+    started = time.perf_counter()
+    with _progress() as progress:
+        task = progress.add_task("storing experiences", total=len(values))
+        report = kb.add_experiences(values, labels=labels, on_progress=lambda n: progress.advance(task, n))
+    return {**report.model_dump(exclude={"ids"}), "seconds": round(time.perf_counter() - started, 2)}
+
+
+@app.command("add")
+def add(
+    files: Annotated[list[Path], typer.Argument(help="JSON Lines files of ready-made experiences")],
+    namespace: NamespaceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Store ready-made experiences (one JSON object per line). Nothing is written if any line is bad."""
+    with _open(namespace) as kb:
+        result = add_files(kb, files)
+    if as_json:
+        _print_json(result)
+    else:
+        out.print(f"{result['received']} experiences read: {result['new']} new, {result['existing']} already stored "
+                  f"({result['seconds']} s)")
+
+
+@app.command("get")
+def get(experience_id: str, namespace: NamespaceOption = None, embeddings: bool = False) -> None:
+    """Print one experience as JSON."""
+    with _open(namespace) as kb:
+        exp = kb.get(experience_id)
+    if exp is None:
+        raise KbgraphError(f"no experience {experience_id!r} in namespace {kb.namespace!r}")
+    exclude: Any = None
+    if not embeddings:
+        exclude = {"pg_embedding": True, "structure_embedding": True, "context_embedding": True,
+                   "steps": {"__all__": {"embedding"}}, "failure_modes": {"__all__": {"embedding"}}}
+    sys.stdout.write(exp.model_dump_json(indent=2, exclude=exclude) + "\n")
+
+
+@app.command("stats")
+def stats(namespace: NamespaceOption = None, as_json: JsonOption = False) -> None:
+    """Counts of the knowledge base: experiences, nodes by label, relationships by type."""
+    with _open(namespace) as kb:
+        result = kb.stats()
+    if as_json:
+        _print_json(result.model_dump())
+        return
+    _print_stats(result.model_dump())
+
+
+def _print_stats(s: dict[str, Any]) -> None:
+    out.print(f"namespace [bold]{s['namespace']}[/]: {s['experiences']} experiences")
+    for title, key in (("nodes", "nodes"), ("relationships", "relationships"), ("by domain", "experiences_by_domain")):
+        if s[key]:
+            out.print(f"  {title}: " + ", ".join(f"{k} {v}" for k, v in sorted(s[key].items())))
+
+
+@app.command("delete")
+def delete(
+    ids: Annotated[list[str] | None, typer.Argument(help="Experience ids")] = None,
+    namespace: NamespaceOption = None,
+    everything: Annotated[bool, typer.Option("--all", help="Delete the whole namespace")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm --all")] = False,
+) -> None:
+    """Delete experiences by id, or a whole namespace with --all --yes."""
+    with _open(namespace) as kb:
+        if everything:
+            if not yes:
+                raise KbgraphError(f"--all deletes everything in namespace {kb.namespace!r}: add --yes to confirm")
+            kb.clear()
+            out.print(f"namespace {kb.namespace!r} deleted")
+        elif ids:
+            out.print(f"{kb.delete(ids)} experiences deleted")
+        else:
+            raise KbgraphError("name experience ids to delete, or --all --yes")
+
+
+# -- the main job -----------------------------------------------------------------------------------
+
+
+@app.command("demo")
+def demo(namespace: NamespaceOption = None, as_json: JsonOption = False) -> None:
+    """The main job: start the managed Neo4j, apply the schema, store the bundled sample
+    experiences, print the counts and the Browser URL."""
+    started = time.perf_counter()
+    settings = _settings(namespace or "demo")
+    sample = resources.files("kbgraph") / "samples" / "experiences.jsonl"
+    with KnowledgeBase.from_settings(settings) as kb, resources.as_file(sample) as path:
+        add_files(kb, [path])
+        result = kb.stats().model_dump()
+        browser = kb.browser_url
+    elapsed = round(time.perf_counter() - started, 1)
+    if as_json:
+        _print_json({**result, "browser_url": browser, "seconds": elapsed})
+        return
+    _print_stats(result)
+    if browser:
+        out.print(f"\nNeo4j Browser: {browser}  (user neo4j, password in "
+                  f"{ManagedNeo4j.from_settings(settings).password_file})")
+        out.print(f'Try in the Browser: MATCH (e:Experience {{kb: "{kb.namespace}"}})-[r]->(n) RETURN e, r, n LIMIT 50',
+                  markup=False)
+    out.print(f"done in {elapsed} s")
+
+
+def main() -> None:
+    try:
+        app()
+    except InvalidInputError as exc:
+        err.print(f"kbgraph: error: {exc}", markup=False, highlight=False)
+        sys.exit(2)
+    except KbgraphError as exc:
+        err.print(f"kbgraph: error: {exc}", markup=False, highlight=False)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        err.print("kbgraph: interrupted")
+        sys.exit(130)
+    except Exception as exc:  # a bug: say so in one line, the traceback only on request
+        if os.environ.get("KBGRAPH_DEBUG"):
+            raise
+        err.print(f"kbgraph: internal error: {type(exc).__name__}: {exc} (set KBGRAPH_DEBUG=1 for a traceback)",
+                  markup=False, highlight=False)
+        sys.exit(70)
+
+
+if __name__ == "__main__":
+    main()

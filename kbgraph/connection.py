@@ -1,0 +1,75 @@
+"""Opens a Neo4j driver from settings: the server at NEO4J_URI, or else the managed local one.
+
+Both paths return the same driver; everything above this module is unaware of which it got.
+Failures become one :class:`~kbgraph.errors.Neo4jUnavailableError` line that says what was tried
+and how to fix it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import neo4j
+
+from kbgraph.cypher_files import query
+from kbgraph.errors import Neo4jUnavailableError
+from kbgraph.managed import ManagedNeo4j
+from kbgraph.settings import Settings
+
+
+@dataclass(frozen=True)
+class Connection:
+    driver: neo4j.Driver
+    database: str
+    uri: str
+    browser_url: str | None  # known for the managed server only
+
+
+def connect(settings: Settings, quiet: bool = False) -> Connection:
+    """A verified driver. Starts the managed server first when no NEO4J_URI is set."""
+    if settings.uses_managed_server:
+        server = ManagedNeo4j.from_settings(settings, quiet=quiet)
+        server.start()
+        uri, auth = server.bolt_uri, server.auth()
+        browser: str | None = server.browser_url
+    else:
+        assert settings.neo4j_uri is not None
+        uri = settings.neo4j_uri
+        password = settings.neo4j_password.get_secret_value() if settings.neo4j_password else ""
+        auth = (settings.neo4j_username, password)
+        browser = None
+    driver = open_driver(uri, auth, settings.neo4j_database, settings.connect_timeout_s)
+    return Connection(driver, settings.neo4j_database, uri, browser)
+
+
+def open_driver(uri: str, auth: tuple[str, str], database: str, timeout_s: float = 15.0) -> neo4j.Driver:
+    """A driver whose connectivity and credentials have been checked against ``database``."""
+    try:
+        driver = neo4j.GraphDatabase.driver(uri, auth=auth, connection_timeout=timeout_s)
+    except (ValueError, neo4j.exceptions.ConfigurationError) as exc:
+        raise Neo4jUnavailableError(f"NEO4J_URI {uri!r} is not a Neo4j URI ({exc}); use bolt:// or neo4j://") from None
+    try:
+        driver.execute_query(query("ping"), database_=database)
+    except neo4j.exceptions.AuthError:
+        driver.close()
+        raise Neo4jUnavailableError(
+            f"Neo4j at {uri} refused user {auth[0]!r}: check NEO4J_USERNAME and NEO4J_PASSWORD."
+        ) from None
+    except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired, OSError) as exc:
+        driver.close()
+        raise Neo4jUnavailableError(
+            f"cannot reach Neo4j at {uri} ({_first_line(exc)}): start that server, fix NEO4J_URI, "
+            "or unset NEO4J_URI to use kbgraph's managed server."
+        ) from None
+    except neo4j.exceptions.Neo4jError as exc:
+        driver.close()
+        raise Neo4jUnavailableError(
+            f"Neo4j at {uri} answered but database {database!r} is not usable ({exc.message}): "
+            "check NEO4J_DATABASE."
+        ) from None
+    return driver
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]

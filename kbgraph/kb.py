@@ -1,0 +1,243 @@
+"""The public façade: one object per (database, namespace) that agents and tools talk to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import neo4j
+from pydantic import BaseModel, Field, ValidationError
+
+from kbgraph.connection import connect
+from kbgraph.embedders import Embedder, embedder_from_settings
+from kbgraph.errors import InvalidInputError
+from kbgraph.experience_store import ExperienceStore
+from kbgraph.gateway import Neo4jGateway
+from kbgraph.models import Experience
+from kbgraph.schema import IndexStatus, apply_schema, index_status
+from kbgraph.settings import Settings
+
+
+class WriteReport(BaseModel):
+    """What one ``add_experiences`` call did."""
+
+    received: int
+    new: int
+    existing: int
+    ids: list[str] = Field(default_factory=list)
+
+
+class KbStats(BaseModel):
+    """Counts of one namespace."""
+
+    namespace: str
+    experiences: int
+    nodes: dict[str, int]
+    relationships: dict[str, int]
+    experiences_by_status: dict[str, int]
+    experiences_by_kind: dict[str, int]
+    experiences_by_domain: dict[str, int]
+
+
+def format_validation_error(where: str, error: ValidationError) -> list[str]:
+    """`where: field.path: reason` for every problem pydantic found."""
+    problems = []
+    for item in error.errors(include_url=False):
+        path = ".".join(str(part) for part in item["loc"]) or "(record)"
+        problems.append(f"{where}: {path}: {item['msg']}")
+    return problems
+
+
+class KnowledgeBase:
+    """kbgraph's memory for one namespace of one Neo4j database.
+
+    Give it a driver and an embedder (dependency injection, e.g. in tests), or build both from
+    settings with :meth:`from_settings`. Use it as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        driver: neo4j.Driver,
+        embedder: Embedder,
+        *,
+        namespace: str = "default",
+        database: str = "neo4j",
+        settings: Settings | None = None,
+        ensure_schema: bool = True,
+        owns_driver: bool = False,
+        browser_url: str | None = None,
+    ):
+        self.settings = settings or Settings(namespace=namespace, neo4j_database=database)
+        self.namespace = namespace
+        self.embedder = embedder
+        self.driver = driver
+        self.gateway = Neo4jGateway(driver, database)
+        self.store = ExperienceStore(self.gateway, namespace, self.settings.write_batch_size)
+        self.browser_url = browser_url
+        self._owns_driver = owns_driver
+        if ensure_schema:
+            apply_schema(self.gateway, embedder.dimension)
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None, *, quiet: bool = False, **overrides: Any) -> KnowledgeBase:
+        """Connects as configured (NEO4J_URI, or the managed server, started when needed)."""
+        settings = settings or Settings(**overrides)
+        connection = connect(settings, quiet=quiet)
+        try:
+            return cls(
+                connection.driver, embedder_from_settings(settings), namespace=settings.namespace,
+                database=connection.database, settings=settings, owns_driver=True,
+                browser_url=connection.browser_url,
+            )
+        except BaseException:
+            connection.driver.close()
+            raise
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def validate(
+        self, items: Iterable[Experience | Mapping[str, Any]], labels: Sequence[str] | None = None
+    ) -> list[Experience]:
+        """Validates everything (types, limits, embedding sizes, relation targets) before any write.
+
+        Raises InvalidInputError listing every problem as ``where: field: reason``, where ``where``
+        is ``labels[i]`` (e.g. ``file.jsonl:12``) or ``experiences[i]``.
+        """
+        experiences: list[Experience] = []
+        item_labels: list[str] = []
+        problems: list[str] = []
+        for index, item in enumerate(items):
+            label = labels[index] if labels is not None else f"experiences[{index}]"
+            try:
+                exp = item if isinstance(item, Experience) else Experience.model_validate(item)
+            except ValidationError as error:
+                problems += format_validation_error(label, error)
+                continue
+            problems += self._embedding_problems(exp, label)
+            experiences.append(exp)
+            item_labels.append(label)
+        known = {e.key for e in experiences}
+        targets = {r.target_id for e in experiences for r in e.relations} - known
+        if targets and not problems:
+            missing = targets - self.store.existing_ids(targets)
+            for index, exp in enumerate(experiences):
+                for r_index, relation in enumerate(exp.relations):
+                    if relation.target_id in missing:
+                        problems.append(
+                            f"{item_labels[index]}: relations.{r_index}.target_id: no experience "
+                            f"{relation.target_id!r} in namespace {self.namespace!r} or in this batch"
+                        )
+        if problems:
+            raise InvalidInputError(problems)
+        return experiences
+
+    def _embedding_problems(self, exp: Experience, label: str) -> list[str]:
+        dim = self.embedder.dimension
+        vectors: list[tuple[str, list[float] | None]] = [(f, getattr(exp, f)) for f in
+                                                         ("pg_embedding", "structure_embedding", "context_embedding")]
+        vectors += [(f"steps.{i}.embedding", s.embedding) for i, s in enumerate(exp.steps)]
+        vectors += [(f"failure_modes.{i}.embedding", f.embedding) for i, f in enumerate(exp.failure_modes)]
+        return [
+            f"{label}: {name}: has {len(vector)} values, this knowledge base's embedder ({self.embedder.name}) uses {dim}"
+            for name, vector in vectors
+            if vector is not None and len(vector) != dim
+        ]
+
+    def embed_missing(self, experiences: Sequence[Experience]) -> None:
+        """Fills every absent embedding, with one embedder call per kind of text."""
+        jobs: list[tuple[Any, str, str]] = []  # (object, attribute, text)
+        for exp in experiences:
+            if exp.pg_embedding is None:
+                jobs.append((exp, "pg_embedding", exp.pg_text()))
+            if exp.structure_embedding is None:
+                jobs.append((exp, "structure_embedding", exp.structure_text()))
+            if exp.context_embedding is None:
+                jobs.append((exp, "context_embedding", exp.context_text()))
+            jobs += [(s, "embedding", f"{s.action}: {s.text}") for s in exp.steps if s.embedding is None]
+            jobs += [
+                (f, "embedding", f"{f.issue_type or 'failure'}: {f.description}")
+                for f in exp.failure_modes if f.embedding is None
+            ]
+        if not jobs:
+            return
+        vectors = self.embedder.embed([text for _, _, text in jobs])
+        for (target, attribute, _), vector in zip(jobs, vectors, strict=True):
+            setattr(target, attribute, vector.tolist())
+
+    def add_experiences(
+        self,
+        items: Iterable[Experience | Mapping[str, Any]],
+        on_progress: Callable[[int], None] | None = None,
+        labels: Sequence[str] | None = None,
+    ) -> WriteReport:
+        """Validates, embeds and writes experiences; idempotent (content-hash ids, MERGE).
+
+        Nothing is written when any item is invalid. ``on_progress`` is called with the number of
+        experiences each committed batch wrote.
+        """
+        experiences = self.validate(items, labels)
+        unique = list({e.key: e for e in experiences}.values())
+        existing = self.store.existing_ids(e.key for e in unique)
+        self.embed_missing(unique)
+        self.store.write(unique, on_batch=on_progress)
+        return WriteReport(
+            received=len(experiences), new=len(unique) - len(existing), existing=len(existing),
+            ids=[e.key for e in experiences],
+        )
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def get(self, experience_id: str) -> Experience | None:
+        found = self.store.get_many([experience_id])
+        return found[0] if found else None
+
+    def get_many(self, ids: Sequence[str]) -> list[Experience]:
+        return self.store.get_many(ids)
+
+    def count(self) -> int:
+        """Experiences in this namespace (any status)."""
+        return sum(row["count"] for row in self.gateway.read("stats_experiences", kb=self.namespace))
+
+    def stats(self) -> KbStats:
+        by_status: dict[str, int] = {}
+        by_kind: dict[str, int] = {}
+        by_domain: dict[str, int] = {}
+        for row in self.gateway.read("stats_experiences", kb=self.namespace):
+            by_status[row["status"]] = by_status.get(row["status"], 0) + row["count"]
+            by_kind[row["kind"]] = by_kind.get(row["kind"], 0) + row["count"]
+            by_domain[row["domain"]] = by_domain.get(row["domain"], 0) + row["count"]
+        return KbStats(
+            namespace=self.namespace,
+            experiences=sum(by_status.values()),
+            nodes={r["label"]: r["count"] for r in self.gateway.read("stats_nodes", kb=self.namespace)},
+            relationships={r["type"]: r["count"] for r in self.gateway.read("stats_relationships", kb=self.namespace)},
+            experiences_by_status=by_status,
+            experiences_by_kind=by_kind,
+            experiences_by_domain=by_domain,
+        )
+
+    def index_status(self) -> list[IndexStatus]:
+        return index_status(self.gateway)
+
+    # -- deleting --------------------------------------------------------------------------------
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Deletes experiences (with their steps and failure modes) by id; returns how many."""
+        return self.store.delete(ids)
+
+    def clear(self) -> None:
+        """Deletes everything in this namespace (and nothing outside it)."""
+        self.store.delete_namespace()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._owns_driver:
+            self.driver.close()
+
+    def __enter__(self) -> KnowledgeBase:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()

@@ -1,0 +1,328 @@
+"""Start, stop and inspect a Neo4j Community server that kbgraph runs itself.
+
+An instance is a folder (``conf/``, ``data/``, ``logs/``, ``run/``) plus a ``password`` file that
+only the user can read. The first start sets that generated password with ``neo4j-admin dbms
+set-initial-password`` before the database exists, so the server never runs with the default
+credentials. The server listens on 127.0.0.1 only, with Bolt and HTTP (the Browser).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import neo4j
+
+from kbgraph.cypher_files import query
+from kbgraph.errors import ManagedServerError
+from kbgraph.managed.runtime import NEO4J_VERSION, ensure_runtime
+from kbgraph.settings import Settings
+
+ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
+ADMIN_TOOL = "org.neo4j.cli.AdminTool"
+USERNAME = "neo4j"
+
+# What Neo4j's own launcher passes to the JVM (neo4j.conf defaults of 5.26), minus what
+# would pre-touch the whole heap at start.
+JVM_OPTIONS = [
+    "-XX:+UseG1GC",
+    "-XX:-OmitStackTraceInFastThrow",
+    "-XX:+UnlockExperimentalVMOptions",
+    "-XX:+TrustFinalNonStaticFields",
+    "-XX:+DisableExplicitGC",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djdk.nio.maxCachedBufferSize=1024",
+    "-Dio.netty.tryReflectionSetAccessible=true",
+    "-Djdk.tls.ephemeralDHKeySize=2048",
+    "-Djdk.tls.rejectClientInitiatedRenegotiation=true",
+    "-Dlog4j2.disable.jmx=true",
+    "-Dfile.encoding=UTF-8",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/java.io=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+]
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    running: bool
+    pid: int | None
+    bolt_uri: str
+    browser_url: str
+    home: Path
+    version: str = NEO4J_VERSION
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "running": self.running,
+            "pid": self.pid,
+            "bolt_uri": self.bolt_uri,
+            "browser_url": self.browser_url,
+            "home": str(self.home),
+            "version": self.version,
+        }
+
+
+@dataclass
+class ManagedNeo4j:
+    home: Path
+    cache_dir: Path
+    bolt_port: int = 7687
+    http_port: int = 7474
+    heap: str = "4g"
+    pagecache: str = "2g"
+    start_timeout_s: float = 180.0
+    quiet: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings, quiet: bool = False) -> ManagedNeo4j:
+        return cls(
+            home=settings.managed_instance_dir,
+            cache_dir=settings.cache_dir,
+            bolt_port=settings.managed_bolt_port,
+            http_port=settings.managed_http_port,
+            heap=settings.managed_heap,
+            pagecache=settings.managed_pagecache,
+            start_timeout_s=settings.managed_start_timeout_s,
+            quiet=quiet,
+        )
+
+    # -- addresses and credentials -------------------------------------------------------------
+
+    @property
+    def bolt_uri(self) -> str:
+        return f"bolt://127.0.0.1:{self.bolt_port}"
+
+    @property
+    def browser_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}/browser/"
+
+    @property
+    def password_file(self) -> Path:
+        return self.home / "password"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.home / "run" / "kbgraph-neo4j.pid"
+
+    def password(self) -> str:
+        try:
+            return self.password_file.read_text().strip()
+        except FileNotFoundError:
+            raise ManagedServerError(
+                f"no password file at {self.password_file}: the managed Neo4j has never been started "
+                "here. Run `kbgraph server start`."
+            ) from None
+
+    def auth(self) -> tuple[str, str]:
+        return (USERNAME, self.password())
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def status(self) -> ServerStatus:
+        pid = self._live_pid()
+        return ServerStatus(pid is not None, pid, self.bolt_uri, self.browser_url, self.home)
+
+    def start(self) -> ServerStatus:
+        """Starts the server unless it already runs; returns once Bolt answers with our password."""
+        if self._live_pid() is not None:
+            self._wait_until_ready(None)
+            return self.status()
+        java = shutil.which("java")
+        if java is None:
+            raise ManagedServerError("java not found: the managed Neo4j needs Java 17 or newer on PATH.")
+        for port in (self.bolt_port, self.http_port):
+            if _port_in_use(port):
+                raise ManagedServerError(
+                    f"port {port} on 127.0.0.1 is already in use by another program, so the managed "
+                    "Neo4j cannot listen there. Stop that program, or choose other ports with "
+                    "KBGRAPH_MANAGED_BOLT_PORT / KBGRAPH_MANAGED_HTTP_PORT."
+                )
+        lib = ensure_runtime(self.cache_dir, quiet=self.quiet)
+        self._prepare_home(java, lib)
+        self._say(f"kbgraph: starting Neo4j {NEO4J_VERSION} ({self.home}) …")
+        log = open(self.home / "logs" / "console.log", "ab")
+        try:
+            proc = subprocess.Popen(
+                [java, f"-Xms{self.heap}", f"-Xmx{self.heap}", *JVM_OPTIONS, "-cp", f"{lib}/*", ENTRY_POINT,
+                 f"--home-dir={self.home}", f"--config-dir={self.home / 'conf'}"],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True, cwd=self.home,
+            )
+        finally:
+            log.close()
+        self.pid_file.write_text(str(proc.pid))
+        try:
+            self._wait_until_ready(proc)
+        except BaseException:
+            self._terminate(proc.pid)
+            raise
+        self._say(f"kbgraph: Neo4j is up — Bolt {self.bolt_uri}, Browser {self.browser_url}")
+        return self.status()
+
+    def stop(self, timeout_s: float = 60.0) -> bool:
+        """Stops the server cleanly (SIGTERM, then SIGKILL after ``timeout_s``). False if not running."""
+        pid = self._live_pid()
+        if pid is None:
+            self.pid_file.unlink(missing_ok=True)
+            return False
+        self._terminate(pid, timeout_s)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _say(self, message: str) -> None:
+        if not self.quiet:
+            print(message, file=sys.stderr, flush=True)
+
+    def _prepare_home(self, java: str, lib: Path) -> None:
+        for sub in ("conf", "data", "logs", "run", "import", "plugins"):
+            (self.home / sub).mkdir(parents=True, exist_ok=True)
+        os.chmod(self.home, 0o700)
+        (self.home / "conf" / "neo4j.conf").write_text(self.config_text())
+        if not (self.home / "data" / "dbms" / "auth.ini").exists():
+            password = secrets.token_urlsafe(18)
+            proc = subprocess.run(
+                [java, "-cp", f"{lib}/*", ADMIN_TOOL, "dbms", "set-initial-password", password],
+                env={**os.environ, "NEO4J_HOME": str(self.home), "NEO4J_CONF": str(self.home / "conf")},
+                capture_output=True, text=True, stdin=subprocess.DEVNULL,
+            )
+            if proc.returncode != 0:
+                raise ManagedServerError(f"setting the initial Neo4j password failed: {proc.stderr.strip()}")
+            fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write(password + "\n")
+
+    def config_text(self) -> str:
+        home = self.home
+        return "\n".join([
+            "# Written by kbgraph at every start; edit kbgraph's settings instead.",
+            "server.default_listen_address=127.0.0.1",
+            "server.default_advertised_address=127.0.0.1",
+            "server.bolt.enabled=true",
+            f"server.bolt.listen_address=127.0.0.1:{self.bolt_port}",
+            f"server.bolt.advertised_address=127.0.0.1:{self.bolt_port}",
+            "server.http.enabled=true",
+            f"server.http.listen_address=127.0.0.1:{self.http_port}",
+            f"server.http.advertised_address=127.0.0.1:{self.http_port}",
+            "server.https.enabled=false",
+            "dbms.security.auth_enabled=true",
+            f"server.memory.heap.initial_size={self.heap}",
+            f"server.memory.heap.max_size={self.heap}",
+            f"server.memory.pagecache.size={self.pagecache}",
+            f"server.directories.data={home / 'data'}",
+            f"server.directories.logs={home / 'logs'}",
+            f"server.directories.run={home / 'run'}",
+            f"server.directories.import={home / 'import'}",
+            f"server.directories.plugins={home / 'plugins'}",
+            "db.tx_log.rotation.retention_policy=2 files",
+            "dbms.usage_report.enabled=false",
+            "",
+        ])
+
+    def _wait_until_ready(self, proc: subprocess.Popen[bytes] | None) -> None:
+        deadline = time.monotonic() + self.start_timeout_s
+        last_error = ""
+        while time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                raise ManagedServerError(
+                    f"Neo4j exited with code {proc.returncode} while starting. Last log lines:\n"
+                    + self._log_tail()
+                )
+            if not _port_in_use(self.bolt_port):
+                time.sleep(0.5)
+                continue
+            try:
+                # An auto-commit query: unlike execute_query it does not retry (and log) on its own.
+                with neo4j.GraphDatabase.driver(self.bolt_uri, auth=self.auth()) as driver:
+                    with driver.session(database="neo4j") as session:
+                        session.run(query("ping")).consume()
+                return
+            except neo4j.exceptions.AuthError as exc:
+                raise ManagedServerError(
+                    f"the managed Neo4j at {self.bolt_uri} refused the password in {self.password_file}: "
+                    f"{exc.message}. If you changed it, write the new one into that file."
+                ) from None
+            except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired, OSError) as exc:
+                last_error = str(exc)
+            except neo4j.exceptions.Neo4jError as exc:  # database still starting
+                last_error = exc.message or str(exc)
+            time.sleep(0.5)
+        raise ManagedServerError(
+            f"Neo4j did not answer on {self.bolt_uri} within {self.start_timeout_s:.0f} s "
+            f"({last_error}). Last log lines:\n" + self._log_tail()
+        )
+
+    def _log_tail(self, lines: int = 15) -> str:
+        out: list[str] = []
+        for name in ("console.log", "neo4j.log"):
+            path = self.home / "logs" / name
+            if path.exists():
+                out += path.read_text(errors="replace").splitlines()[-lines:]
+        return "\n".join(out[-lines:])
+
+    def _live_pid(self) -> int | None:
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            return None
+        # A recycled pid belongs to someone else: only our entry point with our home counts.
+        if ENTRY_POINT in cmdline and f"--home-dir={self.home}" in cmdline:
+            return pid
+        return None
+
+    @staticmethod
+    def _terminate(pid: int, timeout_s: float = 60.0) -> None:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not _pid_alive(pid):
+                return
+            time.sleep(0.2)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)  # reap it if it is our child
+        if waited == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now (for throw-away test servers)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -1,0 +1,280 @@
+"""Typed records of the knowledge graph (DESIGN §1).
+
+An :class:`Experience` is the tuple ⟨π, γ, S, C, μ, F, R⟩ of Agent KB:
+
+- π ``problem`` and γ ``goal``;
+- S ``steps`` — ordered, generalised :class:`Step` records;
+- C context — ``domain`` and ``difficulty``;
+- μ metadata — ``success_rate``, ``quality``, ``efficiency``, ``generalizability``, the usage
+  counters ``retrieved``/``used``/``succeeded``, timestamps, provenance (``source``, ``source_ids``);
+- F ``failure_modes`` — what went wrong and how it was recovered;
+- R ``relations`` — typed, weighted edges to other experiences.
+
+Models are strict: wrong types, unknown fields, NaN/infinite numbers and oversized texts are
+rejected with the field's name. Ids are content hashes (see :mod:`kbgraph.ids`), so the same
+content written twice is the same node.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+
+from kbgraph.ids import content_hash, normalise_text
+
+# Limits: generous for real agent data, small enough that one record cannot flood the graph.
+MAX_PROBLEM_CHARS = 20_000
+MAX_TEXT_CHARS = 8_000
+MAX_STEPS = 10_000
+MAX_FAILURE_MODES = 200
+MAX_RELATIONS = 1_000
+MAX_EMBEDDING_DIM = 8_192
+
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
+Unit = Annotated[float, Field(ge=0.0, le=1.0)]
+Reward = Annotated[float, Field(ge=-1.0, le=1.0)]
+Count = Annotated[int, Field(ge=0)]
+Embedding = Annotated[list[float], Field(min_length=1, max_length=MAX_EMBEDDING_DIM)]
+IdText = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:\-]{1,128}$")]
+
+Kind = Literal["concrete", "abstract"]
+Status = Literal["active", "archived", "rejected"]
+Scope = Literal["shared", "private"]
+Difficulty = Literal["easy", "medium", "hard"]
+
+
+class RelationType(StrEnum):
+    """The four experience relations of Agent KB. The only relationship types a user can name."""
+
+    ABSTRACTION = "ABSTRACTION"
+    COMPOSITION = "COMPOSITION"
+    ADAPTATION = "ADAPTATION"
+    ALTERNATIVE = "ALTERNATIVE"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=False)
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+class Step(_Strict):
+    """One generalised step of a workflow: the action taken and what it did, ids as placeholders."""
+
+    order: Count | None = None
+    action: Name
+    text: ShortText = ""
+    args_schema: dict[str, str] = Field(default_factory=dict)
+    reward: Reward | None = None
+    issue_type: Name | None = None
+    resolution_effectiveness: Unit | None = None
+    embedding: Embedding | None = None
+
+
+class FailureMode(_Strict):
+    """What went wrong at a step and how it was recovered (the F of the tuple)."""
+
+    description: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
+    issue_type: Name | None = None
+    recovery: ShortText = ""
+    step_order: Count | None = None
+    embedding: Embedding | None = None
+
+
+class Relation(_Strict):
+    """A weighted, explained edge from this experience to another one in the same namespace."""
+
+    type: RelationType
+    target_id: IdText
+    weight: Unit = 1.0
+    reason: ShortText = ""
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _type_from_text(cls, value: Any) -> Any:
+        # Strict mode refuses plain strings for enums; JSON and people write plain strings.
+        if isinstance(value, str) and not isinstance(value, RelationType):
+            try:
+                return RelationType(value.upper())
+            except ValueError:
+                allowed = ", ".join(t.value for t in RelationType)
+                raise ValueError(f"must be one of {allowed}, not {value!r}") from None
+        return value
+
+
+class Experience(_Strict):
+    """A reusable experience ⟨π, γ, S, C, μ, F, R⟩; see the module docstring for the mapping."""
+
+    id: IdText | None = None
+    # π, γ
+    problem: Annotated[str, StringConstraints(min_length=1, max_length=MAX_PROBLEM_CHARS)]
+    goal: Annotated[str, StringConstraints(max_length=MAX_PROBLEM_CHARS)] = ""
+    # S
+    steps: Annotated[list[Step], Field(max_length=MAX_STEPS)] = Field(default_factory=list)
+    # C
+    domain: Name = "general"
+    difficulty: Difficulty | None = None
+    kind: Kind = "concrete"
+    # μ
+    success_rate: Unit = 1.0
+    quality: Unit = 0.5
+    efficiency: Unit | None = None
+    generalizability: Unit | None = None
+    retrieved: Count = 0
+    used: Count = 0
+    succeeded: Count = 0
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    last_used_at: datetime | None = None
+    status: Status = "active"
+    scope: Scope = "shared"
+    owner_agent: Name | None = None
+    source: ShortText | None = None
+    source_ids: Annotated[list[IdText], Field(max_length=10_000)] = Field(default_factory=list)
+    # F, R
+    failure_modes: Annotated[list[FailureMode], Field(max_length=MAX_FAILURE_MODES)] = Field(
+        default_factory=list
+    )
+    relations: Annotated[list[Relation], Field(max_length=MAX_RELATIONS)] = Field(default_factory=list)
+    # Embeddings: filled in by the knowledge base when absent.
+    pg_embedding: Embedding | None = None
+    structure_embedding: Embedding | None = None
+    context_embedding: Embedding | None = None
+
+    @field_validator("problem")
+    @classmethod
+    def _problem_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @field_validator("created_at", "last_used_at", mode="before")
+    @classmethod
+    def _parse_time(cls, value: Any) -> Any:
+        # Strict mode takes ISO strings only from JSON; accept them from Python dicts too.
+        if isinstance(value, str):
+            return datetime.fromisoformat(value)
+        return value
+
+    @field_validator("created_at", "last_used_at")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        return _utc(value)
+
+    @model_validator(mode="after")
+    def _order_steps_and_hash(self) -> Experience:
+        orders = [s.order for s in self.steps]
+        if all(o is None for o in orders):
+            for position, step in enumerate(self.steps):
+                step.order = position
+        elif any(o is None for o in orders):
+            raise ValueError("steps: give every step an order, or none (then list order is used)")
+        elif len(set(orders)) != len(orders):
+            raise ValueError("steps: two steps have the same order")
+        self.steps.sort(key=lambda s: s.order or 0)
+        if self.succeeded > self.used:
+            raise ValueError("succeeded: cannot exceed used")
+        if self.id is None:
+            self.id = self.content_id()
+        return self
+
+    def content_id(self) -> str:
+        """The id this experience's content hashes to (problem, goal, domain, kind, steps)."""
+        payload = {
+            "problem": normalise_text(self.problem),
+            "goal": normalise_text(self.goal),
+            "domain": normalise_text(self.domain),
+            "kind": self.kind,
+            "steps": [[normalise_text(s.action), normalise_text(s.text)] for s in self.steps],
+        }
+        return content_hash(payload, "exp")
+
+    @property
+    def key(self) -> str:
+        """The id, which the validator always sets."""
+        assert self.id is not None
+        return self.id
+
+    def step_id(self, order: int) -> str:
+        return content_hash({"experience": self.key, "order": order}, "step")
+
+    def failure_id(self, failure: FailureMode) -> str:
+        payload = {
+            "experience": self.key,
+            "description": normalise_text(failure.description),
+            "issue_type": failure.issue_type,
+            "step_order": failure.step_order,
+        }
+        return content_hash(payload, "fail")
+
+    def pg_text(self) -> str:
+        """Text behind the semantic (problem+goal) embedding."""
+        return f"{self.problem}\n{self.goal}".strip()
+
+    def structure_text(self) -> str:
+        """Text behind the structural embedding: the workflow's shape, action by action."""
+        return " -> ".join(s.action for s in self.steps) or "(no steps)"
+
+    def context_text(self) -> str:
+        return f"domain: {self.domain}; difficulty: {self.difficulty or 'unknown'}; kind: {self.kind}"
+
+
+class ConceptDocument(_Strict):
+    """A meta-concept's document (BREW): sentences under four headings."""
+
+    when_to_use: list[ShortText] = Field(default_factory=list)
+    why: list[ShortText] = Field(default_factory=list)
+    how: list[ShortText] = Field(default_factory=list)
+    pitfalls: list[ShortText] = Field(default_factory=list)
+
+    def render(self) -> str:
+        sections = [
+            ("When to use", self.when_to_use),
+            ("Why", self.why),
+            ("How", self.how),
+            ("Pitfalls", self.pitfalls),
+        ]
+        return "\n\n".join(
+            f"## {title}\n" + "\n".join(f"- {line}" for line in lines) for title, lines in sections if lines
+        )
+
+
+class Concept(_Strict):
+    """A raw concept label produced while reflecting on one trajectory (BREW step 2)."""
+
+    label: Name
+    experience_id: IdText | None = None
+    embedding: Embedding | None = None
+
+    @property
+    def id(self) -> str:
+        return content_hash({"label": normalise_text(self.label).lower()}, "concept")
+
+
+class MetaConcept(_Strict):
+    """A deduplicated concept owning one document (BREW)."""
+
+    id: IdText
+    name: Name
+    document: ConceptDocument = Field(default_factory=ConceptDocument)
+    version: Count = 1
+    embedding: Embedding | None = None
+
+
+class Insight(_Strict):
+    """One sentence learned from a trajectory, about a meta-concept."""
+
+    text: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
+    meta_concept_id: IdText
+    experience_id: IdText | None = None
+
+    @property
+    def id(self) -> str:
+        return content_hash({"text": normalise_text(self.text), "about": self.meta_concept_id}, "insight")

@@ -1,0 +1,98 @@
+"""Settings: keyword arguments, then the environment, then a TOML config file, then defaults.
+
+The config file is ``$KBGRAPH_CONFIG`` when set, otherwise ``./kbgraph.toml`` when present. Keys are
+the field names below (``neo4j_uri = "bolt://…"``). Environment variables are ``KBGRAPH_<FIELD>``,
+except the connection, which uses Neo4j's own names: ``NEO4J_URI``, ``NEO4J_USERNAME``,
+``NEO4J_PASSWORD``, ``NEO4J_DATABASE``. When ``NEO4J_URI`` is unset, kbgraph runs its own
+managed Neo4j (see :mod:`kbgraph.managed`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kbgraph"
+
+
+def config_file_path() -> Path | None:
+    explicit = os.environ.get("KBGRAPH_CONFIG")
+    if explicit:
+        return Path(explicit)
+    local = Path("kbgraph.toml")
+    return local if local.is_file() else None
+
+
+def _neo4j_env(name: str) -> AliasChoices:
+    return AliasChoices(f"neo4j_{name}", f"NEO4J_{name.upper()}", f"KBGRAPH_NEO4J_{name.upper()}")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KBGRAPH_", extra="ignore", populate_by_name=True)
+
+    # Connection. Unset URI = the managed local server.
+    neo4j_uri: str | None = Field(default=None, validation_alias=_neo4j_env("uri"))
+    neo4j_username: str = Field(default="neo4j", validation_alias=_neo4j_env("username"))
+    neo4j_password: SecretStr | None = Field(default=None, validation_alias=_neo4j_env("password"))
+    neo4j_database: str = Field(default="neo4j", validation_alias=_neo4j_env("database"))
+    connect_timeout_s: float = Field(default=15.0, gt=0)
+
+    namespace: str = Field(default="default", pattern=r"^[A-Za-z0-9_.\-]{1,64}$")
+    cache_dir: Path = Field(default_factory=default_cache_dir)
+
+    # Embeddings.
+    embedder: Literal["minilm", "openai"] = "minilm"
+    embedding_dimension: int = Field(default=384, ge=1, le=8192)
+    embedding_batch_size: int = Field(default=64, ge=1, le=4096)
+    openai_base_url: str | None = None
+    openai_api_key: SecretStr | None = None
+    openai_embedding_model: str = "text-embedding-3-small"
+    openai_timeout_s: float = Field(default=30.0, gt=0)
+
+    # Writes.
+    write_batch_size: int = Field(default=500, ge=1, le=50_000)
+
+    # The managed local Neo4j (ignored when neo4j_uri is set). Memory is sized for a
+    # 2-core / 24 GiB machine: the JVM heap holds query state, the page cache the store files;
+    # vector indexes live in the OS file cache, so most RAM is deliberately left to the OS.
+    managed_home: Path | None = None
+    managed_bolt_port: int = Field(default=7687, ge=1, le=65535)
+    managed_http_port: int = Field(default=7474, ge=1, le=65535)
+    managed_heap: str = Field(default="4g", pattern=r"^\d+[mg]$")
+    managed_pagecache: str = Field(default="2g", pattern=r"^\d+[mg]$")
+    managed_start_timeout_s: float = Field(default=180.0, gt=0)
+
+    @property
+    def uses_managed_server(self) -> bool:
+        return not self.neo4j_uri
+
+    @property
+    def managed_instance_dir(self) -> Path:
+        return self.managed_home or self.cache_dir / "neo4j" / "instance"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        path = config_file_path()
+        if path is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
