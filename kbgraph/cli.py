@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from importlib import resources
@@ -28,9 +29,13 @@ app = typer.Typer(
 server_app = typer.Typer(help="The managed local Neo4j (used when NEO4J_URI is not set).", no_args_is_help=True)
 schema_app = typer.Typer(help="The graph schema: constraints, vector and full-text indexes.", no_args_is_help=True)
 app.add_typer(server_app, name="server")
+bench_app = typer.Typer(help="Benchmarks: figures printed next to a baseline measured in the same run.",
+                        no_args_is_help=True)
 app.add_typer(schema_app, name="schema")
+app.add_typer(bench_app, name="bench")
 
-out = Console(soft_wrap=True)
+# Not a terminal (CI, pipes): do not squeeze tables into 80 columns.
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, soft_wrap=True)
 
 NamespaceOption = Annotated[
@@ -141,15 +146,26 @@ def _read_experience_files(paths: list[Path]) -> tuple[list[dict[str, Any]], lis
     return values, labels, problems
 
 
+def _by_file_and_line(problem: str) -> tuple[str, int]:
+    match = re.match(r"(.*?):(\d+): ", problem)
+    return (match.group(1), int(match.group(2))) if match else (problem, 0)
+
+
 def add_files(kb: KnowledgeBase, paths: list[Path]) -> dict[str, Any]:
-    """Validates every record of every file first; writes only when all are valid."""
+    """Validates every record of every file first and reports all problems at once, in file and
+    line order; writes only when all are valid."""
     values, labels, problems = _read_experience_files(paths)
+    experiences = []
+    try:
+        experiences = kb.validate(values, labels)
+    except InvalidInputError as invalid:
+        problems += invalid.problems
     if problems:
-        raise InvalidInputError(problems)
+        raise InvalidInputError(sorted(problems, key=_by_file_and_line))
     started = time.perf_counter()
     with _progress() as progress:
-        task = progress.add_task("storing experiences", total=len(values))
-        report = kb.add_experiences(values, labels=labels, on_progress=lambda n: progress.advance(task, n))
+        task = progress.add_task("storing experiences", total=len(experiences))
+        report = kb.add_experiences(experiences, labels=labels, on_progress=lambda n: progress.advance(task, n))
     return {**report.model_dump(exclude={"ids"}), "seconds": round(time.perf_counter() - started, 2)}
 
 
@@ -219,6 +235,43 @@ def delete(
             out.print(f"{kb.delete(ids)} experiences deleted")
         else:
             raise KbgraphError("name experience ids to delete, or --all --yes")
+
+
+# -- benchmarks -------------------------------------------------------------------------------------
+
+
+@bench_app.command("write")
+def bench_write(
+    experiences: Annotated[list[int] | None, typer.Option("--experiences", "-e", help="Sizes to write (repeatable)")] = None,
+    steps: Annotated[int, typer.Option(help="Steps per experience")] = 8,
+    baseline_sample: Annotated[int, typer.Option(help="Experiences the per-transaction baseline writes")] = 200,
+    as_json: JsonOption = False,
+) -> None:
+    """Write throughput (nodes/s) of the batched writer vs one transaction per experience."""
+    from kbgraph.bench.write import run_write_benchmark
+
+    sizes = experiences or [1000, 10000]
+    with _open("bench-write") as kb, _progress() as progress:
+        tasks: dict[str, Any] = {}
+
+        def on_progress(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = progress.add_task(label, total=total)
+            progress.update(tasks[label], completed=done)
+
+        result = run_write_benchmark(kb, sizes, steps=steps, baseline_sample=baseline_sample, on_progress=on_progress)
+    if as_json:
+        _print_json(result)
+        return
+    table = Table("writer", "experiences", "nodes", "seconds", "nodes/s", "experiences/s", "rewrite s")
+    for row in result["kbgraph"]:
+        table.add_row(f"kbgraph (UNWIND, batch {result['batch_size']})", f"{row['experiences']:,}",
+                      f"{row['nodes']:,}", str(row["write_s"]), f"{row['nodes_per_s']:,}",
+                      str(row["experiences_per_s"]), str(row["rewrite_s"]))
+    b = result["baseline"]
+    table.add_row("baseline (1 tx / experience)", f"{b['experiences']:,}", f"{b['nodes']:,}", str(b["write_s"]),
+                  f"{b['nodes_per_s']:,}", str(b["experiences_per_s"]), "—")
+    out.print(table)
 
 
 # -- the main job -----------------------------------------------------------------------------------

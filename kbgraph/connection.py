@@ -7,6 +7,7 @@ and how to fix it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import neo4j
@@ -15,6 +16,9 @@ from kbgraph.cypher_files import query
 from kbgraph.errors import Neo4jUnavailableError
 from kbgraph.managed import ManagedNeo4j
 from kbgraph.settings import Settings
+
+
+BOLT_SCHEMES = {"bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"}
 
 
 @dataclass(frozen=True)
@@ -44,12 +48,24 @@ def connect(settings: Settings, quiet: bool = False) -> Connection:
 
 def open_driver(uri: str, auth: tuple[str, str], database: str, timeout_s: float = 15.0) -> neo4j.Driver:
     """A driver whose connectivity and credentials have been checked against ``database``."""
+    scheme = uri.split("://", 1)[0] if "://" in uri else ""
+    if scheme not in BOLT_SCHEMES:
+        raise Neo4jUnavailableError(
+            f"NEO4J_URI {uri!r} is not a Neo4j Bolt URI: use one of "
+            + ", ".join(f"{s}://" for s in sorted(BOLT_SCHEMES))
+        )
     try:
-        driver = neo4j.GraphDatabase.driver(uri, auth=auth, connection_timeout=timeout_s)
+        driver = neo4j.GraphDatabase.driver(
+            uri, auth=auth, connection_timeout=timeout_s,
+            # "relationship type does not exist" on a fresh database is expected, not a problem.
+            notifications_disabled_classifications=["UNRECOGNIZED"],
+        )
     except (ValueError, neo4j.exceptions.ConfigurationError) as exc:
         raise Neo4jUnavailableError(f"NEO4J_URI {uri!r} is not a Neo4j URI ({exc}); use bolt:// or neo4j://") from None
     try:
-        driver.execute_query(query("ping"), database_=database)
+        # An auto-commit query fails at once; execute_query would retry (and log) for 30 s.
+        with driver.session(database=database) as session:
+            session.run(query("ping")).consume()
     except neo4j.exceptions.AuthError:
         driver.close()
         raise Neo4jUnavailableError(
@@ -72,4 +88,7 @@ def open_driver(uri: str, auth: tuple[str, str], database: str, timeout_s: float
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
+    errno = re.search(r"reason \[Errno \d+\] ([^)]+)", text)
+    if errno:
+        return errno.group(1).lower()
+    return text.splitlines()[0][:200].rstrip(":")

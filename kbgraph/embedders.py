@@ -45,7 +45,8 @@ def normalise_rows(vectors: npt.ArrayLike, name: str, dimension: int) -> Vectors
         raise EmbedderError(f"{name} returned NaN or infinite values")
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return array / norms
+    normalised: Vectors = (array / norms).astype(np.float32)
+    return normalised
 
 
 class MiniLMEmbedder:
@@ -81,8 +82,8 @@ class MiniLMEmbedder:
                 from sentence_transformers import SentenceTransformer
                 from transformers.utils import logging as transformers_logging
 
-                transformers_logging.set_verbosity_error()
-                transformers_logging.disable_progress_bar()
+                transformers_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+                transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
                 self._model = SentenceTransformer(str(path), device=self.device)
             return self._model

@@ -113,18 +113,26 @@ class ExperienceStore:
             found.update(rows[0]["ids"] if rows else [])
         return found
 
-    def write(self, experiences: Sequence[Experience], on_batch: Progress | None = None) -> None:
-        """Writes fully validated, fully embedded experiences (see KnowledgeBase.add_experiences)."""
+    def write(
+        self, experiences: Sequence[Experience], existing: set[str] | None = None, on_batch: Progress | None = None
+    ) -> None:
+        """Writes fully validated, fully embedded experiences (see KnowledgeBase.add_experiences).
+
+        Experiences in ``existing`` are already stored: their content (and so their steps and
+        failure modes) is fixed by the content hash, so only their provenance is updated.
+        """
         kb = self.namespace
+        existing = existing or set()
         for start in range(0, len(experiences), self.batch_size):
             batch = experiences[start : start + self.batch_size]
             steps: list[Row] = []
             links: list[Row] = []
-            for exp in batch:
+            fresh = [exp for exp in batch if exp.key not in existing]
+            for exp in fresh:
                 s, n = step_rows(exp)
                 steps += s
                 links += n
-            failures = [row for exp in batch for row in failure_rows(exp)]
+            failures = [row for exp in fresh for row in failure_rows(exp)]
             calls: list[tuple[str, dict[str, Any]]] = [
                 ("experience_upsert", {"kb": kb, "rows": [experience_row(e) for e in batch]})
             ]
@@ -137,6 +145,7 @@ class ExperienceStore:
             self.gateway.write_all(calls)
             if on_batch:
                 on_batch(len(batch))
+        # Relations are not content: they are (re)written for every experience given.
         relations = [row for exp in experiences for row in relation_rows(exp)]
         for start in range(0, len(relations), self.batch_size * 4):
             self.gateway.write("relation_upsert", kb=kb, rows=relations[start : start + self.batch_size * 4])

@@ -179,8 +179,8 @@ class KnowledgeBase:
         experiences = self.validate(items, labels)
         unique = list({e.key: e for e in experiences}.values())
         existing = self.store.existing_ids(e.key for e in unique)
-        self.embed_missing(unique)
-        self.store.write(unique, on_batch=on_progress)
+        self.embed_missing([e for e in unique if e.key not in existing])
+        self.store.write(unique, existing, on_batch=on_progress)
         return WriteReport(
             received=len(experiences), new=len(unique) - len(existing), existing=len(existing),
             ids=[e.key for e in experiences],

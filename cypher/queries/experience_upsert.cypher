@@ -11,8 +11,11 @@ ON MATCH SET e.source_ids = e.source_ids + [s IN row.source_ids WHERE NOT s IN e
 SET e += row.content
 MERGE (d:Domain {kb: $kb, name: row.domain})
 MERGE (e)-[:IN_DOMAIN]->(d)
+// Embeddings follow from the content, so an existing experience keeps the ones it has;
+// setNodeVectorProperty stores them as float32, half the size of a Cypher list of floats.
 WITH e, row
+WHERE e.pg_embedding IS NULL
 CALL db.create.setNodeVectorProperty(e, 'pg_embedding', row.pg_embedding)
 CALL db.create.setNodeVectorProperty(e, 'structure_embedding', row.structure_embedding)
 CALL db.create.setNodeVectorProperty(e, 'context_embedding', row.context_embedding)
-RETURN count(e) AS written;
+RETURN count(e) AS embedded;

@@ -1,0 +1,1 @@
+"""Benchmarks. Each prints its figures next to a baseline measured in the same run."""

@@ -1,0 +1,109 @@
+"""Shared fixtures: one real Neo4j 5.26 server for the session, the real MiniLM embedder, and a
+fresh namespace per test (deleted afterwards).
+
+The server is, in order of preference:
+1. the one at NEO4J_URI (with NEO4J_USERNAME / NEO4J_PASSWORD / NEO4J_DATABASE), when set;
+2. a neo4j:5.26-community container through testcontainers, when a Docker engine answers;
+3. kbgraph's managed server, started on free ports with a throw-away data directory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import neo4j
+import pytest
+
+from kbgraph.connection import open_driver
+from kbgraph.embedders import CachedEmbedder, MiniLMEmbedder
+from kbgraph.kb import KnowledgeBase
+from kbgraph.managed.server import ManagedNeo4j, free_port
+from kbgraph.settings import Settings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@dataclass(frozen=True)
+class Neo4jTarget:
+    uri: str
+    username: str
+    password: str
+    database: str
+    how: str  # "NEO4J_URI", "testcontainers" or "managed"
+    http_port: int | None = None
+
+    def env(self, namespace: str) -> dict[str, str]:
+        """Environment for a kbgraph subprocess that should use this server and namespace."""
+        return {
+            **os.environ, "NEO4J_URI": self.uri, "NEO4J_USERNAME": self.username,
+            "NEO4J_PASSWORD": self.password, "NEO4J_DATABASE": self.database, "KBGRAPH_NAMESPACE": namespace,
+        }
+
+
+def docker_engine_answers() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.fixture(scope="session")
+def neo4j_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neo4jTarget]:
+    if os.environ.get("NEO4J_URI"):
+        yield Neo4jTarget(
+            os.environ["NEO4J_URI"], os.environ.get("NEO4J_USERNAME", "neo4j"),
+            os.environ.get("NEO4J_PASSWORD", ""), os.environ.get("NEO4J_DATABASE", "neo4j"), "NEO4J_URI",
+        )
+        return
+    if docker_engine_answers():
+        from testcontainers.neo4j import Neo4jContainer
+
+        with Neo4jContainer("neo4j:5.26-community", password="kbgraph-test-password") as container:
+            yield Neo4jTarget(container.get_connection_url(), "neo4j", "kbgraph-test-password", "neo4j",
+                              "testcontainers")
+        return
+    server = ManagedNeo4j(
+        home=tmp_path_factory.mktemp("neo4j-home"), cache_dir=Settings().cache_dir,
+        bolt_port=free_port(), http_port=free_port(), heap="2g", pagecache="512m", quiet=True,
+    )
+    server.start()
+    try:
+        yield Neo4jTarget(server.bolt_uri, "neo4j", server.password(), "neo4j", "managed", server.http_port)
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def driver(neo4j_target: Neo4jTarget) -> Iterator[neo4j.Driver]:
+    drv = open_driver(neo4j_target.uri, (neo4j_target.username, neo4j_target.password), neo4j_target.database)
+    yield drv
+    drv.close()
+
+
+@pytest.fixture(scope="session")
+def embedder() -> CachedEmbedder:
+    """The real all-MiniLM-L6-v2, with kbgraph's on-disk cache (outside the repository)."""
+    return CachedEmbedder(MiniLMEmbedder(), Settings().cache_dir)
+
+
+@pytest.fixture
+def namespace() -> str:
+    return f"test-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def kb(driver: neo4j.Driver, embedder: CachedEmbedder, namespace: str, neo4j_target: Neo4jTarget) -> Iterator[KnowledgeBase]:
+    knowledge_base = KnowledgeBase(driver, embedder, namespace=namespace, database=neo4j_target.database)
+    yield knowledge_base
+    knowledge_base.clear()

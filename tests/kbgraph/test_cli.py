@@ -1,0 +1,91 @@
+"""The command line, run as a user would: a subprocess against the session's real Neo4j."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Neo4jTarget
+
+SAMPLES = Path(__file__).resolve().parents[2] / "kbgraph" / "samples" / "experiences.jsonl"
+
+
+def kbgraph(target: Neo4jTarget, namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kbgraph.cli", *args], env=target.env(namespace),
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def cli_namespace(neo4j_target: Neo4jTarget, namespace: str):  # type: ignore[no-untyped-def]
+    yield namespace
+    kbgraph(neo4j_target, namespace, "delete", "--all", "--yes")
+
+
+def test_add_then_stats_as_json(neo4j_target: Neo4jTarget, cli_namespace: str) -> None:
+    added = kbgraph(neo4j_target, cli_namespace, "add", str(SAMPLES), "--json")
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout)["new"] == 30
+    stats = kbgraph(neo4j_target, cli_namespace, "stats", "--json")
+    assert stats.returncode == 0, stats.stderr
+    counts = json.loads(stats.stdout)
+    assert counts["namespace"] == cli_namespace and counts["experiences"] == 30
+    assert counts["nodes"]["Experience"] == 30 and counts["relationships"]["HAS_STEP"] > 30
+    assert len(counts["experiences_by_domain"]) == 6
+
+    again = kbgraph(neo4j_target, cli_namespace, "add", str(SAMPLES), "--json")
+    assert json.loads(again.stdout)["existing"] == 30
+    assert json.loads(kbgraph(neo4j_target, cli_namespace, "stats", "--json").stdout) == counts
+
+
+def test_a_bad_file_is_reported_by_line_and_field_and_nothing_is_written(
+    neo4j_target: Neo4jTarget, cli_namespace: str, tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    good_line = SAMPLES.read_text().splitlines()[0]
+    bad.write_text(good_line + "\n" + '{"goal": "no problem here"}\n' + "{oops\n" +
+                   '{"problem": "p", "quality": "high"}\n')
+    result = kbgraph(neo4j_target, cli_namespace, "add", str(bad))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert f"{bad}:2: problem: Field required" in result.stderr
+    assert f"{bad}:3: invalid JSON" in result.stderr
+    assert f"{bad}:4: quality:" in result.stderr
+    assert json.loads(kbgraph(neo4j_target, cli_namespace, "stats", "--json").stdout)["experiences"] == 0
+
+
+def test_an_empty_or_missing_file_is_an_error(neo4j_target: Neo4jTarget, cli_namespace: str, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    result = kbgraph(neo4j_target, cli_namespace, "add", str(empty), str(tmp_path / "missing.jsonl"))
+    assert result.returncode == 2
+    assert "empty file" in result.stderr and "no such file" in result.stderr
+
+
+def test_schema_status_shows_every_index_online(neo4j_target: Neo4jTarget, cli_namespace: str) -> None:
+    result = kbgraph(neo4j_target, cli_namespace, "schema", "status", "--json")
+    assert result.returncode == 0, result.stderr
+    indexes = {row["name"]: row for row in json.loads(result.stdout)}
+    for name in ("experience_pg_embedding", "step_embedding", "experience_text", "experience_key"):
+        assert indexes[name]["state"] == "ONLINE"
+    assert indexes["step_embedding"]["type"] == "VECTOR" and indexes["step_text"]["type"] == "FULLTEXT"
+
+
+def test_get_prints_an_experience_and_delete_all_wants_confirmation(
+    neo4j_target: Neo4jTarget, cli_namespace: str
+) -> None:
+    added = kbgraph(neo4j_target, cli_namespace, "add", str(SAMPLES), "--json")
+    assert added.returncode == 0, added.stderr
+    first = json.loads(SAMPLES.read_text().splitlines()[0])
+    from kbgraph.models import Experience
+
+    exp_id = Experience.model_validate(first).key
+    shown = kbgraph(neo4j_target, cli_namespace, "get", exp_id)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["problem"] == first["problem"]
+    missing = kbgraph(neo4j_target, cli_namespace, "get", "exp_nothing")
+    assert missing.returncode == 1 and "no experience 'exp_nothing'" in missing.stderr
+    refused = kbgraph(neo4j_target, cli_namespace, "delete", "--all")
+    assert refused.returncode == 1 and "--yes" in refused.stderr

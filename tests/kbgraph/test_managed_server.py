@@ -1,0 +1,94 @@
+"""The managed Neo4j: fetched through Maven, bound to 127.0.0.1, password-protected, clean stop."""
+
+from __future__ import annotations
+
+import json
+import socket
+import stat
+import urllib.request
+from pathlib import Path
+
+import neo4j
+import pytest
+
+from kbgraph.errors import ManagedServerError
+from kbgraph.managed.runtime import NEO4J_VERSION
+from kbgraph.managed.server import ManagedNeo4j, free_port
+from kbgraph.settings import Settings
+
+
+def test_the_pinned_server_is_neo4j_5_26() -> None:
+    assert NEO4J_VERSION.startswith("5.26.")
+
+
+def test_the_config_binds_loopback_with_auth_and_sized_memory(tmp_path: Path) -> None:
+    server = ManagedNeo4j(home=tmp_path, cache_dir=tmp_path, bolt_port=17687, http_port=17474, heap="4g",
+                          pagecache="2g")
+    config = dict(line.split("=", 1) for line in server.config_text().splitlines() if "=" in line and
+                  not line.startswith("#"))
+    assert config["server.default_listen_address"] == "127.0.0.1"
+    assert config["server.bolt.listen_address"] == "127.0.0.1:17687"
+    assert config["server.http.listen_address"] == "127.0.0.1:17474"
+    assert config["server.http.enabled"] == "true" and config["server.https.enabled"] == "false"
+    assert config["dbms.security.auth_enabled"] == "true"
+    assert config["server.memory.heap.max_size"] == "4g" and config["server.memory.pagecache.size"] == "2g"
+    assert config["dbms.usage_report.enabled"] == "false"
+
+
+def test_settings_size_the_server_for_this_machine() -> None:
+    settings = Settings()
+    assert (settings.managed_heap, settings.managed_pagecache) == ("4g", "2g")
+
+
+def test_start_status_browser_stop_and_restart(tmp_path: Path) -> None:
+    server = ManagedNeo4j(home=tmp_path / "instance", cache_dir=Settings().cache_dir, bolt_port=free_port(),
+                          http_port=free_port(), heap="1g", pagecache="256m", quiet=True)
+    assert not server.status().running
+    try:
+        status = server.start()
+        assert status.running and status.pid
+        mode = stat.S_IMODE(server.password_file.stat().st_mode)
+        assert mode == 0o600, oct(mode)
+        password = server.password()
+        assert len(password) >= 20 and password != "neo4j"
+
+        with neo4j.GraphDatabase.driver(server.bolt_uri, auth=("neo4j", password)) as driver:
+            records, _, _ = driver.execute_query("CALL dbms.components() YIELD name, versions, edition "
+                                                 "RETURN versions[0] AS version, edition")
+        assert records[0]["version"].startswith("5.26.") and records[0]["edition"] == "community"
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.http_port}/", timeout=10) as response:
+            discovery = json.load(response)
+        assert discovery["neo4j_edition"] == "community"
+        assert discovery["bolt_direct"] == f"bolt://127.0.0.1:{server.bolt_port}"
+        with urllib.request.urlopen(server.browser_url, timeout=10) as response:
+            page = response.read().decode()
+        assert response.status == 200 and "Neo4j Browser" in page
+
+        assert server.start().pid == status.pid  # already running: nothing new is started
+    finally:
+        assert server.stop()
+    assert not server.status().running
+    assert not server.stop()  # stopping twice is harmless
+
+    again = server.start()  # the data and the password survive a restart
+    try:
+        assert again.running and server.password() == password
+    finally:
+        server.stop()
+
+
+def test_a_busy_port_is_explained(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        server = ManagedNeo4j(home=tmp_path, cache_dir=Settings().cache_dir, bolt_port=port,
+                              http_port=free_port(), quiet=True)
+        with pytest.raises(ManagedServerError, match=f"port {port} on 127.0.0.1 is already in use"):
+            server.start()
+
+
+def test_reading_the_password_before_any_start_says_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(ManagedServerError, match="kbgraph server start"):
+        ManagedNeo4j(home=tmp_path, cache_dir=tmp_path).password()

@@ -1,0 +1,136 @@
+"""The experience tuple and its validation: bad input is rejected naming the field."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from pydantic import ValidationError
+
+from kbgraph.models import MAX_PROBLEM_CHARS, ConceptDocument, Experience, Relation, RelationType, Step
+
+
+def minimal(**overrides: object) -> dict[str, object]:
+    data: dict[str, object] = {
+        "problem": "Customer wants to return a delivered item",
+        "goal": "Item returned and refund issued",
+        "domain": "retail",
+        "steps": [{"action": "get_order_details", "text": "look up {order_id}"},
+                  {"action": "return_items", "text": "return {item_id} to {payment_method}"}],
+    }
+    data.update(overrides)
+    return data
+
+
+def error_fields(exc: ValidationError) -> set[str]:
+    return {".".join(str(p) for p in e["loc"]) for e in exc.errors()}
+
+
+def test_steps_take_their_order_from_the_list_when_none_is_given() -> None:
+    exp = Experience.model_validate(minimal())
+    assert [s.order for s in exp.steps] == [0, 1]
+
+
+def test_explicit_step_orders_are_sorted() -> None:
+    steps = [{"action": "b", "order": 5}, {"action": "a", "order": 2}]
+    exp = Experience.model_validate(minimal(steps=steps))
+    assert [s.action for s in exp.steps] == ["a", "b"]
+
+
+def test_duplicate_step_orders_are_rejected() -> None:
+    with pytest.raises(ValidationError, match="same order"):
+        Experience.model_validate(minimal(steps=[{"action": "a", "order": 1}, {"action": "b", "order": 1}]))
+
+
+def test_the_id_is_a_stable_hash_of_the_content() -> None:
+    a = Experience.model_validate(minimal())
+    b = Experience.model_validate(minimal(quality=0.9, retrieved=7))  # learning state is not content
+    assert a.id == b.id and a.id is not None and a.id.startswith("exp_")
+    assert Experience.model_validate(minimal(goal="something else")).id != a.id
+    assert Experience.model_validate(minimal(problem="  Customer wants to return a delivered   item ")).id == a.id
+
+
+def test_a_missing_problem_is_named() -> None:
+    data = minimal()
+    del data["problem"]
+    with pytest.raises(ValidationError) as caught:
+        Experience.model_validate(data)
+    assert "problem" in error_fields(caught.value)
+
+
+def test_a_blank_problem_is_rejected() -> None:
+    with pytest.raises(ValidationError) as caught:
+        Experience.model_validate(minimal(problem="   "))
+    assert "problem" in error_fields(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("quality", "0.5"), ("retrieved", "3"), ("steps", "step one"), ("domain", 7), ("success_rate", 1.5),
+     ("status", "deleted"), ("kind", "concrete-ish"), ("retrieved", -1)],
+)
+def test_wrong_types_and_ranges_are_named(field: str, value: object) -> None:
+    with pytest.raises(ValidationError) as caught:
+        Experience.model_validate(minimal(**{field: value}))
+    assert any(f.startswith(field) for f in error_fields(caught.value))
+
+
+def test_unknown_fields_are_rejected_to_catch_typos() -> None:
+    with pytest.raises(ValidationError) as caught:
+        Experience.model_validate(minimal(probelm="typo"))
+    assert "probelm" in error_fields(caught.value)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_nan_and_infinite_embedding_values_are_rejected(bad: float) -> None:
+    with pytest.raises(ValidationError) as caught:
+        Experience.model_validate(minimal(pg_embedding=[0.1, bad, 0.3]))
+    assert any(f.startswith("pg_embedding") for f in error_fields(caught.value))
+
+
+def test_nan_in_a_step_embedding_names_the_step() -> None:
+    steps = [{"action": "a", "embedding": [0.1, math.nan]}]
+    with pytest.raises(ValidationError) as caught:
+        Experience.model_validate(minimal(steps=steps))
+    assert any(f.startswith("steps.0.embedding") for f in error_fields(caught.value))
+
+
+def test_oversized_text_is_rejected() -> None:
+    with pytest.raises(ValidationError) as caught:
+        Experience.model_validate(minimal(problem="x" * (MAX_PROBLEM_CHARS + 1)))
+    assert "problem" in error_fields(caught.value)
+
+
+def test_succeeded_cannot_exceed_used() -> None:
+    with pytest.raises(ValidationError, match="succeeded"):
+        Experience.model_validate(minimal(used=1, succeeded=2))
+
+
+def test_relation_types_come_from_the_allow_list_only() -> None:
+    assert Relation.model_validate({"type": "alternative", "target_id": "exp_1"}).type is RelationType.ALTERNATIVE
+    with pytest.raises(ValidationError, match="must be one of"):
+        Relation.model_validate({"type": "DELETE_ALL", "target_id": "exp_1"})
+    with pytest.raises(ValidationError):
+        Relation.model_validate({"type": "ALTERNATIVE", "target_id": "x`]->() DETACH DELETE n //"})
+
+
+def test_timestamps_are_timezone_aware() -> None:
+    exp = Experience.model_validate(minimal(created_at="2026-01-02T03:04:05"))
+    assert exp.created_at.tzinfo is not None
+
+
+def test_texts_behind_the_embeddings() -> None:
+    exp = Experience.model_validate(minimal())
+    assert exp.structure_text() == "get_order_details -> return_items"
+    assert "return a delivered item" in exp.pg_text()
+    assert Experience(problem="p").structure_text() == "(no steps)"
+
+
+def test_a_concept_document_renders_its_sections_in_order() -> None:
+    doc = ConceptDocument(when_to_use=["a return is asked"], how=["look up the order", "return items"])
+    assert doc.render() == "## When to use\n- a return is asked\n\n## How\n- look up the order\n- return items"
+
+
+def test_steps_are_models_with_defaults() -> None:
+    step = Step(action="click")
+    assert step.text == "" and step.args_schema == {} and step.embedding is None

@@ -1,0 +1,56 @@
+"""kbgraph installs as one top-level package: kbgraph, kbgraph.ingest, kbgraph.search, with its Cypher."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHECK = """
+import importlib.util, kbgraph, kbgraph.ingest, kbgraph.search
+from kbgraph.cypher_files import query, statements
+assert importlib.util.find_spec("ingest") is None, "a top-level ingest module is installed"
+assert importlib.util.find_spec("search") is None, "a top-level search module is installed"
+assert "RETURN 1" in query("ping") and statements("schema")
+print(kbgraph.__file__)
+print(kbgraph.ingest.__file__)
+"""
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out),
+                    str(ROOT)], check=True, capture_output=True, timeout=300)
+    return next(out.glob("kbgraph-*.whl"))
+
+
+def test_the_wheel_holds_only_the_kbgraph_package(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {name.split("/")[0] for name in names}
+    assert tops == {"kbgraph", next(t for t in tops if t.endswith(".dist-info"))}
+    for expected in ("kbgraph/ingest/__init__.py", "kbgraph/search/__init__.py", "kbgraph/cypher/schema/03_vector_indexes.cypher",
+                     "kbgraph/cypher/queries/experience_get.cypher", "kbgraph/managed/pom.xml",
+                     "kbgraph/samples/experiences.jsonl", "kbgraph/py.typed"):
+        assert expected in names
+
+
+def test_a_normal_install_imports_from_anywhere(wheel: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
+                   check=True, capture_output=True, timeout=300)
+    result = subprocess.run([sys.executable, "-c", CHECK], cwd=tmp_path, env={"PYTHONPATH": str(site), "PATH": ""},
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0].startswith(str(site))
+    assert result.stdout.splitlines()[1] == str(site / "kbgraph" / "ingest" / "__init__.py")
+
+
+def test_the_editable_install_maps_the_top_level_folders(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-c", CHECK], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1] == str(ROOT / "ingest" / "__init__.py")
