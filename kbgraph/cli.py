@@ -185,6 +185,56 @@ def add(
                   f"({result['seconds']} s)")
 
 
+def _print_ingest_report(report: dict[str, Any]) -> None:
+    out.print(f"records read {report['records_read']}, rejected {report['records_rejected']}, "
+              f"already ingested {report['trajectories_already_ingested']}")
+    for line in report["rejected"][:50]:
+        out.print(f"  skipped {line}", markup=False, highlight=False)
+    out.print(f"experiences: {report['experiences_new']} new, {report['experiences_existing']} existing, "
+              f"{report['experiences_merged']} merged away, {report['abstract_experiences']} abstract")
+    out.print(f"concepts {report['concepts']}, insights {report['insights']}, meta-concepts {report['meta_concepts']} "
+              f"({report['meta_concepts_new']} new), documents updated {report['documents_updated']}")
+    out.print("relations: " + ", ".join(f"{k} {v}" for k, v in report["relations"].items()))
+    out.print("seconds per stage: " + ", ".join(f"{k} {v}" for k, v in report["stage_seconds"].items()))
+    out.print(f"total {report['total_seconds']} s, {report['trajectories_per_second']} records/s, "
+              f"peak memory {report['peak_memory_mb']} MB")
+
+
+@app.command("ingest")
+def ingest(
+    files: Annotated[list[Path], typer.Argument(help="JSON Lines of trajectories or ready-made experiences")],
+    namespace: NamespaceOption = None,
+    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip bad records and list them")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Turn trajectories into experiences, concepts, documents and relations (idempotent)."""
+    with _open(namespace) as kb, _progress() as progress:
+        tasks: dict[str, Any] = {}
+
+        def on_progress(stage: str, done: int, total: int | None) -> None:
+            if stage not in tasks:
+                tasks[stage] = progress.add_task(stage, total=total)
+            progress.update(tasks[stage], completed=done)
+
+        report = kb.ingest(files, skip_invalid=skip_invalid, on_progress=on_progress).model_dump()
+    if as_json:
+        _print_json(report)
+    else:
+        _print_ingest_report(report)
+
+
+@app.command("recluster")
+def recluster(namespace: NamespaceOption = None, as_json: JsonOption = False) -> None:
+    """Rebuild every meta-concept and its document from all concepts (global deduplication)."""
+    with _open(namespace) as kb:
+        err.print("reclustering concepts…")
+        report = kb.recluster().model_dump()
+    if as_json:
+        _print_json(report)
+    else:
+        _print_ingest_report(report)
+
+
 @app.command("get")
 def get(experience_id: str, namespace: NamespaceOption = None, embeddings: bool = False) -> None:
     """Print one experience as JSON."""
@@ -279,20 +329,32 @@ def bench_write(
 
 @app.command("demo")
 def demo(namespace: NamespaceOption = None, as_json: JsonOption = False) -> None:
-    """The main job: start the managed Neo4j, apply the schema, store the bundled sample
-    experiences, print the counts and the Browser URL."""
+    """The main job: start the managed Neo4j, apply the schema, run the whole ingestion pipeline
+    on the bundled sample trajectories (and sample experiences), print the counts, a sample of
+    meta-concept documents and the Browser URL."""
     started = time.perf_counter()
     settings = _settings(namespace or "demo")
-    sample = resources.files("kbgraph") / "samples" / "experiences.jsonl"
-    with KnowledgeBase.from_settings(settings) as kb, resources.as_file(sample) as path:
-        add_files(kb, [path])
+    samples = resources.files("kbgraph") / "samples"
+    with KnowledgeBase.from_settings(settings) as kb, \
+            resources.as_file(samples / "trajectories.jsonl") as trajectories, \
+            resources.as_file(samples / "experiences.jsonl") as experiences, _progress() as progress:
+        task = progress.add_task("ingesting the sample trajectories", total=None)
+        report = kb.ingest([trajectories, experiences],
+                           on_progress=lambda _s, done, total: progress.update(task, completed=done, total=total))
         result = kb.stats().model_dump()
+        documents = kb.gateway.read("meta_concepts_top", kb=kb.namespace, limit=3)
         browser = kb.browser_url
     elapsed = round(time.perf_counter() - started, 1)
     if as_json:
-        _print_json({**result, "browser_url": browser, "seconds": elapsed})
+        _print_json({**result, "ingest": report.model_dump(), "documents": documents, "browser_url": browser,
+                     "seconds": elapsed})
         return
     _print_stats(result)
+    out.print(f"meta-concepts {report.meta_concepts}, relations: "
+              + ", ".join(f"{k} {v}" for k, v in report.relations.items()))
+    for doc in documents:
+        out.print(f"\n[bold]{doc['name']}[/] — {doc['experiences']} experiences, version {doc['version']}")
+        out.print(doc["document"], markup=False, highlight=False)
     if browser:
         out.print(f"\nNeo4j Browser: {browser}  (user neo4j, password in "
                   f"{ManagedNeo4j.from_settings(settings).password_file})")

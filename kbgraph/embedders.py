@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -168,6 +169,7 @@ class CachedEmbedder:
         self._local = threading.local()
         self.hits = 0
         self.misses = 0
+        self.model_seconds = 0.0  # time spent in the wrapped model, for stage timings
 
     @property
     def name(self) -> str:
@@ -202,7 +204,9 @@ class CachedEmbedder:
         missing = [k for k in unique if k not in found]
         if missing:
             first_text = {k: t for k, t in zip(keys, texts, strict=True)}
+            started = time.perf_counter()
             fresh = self.inner.embed([first_text[k] for k in missing])
+            self.model_seconds += time.perf_counter() - started
             with db:
                 db.executemany(
                     "INSERT OR REPLACE INTO vectors (key, vector) VALUES (?, ?)",

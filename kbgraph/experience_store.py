@@ -20,7 +20,7 @@ from kbgraph.models import Experience, FailureMode, Relation, Step
 LEARNING_FIELDS = ("quality", "retrieved", "used", "succeeded", "created_at", "last_used_at", "status")
 CONTENT_FIELDS = (
     "problem", "goal", "domain", "difficulty", "kind", "success_rate", "efficiency", "generalizability",
-    "scope", "owner_agent", "source",
+    "scope", "owner_agent", "source", "adapted_from",
 )
 EMBEDDING_FIELDS = ("pg_embedding", "structure_embedding", "context_embedding")
 STEP_FIELDS = ("order", "action", "text", "reward", "issue_type", "resolution_effectiveness")
@@ -33,7 +33,9 @@ def experience_row(exp: Experience) -> Row:
     return {
         "id": exp.key,
         "domain": exp.domain,
-        "content": {f: getattr(exp, f) for f in CONTENT_FIELDS},
+        # actions and shape are derived, stored for cheap shape comparisons and for inspection.
+        "content": {**{f: getattr(exp, f) for f in CONTENT_FIELDS},
+                    "actions": [s.action for s in exp.steps], "shape": exp.structure_text()},
         "learning": {f: getattr(exp, f) for f in LEARNING_FIELDS},
         "source_ids": list(exp.source_ids),
         **{f: getattr(exp, f) for f in EMBEDDING_FIELDS},
@@ -66,7 +68,7 @@ def failure_rows(exp: Experience) -> list[Row]:
 def relation_rows(exp: Experience) -> list[Row]:
     return [
         {"source_id": exp.key, "target_id": r.target_id, "type": r.type.value, "weight": r.weight,
-         "reason": r.reason}
+         "reason": r.reason, "inferred": False}
         for r in exp.relations
     ]
 
@@ -96,6 +98,7 @@ def experience_from_record(record: Row) -> Experience:
     ]
     data["relations"] = [Relation(**r) for r in record["relations"] if r is not None]
     data["source_ids"] = list(node.get("source_ids") or [])
+    data["adapted_from"] = list(node.get("adapted_from") or [])
     return Experience(**data)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -14,6 +15,7 @@ from kbgraph.embedders import Embedder, embedder_from_settings
 from kbgraph.errors import InvalidInputError
 from kbgraph.experience_store import ExperienceStore
 from kbgraph.gateway import Neo4jGateway
+from kbgraph.ingest.report import IngestReport
 from kbgraph.models import Experience
 from kbgraph.schema import IndexStatus, apply_schema, index_status
 from kbgraph.settings import Settings
@@ -47,6 +49,19 @@ def format_validation_error(where: str, error: ValidationError) -> list[str]:
         path = ".".join(str(part) for part in item["loc"]) or "(record)"
         problems.append(f"{where}: {path}: {item['msg']}")
     return problems
+
+
+def _combine_duplicates(experiences: list[Experience]) -> list[Experience]:
+    """One experience per id; duplicates (the same content from several trajectories) pool their
+    provenance, so no source is lost."""
+    by_id: dict[str, Experience] = {}
+    for exp in experiences:
+        first = by_id.get(exp.key)
+        if first is None:
+            by_id[exp.key] = exp
+        else:
+            first.source_ids = list(dict.fromkeys([*first.source_ids, *exp.source_ids]))
+    return list(by_id.values())
 
 
 class KnowledgeBase:
@@ -177,7 +192,7 @@ class KnowledgeBase:
         experiences each committed batch wrote.
         """
         experiences = self.validate(items, labels)
-        unique = list({e.key: e for e in experiences}.values())
+        unique = _combine_duplicates(experiences)
         existing = self.store.existing_ids(e.key for e in unique)
         self.embed_missing([e for e in unique if e.key not in existing])
         self.store.write(unique, existing, on_batch=on_progress)
@@ -185,6 +200,22 @@ class KnowledgeBase:
             received=len(experiences), new=len(unique) - len(existing), existing=len(existing),
             ids=[e.key for e in experiences],
         )
+
+    def ingest(
+        self, paths: Sequence[str | Path], skip_invalid: bool = False,
+        on_progress: Callable[[str, int, int | None], None] | None = None,
+    ) -> IngestReport:
+        """Ingests JSON Lines of trajectories (or ready-made experiences): abstraction, reflection,
+        concept deduplication, documents, merging and the four relations (see kbgraph.ingest)."""
+        from kbgraph.ingest.pipeline import pipeline_from_settings
+
+        return pipeline_from_settings(self, on_progress).ingest([Path(p) for p in paths], skip_invalid)
+
+    def recluster(self) -> IngestReport:
+        """Rebuilds every meta-concept and document from all concepts (and re-merges, re-links)."""
+        from kbgraph.ingest.pipeline import pipeline_from_settings
+
+        return pipeline_from_settings(self).consolidate(recluster=True)
 
     # -- reading ---------------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ MAX_STEPS = 10_000
 MAX_FAILURE_MODES = 200
 MAX_RELATIONS = 1_000
 MAX_EMBEDDING_DIM = 8_192
+MAX_TASK_CHARS = 100_000
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
@@ -138,6 +139,8 @@ class Experience(_Strict):
     owner_agent: Name | None = None
     source: ShortText | None = None
     source_ids: Annotated[list[IdText], Field(max_length=10_000)] = Field(default_factory=list)
+    # Declared provenance: ids of trajectories this experience was adapted from (ADAPTATION edges).
+    adapted_from: Annotated[list[IdText], Field(max_length=100)] = Field(default_factory=list)
     # F, R
     failure_modes: Annotated[list[FailureMode], Field(max_length=MAX_FAILURE_MODES)] = Field(
         default_factory=list
@@ -278,3 +281,45 @@ class Insight(_Strict):
     @property
     def id(self) -> str:
         return content_hash({"text": normalise_text(self.text), "about": self.meta_concept_id}, "insight")
+
+
+class TrajectoryStep(_Strict):
+    """One raw step as an agent took it: the tool called with its concrete arguments."""
+
+    action: Name
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    thought: Annotated[str, StringConstraints(max_length=MAX_PROBLEM_CHARS)] | None = None
+    observation: Annotated[str, StringConstraints(max_length=MAX_PROBLEM_CHARS)] | None = None
+    error: Annotated[str, StringConstraints(max_length=MAX_PROBLEM_CHARS)] | None = None
+    reward: Reward | None = None
+
+
+class Outcome(_Strict):
+    success: bool
+    reward: float | None = None
+
+
+class Trajectory(_Strict):
+    """What an agent did on one task: the reference input format (``shared/data/trajectories``)."""
+
+    id: IdText
+    source: ShortText | None = None
+    domain: Name = "general"
+    task: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TASK_CHARS)]
+    steps: Annotated[list[TrajectoryStep], Field(max_length=MAX_STEPS)] = Field(default_factory=list)
+    outcome: Outcome = Field(default_factory=lambda: Outcome(success=True))
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("task")
+    @classmethod
+    def _task_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+
+class ConceptInsight(_Strict):
+    """One reflection on a trajectory (BREW reflector): a concept label and what was learned about it."""
+
+    concept: Name
+    insight: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]

@@ -64,6 +64,15 @@ class Settings(BaseSettings):
     # Writes.
     write_batch_size: int = Field(default=500, ge=1, le=50_000)
 
+    # Ingestion: rule-based (offline, deterministic) or LLM-based abstraction and reflection.
+    abstractor: Literal["rules", "llm"] = "rules"
+    reflector: Literal["rules", "llm"] = "rules"
+    llm_base_url: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_timeout_s: float = Field(default=60.0, gt=0)
+    llm_max_attempts: int = Field(default=4, ge=1, le=20)
+
     # The managed local Neo4j (ignored when neo4j_uri is set). Memory is sized for a
     # 2-core / 24 GiB machine: the JVM heap holds query state, the page cache the store files;
     # vector indexes live in the OS file cache, so most RAM is deliberately left to the OS.

@@ -128,3 +128,11 @@ def test_namespaces_do_not_see_each_other(kb: KnowledgeBase) -> None:
 def test_an_empty_namespace_reads_as_empty(kb: KnowledgeBase) -> None:
     assert kb.count() == 0 and kb.get("exp_missing") is None and kb.get_many([]) == []
     assert kb.stats().experiences == 0
+
+
+def test_duplicates_in_one_call_pool_their_provenance(kb: KnowledgeBase) -> None:
+    report = kb.add_experiences([Experience(problem="same", source_ids=["t-1"]),
+                                 Experience(problem="same", source_ids=["t-2"])])
+    assert report.new == 1 and report.received == 2
+    back = kb.get(report.ids[0])
+    assert back is not None and back.source_ids == ["t-1", "t-2"]

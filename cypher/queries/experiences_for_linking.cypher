@@ -1,0 +1,8 @@
+// What merging and linking compare, for every active experience of namespace $kb.
+MATCH (e:Experience {kb: $kb})
+WHERE e.status = 'active'
+RETURN e.id AS id, e.kind AS kind, e.domain AS domain, coalesce(e.actions, []) AS actions,
+       e.pg_embedding AS pg_embedding, e.success_rate AS success_rate, e.source AS source,
+       e.source_ids AS source_ids, coalesce(e.adapted_from, []) AS adapted_from,
+       e.retrieved AS retrieved, e.used AS used, e.succeeded AS succeeded, e.problem AS problem, e.goal AS goal
+ORDER BY id;

@@ -1,0 +1,145 @@
+"""Stage 2 — abstraction: one trajectory becomes one experience ⟨π, γ, S, C, μ, F, R⟩.
+
+Two implementations share the :class:`Abstractor` interface: :class:`RuleBasedAbstractor`
+(default; offline and deterministic) and ``kbgraph.ingest.abstract_llm.LLMAbstractor``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol
+
+from kbgraph.ingest.generalise import describe_step, generalise_text, humanise_action, type_name
+from kbgraph.ingest.shapes import verb_of
+from kbgraph.models import MAX_TEXT_CHARS, Difficulty, Experience, FailureMode, Step, Trajectory, TrajectoryStep
+
+
+class Abstractor(Protocol):
+    """Turns a raw trajectory into a generalised experience (ids and numbers as placeholders).
+
+    The experience's ``source_ids`` must contain ``trajectory.id``; ``success_rate`` reflects the
+    outcome. Raises :class:`kbgraph.errors.KbgraphError` subclasses on failure, never writes.
+    """
+
+    name: str
+
+    def abstract(self, trajectory: Trajectory) -> Experience: ...
+
+
+# -- the rule-based abstractor ---------------------------------------------------------------------
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# Role-play framing and personality lists say who the user is, not what the task is.
+_PERSONA = re.compile(
+    r"^(you are (playing the role|(\w+, )+\w+\.?$)|your character is|your name is|you are a person)",
+    re.IGNORECASE,
+)
+_LEADING_CONTACT = re.compile(r"^\s*(\{email\}|\{id\})[.:,]?\s*")
+_QUESTION = re.compile(r"^(what|how|which|who|when|where|why|is|are|does|do|list|show|tell|find|get)\b", re.I)
+PROBLEM_CHARS = 600
+
+_ISSUE_RULES = [
+    ("not_found", ("not found", "no such", "does not exist", "doesn't exist", "unknown", "404")),
+    ("permission_denied", ("permission", "forbidden", "unauthori", "not allowed", "denied", "403")),
+    ("timeout", ("timeout", "timed out", "time out")),
+    ("limit_exceeded", ("limit", "exceed", "insufficient", "quota", "too many")),
+    ("conflict", ("already", "conflict", "duplicate")),
+    ("wrong_state", ("cannot be", "can't be", "not eligible", "status", "pending", "expired")),
+    ("invalid_argument", ("invalid", "missing", "required", "must", "malformed", "bad request")),
+]
+
+
+def classify_issue(error: str) -> str:
+    """A coarse issue type for an error message (what the teacher phase matches on)."""
+    # Compare without spaces or underscores too, so "UserNotFound" matches "not found".
+    lowered = error.lower()
+    compact = re.sub(r"[\s_-]", "", lowered)
+    for issue, cues in _ISSUE_RULES:
+        if any(cue in lowered or cue.replace(" ", "") in compact for cue in cues):
+            return issue
+    return "error"
+
+
+def problem_from_task(task: str) -> str:
+    """The task in general terms: role-play and persona sentences dropped, values as placeholders."""
+    text = _LEADING_CONTACT.sub("", generalise_text(task))
+    kept = [s for s in _SENTENCE_END.split(text) if s.strip() and not _PERSONA.match(s.strip())]
+    problem = ""
+    for sentence in kept or [text]:
+        if problem and len(problem) + len(sentence) > PROBLEM_CHARS:
+            break
+        problem = f"{problem} {sentence}".strip()
+    return problem[:PROBLEM_CHARS] or text[:PROBLEM_CHARS] or "(empty task)"
+
+
+def goal_from(trajectory: Trajectory, problem: str) -> str:
+    """What success means: the state changes made, in order; or the answer sought."""
+    changes = [humanise_action(s.action) for s in trajectory.steps if not s.error and verb_of(s.action) != "lookup"]
+    changes = list(dict.fromkeys(changes))
+    if changes:
+        return "Get done: " + ", then ".join(changes)
+    lookups = list(dict.fromkeys(humanise_action(s.action) for s in trajectory.steps))
+    if lookups:
+        return "Find out, using: " + ", ".join(lookups)
+    first = _SENTENCE_END.split(problem)[0]
+    return ("Answer: " if _QUESTION.match(first) else "Complete: ") + first
+
+
+def difficulty_of(step_count: int) -> Difficulty | None:
+    if step_count == 0:
+        return None
+    return "easy" if step_count <= 2 else "medium" if step_count <= 6 else "hard"
+
+
+class RuleBasedAbstractor:
+    """Deterministic, offline abstraction (the default)."""
+
+    name = "rules"
+
+    def abstract(self, trajectory: Trajectory) -> Experience:
+        raw = trajectory.steps
+        steps: list[Step] = []
+        failures: list[FailureMode] = []
+        for order, step in enumerate(raw):
+            text = describe_step(step.action, step.arguments)
+            issue = classify_issue(step.error) if step.error else None
+            effectiveness = None
+            if step.error:
+                text += " — failed: " + generalise_text(step.error)[:300]
+                later_ok = any(not s.error for s in raw[order + 1 :])
+                effectiveness = 1.0 if trajectory.outcome.success else (0.5 if later_ok else 0.0)
+                failures.append(FailureMode(
+                    description=f"{humanise_action(step.action)} failed: {generalise_text(step.error)[:300]}",
+                    issue_type=issue,
+                    recovery=self._recovery(raw, order, trajectory.outcome.success),
+                    step_order=order,
+                ))
+            steps.append(Step(
+                order=order, action=step.action, text=text[:MAX_TEXT_CHARS],
+                args_schema={name: type_name(value) for name, value in sorted(step.arguments.items())},
+                reward=step.reward, issue_type=issue, resolution_effectiveness=effectiveness,
+            ))
+        problem = problem_from_task(trajectory.task)
+        errored = sum(1 for s in raw if s.error)
+        return Experience(
+            problem=problem,
+            goal=goal_from(trajectory, problem),
+            domain=trajectory.domain,
+            difficulty=difficulty_of(len(raw)),
+            steps=steps,
+            failure_modes=failures,
+            success_rate=1.0 if trajectory.outcome.success else 0.0,
+            efficiency=round(1.0 - errored / len(raw), 4) if raw else None,
+            source=trajectory.source,
+            source_ids=[trajectory.id],
+        )
+
+    @staticmethod
+    def _recovery(raw: list[TrajectoryStep], order: int, succeeded: bool) -> str:
+        after = raw[order + 1 :]
+        if not after:
+            return "none: the trajectory ended here" + (" (and still succeeded)" if succeeded else "")
+        nxt = after[0]
+        how = "retried " if nxt.action == raw[order].action else "then "
+        text = how + describe_step(nxt.action, nxt.arguments)
+        return text + ("; the task succeeded" if succeeded else "; the task still failed")

@@ -1,0 +1,176 @@
+"""Stages 4–5 on the graph: deduplicate concepts into meta-concepts, then integrate documents.
+
+Incremental (after every ingest): insights not yet attached to a meta-concept are gathered; their
+concepts attach to the nearest existing meta-concept when close enough, the rest are clustered
+among themselves (UMAP + HDBSCAN, or the small-input fallback) into new meta-concepts; every
+touched document takes the new insights. Full (``recluster``): every meta-concept is dropped and
+rebuilt from all concepts and insights. Either way the result is computed first and written in
+ONE transaction, so an interrupted run leaves the previous state and a re-run redoes it whole.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from kbgraph.embedders import Embedder
+from kbgraph.gateway import Neo4jGateway
+from kbgraph.ids import content_hash, normalise_text
+from kbgraph.ingest.dedupe import attach, cluster_concepts, concept_vectors, representative
+from kbgraph.ingest.integrate import update_document
+from kbgraph.models import ConceptDocument
+
+Vectors = npt.NDArray[np.float32]
+
+
+class DocumentWriter(Protocol):
+    def rewrite(self, name: str, document: ConceptDocument, new_insights: list[str]) -> ConceptDocument: ...
+
+
+@dataclass
+class ConceptResult:
+    concepts: int = 0
+    insights: int = 0
+    meta_concepts_new: int = 0
+    documents_updated: int = 0
+    meta_concept_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Concept:
+    id: str
+    label: str
+    label_vector: Vectors
+    insights: list[str] = field(default_factory=list)
+    meta_id: str | None = None
+
+
+def meta_concept_id(label: str) -> str:
+    return content_hash({"label": normalise_text(label).lower()}, "meta")
+
+
+def _unit(vectors: Vectors) -> Vectors:
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    norms[norms == 0] = 1.0
+    result: Vectors = (vectors / norms).astype(np.float32)
+    return result
+
+
+def _document_of(row: dict[str, Any] | None) -> ConceptDocument:
+    if row is None:
+        return ConceptDocument()
+    return ConceptDocument(**{k: list(row.get(k) or []) for k in ("when_to_use", "why", "how", "pitfalls")})
+
+
+class ConceptStage:
+    def __init__(
+        self, gateway: Neo4jGateway, namespace: str, embedder: Embedder,
+        document_writer: DocumentWriter | None = None, attach_threshold: float | None = None,
+        on_progress: Callable[[str], None] | None = None,
+    ):
+        self.gateway = gateway
+        self.namespace = namespace
+        self.embedder = embedder
+        self.document_writer = document_writer
+        self.attach_threshold = attach_threshold
+        self.on_progress = on_progress
+
+    def run(self, full: bool = False) -> ConceptResult:
+        rows = self.gateway.read("insights_all" if full else "insights_pending", kb=self.namespace)
+        result = ConceptResult()
+        if not rows:
+            return result
+        concepts: dict[str, _Concept] = {}
+        new_insights: dict[str, list[str]] = defaultdict(list)  # concept id → insight texts
+        for row in rows:
+            concept = concepts.get(row["concept_id"])
+            if concept is None:
+                concept = _Concept(row["concept_id"], row["label"], np.asarray(row["embedding"], dtype=np.float32),
+                                   meta_id=row["meta_id"])
+                concepts[concept.id] = concept
+            concept.insights.append(row["text"])
+            new_insights[concept.id].append(row["text"])
+        result.concepts, result.insights = len(concepts), len(rows)
+
+        metas = {} if full else {m["id"]: m for m in self.gateway.read("meta_concepts_all", kb=self.namespace)}
+        pending = sorted((c for c in concepts.values() if c.meta_id is None), key=lambda c: c.id)
+        new_metas: dict[str, dict[str, Any]] = {}
+        if pending:
+            vectors = self._cluster_vectors(pending)
+            if metas:
+                meta_ids = sorted(metas)
+                kwargs = {} if self.attach_threshold is None else {"threshold": self.attach_threshold}
+                nearest = attach(vectors, np.stack([np.asarray(metas[m]["embedding"], dtype=np.float32)
+                                                    for m in meta_ids]), **kwargs)
+                for concept, index in zip(pending, nearest, strict=True):
+                    if index is not None:
+                        concept.meta_id = meta_ids[index]
+                keep = [i for i, c in enumerate(pending) if c.meta_id is None]
+                pending, vectors = [pending[i] for i in keep], vectors[keep]
+            if pending:
+                labels = [c.label for c in pending]
+                for group in cluster_concepts(vectors, labels):
+                    name = labels[representative(group, labels, vectors)]
+                    meta_id = meta_concept_id(name)
+                    for i in group:
+                        pending[i].meta_id = meta_id
+                    if meta_id in metas:  # a cluster named like an existing meta-concept joins it
+                        continue
+                    centroid = _unit(vectors[group].mean(axis=0, keepdims=True))[0]
+                    entry = new_metas.setdefault(meta_id, {"id": meta_id, "name": name, "vectors": [], "size": 0})
+                    entry["vectors"].append(centroid)
+                    entry["size"] += len(group)
+
+        # Documents: every meta-concept that receives insights in this run.
+        by_meta: dict[str, list[str]] = defaultdict(list)
+        members: dict[str, int] = defaultdict(int)
+        for concept in concepts.values():
+            assert concept.meta_id is not None
+            by_meta[concept.meta_id] += new_insights[concept.id]
+            members[concept.meta_id] += 1
+        upserts: list[dict[str, Any]] = []
+        for meta_id in sorted(by_meta):
+            existing = metas.get(meta_id)
+            fresh = new_metas.get(meta_id)
+            name = existing["name"] if existing else fresh["name"] if fresh else meta_id
+            document, changed = update_document(_document_of(existing), by_meta[meta_id], embed=self.embedder.embed)
+            if changed and self.document_writer is not None:
+                document = self.document_writer.rewrite(name, document, by_meta[meta_id])
+            if existing is not None and not changed:
+                continue
+            if existing is not None:
+                embedding = np.asarray(existing["embedding"], dtype=np.float32)
+                version, size = int(existing["version"] or 1) + 1, int(existing["size"] or 0) + (
+                    members[meta_id] if not full else 0)
+            else:
+                assert fresh is not None
+                embedding = _unit(np.mean(fresh["vectors"], axis=0, keepdims=True))[0]
+                version, size = 1, members[meta_id]
+            result.documents_updated += 1
+            upserts.append({
+                "id": meta_id, "name": name, "embedding": embedding.tolist(), "version": version, "size": size,
+                "document": document.render(), **document.model_dump(),
+            })
+        result.meta_concepts_new = len(new_metas)
+        result.meta_concept_ids = sorted(by_meta)
+        links = [{"concept_id": c.id, "meta_id": c.meta_id} for c in sorted(concepts.values(), key=lambda c: c.id)]
+        calls: list[tuple[str, dict[str, Any]]] = []
+        if full:
+            calls.append(("meta_concepts_delete", {"kb": self.namespace}))
+        if upserts:
+            calls.append(("meta_concept_upsert", {"kb": self.namespace, "rows": upserts}))
+        calls.append(("meta_concept_link", {"kb": self.namespace, "rows": links}))
+        self.gateway.write_all(calls)
+        return result
+
+    def _cluster_vectors(self, concepts: list[_Concept]) -> Vectors:
+        """Label embedding mixed with the embedding of what was learned about the concept, so
+        paraphrased labels meet through shared context."""
+        labels = np.stack([c.label_vector for c in concepts])
+        contexts = self.embedder.embed([" ".join(c.insights[:5]) for c in concepts])
+        return _unit(concept_vectors(labels, contexts))

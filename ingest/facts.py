@@ -1,0 +1,39 @@
+"""What merging and linking know about a stored experience (read from the graph in one query)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+
+@dataclass(frozen=True)
+class ExperienceFacts:
+    id: str
+    kind: str
+    domain: str
+    actions: tuple[str, ...]
+    pg: npt.NDArray[np.float32]
+    success_rate: float
+    source: str | None
+    source_ids: tuple[str, ...]
+    adapted_from: tuple[str, ...]
+    retrieved: int
+    used: int
+    succeeded: int
+    problem: str
+    goal: str
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> ExperienceFacts:
+        vector = np.asarray(row["pg_embedding"], dtype=np.float32)
+        norm = float(np.linalg.norm(vector)) or 1.0
+        return cls(
+            id=row["id"], kind=row["kind"], domain=row["domain"], actions=tuple(row["actions"]),
+            pg=vector / norm, success_rate=float(row["success_rate"]), source=row["source"],
+            source_ids=tuple(row["source_ids"] or ()), adapted_from=tuple(row["adapted_from"] or ()),
+            retrieved=int(row["retrieved"] or 0), used=int(row["used"] or 0), succeeded=int(row["succeeded"] or 0),
+            problem=row["problem"], goal=row["goal"] or "",
+        )

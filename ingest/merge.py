@@ -1,0 +1,83 @@
+"""Stage 6 — merging duplicate experiences (AutoRefine).
+
+Experiences of the same kind and the same workflow (action sequence) whose problem+goal
+embeddings have cosine ≥ ``threshold`` (0.85) are one experience. Groups are the connected
+components of that relation; the canonical member is the smallest id, so the result does not
+depend on the order experiences arrived in. Provenance is the union of the members' sources,
+counters are summed, success rate is averaged over sources. Pure: the pipeline applies the plan.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kbgraph.ingest.facts import ExperienceFacts
+
+MERGE_THRESHOLD = 0.85
+GENERATED_SOURCES = ("kbgraph:abstraction",)
+
+
+@dataclass(frozen=True)
+class MergeGroup:
+    canonical: str
+    merged_ids: list[str]
+    source_ids: list[str]
+    retrieved: int
+    used: int
+    succeeded: int
+    success_rate: float
+
+    def as_row(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def _components(count: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
+    parent = list(range(count))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a, b in pairs:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    groups: dict[int, list[int]] = defaultdict(list)
+    for i in range(count):
+        groups[find(i)].append(i)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def plan_merges(facts: list[ExperienceFacts], threshold: float = MERGE_THRESHOLD) -> list[MergeGroup]:
+    blocks: dict[tuple[str, tuple[str, ...]], list[ExperienceFacts]] = defaultdict(list)
+    for fact in facts:
+        if fact.source not in GENERATED_SOURCES:
+            blocks[(fact.kind, fact.actions)].append(fact)
+    plan: list[MergeGroup] = []
+    for members in blocks.values():
+        if len(members) < 2:
+            continue
+        members = sorted(members, key=lambda f: f.id)
+        vectors = np.stack([m.pg for m in members])
+        similar = np.argwhere(np.triu(vectors @ vectors.T, k=1) >= threshold)
+        for component in _components(len(members), [(int(a), int(b)) for a, b in similar]):
+            group = [members[i] for i in component]
+            canonical = group[0]
+            sources = sorted({s for m in group for s in m.source_ids})
+            weights = [max(len(m.source_ids), 1) for m in group]
+            plan.append(MergeGroup(
+                canonical=canonical.id,
+                merged_ids=[m.id for m in group[1:]],
+                source_ids=sources,
+                retrieved=sum(m.retrieved for m in group),
+                used=sum(m.used for m in group),
+                succeeded=sum(m.succeeded for m in group),
+                success_rate=round(sum(m.success_rate * w for m, w in zip(group, weights, strict=True)) / sum(weights), 6),
+            ))
+    return sorted(plan, key=lambda g: g.canonical)

@@ -1,0 +1,258 @@
+"""The ingestion pipeline of DESIGN §2, in two passes.
+
+Pass 1 streams the input in batches: read → abstract → reflect → write experiences, concepts
+and insights. Every write is a MERGE on a content hash, and trajectories already in some
+experience's provenance are skipped, so a batch written twice changes nothing.
+
+Pass 2 works on what is stored: merge duplicates (stage 6), deduplicate concepts and integrate
+documents (stages 4–5), link the four relations (stage 7). Each is computed from the graph and
+written in one transaction, so it is a function of the stored state: re-running after a crash
+(or ingesting the same files again) ends in the same graph.
+
+Before pass 1 the whole input is validated (a cheap streaming pass): by default any bad record
+stops the run before anything is written; with ``skip_invalid`` bad records are skipped and
+listed in the report.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kbgraph.embedders import CachedEmbedder
+from kbgraph.errors import InvalidInputError, KbgraphError
+from kbgraph.ids import content_hash, normalise_text
+from kbgraph.ingest.abstract import Abstractor, RuleBasedAbstractor
+from kbgraph.ingest.concepts import ConceptStage, DocumentWriter
+from kbgraph.ingest.facts import ExperienceFacts
+from kbgraph.ingest.link import ABSTRACT_SOURCE, plan_links
+from kbgraph.ingest.merge import plan_merges
+from kbgraph.ingest.read import Record, read_records
+from kbgraph.ingest.reflect import Reflector, RuleBasedReflector
+from kbgraph.ingest.report import IngestReport
+from kbgraph.kb import KnowledgeBase
+from kbgraph.models import ConceptInsight, Experience, Trajectory
+
+Progress = Callable[[str, int, int | None], None]  # (stage, done, total)
+
+
+class IngestPipeline:
+    def __init__(
+        self, kb: KnowledgeBase, abstractor: Abstractor | None = None, reflector: Reflector | None = None,
+        document_writer: DocumentWriter | None = None, batch_size: int = 200,
+        on_progress: Progress | None = None,
+    ):
+        self.kb = kb
+        self.abstractor = abstractor or RuleBasedAbstractor()
+        self.reflector = reflector or RuleBasedReflector()
+        self.document_writer = document_writer
+        self.batch_size = batch_size
+        self.on_progress = on_progress
+        self.report = IngestReport()
+
+    # -- public --------------------------------------------------------------------------------
+
+    def ingest(self, paths: list[Path], skip_invalid: bool = False) -> IngestReport:
+        started = time.perf_counter()
+        self.report = report = IngestReport()
+        hits0, misses0 = self._cache_counts()
+        model0 = self._embedding_seconds()
+        with self._stage("validate"):
+            total, problems = self._validate(paths)
+        report.records_read = total
+        if problems and not skip_invalid:
+            raise InvalidInputError([p for record_problems in problems.values() for p in record_problems])
+        report.records_rejected = len(problems)
+        report.rejected = [p for record_problems in problems.values() for p in record_problems]
+        batch: list[Record] = []
+        done = 0
+        for record in read_records(paths):
+            if record.item is None:
+                continue
+            batch.append(record)
+            if len(batch) >= self.batch_size:
+                done += self._pass_one(batch)
+                self._progress("ingest", done, total - len(problems))
+                batch = []
+        if batch:
+            done += self._pass_one(batch)
+            self._progress("ingest", done, total - len(problems))
+        self.consolidate()
+        report.total_seconds = round(time.perf_counter() - started, 2)
+        ingested = report.records_read - report.records_rejected
+        report.trajectories_per_second = round(ingested / report.total_seconds, 2) if report.total_seconds else 0.0
+        report.peak_memory_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        hits1, misses1 = self._cache_counts()
+        report.embedding_cache_hits, report.embedding_cache_misses = hits1 - hits0, misses1 - misses0
+        # Embedding happens inside "write" and "concepts"; shown on its own so the model's share is visible.
+        report.stage_seconds["embedding model (within write/concepts)"] = round(self._embedding_seconds() - model0, 3)
+        return report
+
+    def consolidate(self, recluster: bool = False) -> IngestReport:
+        """Pass 2 over the stored namespace: merge, concepts and documents, links."""
+        report = self.report
+        with self._stage("merge"):
+            facts = self._facts()
+            groups = plan_merges(facts)
+            if groups:
+                self.kb.gateway.write("experience_merge", kb=self.kb.namespace, groups=[g.as_row() for g in groups])
+            report.experiences_merged += sum(len(g.merged_ids) for g in groups)
+        with self._stage("concepts"):
+            stage = ConceptStage(self.kb.gateway, self.kb.namespace, self.kb.embedder, self.document_writer)
+            concepts = stage.run(full=recluster)
+            report.meta_concepts_new += concepts.meta_concepts_new
+            report.documents_updated += concepts.documents_updated
+        with self._stage("link"):
+            self._link()
+        stats = self.kb.stats()
+        report.concepts = stats.nodes.get("Concept", 0)
+        report.insights = stats.nodes.get("Insight", 0)
+        report.meta_concepts = stats.nodes.get("MetaConcept", 0)
+        report.relations = {t: stats.relationships.get(t, 0)
+                            for t in ("ABSTRACTION", "COMPOSITION", "ADAPTATION", "ALTERNATIVE", "EXHIBITS",
+                                      "INSTANCE_OF")}
+        return report
+
+    # -- pass 1 --------------------------------------------------------------------------------
+
+    def _validate(self, paths: list[Path]) -> tuple[int, dict[str, tuple[str, ...]]]:
+        total = 0
+        problems: dict[str, tuple[str, ...]] = {}
+        for record in read_records(paths):
+            total += 1
+            if record.problems:
+                problems[record.where] = record.problems
+        return total, problems
+
+    def _pass_one(self, batch: list[Record]) -> int:
+        report = self.report
+        trajectories = [r for r in batch if isinstance(r.item, Trajectory)]
+        ready = [r for r in batch if isinstance(r.item, Experience)]
+        done_ids: set[str] = set()
+        if trajectories:
+            rows = self.kb.gateway.read("trajectory_ingested_ids", kb=self.kb.namespace,
+                                        ids=[r.item.id for r in trajectories if isinstance(r.item, Trajectory)])
+            done_ids = set(rows[0]["ids"]) if rows else set()
+        report.trajectories_already_ingested += sum(
+            1 for r in trajectories if isinstance(r.item, Trajectory) and r.item.id in done_ids)
+        experiences: list[Experience] = []
+        labels: list[str] = []
+        reflections: list[tuple[Experience, list[ConceptInsight]]] = []
+        for record in trajectories:
+            trajectory = record.item
+            assert isinstance(trajectory, Trajectory)
+            if trajectory.id in done_ids:
+                continue
+            with self._stage("abstract"):
+                try:
+                    experience = self.abstractor.abstract(trajectory)
+                except KbgraphError as exc:
+                    raise KbgraphError(f"{record.where}: abstraction failed: {exc}") from None
+                if trajectory.metadata.get("adapted_from"):
+                    experience.adapted_from = [str(trajectory.metadata["adapted_from"])]
+            with self._stage("reflect"):
+                try:
+                    pairs = self.reflector.reflect(trajectory, experience)
+                except KbgraphError as exc:
+                    raise KbgraphError(f"{record.where}: reflection failed: {exc}") from None
+            experiences.append(experience)
+            labels.append(record.where)
+            reflections.append((experience, pairs))
+        for record in ready:
+            assert isinstance(record.item, Experience)
+            experiences.append(record.item)
+            labels.append(record.where)
+        if not experiences:
+            return len(batch)
+        with self._stage("write"):
+            written = self.kb.add_experiences(experiences, labels=labels)
+            report.experiences_new += written.new
+            report.experiences_existing += written.existing
+            self._write_concepts(reflections)
+        return len(batch)
+
+    def _write_concepts(self, reflections: list[tuple[Experience, list[ConceptInsight]]]) -> None:
+        rows: list[dict[str, Any]] = []
+        for experience, pairs in reflections:
+            for pair in pairs:
+                label = normalise_text(pair.concept)
+                concept_id = content_hash({"label": label.lower()}, "concept")
+                rows.append({
+                    "concept_id": concept_id, "label": label, "text": normalise_text(pair.insight),
+                    "insight_id": content_hash({"text": normalise_text(pair.insight), "concept": concept_id}, "insight"),
+                    "experience_id": experience.key,
+                })
+        if not rows:
+            return
+        vectors = self.kb.embedder.embed([row["label"] for row in rows])
+        for row, vector in zip(rows, vectors, strict=True):
+            row["embedding"] = vector.tolist()
+        self.kb.gateway.write("concept_insight_upsert", kb=self.kb.namespace, rows=rows)
+
+    # -- pass 2 --------------------------------------------------------------------------------
+
+    def _facts(self) -> list[ExperienceFacts]:
+        return [ExperienceFacts.from_row(row) for row in self.kb.gateway.read("experiences_for_linking", kb=self.kb.namespace)]
+
+    def _link(self) -> None:
+        plan = plan_links(self._facts())
+        if plan.abstracts:
+            self.kb.add_experiences(plan.abstracts)
+        self.report.abstract_experiences = len(plan.abstracts)
+        ns = self.kb.namespace
+        self.kb.gateway.write_all([
+            ("relations_inferred_delete", {"kb": ns}),
+            ("abstract_experiences_stale_delete", {"kb": ns, "keep": [a.key for a in plan.abstracts],
+                                                   "source": ABSTRACT_SOURCE}),
+            ("relation_upsert", {"kb": ns, "rows": plan.relations}),
+        ])
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+
+    @contextmanager
+    def _stage(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            seconds = self.report.stage_seconds.get(name, 0.0) + time.perf_counter() - started
+            self.report.stage_seconds[name] = round(seconds, 3)
+
+    def _progress(self, stage: str, done: int, total: int | None) -> None:
+        if self.on_progress:
+            self.on_progress(stage, done, total)
+
+    def _embedding_seconds(self) -> float:
+        embedder = self.kb.embedder
+        return embedder.model_seconds if isinstance(embedder, CachedEmbedder) else 0.0
+
+    def _cache_counts(self) -> tuple[int, int]:
+        embedder = self.kb.embedder
+        if isinstance(embedder, CachedEmbedder):
+            return embedder.hits, embedder.misses
+        return 0, 0
+
+
+def pipeline_from_settings(kb: KnowledgeBase, on_progress: Progress | None = None) -> IngestPipeline:
+    """Rule-based by default; the LLM abstractor, reflector and document writer when configured."""
+    settings = kb.settings
+    abstractor: Abstractor = RuleBasedAbstractor()
+    reflector: Reflector = RuleBasedReflector()
+    writer: DocumentWriter | None = None
+    if settings.abstractor == "llm" or settings.reflector == "llm":
+        from kbgraph.ingest.abstract_llm import LLMAbstractor
+        from kbgraph.ingest.integrate_llm import LLMDocumentWriter
+        from kbgraph.ingest.reflect_llm import LLMReflector
+        from kbgraph.llm import LLMClient
+
+        llm = LLMClient.from_settings(settings)
+        if settings.abstractor == "llm":
+            abstractor = LLMAbstractor(llm)
+        if settings.reflector == "llm":
+            reflector = LLMReflector(llm)
+            writer = LLMDocumentWriter(llm)
+    return IngestPipeline(kb, abstractor, reflector, writer, on_progress=on_progress)

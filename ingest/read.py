@@ -1,0 +1,52 @@
+"""Stage 1 — reading: JSON Lines of trajectories (the reference format) or ready-made experiences.
+
+A record with a ``task`` is a trajectory, one with a ``problem`` an experience. Each record is
+validated on its own; problems come back as ``file:line: field: reason``. Reading streams: one
+line in memory at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from kbgraph.jsonl import read_jsonl
+from kbgraph.models import Experience, Trajectory
+
+
+@dataclass(frozen=True)
+class Record:
+    where: str
+    item: Trajectory | Experience | None
+    problems: tuple[str, ...] = ()
+
+
+def _problems(where: str, error: ValidationError) -> tuple[str, ...]:
+    out = []
+    for item in error.errors(include_url=False):
+        field = ".".join(str(p) for p in item["loc"]) or "(record)"
+        out.append(f"{where}: {field}: {item['msg']}")
+    return tuple(out)
+
+
+def read_records(paths: list[Path]) -> Iterator[Record]:
+    for path in paths:
+        if not path.is_file():
+            yield Record(str(path), None, (f"{path}: no such file",))
+            continue
+        empty = True
+        for line in read_jsonl(path):
+            empty = False
+            if line.value is None:
+                yield Record(line.where, None, (f"{line.where}: {line.problem}",))
+                continue
+            model: type[Trajectory] | type[Experience] = Experience if "problem" in line.value and "task" not in line.value else Trajectory
+            try:
+                yield Record(line.where, model.model_validate(line.value))
+            except ValidationError as error:
+                yield Record(line.where, None, _problems(line.where, error))
+        if empty:
+            yield Record(str(path), None, (f"{path}: empty file, nothing to ingest",))

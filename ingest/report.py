@@ -1,0 +1,28 @@
+"""The report an ingest run returns (and the CLI prints, or prints as JSON)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class IngestReport(BaseModel):
+    records_read: int = 0
+    records_rejected: int = 0
+    rejected: list[str] = Field(default_factory=list, description="file:line: field: reason, per skipped record")
+    trajectories_already_ingested: int = 0
+    experiences_new: int = 0
+    experiences_existing: int = 0
+    experiences_merged: int = 0
+    abstract_experiences: int = 0
+    concepts: int = 0
+    insights: int = 0
+    meta_concepts: int = 0
+    meta_concepts_new: int = 0
+    documents_updated: int = 0
+    relations: dict[str, int] = Field(default_factory=dict)
+    stage_seconds: dict[str, float] = Field(default_factory=dict)
+    total_seconds: float = 0.0
+    trajectories_per_second: float = 0.0
+    peak_memory_mb: float = 0.0
+    embedding_cache_hits: int = 0
+    embedding_cache_misses: int = 0

@@ -1,0 +1,319 @@
+"""A chat model behind any OpenAI-compatible endpoint, answering JSON validated by pydantic.
+
+The ingestion stages that need a model (abstraction, reflection, document rewriting) ask it one
+question at a time through :meth:`LLMClient.complete_json` and get back a validated pydantic
+object or a :class:`LLMError` — never a half-parsed dict.
+
+Retrying belongs to :mod:`tenacity`, not to the ``openai`` client (built with ``max_retries=0``),
+so one budget — ``max_attempts`` — covers both kinds of trouble: transient transport failures
+(HTTP 408/409/429/5xx, timeouts, refused connections) and malformed answers (not JSON, or JSON
+that fails the schema), since a model often gets it right when simply asked again. Errors a
+retry cannot fix (bad key, unknown model, rejected request) are raised at once.
+
+Nothing connects at import or construction time; the ``openai`` client is created on first use.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from pydantic import BaseModel, ValidationError
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+
+from kbgraph.errors import KbgraphError
+
+if TYPE_CHECKING:
+    import openai
+    from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+
+    from kbgraph.settings import Settings
+
+T = TypeVar("T", bound=BaseModel)
+
+DEFAULT_ENDPOINT = "https://api.openai.com/v1"
+# HTTP statuses worth asking again: timeout, conflict, rate limit (and every 5xx, see below).
+RETRYABLE_STATUSES = frozenset({408, 409, 429})
+MAX_EXCERPT_CHARS = 160
+
+
+class LLMError(KbgraphError):
+    """The model could not be asked: unreachable, refused the request, or kept failing."""
+
+
+class LLMOutputError(LLMError):
+    """The model answered, but every answer was unusable (not JSON, or not the asked shape)."""
+
+
+@dataclass
+class LLMStats:
+    """What the client did, for ingestion reports: one ``call`` may take several ``attempts``."""
+
+    calls: int = 0
+    attempts: int = 0
+    retries: int = 0
+    malformed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class _Transient(Exception):
+    """A failure another attempt may not meet (wrapped so tenacity can tell it apart)."""
+
+    def __init__(self, reason: str, retry_after_s: float | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after_s = retry_after_s
+
+
+class _Malformed(Exception):
+    """An answer that arrived but cannot be used; ``reason`` says what was wrong with it."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def describe_validation_error(error: ValidationError, root: str = "answer", limit: int = 3) -> str:
+    """``answer.steps.0.action: Field required; …`` — the path a person can find in the JSON."""
+    parts = []
+    for item in error.errors()[:limit]:
+        path = ".".join([root, *(str(part) for part in item["loc"])])
+        parts.append(f"{path}: {item['msg']}")
+    more = len(error.errors()) - limit
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return json.dumps(flat if len(flat) <= MAX_EXCERPT_CHARS else flat[:MAX_EXCERPT_CHARS] + "…")
+
+
+_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(?P<body>.*)\n\s*```\s*$", re.DOTALL)
+
+
+def _strip_fence(content: str) -> str:
+    # Several OpenAI-compatible servers wrap JSON in a Markdown fence even in JSON mode.
+    match = _FENCE.match(content)
+    return match.group("body") if match else content
+
+
+class LLMClient:
+    """One chat model at one OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, LM Studio, …)."""
+
+    def __init__(
+        self,
+        base_url: str | None,
+        api_key: str | None,
+        model: str,
+        timeout_s: float = 60.0,
+        max_attempts: int = 4,
+        backoff_initial_s: float = 1.0,
+        backoff_max_s: float = 20.0,
+    ):
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.base_url = base_url
+        self.api_key = api_key
+        self.model = model
+        self.timeout_s = timeout_s
+        self.max_attempts = max_attempts
+        self.backoff_initial_s = backoff_initial_s
+        self.backoff_max_s = backoff_max_s
+        self.stats = LLMStats()
+        self._client: openai.OpenAI | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LLMClient:
+        return cls(
+            base_url=settings.llm_base_url,
+            api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
+            model=settings.llm_model,
+            timeout_s=settings.llm_timeout_s,
+            max_attempts=settings.llm_max_attempts,
+        )
+
+    @property
+    def endpoint(self) -> str:
+        """Where requests go, for messages. Without a base URL, ``openai`` reads OPENAI_BASE_URL or
+        uses its default; once the client exists it knows which."""
+        if self._client is not None:
+            return str(self._client.base_url).rstrip("/")
+        return (self.base_url or DEFAULT_ENDPOINT).rstrip("/")
+
+    def __repr__(self) -> str:
+        return f"LLMClient(model={self.model!r}, endpoint={self.endpoint!r})"
+
+    def complete_json(
+        self, system: str, user: str, schema: type[T], check: Callable[[T], str | None] | None = None
+    ) -> T:
+        """Asks the model and returns its answer validated as ``schema``.
+
+        The JSON Schema of ``schema`` is appended to the system prompt. ``check`` may reject an
+        answer that is valid JSON of the right shape but wrong in context (say, no steps for a
+        trajectory that has some) by returning what is wrong; it is then retried like any
+        malformed answer. Raises :class:`LLMOutputError` when every attempt gave an unusable
+        answer, :class:`LLMError` for any other failure.
+        """
+        with self._lock:
+            self.stats.calls += 1
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": "system", "content": f"{system}\n\n{_schema_instructions(schema)}"},
+            {"role": "user", "content": user},
+        ]
+        retrying = Retrying(
+            stop=stop_after_attempt(self.max_attempts),
+            wait=self._wait,
+            retry=retry_if_exception_type((_Transient, _Malformed)),
+            before_sleep=self._count_retry,
+            reraise=True,
+        )
+        try:
+            # tenacity types the wrapped call's result as Any; it is whatever _attempt returned.
+            return cast(T, retrying(self._attempt, messages, schema, check))
+        except _Malformed as exc:
+            raise LLMOutputError(
+                f"{self.model} at {self.endpoint} gave no usable answer in {self.max_attempts} "
+                f"attempt(s); the last one: {exc.reason}"
+            ) from None
+        except _Transient as exc:
+            raise LLMError(
+                f"{self.model} at {self.endpoint} failed {self.max_attempts} attempt(s); the last one: {exc.reason}"
+            ) from None
+
+    # One attempt -----------------------------------------------------------------------------
+
+    def _attempt(
+        self, messages: list[ChatCompletionMessageParam], schema: type[T], check: Callable[[T], str | None] | None
+    ) -> T:
+        with self._lock:
+            self.stats.attempts += 1
+        response = self._request(messages)
+        usage = response.usage
+        if usage is not None:
+            with self._lock:
+                self.stats.prompt_tokens += usage.prompt_tokens or 0
+                self.stats.completion_tokens += usage.completion_tokens or 0
+        try:
+            return self._parse(response, schema, check)
+        except _Malformed:
+            with self._lock:
+                self.stats.malformed += 1
+            raise
+
+    def _request(self, messages: list[ChatCompletionMessageParam]) -> ChatCompletion:
+        import openai
+
+        client = self._get_client()
+        try:
+            # No temperature: reasoning models reject any but the default.
+            return client.chat.completions.create(
+                model=self.model, messages=messages, response_format={"type": "json_object"},
+            )
+        except openai.APITimeoutError:
+            raise _Transient(f"no answer within {self.timeout_s:g} s (timeout)") from None
+        except openai.APIConnectionError as exc:
+            raise _Transient(f"cannot connect ({exc.__cause__ or exc})") from None
+        except openai.APIStatusError as exc:
+            raise self._status_error(exc) from None
+        except openai.OpenAIError as exc:
+            raise LLMError(f"{self.model} at {self.endpoint}: {exc}") from None
+
+    def _status_error(self, exc: openai.APIStatusError) -> Exception:
+        status = exc.status_code
+        detail = _server_message(exc.body) or exc.message
+        if status in RETRYABLE_STATUSES or status >= 500:
+            return _Transient(f"HTTP {status}: {detail}", _retry_after_s(exc.response.headers))
+        where = f"{self.model} at {self.endpoint}"
+        if status == 401:
+            return LLMError(f"{where} refused the API key (HTTP 401): check llm_api_key (KBGRAPH_LLM_API_KEY)")
+        if status == 403:
+            return LLMError(f"{where} denied access (HTTP 403): check llm_api_key and its permissions")
+        if status == 404:
+            return LLMError(f"{where} was not found (HTTP 404): check llm_model and llm_base_url ({detail})")
+        return LLMError(f"{where} rejected the request (HTTP {status}): {detail}")
+
+    def _parse(self, response: ChatCompletion, schema: type[T], check: Callable[[T], str | None] | None) -> T:
+        choices = response.choices or []
+        if not choices:
+            raise _Malformed("the response has no choices")
+        choice = choices[0]
+        content = choice.message.content
+        if choice.finish_reason == "length":
+            raise _Malformed("answer was cut off at the token limit (finish_reason=length)")
+        if not content or not content.strip():
+            refusal = getattr(choice.message, "refusal", None)
+            raise _Malformed(f"model refused: {refusal}" if refusal else "answer is empty")
+        try:
+            data = json.loads(_strip_fence(content))
+        except json.JSONDecodeError as exc:
+            raise _Malformed(f"answer is not JSON ({exc.msg}): {_excerpt(content)}") from None
+        if not isinstance(data, dict):
+            raise _Malformed(f"answer is JSON but not an object: {_excerpt(content)}")
+        try:
+            answer = schema.model_validate(data)
+        except ValidationError as exc:
+            raise _Malformed(describe_validation_error(exc)) from None
+        problem = check(answer) if check is not None else None
+        if problem:
+            raise _Malformed(problem)
+        return answer
+
+    # Plumbing --------------------------------------------------------------------------------
+
+    def _get_client(self) -> openai.OpenAI:
+        with self._lock:
+            if self._client is None:
+                import openai
+
+                self._client = openai.OpenAI(
+                    base_url=self.base_url, api_key=self.api_key or "not-needed",
+                    timeout=self.timeout_s, max_retries=0,  # tenacity owns retrying
+                )
+            return self._client
+
+    def _wait(self, state: RetryCallState) -> float:
+        """Exponential backoff with full jitter; a server's Retry-After is honoured up to the cap."""
+        ceiling = min(self.backoff_max_s, self.backoff_initial_s * 2 ** (state.attempt_number - 1))
+        delay = random.uniform(ceiling / 2, ceiling)
+        error = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(error, _Transient) and error.retry_after_s is not None:
+            delay = max(delay, min(error.retry_after_s, self.backoff_max_s))
+        return delay
+
+    def _count_retry(self, state: RetryCallState) -> None:
+        with self._lock:
+            self.stats.retries += 1
+
+
+def _schema_instructions(schema: type[BaseModel]) -> str:
+    return (
+        "Answer with one JSON object and nothing else, matching this JSON Schema:\n"
+        + json.dumps(schema.model_json_schema(), separators=(",", ":"))
+    )
+
+
+def _server_message(body: object) -> str | None:
+    # openai unwraps {"error": {...}} into ``body``; some servers send a bare string instead.
+    if isinstance(body, dict):
+        message = body.get("message") or body.get("error")
+        return str(message) if message else None
+    return str(body) if body else None
+
+
+def _retry_after_s(headers: Any) -> float | None:
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) * scale)
+        except ValueError:
+            return None  # an HTTP date: rare for APIs, fall back to our own backoff
+    return None

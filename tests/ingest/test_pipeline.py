@@ -1,0 +1,128 @@
+"""The whole ingestion pipeline on a real Neo4j with the real MiniLM."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kbgraph.errors import InvalidInputError
+from kbgraph.kb import KbStats, KnowledgeBase
+from tests.conftest import SHARED_DATA, Neo4jTarget
+
+SAMPLES = Path(__file__).resolve().parents[2] / "kbgraph" / "samples"
+RELATIONS = ("ABSTRACTION", "COMPOSITION", "ADAPTATION", "ALTERNATIVE")
+
+
+def counts(stats: KbStats) -> tuple[dict[str, int], dict[str, int]]:
+    return stats.nodes, stats.relationships
+
+
+def test_the_shared_trajectories_make_a_graph_with_every_relation_and_reingesting_changes_nothing(
+    kb: KnowledgeBase,
+) -> None:
+    files = sorted((SHARED_DATA / "trajectories").glob("*.jsonl"))
+    report = kb.ingest(files)
+    assert report.records_read == 1459 and report.records_rejected == 0
+    assert report.experiences_new > 0 and report.meta_concepts > 0
+    for kind in RELATIONS:
+        assert report.relations[kind] > 0, report.relations
+    before = kb.stats()
+    again = kb.ingest(files)
+    assert again.trajectories_already_ingested == 1459 and again.experiences_new == 0
+    assert counts(kb.stats()) == counts(before)
+
+
+def test_sample_trajectories_give_documents_and_relations(kb: KnowledgeBase) -> None:
+    report = kb.ingest([SAMPLES / "trajectories.jsonl", SAMPLES / "experiences.jsonl"])
+    assert report.records_read == 66 and report.meta_concepts > 0 and report.documents_updated > 0
+    docs = kb.gateway.read("meta_concepts_top", kb=kb.namespace, limit=5)
+    assert docs and all(d["document"] for d in docs)
+    assert "## " in docs[0]["document"]
+
+
+def test_a_bad_record_stops_the_run_before_anything_is_written(kb: KnowledgeBase, tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    good = (SAMPLES / "trajectories.jsonl").read_text().splitlines()[:3]
+    path.write_text("\n".join([*good, json.dumps({"id": "x", "steps": []})]) + "\n")
+    with pytest.raises(InvalidInputError, match=f"{path}:4: task: Field required"):
+        kb.ingest([path])
+    assert kb.count() == 0
+
+
+def test_skip_invalid_goes_on_and_lists_what_it_skipped(kb: KnowledgeBase, tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    good = (SAMPLES / "trajectories.jsonl").read_text().splitlines()[:3]
+    path.write_text("\n".join([good[0], "{nope", *good[1:]]) + "\n")
+    report = kb.ingest([path], skip_invalid=True)
+    assert report.records_rejected == 1 and report.rejected[0].startswith(f"{path}:2: invalid JSON")
+    assert kb.count() == 3
+
+
+def test_paraphrased_concepts_share_a_meta_concept(kb: KnowledgeBase, tmp_path: Path) -> None:
+    """Two trajectories doing the same thing, reflected on in different words, meet in one
+    meta-concept; an unrelated one stays apart."""
+
+    class ParaphrasingReflector:
+        name = "test"
+        labels = {"t-ret-1": "return item", "t-ret-2": "send back a product", "t-fly": "book a flight"}
+
+        def reflect(self, trajectory, experience):  # type: ignore[no-untyped-def]
+            from kbgraph.models import ConceptInsight
+
+            verb = "returned a delivered item for a refund" if "ret" in trajectory.id else "booked a flight seat"
+            return [ConceptInsight(concept=self.labels[trajectory.id], insight=f"The agent {verb} successfully.")]
+
+    from kbgraph.ingest.pipeline import IngestPipeline
+
+    lines = [
+        {"id": "t-ret-1", "domain": "retail", "task": "Return the kettle from order #W1",
+         "steps": [{"action": "return_delivered_order_items", "arguments": {"order_id": "#W1"}}]},
+        {"id": "t-ret-2", "domain": "retail", "task": "I want to send back the lamp of order #W2",
+         "steps": [{"action": "return_delivered_order_items", "arguments": {"order_id": "#W2"}}]},
+        {"id": "t-fly", "domain": "airline", "task": "Book me a seat to Paris on May 3",
+         "steps": [{"action": "book_reservation", "arguments": {"flight": "HAT001"}}]},
+    ]
+    path = tmp_path / "para.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    IngestPipeline(kb, reflector=ParaphrasingReflector()).ingest([path])
+    rows = kb.driver.execute_query(
+        "MATCH (c:Concept {kb: $kb})-[:INSTANCE_OF]->(m:MetaConcept) RETURN c.label AS label, m.id AS meta",
+        kb=kb.namespace, database_=kb.gateway.database).records
+    meta = {r["label"]: r["meta"] for r in rows}
+    assert meta["return item"] == meta["send back a product"]
+    assert meta["book a flight"] != meta["return item"]
+
+
+def test_an_ingest_killed_at_a_random_point_and_rerun_ends_like_a_clean_run(
+    kb: KnowledgeBase, neo4j_target: Neo4jTarget,
+) -> None:
+    files = [SAMPLES / "trajectories.jsonl", SAMPLES / "experiences.jsonl",
+             SHARED_DATA / "trajectories" / "airline.jsonl", SHARED_DATA / "trajectories" / "banking.jsonl"]
+    started = time.perf_counter()
+    kb.ingest(files)
+    clean_seconds = time.perf_counter() - started
+    clean = counts(kb.stats())
+
+    namespace = kb.namespace + "-killed"
+    command = [sys.executable, "-m", "kbgraph.cli", "ingest", *map(str, files)]
+    seed = random.randrange(1_000_000)
+    # The subprocess needs a few seconds to import and load the model before it writes anything.
+    delay = random.Random(seed).uniform(4.0, 6.0 + clean_seconds)
+    killed = KnowledgeBase(kb.driver, kb.embedder, namespace=namespace, database=kb.gateway.database)
+    try:
+        proc = subprocess.Popen(command, env=neo4j_target.env(namespace), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.kill()
+        proc.wait()
+        rerun = subprocess.run(command, env=neo4j_target.env(namespace), capture_output=True, text=True, timeout=600)
+        assert rerun.returncode == 0, rerun.stderr
+        assert counts(killed.stats()) == clean, f"seed {seed}, killed after {delay:.1f} s"
+    finally:
+        killed.clear()
