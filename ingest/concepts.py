@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,15 +21,11 @@ import numpy.typing as npt
 from kbgraph.embedders import Embedder
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.ids import content_hash, normalise_text
-from kbgraph.ingest.dedupe import attach, cluster_concepts, concept_vectors, representative
-from kbgraph.ingest.integrate import update_document
+from kbgraph.ingest.dedupe import attach, cluster_concepts, concept_context, concept_vectors, representative
+from kbgraph.ingest.integrate import DocumentRewriter, update_document
 from kbgraph.models import ConceptDocument
 
 Vectors = npt.NDArray[np.float32]
-
-
-class DocumentWriter(Protocol):
-    def rewrite(self, name: str, document: ConceptDocument, new_insights: list[str]) -> ConceptDocument: ...
 
 
 @dataclass
@@ -47,6 +43,7 @@ class _Concept:
     label: str
     label_vector: Vectors
     insights: list[str] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
     meta_id: str | None = None
 
 
@@ -70,7 +67,7 @@ def _document_of(row: dict[str, Any] | None) -> ConceptDocument:
 class ConceptStage:
     def __init__(
         self, gateway: Neo4jGateway, namespace: str, embedder: Embedder,
-        document_writer: DocumentWriter | None = None, attach_threshold: float | None = None,
+        document_writer: DocumentRewriter | None = None, attach_threshold: float | None = None,
         on_progress: Callable[[str], None] | None = None,
     ):
         self.gateway = gateway
@@ -94,6 +91,7 @@ class ConceptStage:
                                    meta_id=row["meta_id"])
                 concepts[concept.id] = concept
             concept.insights.append(row["text"])
+            concept.actions += [a for a in row["actions"] or [] if a not in concept.actions]
             new_insights[concept.id].append(row["text"])
         result.concepts, result.insights = len(concepts), len(rows)
 
@@ -138,9 +136,15 @@ class ConceptStage:
             existing = metas.get(meta_id)
             fresh = new_metas.get(meta_id)
             name = existing["name"] if existing else fresh["name"] if fresh else meta_id
-            document, changed = update_document(_document_of(existing), by_meta[meta_id], embed=self.embedder.embed)
+            before = _document_of(existing)
+            document, changed = update_document(before, by_meta[meta_id], embed=self.embedder.embed)
             if changed and self.document_writer is not None:
-                document = self.document_writer.rewrite(name, document, by_meta[meta_id])
+                # The writer folds in only what survived deduplication; the update afterwards
+                # enforces the section caps and drops any sentence the model repeated.
+                known = {line for section in before.model_dump().values() for line in section}
+                surviving = [line for section in document.model_dump().values() for line in section
+                             if line not in known]
+                document, _ = update_document(self.document_writer.rewrite(name, before, surviving), [])
             if existing is not None and not changed:
                 continue
             if existing is not None:
@@ -172,5 +176,5 @@ class ConceptStage:
         """Label embedding mixed with the embedding of what was learned about the concept, so
         paraphrased labels meet through shared context."""
         labels = np.stack([c.label_vector for c in concepts])
-        contexts = self.embedder.embed([" ".join(c.insights[:5]) for c in concepts])
-        return _unit(concept_vectors(labels, contexts))
+        contexts = self.embedder.embed([concept_context(c.insights[:5], c.actions) for c in concepts])
+        return concept_vectors(labels, contexts)

@@ -8,6 +8,8 @@ whatever the model did.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kbgraph.ids import normalise_text
 from kbgraph.llm import LLMClient
 from kbgraph.models import ConceptDocument
@@ -47,7 +49,7 @@ class LLMDocumentWriter:
     def __init__(self, llm: LLMClient):
         self.llm = llm
 
-    def rewrite(self, name: str, document: ConceptDocument, new_insights: list[str]) -> ConceptDocument:
+    def rewrite(self, name: str, document: ConceptDocument, new_insights: Sequence[str]) -> ConceptDocument:
         insights = [normalise_text(i) for i in new_insights if i.strip()]
         if not insights:
             return document  # nothing to fold in: no reason to pay for a call

@@ -27,7 +27,8 @@ from kbgraph.embedders import CachedEmbedder
 from kbgraph.errors import InvalidInputError, KbgraphError
 from kbgraph.ids import content_hash, normalise_text
 from kbgraph.ingest.abstract import Abstractor, RuleBasedAbstractor
-from kbgraph.ingest.concepts import ConceptStage, DocumentWriter
+from kbgraph.ingest.concepts import ConceptStage
+from kbgraph.ingest.integrate import DocumentRewriter
 from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.ingest.link import ABSTRACT_SOURCE, plan_links
 from kbgraph.ingest.merge import plan_merges
@@ -43,7 +44,7 @@ Progress = Callable[[str, int, int | None], None]  # (stage, done, total)
 class IngestPipeline:
     def __init__(
         self, kb: KnowledgeBase, abstractor: Abstractor | None = None, reflector: Reflector | None = None,
-        document_writer: DocumentWriter | None = None, batch_size: int = 200,
+        document_writer: DocumentRewriter | None = None, batch_size: int = 200,
         on_progress: Progress | None = None,
     ):
         self.kb = kb
@@ -242,7 +243,7 @@ def pipeline_from_settings(kb: KnowledgeBase, on_progress: Progress | None = Non
     settings = kb.settings
     abstractor: Abstractor = RuleBasedAbstractor()
     reflector: Reflector = RuleBasedReflector()
-    writer: DocumentWriter | None = None
+    writer: DocumentRewriter | None = None
     if settings.abstractor == "llm" or settings.reflector == "llm":
         from kbgraph.ingest.abstract_llm import LLMAbstractor
         from kbgraph.ingest.integrate_llm import LLMDocumentWriter

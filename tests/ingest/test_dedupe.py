@@ -36,7 +36,8 @@ F32 = npt.NDArray[np.float32]
 
 def unit(*rows: Sequence[float]) -> F32:
     array = np.asarray(rows, dtype=np.float32)
-    return array / np.linalg.norm(array, axis=1, keepdims=True)
+    normalised: F32 = array / np.linalg.norm(array, axis=1, keepdims=True)
+    return normalised
 
 
 def at_angle(cosine: float) -> list[float]:
@@ -419,7 +420,8 @@ CORPUS: list[tuple[str, str, str, tuple[str, ...]]] = [
 def embed_concepts(embedder: CachedEmbedder, rows: Sequence[tuple[str, str, str, tuple[str, ...]]]) -> F32:
     labels = embedder.embed([label for _, label, _, _ in rows])
     contexts = embedder.embed([concept_context([insight], actions) for _, _, insight, actions in rows])
-    return concept_vectors(labels, contexts)
+    vectors: F32 = concept_vectors(labels, contexts)
+    return vectors
 
 
 def pairwise_precision_recall(groups: list[list[int]], truth: Sequence[str]) -> tuple[float, float]:

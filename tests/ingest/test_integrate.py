@@ -150,7 +150,8 @@ class FakeEmbed:
     def __call__(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         self.calls.append(list(texts))
         rows = np.asarray([self.vectors[t] for t in texts], dtype=np.float32)
-        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        normalised: npt.NDArray[np.float32] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        return normalised
 
 
 def test_near_duplicates_are_dropped_at_the_threshold() -> None:
@@ -211,7 +212,8 @@ class AppendingRewriter:
     """The smallest DocumentRewriter: files the insights like update_document does."""
 
     def rewrite(self, name: str, document: ConceptDocument, new_insights: Sequence[str]) -> ConceptDocument:
-        return update_document(document, new_insights)[0]
+        updated: ConceptDocument = update_document(document, new_insights)[0]
+        return updated
 
 
 def test_a_rewriter_takes_the_name_document_and_new_insights() -> None:

@@ -126,3 +126,56 @@ def test_an_ingest_killed_at_a_random_point_and_rerun_ends_like_a_clean_run(
         assert counts(killed.stats()) == clean, f"seed {seed}, killed after {delay:.1f} s"
     finally:
         killed.clear()
+
+
+def test_the_llm_path_end_to_end_through_a_local_openai_compatible_server(
+    kb: KnowledgeBase, tmp_path: Path,
+) -> None:
+    """Abstraction, reflection and documents by an LLM over real HTTP: a 429 and a malformed answer
+    on the way are retried; what is stored is what the model said, validated."""
+    from kbgraph.ingest.abstract_llm import SYSTEM_PROMPT as ABSTRACT_PROMPT
+    from kbgraph.ingest.pipeline import pipeline_from_settings
+    from kbgraph.ingest.reflect_llm import SYSTEM_PROMPT as REFLECT_PROMPT
+    from kbgraph.settings import Settings
+    from tests.fakes.openai_server import api_error, running_fake_openai
+
+    def answer(body: dict) -> str:  # type: ignore[type-arg]
+        system = body["messages"][0]["content"]
+        if system.startswith(ABSTRACT_PROMPT[:200]):
+            return json.dumps({
+                "problem": "A customer wants to return a delivered item for a refund",
+                "goal": "The item is returned and refunded to the original payment method",
+                "difficulty": "easy",
+                "steps": [{"action": "return_delivered_order_items", "text": "return {item_ids} of {order_id}",
+                           "args_schema": {"order_id": "string"}}],
+                "failure_modes": [], "generalizability": 0.8,
+            })
+        if system.startswith(REFLECT_PROMPT[:200]):
+            return json.dumps({"pairs": [{"concept": "return a delivered item",
+                                          "insight": "Check the order is delivered before returning items."}]})
+        return json.dumps({"when_to_use": ["A delivered order needs a refund."], "why": [],
+                           "how": ["Check the order is delivered before returning items."], "pitfalls": []})
+
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps({"id": "llm-1", "domain": "retail", "task": "Return the kettle of order #W1",
+                                "steps": [{"action": "return_delivered_order_items",
+                                           "arguments": {"order_id": "#W1"}}]}) + "\n")
+    with running_fake_openai() as fake:
+        fake.chat_answer = answer
+        fake.responses.extend([(429, api_error("slow down", "rate_limit_exceeded")), (200, {
+            "id": "x", "object": "chat.completion", "created": 0, "model": "fake",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "{oops"}}],
+        })])
+        kb.settings = Settings(namespace=kb.namespace, abstractor="llm", reflector="llm", llm_base_url=fake.base_url,
+                               llm_api_key="test", llm_model="fake", llm_max_attempts=4)
+        pipeline = pipeline_from_settings(kb)
+        pipeline.abstractor.llm.backoff_initial_s = 0.01  # type: ignore[attr-defined]
+        pipeline.abstractor.llm.backoff_max_s = 0.05  # type: ignore[attr-defined]
+        report = pipeline.ingest([path])
+        assert len(fake.chat_requests) >= 5  # 429 + malformed + abstraction + reflection + document
+    assert report.experiences_new == 1 and report.meta_concepts == 1
+    [exp] = kb.get_many([e for e in kb.store.iter_ids()])
+    assert exp.problem == "A customer wants to return a delivered item for a refund"
+    assert exp.source_ids == ["llm-1"]
+    [doc] = kb.gateway.read("meta_concepts_top", kb=kb.namespace, limit=5)
+    assert doc["name"] == "return a delivered item" and "A delivered order needs a refund." in doc["document"]
