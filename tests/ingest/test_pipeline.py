@@ -32,6 +32,10 @@ def test_the_shared_trajectories_make_a_graph_with_every_relation_and_reingestin
     assert report.experiences_new > 0 and report.meta_concepts > 0
     for kind in RELATIONS:
         assert report.relations[kind] > 0, report.relations
+    # Merged experiences keep every trajectory they came from.
+    assert report.experiences_merged > 0
+    sources = [s for e in kb.get_many(list(kb.store.iter_ids())) for s in e.source_ids]
+    assert sorted(sources) == sorted(set(sources)) and len(sources) == 1459
     before = kb.stats()
     again = kb.ingest(files)
     assert again.trajectories_already_ingested == 1459 and again.experiences_new == 0
@@ -179,3 +183,42 @@ def test_the_llm_path_end_to_end_through_a_local_openai_compatible_server(
     assert exp.source_ids == ["llm-1"]
     [doc] = kb.gateway.read("meta_concepts_top", kb=kb.namespace, limit=5)
     assert doc["name"] == "return a delivered item" and "A delivered order needs a refund." in doc["document"]
+
+
+def test_a_trajectory_of_ten_thousand_steps_goes_through(kb: KnowledgeBase, tmp_path: Path) -> None:
+    steps = [{"action": "click", "arguments": {"x": i % 7}} for i in range(10_000)]
+    path = tmp_path / "long.jsonl"
+    path.write_text(json.dumps({"id": "long", "domain": "web", "task": "click through the wizard", "steps": steps}) + "\n")
+    report = kb.ingest([path])
+    assert report.experiences_new == 1
+    assert kb.stats().nodes["Step"] == 10_000
+
+
+def test_incremental_ingests_attach_and_recluster_equals_clustering_everything_at_once(
+    kb: KnowledgeBase, tmp_path: Path,
+) -> None:
+    lines = (SAMPLES / "trajectories.jsonl").read_text().splitlines()
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text("\n".join(lines[::2]) + "\n")
+    second.write_text("\n".join(lines[1::2]) + "\n")
+    kb.ingest([first])
+    metas_after_first = kb.stats().nodes["MetaConcept"]
+    report = kb.ingest([second])
+    assert report.meta_concepts_new < report.meta_concepts  # some concepts joined existing meta-concepts
+    assert report.meta_concepts >= metas_after_first
+
+    def assignment(target: KnowledgeBase) -> set[tuple[str, str]]:
+        rows = target.driver.execute_query(
+            "MATCH (c:Concept {kb: $kb})-[:INSTANCE_OF]->(m:MetaConcept) RETURN c.label AS c, m.name AS m",
+            kb=target.namespace, database_=target.gateway.database).records
+        return {(r["c"], r["m"]) for r in rows}
+
+    kb.recluster()
+    once = KnowledgeBase(kb.driver, kb.embedder, namespace=kb.namespace + "-once", database=kb.gateway.database)
+    try:
+        once.ingest([SAMPLES / "trajectories.jsonl"])
+        assert assignment(kb) == assignment(once)
+        concepts = kb.stats().nodes["Concept"]
+        assert len(assignment(kb)) == concepts  # every concept in exactly one meta-concept
+    finally:
+        once.clear()

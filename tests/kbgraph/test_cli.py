@@ -89,3 +89,19 @@ def test_get_prints_an_experience_and_delete_all_wants_confirmation(
     assert missing.returncode == 1 and "no experience 'exp_nothing'" in missing.stderr
     refused = kbgraph(neo4j_target, cli_namespace, "delete", "--all")
     assert refused.returncode == 1 and "--yes" in refused.stderr
+
+
+def test_ingest_reports_as_json_and_rejects_a_huge_task_with_its_reason(
+    neo4j_target: Neo4jTarget, cli_namespace: str, tmp_path: Path
+) -> None:
+    trajectories = SAMPLES.parent / "trajectories.jsonl"
+    result = kbgraph(neo4j_target, cli_namespace, "ingest", str(trajectories), "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["records_read"] == 36 and report["meta_concepts"] > 0 and "write" in report["stage_seconds"]
+
+    huge = tmp_path / "huge.jsonl"
+    huge.write_text(json.dumps({"id": "huge", "task": "x" * 1_000_000}) + "\n")
+    refused = kbgraph(neo4j_target, cli_namespace, "ingest", str(huge))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert f"{huge}:1: task: String should have at most 100000 characters" in refused.stderr
