@@ -97,6 +97,7 @@ class ConceptStage:
 
         metas = {} if full else {m["id"]: m for m in self.gateway.read("meta_concepts_all", kb=self.namespace)}
         pending = sorted((c for c in concepts.values() if c.meta_id is None), key=lambda c: c.id)
+        newly_assigned = {c.id for c in pending}
         new_metas: dict[str, dict[str, Any]] = {}
         if pending:
             vectors = self._cluster_vectors(pending)
@@ -126,11 +127,12 @@ class ConceptStage:
 
         # Documents: every meta-concept that receives insights in this run.
         by_meta: dict[str, list[str]] = defaultdict(list)
-        members: dict[str, int] = defaultdict(int)
+        joined: dict[str, int] = defaultdict(int)  # concepts newly assigned to each meta-concept
         for concept in concepts.values():
             assert concept.meta_id is not None
             by_meta[concept.meta_id] += new_insights[concept.id]
-            members[concept.meta_id] += 1
+            if concept.id in newly_assigned:
+                joined[concept.meta_id] += 1
         upserts: list[dict[str, Any]] = []
         for meta_id in sorted(by_meta):
             existing = metas.get(meta_id)
@@ -149,12 +151,11 @@ class ConceptStage:
                 continue
             if existing is not None:
                 embedding = np.asarray(existing["embedding"], dtype=np.float32)
-                version, size = int(existing["version"] or 1) + 1, int(existing["size"] or 0) + (
-                    members[meta_id] if not full else 0)
+                version, size = int(existing["version"] or 1) + 1, int(existing["size"] or 0) + joined[meta_id]
             else:
                 assert fresh is not None
                 embedding = _unit(np.mean(fresh["vectors"], axis=0, keepdims=True))[0]
-                version, size = 1, members[meta_id]
+                version, size = 1, joined[meta_id]
             result.documents_updated += 1
             upserts.append({
                 "id": meta_id, "name": name, "embedding": embedding.tolist(), "version": version, "size": size,

@@ -25,6 +25,8 @@ class ExperienceFacts:
     succeeded: int
     problem: str
     goal: str
+    scope: str = "shared"
+    owner_agent: str | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> ExperienceFacts:
@@ -35,5 +37,6 @@ class ExperienceFacts:
             pg=vector / norm, success_rate=float(row["success_rate"]), source=row["source"],
             source_ids=tuple(row["source_ids"] or ()), adapted_from=tuple(row["adapted_from"] or ()),
             retrieved=int(row["retrieved"] or 0), used=int(row["used"] or 0), succeeded=int(row["succeeded"] or 0),
-            problem=row["problem"], goal=row["goal"] or "",
+            problem=row["problem"], goal=row["goal"] or "", scope=row.get("scope") or "shared",
+            owner_agent=row.get("owner_agent"),
         )

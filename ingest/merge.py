@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from kbgraph.ingest.facts import ExperienceFacts
+from kbgraph.ingest.link import ABSTRACT_SOURCE
 
 MERGE_THRESHOLD = 0.85
-GENERATED_SOURCES = ("kbgraph:abstraction",)
 
 
 @dataclass(frozen=True)
@@ -55,10 +55,11 @@ def _components(count: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
 
 
 def plan_merges(facts: list[ExperienceFacts], threshold: float = MERGE_THRESHOLD) -> list[MergeGroup]:
-    blocks: dict[tuple[str, tuple[str, ...]], list[ExperienceFacts]] = defaultdict(list)
+    # Only experiences of one kind, one workflow and one owner (private banks stay apart) can merge.
+    blocks: dict[tuple[str, tuple[str, ...], str, str], list[ExperienceFacts]] = defaultdict(list)
     for fact in facts:
-        if fact.source not in GENERATED_SOURCES:
-            blocks[(fact.kind, fact.actions)].append(fact)
+        if fact.source != ABSTRACT_SOURCE:
+            blocks[(fact.kind, fact.actions, fact.scope, fact.owner_agent or "")].append(fact)
     plan: list[MergeGroup] = []
     for members in blocks.values():
         if len(members) < 2:
@@ -70,7 +71,13 @@ def plan_merges(facts: list[ExperienceFacts], threshold: float = MERGE_THRESHOLD
             group = [members[i] for i in component]
             canonical = group[0]
             sources = sorted({s for m in group for s in m.source_ids})
-            weights = [max(len(m.source_ids), 1) for m in group]
+            # Each source counts once: a member whose sources the group already has adds nothing.
+            seen: set[str] = set()
+            weights = []
+            for m in group:
+                fresh = set(m.source_ids) - seen
+                seen |= fresh
+                weights.append(len(fresh) if m.source_ids else 1)
             plan.append(MergeGroup(
                 canonical=canonical.id,
                 merged_ids=[m.id for m in group[1:]],
@@ -78,6 +85,7 @@ def plan_merges(facts: list[ExperienceFacts], threshold: float = MERGE_THRESHOLD
                 retrieved=sum(m.retrieved for m in group),
                 used=sum(m.used for m in group),
                 succeeded=sum(m.succeeded for m in group),
-                success_rate=round(sum(m.success_rate * w for m, w in zip(group, weights, strict=True)) / sum(weights), 6),
+                success_rate=round(sum(m.success_rate * w for m, w in zip(group, weights, strict=True))
+                                   / max(sum(weights), 1), 6),
             ))
     return sorted(plan, key=lambda g: g.canonical)

@@ -25,7 +25,7 @@ from typing import Any
 
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.errors import InvalidInputError, KbgraphError
-from kbgraph.ids import content_hash, normalise_text
+from kbgraph.ids import normalise_text
 from kbgraph.ingest.abstract import Abstractor, RuleBasedAbstractor
 from kbgraph.ingest.concepts import ConceptStage
 from kbgraph.ingest.integrate import DocumentRewriter
@@ -36,22 +36,29 @@ from kbgraph.ingest.read import Record, read_records
 from kbgraph.ingest.reflect import Reflector, RuleBasedReflector
 from kbgraph.ingest.report import IngestReport
 from kbgraph.kb import KnowledgeBase
-from kbgraph.models import ConceptInsight, Experience, Trajectory
+from kbgraph.models import ConceptInsight, Experience, Insight, Trajectory
 
 Progress = Callable[[str, int, int | None], None]  # (stage, done, total)
+
+
+def _record_key(record: Record) -> str:
+    if isinstance(record.item, Trajectory):
+        return f"trajectory:{record.item.id}"
+    assert isinstance(record.item, Experience)
+    return f"experience:{record.item.key}"
 
 
 class IngestPipeline:
     def __init__(
         self, kb: KnowledgeBase, abstractor: Abstractor | None = None, reflector: Reflector | None = None,
-        document_writer: DocumentRewriter | None = None, batch_size: int = 200,
+        document_writer: DocumentRewriter | None = None, batch_size: int | None = None,
         on_progress: Progress | None = None,
     ):
         self.kb = kb
         self.abstractor = abstractor or RuleBasedAbstractor()
         self.reflector = reflector or RuleBasedReflector()
         self.document_writer = document_writer
-        self.batch_size = batch_size
+        self.batch_size = batch_size or kb.settings.write_batch_size
         self.on_progress = on_progress
         self.report = IngestReport()
 
@@ -130,24 +137,26 @@ class IngestPipeline:
         return total, problems
 
     def _pass_one(self, batch: list[Record]) -> int:
+        """Abstracts, reflects and writes one batch. A record counts as ingested once its marker is
+        written, in the same transaction as its concepts and insights (after its experience): a
+        crash before that makes the next run redo the record, which MERGE makes harmless."""
         report = self.report
-        trajectories = [r for r in batch if isinstance(r.item, Trajectory)]
-        ready = [r for r in batch if isinstance(r.item, Experience)]
-        done_ids: set[str] = set()
-        if trajectories:
-            rows = self.kb.gateway.read("trajectory_ingested_ids", kb=self.kb.namespace,
-                                        ids=[r.item.id for r in trajectories if isinstance(r.item, Trajectory)])
-            done_ids = set(rows[0]["ids"]) if rows else set()
-        report.trajectories_already_ingested += sum(
-            1 for r in trajectories if isinstance(r.item, Trajectory) and r.item.id in done_ids)
+        keys = [_record_key(r) for r in batch]
+        rows = self.kb.gateway.read("ingested_records", kb=self.kb.namespace, keys=keys)
+        done = set(rows[0]["keys"]) if rows else set()
+        report.records_already_ingested += sum(1 for k in keys if k in done)
         experiences: list[Experience] = []
         labels: list[str] = []
         reflections: list[tuple[Experience, list[ConceptInsight]]] = []
-        for record in trajectories:
+        for record, key in zip(batch, keys, strict=True):
+            if key in done:
+                continue
+            if isinstance(record.item, Experience):
+                experiences.append(record.item)
+                labels.append(record.where)
+                continue
             trajectory = record.item
             assert isinstance(trajectory, Trajectory)
-            if trajectory.id in done_ids:
-                continue
             with self._stage("abstract"):
                 try:
                     experience = self.abstractor.abstract(trajectory)
@@ -163,36 +172,33 @@ class IngestPipeline:
             experiences.append(experience)
             labels.append(record.where)
             reflections.append((experience, pairs))
-        for record in ready:
-            assert isinstance(record.item, Experience)
-            experiences.append(record.item)
-            labels.append(record.where)
         if not experiences:
             return len(batch)
         with self._stage("write"):
             written = self.kb.add_experiences(experiences, labels=labels)
             report.experiences_new += written.new
             report.experiences_existing += written.existing
-            self._write_concepts(reflections)
+            calls: list[tuple[str, dict[str, Any]]] = []
+            concept_rows = self._concept_rows(reflections)
+            if concept_rows:
+                calls.append(("concept_insight_upsert", {"kb": self.kb.namespace, "rows": concept_rows}))
+            calls.append(("ingested_records_mark", {"kb": self.kb.namespace, "keys": [k for k in keys if k not in done]}))
+            self.kb.gateway.write_all(calls)
         return len(batch)
 
-    def _write_concepts(self, reflections: list[tuple[Experience, list[ConceptInsight]]]) -> None:
+    def _concept_rows(self, reflections: list[tuple[Experience, list[ConceptInsight]]]) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
         for experience, pairs in reflections:
             for pair in pairs:
-                label = normalise_text(pair.concept)
-                concept_id = content_hash({"label": label.lower()}, "concept")
-                rows.append({
-                    "concept_id": concept_id, "label": label, "text": normalise_text(pair.insight),
-                    "insight_id": content_hash({"text": normalise_text(pair.insight), "concept": concept_id}, "insight"),
-                    "experience_id": experience.key,
-                })
-        if not rows:
-            return
-        vectors = self.kb.embedder.embed([row["label"] for row in rows])
-        for row, vector in zip(rows, vectors, strict=True):
-            row["embedding"] = vector.tolist()
-        self.kb.gateway.write("concept_insight_upsert", kb=self.kb.namespace, rows=rows)
+                insight = Insight(text=normalise_text(pair.insight), concept=normalise_text(pair.concept),
+                                  experience_id=experience.key)
+                rows.append({"concept_id": insight.concept_id, "label": insight.concept, "text": insight.text,
+                             "insight_id": insight.id, "experience_id": experience.key})
+        if rows:
+            vectors = self.kb.embedder.embed([row["label"] for row in rows])
+            for row, vector in zip(rows, vectors, strict=True):
+                row["embedding"] = vector.tolist()
+        return rows
 
     # -- pass 2 --------------------------------------------------------------------------------
 

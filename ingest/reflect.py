@@ -50,8 +50,9 @@ class RuleBasedReflector:
                 text = f"To {action}, call {step.action} with {args}."
             pairs.append(ConceptInsight(concept=action, insight=text))
         for failure in experience.failure_modes:
-            assert failure.step_order is not None
-            action = humanise_action(experience.steps[failure.step_order].action)
+            order = failure.step_order
+            known_step = order is not None and order < len(experience.steps)
+            action = humanise_action(experience.steps[order].action) if known_step and order is not None else "a step"
             issue = (failure.issue_type or "error").replace("_", " ")
             pairs.append(ConceptInsight(
                 concept=f"{issue} during {action}"[:200],

@@ -9,7 +9,7 @@ class IngestReport(BaseModel):
     records_read: int = 0
     records_rejected: int = 0
     rejected: list[str] = Field(default_factory=list, description="file:line: field: reason, per skipped record")
-    trajectories_already_ingested: int = 0
+    records_already_ingested: int = 0
     experiences_new: int = 0
     experiences_existing: int = 0
     experiences_merged: int = 0

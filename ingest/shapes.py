@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kbgraph.ids import content_hash
 
 # First word of a tool name → what kind of step it is. Unknown verbs stand for themselves.
 VERB_CLASSES = {
@@ -23,10 +22,6 @@ VERB_CLASSES = {
     **dict.fromkeys(["send", "transfer", "pay", "notify", "email", "message", "transfer_to_human_agents"], "send"),
     **dict.fromkeys(["verify", "validate", "authenticate", "confirm", "test", "run"], "verify"),
 }
-
-
-def action_shape(actions: Sequence[str]) -> tuple[str, ...]:
-    return tuple(actions)
 
 
 def verb_of(action: str) -> str:
@@ -42,10 +37,6 @@ def verb_shape(actions: Sequence[str]) -> tuple[str, ...]:
         if not verbs or verbs[-1] != verb:
             verbs.append(verb)
     return tuple(verbs)
-
-
-def shape_id(shape: Sequence[str]) -> str:
-    return content_hash(list(shape), "shape", 16)
 
 
 def is_subsequence(small: Sequence[str], big: Sequence[str]) -> bool:

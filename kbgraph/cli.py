@@ -11,7 +11,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
+import neo4j
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -187,7 +189,7 @@ def add(
 
 def _print_ingest_report(report: dict[str, Any]) -> None:
     out.print(f"records read {report['records_read']}, rejected {report['records_rejected']}, "
-              f"already ingested {report['trajectories_already_ingested']}")
+              f"already ingested {report['records_already_ingested']}")
     for line in report["rejected"][:50]:
         out.print(f"  skipped {line}", markup=False, highlight=False)
     out.print(f"experiences: {report['experiences_new']} new, {report['experiences_existing']} existing, "
@@ -372,9 +374,17 @@ def main() -> None:
     except KbgraphError as exc:
         err.print(f"kbgraph: error: {exc}", markup=False, highlight=False)
         sys.exit(1)
-    except KeyboardInterrupt:
-        err.print("kbgraph: interrupted")
-        sys.exit(130)
+    except ValidationError as exc:  # settings from flags, environment or kbgraph.toml
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False))
+        err.print(f"kbgraph: error: invalid setting: {problems}", markup=False, highlight=False)
+        sys.exit(2)
+    except neo4j.exceptions.Neo4jError as exc:
+        err.print(f"kbgraph: error: Neo4j refused a query: {exc.code}: {exc.message}", markup=False, highlight=False)
+        sys.exit(1)
+    except neo4j.exceptions.DriverError as exc:
+        err.print(f"kbgraph: error: lost Neo4j during the run ({type(exc).__name__}: {str(exc).splitlines()[0]}); "
+                  "completed batches are kept and re-running resumes", markup=False, highlight=False)
+        sys.exit(1)
     except Exception as exc:  # a bug: say so in one line, the traceback only on request
         if os.environ.get("KBGRAPH_DEBUG"):
             raise

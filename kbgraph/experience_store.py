@@ -19,7 +19,7 @@ from kbgraph.models import Experience, FailureMode, Relation, Step
 # Learning state: set when an experience is created, owned by feedback afterwards (DESIGN §4).
 LEARNING_FIELDS = ("quality", "retrieved", "used", "succeeded", "created_at", "last_used_at", "status")
 CONTENT_FIELDS = (
-    "problem", "goal", "domain", "difficulty", "kind", "success_rate", "efficiency", "generalizability",
+    "problem", "goal", "domain", "difficulty", "kind", "efficiency", "generalizability",
     "scope", "owner_agent", "source", "adapted_from",
 )
 EMBEDDING_FIELDS = ("pg_embedding", "structure_embedding", "context_embedding")
@@ -38,6 +38,7 @@ def experience_row(exp: Experience) -> Row:
                     "actions": [s.action for s in exp.steps], "shape": exp.structure_text()},
         "learning": {f: getattr(exp, f) for f in LEARNING_FIELDS},
         "source_ids": list(exp.source_ids),
+        "success_rate": exp.success_rate,
         **{f: getattr(exp, f) for f in EMBEDDING_FIELDS},
     }
 

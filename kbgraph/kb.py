@@ -53,14 +53,18 @@ def format_validation_error(where: str, error: ValidationError) -> list[str]:
 
 def _combine_duplicates(experiences: list[Experience]) -> list[Experience]:
     """One experience per id; duplicates (the same content from several trajectories) pool their
-    provenance, so no source is lost."""
+    provenance, so no source is lost, and average their success rate over it."""
     by_id: dict[str, Experience] = {}
     for exp in experiences:
         first = by_id.get(exp.key)
         if first is None:
-            by_id[exp.key] = exp
-        else:
-            first.source_ids = list(dict.fromkeys([*first.source_ids, *exp.source_ids]))
+            by_id[exp.key] = exp.model_copy(deep=False)
+            continue
+        fresh = [s for s in exp.source_ids if s not in first.source_ids]
+        if first.source_ids and fresh:
+            known = len(first.source_ids)
+            first.success_rate = (first.success_rate * known + exp.success_rate * len(fresh)) / (known + len(fresh))
+        first.source_ids = [*first.source_ids, *fresh]
     return list(by_id.values())
 
 

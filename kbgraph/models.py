@@ -138,7 +138,9 @@ class Experience(_Strict):
     scope: Scope = "shared"
     owner_agent: Name | None = None
     source: ShortText | None = None
-    source_ids: Annotated[list[IdText], Field(max_length=10_000)] = Field(default_factory=list)
+    # Provenance grows with merges (one id per trajectory), so its cap is generous: reading a
+    # popular workflow back must never fail validation.
+    source_ids: Annotated[list[IdText], Field(max_length=1_000_000)] = Field(default_factory=list)
     # Declared provenance: ids of trajectories this experience was adapted from (ADAPTATION edges).
     adapted_from: Annotated[list[IdText], Field(max_length=100)] = Field(default_factory=list)
     # F, R
@@ -190,13 +192,15 @@ class Experience(_Strict):
 
     def content_id(self) -> str:
         """The id this experience's content hashes to (problem, goal, domain, kind, steps)."""
-        payload = {
+        payload: dict[str, Any] = {
             "problem": normalise_text(self.problem),
             "goal": normalise_text(self.goal),
             "domain": normalise_text(self.domain),
             "kind": self.kind,
             "steps": [[normalise_text(s.action), normalise_text(s.text)] for s in self.steps],
         }
+        if self.scope == "private":  # one agent's private experience is not another's
+            payload["private_to"] = self.owner_agent or ""
         return content_hash(payload, "exp")
 
     @property
@@ -272,15 +276,21 @@ class MetaConcept(_Strict):
 
 
 class Insight(_Strict):
-    """One sentence learned from a trajectory, about a meta-concept."""
+    """One sentence learned from a trajectory about a concept (and so about its meta-concept).
+    The same sentence about the same concept from several experiences is one insight."""
 
     text: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
-    meta_concept_id: IdText
+    concept: Name
     experience_id: IdText | None = None
+    meta_concept_id: IdText | None = None
+
+    @property
+    def concept_id(self) -> str:
+        return Concept(label=self.concept).id
 
     @property
     def id(self) -> str:
-        return content_hash({"text": normalise_text(self.text), "about": self.meta_concept_id}, "insight")
+        return content_hash({"text": normalise_text(self.text), "concept": self.concept_id}, "insight")
 
 
 class TrajectoryStep(_Strict):

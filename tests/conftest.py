@@ -75,7 +75,7 @@ def neo4j_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neo4jTarg
         return
     server = ManagedNeo4j(
         home=tmp_path_factory.mktemp("neo4j-home"), cache_dir=Settings().cache_dir,
-        bolt_port=free_port(), http_port=free_port(), heap="2g", pagecache="512m", quiet=True,
+        bolt_port=free_port(), http_port=free_port(), heap="3g", pagecache="1g", quiet=True,
     )
     server.start()
     try:

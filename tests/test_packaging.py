@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -50,7 +51,24 @@ def test_a_normal_install_imports_from_anywhere(wheel: Path, tmp_path: Path) -> 
     assert result.stdout.splitlines()[1] == str(site / "kbgraph" / "ingest" / "__init__.py")
 
 
-def test_the_editable_install_maps_the_top_level_folders(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-c", CHECK], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+def test_an_editable_install_maps_the_top_level_folders(tmp_path: Path) -> None:
+    # A throw-away environment that borrows this one's dependencies, with kbgraph installed
+    # editable into it, the way a contributor would (pip install -e .).
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "dependencies.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    # --ignore-installed: without it pip would first remove the kbgraph of the environment running it.
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--ignore-installed",
+                    "-q", "-e", str(ROOT), "--prefix", str(venv)], check=True, capture_output=True, timeout=300)
+    result = subprocess.run([str(venv / "bin" / "python"), "-c", CHECK], cwd=tmp_path, env={"PATH": ""},
+                            capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[1] == str(ROOT / "ingest" / "__init__.py")
+
+
+def test_the_tests_run_this_checkout() -> None:
+    """./kb gives every checkout its own editable install on top of the shared environment."""
+    import kbgraph.ingest
+
+    assert Path(kbgraph.ingest.__file__).resolve() == ROOT / "ingest" / "__init__.py"

@@ -1,6 +1,6 @@
 // AutoRefine merge: each group's duplicates fold into its canonical experience (provenance and
-// counters already combined in $groups), their insights and meta-concepts move over, and the
-// duplicates are deleted with their steps and failure modes.
+// counters already combined in $groups), their insights, meta-concepts and failure modes move
+// over, and the duplicates are deleted with their steps.
 // $kb; $groups: [{canonical, merged_ids, source_ids, retrieved, used, succeeded, success_rate}]
 UNWIND $groups AS g
 MATCH (c:Experience {kb: $kb, id: g.canonical})
@@ -20,9 +20,14 @@ CALL (o, c) {
   WITH c, collect(m) AS metas
   FOREACH (m IN metas | MERGE (c)-[:EXHIBITS]->(m))
 }
+CALL (o, c) {
+  OPTIONAL MATCH (o)-[:HAS_FAILURE]->(f:FailureMode)
+  WITH c, collect(f) AS failures
+  FOREACH (f IN failures | MERGE (c)-[:HAS_FAILURE]->(f) SET f.experience_id = c.id)
+}
 CALL (o) {
-  OPTIONAL MATCH (o)-[:HAS_STEP|HAS_FAILURE]->(x)
-  DETACH DELETE x
+  OPTIONAL MATCH (o)-[:HAS_STEP]->(s:Step)
+  DETACH DELETE s
 }
 DETACH DELETE o
 RETURN count(*) AS merged;

@@ -1,6 +1,16 @@
-// Node counts by label in namespace $kb.
-MATCH (n)
-WHERE n.kb = $kb
-UNWIND labels(n) AS label
-RETURN label, count(*) AS count
+// Node counts by label in namespace $kb, each label counted through its own kb index.
+CALL () {
+  MATCH (n:Experience {kb: $kb}) RETURN 'Experience' AS label, count(n) AS count
+  UNION ALL MATCH (n:Step {kb: $kb}) RETURN 'Step' AS label, count(n) AS count
+  UNION ALL MATCH (n:FailureMode {kb: $kb}) RETURN 'FailureMode' AS label, count(n) AS count
+  UNION ALL MATCH (n:Domain {kb: $kb}) RETURN 'Domain' AS label, count(n) AS count
+  UNION ALL MATCH (n:Concept {kb: $kb}) RETURN 'Concept' AS label, count(n) AS count
+  UNION ALL MATCH (n:MetaConcept {kb: $kb}) RETURN 'MetaConcept' AS label, count(n) AS count
+  UNION ALL MATCH (n:Insight {kb: $kb}) RETURN 'Insight' AS label, count(n) AS count
+  UNION ALL MATCH (n:Agent {kb: $kb}) RETURN 'Agent' AS label, count(n) AS count
+  UNION ALL MATCH (n:IngestedRecord {kb: $kb}) RETURN 'IngestedRecord' AS label, count(n) AS count
+}
+WITH label, count
+WHERE count > 0
+RETURN label, count
 ORDER BY label;

@@ -1,4 +1,4 @@
-// Writes a batch of steps, each attached to its experience, and the NEXT chain between them.
+// Writes a batch of steps, each attached to its experience (step_link_next chains them).
 // $kb; $rows: [{id, experience_id, props: {order, action, text, ...}, embedding, next_id}]
 UNWIND $rows AS row
 MATCH (e:Experience {kb: $kb, id: row.experience_id})

@@ -9,3 +9,6 @@ CREATE CONSTRAINT meta_concept_key IF NOT EXISTS FOR (n:MetaConcept) REQUIRE (n.
 CREATE CONSTRAINT insight_key IF NOT EXISTS FOR (n:Insight) REQUIRE (n.kb, n.id) IS UNIQUE;
 CREATE CONSTRAINT domain_key IF NOT EXISTS FOR (n:Domain) REQUIRE (n.kb, n.name) IS UNIQUE;
 CREATE CONSTRAINT agent_key IF NOT EXISTS FOR (n:Agent) REQUIRE (n.kb, n.id) IS UNIQUE;
+// Records (trajectories, ready-made experiences) already ingested in a namespace: written in the
+// same transaction as a record's concepts and insights, the last write of its pass-1 work.
+CREATE CONSTRAINT ingested_record_key IF NOT EXISTS FOR (n:IngestedRecord) REQUIRE (n.kb, n.key) IS UNIQUE;

@@ -6,3 +6,5 @@ CREATE INDEX failure_mode_kb IF NOT EXISTS FOR (n:FailureMode) ON (n.kb);
 CREATE INDEX meta_concept_kb IF NOT EXISTS FOR (n:MetaConcept) ON (n.kb);
 CREATE INDEX insight_concept IF NOT EXISTS FOR (n:Insight) ON (n.kb, n.concept_id);
 CREATE INDEX concept_kb IF NOT EXISTS FOR (n:Concept) ON (n.kb);
+CREATE INDEX insight_kb IF NOT EXISTS FOR (n:Insight) ON (n.kb);
+CREATE INDEX domain_kb IF NOT EXISTS FOR (n:Domain) ON (n.kb);

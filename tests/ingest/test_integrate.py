@@ -87,7 +87,7 @@ def test_a_sentence_already_in_the_document_is_not_added_again() -> None:
 def test_the_same_new_insight_twice_in_one_batch_is_added_once() -> None:
     updated, changed = update_document(ConceptDocument(), [
         "Collect all item ids first.", "collect all item ids first", Insight(
-            text="Collect all item ids first.", meta_concept_id="meta_1",
+            text="Collect all item ids first.", concept="item ids", meta_concept_id="meta_1",
         ),
     ])
     assert changed

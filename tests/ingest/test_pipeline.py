@@ -38,7 +38,7 @@ def test_the_shared_trajectories_make_a_graph_with_every_relation_and_reingestin
     assert sorted(sources) == sorted(set(sources)) and len(sources) == 1459
     before = kb.stats()
     again = kb.ingest(files)
-    assert again.trajectories_already_ingested == 1459 and again.experiences_new == 0
+    assert again.records_already_ingested == 1459 and again.experiences_new == 0
     assert counts(kb.stats()) == counts(before)
 
 

@@ -105,3 +105,9 @@ def test_ingest_reports_as_json_and_rejects_a_huge_task_with_its_reason(
     refused = kbgraph(neo4j_target, cli_namespace, "ingest", str(huge))
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert f"{huge}:1: task: String should have at most 100000 characters" in refused.stderr
+
+
+def test_an_invalid_setting_is_one_line(neo4j_target: Neo4jTarget, cli_namespace: str) -> None:
+    result = kbgraph(neo4j_target, "has space", "stats")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().startswith("kbgraph: error: invalid setting: namespace:")
