@@ -10,11 +10,11 @@ class KbgraphError(Exception):
 class InvalidInputError(KbgraphError):
     """Input rejected before anything was written. ``problems`` lists each `where: field: reason`."""
 
-    def __init__(self, problems: list[str]):
+    def __init__(self, problems: list[str], headline: str = "invalid input, nothing was written"):
         self.problems = problems
         shown = "\n  ".join(problems[:20])
         more = f"\n  … and {len(problems) - 20} more" if len(problems) > 20 else ""
-        super().__init__(f"invalid input, nothing was written:\n  {shown}{more}")
+        super().__init__(f"{headline}:\n  {shown}{more}")
 
 
 class Neo4jUnavailableError(KbgraphError):

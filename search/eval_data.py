@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
-from kbgraph.errors import KbgraphError
+from kbgraph.errors import InvalidInputError
 from kbgraph.jsonl import read_jsonl
 
 __all__ = [
@@ -31,14 +31,11 @@ __all__ = [
 NonBlank = Annotated[str, StringConstraints(min_length=1, strip_whitespace=False)]
 
 
-class EvalDataError(KbgraphError):
+class EvalDataError(InvalidInputError):
     """An evaluation file could not be read. ``problems`` lists each ``file:line: field: reason``."""
 
     def __init__(self, problems: list[str]):
-        self.problems = problems
-        shown = "\n  ".join(problems[:20])
-        more = f"\n  … and {len(problems) - 20} more" if len(problems) > 20 else ""
-        super().__init__(f"invalid evaluation data:\n  {shown}{more}")
+        super().__init__(problems, headline="invalid evaluation data")
 
 
 class _Strict(BaseModel):
