@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kbgraph.embedders import Embedder
+from kbgraph.embedders import Embedder, unit_rows
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.ids import content_hash, normalise_text
 from kbgraph.ingest.dedupe import attach, cluster_concepts, concept_context, concept_vectors, representative
@@ -49,13 +49,6 @@ class _Concept:
 
 def meta_concept_id(label: str) -> str:
     return content_hash({"label": normalise_text(label).lower()}, "meta")
-
-
-def _unit(vectors: Vectors) -> Vectors:
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    norms[norms == 0] = 1.0
-    result: Vectors = (vectors / norms).astype(np.float32)
-    return result
 
 
 def _document_of(row: dict[str, Any] | None) -> ConceptDocument:
@@ -120,7 +113,7 @@ class ConceptStage:
                         pending[i].meta_id = meta_id
                     if meta_id in metas:  # a cluster named like an existing meta-concept joins it
                         continue
-                    centroid = _unit(vectors[group].mean(axis=0, keepdims=True))[0]
+                    centroid = unit_rows(vectors[group].mean(axis=0, keepdims=True))[0]
                     entry = new_metas.setdefault(meta_id, {"id": meta_id, "name": name, "vectors": [], "size": 0})
                     entry["vectors"].append(centroid)
                     entry["size"] += len(group)
@@ -154,7 +147,7 @@ class ConceptStage:
                 version, size = int(existing["version"] or 1) + 1, int(existing["size"] or 0) + joined[meta_id]
             else:
                 assert fresh is not None
-                embedding = _unit(np.mean(fresh["vectors"], axis=0, keepdims=True))[0]
+                embedding = unit_rows(np.mean(fresh["vectors"], axis=0, keepdims=True))[0]
                 version, size = 1, joined[meta_id]
             result.documents_updated += 1
             upserts.append({

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from kbgraph.errors import validation_problems
 from kbgraph.jsonl import read_jsonl
 from kbgraph.models import Experience, Trajectory
 
@@ -22,14 +23,6 @@ class Record:
     where: str
     item: Trajectory | Experience | None
     problems: tuple[str, ...] = ()
-
-
-def _problems(where: str, error: ValidationError) -> tuple[str, ...]:
-    out = []
-    for item in error.errors(include_url=False):
-        field = ".".join(str(p) for p in item["loc"]) or "(record)"
-        out.append(f"{where}: {field}: {item['msg']}")
-    return tuple(out)
 
 
 def read_records(paths: list[Path]) -> Iterator[Record]:
@@ -47,6 +40,6 @@ def read_records(paths: list[Path]) -> Iterator[Record]:
             try:
                 yield Record(line.where, model.model_validate(line.value))
             except ValidationError as error:
-                yield Record(line.where, None, _problems(line.where, error))
+                yield Record(line.where, None, tuple(validation_problems(line.where, error)))
         if empty:
             yield Record(str(path), None, (f"{path}: empty file, nothing to ingest",))

@@ -37,6 +37,15 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Vectors: ...
 
 
+def unit_rows(vectors: npt.ArrayLike) -> Vectors:
+    """float32 rows scaled to unit length (zero rows stay zero)."""
+    array = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(array, axis=-1, keepdims=True)
+    norms[norms == 0] = 1.0
+    unit: Vectors = (array / norms).astype(np.float32)
+    return unit
+
+
 def normalise_rows(vectors: npt.ArrayLike, name: str, dimension: int) -> Vectors:
     """Checks shape and finiteness, then scales every row to unit length."""
     array = np.asarray(vectors, dtype=np.float32)
@@ -44,10 +53,7 @@ def normalise_rows(vectors: npt.ArrayLike, name: str, dimension: int) -> Vectors
         raise EmbedderError(f"{name} returned vectors of shape {array.shape}, expected (n, {dimension})")
     if not np.isfinite(array).all():
         raise EmbedderError(f"{name} returned NaN or infinite values")
-    norms = np.linalg.norm(array, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    normalised: Vectors = (array / norms).astype(np.float32)
-    return normalised
+    return unit_rows(array)
 
 
 class MiniLMEmbedder:

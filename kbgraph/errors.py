@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 
 class KbgraphError(Exception):
     """Base class: the CLI prints these as one line, without a traceback."""
@@ -31,3 +33,14 @@ class EmbedderError(KbgraphError):
 
 class SchemaError(KbgraphError):
     """The schema could not be applied or did not come ONLINE."""
+
+
+def validation_problems(where: str, error: ValidationError, *, strip_value_error: bool = False) -> list[str]:
+    """``where: field.path: reason`` for every problem pydantic found (``(record)`` for the whole
+    record). ``strip_value_error`` drops pydantic's "Value error, " prefix from custom checks."""
+    problems = []
+    for item in error.errors(include_url=False):
+        path = ".".join(str(part) for part in item["loc"]) or "(record)"
+        message = item["msg"].removeprefix("Value error, ") if strip_value_error else item["msg"]
+        problems.append(f"{where}: {path}: {message}")
+    return problems

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from kbgraph.connection import connect
 from kbgraph.embedders import Embedder, embedder_from_settings
-from kbgraph.errors import InvalidInputError
+from kbgraph.errors import InvalidInputError, validation_problems
 from kbgraph.experience_store import ExperienceStore
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.ingest.report import IngestReport
@@ -40,15 +40,6 @@ class KbStats(BaseModel):
     experiences_by_status: dict[str, int]
     experiences_by_kind: dict[str, int]
     experiences_by_domain: dict[str, int]
-
-
-def format_validation_error(where: str, error: ValidationError) -> list[str]:
-    """`where: field.path: reason` for every problem pydantic found."""
-    problems = []
-    for item in error.errors(include_url=False):
-        path = ".".join(str(part) for part in item["loc"]) or "(record)"
-        problems.append(f"{where}: {path}: {item['msg']}")
-    return problems
 
 
 def _combine_duplicates(experiences: list[Experience]) -> list[Experience]:
@@ -131,7 +122,7 @@ class KnowledgeBase:
             try:
                 exp = item if isinstance(item, Experience) else Experience.model_validate(item)
             except ValidationError as error:
-                problems += format_validation_error(label, error)
+                problems += validation_problems(label, error)
                 continue
             problems += self._embedding_problems(exp, label)
             experiences.append(exp)

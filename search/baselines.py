@@ -34,6 +34,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 
 from kbgraph.jsonl import read_jsonl
 from kbgraph.models import Trajectory
+from kbgraph.errors import validation_problems
 from kbgraph.search.eval_data import EvalDataError, EvalQuery
 
 __all__ = [
@@ -116,9 +117,7 @@ def load_documents(directory: Path) -> list[Document]:
             try:
                 trajectory = Trajectory.model_validate(record.value)
             except ValidationError as error:
-                for item in error.errors(include_url=False):
-                    field = ".".join(str(part) for part in item["loc"]) or "(record)"
-                    problems.append(f"{record.where}: {field}: {item['msg']}")
+                problems += validation_problems(record.where, error)
                 continue
             if trajectory.id in first_seen:
                 problems.append(f"{record.where}: id: {trajectory.id!r} repeats {first_seen[trajectory.id]}")

@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
-from kbgraph.errors import InvalidInputError
+from kbgraph.errors import InvalidInputError, validation_problems
 from kbgraph.jsonl import read_jsonl
 
 __all__ = [
@@ -104,12 +104,7 @@ Model = TypeVar("Model", bound=_Strict)
 
 
 def _problems(where: str, error: ValidationError) -> list[str]:
-    out = []
-    for item in error.errors(include_url=False):
-        field = ".".join(str(part) for part in item["loc"]) or "(record)"
-        message = item["msg"].removeprefix("Value error, ")
-        out.append(f"{where}: {field}: {message}")
-    return out
+    return validation_problems(where, error, strip_value_error=True)
 
 
 def _read(path: Path, model: type[Model]) -> Iterator[tuple[str, Model | None, list[str]]]:
