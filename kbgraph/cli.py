@@ -289,6 +289,168 @@ def delete(
             raise KbgraphError("name experience ids to delete, or --all --yes")
 
 
+# -- search -----------------------------------------------------------------------------------------
+
+
+def _parse_assignments(values: list[str] | None, what: str) -> dict[str, Any]:
+    """``name=value`` pairs; values are JSON when they parse (numbers, lists, objects), else text."""
+    out: dict[str, Any] = {}
+    for item in values or []:
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip():
+            raise InvalidInputError([f"{what} {item!r}: expected name=value"])
+        try:
+            out[name.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[name.strip()] = raw
+    return out
+
+
+def _parse_steps(values: list[str] | None) -> list[dict[str, Any]]:
+    """``--step ACTION`` or ``--step 'ACTION {"arg": 1}'`` (the arguments as a JSON object)."""
+    steps = []
+    for index, item in enumerate(values or []):
+        action, _, raw = item.strip().partition(" ")
+        arguments: Any = {}
+        if raw.strip():
+            try:
+                arguments = json.loads(raw)
+            except json.JSONDecodeError as error:
+                raise InvalidInputError([f"--step {index + 1} ({action}): arguments are not JSON: {error.msg}"]) from None
+            if not isinstance(arguments, dict):
+                raise InvalidInputError([f"--step {index + 1} ({action}): arguments must be a JSON object"])
+        steps.append({"action": action, "arguments": arguments})
+    return steps
+
+
+@app.command("search")
+def search(
+    task: Annotated[str, typer.Argument(help="The task, in words (may be empty with --step)")] = "",
+    namespace: NamespaceOption = None,
+    domain: Annotated[str | None, typer.Option("--domain", "-d", help="The domain the agent works in")] = None,
+    k: Annotated[int, typer.Option("--k", "-k", help="How many experiences")] = 5,
+    step: Annotated[list[str] | None, typer.Option(
+        "--step", help='A step executed so far: ACTION or \'ACTION {"arg": "value"}\' (repeatable, in order)')] = None,
+    only_domain: Annotated[list[str] | None, typer.Option("--only-domain", help="Filter: only these domains")] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="Filter: concrete or abstract")] = None,
+    min_success: Annotated[float, typer.Option(help="Filter: minimum success rate")] = 0.0,
+    include_archived: Annotated[bool, typer.Option("--include-archived", help="Also return archived experiences")] = False,
+    setting: Annotated[list[str] | None, typer.Option(
+        "--set", help="Override a search weight for this call: NAME=VALUE (e.g. alpha=0.3; repeatable)")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Student-phase search: the experiences that worked for tasks like this one, each explained."""
+    filters: dict[str, Any] = {"min_success": min_success}
+    if only_domain:
+        filters["domains"] = only_domain
+    if kind:
+        filters["kinds"] = [kind]
+    if include_archived:
+        filters["statuses"] = ["active", "archived"]
+    weights = _parse_assignments(setting, "--set")
+    steps = _parse_steps(step)
+    with _open(namespace) as kb:
+        results = kb.search(task, domain=domain, steps_so_far=steps, k=k, filters=filters, weights=weights or None)
+        effective = kb.settings.search.merged(weights or None)
+    if as_json:
+        sys.stdout.write(results.model_dump_json(indent=2) + "\n")
+        return
+    from kbgraph.search.explain import explain_results
+
+    out.print(explain_results(results, effective.alpha, effective.structure_weight), markup=False, highlight=False)
+
+
+@app.command("refine")
+def refine(
+    steps: Annotated[list[str], typer.Argument(
+        help='Problematic steps, each a JSON object: \'{"action": "get_order_details", "arguments": {...}, '
+             '"error": "order not found"}\' (issue_type optional)')],
+    namespace: NamespaceOption = None,
+    domain: Annotated[str | None, typer.Option("--domain", "-d", help="Only experiences of this domain")] = None,
+    k: Annotated[int, typer.Option("--k", "-k", help="Matches per problematic step")] = 5,
+    agent: Annotated[str | None, typer.Option(help="The calling agent (sees its private experiences)")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Teacher-phase retrieval: stored steps and failure modes like the ones going wrong, with recoveries."""
+    parsed: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for index, raw in enumerate(steps):
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as error:
+            problems.append(f"step {index + 1}: not JSON: {error.msg}")
+            continue
+        if not isinstance(value, dict):
+            problems.append(f"step {index + 1}: must be a JSON object with an action")
+            continue
+        parsed.append(value)
+    if problems:
+        raise InvalidInputError(problems)
+    with _open(namespace) as kb:
+        results = kb.refine(parsed, domain=domain, k=k, agent=agent)
+    if as_json:
+        sys.stdout.write(results.model_dump_json(indent=2) + "\n")
+        return
+    for index, step in enumerate(parsed):
+        out.print(f"problematic step {index + 1}: {step.get('action')}" + (f" — {step['error']}" if step.get("error") else ""),
+                  markup=False, highlight=False)
+        for match in (m for m in results.steps if m.query_step == index):
+            b = match.breakdown
+            out.print(f"  {b.score:.3f}  {match.experience_id} [{match.domain}] step {match.step.order} "
+                      f"{match.step.action}: sim {b.sim_step:.2f} · issue {b.issue_match:.2f} · precision {b.precision:.2f}"
+                      f" — {match.goal[:80]}", markup=False, highlight=False)
+        for failure in (f for f in results.failures if f.query_step == index):
+            out.print(f"  failed the same way ({failure.score:.3f}, {failure.experience_id}): {failure.description[:120]}"
+                      f"\n      recovery: {failure.recovery[:160]}", markup=False, highlight=False)
+    for note in results.notes:
+        out.print(f"note: {note}", markup=False, highlight=False)
+
+
+@app.command("eval")
+def eval_command(
+    queries: Annotated[Path, typer.Option("--queries", help="Queries (JSON Lines: qid, query, domain, …)")],
+    qrels: Annotated[Path, typer.Option("--qrels", help="Relevance judgements (JSON Lines: qid, doc_id, rel)")],
+    corpus: Annotated[Path, typer.Option(
+        "--corpus", help="Folder of trajectory files the KB is built from; the baselines index it, and it is "
+                         "ingested first (idempotent) so the KB and the baselines see the same data")] = Path("../shared/data/trajectories"),
+    namespace: NamespaceOption = None,
+    k: Annotated[int, typer.Option("--k", help="Cut-off of nDCG and Recall")] = 10,
+    setting: Annotated[list[str] | None, typer.Option("--set", help="Override a search weight: NAME=VALUE")] = None,
+    per_query: Annotated[bool, typer.Option("--per-query", help="Include each query's nDCG per system")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """nDCG@k, Recall@k and MRR of kbgraph next to TF-IDF, MiniLM cosine and the Agent KB hybrid."""
+    from kbgraph.search.evaluate import run_eval
+
+    for path, what in ((queries, "--queries"), (qrels, "--qrels")):
+        if not path.is_file():
+            raise InvalidInputError([f"{what} {path}: no such file"])
+    if not corpus.is_dir() or not sorted(corpus.glob("*.jsonl")):
+        raise InvalidInputError([f"--corpus {corpus}: no folder of .jsonl trajectory files there"])
+    weights = _parse_assignments(setting, "--set")
+    with _open(namespace) as kb, _progress() as progress:
+        tasks: dict[str, Any] = {}
+
+        def on_progress(stage: str, done: int, total: int | None) -> None:
+            if stage not in tasks:
+                tasks[stage] = progress.add_task(stage, total=total)
+            progress.update(tasks[stage], completed=done, total=total)
+
+        kb.ingest(sorted(corpus.glob("*.jsonl")), on_progress=lambda stage, done, total: on_progress(f"ingest: {stage}", done, total))
+        report = run_eval(kb.student, kb.gateway, kb.embedder, queries, qrels, corpus, k=k,
+                          weights=weights or None, on_progress=on_progress, per_query=per_query)
+    if as_json:
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        return
+    table = Table("system", f"nDCG@{k}", f"Recall@{k}", "MRR", "queries", "seconds")
+    for row in report.systems:
+        table.add_row(row.system, f"{row.ndcg:.4f}", f"{row.recall:.4f}", f"{row.mrr:.4f}", str(row.evaluated),
+                      f"{row.seconds:.1f}")
+    out.print(f"{queries.name} over namespace {report.namespace!r} (corpus {corpus})")
+    out.print(table)
+    out.print(f"kbgraph − best baseline ({report.best_baseline}): {report.kbgraph_minus_best_baseline:+.4f} nDCG@{k}")
+
+
 # -- benchmarks -------------------------------------------------------------------------------------
 
 

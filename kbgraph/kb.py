@@ -18,6 +18,10 @@ from kbgraph.gateway import Neo4jGateway
 from kbgraph.ingest.report import IngestReport
 from kbgraph.models import Experience
 from kbgraph.schema import IndexStatus, apply_schema, index_status
+from kbgraph.search.params import QueryStep, SearchFilters, SearchQuery, SearchWeights
+from kbgraph.search.results import SearchResults
+from kbgraph.search.student import StudentRetriever, parse_query
+from kbgraph.search.teacher import ProblematicStep, RefineResults, RefineWeights, TeacherRetriever
 from kbgraph.settings import Settings
 
 
@@ -86,6 +90,7 @@ class KnowledgeBase:
         self.store = ExperienceStore(self.gateway, namespace, self.settings.write_batch_size)
         self.browser_url = browser_url
         self._owns_driver = owns_driver
+        self._student: StudentRetriever | None = None
         if ensure_schema:
             apply_schema(self.gateway, embedder.dimension)
 
@@ -246,6 +251,68 @@ class KnowledgeBase:
     def index_status(self) -> list[IndexStatus]:
         return index_status(self.gateway)
 
+    # -- searching -------------------------------------------------------------------------------
+
+    @property
+    def student(self) -> StudentRetriever:
+        if self._student is None:
+            self._student = StudentRetriever(self.gateway, self.embedder, self.namespace, self.settings.search)
+        return self._student
+
+    def search(
+        self,
+        task: str = "",
+        *,
+        problem: str | None = None,
+        goal: str | None = None,
+        domain: str | None = None,
+        steps_so_far: Sequence[QueryStep | Mapping[str, Any]] = (),
+        k: int = 5,
+        agent: str | None = None,
+        exclude: Sequence[str] = (),
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+        weights: SearchWeights | Mapping[str, Any] | None = None,
+    ) -> SearchResults:
+        """Student phase (before planning): the k experiences that worked for tasks like this one,
+        each with its score breakdown and how it was found, plus the nearest concept documents.
+
+        ``steps_so_far`` (``{"action": …, "arguments": {…}}``) shift the score from the
+        problem-goal match to the step match as they accumulate (λ(t)). ``filters`` restrict
+        domains, kinds, statuses, minimum success or quality; ``weights`` override any setting
+        of DESIGN §3 for this call (see :class:`kbgraph.search.params.SearchWeights`).
+        Raises InvalidInputError for an empty or absurd query (k < 1, NaN weights, 100 kB text);
+        k above 100 is clamped with a note in ``results.notes``.
+        """
+        query = parse_query({
+            "task": task, "problem": problem, "goal": goal, "domain": domain,
+            "steps_so_far": [s.model_dump() if isinstance(s, QueryStep) else dict(s) for s in steps_so_far],
+            "k": k, "agent": agent, "exclude": list(exclude),
+        })
+        return self.student.search(
+            query, filters=dict(filters) if isinstance(filters, Mapping) else filters,
+            weights=dict(weights) if isinstance(weights, Mapping) else weights,
+        )
+
+    def refine(
+        self,
+        problematic_steps: Sequence[ProblematicStep | Mapping[str, Any]],
+        *,
+        domain: str | Sequence[str] | None = None,
+        k: int = 5,
+        agent: str | None = None,
+        weights: RefineWeights | Mapping[str, Any] | None = None,
+    ) -> RefineResults:
+        """Teacher phase (while executing): for steps that went wrong (``action``, ``arguments``,
+        ``error``, ``issue_type``), the stored steps that match them — by step similarity, issue
+        match and precision — and the failure modes that failed the same way, with their
+        recoveries and experiences. See :mod:`kbgraph.search.teacher`."""
+        return TeacherRetriever(self.gateway, self.embedder, self.namespace).refine(
+            problematic_steps, domain=domain, k=k, agent=agent, weights=weights)
+
+    def search_query(self, query: SearchQuery | Mapping[str, Any], **options: Any) -> SearchResults:
+        """:meth:`search` with a ready-made :class:`SearchQuery` (or its dict)."""
+        return self.student.search(parse_query(dict(query) if isinstance(query, Mapping) else query), **options)
+
     # -- deleting --------------------------------------------------------------------------------
 
     def delete(self, ids: Sequence[str]) -> int:
@@ -259,6 +326,8 @@ class KnowledgeBase:
     # -- lifecycle -------------------------------------------------------------------------------
 
     def close(self) -> None:
+        if self._student is not None:
+            self._student.close()
         if self._owns_driver:
             self.driver.close()
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr
+from kbgraph.search.params import SearchWeights
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -40,7 +41,9 @@ def _neo4j_env(name: str) -> AliasChoices:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="KBGRAPH_", extra="ignore", populate_by_name=True)
+    model_config = SettingsConfigDict(
+        env_prefix="KBGRAPH_", extra="ignore", populate_by_name=True, env_nested_delimiter="__"
+    )
 
     # Connection. Unset URI = the managed local server.
     neo4j_uri: str | None = Field(default=None, validation_alias=_neo4j_env("uri"))
@@ -72,6 +75,10 @@ class Settings(BaseSettings):
     llm_model: str = "gpt-4o-mini"
     llm_timeout_s: float = Field(default=60.0, gt=0)
     llm_max_attempts: int = Field(default=4, ge=1, le=20)
+
+    # Retrieval: every weight and threshold of DESIGN §3 (``[search]`` in kbgraph.toml, or
+    # KBGRAPH_SEARCH__ALPHA=0.3); each search call may override them.
+    search: SearchWeights = Field(default_factory=SearchWeights)
 
     # The managed local Neo4j (ignored when neo4j_uri is set). Memory is sized for a
     # 2-core / 24 GiB machine: the JVM heap holds query state, the page cache the store files;

@@ -34,6 +34,7 @@ __all__ = [
     "coarse_score",
     "combine_problem_goal",
     "cosine_similarity",
+    "direct_scores",
     "domain_distance",
     "fine_score",
     "hybrid_score",
@@ -42,11 +43,13 @@ __all__ = [
     "mael_step_score",
     "minmax_normalise",
     "mmr",
+    "mmr_from_similarity",
     "neo4j_to_cosine",
     "path_score",
     "stage_blend",
     "step_similarity",
     "success_weight",
+    "support_score",
     "teacher_step_score",
     "transferability",
 ]
@@ -451,7 +454,35 @@ def mmr(
     if n == 0 or count == 0:
         return []
     unit = _unit_rows(vectors)
-    similarity = unit @ unit.T
+    return mmr_from_similarity(relevance, unit @ unit.T, count, weight)
+
+
+def mmr_from_similarity(
+    candidate_scores: npt.ArrayLike,
+    similarity: npt.ArrayLike,
+    k: int,
+    lam: float = 0.5,
+) -> list[int]:
+    """:func:`mmr` given the n×n cosine similarity matrix of the candidates instead of their
+    vectors (retrieval computes it inside Neo4j, so no embedding has to travel). Same greedy
+    selection, tie-breaking and validation; the matrix must be n×n and finite.
+    """
+    try:
+        count = operator.index(k)
+    except TypeError:
+        raise ValueError(f"k must be an integer, got {k!r}") from None
+    if isinstance(k, bool) or count < 0:
+        raise ValueError(f"k must be an integer >= 0, got {k!r}")
+    weight = _unit_interval(lam, "lam")
+    relevance = _scores(candidate_scores, "candidate_scores")
+    n = relevance.size
+    matrix = np.asarray(similarity, dtype=np.float64)
+    if matrix.shape != (n, n):
+        raise ValueError(f"similarity must be {n}x{n} for {n} candidates, got shape {matrix.shape}")
+    if not np.all(np.isfinite(matrix)):
+        raise ValueError("similarity must be finite")
+    if n == 0 or count == 0:
+        return []
     selected: list[int] = []
     available = np.ones(n, dtype=bool)
     # Highest similarity of each candidate to anything selected so far (none yet: no penalty).
@@ -465,7 +496,7 @@ def mmr(
         best = int(np.argmax(objective))  # argmax returns the first maximum: lowest index wins
         selected.append(best)
         available[best] = False
-        redundancy = np.maximum(redundancy, similarity[best])
+        redundancy = np.maximum(redundancy, matrix[best])
     return selected
 
 
@@ -529,3 +560,100 @@ def teacher_step_score(
         if values.min() < 0.0 or values.max() > 1.0:
             raise ValueError(f"{name} must be in [0, 1]")
     return float((sims * matches).max()) * weight
+
+
+# --------------------------------------------------------------------------- student direct score
+
+
+def support_score(trajectories: int, saturation: int = 100) -> float:
+    """Evidence behind an experience: ``min(1, ln(1+n) / ln(1+n_sat))`` for one that stands for
+    ``n`` trajectories (its sources; an abstract experience: its instances' sources).
+
+    Logarithmic, because the tenth confirming trajectory adds less trust than the second, and
+    saturating at ``saturation`` so the most common workflow cannot outgrow relevance. n ≥ 0,
+    saturation ≥ 1, else ValueError.
+    """
+    if isinstance(trajectories, bool) or int(trajectories) != trajectories or trajectories < 0:
+        raise ValueError(f"trajectories must be an integer >= 0, got {trajectories!r}")
+    if isinstance(saturation, bool) or int(saturation) != saturation or saturation < 1:
+        raise ValueError(f"saturation must be an integer >= 1, got {saturation!r}")
+    return min(1.0, math.log1p(trajectories) / math.log1p(saturation))
+
+
+def direct_scores(
+    *,
+    semantic: npt.ArrayLike,
+    structural: npt.ArrayLike,
+    has_structure: npt.ArrayLike,
+    fine: npt.ArrayLike,
+    lexical: npt.ArrayLike,
+    trans: npt.ArrayLike,
+    success: npt.ArrayLike,
+    support: npt.ArrayLike,
+    quality: npt.ArrayLike,
+    structure_weight: float = 0.5,
+    lam: float = 1.0,
+    alpha: float = 0.5,
+    success_floor: float = 0.2,
+    support_weight: float = 0.1,
+    quality_weight: float = 0.0,
+) -> dict[str, FloatArray]:
+    """The student-phase score of n candidates found directly by an index (DESIGN §3), vectorised.
+
+    With every similarity a cosine clamped to [0, 1]::
+
+        lexical = minmax(raw full-text scores)        (0 for a candidate the index did not return)
+        textual = (1−α)·semantic + α·lexical         (Agent KB §E.2 hybrid, over problem and goal)
+        coarse  = (1−ω)·textual + ω·structural       (textual alone where has_structure is False)
+        stage   = λ·coarse + (1−λ)·fine              (Agent KB §A.1)
+        direct  = stage · trans · (floor + (1−floor)·success) + β·support   (eq. 5, plus evidence)
+        direct  ← (1−w_q)·direct + w_q·quality        (MAEL: α·sim + (1−α)·reward)
+
+    The full-text index covers the same fields as the semantic index (problem, goal), so the
+    lexical channel is mixed into that one, and the structural index (workflow shape) stands
+    beside both. ``support`` is :func:`support_score` per candidate. Returns every part by name
+    (``lexical``, ``textual``, ``coarse``, ``stage``, ``success_factor``, ``direct``) so results
+    can explain themselves. Shapes must agree; weights in [0, 1]; NaN anywhere raises ValueError.
+    """
+    sem = np.clip(_scores(semantic, "semantic"), 0.0, 1.0)
+    n = sem.size
+    arrays = {
+        "structural": _scores(structural, "structural"),
+        "fine": _scores(fine, "fine"),
+        "lexical": _scores(lexical, "lexical"),
+        "trans": _scores(trans, "trans"),
+        "success": _scores(success, "success"),
+        "support": _scores(support, "support"),
+        "quality": _scores(quality, "quality"),
+    }
+    mask = np.asarray(has_structure, dtype=bool).reshape(-1)
+    for name, array in [*arrays.items(), ("has_structure", mask)]:
+        if array.size != n:
+            raise ValueError(f"{name} has {array.size} values for {n} candidates")
+    for name in ("trans", "success", "support", "quality"):
+        array = arrays[name]
+        if array.size and (array.min() < 0.0 or array.max() > 1.0):
+            raise ValueError(f"{name} values must lie in [0, 1]")
+    omega = _unit_interval(structure_weight, "structure_weight")
+    weight_lam = _unit_interval(lam, "lam")
+    weight_alpha = _unit_interval(alpha, "alpha")
+    floor = _unit_interval(success_floor, "success_floor")
+    beta = _unit_interval(support_weight, "support_weight")
+    w_quality = _unit_interval(quality_weight, "quality_weight")
+
+    structure = np.clip(arrays["structural"], 0.0, 1.0)
+    lexical_norm = minmax_normalise(arrays["lexical"]) if n else np.zeros(0)
+    textual = (1.0 - weight_alpha) * sem + weight_alpha * lexical_norm
+    coarse = np.where(mask, (1.0 - omega) * textual + omega * structure, textual)
+    stage = weight_lam * coarse + (1.0 - weight_lam) * np.clip(arrays["fine"], 0.0, 1.0)
+    success_factor = floor + (1.0 - floor) * arrays["success"]
+    direct = stage * arrays["trans"] * success_factor + beta * arrays["support"]
+    direct = (1.0 - w_quality) * direct + w_quality * arrays["quality"]
+    return {
+        "lexical": lexical_norm,
+        "textual": textual,
+        "coarse": coarse,
+        "stage": stage,
+        "success_factor": success_factor,
+        "direct": direct,
+    }

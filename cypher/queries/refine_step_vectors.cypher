@@ -1,0 +1,29 @@
+// Teacher phase, step channel: which stored steps are nearest to one problematic step, with the
+// experience each belongs to? Neo4j 5.26 cannot filter inside a vector index, so the index is
+// asked for the $first nearest steps of the whole database and the filters run afterwards:
+// `fetched` is how many steps the index returned, `rows` the survivors, nearest first
+// (score is Neo4j's cosine score (1 + cos) / 2).
+// $kb: namespace; $vector: the problematic step's embedding; $first: how many nearest steps to
+// ask the index for; $domains: lower-cased domain names to keep, or null for every domain;
+// $agent: the calling agent: private experiences are returned only to their owner (none when null).
+// Only active experiences are returned.
+CALL db.index.vector.queryNodes('step_embedding', $first, $vector) YIELD node, score
+WITH collect({step: node, score: score}) AS hits
+CALL (hits) {
+  UNWIND hits AS hit
+  WITH hit.step AS s, hit.score AS score
+  WHERE s.kb = $kb
+  MATCH (e:Experience {kb: $kb})-[:HAS_STEP]->(s)
+  WHERE e.status = 'active'
+    AND ($domains IS NULL OR toLower(e.domain) IN $domains)
+    AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
+  WITH e, s, score
+  ORDER BY score DESC, e.id, s.order
+  RETURN collect({
+    experience_id: e.id, problem: e.problem, goal: e.goal, domain: e.domain,
+    success_rate: e.success_rate, step_id: s.id, order: s.order, action: s.action, text: s.text,
+    args_schema: s.args_schema, issue_type: s.issue_type,
+    resolution_effectiveness: s.resolution_effectiveness, score: score
+  }) AS rows
+}
+RETURN size(hits) AS fetched, rows;

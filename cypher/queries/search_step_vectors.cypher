@@ -1,0 +1,25 @@
+// Student search, step channel and fine score: experiences owning a step near one executed step
+// $vector (the step index step_embedding, over-fetched to $fetch nodes, then filtered on the
+// owning experience: $kb, $statuses, $domains, $kinds, $min_success, $min_quality, scope /
+// $agent). Returns how many steps the index gave, the Neo4j cosine score of the last one (every
+// step the index did not return scores at most that), and up to $k experiences, each with its
+// best step's score, best first.
+CALL db.index.vector.queryNodes('step_embedding', $fetch, $vector) YIELD node, score
+WITH collect([node, score]) AS hits
+WITH size(hits) AS fetched, hits[-1][1] AS cutoff, [h IN hits WHERE h[0].kb = $kb] AS ours
+CALL (ours) {
+  UNWIND ours AS h
+  WITH h[0] AS step, h[1] AS score
+  MATCH (e:Experience {kb: $kb, id: step.experience_id})
+  WHERE e.status IN $statuses
+    AND ($domains IS NULL OR e.domain IN $domains)
+    AND ($kinds IS NULL OR e.kind IN $kinds)
+    AND coalesce(e.success_rate, 0.0) >= $min_success
+    AND coalesce(e.quality, 0.0) >= $min_quality
+    AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
+  WITH e.id AS id, max(score) AS score
+  ORDER BY score DESC, id
+  LIMIT $k
+  RETURN collect({id: id, score: score}) AS rows
+}
+RETURN fetched, cutoff, rows;

@@ -1,0 +1,76 @@
+"""A reading of search results a person can follow: why each experience is where it is."""
+
+from __future__ import annotations
+
+from kbgraph.search.results import ScoreBreakdown, SearchHit, SearchResults
+
+__all__ = ["explain_hit", "explain_results", "explain_score"]
+
+
+def _f(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def explain_score(b: ScoreBreakdown, alpha: float | None = None, omega: float | None = None) -> list[str]:
+    """The score's arithmetic, one line per level of the formula."""
+    lines = []
+    textual = f"textual {_f(b.textual)} = semantic {_f(b.semantic)} ⊕ lexical {_f(b.lexical)}"
+    if alpha is not None:
+        textual += f" (α {alpha:g})"
+    lines.append(textual)
+    coarse = f"coarse {_f(b.coarse)} = textual"
+    if b.structural is not None:
+        coarse += f" ⊕ structural {_f(b.structural)}" + (f" (ω {omega:g})" if omega is not None else "")
+    lines.append(coarse)
+    if b.fine is not None:
+        lines.append(f"stage {_f(b.stage)} = λ {b.lam:.2f} · coarse + (1−λ) · fine {_f(b.fine)}")
+    lines.append(
+        f"direct {_f(b.direct)} = stage × trans {_f(b.trans)} × success {_f(b.success)} (with floor) "
+        f"+ β · support {_f(b.support)}"
+    )
+    if b.path is not None:
+        lines.append(f"path {_f(b.path)} over {b.hops} hop(s) = score(seed) · Π w(edge)·w(type) · δ^hops · trans")
+    lines.append(f"final {_f(b.final)}")
+    return lines
+
+
+def explain_hit(hit: SearchHit, alpha: float | None = None, omega: float | None = None) -> str:
+    exp = hit.experience
+    support = len(exp.source_ids)
+    head = (f"#{hit.rank}  {hit.score:.3f}  {hit.id}  [{exp.domain}] {exp.kind}"
+            + (f" · {support} trajectories" if support else "")
+            + f" · success {exp.success_rate:.2f}")
+    lines = [head, f"    problem: {exp.problem[:300]}", f"    goal:    {exp.goal[:200]}"]
+    if exp.steps:
+        actions = [s.action for s in exp.steps]
+        shown = " → ".join(actions[:12]) + (" → …" if len(actions) > 12 else "")
+        lines.append(f"    steps:   {shown}")
+    for failure in exp.failure_modes[:3]:
+        lines.append(f"    pitfall: {failure.description[:160]}" + (f" — recovery: {failure.recovery[:120]}" if failure.recovery else ""))
+    lines.append(f"    found by: {', '.join(hit.found_by)}")
+    if hit.path:
+        chain = hit.seed_id or hit.path[0].from_id
+        for hop in hit.path:
+            arrow = f"-[{hop.relation.value} {hop.weight:.2f}]->" if hop.direction == "out" else f"<-[{hop.relation.value} {hop.weight:.2f}]-"
+            chain += f" {arrow} {hop.to_id}"
+        lines.append(f"    path:    {chain}")
+    lines += [f"    {line}" for line in explain_score(hit.breakdown, alpha, omega)]
+    return "\n".join(lines)
+
+
+def explain_results(results: SearchResults, alpha: float | None = None, omega: float | None = None) -> str:
+    parts = [f"query: {results.query[:300]}",
+             f"{len(results.hits)} results from {results.candidates} candidates"
+             + (f" in {results.timings_ms.get('retrieval', 0):.0f} ms (+ {results.timings_ms.get('embed', 0):.0f} ms embedding)"
+                if results.timings_ms else "")]
+    if not results.hits:
+        parts.append("no experience matched (is the namespace empty, or are the filters too strict?)")
+    parts += [explain_hit(hit, alpha, omega) for hit in results.hits]
+    if results.concepts:
+        parts.append("concept documents:")
+        for concept in results.concepts:
+            first = next((line for line in concept.document.splitlines() if line.strip().startswith("-")), "")
+            parts.append(f"  {concept.score:.3f}  {concept.name} ({concept.experiences} experiences)  {first.strip()[:160]}")
+    for note in results.notes:
+        parts.append(f"note: {note}")
+    return "\n".join(parts)

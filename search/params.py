@@ -1,0 +1,187 @@
+"""Every weight and threshold of student retrieval (DESIGN §3), and the query a caller sends.
+
+:class:`SearchWeights` holds the tunables; its defaults are the ones chosen by measurement on the
+development sets (``kbgraph eval``; see the README's *Search* section for the figures behind each).
+They can be set in settings (``[search]`` in ``kbgraph.toml`` or ``KBGRAPH_SEARCH__ALPHA=0.3``)
+and overridden per call. :class:`SearchQuery` is one request; :class:`SearchFilters` restricts
+which experiences may be returned. Validation is strict: NaN or infinite numbers, weights outside
+[0, 1] and empty queries are rejected with a message naming the field; only ``k`` above the
+maximum is clamped (with a note in the results), because asking for "everything" is a
+reasonable request that the engine answers with its most.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from kbgraph.models import RelationType
+
+__all__ = [
+    "MAX_K",
+    "MAX_QUERY_CHARS",
+    "MAX_QUERY_STEPS",
+    "QueryStep",
+    "SearchFilters",
+    "SearchQuery",
+    "SearchWeights",
+]
+
+#: The most results one call returns; larger k is clamped to this, with a note.
+MAX_K = 100
+#: Longest accepted task / problem / goal text. MiniLM reads 256 word pieces (~1,000 characters);
+#: a 100 kB "query" is a mistake (a whole document pasted in), not a question.
+MAX_QUERY_CHARS = 8_000
+#: The most executed steps a query may carry (the fine score averages over them).
+MAX_QUERY_STEPS = 50
+
+Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+Positive = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+def _default_edge_weights() -> dict[RelationType, float]:
+    return {
+        RelationType.ABSTRACTION: 0.9,
+        RelationType.COMPOSITION: 0.7,
+        RelationType.ADAPTATION: 0.8,
+        RelationType.ALTERNATIVE: 0.6,
+    }
+
+
+class SearchWeights(_Strict):
+    """The tunables of student retrieval. Symbols are those of DESIGN §3."""
+
+    # -- coarse: the semantic (problem+goal) and structural (workflow shape) indexes
+    structure_weight: Unit = Field(
+        default=0.8, description="ω: share of the structural index in S_coarse = (1−ω)·textual + ω·cos(structure), "
+        "textual = (1−α)·cos(pg) + α·lexical. Experiences without steps use textual alone.")
+    structure_query_steps: bool = Field(
+        default=True, description="Append the executed actions (a -> b) to the text searched in the structural index.")
+    theta_coarse: Unit = Field(default=0.0, description="θ_coarse: candidates whose coarse score is below are dropped.")
+    # -- fine + stage blend
+    lambda_kind: Literal["exponential", "linear", "constant"] = "exponential"
+    lambda_rate: Annotated[float, Field(ge=0.0, le=10.0, allow_inf_nan=False)] = Field(
+        default=0.25, description="λ(t) = max(floor, exp(−rate·t)) with t the number of steps executed so far.")
+    lambda_floor: Unit = 0.2
+    # -- lexical
+    alpha: Unit = Field(default=0.5, description="α: weight of the full-text channel within textual (min-max normalised per query).")
+    lexical_stop_words: bool = Field(
+        default=False, description="Drop English stop words from the full-text query (BM25 weighs them low anyway).")
+    # -- transfer, success, evidence, quality
+    tau: Annotated[float, Field(gt=0.0, le=100.0, allow_inf_nan=False)] = Field(
+        default=1.0, description="τ of trans = exp(−d_domain/τ); d_domain = 1 − cos of the two domain names' embeddings.")
+    success_floor: Unit = Field(
+        default=0.2, description="Score is multiplied by floor + (1−floor)·success_rate (Agent KB eq. 5 with a floor, so a "
+        "failed experience still surfaces, below successful ones).")
+    support_weight: Unit = Field(
+        default=0.2, description="β: added β·support, support = min(1, ln(1+n)/ln(1+n_sat)) for an experience that stands "
+        "for n trajectories (an abstract one: n = its instances). More evidence, more trust.")
+    support_saturation: Annotated[int, Field(ge=1, le=1_000_000)] = 100
+    quality_weight: Unit = Field(
+        default=0.0, description="MAEL/Agent KB: score ← (1−w)·score + w·quality; quality is learnt from feedback.")
+    # -- graph traversal
+    hop_decay: Unit = Field(default=0.8, description="δ: per-hop decay of a path score.")
+    max_hops: Annotated[int, Field(ge=0, le=3)] = 2
+    seeds: Annotated[int, Field(ge=0, le=100)] = Field(default=10, description="Top direct hits expanded along edges.")
+    neighbours_per_seed: Annotated[int, Field(ge=1, le=1000)] = 20
+    edge_weights: dict[RelationType, Unit] = Field(default_factory=_default_edge_weights)
+    # -- selection
+    mmr_lambda: Unit = Field(default=1.0, description="MMR λ over the final candidates; 1 = no diversity.")
+    threshold: Unit = Field(default=0.0, description="θ: results below this final score are not returned.")
+    candidates: Annotated[int, Field(ge=1, le=2000)] = Field(
+        default=40, description="Candidates each channel (vector, full-text, steps) contributes.")
+    overfetch_limit: Annotated[int, Field(ge=1, le=100_000)] = Field(
+        default=4096, description="Most nodes asked of one index before falling back to an exact namespace scan.")
+    concepts: Annotated[int, Field(ge=0, le=20)] = Field(default=3, description="Meta-concept documents returned (BREW: 3).")
+
+    @field_validator("edge_weights", mode="before")
+    @classmethod
+    def _complete_edge_weights(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            merged: dict[Any, Any] = dict(_default_edge_weights())
+            for key, weight in value.items():
+                try:
+                    merged[RelationType(str(key).upper())] = weight
+                except ValueError:
+                    allowed = ", ".join(t.value for t in RelationType)
+                    raise ValueError(f"unknown relation {key!r} (allowed: {allowed})") from None
+            return merged
+        return value
+
+    def merged(self, overrides: SearchWeights | dict[str, Any] | None) -> SearchWeights:
+        """These weights with ``overrides`` applied (validated as a whole)."""
+        if overrides is None:
+            return self
+        changes = overrides.model_dump(exclude_unset=True) if isinstance(overrides, SearchWeights) else dict(overrides)
+        return SearchWeights.model_validate({**self.model_dump(), **changes})
+
+
+Status = Literal["active", "archived"]
+
+
+def _active_only() -> list[Status]:
+    return ["active"]
+
+
+class SearchFilters(_Strict):
+    """Which experiences may be returned. The namespace is always applied (it is the KB's own)."""
+
+    domains: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
+        default=None, max_length=100, description="Only these domains (None: all; transferability still weighs them).")
+    kinds: list[Literal["concrete", "abstract"]] | None = None
+    statuses: list[Status] = Field(
+        default_factory=_active_only, min_length=1,
+        description="Rejected experiences are never retrieved; archived ones only when asked for.")
+    min_success: Unit = 0.0
+    min_quality: Unit = 0.0
+
+
+class QueryStep(_Strict):
+    """One step the agent has executed so far."""
+
+    action: Annotated[str, Field(min_length=1, max_length=200)]
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    text: Annotated[str, Field(max_length=MAX_QUERY_CHARS)] | None = None
+
+    @field_validator("action")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value.strip()
+
+
+class SearchQuery(_Strict):
+    """One student-phase request: the task, optionally split into problem and goal, the domain the
+    agent works in, the steps executed so far, and how many results to return."""
+
+    task: Annotated[str, Field(max_length=MAX_QUERY_CHARS)] = ""
+    problem: Annotated[str, Field(max_length=MAX_QUERY_CHARS)] | None = None
+    goal: Annotated[str, Field(max_length=MAX_QUERY_CHARS)] | None = None
+    domain: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    steps_so_far: list[QueryStep] = Field(default_factory=list, max_length=MAX_QUERY_STEPS)
+    k: int = Field(default=5, ge=1, le=1_000_000)
+    agent: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    #: Ids (experience ids or trajectory source ids) never to return: e.g. the task's own record.
+    exclude: list[str] = Field(default_factory=list, max_length=10_000)
+
+    @model_validator(mode="after")
+    def _something_to_search_for(self) -> SearchQuery:
+        texts = [t for t in (self.task, self.problem, self.goal) if t and t.strip()]
+        if not texts and not self.steps_so_far:
+            raise ValueError("nothing to search for: give a task (or problem/goal) or steps_so_far")
+        return self
+
+    def pg_text(self) -> str:
+        """The text behind the query's problem+goal vector, built like an experience's."""
+        if (self.problem and self.problem.strip()) or (self.goal and self.goal.strip()):
+            return f"{self.problem or self.task}\n{self.goal or ''}".strip()
+        return self.task.strip()
+
+    def full_text(self) -> str:
+        return " ".join(t for t in (self.task, self.problem, self.goal) if t)

@@ -1,0 +1,93 @@
+"""What a student search returns: experiences that explain their scores, and concept documents."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from kbgraph.models import Experience, RelationType
+
+__all__ = ["ConceptHit", "PathHop", "ScoreBreakdown", "SearchHit", "SearchResults"]
+
+
+class ScoreBreakdown(BaseModel):
+    """The parts of one result's score (DESIGN §3). Similarities are cosines clamped to [0, 1].
+
+    ``textual`` = (1−α)·semantic + α·lexical; ``coarse`` = (1−ω)·textual + ω·structural;
+    ``stage`` = λ·coarse + (1−λ)·fine; ``direct`` = stage · trans · success_factor + β·support,
+    then blended with quality (see :func:`kbgraph.search.scoring.direct_scores`).
+    A result reached over edges scores ``path`` = score(seed) · Π w(edge)·w(type) · δ^hops · trans;
+    ``final`` is the larger of ``direct`` and ``path``.
+    """
+
+    semantic: float = 0.0
+    structural: float | None = None
+    coarse: float = 0.0
+    fine: float | None = None
+    lam: float = 1.0
+    stage: float = 0.0
+    lexical: float = 0.0
+    textual: float = 0.0
+    trans: float = 1.0
+    success: float = 1.0
+    support: float = 0.0
+    quality: float = 0.5
+    direct: float = 0.0
+    path: float | None = None
+    hops: int = 0
+    final: float = 0.0
+
+
+class PathHop(BaseModel):
+    """One edge of the path that brought a result in, read from the seed outwards."""
+
+    relation: RelationType
+    #: ``out``: the edge points from the previous node to this one; ``in``: the reverse.
+    direction: Literal["out", "in"]
+    from_id: str
+    to_id: str
+    weight: float
+    reason: str = ""
+
+
+class SearchHit(BaseModel):
+    """One experience with its score and how it was found."""
+
+    rank: int
+    id: str
+    score: float
+    experience: Experience
+    breakdown: ScoreBreakdown
+    #: Which indexes or edges brought it in: ``vector:experience_pg_embedding``,
+    #: ``vector:experience_structure_embedding``, ``fulltext:experience_text``,
+    #: ``vector:step_embedding``, ``edge:ABSTRACTION``, …
+    found_by: list[str]
+    #: The path from the seed when the score came from traversal (empty for a direct hit).
+    path: list[PathHop] = Field(default_factory=list)
+    seed_id: str | None = None
+
+
+class ConceptHit(BaseModel):
+    """A meta-concept document close to the task (BREW retrieves the top documents)."""
+
+    id: str
+    name: str
+    score: float
+    document: str
+    concepts: int = 0
+    experiences: int = 0
+
+
+class SearchResults(BaseModel):
+    query: str
+    hits: list[SearchHit]
+    concepts: list[ConceptHit]
+    #: Anything the caller should know: a clamped k, an over-fetch that fell back to a scan, …
+    notes: list[str] = Field(default_factory=list)
+    #: Milliseconds per stage (embedding is reported apart from retrieval).
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    candidates: int = 0
+
+    def ids(self) -> list[str]:
+        return [hit.id for hit in self.hits]

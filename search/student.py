@@ -1,0 +1,570 @@
+"""Student-phase retrieval over Neo4j (DESIGN §3): "what worked before for a task like this?"
+
+One search runs these stages, each a named Cypher query from ``cypher/queries/search_*.cypher``:
+
+1. **Channels** gather candidates, each from one index, over-fetched and filtered (5.26 indexes
+   cannot filter): the semantic index (problem+goal), the structural index (workflow shape), the
+   full-text index (BM25 over problem, goal, domain) and, when steps were executed, the step index.
+2. **Scoring facts** of every candidate are computed in the database (cosines against the query's
+   vectors, the inner max of the fine score, support), so no embedding leaves Neo4j.
+3. **Direct score** (:func:`kbgraph.search.scoring.direct_scores`): coarse, fine and the λ(t) stage
+   blend, the lexical mix α, transferability, success and support.
+4. **Traversal**: from the best seeds along ABSTRACTION, COMPOSITION, ADAPTATION and ALTERNATIVE
+   (both directions), ``score(seed) · Π w(edge)·w(type) · δ^hops · trans`` (``path_score``).
+5. **Selection**: threshold θ, MMR over the pool, top k; then the hits are read (without
+   embeddings) and the nearest meta-concept documents are added.
+
+Every hit carries its score breakdown, the channels or edges that found it and, when it came from
+traversal, its path. Nothing connects at import time; the gateway and the embedder are injected.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from threading import Lock
+from typing import Any
+
+import numpy as np
+
+from kbgraph.embedders import Embedder
+from kbgraph.errors import InvalidInputError, validation_problems
+from kbgraph.experience_store import experience_from_record
+from kbgraph.gateway import Neo4jGateway
+from kbgraph.ingest.generalise import describe_step, generalise_text
+from kbgraph.models import RelationType
+from kbgraph.search.lexical import lucene_query
+from kbgraph.search.overfetch import overfetch
+from kbgraph.search.params import MAX_K, SearchFilters, SearchQuery, SearchWeights
+from kbgraph.search.results import ConceptHit, PathHop, ScoreBreakdown, SearchHit, SearchResults
+from kbgraph.search.scoring import (
+    direct_scores,
+    domain_distance,
+    lambda_schedule,
+    mmr_from_similarity,
+    neo4j_to_cosine,
+    path_score,
+    support_score,
+    transferability,
+)
+
+__all__ = ["StudentRetriever", "parse_query"]
+
+#: The experience vector indexes a channel may query, with the property each one covers.
+_EXPERIENCE_INDEXES = {
+    "experience_pg_embedding": "pg_embedding",
+    "experience_structure_embedding": "structure_embedding",
+}
+#: How many candidates, relative to k, MMR chooses from.
+_MMR_POOL = 3
+
+
+def parse_query(query: SearchQuery | dict[str, Any], where: str = "query") -> SearchQuery:
+    """A validated query, or InvalidInputError naming every bad field."""
+    if isinstance(query, SearchQuery):
+        return query
+    from pydantic import ValidationError
+
+    try:
+        return SearchQuery.model_validate(query)
+    except ValidationError as error:
+        raise InvalidInputError(validation_problems(where, error), "invalid search") from None
+
+
+def _parse(model: Any, value: Any, where: str) -> Any:
+    from pydantic import ValidationError
+
+    if value is None or isinstance(value, model):
+        return value
+    try:
+        return model.model_validate(value)
+    except ValidationError as error:
+        raise InvalidInputError(validation_problems(where, error), "invalid search") from None
+
+
+@dataclass
+class _Candidate:
+    id: str
+    found_by: list[str] = field(default_factory=list)
+    lexical: float = 0.0
+    facts: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class _StepEvidence:
+    """What the step index said about one executed step: the experiences it found, each with
+    its best step's cosine, and ``bound``, the cosine below which the index stopped returning
+    steps (0 when it returned every step there is). An experience it did not return has no step
+    scoring above ``bound``; the fine score uses ``bound`` for it, an upper estimate that is exact
+    when many experiences share the same step, the common case the cut-off falls on."""
+
+    rows: list[dict[str, Any]]
+    best: dict[str, float]
+    bound: float
+
+
+@dataclass
+class _Reached:
+    """A node reached by traversal: its best path so far."""
+
+    id: str
+    seed: str
+    chain: float  # score(seed) · Π w(edge)·w(type) · δ^hops, before the node's trans
+    hops: list[PathHop]
+    facts: dict[str, Any]
+    score: float = 0.0
+
+
+class StudentRetriever:
+    """Runs student searches in one namespace. Thread-safe: it keeps only a cache of domain vectors."""
+
+    def __init__(self, gateway: Neo4jGateway, embedder: Embedder, namespace: str, weights: SearchWeights | None = None):
+        self.gateway = gateway
+        self.embedder = embedder
+        self.namespace = namespace
+        self.weights = weights or SearchWeights()
+        self._domain_vectors: dict[str, np.ndarray] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = Lock()
+
+    def _executor(self) -> ThreadPoolExecutor:
+        # The channels are independent index queries; running them concurrently overlaps their
+        # round trips (the driver's pool gives each thread its own connection).
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kbgraph-search")
+            return self._pool
+
+    def close(self) -> None:
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
+                self._pool = None
+
+    # -- public --------------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: SearchQuery | dict[str, Any],
+        filters: SearchFilters | dict[str, Any] | None = None,
+        weights: SearchWeights | dict[str, Any] | None = None,
+        query_vectors: dict[str, Any] | None = None,
+    ) -> SearchResults:
+        """The k best experiences for ``query`` (see the module docstring for the stages).
+
+        ``query_vectors`` lets a caller that already embedded the query (a benchmark, a batch)
+        pass ``{"pg": …, "task": …, "steps": [...]}`` and skip the embedder.
+        """
+        q = parse_query(query)
+        flt: SearchFilters = _parse(SearchFilters, filters, "filters") or SearchFilters()
+        try:
+            w = self.weights.merged(weights)
+        except Exception as error:  # pydantic ValidationError from the merge
+            from pydantic import ValidationError
+
+            if isinstance(error, ValidationError):
+                raise InvalidInputError(validation_problems("weights", error), "invalid search") from None
+            raise
+        notes: list[str] = []
+        k = q.k
+        if k > MAX_K:
+            notes.append(f"k={k} is more than one search returns; clamped to {MAX_K}")
+            k = MAX_K
+        if k > w.candidates:  # each channel must be able to fill the list on its own
+            w = w.merged({"candidates": k})
+        timings: dict[str, float] = {}
+
+        started = time.perf_counter()
+        vectors = query_vectors or self._embed_query(q, w)
+        timings["embed"] = (time.perf_counter() - started) * 1000
+        retrieval_started = time.perf_counter()
+
+        params = self._filter_params(flt, q.agent)
+        pg = _as_list(vectors.get("pg"))
+        task = _as_list(vectors.get("task"))
+        steps = [v for v in (_as_list(x) for x in vectors.get("steps", [])) if v is not None]
+
+        # 1. Channels, run concurrently (each is one or a few index queries).
+        candidates: dict[str, _Candidate] = {}
+
+        def add(rows: Iterable[dict[str, Any]], channel: str, lexical: bool = False) -> None:
+            for row in rows:
+                candidate = candidates.setdefault(row["id"], _Candidate(row["id"]))
+                if channel not in candidate.found_by:
+                    candidate.found_by.append(channel)
+                if lexical:
+                    candidate.lexical = max(candidate.lexical, float(row["score"]))
+
+        t = time.perf_counter()
+        text = lucene_query(generalise_text(q.full_text()), stop_words=w.lexical_stop_words)
+        jobs: dict[str, Future[Any]] = {}
+        executor = self._executor()
+        if pg is not None:
+            jobs["vector:experience_pg_embedding"] = executor.submit(
+                self._vector_channel, "experience_pg_embedding", pg, w, params, notes)
+        if task is not None and w.structure_weight > 0:
+            jobs["vector:experience_structure_embedding"] = executor.submit(
+                self._vector_channel, "experience_structure_embedding", task, w, params, notes)
+        if text is not None and w.alpha > 0:
+            jobs["fulltext:experience_text"] = executor.submit(self._fulltext_channel, text, w, params, notes)
+        step_jobs = [executor.submit(self._step_channel, v, w, params, notes, i) for i, v in enumerate(steps)]
+        concept_vector = task or pg
+        concept_job: Future[list[ConceptHit]] | None = None
+        if concept_vector is not None:
+            concept_job = executor.submit(self._concepts, concept_vector, w)
+        for channel, job in jobs.items():
+            add(job.result(), channel, lexical=channel.startswith("fulltext:"))
+        step_evidence = [job.result() for job in step_jobs]
+        for evidence in step_evidence:
+            add(evidence.rows, "vector:step_embedding")
+        timings["channels"] = (time.perf_counter() - t) * 1000
+
+        # 2. Scoring facts (cosines computed in Neo4j).
+        t = time.perf_counter()
+        excluded = set(q.exclude)
+        # Cosine needs a real vector: a query without text uses its workflow (or first step);
+        # the scores that come from it are then not used (see _direct).
+        anchor = pg or task or (steps[0] if steps else None)
+        assert anchor is not None  # SearchQuery requires text or steps
+        facts_rows = self.gateway.read(
+            "search_candidates_score", kb=self.namespace, ids=list(candidates),
+            pg=pg or anchor, task=task or anchor, exclude=list(excluded),
+        ) if candidates else []
+        for row in facts_rows:
+            candidates[row["id"]].facts = row
+        timings["facts"] = (time.perf_counter() - t) * 1000
+
+        # 3. Direct scores.
+        t = time.perf_counter()
+        lam = lambda_schedule(len(steps), w.lambda_kind, w.lambda_rate, w.lambda_floor) if steps else 1.0
+        scored = [c for c in candidates.values() if c.facts is not None and not self._excluded(c.facts, excluded)]
+        breakdowns = self._direct(scored, step_evidence, q.domain, lam, w, has_text=pg is not None, has_flow=task is not None)
+        timings["score"] = (time.perf_counter() - t) * 1000
+
+        # 4. Traversal from the best seeds.
+        t = time.perf_counter()
+        reached = self._traverse(breakdowns, q.domain, w, params, pg or anchor, excluded)
+        timings["traverse"] = (time.perf_counter() - t) * 1000
+
+        # 5. Selection.
+        t = time.perf_counter()
+        pool: dict[str, tuple[float, ScoreBreakdown, list[str], _Reached | None]] = {}
+        for c in scored:
+            b = breakdowns[c.id]
+            pool[c.id] = (b.direct, b, list(c.found_by), None)
+        for node in reached.values():
+            current = pool.get(node.id)
+            if current is None:
+                b = ScoreBreakdown(
+                    semantic=max(0.0, neo4j_to_cosine(node.facts["semantic"])) if node.facts.get("semantic") is not None else 0.0,
+                    trans=self._trans(q.domain, node.facts["domain"], w.tau),
+                    success=float(node.facts["success_rate"]),
+                    support=support_score(int(node.facts["support"]), w.support_saturation),
+                    quality=float(node.facts["quality"]),
+                )
+                pool[node.id] = (node.score, b, [f"edge:{node.hops[-1].relation.value}"], node)
+            elif node.score > current[0]:
+                pool[node.id] = (node.score, current[1], [*current[2], f"edge:{node.hops[-1].relation.value}"], node)
+            else:
+                channel = f"edge:{node.hops[-1].relation.value}"
+                if channel not in current[2]:
+                    current[2].append(channel)
+        ranked = sorted(
+            ((score, hit_id) for hit_id, (score, *_rest) in pool.items() if score >= w.threshold),
+            key=lambda pair: (-pair[0], pair[1]),
+        )
+        chosen = self._diversify(ranked, k, w)
+        timings["select"] = (time.perf_counter() - t) * 1000
+
+        t = time.perf_counter()
+        hits = self._read_hits(chosen, pool)
+        timings["read"] = (time.perf_counter() - t) * 1000
+        concepts = concept_job.result() if concept_job is not None else []
+        timings["retrieval"] = (time.perf_counter() - retrieval_started) * 1000
+        return SearchResults(
+            query=q.full_text() or " → ".join(s.action for s in q.steps_so_far),
+            hits=hits, concepts=concepts, notes=notes, timings_ms=timings, candidates=len(pool),
+        )
+
+    # -- query embedding -----------------------------------------------------------------------
+
+    @staticmethod
+    def step_text(action: str, arguments: dict[str, Any], text: str | None = None) -> str:
+        """The text an executed step is embedded from: the same as a stored step's."""
+        return f"{action}: {text if text is not None else describe_step(action, arguments)}"
+
+    def _embed_query(self, q: SearchQuery, w: SearchWeights) -> dict[str, Any]:
+        """The query's vectors: ``pg`` (problem+goal, against the semantic index), ``task`` (the
+        task and the workflow executed so far, against the structural index), one per step.
+
+        Query text is generalised like stored text (ids, numbers, amounts become placeholders),
+        so an order number in the question neither matches nor repels the stored placeholders.
+        """
+        pg_text = generalise_text(q.pg_text()) if q.pg_text() else ""
+        task_text = generalise_text(q.task.strip()) or pg_text
+        if q.steps_so_far and w.structure_query_steps:
+            flow = " -> ".join(s.action for s in q.steps_so_far)
+            task_text = f"{task_text}\n{flow}".strip()
+        texts = [t for t in dict.fromkeys([pg_text, task_text]) if t]
+        step_texts = [self.step_text(s.action, s.arguments, s.text) for s in q.steps_so_far]
+        rows = self.embedder.embed([*texts, *step_texts]) if texts or step_texts else np.zeros((0, 0))
+        by_text = {text: rows[i] for i, text in enumerate(texts)}
+        return {
+            "pg": by_text.get(pg_text) if pg_text else None,
+            "task": by_text.get(task_text) if task_text else None,
+            "steps": [rows[len(texts) + i] for i in range(len(step_texts))],
+        }
+
+    # -- channels ------------------------------------------------------------------------------
+
+    def _filter_params(self, flt: SearchFilters, agent: str | None) -> dict[str, Any]:
+        return {
+            "kb": self.namespace, "statuses": list(flt.statuses), "domains": flt.domains, "kinds": flt.kinds,
+            "min_success": flt.min_success, "min_quality": flt.min_quality, "agent": agent,
+        }
+
+    def _vector_channel(
+        self, index: str, vector: list[float], w: SearchWeights, params: dict[str, Any], notes: list[str]
+    ) -> list[dict[str, Any]]:
+        if index not in _EXPERIENCE_INDEXES:  # an allow-list, never user input
+            raise ValueError(f"unknown experience index {index!r}")
+
+        def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
+            row = self.gateway.read("search_experience_vectors", index=index, fetch=n, vector=vector,
+                                    k=w.candidates, **params)[0]
+            return int(row["fetched"]), list(row["rows"])
+
+        result = overfetch(fetch, w.candidates, first=w.candidates * 4, limit=w.overfetch_limit)
+        if not result.limit_hit:
+            return result.rows
+        notes.append(f"{index}: other namespaces or filters crowd the index; scanned namespace {self.namespace!r} exactly")
+        return self.gateway.read("search_experience_scan", property=_EXPERIENCE_INDEXES[index], vector=vector,
+                                 k=w.candidates, **params)
+
+    def _fulltext_channel(
+        self, text: str, w: SearchWeights, params: dict[str, Any], notes: list[str]
+    ) -> list[dict[str, Any]]:
+        def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
+            row = self.gateway.read("search_experience_fulltext", text=text, fetch=n, k=w.candidates, **params)[0]
+            return int(row["fetched"]), list(row["rows"])
+
+        result = overfetch(fetch, w.candidates, first=w.candidates * 4, limit=w.overfetch_limit)
+        if result.limit_hit:
+            notes.append(f"full-text channel: only {len(result.rows)} of {w.candidates} candidates within the "
+                         f"first {result.fetched} index hits (others belong to other namespaces or filters)")
+        return result.rows
+
+    def _step_channel(
+        self, vector: list[float], w: SearchWeights, params: dict[str, Any], notes: list[str], index: int
+    ) -> _StepEvidence:
+        cutoff: list[float] = [0.0]
+
+        def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
+            row = self.gateway.read("search_step_vectors", vector=vector, fetch=n, k=w.candidates, **params)[0]
+            cutoff[0] = float(row["cutoff"] or 0.0)
+            return int(row["fetched"]), list(row["rows"])
+
+        # One request, no growth: many experiences share a step (every retail task starts by
+        # finding the user), and asking for more would only confirm what the bound says.
+        first = w.candidates * 4
+        result = overfetch(fetch, w.candidates, first=first, limit=first)
+        best = {r["id"]: max(0.0, neo4j_to_cosine(r["score"])) for r in result.rows}
+        if len(result.rows) >= w.candidates:  # truncated to the k best experiences
+            bound = min(best.values())
+        elif result.exhausted:  # the index returned every step there is
+            bound = 0.0
+        else:
+            bound = max(0.0, neo4j_to_cosine(cutoff[0]))
+        return _StepEvidence(result.rows, best, bound)
+
+    # -- scoring -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _excluded(facts: dict[str, Any], excluded: set[str]) -> bool:
+        if not excluded:
+            return False
+        if facts["id"] in excluded:
+            return True
+        # An experience that stands only for excluded trajectories (e.g. the task's own record).
+        return facts["kind"] != "abstract" and int(facts["support"]) > 0 and int(facts["remaining"]) == 0
+
+    def _domain_vector(self, name: str) -> np.ndarray:
+        vector = self._domain_vectors.get(name)
+        if vector is None:
+            vector = np.asarray(self.embedder.embed([name])[0], dtype=np.float64)
+            self._domain_vectors[name] = vector
+        return vector
+
+    def _trans(self, query_domain: str | None, domain: str | None, tau: float) -> float:
+        if not query_domain or not domain:
+            return 1.0
+        if query_domain.strip().casefold() == domain.strip().casefold():
+            return 1.0
+        distance = domain_distance(query_domain, domain, self._domain_vector(query_domain), self._domain_vector(domain))
+        return transferability(distance, tau)
+
+    def _direct(
+        self, scored: Sequence[_Candidate], evidence: Sequence[_StepEvidence], domain: str | None, lam: float,
+        w: SearchWeights, has_text: bool, has_flow: bool,
+    ) -> dict[str, ScoreBreakdown]:
+        """``has_text``: the query has task text (the semantic and lexical channels ran);
+        ``has_flow``: it has a vector for the structural index (task text and/or the executed
+        workflow). A query of executed steps only ranks by workflow shape and step match."""
+        if not scored:
+            return {}
+        facts = [c.facts for c in scored if c.facts is not None]
+        semantic = np.array([neo4j_to_cosine(f["semantic"]) if has_text and f["semantic"] is not None else 0.0
+                             for f in facts])
+        has_structure = np.array([f["structural"] is not None and has_flow for f in facts])
+        structural = np.array([neo4j_to_cosine(f["structural"]) if s else 0.0 for f, s in zip(facts, has_structure)])
+        # S_fine = mean over executed steps of the best cosine among the experience's steps. The
+        # step index gives it exactly for every experience it returned for that step; any other
+        # step scores at most the index's cut-off, which stands in for it (see _StepEvidence).
+        fine = np.array([
+            float(np.mean([e.best.get(f["id"], e.bound) for e in evidence])) if evidence and f["steps"] else 0.0
+            for f in facts
+        ])
+        trans = np.array([self._trans(domain, f["domain"], w.tau) for f in facts])
+        success = np.clip(np.array([float(f["success_rate"]) for f in facts]), 0.0, 1.0)
+        support = np.array([support_score(int(f["remaining"]), w.support_saturation) for f in facts])
+        quality = np.clip(np.array([float(f["quality"]) for f in facts]), 0.0, 1.0)
+        # Without query text, only the executed steps can rank: λ = 0 puts all weight on fine.
+        lam_used = lam if (has_text or has_flow) else 0.0
+        parts = direct_scores(
+            semantic=semantic, structural=structural, has_structure=has_structure, fine=fine,
+            lexical=np.array([c.lexical for c in scored]), trans=trans, success=success, support=support,
+            quality=quality, structure_weight=w.structure_weight if has_text else 1.0, lam=lam_used, alpha=w.alpha,
+            success_floor=w.success_floor, support_weight=w.support_weight, quality_weight=w.quality_weight,
+        )
+        out: dict[str, ScoreBreakdown] = {}
+        for i, c in enumerate(scored):
+            out[c.id] = ScoreBreakdown(
+                semantic=round(float(max(0.0, semantic[i])), 6),
+                structural=round(float(max(0.0, structural[i])), 6) if has_structure[i] else None,
+                coarse=round(float(parts["coarse"][i]), 6),
+                fine=round(float(fine[i]), 6) if evidence else None,
+                lam=round(lam_used, 6), stage=round(float(parts["stage"][i]), 6),
+                lexical=round(float(parts["lexical"][i]), 6), textual=round(float(parts["textual"][i]), 6),
+                trans=round(float(trans[i]), 6), success=round(float(success[i]), 6),
+                support=round(float(support[i]), 6), quality=round(float(quality[i]), 6),
+                direct=float(parts["direct"][i]), final=float(parts["direct"][i]),
+            )
+        coarse_cut = [c.id for i, c in enumerate(scored) if parts["coarse"][i] < w.theta_coarse and has_text]
+        for cut in coarse_cut:
+            del out[cut]
+        return out
+
+    # -- traversal -----------------------------------------------------------------------------
+
+    def _traverse(
+        self, breakdowns: dict[str, ScoreBreakdown], domain: str | None, w: SearchWeights,
+        params: dict[str, Any], pg: list[float], excluded: set[str],
+    ) -> dict[str, _Reached]:
+        if w.max_hops == 0 or w.seeds == 0 or not breakdowns:
+            return {}
+        seeds = sorted(breakdowns.items(), key=lambda item: (-item[1].direct, item[0]))[: w.seeds]
+        type_weights = {t.value: weight for t, weight in w.edge_weights.items()}
+        frontier: dict[str, tuple[str, float, list[PathHop]]] = {sid: (sid, b.direct, []) for sid, b in seeds}
+        visited = set(frontier)
+        reached: dict[str, _Reached] = {}
+        for _hop in range(w.max_hops):
+            if not frontier:
+                break
+            rows = self.gateway.read("search_neighbours", seeds=list(frontier), pg=pg,
+                                     per_seed=w.neighbours_per_seed, **params)
+            next_frontier: dict[str, tuple[str, float, list[PathHop]]] = {}
+            for row in rows:
+                node_id = row["id"]
+                # A seed reached from another seed competes too (it keeps the better of its direct
+                # and path scores); only expanding it again is skipped.
+                if node_id in excluded or node_id == row["seed"]:
+                    continue
+                seed, chain, hops = frontier[row["seed"]]
+                relation = RelationType(row["relation"])
+                edge_weight = min(1.0, max(0.0, float(row["weight"])))
+                hop = PathHop(
+                    relation=relation, direction="out" if row["outgoing"] else "in",
+                    from_id=row["seed"], to_id=node_id, weight=edge_weight, reason=row["reason"],
+                )
+                path = [*hops, hop]
+                new_chain = path_score(chain, [edge_weight], w.hop_decay, type_weights, [relation.value])
+                trans = self._trans(domain, row["domain"], w.tau)
+                score = new_chain * trans
+                best = reached.get(node_id)
+                if best is None or score > best.score:
+                    reached[node_id] = _Reached(node_id, seed, new_chain, path, row, score)
+                previous = next_frontier.get(node_id)
+                if node_id not in visited and (previous is None or new_chain > previous[1]):
+                    next_frontier[node_id] = (seed, new_chain, path)
+            visited |= set(next_frontier)
+            frontier = dict(sorted(next_frontier.items(), key=lambda item: (-item[1][1], item[0]))[: w.seeds])
+        return reached
+
+    # -- selection and reading -----------------------------------------------------------------
+
+    def _diversify(self, ranked: list[tuple[float, str]], k: int, w: SearchWeights) -> list[str]:
+        pool = ranked[: k * _MMR_POOL]
+        if w.mmr_lambda >= 1.0 or len(pool) <= 1:
+            return [hit_id for _, hit_id in pool[:k]]
+        ids = [hit_id for _, hit_id in pool]
+        position = {hit_id: i for i, hit_id in enumerate(ids)}
+        similarity = np.eye(len(ids))
+        for row in self.gateway.read("search_pairwise_similarity", kb=self.namespace, ids=ids):
+            if row["score"] is not None:
+                similarity[position[row["a"]], position[row["b"]]] = neo4j_to_cosine(row["score"])
+        order = mmr_from_similarity(np.array([score for score, _ in pool]), similarity, k, w.mmr_lambda)
+        return [ids[i] for i in order]
+
+    def _read_hits(
+        self, chosen: list[str], pool: dict[str, tuple[float, ScoreBreakdown, list[str], _Reached | None]]
+    ) -> list[SearchHit]:
+        if not chosen:
+            return []
+        records = {r["experience"]["id"]: r for r in self.gateway.read("search_hits_get", kb=self.namespace, ids=chosen)}
+        hits: list[SearchHit] = []
+        for hit_id in chosen:
+            record = records.get(hit_id)
+            if record is None:  # deleted between the stages
+                continue
+            score, breakdown, found_by, reached = pool[hit_id]
+            breakdown = breakdown.model_copy()
+            if reached is not None:
+                breakdown.path = round(reached.score, 6)
+                breakdown.hops = len(reached.hops)
+            breakdown.final = round(score, 6)
+            breakdown.direct = round(breakdown.direct, 6)
+            hits.append(SearchHit(
+                rank=len(hits) + 1, id=hit_id, score=round(score, 6), experience=experience_from_record(record),
+                breakdown=breakdown, found_by=found_by,
+                path=list(reached.hops) if reached is not None and score == reached.score else [],
+                seed_id=reached.seed if reached is not None and score == reached.score else None,
+            ))
+        return hits
+
+    def _concepts(self, vector: list[float], w: SearchWeights) -> list[ConceptHit]:
+        if w.concepts == 0:
+            return []
+
+        def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
+            row = self.gateway.read("search_meta_concepts", kb=self.namespace, vector=vector, fetch=n, k=w.concepts)[0]
+            return int(row["fetched"]), list(row["rows"])
+
+        rows = overfetch(fetch, w.concepts, first=w.concepts * 10, limit=w.overfetch_limit).rows
+        return [
+            ConceptHit(id=r["id"], name=r["name"], score=round(max(0.0, neo4j_to_cosine(r["score"])), 6),
+                       document=r["document"] or "", concepts=int(r["concepts"]), experiences=int(r["experiences"]))
+            for r in rows
+        ]
+
+
+def _as_list(vector: Any) -> list[float] | None:
+    if vector is None:
+        return None
+    values = [float(x) for x in vector]
+    if not all(math.isfinite(x) for x in values):
+        raise InvalidInputError(["query vector: contains NaN or infinite values"], "invalid search")
+    return values
+

@@ -1,0 +1,264 @@
+"""Student-phase search on a real Neo4j with the real MiniLM: what an agent gets back, and why."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from importlib import resources
+
+import neo4j
+import numpy as np
+import pytest
+
+from kbgraph.embedders import CachedEmbedder
+from kbgraph.errors import InvalidInputError
+from kbgraph.kb import KnowledgeBase
+from kbgraph.models import Experience, Relation, Step
+from kbgraph.search.explain import explain_results
+from kbgraph.search.params import MAX_QUERY_CHARS, SearchWeights
+from kbgraph.search.scoring import path_score
+
+
+def steps(*actions: str) -> list[Step]:
+    return [Step(action=a, text=a.replace("_", " ")) for a in actions]
+
+
+CANCEL = Experience(
+    problem="Cancel order {id} because it was ordered by mistake.", goal="Get done: cancel pending order",
+    domain="retail", steps=steps("find_user_id_by_name_zip", "get_order_details", "cancel_pending_order"),
+    source_ids=["t-cancel-1", "t-cancel-2"],
+)
+RETURN = Experience(
+    problem="Return {id} via {id}: Desk Lamp; Water Bottle;", goal="Get done: return delivered order items",
+    domain="retail", steps=steps("find_user_id_by_name_zip", "get_order_details", "return_delivered_order_items"),
+    source_ids=["t-return-1"],
+)
+FLIGHT = Experience(
+    problem="Book a one-way economy flight from JFK to SFO for two passengers.", goal="Get done: book reservation",
+    domain="airline", steps=steps("search_direct_flight", "book_reservation"), source_ids=["t-flight-1"],
+)
+# Nothing in its text resembles a retail cancellation: only the ADAPTATION edge leads to it.
+ADAPTED = Experience(
+    problem="Quarantine the sandbox ledger shard zeta for auditing.", goal="Get done: freeze ledger shard",
+    domain="banking", steps=steps("freeze_ledger_shard"), source_ids=["t-adapted-1"],
+)
+
+
+def with_relation(exp: Experience, relation: str, target: Experience, weight: float) -> Experience:
+    return exp.model_copy(update={"relations": [Relation(type=relation, target_id=target.key, weight=weight,
+                                                         reason="test fixture")]})
+
+
+@pytest.fixture
+def retail_kb(kb: KnowledgeBase) -> KnowledgeBase:
+    kb.add_experiences([ADAPTED, RETURN, FLIGHT])
+    kb.add_experiences([with_relation(CANCEL, "ADAPTATION", ADAPTED, 0.9)])
+    return kb
+
+
+def test_a_task_finds_the_experience_that_solved_it_and_explains_the_score(retail_kb: KnowledgeBase) -> None:
+    results = retail_kb.search("I ordered this by mistake, please cancel my order", domain="retail", k=3)
+    top = results.hits[0]
+    assert top.id == CANCEL.key and top.rank == 1
+    assert top.experience.goal == CANCEL.goal and [s.action for s in top.experience.steps][-1] == "cancel_pending_order"
+    assert top.experience.pg_embedding is None, "results do not carry embeddings"
+    assert "vector:experience_pg_embedding" in top.found_by
+    b = top.breakdown
+    assert 0 < b.semantic <= 1 and b.structural is not None and b.trans == 1.0 and b.fine is None
+    assert b.coarse == pytest.approx(0.2 * b.textual + 0.8 * b.structural, abs=1e-5)
+    assert top.score == pytest.approx(b.final) and b.final == pytest.approx(b.direct, abs=1e-5)
+    assert [h.score for h in results.hits] == sorted((h.score for h in results.hits), reverse=True)
+    assert results.timings_ms["retrieval"] > 0 and "embed" in results.timings_ms
+
+
+def test_another_domain_is_weighed_down_by_transferability(retail_kb: KnowledgeBase) -> None:
+    results = retail_kb.search("book a flight for two passengers", domain="retail", k=5)
+    flight = next(h for h in results.hits if h.id == FLIGHT.key)
+    assert 0 < flight.breakdown.trans < 1
+    same_domain = retail_kb.search("book a flight for two passengers", domain="airline", k=5)
+    assert next(h for h in same_domain.hits if h.id == FLIGHT.key).breakdown.trans == 1.0
+
+
+def basis(i: int, mix: tuple[int, float] | None = None) -> list[float]:
+    v = np.zeros(384)
+    v[i] = 1.0
+    if mix is not None:
+        v[mix[0]] += mix[1]
+    return list(v / np.linalg.norm(v))
+
+
+def vectors(i: int, mix: tuple[int, float] | None = None) -> dict[str, object]:
+    """Hand-made embeddings, so which index returns what is known exactly."""
+    v = basis(i, mix)
+    return {"pg_embedding": v, "structure_embedding": v, "context_embedding": v}
+
+
+def test_a_hit_reachable_only_through_an_edge_is_found_with_its_path(kb: KnowledgeBase) -> None:
+    reached = Experience(problem="Freeze a ledger shard.", domain="banking", source_ids=["t-r"],
+                         steps=[Step(action="freeze", text="freeze", embedding=basis(1))], **vectors(1))
+    seed = Experience(problem="Cancel an order.", domain="retail", source_ids=["t-s"],
+                      steps=[Step(action="cancel", text="cancel", embedding=basis(0))],
+                      relations=[Relation(type="ADAPTATION", target_id=reached.key, weight=0.9, reason="fixture")],
+                      **vectors(0))
+    # Near the query, so they fill every channel's top 3, but they failed: they rank low.
+    distractors = [Experience(problem=f"Cancel attempt {n}.", domain="retail", success_rate=0.0, source_ids=[f"t-{n}"],
+                              steps=[Step(action="cancel", text=f"cancel {n}", embedding=basis(0, (2 + n, 0.5)))],
+                              **vectors(0, (2 + n, 0.5))) for n in range(4)]
+    kb.add_experiences([reached, *distractors])
+    kb.add_experiences([seed])
+    query = {"task": "cancel an order", "k": 3}
+    weights = {"alpha": 0.0, "candidates": 3}
+    results = kb.student.search(query, weights=weights, query_vectors={"pg": basis(0), "task": basis(0), "steps": []})
+    by_id = {h.id: h for h in results.hits}
+    assert results.ids()[:2] == [seed.key, reached.key]
+    hit = by_id[reached.key]
+    assert hit.found_by == ["edge:ADAPTATION"], "no index brought it in: its vectors are orthogonal to the query"
+    assert hit.seed_id == seed.key and len(hit.path) == 1
+    hop = hit.path[0]
+    assert (hop.relation.value, hop.direction, hop.from_id, hop.to_id, hop.weight, hop.reason) == (
+        "ADAPTATION", "out", seed.key, reached.key, 0.9, "fixture")
+    w = SearchWeights()
+    expected = path_score(by_id[seed.key].breakdown.direct, [0.9], w.hop_decay,
+                          {t.value: v for t, v in w.edge_weights.items()}, ["ADAPTATION"], 1.0)
+    assert hit.score == pytest.approx(expected, abs=1e-5) and hit.breakdown.hops == 1
+    assert hit.breakdown.path == pytest.approx(expected, abs=1e-5)
+    assert "ADAPTATION" in explain_results(results)
+    # Traversal respects the filters, and can be switched off.
+    filtered = kb.student.search(query, weights=weights, filters={"domains": ["retail"]},
+                                 query_vectors={"pg": basis(0), "task": basis(0), "steps": []})
+    assert reached.key not in filtered.ids()
+    flat = kb.student.search(query, weights={**weights, "max_hops": 0},
+                             query_vectors={"pg": basis(0), "task": basis(0), "steps": []})
+    assert reached.key not in flat.ids()
+
+
+def test_a_query_of_only_executed_steps_ranks_by_the_steps(retail_kb: KnowledgeBase) -> None:
+    results = retail_kb.search(steps_so_far=[
+        {"action": "get_order_details", "arguments": {"order_id": "#W123"}},
+        {"action": "return_delivered_order_items", "arguments": {"order_id": "#W123", "item_ids": ["1"]}},
+    ])
+    top = results.hits[0]
+    assert top.id == RETURN.key
+    # No task text: the executed workflow is searched in the structural index, and the fine
+    # score takes over as steps accumulate.
+    assert top.breakdown.semantic == 0.0 and top.breakdown.structural is not None
+    assert top.breakdown.lam == pytest.approx(math.exp(-0.25 * 2))
+    assert top.breakdown.fine is not None and top.breakdown.fine > 0.5
+    assert "vector:step_embedding" in top.found_by
+
+
+def test_steps_so_far_shift_the_weight_from_the_task_to_the_steps(retail_kb: KnowledgeBase) -> None:
+    task = "I need help with my order"
+    before = retail_kb.search(task, domain="retail").hits[0].breakdown
+    after = retail_kb.search(task, domain="retail", steps_so_far=[{"action": "get_order_details"},
+                                                                   {"action": "cancel_pending_order"}]).hits[0].breakdown
+    assert before.lam == 1.0 and before.fine is None
+    assert after.lam == pytest.approx(math.exp(-0.25 * 2)) and after.fine is not None
+
+
+def test_filters_restrict_what_comes_back(kb: KnowledgeBase) -> None:
+    archived = RETURN.model_copy(update={"problem": "Return a lamp that arrived broken.", "status": "archived", "id": None})
+    archived = Experience.model_validate(archived.model_dump(exclude={"id"}))
+    weak = Experience.model_validate({**CANCEL.model_dump(exclude={"id", "relations"}),
+                                      "problem": "Cancel a pending order (failed attempt).", "success_rate": 0.2, "quality": 0.1})
+    private = Experience.model_validate({**CANCEL.model_dump(exclude={"id", "relations"}),
+                                         "problem": "Cancel an order the way agent-7 prefers.", "scope": "private",
+                                         "owner_agent": "agent-7"})
+    kb.add_experiences([CANCEL, RETURN, FLIGHT, archived, weak, private])
+    query = "cancel or return my order"
+
+    def ids(**options: object) -> set[str]:
+        return set(kb.search(query, k=20, **options).ids())  # type: ignore[arg-type]
+
+    everything = ids()
+    assert {CANCEL.key, RETURN.key, FLIGHT.key, weak.key} <= everything
+    assert archived.key not in everything and private.key not in everything
+    assert ids(filters={"domains": ["airline"]}) == {FLIGHT.key}
+    assert ids(filters={"kinds": ["abstract"]}) == set()
+    assert weak.key not in ids(filters={"min_success": 0.5})
+    assert weak.key not in ids(filters={"min_quality": 0.3})
+    assert archived.key in ids(filters={"statuses": ["active", "archived"]})
+    assert private.key in ids(agent="agent-7") and private.key not in ids(agent="agent-8")
+    assert CANCEL.key not in ids(exclude=[CANCEL.key])
+    assert RETURN.key not in ids(exclude=["t-return-1"]), "an experience standing only for excluded trajectories"
+    assert CANCEL.key in ids(exclude=["t-cancel-1"]), "one of its two trajectories is left"
+
+
+def test_namespaces_never_see_each_other_even_when_one_crowds_the_index(
+    kb: KnowledgeBase, driver: neo4j.Driver, embedder: CachedEmbedder
+) -> None:
+    kb.add_experiences([CANCEL])
+    crowd = KnowledgeBase(driver, embedder, namespace=kb.namespace + "-crowd", database=kb.gateway.database)
+    try:
+        crowd.add_experiences([
+            Experience(problem=f"Cancel pending order number {n} because it was ordered by mistake.",
+                       goal="Get done: cancel pending order", domain="retail", steps=steps("cancel_pending_order"))
+            for n in range(60)
+        ])
+        results = kb.search("cancel my order, ordered by mistake", domain="retail", weights={"candidates": 1})
+        assert results.ids() == [CANCEL.key]
+        crowd_ids = set(crowd.search("cancel my order", k=100).ids())
+        assert CANCEL.key not in crowd_ids and len(crowd_ids) == 60
+    finally:
+        crowd.clear()
+
+
+def test_an_empty_knowledge_base_answers_with_nothing(kb: KnowledgeBase) -> None:
+    results = kb.search("anything at all", domain="retail", steps_so_far=[{"action": "get_order_details"}])
+    assert results.hits == [] and results.concepts == []
+    assert "no experience matched" in explain_results(results)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ({"task": ""}, "nothing to search for"),
+        ({"task": "   "}, "nothing to search for"),
+        ({"task": "x" * 100_000}, f"at most {MAX_QUERY_CHARS} characters"),
+        ({"task": "cancel", "k": 0}, "k: Input should be greater than or equal to 1"),
+        ({"task": "cancel", "weights": {"alpha": float("nan")}}, "weights: alpha"),
+        ({"task": "cancel", "weights": {"alpha": 1.5}}, "weights: alpha"),
+        ({"task": "cancel", "weights": {"no_such_weight": 1}}, "weights: no_such_weight"),
+        ({"task": "cancel", "weights": {"edge_weights": {"FRIEND_OF": 0.5}}}, "unknown relation 'FRIEND_OF'"),
+        ({"task": "cancel", "filters": {"statuses": ["rejected"]}}, "filters: statuses"),
+        ({"task": "cancel", "steps_so_far": [{"action": " "}]}, "steps_so_far.0.action"),
+    ],
+)
+def test_absurd_queries_are_rejected_with_a_message_naming_the_field(
+    retail_kb: KnowledgeBase, call: dict[str, object], message: str
+) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        retail_kb.search(**call)  # type: ignore[arg-type]
+    assert message in str(raised.value)
+
+
+def test_a_huge_k_is_clamped_with_a_note(retail_kb: KnowledgeBase) -> None:
+    results = retail_kb.search("cancel my order", k=10_000)
+    assert any("clamped to 100" in note for note in results.notes)
+    assert len(results.hits) == 4
+
+
+def test_mmr_diversifies_when_asked(kb: KnowledgeBase) -> None:
+    twins = [Experience(problem=f"Cancel order {{id}} because it was ordered by mistake{'!' * n}",
+                        goal="Get done: cancel pending order", domain="retail", steps=steps("cancel_pending_order"))
+             for n in range(3)]
+    kb.add_experiences([*twins, RETURN])
+    plain = kb.search("cancel my order", domain="retail", k=2).ids()
+    diverse = kb.search("cancel my order", domain="retail", k=2, weights={"mmr_lambda": 0.3}).ids()
+    assert RETURN.key not in plain and RETURN.key in diverse
+
+
+@pytest.fixture
+def sample_kb(kb: KnowledgeBase) -> Iterator[KnowledgeBase]:
+    with resources.as_file(resources.files("kbgraph") / "samples" / "trajectories.jsonl") as path:
+        kb.ingest([path])
+    yield kb
+
+
+def test_on_an_ingested_kb_results_come_with_concept_documents(sample_kb: KnowledgeBase) -> None:
+    results = sample_kb.search("a customer wants to return a damaged item and get a refund", k=5)
+    assert results.hits and results.concepts
+    assert all(c.document and 0 <= c.score <= 1 for c in results.concepts)
+    assert len(results.concepts) <= 3
+    assert any(h.experience.kind == "abstract" or h.path for h in sample_kb.search(
+        "a customer wants to return a damaged item", k=20).hits), "abstractions take part in retrieval"

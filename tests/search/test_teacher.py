@@ -1,0 +1,341 @@
+"""Specification of the teacher phase, ``TeacherRetriever.refine`` (DESIGN §3, Agent KB eqs. 6–9).
+
+An agent stuck on a step asks: who failed like this before, and how did they recover? Every test
+writes a few hand-made experiences to a fresh namespace of the real Neo4j, embedded by the real
+all-MiniLM-L6-v2, and asks with the step that went wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from kbgraph.errors import InvalidInputError
+from kbgraph.kb import KnowledgeBase
+from kbgraph.models import Experience, FailureMode, Step
+from kbgraph.search.teacher import (
+    VIA_FAILURE,
+    VIA_STEP,
+    ProblematicStep,
+    RefineResults,
+    RefineWeights,
+    TeacherRetriever,
+    execution_similarity,
+    issue_similarity,
+)
+
+approx = pytest.approx
+
+# The step the agent is stuck on: it looked up an order by the id the customer gave, and the id
+# was wrong.
+ORDER_NOT_FOUND = ProblematicStep(
+    action="get_order_details", arguments={"order_id": "#W2378156"}, error="Error: order #W2378156 not found",
+)
+
+
+def failed_lookup(problem: str, error: str, issue: str, recovery: str, *, domain: str = "retail",
+                  success_rate: float = 1.0, resolution: float = 1.0, **extra: Any) -> Experience:
+    """An experience whose first step, an order lookup, failed with ``error``; then it recovered."""
+    return Experience(
+        problem=problem, goal="Order found and handled", domain=domain, success_rate=success_rate,
+        steps=[
+            Step(action="get_order_details", text=f"get order details (order_id={{order_id}}) — failed: {error}",
+                 args_schema={"order_id": "string"}, issue_type=issue, resolution_effectiveness=resolution),
+            Step(action="find_user_id_by_email", text="find user id by email (email={email})",
+                 args_schema={"email": "string"}),
+            Step(action="get_order_details", text="get order details (order_id={order_id})",
+                 args_schema={"order_id": "string"}),
+        ],
+        failure_modes=[FailureMode(description=f"get order details failed: {error}", issue_type=issue,
+                                   recovery=recovery, step_order=0)],
+        **extra,
+    )
+
+
+WRONG_ID = failed_lookup(
+    "Customer gave a mistyped order id", "Error: order {id} not found", "not_found",
+    "look the customer up by {email} and take the order id from their order list",
+)
+SLOW_BACKEND = failed_lookup(
+    "Order service was slow to answer", "request timed out after {number} seconds", "timeout",
+    "retried get order details (order_id={order_id}); the task succeeded",
+)
+
+
+def teacher(kb: KnowledgeBase) -> TeacherRetriever:
+    return TeacherRetriever(kb.gateway, kb.embedder, kb.namespace)
+
+
+def returned_ids(results: RefineResults) -> set[str]:
+    return ({m.experience_id for m in results.steps} | {f.experience_id for f in results.failures}
+            | set(results.experiences))
+
+
+# ----------------------------------------------------------------------------- what comes back
+
+
+def test_a_failing_step_finds_the_experience_that_failed_the_same_way_and_its_recovery(kb: KnowledgeBase) -> None:
+    kb.add_experiences([WRONG_ID, SLOW_BACKEND])
+
+    results = teacher(kb).refine([ORDER_NOT_FOUND], k=5)
+
+    best = results.failures[0]
+    assert best.experience_id == WRONG_ID.key and best.via == VIA_FAILURE
+    assert best.issue_type == "not_found" and best.step_order == 0
+    assert best.recovery == "look the customer up by {email} and take the order id from their order list"
+    assert best.problem == "Customer gave a mistyped order id"
+    # The other failure of the same action, a time-out, comes after: a different issue type.
+    assert [f.experience_id for f in results.failures] == [WRONG_ID.key, SLOW_BACKEND.key]
+    assert results.failures[1].issue_similarity == 0.3 and best.issue_similarity == 1.0
+
+    # The step channel agrees, pointing at the stored step that failed.
+    top = results.steps[0]
+    assert top.experience_id == WRONG_ID.key and top.via == VIA_STEP
+    assert (top.step.order, top.step.issue_type, top.step.resolution_effectiveness) == (0, "not_found", 1.0)
+    assert results.experiences == [WRONG_ID.key, SLOW_BACKEND.key]
+    # The issue type was classified from the error, and the results say so.
+    assert "problematic_steps[0]: issue_type 'not_found' classified from its error" in results.notes
+
+
+def test_every_step_match_explains_its_score(kb: KnowledgeBase) -> None:
+    kb.add_experiences([WRONG_ID])
+
+    [match] = teacher(kb).refine([ORDER_NOT_FOUND], k=1).steps
+
+    parts = match.breakdown
+    assert 0.0 < parts.sim_func <= 1.0
+    # Same action, same argument names: sim_exec = 0.5·1 + 0.5·Jaccard({order_id}, {order_id}) = 1.
+    assert parts.sim_exec == 1.0
+    assert parts.sim_step == approx(0.7 * parts.sim_func + 0.3 * parts.sim_exec)
+    # Same issue type (1.0) times the stored step's resolution effectiveness (1.0).
+    assert (parts.issue_similarity, parts.issue_match, parts.precision) == (1.0, 1.0, 1.0)
+    assert match.score == parts.score == approx(parts.sim_step * parts.issue_match * parts.precision)
+    assert match.query_step == 0
+
+
+def test_issue_match_outranks_a_mere_textual_match_of_a_different_issue(kb: KnowledgeBase) -> None:
+    same_issue = failed_lookup("Order id typed wrong", "no such order in the system", "not_found",
+                               "ask the customer for their email")
+    # An API that hides other customers' orders behind a "not found": word for word the query's
+    # error, but the issue was permission.
+    looks_alike = failed_lookup("Order belongs to another customer", "Error: order {id} not found",
+                                "permission_denied", "authenticate the customer first")
+    kb.add_experiences([same_issue, looks_alike])
+
+    results = teacher(kb).refine([ORDER_NOT_FOUND], k=5)
+
+    by_id = {m.experience_id: m for m in results.steps}
+    # The permission failure reads more like the query...
+    assert by_id[looks_alike.key].breakdown.sim_func > by_id[same_issue.key].breakdown.sim_func
+    # ...but the not-found failure is the same issue, so it ranks first.
+    assert [m.experience_id for m in results.steps] == [same_issue.key, looks_alike.key]
+    assert by_id[looks_alike.key].breakdown.issue_similarity == 0.3
+
+    # With issue types weighted alike, only the text counts and the order flips.
+    even = teacher(kb).refine([ORDER_NOT_FOUND], k=5, weights={"different_issue": 1.0})
+    assert [m.experience_id for m in even.steps] == [looks_alike.key, same_issue.key]
+
+
+def test_precision_orders_otherwise_equal_matches(kb: KnowledgeBase) -> None:
+    reliable = failed_lookup("Wrong order id, usually sorted out", "Error: order {id} not found", "not_found",
+                             "look the customer up by email", success_rate=0.9)
+    shaky = failed_lookup("Wrong order id, rarely sorted out", "Error: order {id} not found", "not_found",
+                          "look the customer up by email", success_rate=0.4)
+    kb.add_experiences([shaky, reliable])
+
+    first, second = teacher(kb).refine([ORDER_NOT_FOUND], k=5).steps
+
+    assert (first.experience_id, second.experience_id) == (reliable.key, shaky.key)
+    assert first.breakdown.sim_step == approx(second.breakdown.sim_step)  # the same stored step text
+    assert (first.breakdown.precision, second.breakdown.precision) == (0.9, 0.4)
+    assert first.score == approx(second.score * 0.9 / 0.4)
+
+
+def test_a_step_without_an_error_uses_only_the_step_channel(kb: KnowledgeBase) -> None:
+    kb.add_experiences([WRONG_ID])
+    lookup = {"action": "find_user_id_by_email", "arguments": {"email": "jane@example.com"}}
+
+    results = teacher(kb).refine([lookup], k=3)
+
+    assert results.failures == []
+    assert "problematic_steps[0]: no error or issue_type, so no failure modes were searched" in results.notes
+    [match] = results.steps
+    assert match.step.action == "find_user_id_by_email" and match.step.order == 1
+    # Neither side has an issue: unknown (0.5) times the missing resolution effectiveness (0.5).
+    assert (match.breakdown.issue_similarity, match.breakdown.issue_match) == (0.5, 0.25)
+
+
+def test_each_problematic_step_gets_its_own_matches(kb: KnowledgeBase) -> None:
+    kb.add_experiences([WRONG_ID, SLOW_BACKEND])
+    timed_out = ProblematicStep(action="get_order_details", arguments={"order_id": "#W1"},
+                                error="Gateway timeout: no answer within 30 s")
+
+    results = teacher(kb).refine([ORDER_NOT_FOUND, timed_out], k=1)
+
+    assert [(m.query_step, m.experience_id) for m in results.steps] == [(0, WRONG_ID.key), (1, SLOW_BACKEND.key)]
+    assert [(f.query_step, f.experience_id) for f in results.failures] == [(0, WRONG_ID.key), (1, SLOW_BACKEND.key)]
+    assert results.failures[1].recovery.startswith("retried get order details")
+    assert len(results.experiences) == 1  # k bounds the overall ranking too
+
+
+# ----------------------------------------------------------------------------- what never comes back
+
+
+def test_another_namespace_is_never_returned_even_when_it_crowds_the_index(
+    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = KnowledgeBase(kb.driver, kb.embedder, namespace=kb.namespace + "-other", database=kb.gateway.database)
+    try:
+        # Thirty perfect matches elsewhere fill the top of the shared vector indexes...
+        other.add_experiences([
+            failed_lookup(f"Other tenant's case {n}", "Error: order {id} not found", "not_found", "theirs")
+            for n in range(30)
+        ])
+        assert returned_ids(teacher(kb).refine([ORDER_NOT_FOUND], k=1)) == set()
+
+        # ...yet this namespace's own, weaker match is still found (the query over-fetches).
+        kb.add_experiences([SLOW_BACKEND])
+        asked: list[int] = []
+        read = kb.gateway.read
+
+        def counting_read(name: str, **params: Any) -> list[dict[str, Any]]:
+            if name == "refine_step_vectors":
+                asked.append(params["first"])
+            return read(name, **params)
+
+        monkeypatch.setattr(kb.gateway, "read", counting_read)
+        results = teacher(kb).refine([ORDER_NOT_FOUND], k=1)
+        assert returned_ids(results) == {SLOW_BACKEND.key}
+        assert results.failures[0].recovery.startswith("retried")
+        assert asked[:2] == [8, 32]  # 8·k nodes first, then four times as many
+    finally:
+        other.clear()
+
+
+def test_archived_experiences_are_never_returned(kb: KnowledgeBase) -> None:
+    archived = failed_lookup("Archived: mistyped order id", "Error: order {id} not found", "not_found",
+                             "outdated advice", status="archived")
+    kb.add_experiences([archived, SLOW_BACKEND])
+
+    results = teacher(kb).refine([ORDER_NOT_FOUND], k=5)
+
+    assert returned_ids(results) == {SLOW_BACKEND.key}
+
+
+def test_domain_filter_keeps_only_the_given_domains(kb: KnowledgeBase) -> None:
+    retail = WRONG_ID
+    airline = failed_lookup("Reservation lookup with a wrong code", "Error: order {id} not found", "not_found",
+                            "search reservations by the passenger's name", domain="airline")
+    kb.add_experiences([retail, airline])
+
+    only_airline = teacher(kb).refine([ORDER_NOT_FOUND], domain="airline")
+    assert returned_ids(only_airline) == {airline.key}
+    assert {m.domain for m in only_airline.steps} | {f.domain for f in only_airline.failures} == {"airline"}
+
+    both = teacher(kb).refine([ORDER_NOT_FOUND], domain=["Airline", "RETAIL"])  # case does not matter
+    assert returned_ids(both) == {retail.key, airline.key}
+
+    assert teacher(kb).refine([ORDER_NOT_FOUND], domain="banking").experiences == []
+
+
+def test_private_experiences_are_returned_only_to_their_owner(kb: KnowledgeBase) -> None:
+    alices = failed_lookup("Alice's notes on wrong order ids", "Error: order {id} not found", "not_found",
+                           "ask for the email", scope="private", owner_agent="alice")
+    kb.add_experiences([alices, SLOW_BACKEND])
+
+    assert alices.key in returned_ids(teacher(kb).refine([ORDER_NOT_FOUND], agent="alice"))
+    assert returned_ids(teacher(kb).refine([ORDER_NOT_FOUND], agent="bob")) == {SLOW_BACKEND.key}
+    assert returned_ids(teacher(kb).refine([ORDER_NOT_FOUND])) == {SLOW_BACKEND.key}, "no agent: shared only"
+
+
+def test_an_empty_knowledge_base_returns_empty_results(kb: KnowledgeBase) -> None:
+    results = teacher(kb).refine([ORDER_NOT_FOUND, {"action": "get_user_details"}], k=5)
+
+    assert (results.steps, results.failures, results.experiences) == ([], [], [])
+
+
+# ----------------------------------------------------------------------------- absurd input
+
+
+@pytest.mark.parametrize(("call", "problem"), [
+    ({"problematic_steps": []}, "problematic_steps: give at least one step"),
+    ({"problematic_steps": "get_order_details"}, "problematic_steps: must be a list of steps, got str"),
+    ({"problematic_steps": [{"action": "ok"}] * 51}, "problematic_steps: at most 50 steps, got 51"),
+    ({"problematic_steps": [{"action": "ok"}, {"action": "  "}]}, "problematic_steps[1].action: must not be empty"),
+    ({"problematic_steps": [{"arguments": {}}]}, "problematic_steps[0].action: required"),
+    ({"problematic_steps": [{"action": "x" * 201}]},
+     "problematic_steps[0].action: must be at most 200 characters, got 201"),
+    ({"problematic_steps": [{"action": "ok", "error": "e" * 10_001}]},
+     "problematic_steps[0].error: must be at most 10,000 characters, got 10,001"),
+    ({"problematic_steps": [{"action": "ok", "eror": "typo"}]},
+     "problematic_steps[0].eror: unknown field (the fields are action, arguments, text, error, issue_type)"),
+    ({"k": 0}, "k: must be at least 1, got 0"),
+    ({"k": -3}, "k: must be at least 1, got -3"),
+    ({"k": 2.5}, "k: must be an integer, got 2.5"),
+    ({"weights": {"w_func": math.nan}}, "weights.w_func: must be a finite number in [0, 1], got nan"),
+    ({"weights": {"failure_weight": 1.5}}, "weights.failure_weight: must be in [0, 1], got 1.5"),
+    ({"weights": {"w_func": 0, "w_exec": 0}}, "weights: w_func and w_exec cannot both be 0"),
+    ({"domain": []}, "domain: an empty list matches nothing; leave it out for every domain"),
+    ({"agent": " "}, "agent: must not be blank"),
+])
+def test_absurd_input_is_rejected_with_a_message_naming_it(kb: KnowledgeBase, call: dict[str, Any],
+                                                           problem: str) -> None:
+    arguments: dict[str, Any] = {"problematic_steps": [ORDER_NOT_FOUND], **call}
+    steps = arguments.pop("problematic_steps")
+    with pytest.raises(InvalidInputError) as caught:
+        teacher(kb).refine(steps, **arguments)
+    assert problem in caught.value.problems
+    assert "invalid refine request, nothing was searched" in str(caught.value)
+
+
+def test_every_problem_is_listed_at_once(kb: KnowledgeBase) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        teacher(kb).refine([{"action": ""}, {"action": "ok", "text": "t" * 10_001}], k=0,
+                           weights={"w_exec": math.inf})
+    assert caught.value.problems == [
+        "problematic_steps[0].action: must not be empty",
+        "problematic_steps[1].text: must be at most 10,000 characters, got 10,001",
+        "k: must be at least 1, got 0",
+        "weights.w_exec: must be a finite number in [0, 1], got inf",
+    ]
+
+
+def test_a_huge_k_is_clamped_with_a_note(kb: KnowledgeBase) -> None:
+    kb.add_experiences([WRONG_ID])
+
+    results = teacher(kb).refine([ORDER_NOT_FOUND], k=10_000)
+
+    assert "k=10000 is more than the maximum of 100; returning at most 100 per list" in results.notes
+    assert results.experiences == [WRONG_ID.key]
+
+
+# ----------------------------------------------------------------------------- the scoring parts
+
+
+def test_issue_similarity_same_different_or_unknown() -> None:
+    w = RefineWeights()
+    assert issue_similarity("not_found", " Not_Found ", w) == 1.0
+    assert issue_similarity("not_found", "timeout", w) == 0.3
+    assert issue_similarity("not_found", None, w) == 0.5
+    assert issue_similarity(None, "timeout", w) == 0.5
+    # classify_issue's catch-all "error" names no issue: it is as good as unknown.
+    assert issue_similarity("error", "error", w) == 0.5
+    assert issue_similarity("not_found", "timeout", RefineWeights(different_issue=0.0)) == 0.0
+
+
+def test_execution_similarity_is_half_action_half_argument_overlap() -> None:
+    assert execution_similarity("get_order", ["order_id"], "get_order", ["order_id"]) == 1.0
+    assert execution_similarity("get_order", [], "Get_Order ", []) == 1.0
+    assert execution_similarity("get_order", ["order_id", "email"], "get_order", ["order_id"]) == 0.75
+    assert execution_similarity("get_order", ["order_id"], "cancel_order", ["order_id", "reason"]) == 0.25
+    assert execution_similarity("get_order", ["x"], "cancel_order", ["y"]) == 0.0
+
+
+def test_a_given_issue_type_is_kept_and_a_given_text_is_used() -> None:
+    step = ProblematicStep(action="pay", error="card declined", issue_type="payment_declined", text="pay {amount}")
+    assert step.issue_type == "payment_declined" and not step.issue_classified
+    assert step.description() == "pay {amount}"
+    classified = ProblematicStep(action="pay", error="Permission denied for user u_1")
+    assert classified.issue_type == "permission_denied" and classified.issue_classified
