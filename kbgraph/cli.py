@@ -488,6 +488,36 @@ def bench_write(
     out.print(table)
 
 
+@bench_app.command("search")
+def bench_search(
+    sizes: Annotated[list[int] | None, typer.Option(
+        "--size", "-s", help="KB sizes in experiences (repeatable); 0 = the namespace as it is. Sizes above 0 "
+                             "are scaled up from the source namespace into bench-search-<size>")] = None,
+    queries: Annotated[int, typer.Option("--queries", "-q", help="Random queries per size")] = 300,
+    k: Annotated[int, typer.Option("--k", "-k", help="Results per search")] = 5,
+    namespace: NamespaceOption = None,
+    corpus: Annotated[Path, typer.Option(
+        "--corpus", help="Trajectories ingested into the source namespace first when it is empty")] = Path("../shared/data/trajectories"),
+    as_json: JsonOption = False,
+) -> None:
+    """Student-search latency (p50/p95/p99, embedding excluded) next to exact brute-force cosine."""
+    from kbgraph.bench.search import bench_search_cli
+
+    if not 1 <= queries <= 100_000:
+        raise InvalidInputError([f"--queries {queries}: must be between 1 and 100000"])
+    with _open(namespace) as kb:
+        source = kb.namespace
+        if kb.count() == 0:
+            files = sorted(corpus.glob("*.jsonl")) if corpus.is_dir() else []
+            if not files:
+                raise InvalidInputError([f"namespace {source!r} is empty and --corpus {corpus} has no .jsonl files to ingest"])
+            err.print(f"ingesting {len(files)} files from {corpus} into namespace {source!r} first…")
+            kb.ingest(files)
+    code = bench_search_cli(sizes or [0], queries, k, as_json, out, err, source=source, namespace=source)
+    if code:
+        raise typer.Exit(code)
+
+
 # -- the main job -----------------------------------------------------------------------------------
 
 

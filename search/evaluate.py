@@ -67,6 +67,8 @@ def expand_to_trajectories(
 ) -> list[str]:
     """The first ``k`` distinct trajectories the ranked experiences stand for, in rank order."""
     out: list[str] = []
+    if k <= 0:
+        return out
     seen = set(exclude)
     for experience_id in ranked_ids:
         for source in sources.get(experience_id, []):

@@ -13,7 +13,7 @@ import re
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-__all__ = ["MAX_TERMS", "lucene_query", "query_terms"]
+__all__ = ["MAX_TERMS", "is_verbose", "lucene_query", "query_terms"]
 
 #: Lucene refuses boolean queries of more than 1,024 clauses; the first 64 distinct terms of a
 #: query carry its meaning (and keep the index lookup fast).
@@ -27,6 +27,8 @@ def query_terms(text: str, limit: int = MAX_TERMS, stop_words: bool = True) -> l
     """Distinct lower-cased word tokens of ``text`` (2+ characters; without English stop words
     unless ``stop_words`` is False), in order."""
     seen: dict[str, None] = {}
+    if limit <= 0:
+        return []
     for match in _TOKEN.finditer(text.lower()):
         token = match.group(0)
         if len(token) < 2 or (stop_words and token in ENGLISH_STOP_WORDS) or token in seen:
@@ -37,7 +39,14 @@ def query_terms(text: str, limit: int = MAX_TERMS, stop_words: bool = True) -> l
     return list(seen)
 
 
+def is_verbose(text: str, threshold: int) -> bool:
+    """A verbose query — a story of ``threshold`` or more distinct words rather than a request.
+    Its function words would dominate BM25, so they are dropped (verbose-query reduction)."""
+    return len(query_terms(text, threshold, stop_words=False)) >= threshold
+
+
 def lucene_query(text: str, limit: int = MAX_TERMS, stop_words: bool = True) -> str | None:
-    """An OR query of the escaped terms of ``text``; None when there is no term to search for."""
+    """An OR query of the escaped terms of ``text``; None when there is no term to search for.
+    ``stop_words=True`` drops English stop words."""
     terms = [_LUCENE_SPECIAL.sub(r"\\\1", term) for term in query_terms(text, limit, stop_words)]
     return " OR ".join(terms) if terms else None

@@ -70,8 +70,11 @@ class SearchWeights(_Strict):
     lambda_floor: Unit = 0.2
     # -- lexical
     alpha: Unit = Field(default=0.5, description="α: weight of the full-text channel within textual (min-max normalised per query).")
-    lexical_stop_words: bool = Field(
-        default=False, description="Drop English stop words from the full-text query (BM25 weighs them low anyway).")
+    lexical_stop_words: Literal["keep", "drop", "auto"] = Field(
+        default="auto", description="English stop words in the full-text query: keep them (as the index does), "
+        "drop them, or drop them only from verbose queries (more than verbose_query_terms distinct words).")
+    verbose_query_terms: Annotated[int, Field(ge=1, le=1000)] = Field(
+        default=20, description="From this many distinct words on, a query is verbose (a story, not a request).")
     # -- transfer, success, evidence, quality
     tau: Annotated[float, Field(gt=0.0, le=100.0, allow_inf_nan=False)] = Field(
         default=1.0, description="τ of trans = exp(−d_domain/τ); d_domain = 1 − cos of the two domain names' embeddings.")
@@ -118,7 +121,12 @@ class SearchWeights(_Strict):
         if overrides is None:
             return self
         changes = overrides.model_dump(exclude_unset=True) if isinstance(overrides, SearchWeights) else dict(overrides)
-        return SearchWeights.model_validate({**self.model_dump(), **changes})
+        current = self.model_dump()
+        edges = changes.get("edge_weights")
+        if isinstance(edges, dict):  # name some edge types, keep the others' current weights
+            changes["edge_weights"] = {**{k.value: v for k, v in self.edge_weights.items()},
+                                       **{str(k).upper(): v for k, v in edges.items()}}
+        return SearchWeights.model_validate({**current, **changes})
 
 
 Status = Literal["active", "archived"]
@@ -179,8 +187,10 @@ class SearchQuery(_Strict):
 
     def pg_text(self) -> str:
         """The text behind the query's problem+goal vector, built like an experience's."""
-        if (self.problem and self.problem.strip()) or (self.goal and self.goal.strip()):
-            return f"{self.problem or self.task}\n{self.goal or ''}".strip()
+        problem = self.problem if self.problem and self.problem.strip() else self.task
+        goal = self.goal if self.goal and self.goal.strip() else ""
+        if problem is not self.task or goal:
+            return f"{problem}\n{goal}".strip()
         return self.task.strip()
 
     def full_text(self) -> str:

@@ -611,7 +611,8 @@ def direct_scores(
 
     The full-text index covers the same fields as the semantic index (problem, goal), so the
     lexical channel is mixed into that one, and the structural index (workflow shape) stands
-    beside both. ``support`` is :func:`support_score` per candidate. Returns every part by name
+    beside both. ``support`` is :func:`support_score` per candidate; it is a bonus, so ``direct``
+    may exceed 1 by up to β (only the ranking matters). Returns every part by name
     (``lexical``, ``textual``, ``coarse``, ``stage``, ``success_factor``, ``direct``) so results
     can explain themselves. Shapes must agree; weights in [0, 1]; NaN anywhere raises ValueError.
     """

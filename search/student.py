@@ -36,7 +36,7 @@ from kbgraph.experience_store import experience_from_record
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.ingest.generalise import describe_step, generalise_text
 from kbgraph.models import RelationType
-from kbgraph.search.lexical import lucene_query
+from kbgraph.search.lexical import is_verbose, lucene_query
 from kbgraph.search.overfetch import overfetch
 from kbgraph.search.params import MAX_K, SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import ConceptHit, PathHop, ScoreBreakdown, SearchHit, SearchResults
@@ -199,7 +199,10 @@ class StudentRetriever:
                     candidate.lexical = max(candidate.lexical, float(row["score"]))
 
         t = time.perf_counter()
-        text = lucene_query(generalise_text(q.full_text()), stop_words=w.lexical_stop_words)
+        query_text = generalise_text(q.full_text())
+        drop_stop_words = w.lexical_stop_words == "drop" or (
+            w.lexical_stop_words == "auto" and is_verbose(query_text, w.verbose_query_terms))
+        text = lucene_query(query_text, stop_words=drop_stop_words)
         jobs: dict[str, Future[Any]] = {}
         executor = self._executor()
         if pg is not None:

@@ -1,0 +1,320 @@
+"""Specification of the student phase's direct score (kbgraph.search.scoring): ``support_score``,
+``direct_scores`` and ``mmr_from_similarity``, against values worked out by hand.
+
+The formulas (DESIGN §3), with every similarity clamped to [0, 1]::
+
+    lexical = minmax(raw full-text scores)
+    textual = (1−α)·semantic + α·lexical
+    coarse  = (1−ω)·textual + ω·structural     (textual alone without structure)
+    stage   = λ·coarse + (1−λ)·fine
+    direct  = stage · trans · (floor + (1−floor)·success) + β·support
+    direct  ← (1−w_q)·direct + w_q·quality
+
+No database is needed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kbgraph.search.scoring import direct_scores, mmr, mmr_from_similarity, support_score
+
+approx = pytest.approx
+NAN = float("nan")
+
+
+# ----------------------------------------------------------------------------- support_score
+
+
+def test_support_is_zero_without_trajectories() -> None:
+    assert support_score(0) == 0.0
+
+
+def test_support_is_one_at_saturation_and_capped_above() -> None:
+    assert support_score(100) == approx(1.0)
+    assert support_score(100_000) == 1.0
+    assert support_score(7, saturation=7) == approx(1.0)
+    assert support_score(8, saturation=7) == 1.0
+
+
+def test_support_is_logarithmic() -> None:
+    # ln(1+9) / ln(1+99) = ln 10 / ln 100 = 1/2
+    assert support_score(9, saturation=99) == approx(0.5)
+    assert support_score(1, saturation=3) == approx(math.log(2) / math.log(4))  # = 1/2 too
+
+
+def test_support_is_monotone_in_the_number_of_trajectories() -> None:
+    values = [support_score(n, saturation=50) for n in range(0, 120)]
+    assert all(a <= b for a, b in zip(values, values[1:]))
+    assert all(a < b for a, b in zip(values[:51], values[1:51]))  # strictly below saturation
+    assert all(0.0 <= v <= 1.0 for v in values)
+
+
+def test_more_trajectories_add_less_and_less() -> None:
+    gains = [support_score(n + 1) - support_score(n) for n in range(10)]
+    assert all(a > b for a, b in zip(gains, gains[1:]))
+
+
+@pytest.mark.parametrize(
+    ("trajectories", "saturation"), [(-1, 100), (2.5, 100), (True, 100), (3, 0), (3, -5), (3, 1.5)]
+)
+def test_support_rejects_bad_counts(trajectories: Any, saturation: Any) -> None:
+    with pytest.raises(ValueError):
+        support_score(trajectories, saturation)
+
+
+# ----------------------------------------------------------------------------- direct_scores
+
+
+def three_candidates(**overrides: Any) -> dict[str, Any]:
+    """Three candidates; the third has no structure (a step-less experience).
+
+    semantic  0.8, 0.6, −0.2 (clamped to 0)
+    lexical   raw 8, 0, 2 → min-max 1, 0, 0.25 (the second was not returned by the full-text index)
+    textual   α=0.5: 0.9, 0.3, 0.125
+    coarse    ω=0.5: (0.9+0.4)/2 = 0.65, (0.3+0.9)/2 = 0.6, textual alone 0.125 (0.7 ignored)
+    """
+    arguments: dict[str, Any] = {
+        "semantic": [0.8, 0.6, -0.2],
+        "structural": [0.4, 0.9, 0.7],
+        "has_structure": [True, True, False],
+        "fine": [0.2, 1.0, 0.5],
+        "lexical": [8.0, 0.0, 2.0],
+        "trans": [1.0, 0.5, 1.0],
+        "success": [1.0, 0.5, 0.0],
+        "support": [0.0, 1.0, 0.5],
+        "quality": [0.2, 0.4, 1.0],
+    }
+    arguments.update(overrides)
+    return arguments
+
+
+def test_every_part_is_returned_by_name() -> None:
+    parts = direct_scores(**three_candidates())
+    assert set(parts) == {"lexical", "textual", "coarse", "stage", "success_factor", "direct"}
+    assert all(array.shape == (3,) for array in parts.values())
+
+
+def test_hand_computed_parts_with_default_weights() -> None:
+    # Defaults: ω=0.5, λ=1, α=0.5, floor=0.2, β=0.1, w_q=0.
+    parts = direct_scores(**three_candidates())
+    assert parts["lexical"] == approx([1.0, 0.0, 0.25])
+    assert parts["textual"] == approx([0.9, 0.3, 0.125])
+    assert parts["coarse"] == approx([0.65, 0.6, 0.125])
+    assert parts["stage"] == approx([0.65, 0.6, 0.125])  # λ=1: fine does not count
+    # floor + (1−floor)·success = 0.2 + 0.8·(1, 0.5, 0)
+    assert parts["success_factor"] == approx([1.0, 0.6, 0.2])
+    # 0.65·1·1 + 0.1·0 ; 0.6·0.5·0.6 + 0.1·1 ; 0.125·1·0.2 + 0.1·0.5
+    assert parts["direct"] == approx([0.65, 0.28, 0.075])
+
+
+def test_stage_blends_coarse_and_fine_with_lambda() -> None:
+    parts = direct_scores(**three_candidates(), lam=0.5)
+    # 0.5·coarse + 0.5·fine: (0.65+0.2)/2, (0.6+1.0)/2, (0.125+0.5)/2
+    assert parts["stage"] == approx([0.425, 0.8, 0.3125])
+    assert direct_scores(**three_candidates(), lam=0.0)["stage"] == approx([0.2, 1.0, 0.5])
+
+
+def test_a_candidate_without_structure_uses_the_textual_score_alone() -> None:
+    low = direct_scores(**three_candidates(structural=[0.4, 0.9, 0.0]))
+    high = direct_scores(**three_candidates(structural=[0.4, 0.9, 1.0]))
+    assert low["coarse"][2] == high["coarse"][2] == approx(0.125)
+    assert low["coarse"][:2] == approx(high["coarse"][:2])
+    # Even when structure is all that counts (ω=1), it only counts where there is structure.
+    parts = direct_scores(**three_candidates(), structure_weight=1.0)
+    assert parts["coarse"] == approx([0.4, 0.9, 0.125])
+    assert direct_scores(**three_candidates(), structure_weight=0.0)["coarse"] == approx([0.9, 0.3, 0.125])
+
+
+def test_structural_similarity_is_clamped_at_zero() -> None:
+    parts = direct_scores(**three_candidates(structural=[-0.6, 0.9, 0.7]))
+    assert parts["coarse"][0] == approx(0.5 * 0.9 + 0.5 * 0.0)
+
+
+def test_lexical_scores_are_min_max_normalised_per_query() -> None:
+    parts = direct_scores(**three_candidates(lexical=[12.0, 0.0, 3.0]))
+    assert parts["lexical"] == approx([1.0, 0.0, 0.25])
+
+
+def test_a_candidate_absent_from_the_full_text_results_scores_zero_lexically() -> None:
+    parts = direct_scores(**three_candidates(lexical=[5.0, 0.0, 5.0]))
+    assert parts["lexical"] == approx([1.0, 0.0, 1.0])
+    assert parts["textual"][1] == approx(0.5 * 0.6)  # semantic half only
+
+
+def test_no_full_text_match_at_all_leaves_the_semantic_half() -> None:
+    parts = direct_scores(**three_candidates(lexical=[0.0, 0.0, 0.0]))
+    assert parts["lexical"] == approx([0.0, 0.0, 0.0])
+    assert parts["textual"] == approx([0.4, 0.3, 0.0])
+
+
+def test_equal_positive_full_text_scores_all_count_fully() -> None:
+    parts = direct_scores(**three_candidates(lexical=[3.0, 3.0, 3.0]))
+    assert parts["lexical"] == approx([1.0, 1.0, 1.0])
+
+
+def test_alpha_weighs_the_lexical_channel() -> None:
+    assert direct_scores(**three_candidates(), alpha=0.0)["textual"] == approx([0.8, 0.6, 0.0])
+    assert direct_scores(**three_candidates(), alpha=1.0)["textual"] == approx([1.0, 0.0, 0.25])
+
+
+def test_success_floor_keeps_a_failed_experience_above_zero() -> None:
+    parts = direct_scores(**three_candidates(), support_weight=0.0, success_floor=0.2)
+    assert parts["success_factor"][2] == approx(0.2)
+    assert parts["direct"][2] == approx(0.125 * 0.2)
+    without_floor = direct_scores(**three_candidates(), support_weight=0.0, success_floor=0.0)
+    assert without_floor["success_factor"] == approx([1.0, 0.5, 0.0])
+    assert without_floor["direct"][2] == 0.0
+    ignored = direct_scores(**three_candidates(), support_weight=0.0, success_floor=1.0)
+    assert ignored["success_factor"] == approx([1.0, 1.0, 1.0])
+
+
+def test_support_adds_beta_times_support() -> None:
+    base = direct_scores(**three_candidates(), support_weight=0.0)["direct"]
+    boosted = direct_scores(**three_candidates(), support_weight=0.3)["direct"]
+    assert boosted - base == approx([0.0, 0.3, 0.15])
+    assert base == approx([0.65, 0.18, 0.025])
+
+
+def test_quality_blends_into_the_direct_score() -> None:
+    parts = direct_scores(**three_candidates(), quality_weight=0.5)
+    # 0.5·(0.65, 0.28, 0.075) + 0.5·(0.2, 0.4, 1.0)
+    assert parts["direct"] == approx([0.425, 0.34, 0.5375])
+    assert direct_scores(**three_candidates(), quality_weight=1.0)["direct"] == approx([0.2, 0.4, 1.0])
+
+
+def test_trans_multiplies_the_stage_score() -> None:
+    parts = direct_scores(**three_candidates(trans=[0.5, 0.5, 0.5]), support_weight=0.0)
+    assert parts["direct"] == approx([0.325, 0.18, 0.0125])  # the second already had trans 0.5
+
+
+def test_no_candidates_give_empty_parts() -> None:
+    empty: dict[str, Any] = {name: [] for name in three_candidates()}
+    parts = direct_scores(**empty)
+    assert all(array.shape == (0,) for array in parts.values())
+
+
+@pytest.mark.parametrize(
+    "name", ["structural", "has_structure", "fine", "lexical", "trans", "success", "support", "quality"]
+)
+def test_every_input_must_have_one_value_per_candidate(name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        direct_scores(**three_candidates(**{name: three_candidates()[name][:2]}))
+
+
+@pytest.mark.parametrize(
+    "name", ["semantic", "structural", "fine", "lexical", "trans", "success", "support", "quality"]
+)
+def test_nan_anywhere_raises(name: str) -> None:
+    values = list(three_candidates()[name])
+    values[1] = NAN
+    with pytest.raises(ValueError):
+        direct_scores(**three_candidates(**{name: values}))
+
+
+@pytest.mark.parametrize("name", ["trans", "success", "support", "quality"])
+@pytest.mark.parametrize("bad", [-0.1, 1.1])
+def test_probabilities_outside_the_unit_interval_raise(name: str, bad: float) -> None:
+    values = list(three_candidates()[name])
+    values[0] = bad
+    with pytest.raises(ValueError, match=name):
+        direct_scores(**three_candidates(**{name: values}))
+
+
+@pytest.mark.parametrize(
+    "weight", ["structure_weight", "lam", "alpha", "success_floor", "support_weight", "quality_weight"]
+)
+@pytest.mark.parametrize("bad", [-0.01, 1.01, NAN, float("inf")])
+def test_weights_outside_the_unit_interval_raise(weight: str, bad: float) -> None:
+    with pytest.raises(ValueError, match=weight):
+        direct_scores(**three_candidates(), **{weight: bad})
+
+
+@pytest.mark.parametrize(
+    "weight", ["structure_weight", "lam", "alpha", "success_floor", "support_weight", "quality_weight"]
+)
+def test_weights_at_the_bounds_are_accepted(weight: str) -> None:
+    for value in (0.0, 1.0):
+        parts = direct_scores(**three_candidates(), **{weight: value})
+        assert np.isfinite(parts["direct"]).all()
+
+
+# ----------------------------------------------------------------------------- mmr_from_similarity
+
+
+def cosine_matrix(vectors: np.ndarray[Any, np.dtype[np.float64]]) -> np.ndarray[Any, np.dtype[np.float64]]:
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    matrix: np.ndarray[Any, np.dtype[np.float64]] = unit @ unit.T
+    return matrix
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("lam", [0.0, 0.3, 0.5, 0.7, 1.0])
+def test_same_order_as_mmr_over_the_vectors(seed: int, lam: float) -> None:
+    rng = np.random.default_rng(seed)
+    n = 12
+    scores = rng.random(n)
+    vectors = rng.normal(size=(n, 8))
+    similarity = cosine_matrix(vectors)
+    for k in (1, 4, n, n + 3):
+        assert mmr_from_similarity(scores, similarity, k, lam) == mmr(scores, vectors, k, lam)
+
+
+def test_lambda_one_is_pure_relevance_order() -> None:
+    rng = np.random.default_rng(42)
+    scores = rng.random(10)
+    similarity = cosine_matrix(rng.normal(size=(10, 4)))
+    expected = [int(i) for i in np.argsort(-scores, kind="stable")]
+    assert mmr_from_similarity(scores, similarity, 10, lam=1.0) == expected
+    assert mmr_from_similarity(scores, similarity, 3, lam=1.0) == expected[:3]
+
+
+def test_hand_computed_diversity() -> None:
+    # 0 and 1 are near duplicates; 2 is different. λ=0.5 after picking 0:
+    #   MMR(1) = 0.5·0.85 − 0.5·0.99 = −0.07 ;  MMR(2) = 0.5·0.5 − 0.5·0.0 = 0.25  → 2 before 1.
+    scores = [0.9, 0.85, 0.5]
+    similarity = [[1.0, 0.99, 0.0], [0.99, 1.0, 0.1], [0.0, 0.1, 1.0]]
+    assert mmr_from_similarity(scores, similarity, 3, lam=0.5) == [0, 2, 1]
+    assert mmr_from_similarity(scores, similarity, 3, lam=1.0) == [0, 1, 2]
+
+
+def test_ties_go_to_the_lowest_index() -> None:
+    assert mmr_from_similarity([0.5, 0.5, 0.5], np.eye(3), 3, lam=1.0) == [0, 1, 2]
+
+
+def test_k_bounds() -> None:
+    similarity = np.eye(3)
+    assert mmr_from_similarity([0.1, 0.3, 0.2], similarity, 0) == []
+    assert mmr_from_similarity([0.1, 0.3, 0.2], similarity, 10, lam=1.0) == [1, 2, 0]
+    assert mmr_from_similarity([], np.zeros((0, 0)), 5) == []
+    with pytest.raises(ValueError):
+        mmr_from_similarity([0.1, 0.3, 0.2], similarity, -1)
+
+
+@pytest.mark.parametrize(
+    "similarity",
+    [np.eye(2), np.eye(4), np.ones((3, 2)), np.ones(3), np.ones((3, 3, 1))],
+    ids=["2x2", "4x4", "3x2", "1-d", "3-d"],
+)
+def test_a_similarity_matrix_of_the_wrong_shape_raises(similarity: np.ndarray[Any, np.dtype[np.float64]]) -> None:
+    with pytest.raises(ValueError):
+        mmr_from_similarity([0.1, 0.3, 0.2], similarity, 2)
+
+
+def test_a_non_finite_similarity_or_score_raises() -> None:
+    similarity = np.eye(3)
+    similarity[0, 1] = NAN
+    with pytest.raises(ValueError):
+        mmr_from_similarity([0.1, 0.3, 0.2], similarity, 2)
+    with pytest.raises(ValueError):
+        mmr_from_similarity([0.1, NAN, 0.2], np.eye(3), 2)
+
+
+@pytest.mark.parametrize("lam", [-0.1, 1.1, NAN])
+def test_lambda_outside_the_unit_interval_raises(lam: float) -> None:
+    with pytest.raises(ValueError):
+        mmr_from_similarity([0.1, 0.3, 0.2], np.eye(3), 2, lam=lam)

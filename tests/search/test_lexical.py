@@ -1,0 +1,130 @@
+"""Specification of kbgraph.search.lexical: the full-text channel's terms and Lucene query string.
+
+A user's text is never parsed as Lucene syntax: only its word tokens become terms, each escaped
+and OR-ed together. No database is needed.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kbgraph.search import lexical
+from kbgraph.search.lexical import MAX_TERMS, lucene_query, query_terms
+
+LUCENE_SPECIALS = '+-&|!(){}[]^"~*?:\\/'
+#: A term the query may contain: only characters the tokenizer keeps (lower-cased).
+SAFE_TERM = re.compile(r"[0-9a-z\u00C0-\uFFFF]+")
+
+
+def terms_of(query: str) -> list[str]:
+    return query.split(" OR ")
+
+
+# ----------------------------------------------------------------------------- query_terms
+
+
+def test_terms_are_distinct_lower_cased_words_in_order_of_first_appearance() -> None:
+    assert query_terms("Reset ROUTER password, then reset the router", stop_words=False) == [
+        "reset", "router", "password", "then", "the",
+    ]
+
+
+def test_punctuation_and_operators_split_words() -> None:
+    assert query_terms("order#W123-abc/refund:now", stop_words=False) == ["order", "w123", "abc", "refund", "now"]
+
+
+def test_non_ascii_letters_are_part_of_words() -> None:
+    assert query_terms("Café über NAÏVE", stop_words=False) == ["café", "über", "naïve"]
+
+
+def test_one_character_tokens_are_dropped() -> None:
+    assert query_terms("a b 7 x1 42 db", stop_words=False) == ["x1", "42", "db"]
+
+
+def test_stop_words_are_dropped_by_default() -> None:
+    assert query_terms("Cancel the order and refund it to me") == ["cancel", "order", "refund"]
+
+
+def test_stop_words_are_kept_when_stop_words_is_false() -> None:
+    assert query_terms("Cancel the order and refund it to me", stop_words=False) == [
+        "cancel", "the", "order", "and", "refund", "it", "to", "me",
+    ]
+
+
+def test_a_text_of_only_stop_words_has_terms_only_without_stop_word_removal() -> None:
+    assert query_terms("the and of to") == []
+    assert query_terms("the and of to", stop_words=False) == ["the", "and", "of", "to"]
+
+
+def test_limit_caps_the_number_of_distinct_terms_keeping_the_first() -> None:
+    assert query_terms("aa bb aa cc bb dd ee", limit=3) == ["aa", "bb", "cc"]
+
+
+def test_default_limit_is_max_terms() -> None:
+    words = [f"w{i}" for i in range(3 * MAX_TERMS)]
+    assert query_terms(" ".join(words)) == words[:MAX_TERMS]
+
+
+def test_a_text_without_words_has_no_terms() -> None:
+    assert query_terms("") == []
+    assert query_terms("  !!! ?? :-) (a) [b] ") == []
+
+
+# ----------------------------------------------------------------------------- lucene_query
+
+
+def test_query_or_joins_the_terms() -> None:
+    assert lucene_query("Reset router password") == "reset OR router OR password"
+
+
+def test_operator_laden_text_becomes_a_plain_or_of_its_words() -> None:
+    text = 'title:(foo) AND bar~ "x" -y && baz* || qux^2 +must !not [a TO b] {c} path/to\\x ?'
+    query = lucene_query(text, stop_words=False)
+    assert query is not None
+    assert not any(ch in query for ch in LUCENE_SPECIALS)  # nothing left to escape, nothing unescaped
+    assert terms_of(query) == [
+        "title", "foo", "and", "bar", "baz", "qux", "must", "not", "to", "path",
+    ]
+    # Lucene's boolean keywords are upper-case only; lower-cased they are plain words.
+    assert all(SAFE_TERM.fullmatch(term) for term in terms_of(query))
+
+
+def test_operator_laden_text_with_stop_words_dropped() -> None:
+    assert lucene_query('title:(foo) AND bar~ "x" -y') == "title OR foo OR bar"
+
+
+@pytest.mark.parametrize("special", list(LUCENE_SPECIALS))
+def test_every_lucene_special_character_inside_a_term_is_escaped(
+    special: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The tokenizer never keeps these characters; widen it so the escaping step itself is checked.
+    monkeypatch.setattr(lexical, "_TOKEN", re.compile(r"\S+"))
+    assert lucene_query(f"ab{special}cd", stop_words=False) == f"ab\\{special}cd"
+
+
+def test_escaping_covers_every_occurrence_and_doubled_operators(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lexical, "_TOKEN", re.compile(r"\S+"))
+    assert lucene_query('x:(y) a&&b c||d "q"', stop_words=False) == (
+        'x\\:\\(y\\) OR a\\&\\&b OR c\\|\\|d OR \\"q\\"'
+    )
+
+
+def test_the_term_limit_caps_the_query() -> None:
+    text = " ".join(f"term{i}" for i in range(1000))
+    query = lucene_query(text)
+    assert query is not None
+    assert terms_of(query) == [f"term{i}" for i in range(MAX_TERMS)]
+    assert lucene_query(text, limit=5) == "term0 OR term1 OR term2 OR term3 OR term4"
+
+
+@pytest.mark.parametrize("text", ["", "   ", "!!! ??? :-) && ||", "a b c 1 2", "(x) [y] {z}"])
+def test_a_text_with_no_words_gives_none(text: str) -> None:
+    assert lucene_query(text) is None
+    assert lucene_query(text, stop_words=False) is None
+
+
+def test_a_text_of_stop_words_gives_none_only_when_stop_words_are_dropped() -> None:
+    assert lucene_query("the and of") is None
+    assert lucene_query("the and of", stop_words=False) == "the OR and OR of"
