@@ -521,6 +521,9 @@ def bench_search(
 # -- the main job -----------------------------------------------------------------------------------
 
 
+DEMO_QUERY = "A customer received a damaged item and wants to send it back for a refund"
+
+
 @app.command("demo")
 def demo(namespace: NamespaceOption = None, as_json: JsonOption = False) -> None:
     """The main job: start the managed Neo4j, apply the schema, run the whole ingestion pipeline
@@ -538,10 +541,11 @@ def demo(namespace: NamespaceOption = None, as_json: JsonOption = False) -> None
         result = kb.stats().model_dump()
         documents = kb.gateway.read("meta_concepts_top", kb=kb.namespace, limit=3)
         browser = kb.browser_url
+        search = kb.search(DEMO_QUERY, k=3)
     elapsed = round(time.perf_counter() - started, 1)
     if as_json:
         _print_json({**result, "ingest": report.model_dump(), "documents": documents, "browser_url": browser,
-                     "seconds": elapsed})
+                     "search": search.model_dump(mode="json"), "seconds": elapsed})
         return
     _print_stats(result)
     out.print(f"meta-concepts {report.meta_concepts}, relations: "
@@ -549,6 +553,10 @@ def demo(namespace: NamespaceOption = None, as_json: JsonOption = False) -> None
     for doc in documents:
         out.print(f"\n[bold]{doc['name']}[/] — {doc['experiences']} experiences, version {doc['version']}")
         out.print(doc["document"], markup=False, highlight=False)
+    from kbgraph.search.explain import explain_results
+
+    out.print(f"\n[bold]kb.search({DEMO_QUERY!r}, k=3)[/]")
+    out.print(explain_results(search), markup=False, highlight=False)
     if browser:
         out.print(f"\nNeo4j Browser: {browser}  (user neo4j, password in "
                   f"{ManagedNeo4j.from_settings(settings).password_file})")

@@ -58,6 +58,8 @@ _EXPERIENCE_INDEXES = {
     "experience_pg_embedding": "pg_embedding",
     "experience_structure_embedding": "structure_embedding",
 }
+#: The candidate fact a vector channel's score already is.
+_KNOWN_SCORE = {"vector:experience_pg_embedding": "semantic", "vector:experience_structure_embedding": "structural"}
 #: How many candidates, relative to k, MMR chooses from.
 _MMR_POOL = 3
 
@@ -91,6 +93,8 @@ class _Candidate:
     found_by: list[str] = field(default_factory=list)
     lexical: float = 0.0
     facts: dict[str, Any] | None = None
+    #: Neo4j scores the vector channels already returned (no need to compute them again).
+    known: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,7 @@ class StudentRetriever:
         self.namespace = namespace
         self.weights = weights or SearchWeights()
         self._domain_vectors: dict[str, np.ndarray] = {}
+        self._pass_rates: dict[tuple[Any, ...], float] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = Lock()
 
@@ -183,6 +188,9 @@ class StudentRetriever:
         retrieval_started = time.perf_counter()
 
         params = self._filter_params(flt, q.agent)
+        # Candidate generation ranks other domains' hits as scoring will: an unrelated domain
+        # (distance 1) transfers with exp(−1/τ).
+        params.update(domain=q.domain, other_domain=math.exp(-1.0 / w.tau))
         pg = _as_list(vectors.get("pg"))
         task = _as_list(vectors.get("task"))
         steps = [v for v in (_as_list(x) for x in vectors.get("steps", [])) if v is not None]
@@ -197,6 +205,8 @@ class StudentRetriever:
                     candidate.found_by.append(channel)
                 if lexical:
                     candidate.lexical = max(candidate.lexical, float(row["score"]))
+                elif channel in _KNOWN_SCORE:
+                    candidate.known[_KNOWN_SCORE[channel]] = float(row["score"])
 
         t = time.perf_counter()
         query_text = generalise_text(q.full_text())
@@ -235,9 +245,16 @@ class StudentRetriever:
         facts_rows = self.gateway.read(
             "search_candidates_score", kb=self.namespace, ids=list(candidates),
             pg=pg or anchor, task=task or anchor, exclude=list(excluded),
+            semantic_known=[c.id for c in candidates.values() if "semantic" in c.known],
+            structural_known=[c.id for c in candidates.values() if "structural" in c.known],
         ) if candidates else []
         for row in facts_rows:
-            candidates[row["id"]].facts = row
+            candidate = candidates[row["id"]]
+            candidate.facts = row
+            if row["semantic"] is None and "semantic" in candidate.known:
+                row["semantic"] = candidate.known["semantic"]
+            if row["steps"] and row["structural"] is None and "structural" in candidate.known:
+                row["structural"] = candidate.known["structural"]
         timings["facts"] = (time.perf_counter() - t) * 1000
 
         # 3. Direct scores.
@@ -338,23 +355,48 @@ class StudentRetriever:
         def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
             row = self.gateway.read("search_experience_vectors", index=index, fetch=n, vector=vector,
                                     k=w.candidates, **params)[0]
+            self._learn_pass_rate(index, params, int(row["fetched"]), int(row["passed_same"]))
             return int(row["fetched"]), list(row["rows"])
 
-        result = overfetch(fetch, w.candidates, first=w.candidates * 4, limit=w.overfetch_limit)
+        first = self._first_request(index, params, w.candidates, w.overfetch_limit)
+        result = overfetch(fetch, w.candidates, first=first, limit=w.overfetch_limit)
         if not result.limit_hit:
             return result.rows
         notes.append(f"{index}: other namespaces or filters crowd the index; scanned namespace {self.namespace!r} exactly")
         return self.gateway.read("search_experience_scan", property=_EXPERIENCE_INDEXES[index], vector=vector,
                                  k=w.candidates, **params)
 
+    # The share of an index's hits that pass this namespace's filters (and are in the query's
+    # domain, when it names one), learnt from the previous searches: the first request asks for
+    # enough to fill the candidates from the query's own domain in one round trip (a namespace
+    # that is most of the database asks for little more than it needs; a small domain among many
+    # asks for more), where a fixed factor would either waste or come up short.
+    _DEFAULT_OVERFETCH = 4
+
+    def _pass_rate_key(self, index: str, params: dict[str, Any]) -> tuple[Any, ...]:
+        return (index, params.get("domain"), tuple(params["statuses"]), tuple(params["domains"] or ()), tuple(params["kinds"] or ()),
+                params["min_success"], params["min_quality"], params["agent"])
+
+    def _learn_pass_rate(self, index: str, params: dict[str, Any], fetched: int, passed: int) -> None:
+        if fetched > 0:
+            self._pass_rates[self._pass_rate_key(index, params)] = passed / fetched
+
+    def _first_request(self, index: str, params: dict[str, Any], wanted: int, limit: int) -> int:
+        rate = self._pass_rates.get(self._pass_rate_key(index, params))
+        if rate is None:
+            return min(limit, wanted * self._DEFAULT_OVERFETCH)
+        return min(limit, max(wanted, math.ceil(wanted * 1.5 / max(rate, 1 / limit))))
+
     def _fulltext_channel(
         self, text: str, w: SearchWeights, params: dict[str, Any], notes: list[str]
     ) -> list[dict[str, Any]]:
         def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
             row = self.gateway.read("search_experience_fulltext", text=text, fetch=n, k=w.candidates, **params)[0]
+            self._learn_pass_rate("experience_text", params, int(row["fetched"]), int(row["passed_same"]))
             return int(row["fetched"]), list(row["rows"])
 
-        result = overfetch(fetch, w.candidates, first=w.candidates * 4, limit=w.overfetch_limit)
+        first = self._first_request("experience_text", params, w.candidates, w.overfetch_limit)
+        result = overfetch(fetch, w.candidates, first=first, limit=w.overfetch_limit)
         if result.limit_hit:
             notes.append(f"full-text channel: only {len(result.rows)} of {w.candidates} candidates within the "
                          f"first {result.fetched} index hits (others belong to other namespaces or filters)")

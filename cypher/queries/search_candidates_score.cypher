@@ -3,7 +3,8 @@
 // vector against $pg and of the workflow-shape vector against $task (only for experiences with
 // steps). support = the trajectories an experience stands for (its sources; for an abstract
 // experience, its instances); remaining = the same without the trajectories in $exclude (a
-// leave-one-out query's own record).
+// leave-one-out query's own record). Cosines the vector channels already returned are not
+// computed again: ids in $semantic_known / $structural_known get null there.
 UNWIND $ids AS id
 MATCH (e:Experience {kb: $kb, id: id})
 WITH e, COUNT { (e)-[:HAS_STEP]->() } AS steps,
@@ -12,7 +13,7 @@ RETURN e.id AS id, e.kind AS kind, e.domain AS domain,
   coalesce(e.success_rate, 1.0) AS success_rate, coalesce(e.quality, 0.5) AS quality,
   coalesce(instances, size(coalesce(e.source_ids, []))) AS support,
   coalesce(instances, size([s IN coalesce(e.source_ids, []) WHERE NOT s IN $exclude])) AS remaining,
-  vector.similarity.cosine(e.pg_embedding, $pg) AS semantic,
-  CASE WHEN steps > 0 AND e.structure_embedding IS NOT NULL
+  CASE WHEN NOT e.id IN $semantic_known THEN vector.similarity.cosine(e.pg_embedding, $pg) END AS semantic,
+  CASE WHEN steps > 0 AND e.structure_embedding IS NOT NULL AND NOT e.id IN $structural_known
     THEN vector.similarity.cosine(e.structure_embedding, $task) END AS structural,
   steps;
