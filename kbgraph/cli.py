@@ -349,9 +349,14 @@ def search(
         filters["statuses"] = ["active", "archived"]
     weights = _parse_assignments(setting, "--set")
     steps = _parse_steps(step)
-    with _open(namespace) as kb:
-        results = kb.search(task, domain=domain, steps_so_far=steps, k=k, filters=filters, weights=weights or None)
-        effective = kb.settings.search.merged(weights or None)
+    # Everything is validated before connecting or loading the model: a typo fails in a moment.
+    from kbgraph.search.student import parse_query, parse_search_options
+
+    settings = _settings(namespace)
+    query = parse_query({"task": task, "domain": domain, "steps_so_far": steps, "k": k})
+    parsed_filters, effective = parse_search_options(settings.search, filters, weights or None)
+    with KnowledgeBase.from_settings(settings) as kb:
+        results = kb.student.search(query, filters=parsed_filters, weights=effective)
     if as_json:
         sys.stdout.write(results.model_dump_json(indent=2) + "\n")
         return
@@ -386,6 +391,9 @@ def refine(
         parsed.append(value)
     if problems:
         raise InvalidInputError(problems)
+    from kbgraph.search.teacher import parse_refine_request
+
+    parse_refine_request(parsed, domain=domain, k=k, agent=agent)  # fail fast, before connecting
     with _open(namespace) as kb:
         results = kb.refine(parsed, domain=domain, k=k, agent=agent)
     if as_json:

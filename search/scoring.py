@@ -421,6 +421,19 @@ def path_score(
 # --------------------------------------------------------------------------- diversity
 
 
+def _count(k: int) -> int:
+    """``k`` as a count of results: an integer (not a bool) ≥ 0, else ValueError."""
+    try:
+        count = operator.index(k)
+    except TypeError:
+        raise ValueError(f"k must be an integer, got {k!r}") from None
+    if isinstance(k, bool):
+        raise ValueError("k must be an integer, not a bool")
+    if count < 0:
+        raise ValueError(f"k must be >= 0, got {count}")
+    return count
+
+
 def mmr(
     candidate_scores: npt.ArrayLike,
     candidate_vectors: npt.ArrayLike,
@@ -437,14 +450,7 @@ def mmr(
     them when k ≥ n; ``[]`` when k = 0). Ties go to the lowest index, so the result is
     deterministic. k < 0, λ outside [0, 1], NaN/inf or mismatched shapes raise ValueError.
     """
-    try:
-        count = operator.index(k)
-    except TypeError:
-        raise ValueError(f"k must be an integer, got {k!r}") from None
-    if isinstance(k, bool):
-        raise ValueError("k must be an integer, not a bool")
-    if count < 0:
-        raise ValueError(f"k must be >= 0, got {count}")
+    count = _count(k)
     weight = _unit_interval(lam, "lam")
     relevance = _scores(candidate_scores, "candidate_scores")
     vectors = _rows(candidate_vectors, "candidate_vectors")
@@ -467,12 +473,7 @@ def mmr_from_similarity(
     vectors (retrieval computes it inside Neo4j, so no embedding has to travel). Same greedy
     selection, tie-breaking and validation; the matrix must be n×n and finite.
     """
-    try:
-        count = operator.index(k)
-    except TypeError:
-        raise ValueError(f"k must be an integer, got {k!r}") from None
-    if isinstance(k, bool) or count < 0:
-        raise ValueError(f"k must be an integer >= 0, got {k!r}")
+    count = _count(k)
     weight = _unit_interval(lam, "lam")
     relevance = _scores(candidate_scores, "candidate_scores")
     n = relevance.size

@@ -51,7 +51,7 @@ from kbgraph.search.scoring import (
     transferability,
 )
 
-__all__ = ["StudentRetriever", "parse_query"]
+__all__ = ["StudentRetriever", "parse_query", "parse_search_options"]
 
 #: The experience vector indexes a channel may query, with the property each one covers.
 _EXPERIENCE_INDEXES = {
@@ -85,6 +85,20 @@ def _parse(model: Any, value: Any, where: str) -> Any:
         return model.model_validate(value)
     except ValidationError as error:
         raise InvalidInputError(validation_problems(where, error), "invalid search") from None
+
+
+def parse_search_options(
+    base: SearchWeights, filters: SearchFilters | dict[str, Any] | None, weights: SearchWeights | dict[str, Any] | None
+) -> tuple[SearchFilters, SearchWeights]:
+    """Validated filters and the weights in force (``base`` with ``weights`` applied), or
+    InvalidInputError naming every bad field."""
+    from pydantic import ValidationError
+
+    flt: SearchFilters = _parse(SearchFilters, filters, "filters") or SearchFilters()
+    try:
+        return flt, base.merged(weights)
+    except ValidationError as error:
+        raise InvalidInputError(validation_problems("weights", error), "invalid search") from None
 
 
 @dataclass
@@ -164,15 +178,7 @@ class StudentRetriever:
         pass ``{"pg": …, "task": …, "steps": [...]}`` and skip the embedder.
         """
         q = parse_query(query)
-        flt: SearchFilters = _parse(SearchFilters, filters, "filters") or SearchFilters()
-        try:
-            w = self.weights.merged(weights)
-        except Exception as error:  # pydantic ValidationError from the merge
-            from pydantic import ValidationError
-
-            if isinstance(error, ValidationError):
-                raise InvalidInputError(validation_problems("weights", error), "invalid search") from None
-            raise
+        flt, w = parse_search_options(self.weights, filters, weights)
         notes: list[str] = []
         k = q.k
         if k > MAX_K:

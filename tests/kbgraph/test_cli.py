@@ -111,3 +111,35 @@ def test_an_invalid_setting_is_one_line(neo4j_target: Neo4jTarget, cli_namespace
     result = kbgraph(neo4j_target, "has space", "stats")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().startswith("kbgraph: error: invalid setting: namespace:")
+
+
+def test_search_explains_its_results_and_prints_json(neo4j_target: Neo4jTarget, cli_namespace: str) -> None:
+    assert kbgraph(neo4j_target, cli_namespace, "add", str(SAMPLES)).returncode == 0
+    shown = kbgraph(neo4j_target, cli_namespace, "search", "return a delivered item for a refund", "-d", "retail",
+                    "-k", "2", "--step", 'get_order_details {"order_id": "#W1"}')
+    assert shown.returncode == 0, shown.stderr
+    assert "#1 " in shown.stdout and "found by:" in shown.stdout and "coarse" in shown.stdout
+    as_json = kbgraph(neo4j_target, cli_namespace, "search", "return a delivered item", "--json", "--set", "alpha=0.3")
+    hits = json.loads(as_json.stdout)["hits"]
+    assert len(hits) == 5 and hits[0]["breakdown"]["final"] == hits[0]["score"]
+    refine = kbgraph(neo4j_target, cli_namespace, "refine",
+                     '{"action": "find_user_by_email", "error": "UserNotFound: no user with that email"}', "--json")
+    assert refine.returncode == 0, refine.stderr
+    assert json.loads(refine.stdout)["experiences"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["search", ""], "nothing to search for"),
+    (["search", "x", "-k", "0"], "k: Input should be greater than or equal to 1"),
+    (["search", "x", "--set", "alpha=nan"], "weights: alpha"),
+    (["search", "x", "--set", "alpha"], "--set 'alpha': expected name=value"),
+    (["search", "x", "--step", "get_order {not json"], "--step 1 (get_order): arguments are not JSON"),
+    (["refine", "[1, 2]"], "step 1: must be a JSON object"),
+    (["eval", "--queries", "/no/such.jsonl", "--qrels", "/no/such.jsonl"], "--queries /no/such.jsonl: no such file"),
+])
+def test_bad_search_arguments_are_one_line_errors(
+    neo4j_target: Neo4jTarget, cli_namespace: str, args: list[str], message: str
+) -> None:
+    result = kbgraph(neo4j_target, cli_namespace, *args)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
