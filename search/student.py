@@ -378,7 +378,7 @@ class StudentRetriever:
     # that is most of the database asks for little more than it needs; a small domain among many
     # asks for more), where a fixed factor would either waste or come up short.
     _DEFAULT_OVERFETCH = 4
-    _MAX_FIRST_FACTOR = 16
+    _MAX_FIRST_FACTOR = 8
 
     def _pass_rate_key(self, index: str, params: dict[str, Any]) -> tuple[Any, ...]:
         return (index, params.get("domain"), tuple(params["statuses"]), tuple(params["domains"] or ()), tuple(params["kinds"] or ()),
@@ -392,7 +392,7 @@ class StudentRetriever:
         rate = self._pass_rates.get(self._pass_rate_key(index, params))
         if rate is None:
             return min(limit, wanted * self._DEFAULT_OVERFETCH)
-        # The domain preference is best effort: beyond 16× the candidates, a larger HNSW search
+        # The domain preference is best effort: beyond 8× the candidates, a larger HNSW search
         # costs more latency than the few extra same-domain candidates are worth (a namespace
         # that is a sliver of the index still grows its request until enough rows pass).
         return min(limit, wanted * self._MAX_FIRST_FACTOR, max(wanted, math.ceil(wanted * 1.5 / max(rate, 1 / limit))))
@@ -424,7 +424,7 @@ class StudentRetriever:
 
         # One request, no growth: many experiences share a step (every retail task starts by
         # finding the user), and asking for more would only confirm what the bound says.
-        first = w.candidates * 4
+        first = w.candidates * 2
         result = overfetch(fetch, w.candidates, first=first, limit=first)
         best = {r["id"]: max(0.0, neo4j_to_cosine(r["score"])) for r in result.rows}
         if len(result.rows) >= w.candidates:  # truncated to the k best experiences

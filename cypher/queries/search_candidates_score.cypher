@@ -12,7 +12,8 @@ WITH e, COUNT { (e)-[:HAS_STEP]->() } AS steps,
 RETURN e.id AS id, e.kind AS kind, e.domain AS domain,
   coalesce(e.success_rate, 1.0) AS success_rate, coalesce(e.quality, 0.5) AS quality,
   coalesce(instances, size(coalesce(e.source_ids, []))) AS support,
-  coalesce(instances, size([s IN coalesce(e.source_ids, []) WHERE NOT s IN $exclude])) AS remaining,
+  coalesce(instances, CASE WHEN size($exclude) = 0 THEN size(coalesce(e.source_ids, []))
+    ELSE size([s IN coalesce(e.source_ids, []) WHERE NOT s IN $exclude]) END) AS remaining,
   CASE WHEN NOT e.id IN $semantic_known THEN vector.similarity.cosine(e.pg_embedding, $pg) END AS semantic,
   CASE WHEN steps > 0 AND e.structure_embedding IS NOT NULL AND NOT e.id IN $structural_known
     THEN vector.similarity.cosine(e.structure_embedding, $task) END AS structural,
