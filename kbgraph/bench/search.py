@@ -1,0 +1,351 @@
+"""Search latency: kbgraph's student search next to an exact in-memory brute-force cosine over the
+same vectors, measured in the same run (``kbgraph bench search``).
+
+One run over one namespace:
+
+1. picks ``queries`` random queries (seeded) from the retrieval benchmark's query files
+   (``retail_queries.jsonl`` with their executed steps, ``webarena_queries.jsonl``), each with its
+   domain and leave-one-out ``exclude`` as :mod:`kbgraph.search.evaluate` sends them;
+2. embeds them all first, one query per call through the retriever's own query embedding and the
+   bare model (no embedding cache), and reports that time apart (p50, p95, mean per query);
+3. loads every active experience's problem+goal vector of the namespace into a float32 matrix
+   (timed apart: the baseline's start-up cost);
+4. warms up (``warmup`` searches, not counted), then for every query times
+   ``kb.student.search(query, query_vectors=…)`` (wall time around the call, and the retriever's
+   own ``timings_ms["retrieval"]``) and, right after it, the brute-force top-k
+   (``matrix @ query``, ``argpartition``), so both see the same machine load.
+
+Figures: p50/p95/p99/mean for both systems, split by queries with and without executed steps,
+candidates per search, a per-stage p50/mean breakdown of ``timings_ms``, the namespace's size
+and the whole database's (the vector and full-text indexes are database-wide: other namespaces
+crowd a namespace's index searches), and the load average before and after.
+
+Scaled namespaces (``bench-search-<N>``) are made by :mod:`kbgraph.bench.scale` from the real
+experiences of a source namespace (default ``shared``): recombined (problem of one seed, steps of
+another of the same domain), perturbed (one step-list edit, one word edit and a ``(variant n)``
+suffix, so content ids are new), composed to ~8 steps per experience on average (step lists of
+domains that have steps extended with further same-domain step lists; WebArena experiences keep
+none, as in the real data), every vector jittered with Gaussian noise of relative norm 0.3 and
+re-normalised (cosine ≈ 0.96 to the seed's), and the seed graph's four relations mirrored onto the
+copies. Deterministic for a seed, resumable, reused when already built.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kbgraph.bench.scale import ScaleReport, build_scaled_kb, load_seeds, scaled_namespace
+from kbgraph.gateway import Neo4jGateway
+from kbgraph.kb import KnowledgeBase
+from kbgraph.models import Experience
+from kbgraph.search.eval_data import load_queries
+from kbgraph.search.evaluate import search_query_for
+from kbgraph.search.params import SearchQuery
+from kbgraph.search.student import StudentRetriever
+
+__all__ = [
+    "DEFAULT_EVAL_DIR",
+    "QUERY_FILES",
+    "bench_search_cli",
+    "bench_search_command",
+    "growth_per_doubling",
+    "load_benchmark_queries",
+    "load_pg_matrix",
+    "percentiles",
+    "run_search_benchmark",
+]
+
+#: Where the retrieval benchmark's queries live, relative to a checkout (as ``kbgraph eval``).
+DEFAULT_EVAL_DIR = Path("../shared/data/eval")
+QUERY_FILES = ("retail_queries.jsonl", "webarena_queries.jsonl")
+#: The timings_ms stages of a student search, in pipeline order (``embed`` is 0 here).
+STAGES = ("channels", "facts", "score", "traverse", "select", "read", "retrieval")
+
+#: (stage, done, total)
+BenchProgress = Callable[[str, int, int], None]
+
+
+def percentiles(values: Sequence[float]) -> dict[str, float]:
+    """p50, p95, p99 and mean (linear interpolation), rounded to 0.01; zeros for no values."""
+    if not values:
+        return {"n": 0, "p50": 0.0, "p95": 0.0, "p99": 0.0, "mean": 0.0, "max": 0.0}
+    data = np.asarray(values, dtype=np.float64)
+    p50, p95, p99 = np.percentile(data, [50, 95, 99])
+    return {"n": len(values), "p50": round(float(p50), 3), "p95": round(float(p95), 3), "p99": round(float(p99), 3),
+            "mean": round(float(data.mean()), 3), "max": round(float(data.max()), 3)}
+
+
+def load_benchmark_queries(eval_dir: Path, count: int, k: int = 5, seed: int = 0) -> list[SearchQuery]:
+    """``count`` queries drawn at random (seeded) from the query files of ``eval_dir``; without
+    replacement while there are enough, then again from the start."""
+    pool = [q for name in QUERY_FILES for q in load_queries(eval_dir / name)]
+    rnd = random.Random(seed)
+    picked: list[SearchQuery] = []
+    while len(picked) < count:
+        order = list(range(len(pool)))
+        rnd.shuffle(order)
+        picked += [search_query_for(pool[i], k) for i in order[: count - len(picked)]]
+    return picked
+
+
+def load_pg_matrix(gateway: Neo4jGateway, namespace: str, page: int = 5000) -> tuple[list[str], npt.NDArray[np.float32]]:
+    """Ids and unit-length problem+goal vectors (float32 rows) of the namespace's active experiences."""
+    ids: list[str] = []
+    rows: list[npt.NDArray[np.float32]] = []
+    after = ""
+    while True:
+        records = gateway.read("bench_pg_vectors_page", kb=namespace, after=after, limit=page)
+        if not records:
+            break
+        ids += [r["id"] for r in records]
+        rows.append(np.asarray([r["vector"] for r in records], dtype=np.float32))
+        after = records[-1]["id"]
+    if not rows:
+        return ids, np.zeros((0, 0), dtype=np.float32)
+    matrix = np.vstack(rows)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    return ids, matrix
+
+
+def _brute_force(matrix: npt.NDArray[np.float32], vector: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
+    scores = matrix @ vector
+    if k >= len(scores):
+        return np.argsort(-scores)
+    top = np.argpartition(-scores, k)[:k]
+    return top[np.argsort(-scores[top])]
+
+
+def _unit32(vector: Any) -> npt.NDArray[np.float32]:
+    v = np.asarray(vector, dtype=np.float32)
+    return v / max(float(np.linalg.norm(v)), 1e-12)
+
+
+def _namespace_size(kb: KnowledgeBase) -> dict[str, int]:
+    stats = kb.stats()
+    relations = sum(stats.relationships.get(t, 0) for t in ("ABSTRACTION", "COMPOSITION", "ADAPTATION", "ALTERNATIVE"))
+    return {"experiences": stats.experiences, "steps": stats.nodes.get("Step", 0), "relations": relations}
+
+
+def run_search_benchmark(
+    kb: KnowledgeBase,
+    queries: int,
+    k: int = 5,
+    seed: int = 0,
+    on_progress: BenchProgress | None = None,
+    eval_dir: Path = DEFAULT_EVAL_DIR,
+    warmup: int = 20,
+) -> dict[str, Any]:
+    """Latency of ``queries`` student searches in ``kb``'s namespace next to brute force (see the
+    module docstring). Returns a JSON-ready dict; times in milliseconds unless named ``_s``."""
+    if queries < 1:
+        raise ValueError(f"queries must be at least 1, not {queries}")
+    load_before = os.getloadavg()
+    picked = load_benchmark_queries(eval_dir, queries, k=k, seed=seed)
+    size = _namespace_size(kb)
+    database = kb.gateway.read("bench_database_counts")[0]
+
+    # 1. Query embedding, apart: the bare model (a cache would hide it), one query per call.
+    model = getattr(kb.embedder, "inner", kb.embedder)
+    embedding = StudentRetriever(kb.gateway, model, kb.namespace, kb.student.weights)
+    model.embed(["warm-up"])
+    vectors: list[dict[str, Any]] = []
+    embed_ms: list[float] = []
+    for done, query in enumerate(picked, 1):
+        started = time.perf_counter()
+        vectors.append(embedding._embed_query(query, kb.student.weights))
+        embed_ms.append((time.perf_counter() - started) * 1000)
+        if on_progress is not None:
+            on_progress("embed", done, len(picked))
+
+    # 2. The baseline's matrix, loaded once.
+    started = time.perf_counter()
+    ids, matrix = load_pg_matrix(kb.gateway, kb.namespace)
+    load_s = time.perf_counter() - started
+    query_rows = [_unit32(v["pg"]) if v.get("pg") is not None else None for v in vectors]
+
+    # 3. Warm-up, then both systems per query, back to back.
+    for i in range(min(max(warmup, 0), len(picked))):
+        kb.student.search(picked[i], query_vectors=vectors[i])
+        row = query_rows[i]
+        if row is not None and len(ids):
+            _brute_force(matrix, row, k)
+    wall: list[float] = []
+    retrieval: list[float] = []
+    brute: list[float] = []
+    by_kind: dict[str, list[float]] = {"with_steps": [], "task_only": []}
+    stages: dict[str, list[float]] = {s: [] for s in STAGES}
+    candidates: list[float] = []
+    hits: list[float] = []
+    notes: Counter[str] = Counter()
+    for done, (query, vector, row) in enumerate(zip(picked, vectors, query_rows, strict=True), 1):
+        started = time.perf_counter()
+        results = kb.student.search(query, query_vectors=vector)
+        elapsed = (time.perf_counter() - started) * 1000
+        wall.append(elapsed)
+        by_kind["with_steps" if query.steps_so_far else "task_only"].append(elapsed)
+        retrieval.append(results.timings_ms.get("retrieval", elapsed))
+        for stage in STAGES:
+            if stage in results.timings_ms:
+                stages[stage].append(results.timings_ms[stage])
+        candidates.append(results.candidates)
+        hits.append(len(results.hits))
+        for note in results.notes:
+            notes[note.split(":")[0]] += 1
+        if row is not None and len(ids):
+            started = time.perf_counter()
+            _brute_force(matrix, row, k)
+            brute.append((time.perf_counter() - started) * 1000)
+        if on_progress is not None:
+            on_progress("search", done, len(picked))
+
+    return {
+        "namespace": kb.namespace,
+        **size,
+        "database": {"experiences": int(database["experiences"]), "steps": int(database["steps"])},
+        "queries": len(picked),
+        "queries_with_steps": len(by_kind["with_steps"]),
+        "k": k,
+        "seed": seed,
+        "warmup": warmup,
+        "embedding_ms": {**percentiles(embed_ms), "model": model.name, "cached": False},
+        "kbgraph_ms": percentiles(wall),
+        "kbgraph_retrieval_ms": percentiles(retrieval),
+        "kbgraph_by_query_ms": {kind: percentiles(values) for kind, values in by_kind.items()},
+        "brute_force_ms": percentiles(brute),
+        "brute_force_load_s": round(load_s, 3),
+        "brute_force_vectors": len(ids),
+        "candidates": percentiles(candidates),
+        "hits": percentiles(hits),
+        "stages_p50_ms": {s: percentiles(v)["p50"] for s, v in stages.items() if v},
+        "stages_p95_ms": {s: percentiles(v)["p95"] for s, v in stages.items() if v},
+        "stages_mean_ms": {s: percentiles(v)["mean"] for s, v in stages.items() if v},
+        "notes": dict(notes),
+        "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
+    }
+
+
+def growth_per_doubling(small: tuple[int, float], large: tuple[int, float]) -> float | None:
+    """How much a time grows each time the KB doubles: (t₂/t₁)^(1/log₂(n₂/n₁))."""
+    (n1, t1), (n2, t2) = small, large
+    if n1 <= 0 or n2 <= n1 or t1 <= 0 or t2 <= 0:
+        return None
+    return float((t2 / t1) ** (1 / math.log2(n2 / n1)))
+
+
+def _growth_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    ordered = sorted(runs, key=lambda r: int(r["experiences"]))
+    rows: list[dict[str, Any]] = []
+    for a, b in zip(ordered, ordered[1:], strict=False):
+        row: dict[str, Any] = {"from": a["experiences"], "to": b["experiences"]}
+        for system in ("kbgraph_ms", "brute_force_ms"):
+            for stat in ("p50", "p95"):
+                g = growth_per_doubling((a["experiences"], a[system][stat]), (b["experiences"], b[system][stat]))
+                row[f"{system.removesuffix('_ms')}_{stat}"] = round(g, 3) if g is not None else None
+        rows.append(row)
+    return rows
+
+
+def _labelled(report: BenchProgress, prefix: str) -> BenchProgress:
+    def labelled(stage: str, done: int, total: int) -> None:
+        report(f"{prefix}: {stage}", done, total)
+
+    return labelled
+
+
+def bench_search_cli(
+    sizes: list[int], queries: int, k: int, as_json: bool, out: Console, err: Console, *,
+    source: str = "shared", seed: int = 0, eval_dir: Path = DEFAULT_EVAL_DIR, namespace: str | None = None,
+) -> int:
+    """``kbgraph bench search``: for each size (0 = ``namespace``, or the configured one, as it
+    is), builds or reuses the scaled namespace ``bench-search-<size>`` from the experiences of
+    ``source``, runs :func:`run_search_benchmark` and prints kbgraph and brute force side by side,
+    with the growth per doubling between successive sizes (or everything as JSON).
+
+    How a scaled KB is made (see :mod:`kbgraph.bench.scale`): experience ``n`` takes the problem
+    and goal of a real seed experience (seeds used in turn, so the domain mix is the real one) and
+    the steps of the same or another seed of the same domain; one step edit (drop, duplicate or
+    swap), one word edit and a ``(variant n)`` suffix give it a new content id; step lists of
+    domains with steps are extended with further same-domain workflows so the KB averages ~8
+    steps per experience (the issue's 10,000 experiences / ~80,000 steps; WebArena experiences
+    keep none, as in the real data); every vector is the seed's plus Gaussian noise of relative
+    norm 0.3, re-normalised; and every seed relation is mirrored from each copy of its source to a
+    copy of its target. Deterministic (``seed``), resumable, reused when already built.
+    """
+    from kbgraph.settings import Settings
+
+    runs: list[dict[str, Any]] = []
+    seeds: list[Experience] | None = None
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=err, transient=False)
+    with progress:
+        tasks: dict[str, Any] = {}
+
+        def on_progress(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = progress.add_task(label, total=total)
+            progress.update(tasks[label], completed=done, total=total)
+
+        for size in sizes:
+            if size < 0:
+                err.print(f"kbgraph: error: size {size}: sizes are experience counts (0 = the namespace as it is)")
+                return 2
+            settings = Settings(namespace=namespace) if size == 0 and namespace else (
+                Settings() if size == 0 else Settings(namespace=scaled_namespace(size)))
+            with KnowledgeBase.from_settings(settings, quiet=True) as kb:
+                scale: ScaleReport | None = None
+                if size > 0:
+                    if seeds is None:
+                        seeds = load_seeds(kb.gateway, source)
+                    if not seeds:
+                        err.print(f"kbgraph: error: no active experiences in namespace {source!r} to scale from "
+                                  "(ingest ../shared/data/trajectories there first)")
+                        return 1
+                    scale = build_scaled_kb(kb, seeds, size, seed=seed, on_progress=_labelled(on_progress, f"build {size:,}"))
+                run = run_search_benchmark(kb, queries, k=k, seed=seed, eval_dir=eval_dir,
+                                           on_progress=_labelled(on_progress, kb.namespace))
+                if scale is not None:
+                    run["scaled"] = scale.as_dict()
+                runs.append(run)
+    growth = _growth_rows(runs)
+    if as_json:
+        out.print(json.dumps({"runs": runs, "growth_per_doubling": growth}, indent=2), markup=False,
+                  highlight=False, soft_wrap=True)
+        return 0
+    table = Table("system", "namespace", "experiences", "steps", "p50 ms", "p95 ms", "p99 ms", "mean ms",
+                  title=f"student search, k={k}, {queries} random queries (embedding excluded)")
+    for run in runs:
+        for label, key in (("kbgraph", "kbgraph_ms"), ("brute force (pg cosine, numpy)", "brute_force_ms")):
+            p = run[key]
+            table.add_row(label, run["namespace"], f"{run['experiences']:,}", f"{run['steps']:,}",
+                          f"{p['p50']:.2f}", f"{p['p95']:.2f}", f"{p['p99']:.2f}", f"{p['mean']:.2f}")
+    out.print(table)
+    stages = Table("namespace", "candidates p50", *[f"{s} p50" for s in STAGES], "embed p50 / mean",
+                   "brute-force load s", title="per stage (ms)")
+    for run in runs:
+        e = run["embedding_ms"]
+        stages.add_row(run["namespace"], f"{run['candidates']['p50']:.0f}",
+                       *[f"{run['stages_p50_ms'].get(s, 0.0):.2f}" for s in STAGES],
+                       f"{e['p50']:.1f} / {e['mean']:.1f}", f"{run['brute_force_load_s']:.2f}")
+    out.print(stages)
+    for row in growth:
+        out.print(f"growth per doubling {row['from']:,} → {row['to']:,}: kbgraph p50 ×{row['kbgraph_p50']}, "
+                  f"p95 ×{row['kbgraph_p95']}; brute force p50 ×{row['brute_force_p50']}")
+    return 0
+
+
+#: The name the issue gives the command.
+bench_search_command = bench_search_cli
