@@ -188,6 +188,7 @@ def run_search_benchmark(
     brute: list[float] = []
     by_kind: dict[str, list[float]] = {"with_steps": [], "task_only": []}
     stages: dict[str, list[float]] = {s: [] for s in STAGES}
+    stages_by_kind: dict[str, dict[str, list[float]]] = {kind: {s: [] for s in STAGES} for kind in by_kind}
     candidates: list[float] = []
     hits: list[float] = []
     notes: Counter[str] = Counter()
@@ -196,11 +197,13 @@ def run_search_benchmark(
         results = kb.student.search(query, query_vectors=vector)
         elapsed = (time.perf_counter() - started) * 1000
         wall.append(elapsed)
-        by_kind["with_steps" if query.steps_so_far else "task_only"].append(elapsed)
+        kind = "with_steps" if query.steps_so_far else "task_only"
+        by_kind[kind].append(elapsed)
         retrieval.append(results.timings_ms.get("retrieval", elapsed))
         for stage in STAGES:
             if stage in results.timings_ms:
                 stages[stage].append(results.timings_ms[stage])
+                stages_by_kind[kind][stage].append(results.timings_ms[stage])
         candidates.append(results.candidates)
         hits.append(len(results.hits))
         for note in results.notes:
@@ -233,6 +236,8 @@ def run_search_benchmark(
         "stages_p50_ms": {s: percentiles(v)["p50"] for s, v in stages.items() if v},
         "stages_p95_ms": {s: percentiles(v)["p95"] for s, v in stages.items() if v},
         "stages_mean_ms": {s: percentiles(v)["mean"] for s, v in stages.items() if v},
+        "stages_p50_ms_by_query": {kind: {s: percentiles(v)["p50"] for s, v in per.items() if v}
+                                   for kind, per in stages_by_kind.items()},
         "notes": dict(notes),
         "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
     }
