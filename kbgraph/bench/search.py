@@ -252,9 +252,12 @@ def growth_per_doubling(small: tuple[int, float], large: tuple[int, float]) -> f
 
 
 def _growth_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Growth between successive sizes at least a doubling apart (closer sizes only amplify noise)."""
     ordered = sorted(runs, key=lambda r: int(r["experiences"]))
     rows: list[dict[str, Any]] = []
     for a, b in zip(ordered, ordered[1:], strict=False):
+        if int(b["experiences"]) < 2 * int(a["experiences"]):
+            continue
         row: dict[str, Any] = {"from": a["experiences"], "to": b["experiences"]}
         for system in ("kbgraph_ms", "brute_force_ms"):
             for stat in ("p50", "p95"):
@@ -338,8 +341,10 @@ def bench_search_cli(
             table.add_row(label, run["namespace"], f"{run['experiences']:,}", f"{run['steps']:,}",
                           f"{p['p50']:.2f}", f"{p['p95']:.2f}", f"{p['p99']:.2f}", f"{p['mean']:.2f}")
     out.print(table)
-    stages = Table("namespace", "candidates p50", *[f"{s} p50" for s in STAGES], "embed p50 / mean",
-                   "brute-force load s", title="per stage (ms)")
+    stages = Table(title="per stage (ms)")
+    stages.add_column("namespace", no_wrap=True)
+    for column in ("candidates p50", *[f"{s} p50" for s in STAGES], "embed p50 / mean", "brute-force load s"):
+        stages.add_column(column)
     for run in runs:
         e = run["embedding_ms"]
         stages.add_row(run["namespace"], f"{run['candidates']['p50']:.0f}",
