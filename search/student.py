@@ -146,8 +146,25 @@ class StudentRetriever:
         self.weights = weights or SearchWeights()
         self._domain_vectors: dict[str, np.ndarray] = {}
         self._pass_rates: dict[tuple[Any, ...], float] = {}
+        self._domain_steps: dict[str, tuple[bool, float]] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = Lock()
+
+    #: How long the answer "does this domain have experiences with steps?" is trusted (seconds).
+    _DOMAIN_STEPS_TTL = 60.0
+
+    def _domain_has_steps(self, domain: str | None) -> bool:
+        """False when the query's domain holds no experience with steps (WebArena's, say): the
+        structural index then has nothing of that domain to find, and its request is saved."""
+        if not domain:
+            return True
+        now = time.monotonic()
+        cached = self._domain_steps.get(domain)
+        if cached is None or now - cached[1] > self._DOMAIN_STEPS_TTL:
+            rows = self.gateway.read("search_domain_has_steps", kb=self.namespace, domain=domain)
+            cached = (bool(rows and rows[0]["has_steps"]), now)
+            self._domain_steps[domain] = cached
+        return cached[0]
 
     def _executor(self) -> ThreadPoolExecutor:
         # The channels are independent index queries; running them concurrently overlaps their
@@ -224,7 +241,7 @@ class StudentRetriever:
         if pg is not None:
             jobs["vector:experience_pg_embedding"] = executor.submit(
                 self._vector_channel, "experience_pg_embedding", pg, w, params, notes)
-        if task is not None and w.structure_weight > 0:
+        if task is not None and w.structure_weight > 0 and self._domain_has_steps(q.domain):
             jobs["vector:experience_structure_embedding"] = executor.submit(
                 self._vector_channel, "experience_structure_embedding", task, w, params, notes)
         if text is not None and w.alpha > 0:
