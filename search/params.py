@@ -37,7 +37,6 @@ MAX_QUERY_CHARS = 8_000
 MAX_QUERY_STEPS = 50
 
 Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
-Positive = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
 
 
 class _Strict(BaseModel):

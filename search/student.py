@@ -66,14 +66,8 @@ _MMR_POOL = 3
 
 def parse_query(query: SearchQuery | dict[str, Any], where: str = "query") -> SearchQuery:
     """A validated query, or InvalidInputError naming every bad field."""
-    if isinstance(query, SearchQuery):
-        return query
-    from pydantic import ValidationError
-
-    try:
-        return SearchQuery.model_validate(query)
-    except ValidationError as error:
-        raise InvalidInputError(validation_problems(where, error), "invalid search") from None
+    parsed: SearchQuery = _parse(SearchQuery, query, where)
+    return parsed
 
 
 def _parse(model: Any, value: Any, where: str) -> Any:
@@ -346,7 +340,7 @@ class StudentRetriever:
         Query text is generalised like stored text (ids, numbers, amounts become placeholders),
         so an order number in the question neither matches nor repels the stored placeholders.
         """
-        pg_text = generalise_text(q.pg_text()) if q.pg_text() else ""
+        pg_text = generalise_text(q.pg_text())
         task_text = generalise_text(q.task.strip()) or pg_text
         if q.steps_so_far and w.structure_query_steps:
             flow = " -> ".join(s.action for s in q.steps_so_far)
