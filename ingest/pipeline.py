@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kbgraph.agents import apply_votes, check_votes
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.errors import InvalidInputError, KbgraphError
 from kbgraph.ids import normalise_text
@@ -169,9 +170,14 @@ class IngestPipeline:
                     pairs = self.reflector.reflect(trajectory, experience)
                 except KbgraphError as exc:
                     raise KbgraphError(f"{record.where}: reflection failed: {exc}") from None
-            experiences.append(experience)
-            labels.append(record.where)
-            reflections.append((experience, pairs))
+            votes = trajectory.metadata.get("votes")
+            # EDV: with votes, the experience goes to the shared bank, the approvers' private
+            # banks, or is stored rejected; without, it is shared as before.
+            stored = apply_votes(experience, check_votes(votes))[1] if votes is not None else [experience]
+            for copy in stored:
+                experiences.append(copy)
+                labels.append(record.where)
+                reflections.append((copy, pairs))
         if not experiences:
             return len(batch)
         with self._stage("write"):

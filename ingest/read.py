@@ -13,7 +13,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from kbgraph.errors import validation_problems
+from kbgraph.agents import check_votes
+from kbgraph.errors import InvalidInputError, validation_problems
 from kbgraph.jsonl import read_jsonl
 from kbgraph.models import Experience, Trajectory
 
@@ -38,8 +39,16 @@ def read_records(paths: list[Path]) -> Iterator[Record]:
                 continue
             model: type[Trajectory] | type[Experience] = Experience if "problem" in line.value and "task" not in line.value else Trajectory
             try:
-                yield Record(line.where, model.model_validate(line.value))
+                item = model.model_validate(line.value)
             except ValidationError as error:
                 yield Record(line.where, None, tuple(validation_problems(line.where, error)))
+                continue
+            if isinstance(item, Trajectory) and "votes" in item.metadata:
+                try:  # EDV: the executing agents' votes decide where the experience goes
+                    check_votes(item.metadata["votes"], where=f"{line.where}: metadata.votes")
+                except InvalidInputError as error:
+                    yield Record(line.where, None, tuple(error.problems))
+                    continue
+            yield Record(line.where, item)
         if empty:
             yield Record(str(path), None, (f"{path}: empty file, nothing to ingest",))

@@ -26,3 +26,5 @@ class IngestReport(BaseModel):
     peak_memory_mb: float = 0.0
     embedding_cache_hits: int = 0
     embedding_cache_misses: int = 0
+    maintenance_run: str | None = Field(
+        default=None, description="The maintenance run this ingest triggered by crossing a growth checkpoint.")

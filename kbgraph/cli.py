@@ -153,9 +153,10 @@ def _by_file_and_line(problem: str) -> tuple[str, int]:
     return (match.group(1), int(match.group(2))) if match else (problem, 0)
 
 
-def add_files(kb: KnowledgeBase, paths: list[Path]) -> dict[str, Any]:
+def add_files(kb: KnowledgeBase, paths: list[Path], votes: dict[str, bool] | None = None) -> dict[str, Any]:
     """Validates every record of every file first and reports all problems at once, in file and
-    line order; writes only when all are valid."""
+    line order; writes only when all are valid. With ``votes``, the experiences are EDV candidates
+    (see :meth:`KnowledgeBase.add_verified`)."""
     values, labels, problems = _read_experience_files(paths)
     experiences = []
     try:
@@ -165,6 +166,9 @@ def add_files(kb: KnowledgeBase, paths: list[Path]) -> dict[str, Any]:
     if problems:
         raise InvalidInputError(sorted(problems, key=_by_file_and_line))
     started = time.perf_counter()
+    if votes is not None:
+        verified = kb.add_verified(experiences, votes)
+        return {**verified.model_dump(), "seconds": round(time.perf_counter() - started, 2)}
     with _progress() as progress:
         task = progress.add_task("storing experiences", total=len(experiences))
         report = kb.add_experiences(experiences, labels=labels, on_progress=lambda n: progress.advance(task, n))
@@ -571,6 +575,18 @@ def demo(namespace: NamespaceOption = None, as_json: JsonOption = False) -> None
         out.print(f'Try in the Browser: MATCH (e:Experience {{kb: "{kb.namespace}"}})-[r]->(n) RETURN e, r, n LIMIT 50',
                   markup=False)
     out.print(f"done in {elapsed} s")
+
+
+def _register_command_modules() -> None:
+    from importlib import import_module
+
+    from kbgraph.commands import COMMAND_MODULES
+
+    for name in COMMAND_MODULES:
+        import_module(f"kbgraph.commands.{name}").register(app)
+
+
+_register_command_modules()
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ from kbgraph.models import Experience, FailureMode, Relation, Step
 LEARNING_FIELDS = ("quality", "retrieved", "used", "succeeded", "created_at", "last_used_at", "status")
 CONTENT_FIELDS = (
     "problem", "goal", "domain", "difficulty", "kind", "efficiency", "generalizability",
-    "scope", "owner_agent", "source", "adapted_from",
+    "scope", "owner_agent", "source", "adapted_from", "approved_by", "rejected_by",
 )
 EMBEDDING_FIELDS = ("pg_embedding", "structure_embedding", "context_embedding")
 STEP_FIELDS = ("order", "action", "text", "reward", "issue_type", "resolution_effectiveness")

@@ -10,16 +10,20 @@ from typing import Any
 import neo4j
 from pydantic import BaseModel, Field, ValidationError
 
+from kbgraph.agents import AbilityCell, AbilityMatrix, apply_votes, check_votes
 from kbgraph.connection import connect
 from kbgraph.embedders import Embedder, embedder_from_settings
 from kbgraph.errors import InvalidInputError, validation_problems
 from kbgraph.experience_store import ExperienceStore
+from kbgraph.feedback import ExperienceLearningState, FeedbackEvent, FeedbackRecorder, FeedbackReport
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.ingest.report import IngestReport
+from kbgraph.maintenance import Maintainer, MaintenanceReport
 from kbgraph.models import Experience
 from kbgraph.schema import IndexStatus, apply_schema, index_status
 from kbgraph.search.params import QueryStep, SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import SearchResults
+from kbgraph.search.steps import StepHit, StepRetriever
 from kbgraph.search.student import StudentRetriever, parse_query
 from kbgraph.search.teacher import ProblematicStep, RefineResults, RefineWeights, TeacherRetriever
 from kbgraph.settings import Settings
@@ -32,6 +36,13 @@ class WriteReport(BaseModel):
     new: int
     existing: int
     ids: list[str] = Field(default_factory=list)
+
+
+class VerifiedReport(BaseModel):
+    """What one ``add_verified`` call stored: each candidate's verdict, and the ids written."""
+
+    verdicts: list[str]
+    ids: list[str]
 
 
 class KbStats(BaseModel):
@@ -185,17 +196,22 @@ class KnowledgeBase:
         items: Iterable[Experience | Mapping[str, Any]],
         on_progress: Callable[[int], None] | None = None,
         labels: Sequence[str] | None = None,
+        maintain: bool = False,
     ) -> WriteReport:
         """Validates, embeds and writes experiences; idempotent (content-hash ids, MERGE).
 
         Nothing is written when any item is invalid. ``on_progress`` is called with the number of
-        experiences each committed batch wrote.
+        experiences each committed batch wrote. With ``maintain=True`` new experiences count
+        towards the growth checkpoints at which maintenance runs by itself, as ingested ones do;
+        by default ready-made experiences are kept exactly as written.
         """
         experiences = self.validate(items, labels)
         unique = _combine_duplicates(experiences)
         existing = self.store.existing_ids(e.key for e in unique)
         self.embed_missing([e for e in unique if e.key not in existing])
         self.store.write(unique, existing, on_batch=on_progress)
+        if maintain:
+            self.maintainer.after_growth(len(unique) - len(existing))
         return WriteReport(
             received=len(experiences), new=len(unique) - len(existing), existing=len(existing),
             ids=[e.key for e in experiences],
@@ -209,7 +225,11 @@ class KnowledgeBase:
         concept deduplication, documents, merging and the four relations (see kbgraph.ingest)."""
         from kbgraph.ingest.pipeline import pipeline_from_settings
 
-        return pipeline_from_settings(self, on_progress).ingest([Path(p) for p in paths], skip_invalid)
+        report = pipeline_from_settings(self, on_progress).ingest([Path(p) for p in paths], skip_invalid)
+        maintenance = self.maintainer.after_growth(report.experiences_new)
+        if maintenance is not None:
+            report.maintenance_run = maintenance.run_id
+        return report
 
     def recluster(self) -> IngestReport:
         """Rebuilds every meta-concept and document from all concepts (and re-merges, re-links)."""
@@ -256,7 +276,8 @@ class KnowledgeBase:
     @property
     def student(self) -> StudentRetriever:
         if self._student is None:
-            self._student = StudentRetriever(self.gateway, self.embedder, self.namespace, self.settings.search)
+            self._student = StudentRetriever(self.gateway, self.embedder, self.namespace, self.settings.search,
+                                             self.settings.learning.utility_half_life_days)
         return self._student
 
     def search(
@@ -309,9 +330,95 @@ class KnowledgeBase:
         return TeacherRetriever(self.gateway, self.embedder, self.namespace).refine(
             problematic_steps, domain=domain, k=k, agent=agent, weights=weights)
 
+    def search_steps(
+        self, action: str, arguments: Mapping[str, Any] | None = None, *, text: str | None = None,
+        domain: str | None = None, agent: str | None = None, k: int = 5, alpha: float | None = None,
+    ) -> list[StepHit]:
+        """MAEL step-wise retrieval: stored steps like the one about to be taken, scored
+        α·similarity + (1−α)·reward (α from ``learning.step_alpha``, 0.5), from the shared bank
+        and ``agent``'s private one. See :mod:`kbgraph.search.steps`."""
+        return StepRetriever(self.gateway, self.embedder, self.namespace).search(
+            action, dict(arguments or {}), text=text, domain=domain, agent=agent, k=k,
+            alpha=self.settings.learning.step_alpha if alpha is None else alpha)
+
     def search_query(self, query: SearchQuery | Mapping[str, Any], **options: Any) -> SearchResults:
         """:meth:`search` with a ready-made :class:`SearchQuery` (or its dict)."""
         return self.student.search(parse_query(dict(query) if isinstance(query, Mapping) else query), **options)
+
+    # -- learning ----------------------------------------------------------------------------------
+
+    def record_feedback(self, event: FeedbackEvent | Mapping[str, Any] | None = None, **fields: Any) -> FeedbackReport:
+        """Records what an agent did with search results, atomically (see :mod:`kbgraph.feedback`)::
+
+            kb.record_feedback(retrieved=results.ids, used=[results.hits[0].id], outcome=True,
+                               agent="agent-a", step_rewards=[{"experience_id": …, "order": 0, "reward": 1}])
+
+        Updates retrieved/used/succeeded, the quality EMA, usage impact and last-used time of the
+        experiences, step rewards (MAEL) and the agent's ability in the task's domain (EDV).
+        Raises InvalidInputError, writing nothing, for unknown experiences or steps."""
+        if event is not None and fields:
+            raise InvalidInputError(["feedback: give an event or keyword fields, not both"])
+        return FeedbackRecorder(self.gateway, self.namespace, self.settings.learning).record(
+            event if event is not None else fields)
+
+    @property
+    def maintainer(self) -> Maintainer:
+        return Maintainer(self.gateway, self.namespace, self.settings.learning)
+
+    def maintain(self, dry_run: bool = False) -> MaintenanceReport:
+        """AutoRefine maintenance now (see :mod:`kbgraph.maintenance`): merge near-duplicates and
+        archive the experiences that keep being retrieved but do not help. ``dry_run`` returns
+        exactly the changes a real run would make, with their reasons, and changes nothing."""
+        report = self.maintainer.run(dry_run=dry_run)
+        if report.merged and not dry_run:
+            # Merged experiences took their relations with them: link the survivors again.
+            from kbgraph.ingest.pipeline import pipeline_from_settings
+
+            pipeline_from_settings(self).consolidate()
+        return report
+
+    def restore(self, run_id: str | None = None, ids: Sequence[str] = ()) -> list[str]:
+        """Undoes pruning: archived experiences become active (searchable) again — those in
+        ``ids``, every one archived by maintenance run ``run_id``, or by default the last run's."""
+        return self.maintainer.restore(run_id, ids)
+
+    def add_verified(
+        self, items: Iterable[Experience | Mapping[str, Any]], votes: Mapping[str, bool]
+    ) -> VerifiedReport:
+        """EDV verify stage: stores candidate experiences according to the votes of the agents
+        that executed their task — all approve: the shared bank; some: each approver's private
+        bank; none: ``rejected`` (kept for audit, never retrieved). See :mod:`kbgraph.agents`."""
+        checked = check_votes(votes)
+        candidates = self.validate(items)
+        stored: list[Experience] = []
+        verdicts: list[str] = []
+        for candidate in candidates:
+            verdict, experiences = apply_votes(candidate, checked)
+            verdicts.append(verdict)
+            stored.extend(experiences)
+        self.add_experiences(stored)
+        return VerifiedReport(verdicts=verdicts, ids=[e.key for e in stored])
+
+    def ability_matrix(self) -> AbilityMatrix:
+        """Agent × domain attempts, successes and smoothed success rate, from reported outcomes."""
+        return AbilityMatrix.from_rows(self.gateway.read("ability_matrix", kb=self.namespace))
+
+    def best_agents(self, domain: str | None = None, task: str | None = None) -> list[AbilityCell]:
+        """Agents for a task, best first (EDV): by their record in ``domain``, or — given only the
+        ``task`` text — in the domain of the experiences most like it."""
+        if domain is None:
+            if not task:
+                raise InvalidInputError(["best_agents: give a domain or a task"])
+            hits = self.search(task, k=5).hits
+            if not hits:
+                return []
+            domains = [h.experience.domain for h in hits]
+            domain = max(dict.fromkeys(domains), key=domains.count)
+        return self.ability_matrix().rank_agents(domain)
+
+    def learning_state(self, ids: Sequence[str]) -> list[ExperienceLearningState]:
+        """Counters, quality and current utility of experiences (unknown ids are left out)."""
+        return FeedbackRecorder(self.gateway, self.namespace, self.settings.learning).counters(ids)
 
     # -- deleting --------------------------------------------------------------------------------
 

@@ -137,6 +137,9 @@ class Experience(_Strict):
     status: Status = "active"
     scope: Scope = "shared"
     owner_agent: Name | None = None
+    # EDV: the agents that approved or rejected this experience when it was verified.
+    approved_by: Annotated[list[Name], Field(max_length=100)] = Field(default_factory=list)
+    rejected_by: Annotated[list[Name], Field(max_length=100)] = Field(default_factory=list)
     source: ShortText | None = None
     # Provenance grows with merges (one id per trajectory), so its cap is generous: reading a
     # popular workflow back must never fail validation.

@@ -13,7 +13,8 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr
+
 from kbgraph.search.params import SearchWeights
 from pydantic_settings import (
     BaseSettings,
@@ -38,6 +39,32 @@ def config_file_path() -> Path | None:
 
 def _neo4j_env(name: str) -> AliasChoices:
     return AliasChoices(f"neo4j_{name}", f"NEO4J_{name.upper()}", f"KBGRAPH_NEO4J_{name.upper()}")
+
+
+class LearningSettings(BaseModel):
+    """The learning loop and maintenance (DESIGN §4–5): ``[learning]`` in kbgraph.toml, or
+    ``KBGRAPH_LEARNING__QUALITY_RATE=0.3``."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    # Agent KB D.1: Q ← (1 − rate)·Q + rate·outcome, for each experience an agent used.
+    quality_rate: float = Field(default=0.2, ge=0.0, le=1.0)
+    # Agent KB D.3: utility halves every ``utility_half_life_days`` unless reinforced (0 = never).
+    utility_half_life_days: float = Field(default=30.0, ge=0.0)
+    # Each use adds ±usage_impact (success/failure) to utility, decaying like quality.
+    usage_impact: float = Field(default=0.05, ge=0.0, le=1.0)
+    # AutoRefine maintenance: archive the bottom ``prune_fraction`` of experiences retrieved at
+    # least ``prune_min_retrieved`` times (younger ones have no record to judge yet) …
+    prune_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
+    prune_min_retrieved: int = Field(default=3, ge=0)
+    # … and also archive any whose utility fell below this floor (0 = off).
+    prune_utility_below: float = Field(default=0.0, ge=0.0, le=1.0)
+    # … and merge same-kind, same-workflow pairs at cosine ≥ merge_threshold, counters summed.
+    merge_threshold: float = Field(default=0.85, ge=0.0, le=1.0)
+    # Maintenance runs by itself after 10, 20, 40, … experiences were added (0 = only on demand).
+    maintenance_first_checkpoint: int = Field(default=10, ge=0)
+    # MAEL step-wise retrieval: α·similarity + (1 − α)·reward.
+    step_alpha: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
 class Settings(BaseSettings):
@@ -79,6 +106,7 @@ class Settings(BaseSettings):
     # Retrieval: every weight and threshold of DESIGN §3 (``[search]`` in kbgraph.toml, or
     # KBGRAPH_SEARCH__ALPHA=0.3); each search call may override them.
     search: SearchWeights = Field(default_factory=SearchWeights)
+    learning: LearningSettings = Field(default_factory=LearningSettings)
 
     # The managed local Neo4j (ignored when neo4j_uri is set). Memory is sized for a
     # 2-core / 24 GiB machine: the JVM heap holds query state, the page cache the store files;

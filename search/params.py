@@ -86,6 +86,12 @@ class SearchWeights(_Strict):
     support_saturation: Annotated[int, Field(ge=1, le=1_000_000)] = 100
     quality_weight: Unit = Field(
         default=0.0, description="MAEL/Agent KB: score ← (1−w)·score + w·quality; quality is learnt from feedback.")
+    utility_weight: Unit = Field(
+        default=0.5, description="Agent KB D.3: score ← score·((1−w) + w·utility); utility = quality decayed since last use "
+        "plus the decayed impact of each use (see kbgraph.search.utility). Equal utilities keep the order.")
+    shared_first: bool = Field(
+        default=True, description="EDV hierarchical retrieval for a calling agent: shared experiences first, its "
+        "private ones only to fill up k. False ranks both banks together by score.")
     # -- graph traversal
     hop_decay: Unit = Field(default=0.8, description="δ: per-hop decay of a path score.")
     max_hops: Annotated[int, Field(ge=0, le=3)] = 2
@@ -128,7 +134,10 @@ class SearchWeights(_Strict):
         return SearchWeights.model_validate({**current, **changes})
 
 
-Status = Literal["active", "archived"]
+# Only active experiences are ever retrieved: archived (pruned by maintenance) and rejected
+# (EDV: no agent approved) ones stay in the graph for audit — kb.get, export and the inspection
+# queries show them — and restoring an archived one makes it searchable again.
+Status = Literal["active"]
 
 
 def _active_only() -> list[Status]:
@@ -143,7 +152,7 @@ class SearchFilters(_Strict):
     kinds: list[Literal["concrete", "abstract"]] | None = None
     statuses: list[Status] = Field(
         default_factory=_active_only, min_length=1,
-        description="Rejected experiences are never retrieved; archived ones only when asked for.")
+        description="Only 'active': archived and rejected experiences are never retrieved.")
     min_success: Unit = 0.0
     min_quality: Unit = 0.0
 

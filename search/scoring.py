@@ -28,6 +28,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from kbgraph.search.utility import NEUTRAL_UTILITY
+
 __all__ = [
     "FloatArray",
     "LambdaKind",
@@ -598,6 +600,8 @@ def direct_scores(
     success_floor: float = 0.2,
     support_weight: float = 0.1,
     quality_weight: float = 0.0,
+    utility: npt.ArrayLike | None = None,
+    utility_weight: float = 0.0,
 ) -> dict[str, FloatArray]:
     """The student-phase score of n candidates found directly by an index (DESIGN §3), vectorised.
 
@@ -609,16 +613,20 @@ def direct_scores(
         stage   = λ·coarse + (1−λ)·fine              (Agent KB §A.1)
         direct  = stage · trans · (floor + (1−floor)·success) + β·support   (eq. 5, plus evidence)
         direct  ← (1−w_q)·direct + w_q·quality        (MAEL: α·sim + (1−α)·reward)
+        direct  ← direct · ((1−w_u) + w_u·utility/0.5) (Agent KB D.3 utility, learnt; 1 without feedback)
 
     The full-text index covers the same fields as the semantic index (problem, goal), so the
     lexical channel is mixed into that one, and the structural index (workflow shape) stands
     beside both. ``support`` is :func:`support_score` per candidate; it is a bonus, so ``direct``
     may exceed 1 by up to β (only the ranking matters). Returns every part by name
     (``lexical``, ``textual``, ``coarse``, ``stage``, ``success_factor``, ``direct``) so results
-    can explain themselves. Shapes must agree; weights in [0, 1]; NaN anywhere raises ValueError.
+    can explain themselves. The utility factor multiplies, so experiences of equal utility (a KB
+    without feedback) keep their order; ``utility`` defaults to 1 for every candidate.
+    Shapes must agree; weights in [0, 1]; NaN anywhere raises ValueError.
     """
     sem = np.clip(_scores(semantic, "semantic"), 0.0, 1.0)
     n = sem.size
+    utilities = np.ones(n) if utility is None else _scores(utility, "utility")
     arrays = {
         "structural": _scores(structural, "structural"),
         "fine": _scores(fine, "fine"),
@@ -627,12 +635,13 @@ def direct_scores(
         "success": _scores(success, "success"),
         "support": _scores(support, "support"),
         "quality": _scores(quality, "quality"),
+        "utility": utilities,
     }
     mask = np.asarray(has_structure, dtype=bool).reshape(-1)
     for name, array in [*arrays.items(), ("has_structure", mask)]:
         if array.size != n:
             raise ValueError(f"{name} has {array.size} values for {n} candidates")
-    for name in ("trans", "success", "support", "quality"):
+    for name in ("trans", "success", "support", "quality", "utility"):
         array = arrays[name]
         if array.size and (array.min() < 0.0 or array.max() > 1.0):
             raise ValueError(f"{name} values must lie in [0, 1]")
@@ -642,6 +651,7 @@ def direct_scores(
     floor = _unit_interval(success_floor, "success_floor")
     beta = _unit_interval(support_weight, "support_weight")
     w_quality = _unit_interval(quality_weight, "quality_weight")
+    w_utility = _unit_interval(utility_weight, "utility_weight")
 
     structure = np.clip(arrays["structural"], 0.0, 1.0)
     lexical_norm = minmax_normalise(arrays["lexical"]) if n else np.zeros(0)
@@ -651,11 +661,14 @@ def direct_scores(
     success_factor = floor + (1.0 - floor) * arrays["success"]
     direct = stage * arrays["trans"] * success_factor + beta * arrays["support"]
     direct = (1.0 - w_quality) * direct + w_quality * arrays["quality"]
+    utility_factor = (1.0 - w_utility) + w_utility * arrays["utility"] / NEUTRAL_UTILITY
+    direct = direct * utility_factor
     return {
         "lexical": lexical_norm,
         "textual": textual,
         "coarse": coarse,
         "stage": stage,
         "success_factor": success_factor,
+        "utility_factor": utility_factor,
         "direct": direct,
     }

@@ -40,6 +40,7 @@ from kbgraph.search.lexical import is_verbose, lucene_query
 from kbgraph.search.overfetch import overfetch
 from kbgraph.search.params import MAX_K, SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import ConceptHit, PathHop, ScoreBreakdown, SearchHit, SearchResults
+from kbgraph.search.utility import decay_rate_per_day, utility_factor
 from kbgraph.search.scoring import (
     direct_scores,
     domain_distance,
@@ -133,8 +134,12 @@ class _Reached:
 class StudentRetriever:
     """Runs student searches in one namespace. Thread-safe: it keeps only a cache of domain vectors."""
 
-    def __init__(self, gateway: Neo4jGateway, embedder: Embedder, namespace: str, weights: SearchWeights | None = None):
+    def __init__(
+        self, gateway: Neo4jGateway, embedder: Embedder, namespace: str, weights: SearchWeights | None = None,
+        utility_half_life_days: float = 30.0,
+    ):
         self.gateway = gateway
+        self.utility_decay = decay_rate_per_day(utility_half_life_days)
         self.embedder = embedder
         self.namespace = namespace
         self.weights = weights or SearchWeights()
@@ -261,7 +266,7 @@ class StudentRetriever:
         assert anchor is not None  # SearchQuery requires text or steps
         facts_rows = self.gateway.read(
             "search_candidates_score", kb=self.namespace, ids=list(candidates),
-            pg=pg or anchor, task=task or anchor, exclude=list(excluded),
+            pg=pg or anchor, task=task or anchor, exclude=list(excluded), decay=self.utility_decay,
             semantic_known=[c.id for c in candidates.values() if "semantic" in c.known],
             structural_known=[c.id for c in candidates.values() if "structural" in c.known],
         ) if candidates else []
@@ -289,6 +294,7 @@ class StudentRetriever:
         # 5. Selection.
         t = time.perf_counter()
         pool: dict[str, tuple[float, ScoreBreakdown, list[str], _Reached | None]] = {}
+        scopes = {c.id: c.facts["scope"] for c in scored if c.facts is not None}
         for c in scored:
             b = breakdowns[c.id]
             pool[c.id] = (b.direct, b, list(c.found_by), None)
@@ -301,9 +307,14 @@ class StudentRetriever:
                     success=float(node.facts["success_rate"]),
                     support=support_score(int(node.facts["support"]), w.support_saturation),
                     quality=float(node.facts["quality"]),
+                    utility=round(min(max(float(node.facts["utility"]), 0.0), 1.0), 6),
                 )
+                b.utility_factor = round(utility_factor(b.utility or 0.0, w.utility_weight), 6)
+                node.score *= b.utility_factor
                 pool[node.id] = (node.score, b, [f"edge:{node.hops[-1].relation.value}"], node)
-            elif node.score > current[0]:
+                scopes[node.id] = node.facts["scope"]
+            elif node.score * current[1].utility_factor > current[0]:
+                node.score *= current[1].utility_factor
                 pool[node.id] = (node.score, current[1], [*current[2], f"edge:{node.hops[-1].relation.value}"], node)
             else:
                 channel = f"edge:{node.hops[-1].relation.value}"
@@ -313,7 +324,15 @@ class StudentRetriever:
             ((score, hit_id) for hit_id, (score, *_rest) in pool.items() if score >= w.threshold),
             key=lambda pair: (-pair[0], pair[1]),
         )
-        chosen = self._diversify(ranked, k, w)
+        if q.agent and w.shared_first:
+            # EDV hierarchical retrieval: the shared bank first; the agent's private bank tops up.
+            shared = [pair for pair in ranked if scopes.get(pair[1]) != "private"]
+            chosen = self._diversify(shared, k, w)
+            if len(chosen) < k:
+                private = [pair for pair in ranked if scopes.get(pair[1]) == "private"]
+                chosen += self._diversify(private, k - len(chosen), w)
+        else:
+            chosen = self._diversify(ranked, k, w)
         timings["select"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
@@ -497,6 +516,7 @@ class StudentRetriever:
         success = np.clip(np.array([float(f["success_rate"]) for f in facts]), 0.0, 1.0)
         support = np.array([support_score(int(f["remaining"]), w.support_saturation) for f in facts])
         quality = np.clip(np.array([float(f["quality"]) for f in facts]), 0.0, 1.0)
+        utility = np.clip(np.array([float(f["utility"]) for f in facts]), 0.0, 1.0)
         # Without query text, only the executed steps can rank: λ = 0 puts all weight on fine.
         lam_used = lam if (has_text or has_flow) else 0.0
         parts = direct_scores(
@@ -504,6 +524,7 @@ class StudentRetriever:
             lexical=np.array([c.lexical for c in scored]), trans=trans, success=success, support=support,
             quality=quality, structure_weight=w.structure_weight if has_text else 1.0, lam=lam_used, alpha=w.alpha,
             success_floor=w.success_floor, support_weight=w.support_weight, quality_weight=w.quality_weight,
+            utility=utility, utility_weight=w.utility_weight,
         )
         out: dict[str, ScoreBreakdown] = {}
         for i, c in enumerate(scored):
@@ -516,6 +537,7 @@ class StudentRetriever:
                 lexical=round(float(parts["lexical"][i]), 6), textual=round(float(parts["textual"][i]), 6),
                 trans=round(float(trans[i]), 6), success=round(float(success[i]), 6),
                 support=round(float(support[i]), 6), quality=round(float(quality[i]), 6),
+                utility=round(float(utility[i]), 6), utility_factor=round(float(parts["utility_factor"][i]), 6),
                 direct=float(parts["direct"][i]), final=float(parts["direct"][i]),
             )
         coarse_cut = [c.id for i, c in enumerate(scored) if parts["coarse"][i] < w.theta_coarse and has_text]
@@ -540,7 +562,7 @@ class StudentRetriever:
             if not frontier:
                 break
             rows = self.gateway.read("search_neighbours", seeds=list(frontier), pg=pg,
-                                     per_seed=w.neighbours_per_seed, **params)
+                                     per_seed=w.neighbours_per_seed, decay=self.utility_decay, **params)
             next_frontier: dict[str, tuple[str, float, list[PathHop]]] = {}
             for row in rows:
                 node_id = row["id"]

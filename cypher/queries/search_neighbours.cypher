@@ -23,4 +23,10 @@ RETURN seed, type(r) AS relation, startNode(r) = s AS outgoing, coalesce(r.weigh
   coalesce(r.reason, '') AS reason, n.id AS id, n.kind AS kind, n.domain AS domain,
   coalesce(n.success_rate, 1.0) AS success_rate, coalesce(n.quality, 0.5) AS quality, semantic,
   CASE WHEN n.kind = 'abstract' THEN COUNT { ()-[:ABSTRACTION]->(n) }
-    ELSE size(coalesce(n.source_ids, [])) END AS support;
+    ELSE size(coalesce(n.source_ids, [])) END AS support,
+  coalesce(n.scope, 'shared') AS scope,
+  // utility (Agent KB D.3, unclipped), as in search_candidates_score, decaying at $decay per day
+  coalesce(n.quality, 0.5)
+    * exp(-$decay * duration.inSeconds(coalesce(n.last_used_at, n.created_at, datetime()), datetime()).seconds / 86400.0)
+  + coalesce(n.usage_impact, 0.0)
+    * exp(-$decay * duration.inSeconds(coalesce(n.usage_impact_at, datetime()), datetime()).seconds / 86400.0) AS utility;

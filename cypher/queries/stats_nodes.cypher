@@ -9,6 +9,7 @@ CALL () {
   UNION ALL MATCH (n:Insight {kb: $kb}) RETURN 'Insight' AS label, count(n) AS count
   UNION ALL MATCH (n:Agent {kb: $kb}) RETURN 'Agent' AS label, count(n) AS count
   UNION ALL MATCH (n:IngestedRecord {kb: $kb}) RETURN 'IngestedRecord' AS label, count(n) AS count
+  UNION ALL MATCH (n:KbState {kb: $kb}) RETURN 'KbState' AS label, count(n) AS count
 }
 WITH label, count
 WHERE count > 0

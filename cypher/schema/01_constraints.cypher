@@ -12,3 +12,4 @@ CREATE CONSTRAINT agent_key IF NOT EXISTS FOR (n:Agent) REQUIRE (n.kb, n.id) IS 
 // Records (trajectories, ready-made experiences) already ingested in a namespace: written in the
 // same transaction as a record's concepts and insights, the last write of its pass-1 work.
 CREATE CONSTRAINT ingested_record_key IF NOT EXISTS FOR (n:IngestedRecord) REQUIRE (n.kb, n.key) IS UNIQUE;
+CREATE CONSTRAINT kb_state_key IF NOT EXISTS FOR (n:KbState) REQUIRE n.kb IS UNIQUE;

@@ -95,7 +95,7 @@ def three_candidates(**overrides: Any) -> dict[str, Any]:
 
 def test_every_part_is_returned_by_name() -> None:
     parts = direct_scores(**three_candidates())
-    assert set(parts) == {"lexical", "textual", "coarse", "stage", "success_factor", "direct"}
+    assert set(parts) == {"lexical", "textual", "coarse", "stage", "success_factor", "utility_factor", "direct"}
     assert all(array.shape == (3,) for array in parts.values())
 
 
@@ -318,3 +318,14 @@ def test_a_non_finite_similarity_or_score_raises() -> None:
 def test_lambda_outside_the_unit_interval_raises(lam: float) -> None:
     with pytest.raises(ValueError):
         mmr_from_similarity([0.1, 0.3, 0.2], np.eye(3), 2, lam=lam)
+
+
+def test_utility_scales_the_score_and_is_neutral_without_feedback() -> None:
+    plain = direct_scores(**three_candidates())["direct"]
+    neutral = direct_scores(**three_candidates(utility=[0.5, 0.5, 0.5], utility_weight=0.5))["direct"]
+    np.testing.assert_allclose(neutral, plain)
+    learnt = direct_scores(**three_candidates(utility=[1.0, 0.5, 0.0], utility_weight=0.5))
+    np.testing.assert_allclose(learnt["utility_factor"], [1.5, 1.0, 0.5])
+    np.testing.assert_allclose(learnt["direct"], plain * [1.5, 1.0, 0.5])
+    with pytest.raises(ValueError, match="utility"):
+        direct_scores(**three_candidates(utility=[1.2, 0.5, 0.5]))

@@ -146,12 +146,9 @@ def test_filters_default_to_active_experiences_of_every_domain_and_kind() -> Non
     assert (filters.min_success, filters.min_quality) == (0.0, 0.0)
 
 
-def test_archived_experiences_can_be_asked_for() -> None:
-    assert SearchFilters(statuses=["active", "archived"]).statuses == ["active", "archived"]
-
-
-@pytest.mark.parametrize("statuses", [["rejected"], ["active", "rejected"], ["deleted"], []])
-def test_rejected_experiences_can_never_be_asked_for(statuses: list[str]) -> None:
+@pytest.mark.parametrize(
+    "statuses", [["rejected"], ["active", "rejected"], ["archived"], ["active", "archived"], ["deleted"], []])
+def test_archived_and_rejected_experiences_can_never_be_asked_for(statuses: list[str]) -> None:
     with pytest.raises(ValidationError):
         SearchFilters.model_validate({"statuses": statuses})
 

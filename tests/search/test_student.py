@@ -177,7 +177,8 @@ def test_filters_restrict_what_comes_back(kb: KnowledgeBase) -> None:
     assert ids(filters={"kinds": ["abstract"]}) == set()
     assert weak.key not in ids(filters={"min_success": 0.5})
     assert weak.key not in ids(filters={"min_quality": 0.3})
-    assert archived.key in ids(filters={"statuses": ["active", "archived"]})
+    with pytest.raises(InvalidInputError, match="statuses"):
+        ids(filters={"statuses": ["active", "archived"]})
     assert private.key in ids(agent="agent-7") and private.key not in ids(agent="agent-8")
     assert CANCEL.key not in ids(exclude=[CANCEL.key])
     assert RETURN.key not in ids(exclude=["t-return-1"]), "an experience standing only for excluded trajectories"

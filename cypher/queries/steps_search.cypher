@@ -1,0 +1,22 @@
+// MAEL step-wise retrieval: stored steps near $vector (the step index step_embedding, over-fetched to
+// $fetch nodes, then filtered on the owning experience: namespace $kb, active, $domains (null = all),
+// shared or owned by $agent) with their reward. Returns how many steps the index gave and up to $k
+// candidates, nearest first, each with the Neo4j cosine score ((1 + cos) / 2).
+CALL db.index.vector.queryNodes('step_embedding', $fetch, $vector) YIELD node, score
+WITH collect([node, score]) AS hits
+WITH size(hits) AS fetched, [h IN hits WHERE h[0].kb = $kb] AS ours
+CALL (ours) {
+  UNWIND ours AS h
+  WITH h[0] AS step, h[1] AS score
+  MATCH (e:Experience {kb: $kb, id: step.experience_id})
+  WHERE e.status = 'active'
+    AND ($domains IS NULL OR e.domain IN $domains)
+    AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
+  WITH step, score, e
+  ORDER BY score DESC, step.id
+  LIMIT $k
+  RETURN collect({experience_id: e.id, problem: e.problem, domain: e.domain, scope: coalesce(e.scope, 'shared'),
+                  owner_agent: e.owner_agent, order: step.order, action: step.action, text: step.text,
+                  reward: step.reward, reward_count: step.reward_count, score: score}) AS rows
+}
+RETURN fetched, rows;

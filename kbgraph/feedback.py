@@ -1,0 +1,200 @@
+"""Feedback: what agents report after a search — which experiences were retrieved, which they
+used, how the task ended, and how each step they followed went (DESIGN §4, MAEL).
+
+One call is one event and one write transaction: the retrieved/used/succeeded counters, the
+quality EMA (Agent KB D.1), the usage impact behind utility (D.3), last-used time, per-step
+rewards (MAEL) and the agent's ability-matrix cell (EDV) all change together, or nothing does.
+Each node is locked before its counters are read, so agents reporting at the same time never
+lose an update. Unknown experiences or steps are refused before anything is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
+
+from kbgraph.errors import InvalidInputError, validation_problems
+from kbgraph.gateway import Neo4jGateway, Row
+from kbgraph.search.utility import days_between, decay_rate_per_day, utility
+from kbgraph.settings import LearningSettings
+
+ExperienceId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:\-]{1,128}$")]
+AgentName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+MAX_IDS_PER_EVENT = 1_000
+
+
+class StepReward(BaseModel):
+    """MAEL: how one step of a used experience went, in [−1, 1]."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    experience_id: ExperienceId
+    order: int = Field(ge=0)
+    reward: float = Field(ge=-1.0, le=1.0)
+
+
+class FeedbackEvent(BaseModel):
+    """One report from an agent. ``outcome`` is True/False or a score in [0, 1] (≥ 0.5 counts as a
+    success); leave it out to record use before the task has ended."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    retrieved: list[ExperienceId] = Field(default_factory=list, max_length=MAX_IDS_PER_EVENT)
+    used: list[ExperienceId] = Field(default_factory=list, max_length=MAX_IDS_PER_EVENT)
+    outcome: bool | float | None = None
+    agent: AgentName | None = None
+    domain: AgentName | None = None
+    step_rewards: list[StepReward] = Field(default_factory=list, max_length=MAX_IDS_PER_EVENT)
+    at: datetime | None = None
+
+    @field_validator("outcome")
+    @classmethod
+    def _outcome_in_unit(cls, value: bool | float | None) -> bool | float | None:
+        if isinstance(value, float) and not 0.0 <= value <= 1.0:
+            raise ValueError("must be true, false or a score in [0, 1]")
+        return value
+
+    @field_validator("at")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
+
+    @property
+    def outcome_score(self) -> float | None:
+        return None if self.outcome is None else float(self.outcome)
+
+
+class ExperienceLearningState(BaseModel):
+    """An experience's counters and learnt values after the event."""
+
+    id: str
+    retrieved: int
+    used: int
+    succeeded: int
+    quality: float
+    utility: float
+    status: str | None = None
+
+
+class FeedbackReport(BaseModel):
+    """What one feedback event changed."""
+
+    at: datetime
+    retrieved: int
+    used: int
+    outcome: float | None
+    step_rewards: int
+    agent: str | None
+    domain: str | None
+    experiences: list[ExperienceLearningState]
+
+
+def parse_feedback(event: FeedbackEvent | Mapping[str, Any]) -> FeedbackEvent:
+    if isinstance(event, FeedbackEvent):
+        return event
+    try:
+        return FeedbackEvent.model_validate(dict(event))
+    except ValidationError as exc:
+        raise InvalidInputError(validation_problems("feedback", exc, strip_value_error=True)) from None
+
+
+def _unique(ids: Sequence[str]) -> list[str]:
+    # Sorted: transactions lock nodes in one order, so concurrent events cannot deadlock.
+    return sorted(set(ids))
+
+
+def learning_state(row: Row, settings: LearningSettings, now: datetime) -> ExperienceLearningState:
+    rate = decay_rate_per_day(settings.utility_half_life_days)
+    recent = row.get("last_used_at") or row.get("created_at")
+    value = utility(
+        float(row["quality"]), days_between(_py_time(recent), now), rate,
+        float(row.get("usage_impact") or 0.0), days_between(_py_time(row.get("usage_impact_at")), now),
+    )
+    return ExperienceLearningState(
+        id=row["id"], retrieved=row["retrieved"], used=row["used"], succeeded=row["succeeded"],
+        quality=round(float(row["quality"]), 6), utility=round(value, 6), status=row.get("status"),
+    )
+
+
+def _py_time(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value
+    native = value.to_native()  # neo4j.time.DateTime
+    assert isinstance(native, datetime)
+    return native
+
+
+class FeedbackRecorder:
+    """Writes feedback events for one namespace."""
+
+    def __init__(self, gateway: Neo4jGateway, namespace: str, settings: LearningSettings):
+        self.gateway = gateway
+        self.namespace = namespace
+        self.settings = settings
+
+    def _check(self, event: FeedbackEvent) -> dict[str, Row]:
+        wanted = _unique([*event.retrieved, *event.used, *(r.experience_id for r in event.step_rewards)])
+        rows = {row["id"]: row for row in self.gateway.read("feedback_targets", kb=self.namespace, ids=wanted)}
+        problems = [f"feedback: experience {i!r}: not in namespace {self.namespace!r}"
+                    for i in wanted if not rows[i]["found"]]
+        for n, reward in enumerate(event.step_rewards):
+            row = rows[reward.experience_id]
+            if row["found"] and reward.order not in row["step_orders"]:
+                problems.append(f"feedback: step_rewards.{n}: experience {reward.experience_id!r} has no step "
+                                f"{reward.order} (its steps: {sorted(row['step_orders'])})")
+        if event.outcome is None and event.agent is not None and not event.used and not event.retrieved:
+            problems.append("feedback: an agent without an outcome, retrievals or uses records nothing")
+        if problems:
+            raise InvalidInputError(problems)
+        return rows
+
+    def _task_domain(self, event: FeedbackEvent, rows: dict[str, Row]) -> str | None:
+        if event.domain:
+            return event.domain
+        domains = [rows[i]["domain"] for i in event.used or event.retrieved if rows[i]["domain"]]
+        # The task's domain is the one most of the experiences it used come from.
+        return max(sorted(set(domains)), key=domains.count) if domains else None
+
+    def record(self, event: FeedbackEvent | Mapping[str, Any]) -> FeedbackReport:
+        event = parse_feedback(event)
+        if not (event.retrieved or event.used or event.step_rewards or event.outcome is not None):
+            raise InvalidInputError(["feedback: nothing to record: give retrieved, used, step_rewards or outcome"])
+        rows = self._check(event)
+        now = event.at or datetime.now(UTC)
+        outcome = event.outcome_score
+        domain = self._task_domain(event, rows)
+        s = self.settings
+        calls: list[tuple[str, dict[str, Any]]] = []
+        if event.retrieved:
+            calls.append(("feedback_retrieved", {"kb": self.namespace, "ids": _unique(event.retrieved)}))
+        if event.used:
+            calls.append(("feedback_used", {
+                "kb": self.namespace, "ids": _unique(event.used), "outcome": outcome, "now": now,
+                "rate": s.quality_rate, "decay": decay_rate_per_day(s.utility_half_life_days),
+                "impact": s.usage_impact,
+            }))
+        if event.step_rewards:
+            rewards = sorted((r.model_dump() for r in event.step_rewards),
+                             key=lambda r: (r["experience_id"], r["order"]))
+            calls.append(("feedback_step_rewards", {"kb": self.namespace, "rewards": rewards}))
+        if event.agent and outcome is not None and domain:
+            calls.append(("feedback_ability", {"kb": self.namespace, "agent": event.agent, "domain": domain,
+                                               "outcome": outcome, "now": now}))
+        if calls:
+            self.gateway.write_all(calls)
+        touched = _unique([*event.retrieved, *event.used, *(r.experience_id for r in event.step_rewards)])
+        states = [learning_state(row, s, now)
+                  for row in self.gateway.read("feedback_counters", kb=self.namespace, ids=touched)]
+        return FeedbackReport(
+            at=now, retrieved=len(set(event.retrieved)), used=len(set(event.used)), outcome=outcome,
+            step_rewards=len(event.step_rewards), agent=event.agent, domain=domain, experiences=states,
+        )
+
+    def counters(self, ids: Sequence[str], now: datetime | None = None) -> list[ExperienceLearningState]:
+        rows = self.gateway.read("feedback_counters", kb=self.namespace, ids=_unique(ids))
+        return [learning_state(row, self.settings, now or datetime.now(UTC)) for row in rows]

@@ -1,0 +1,196 @@
+"""Maintenance (DESIGN §4, AutoRefine): keep the store healthy as it grows.
+
+One run plans, then (unless it is a dry run) applies exactly the plan:
+
+1. **Merge** active experiences of the same kind, workflow and owner whose problem+goal vectors
+   have cosine ≥ ``merge_threshold`` (0.85): the canonical one (smallest id) keeps the union of
+   their provenance and the sum of their counters (:func:`kbgraph.ingest.merge.plan_merges`).
+2. **Prune** — archive, never delete — the bottom ``prune_fraction`` (20 %) by the AutoRefine
+   score ``s/(u+ε)·log(1+u)·(1+u/(r+ε))`` among experiences retrieved at least
+   ``prune_min_retrieved`` times (an experience nobody has retrieved yet has no record to judge).
+   Only scores below the mean of that group are pruned, so a store where everything works
+   loses nothing. Experiences whose utility fell below ``prune_utility_below`` are archived too.
+   Counters are taken after the merges, as the real run will see them.
+
+Archived experiences keep everything and are never retrieved; :func:`restore` makes them active
+again (one run's, or chosen ids). Merges are not undone (the merged ids stay in ``merged_ids``).
+Runs happen on demand or when the number of experiences added crosses 10, 20, 40, … (see
+:meth:`Maintainer.after_growth`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from kbgraph.gateway import Neo4jGateway, Row
+from kbgraph.ingest.facts import ExperienceFacts
+from kbgraph.ingest.merge import MergeGroup, plan_merges
+from kbgraph.search.utility import (
+    bottom_fraction,
+    decay_rate_per_day,
+    growth_checkpoint_reached,
+    maintenance_score,
+    next_growth_checkpoint,
+    utility,
+)
+from kbgraph.settings import LearningSettings
+
+
+class MaintenanceChange(BaseModel):
+    """One change a maintenance run makes (or, in a dry run, would make), and why."""
+
+    action: Literal["merge", "archive"]
+    id: str
+    into: str | None = Field(default=None, description="For a merge: the experience it folds into.")
+    reason: str
+    score: float | None = Field(default=None, description="AutoRefine score (archive) or cosine (merge).")
+    retrieved: int = 0
+    used: int = 0
+    succeeded: int = 0
+    utility: float | None = None
+
+
+class MaintenanceReport(BaseModel):
+    run_id: str
+    dry_run: bool
+    trigger: str
+    at: datetime
+    examined: int = Field(default=0, description="Active experiences looked at.")
+    eligible_for_pruning: int = 0
+    merged: int = 0
+    archived: int = 0
+    changes: list[MaintenanceChange] = Field(default_factory=list)
+
+
+class _Candidate:
+    """An active experience as the plan sees it (counters summed over what merges into it)."""
+
+    def __init__(self, row: Row, settings: LearningSettings):
+        self.facts = ExperienceFacts.from_row(row)
+        self.retrieved = int(row["retrieved"])
+        self.used = int(row["used"])
+        self.succeeded = int(row["succeeded"])
+        rate = decay_rate_per_day(settings.utility_half_life_days)
+        self.utility = utility(float(row["quality"]), float(row["days_since_recent"]), rate,
+                               float(row["usage_impact"]), float(row["days_since_impact"]))
+
+
+def _run_id(now: datetime, namespace: str) -> str:
+    digest = hashlib.sha256(f"{namespace}|{now.isoformat()}".encode()).hexdigest()[:8]
+    return f"maint-{now.strftime('%Y%m%dT%H%M%S')}-{digest}"
+
+
+def plan_merge_changes(candidates: dict[str, _Candidate], groups: list[MergeGroup], threshold: float) -> list[MaintenanceChange]:
+    changes = []
+    for group in groups:
+        canonical = candidates[group.canonical].facts.pg
+        for merged_id in group.merged_ids:
+            cosine = float(np.dot(candidates[merged_id].facts.pg, canonical))
+            changes.append(MaintenanceChange(
+                action="merge", id=merged_id, into=group.canonical, score=round(cosine, 4),
+                reason=f"same kind and workflow as {group.canonical}, problem+goal cosine {cosine:.3f} "
+                       f"(group threshold {threshold}); counters summed into it",
+            ))
+    return changes
+
+
+def plan_prune_changes(
+    candidates: dict[str, _Candidate], groups: list[MergeGroup], settings: LearningSettings
+) -> tuple[int, list[MaintenanceChange]]:
+    """The archive changes over the experiences that survive the merges; returns how many were
+    eligible for the AutoRefine cut and the changes."""
+    merged_away = {m for g in groups for m in g.merged_ids}
+    counters = {i: (c.retrieved, c.used, c.succeeded) for i, c in candidates.items() if i not in merged_away}
+    for g in groups:
+        counters[g.canonical] = (g.retrieved, g.used, g.succeeded)
+    scores = {i: maintenance_score(s, u, r) for i, (r, u, s) in counters.items() if r >= settings.prune_min_retrieved}
+    chosen: dict[str, str] = {}
+    if scores:
+        mean = sum(scores.values()) / len(scores)
+        for i in bottom_fraction(scores, settings.prune_fraction):
+            if scores[i] < mean:
+                chosen[i] = (f"AutoRefine score {scores[i]:.3f} in the bottom {settings.prune_fraction:.0%} of the "
+                             f"{len(scores)} experiences retrieved at least {settings.prune_min_retrieved} times "
+                             f"(mean {mean:.3f})")
+    if settings.prune_utility_below > 0:
+        for i in counters:
+            if i not in chosen and candidates[i].utility < settings.prune_utility_below:
+                chosen[i] = f"utility {candidates[i].utility:.3f} below {settings.prune_utility_below}"
+    changes = []
+    for i in sorted(chosen, key=lambda i: (scores.get(i, 0.0), i)):
+        r, u, s = counters[i]
+        changes.append(MaintenanceChange(
+            action="archive", id=i, reason=chosen[i], score=round(scores[i], 6) if i in scores else None,
+            retrieved=r, used=u, succeeded=s, utility=round(candidates[i].utility, 6),
+        ))
+    return len(scores), changes
+
+
+class Maintainer:
+    """Plans and applies maintenance for one namespace."""
+
+    def __init__(self, gateway: Neo4jGateway, namespace: str, settings: LearningSettings):
+        self.gateway = gateway
+        self.namespace = namespace
+        self.settings = settings
+
+    def plan(self, now: datetime, trigger: str = "on demand", dry_run: bool = True) -> tuple[MaintenanceReport, list[MergeGroup]]:
+        rows = self.gateway.read("maintenance_candidates", kb=self.namespace, now=now)
+        candidates = {row["id"]: _Candidate(row, self.settings) for row in rows}
+        groups = plan_merges([c.facts for c in candidates.values()], self.settings.merge_threshold)
+        merges = plan_merge_changes(candidates, groups, self.settings.merge_threshold)
+        eligible, archives = plan_prune_changes(candidates, groups, self.settings)
+        report = MaintenanceReport(
+            run_id=_run_id(now, self.namespace), dry_run=dry_run, trigger=trigger, at=now, examined=len(candidates),
+            eligible_for_pruning=eligible, merged=len(merges), archived=len(archives), changes=[*merges, *archives],
+        )
+        return report, groups
+
+    def run(self, dry_run: bool = False, trigger: str = "on demand", now: datetime | None = None) -> MaintenanceReport:
+        """Plans and, unless ``dry_run``, applies the plan: merges and archives in one transaction."""
+        now = now or datetime.now(UTC)
+        report, groups = self.plan(now, trigger, dry_run)
+        if dry_run:
+            return report
+        calls: list[tuple[str, dict[str, Any]]] = []
+        if groups:
+            calls.append(("experience_merge", {"kb": self.namespace, "groups": [g.as_row() for g in groups]}))
+        archives = [{"id": c.id, "reason": c.reason, "score": c.score} for c in report.changes if c.action == "archive"]
+        if archives:
+            calls.append(("maintenance_archive", {"kb": self.namespace, "rows": archives, "run": report.run_id,
+                                                  "now": now}))
+        calls.append(("kb_state_maintained", {"kb": self.namespace, "run": report.run_id, "now": now,
+                                              "trigger": trigger, "archived": report.archived,
+                                              "merged": report.merged}))
+        self.gateway.write_all(calls)
+        return report
+
+    def restore(self, run_id: str | None = None, ids: Sequence[str] = (), now: datetime | None = None) -> list[str]:
+        """Makes archived experiences active again: ``ids``, or every one archived by ``run_id``,
+        or — with neither — every one archived by the last maintenance run. Returns their ids."""
+        if run_id is None and not ids:
+            state = self.gateway.read("kb_state_get", kb=self.namespace)
+            run_id = state[0]["last_maintenance_run"] if state else None
+            if run_id is None:
+                return []
+        rows = self.gateway.write("maintenance_restore", kb=self.namespace, ids=list(ids), run=run_id,
+                                  now=now or datetime.now(UTC))
+        return [row["id"] for row in rows]
+
+    def after_growth(self, added: int) -> MaintenanceReport | None:
+        """Counts ``added`` new experiences; runs maintenance when the total crosses 10, 20, 40, …
+        (``maintenance_first_checkpoint``; 0 turns automatic runs off)."""
+        first = self.settings.maintenance_first_checkpoint
+        if added <= 0:
+            return None
+        row = self.gateway.write("kb_state_growth", kb=self.namespace, added=added)[0]
+        if first <= 0 or not growth_checkpoint_reached(int(row["before"]), int(row["after"]), first):
+            return None
+        reached = next_growth_checkpoint(int(row["after"]), first) // 2
+        return self.run(trigger=f"growth checkpoint: {reached} experiences added")

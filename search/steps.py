@@ -1,0 +1,88 @@
+"""MAEL step-wise retrieval: the stored steps most like the one an agent is about to take, scored
+``α·similarity + (1 − α)·reward`` (DESIGN §5; α = 0.5 by default).
+
+Rewards come from feedback (:mod:`kbgraph.feedback`, ``step_rewards``): a step that helped ranks
+above an equally similar one that hurt. Each agent draws on the shared bank and its own private
+bank (per-agent pools). Similarity is the cosine of the step texts (``action: description``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from kbgraph.embedders import Embedder
+from kbgraph.errors import InvalidInputError
+from kbgraph.gateway import Neo4jGateway
+from kbgraph.search.overfetch import overfetch
+from kbgraph.search.scoring import neo4j_to_cosine
+from kbgraph.search.utility import step_score
+
+# Candidates by similarity before the reward re-ranks them: a well-rewarded step a little further
+# away must still be in the pool.
+POOL_PER_RESULT = 5
+MIN_POOL = 50
+OVERFETCH_LIMIT = 4096
+
+
+class StepHit(BaseModel):
+    rank: int
+    experience_id: str
+    problem: str
+    domain: str
+    scope: str
+    owner_agent: str | None = None
+    order: int
+    action: str
+    text: str
+    similarity: float = Field(description="Cosine of the step texts, clamped to [0, 1].")
+    reward: float | None = Field(default=None, description="Mean reported reward in [-1, 1]; None if never rated.")
+    rewards_reported: int = 0
+    score: float = Field(description="α·similarity + (1 − α)·reward (reward mapped to [0, 1], unknown = 0.5).")
+
+
+class StepRetriever:
+    def __init__(self, gateway: Neo4jGateway, embedder: Embedder, namespace: str):
+        self.gateway = gateway
+        self.embedder = embedder
+        self.namespace = namespace
+
+    def search(
+        self, action: str, arguments: dict[str, Any] | None = None, *, text: str | None = None,
+        domain: str | None = None, agent: str | None = None, k: int = 5, alpha: float = 0.5,
+    ) -> list[StepHit]:
+        from kbgraph.search.student import StudentRetriever
+
+        problems = []
+        if not action or not action.strip():
+            problems.append("steps search: action: must not be blank")
+        if not 1 <= k <= 100:
+            problems.append(f"steps search: k: must be between 1 and 100, not {k}")
+        if not 0.0 <= alpha <= 1.0:
+            problems.append(f"steps search: alpha: must be in [0, 1], not {alpha}")
+        if problems:
+            raise InvalidInputError(problems)
+        vector = self.embedder.embed([StudentRetriever.step_text(action.strip(), arguments or {}, text)])[0].tolist()
+        pool = max(k * POOL_PER_RESULT, MIN_POOL)
+
+        def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
+            row = self.gateway.read("steps_search", kb=self.namespace, vector=vector, fetch=n, k=pool,
+                                    domains=[domain] if domain else None, agent=agent)[0]
+            return int(row["fetched"]), list(row["rows"])
+
+        rows = overfetch(fetch, pool, pool * 4, OVERFETCH_LIMIT).rows
+        scored = []
+        for row in rows:
+            similarity = min(max(neo4j_to_cosine(float(row["score"])), 0.0), 1.0)
+            reward = None if row["reward"] is None else float(row["reward"])
+            scored.append((step_score(similarity, reward, alpha), similarity, row))
+        scored.sort(key=lambda item: (-item[0], item[2]["experience_id"], item[2]["order"]))
+        return [
+            StepHit(rank=i + 1, experience_id=row["experience_id"], problem=row["problem"], domain=row["domain"],
+                    scope=row["scope"], owner_agent=row["owner_agent"], order=int(row["order"]),
+                    action=row["action"], text=row["text"] or "", similarity=round(similarity, 6), reward=reward,
+                    rewards_reported=int(row["reward_count"] or (0 if reward is None else 1)),
+                    score=round(score, 6))
+            for i, (score, similarity, row) in enumerate(scored[:k])
+        ]
