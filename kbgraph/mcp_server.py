@@ -1,0 +1,529 @@
+"""kbgraph as an MCP server: the tools an agent calls before, during and after a task.
+
+Five tools over one namespace of one knowledge base (DESIGN §3–4):
+
+- ``search_experiences`` — student phase: what worked before for a task like this one;
+- ``refine_steps`` — teacher phase: help for the steps that are going wrong;
+- ``record_outcome`` — what the agent did with the results and how the task ended;
+- ``add_trajectory`` — ingest what the agent did, in the reference trajectory format;
+- ``get_experience`` — one experience in full (without its embeddings).
+
+Built on the official MCP Python SDK (``mcp`` 2.x, :class:`~mcp.server.mcpserver.MCPServer`):
+each tool has a typed input schema whose descriptions tell a model what to pass, and returns a
+pydantic model, published as the tool's output schema and sent as structured content.
+
+Bad input and unavailable dependencies come back as tool errors (``isError``) carrying kbgraph's
+message, which names what is wrong and where; the server keeps serving. The knowledge base is
+opened on the first tool call (so a client can list the tools before Neo4j is up), or injected.
+The namespace is fixed when the server starts: no tool can reach another namespace.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+import neo4j
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kbgraph.errors import InvalidInputError, KbgraphError, validation_problems
+from kbgraph.feedback import FeedbackReport
+from kbgraph.ingest.report import IngestReport
+from kbgraph.kb import KnowledgeBase
+from kbgraph.models import Experience, Trajectory
+from kbgraph.search.results import SearchHit, SearchResults
+from kbgraph.search.teacher import RefineResults
+from kbgraph.settings import Settings
+
+__all__ = [
+    "SERVER_NAME",
+    "TOOL_NAMES",
+    "AddTrajectoryResult",
+    "ExperienceDetails",
+    "KnowledgeBaseSource",
+    "SearchExperiencesResult",
+    "TrajectoryInput",
+    "build_server",
+    "serve_stdio",
+]
+
+SERVER_NAME = "kbgraph"
+TOOL_NAMES = ("search_experiences", "refine_steps", "record_outcome", "add_trajectory", "get_experience")
+# Enough to follow a merged experience's provenance without flooding a model's context.
+MAX_SOURCE_IDS_SHOWN = 50
+MAX_PITFALLS_PER_HIT = 5
+
+INSTRUCTIONS = """\
+kbgraph is a memory of what agents did before: experiences (problem, goal, generalised steps,
+pitfalls and their recoveries) and concept documents, learnt from past trajectories.
+- Before planning a task, call search_experiences with the task in words (and your domain).
+- When a step fails while executing, call refine_steps with that step and its error.
+- When the task ends, call record_outcome with the ids you were shown (retrieved), the ones you
+  followed (used) and whether it succeeded, so useful experiences rank higher next time.
+- To teach kbgraph a new task, call add_trajectory with what you did, step by step.
+- get_experience returns one experience in full, by id."""
+
+T = TypeVar("T")
+
+
+# -- the knowledge base behind the tools -----------------------------------------------------------
+
+
+class KnowledgeBaseSource:
+    """The knowledge base the tools work on: opened by ``factory`` on the first call, then reused.
+
+    Calls are serialised: the SDK runs each tool in a worker thread, and ingestion's consolidation
+    pass (merge, concepts, links) assumes it is the namespace's only writer. A factory that fails
+    (Neo4j down, bad settings) is tried again on the next call.
+    """
+
+    def __init__(self, factory: Callable[[], KnowledgeBase], *, owns_knowledge_base: bool = True):
+        self._factory = factory
+        self._owns = owns_knowledge_base
+        self._kb: KnowledgeBase | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> KnowledgeBaseSource:
+        return cls(lambda: KnowledgeBase.from_settings(settings))
+
+    @classmethod
+    def given(cls, kb: KnowledgeBase) -> KnowledgeBaseSource:
+        """An already open knowledge base, which its owner closes (tests, embedding in an app)."""
+        return cls(lambda: kb, owns_knowledge_base=False)
+
+    @contextmanager
+    def use(self) -> Iterator[KnowledgeBase]:
+        with self._lock:
+            if self._kb is None:
+                self._kb = self._factory()
+            yield self._kb
+
+    def close(self) -> None:
+        with self._lock:
+            if self._kb is not None and self._owns:
+                self._kb.close()
+            self._kb = None
+
+
+def _as_tool_error(exc: Exception) -> ToolError | None:
+    """The message a model can act on for a failure kbgraph anticipates; None for a bug."""
+    # Settings are validated when the server starts (kbgraph.commands.mcp), so a pydantic
+    # ValidationError here would be a bug and is left to the SDK like any other.
+    if isinstance(exc, KbgraphError):  # bad input, Neo4j unreachable, embedder missing, …
+        return ToolError(str(exc))
+    if isinstance(exc, neo4j.exceptions.Neo4jError):
+        return ToolError(f"Neo4j refused a query: {exc.code}: {exc.message}")
+    if isinstance(exc, neo4j.exceptions.DriverError):
+        first_line = (str(exc).splitlines() or [""])[0]
+        return ToolError(f"lost Neo4j during the call ({type(exc).__name__}: {first_line}); what was committed "
+                         "is kept and calling again resumes")
+    return None
+
+
+@contextmanager
+def _tool_errors() -> Iterator[None]:
+    try:
+        yield
+    except ToolError:
+        raise
+    except Exception as exc:
+        error = _as_tool_error(exc)
+        if error is None:
+            raise  # a bug: the SDK logs the traceback on stderr and answers "Error executing tool …"
+        raise error from exc
+
+
+def _run(source: KnowledgeBaseSource, work: Callable[[KnowledgeBase], T]) -> T:
+    with _tool_errors(), source.use() as kb:
+        return work(kb)
+
+
+# -- inputs ------------------------------------------------------------------------------------------
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExecutedStep(_Input):
+    """A step the agent has already executed in the current task."""
+
+    action: str = Field(description="The tool or operation called, e.g. 'get_order_details'.")
+    arguments: dict[str, Any] = Field(
+        default_factory=dict, description="The arguments it was called with (values may be concrete).")
+
+
+class ProblematicStepInput(_Input):
+    """A step that went wrong: what was called, with what, and the error it produced."""
+
+    action: str = Field(description="The tool or operation called, e.g. 'find_user_by_email'.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="The arguments it was called with.")
+    error: str | None = Field(
+        default=None, description="The error message or failed observation, verbatim. Leave out if none.")
+    issue_type: str | None = Field(
+        default=None, description="A short issue class such as 'not_found' or 'permission'; classified from "
+                                  "the error when left out.")
+    text: str | None = Field(
+        default=None, description="Optional description of what the step meant to do; built from action and "
+                                  "arguments when left out.")
+
+
+class StepRewardInput(_Input):
+    """How one step of a used experience went (per-step credit, MAEL)."""
+
+    experience_id: str = Field(description="The experience whose step this is.")
+    order: int = Field(ge=0, description="The step's order within that experience (0 = first), as shown by "
+                                         "search_experiences or get_experience.")
+    reward: float = Field(ge=-1.0, le=1.0, description="-1 (harmful) … 0 (no help) … 1 (exactly right).")
+
+
+class TrajectoryStepInput(_Input):
+    """One step as the agent took it."""
+
+    action: str = Field(description="The tool or operation called.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="The arguments, concrete values included "
+                                                                        "(kbgraph generalises ids and numbers).")
+    thought: str | None = Field(default=None, description="Why the agent took this step.")
+    observation: str | None = Field(default=None, description="What the step returned.")
+    error: str | None = Field(default=None, description="The error, when the step failed.")
+    reward: float | None = Field(default=None, description="How good the step was, in [-1, 1].")
+
+
+class OutcomeInput(_Input):
+    success: bool = Field(description="Whether the task was accomplished.")
+    reward: float | None = Field(default=None, description="Optional score of the whole run.")
+
+
+class TrajectoryInput(_Input):
+    """A trajectory in kbgraph's reference format (one line of shared/data/trajectories/*.jsonl)."""
+
+    id: str = Field(description="A unique, stable id for this run: letters, digits, '_', '.', ':' or '-', at "
+                                "most 128 characters. The same id is ingested once.")
+    task: str = Field(description="The task as it was given to the agent, in words.")
+    domain: str = Field(default="general", description="The domain, e.g. 'retail', 'airline', 'banking'.")
+    source: str | None = Field(default=None, description="Where the run comes from (agent, benchmark, …).")
+    steps: list[TrajectoryStepInput] = Field(default_factory=list, description="The steps, in the order taken.")
+    outcome: OutcomeInput | None = Field(default=None, description="How it ended; a success when left out.")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Extra facts; 'adapted_from': '<trajectory id>' declares that this "
+                                          "run carried another one into a new domain.")
+
+
+# -- outputs -----------------------------------------------------------------------------------------
+
+
+class StepView(BaseModel):
+    order: int | None = Field(description="Position in the workflow, 0 = first.")
+    action: str
+    text: str = Field(description="What the step does, with concrete values as placeholders.")
+
+
+class PitfallView(BaseModel):
+    description: str = Field(description="What went wrong at some step.")
+    issue_type: str | None
+    recovery: str = Field(description="How it was recovered.")
+    step_order: int | None
+
+
+class ExperienceHit(BaseModel):
+    rank: int
+    id: str = Field(description="Pass it to record_outcome (used/retrieved) or get_experience.")
+    score: float = Field(description="Final score in [0, 1]; higher is more relevant.")
+    problem: str
+    goal: str
+    domain: str
+    kind: str = Field(description="'concrete' (from real runs) or 'abstract' (generalises several).")
+    success_rate: float = Field(description="Fraction of the runs behind it that succeeded.")
+    steps: list[StepView]
+    pitfalls: list[PitfallView] = Field(description="Known failures on this workflow and their recoveries.")
+    found_by: list[str] = Field(description="Indexes or relations that brought it in.")
+    explanation: str = Field(description="Why it scored as it did, in one line.")
+
+
+class ConceptDocumentHit(BaseModel):
+    id: str
+    name: str
+    score: float
+    document: str = Field(description="When to use / why / how / pitfalls, distilled from many runs.")
+
+
+class SearchExperiencesResult(BaseModel):
+    query: str
+    experiences: list[ExperienceHit]
+    concepts: list[ConceptDocumentHit] = Field(description="Concept documents close to the task.")
+    retrieved_ids: list[str] = Field(description="The experience ids shown: pass them as 'retrieved' to "
+                                                 "record_outcome when the task ends.")
+    notes: list[str] = Field(description="Adjustments kbgraph made (e.g. k clamped).")
+
+
+class StepDetails(StepView):
+    model_config = ConfigDict(extra="ignore")
+
+    args_schema: dict[str, str] = Field(description="Argument names and the kind of value each takes.")
+    reward: float | None
+    issue_type: str | None
+    resolution_effectiveness: float | None
+
+
+class RelationView(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: str = Field(description="ABSTRACTION, COMPOSITION, ADAPTATION or ALTERNATIVE.")
+    target_id: str
+    weight: float
+    reason: str
+
+
+class ExperienceDetails(BaseModel):
+    """An experience in full, as stored, without its embeddings."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    problem: str
+    goal: str
+    domain: str
+    difficulty: str | None
+    kind: str
+    status: str
+    scope: str
+    owner_agent: str | None
+    success_rate: float
+    quality: float
+    utility: float | None = Field(description="Current learnt, time-decayed utility in [0, 1].")
+    efficiency: float | None
+    generalizability: float | None
+    retrieved: int
+    used: int
+    succeeded: int
+    created_at: datetime
+    last_used_at: datetime | None
+    source: str | None
+    source_count: int = Field(description="How many trajectories this experience stands for.")
+    source_ids: list[str] = Field(description=f"The first {MAX_SOURCE_IDS_SHOWN} of those trajectories' ids.")
+    adapted_from: list[str]
+    steps: list[StepDetails]
+    failure_modes: list[PitfallView]
+    relations: list[RelationView]
+
+
+class AddTrajectoryResult(BaseModel):
+    trajectory_id: str
+    experience_ids: list[str] = Field(
+        description="The experiences that now stand for this trajectory (after merging with look-alikes).")
+    new_experiences: int = Field(description="Experiences this call created.")
+    already_ingested: bool = Field(description="True when this trajectory id had been ingested before "
+                                               "(nothing changed).")
+    report: IngestReport
+
+
+# -- conversions -------------------------------------------------------------------------------------
+
+
+def _explanation(hit: SearchHit) -> str:
+    b = hit.breakdown
+    parts = [f"semantic {b.semantic:.2f}", f"lexical {b.lexical:.2f}"]
+    if b.structural is not None:
+        parts.append(f"workflow shape {b.structural:.2f}")
+    if b.fine is not None:
+        parts.append(f"steps so far {b.fine:.2f} (weight {1 - b.lam:.2f})")
+    parts += [f"domain transfer {b.trans:.2f}", f"success {b.success:.2f}"]
+    if b.utility is not None:
+        parts.append(f"utility {b.utility:.2f}")
+    text = "matched on " + ", ".join(parts)
+    if hit.path:
+        hops = " → ".join(f"{hop.relation.value} ({hop.weight:.2f}) {hop.to_id}" for hop in hit.path)
+        text += f"; reached from {hit.seed_id or hit.path[0].from_id} via {hops}"
+    return text + f"; final {b.final:.2f}"
+
+
+def _pitfalls(experience: Experience, limit: int | None = None) -> list[PitfallView]:
+    failures = experience.failure_modes if limit is None else experience.failure_modes[:limit]
+    return [PitfallView(description=f.description, issue_type=f.issue_type, recovery=f.recovery,
+                        step_order=f.step_order) for f in failures]
+
+
+def search_result(results: SearchResults) -> SearchExperiencesResult:
+    hits = [
+        ExperienceHit(
+            rank=hit.rank, id=hit.id, score=round(hit.score, 4), problem=hit.experience.problem,
+            goal=hit.experience.goal, domain=hit.experience.domain, kind=hit.experience.kind,
+            success_rate=hit.experience.success_rate,
+            steps=[StepView(order=s.order, action=s.action, text=s.text) for s in hit.experience.steps],
+            pitfalls=_pitfalls(hit.experience, MAX_PITFALLS_PER_HIT), found_by=hit.found_by,
+            explanation=_explanation(hit),
+        )
+        for hit in results.hits
+    ]
+    concepts = [ConceptDocumentHit(id=c.id, name=c.name, score=round(c.score, 4), document=c.document)
+                for c in results.concepts]
+    return SearchExperiencesResult(query=results.query, experiences=hits, concepts=concepts,
+                                   retrieved_ids=results.ids(), notes=results.notes)
+
+
+_EMBEDDINGS: Any = {"pg_embedding": True, "structure_embedding": True, "context_embedding": True,
+                    "steps": {"__all__": {"embedding"}}, "failure_modes": {"__all__": {"embedding"}}}
+
+
+def experience_details(experience: Experience, utility: float | None) -> ExperienceDetails:
+    fields = experience.model_dump(mode="json", exclude=_EMBEDDINGS)
+    fields.update(utility=utility, source_count=len(experience.source_ids),
+                  source_ids=experience.source_ids[:MAX_SOURCE_IDS_SHOWN])
+    return ExperienceDetails.model_validate(fields)
+
+
+def parse_trajectory(trajectory: TrajectoryInput | dict[str, Any]) -> Trajectory:
+    """The reference model's checks (id pattern, lengths, a task that is not blank …), with
+    problems named ``trajectory: field: reason``."""
+    payload = trajectory.model_dump(exclude_unset=True) if isinstance(trajectory, TrajectoryInput) else trajectory
+    if payload.get("outcome") is None:
+        payload.pop("outcome", None)
+    try:
+        return Trajectory.model_validate(payload)
+    except ValidationError as error:
+        raise InvalidInputError(validation_problems("trajectory", error, strip_value_error=True),
+                                "invalid trajectory, nothing was written") from None
+
+
+def ingest_trajectory(kb: KnowledgeBase, trajectory: Trajectory) -> AddTrajectoryResult:
+    """Runs the whole ingestion pipeline (through :meth:`KnowledgeBase.ingest`, so maintenance
+    checkpoints count it) on one trajectory, written to a temporary JSON Lines file."""
+    with tempfile.TemporaryDirectory(prefix="kbgraph-mcp-") as folder:
+        path = Path(folder) / "trajectory.jsonl"
+        path.write_text(json.dumps(trajectory.model_dump(mode="json")) + "\n", encoding="utf-8")
+        report = kb.ingest([path])
+    # The abstracted experience may have been merged into a look-alike: find the experiences whose
+    # provenance names this trajectory. (experiences_for_linking reads the active experiences of
+    # the namespace, which the ingestion's own merge and link passes have just read too.)
+    holders = sorted(row["id"] for row in kb.gateway.read("experiences_for_linking", kb=kb.namespace)
+                     if row["kind"] == "concrete" and trajectory.id in (row["source_ids"] or ()))
+    return AddTrajectoryResult(trajectory_id=trajectory.id, experience_ids=holders,
+                               new_experiences=report.experiences_new,
+                               already_ingested=report.records_already_ingested > 0, report=report)
+
+
+# -- the server --------------------------------------------------------------------------------------
+
+
+def build_server(
+    source: KnowledgeBaseSource | KnowledgeBase,
+    *,
+    default_agent: str | None = None,
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING",
+) -> MCPServer[Any]:
+    """The MCP server with kbgraph's five tools. ``default_agent`` is the agent name used when a
+    call names none (it decides which private experiences are visible and whose ability is updated)."""
+    kb_source = KnowledgeBaseSource.given(source) if isinstance(source, KnowledgeBase) else source
+    server: MCPServer[Any] = MCPServer(SERVER_NAME, title="kbgraph experience memory", instructions=INSTRUCTIONS,
+                                       log_level=log_level)
+
+    def agent_or_default(agent: str | None) -> str | None:
+        return agent if agent is not None else default_agent
+
+    @server.tool(annotations=ToolAnnotations(title="Search past experiences", read_only_hint=True,
+                                             open_world_hint=False))
+    def search_experiences(
+        task: Annotated[str, Field(description="The task you are about to do, in words (the user's request or "
+                                               "your summary of it). Must not be empty unless steps_so_far is given.")],
+        domain: Annotated[str | None, Field(description="Your domain, e.g. 'retail'; experiences from other "
+                                                        "domains are discounted, not excluded.")] = None,
+        steps_so_far: Annotated[list[ExecutedStep] | None, Field(
+            description="Steps you have already executed, in order; they shift the match from the task "
+                        "description to the workflow.")] = None,
+        k: Annotated[int, Field(ge=1, description="How many experiences to return (at most 100).")] = 5,
+        agent: Annotated[str | None, Field(description="Your agent name: also searches your private "
+                                                       "experiences.")] = None,
+    ) -> SearchExperiencesResult:
+        """Find experiences that worked before for tasks like this one, with their steps, known pitfalls
+        and why each matched, plus concept documents. Call it before planning a task."""
+        steps = [s.model_dump() for s in steps_so_far or ()]
+        return _run(kb_source, lambda kb: search_result(
+            kb.search(task, domain=domain, steps_so_far=steps, k=k, agent=agent_or_default(agent))))
+
+    @server.tool(annotations=ToolAnnotations(title="Get help with failing steps", read_only_hint=True,
+                                             open_world_hint=False))
+    def refine_steps(
+        problematic_steps: Annotated[list[ProblematicStepInput], Field(
+            min_length=1, description="The steps that went wrong, each with its action, arguments and error.")],
+        domain: Annotated[str | None, Field(description="Only experiences of this domain.")] = None,
+        k: Annotated[int, Field(ge=1, description="Matches per problematic step (at most 100).")] = 5,
+        agent: Annotated[str | None, Field(description="Your agent name: also searches your private "
+                                                       "experiences.")] = None,
+    ) -> RefineResults:
+        """For steps that are going wrong while you execute a task: stored steps that did the same thing
+        successfully, and past failures like yours with how they were recovered."""
+        steps = [s.model_dump(exclude_none=True) for s in problematic_steps]
+        return _run(kb_source, lambda kb: kb.refine(steps, domain=domain, k=k, agent=agent_or_default(agent)))
+
+    @server.tool(annotations=ToolAnnotations(title="Record how a task went", read_only_hint=False,
+                                             destructive_hint=False, idempotent_hint=False, open_world_hint=False))
+    def record_outcome(
+        retrieved: Annotated[list[str] | None, Field(
+            description="Ids of experiences you were shown (search_experiences' retrieved_ids).")] = None,
+        used: Annotated[list[str] | None, Field(description="Ids of the experiences you actually followed.")] = None,
+        outcome: Annotated[bool | float | None, Field(
+            description="How the task ended: true/false, or a score in [0, 1] (0.5 or more counts as a "
+                        "success). Leave out to record use before the task has ended.")] = None,
+        agent: Annotated[str | None, Field(description="Your agent name (updates your ability record).")] = None,
+        domain: Annotated[str | None, Field(description="The task's domain; by default the one most used "
+                                                        "experiences come from.")] = None,
+        step_rewards: Annotated[list[StepRewardInput] | None, Field(
+            description="Optional credit for individual steps of the experiences you used.")] = None,
+    ) -> FeedbackReport:
+        """Report what you did with search results and how the task ended. Experiences that help rise in
+        later searches; ones that do not, sink. Call it once when a task ends."""
+        rewards = [r.model_dump() for r in step_rewards or ()]
+        return _run(kb_source, lambda kb: kb.record_feedback(
+            retrieved=list(retrieved or ()), used=list(used or ()), outcome=outcome,
+            agent=agent_or_default(agent), domain=domain, step_rewards=rewards))
+
+    @server.tool(annotations=ToolAnnotations(title="Learn from a trajectory", read_only_hint=False,
+                                             destructive_hint=False, idempotent_hint=True, open_world_hint=False))
+    def add_trajectory(
+        trajectory: Annotated[TrajectoryInput, Field(description="What an agent did on one task, step by step.")],
+    ) -> AddTrajectoryResult:
+        """Teach kbgraph a task you (or another agent) carried out: it is generalised into an experience,
+        merged with look-alikes, linked and reflected into concept documents. Adding the same id again
+        changes nothing."""
+        with _tool_errors():  # checked before the knowledge base is even opened
+            parsed = parse_trajectory(trajectory)
+        return _run(kb_source, lambda kb: ingest_trajectory(kb, parsed))
+
+    @server.tool(annotations=ToolAnnotations(title="Read one experience", read_only_hint=True,
+                                             open_world_hint=False))
+    def get_experience(
+        id: Annotated[str, Field(description="The experience id, as returned by search_experiences.")],
+    ) -> ExperienceDetails:
+        """One experience in full: problem, goal, every step, failure modes and recoveries, relations to
+        other experiences, counters and learnt quality."""
+
+        def read(kb: KnowledgeBase) -> ExperienceDetails:
+            experience = kb.get(id)
+            if experience is None:
+                raise ToolError(f"no experience {id!r} in namespace {kb.namespace!r}")
+            states = kb.learning_state([id])
+            return experience_details(experience, states[0].utility if states else None)
+
+        return _run(kb_source, read)
+
+    return server
+
+
+def serve_stdio(settings: Settings, *, default_agent: str | None = None) -> None:
+    """Serves over stdin/stdout until the client closes stdin. The SDK points file descriptor 1 at
+    stderr while serving, so nothing but protocol reaches stdout; logs go to stderr."""
+    source = KnowledgeBaseSource.from_settings(settings)
+    try:
+        build_server(source, default_agent=default_agent).run("stdio")
+    finally:
+        source.close()
