@@ -172,7 +172,7 @@ def _centroid(vectors: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return result
 
 
-def _nearest_neighbours(
+def nearest_neighbours(
     vectors: npt.NDArray[np.float64], k: int, chunk: int = 1024,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """Exact cosine k-nearest neighbours (self first), computed in row chunks to bound memory.
@@ -219,7 +219,7 @@ def _umap_hdbscan_blocks(
         reducer = umap.UMAP(
             n_neighbors=k, n_components=min(components, n - 2), min_dist=0.0, metric="cosine",
             random_state=random_state, init=_UMAP_INIT, n_epochs=_UMAP_EPOCHS,
-            precomputed_knn=_nearest_neighbours(vectors, k),
+            precomputed_knn=nearest_neighbours(vectors, k),
         )
         embedded = reducer.fit_transform(vectors.astype(np.float32))
     clusterer = hdbscan.HDBSCAN(
@@ -285,7 +285,7 @@ def _stitch(vectors: npt.NDArray[np.float64], groups: list[list[int]], threshold
     if len(groups) < 2:
         return groups
     centroids = np.stack([_centroid(vectors[group]) for group in groups])
-    neighbours, distances = _nearest_neighbours(centroids, min(k + 1, len(groups)))
+    neighbours, distances = nearest_neighbours(centroids, min(k + 1, len(groups)))
     candidates = sorted(
         {(float(1.0 - d), min(a, int(b)), max(a, int(b)))
          for a in range(len(groups)) for b, d in zip(neighbours[a][1:], distances[a][1:], strict=True)

@@ -338,7 +338,6 @@ def search(
     only_domain: Annotated[list[str] | None, typer.Option("--only-domain", help="Filter: only these domains")] = None,
     kind: Annotated[str | None, typer.Option("--kind", help="Filter: concrete or abstract")] = None,
     min_success: Annotated[float, typer.Option(help="Filter: minimum success rate")] = 0.0,
-    include_archived: Annotated[bool, typer.Option("--include-archived", help="Also return archived experiences")] = False,
     setting: Annotated[list[str] | None, typer.Option(
         "--set", help="Override a search weight for this call: NAME=VALUE (e.g. alpha=0.3; repeatable)")] = None,
     as_json: JsonOption = False,
@@ -349,8 +348,6 @@ def search(
         filters["domains"] = only_domain
     if kind:
         filters["kinds"] = [kind]
-    if include_archived:
-        filters["statuses"] = ["active", "archived"]
     weights = _parse_assignments(setting, "--set")
     steps = _parse_steps(step)
     # Everything is validated before connecting or loading the model: a typo fails in a moment.

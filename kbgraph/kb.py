@@ -420,6 +420,16 @@ class KnowledgeBase:
         """Counters, quality and current utility of experiences (unknown ids are left out)."""
         return FeedbackRecorder(self.gateway, self.namespace, self.settings.learning).counters(ids)
 
+    # -- py2neo ------------------------------------------------------------------------------------
+
+    def py2neo_graph(self) -> Any:
+        """A connected ``py2neo.Graph`` on this knowledge base's server and database, for code that
+        still uses py2neo (end-of-life; needs the ``kbgraph[py2neo]`` extra). Queries through it are
+        not scoped to this namespace: filter on ``kb`` yourself. What works on Neo4j 5: README, *py2neo*."""
+        from kbgraph.py2neo_bridge import py2neo_graph
+
+        return py2neo_graph(self.settings.model_copy(update={"neo4j_database": self.gateway.database}))
+
     # -- deleting --------------------------------------------------------------------------------
 
     def delete(self, ids: Sequence[str]) -> int:

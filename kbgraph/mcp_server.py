@@ -403,10 +403,8 @@ def ingest_trajectory(kb: KnowledgeBase, trajectory: Trajectory) -> AddTrajector
         path.write_text(json.dumps(trajectory.model_dump(mode="json")) + "\n", encoding="utf-8")
         report = kb.ingest([path])
     # The abstracted experience may have been merged into a look-alike: find the experiences whose
-    # provenance names this trajectory. (experiences_for_linking reads the active experiences of
-    # the namespace, which the ingestion's own merge and link passes have just read too.)
-    holders = sorted(row["id"] for row in kb.gateway.read("experiences_for_linking", kb=kb.namespace)
-                     if row["kind"] == "concrete" and trajectory.id in (row["source_ids"] or ()))
+    # provenance names this trajectory.
+    holders = [row["id"] for row in kb.gateway.read("experiences_by_source", kb=kb.namespace, source_id=trajectory.id)]
     return AddTrajectoryResult(trajectory_id=trajectory.id, experience_ids=holders,
                                new_experiences=report.experiences_new,
                                already_ingested=report.records_already_ingested > 0, report=report)
