@@ -56,7 +56,7 @@ class LearningSettings(BaseModel):
     # AutoRefine maintenance: archive the bottom ``prune_fraction`` of experiences retrieved at
     # least ``prune_min_retrieved`` times (younger ones have no record to judge yet) …
     prune_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
-    prune_min_retrieved: int = Field(default=3, ge=0)
+    prune_min_retrieved: int = Field(default=5, ge=0)
     # … and also archive any whose utility fell below this floor (0 = off).
     prune_utility_below: float = Field(default=0.0, ge=0.0, le=1.0)
     # … and merge same-kind, same-workflow pairs at cosine ≥ merge_threshold, counters summed.
