@@ -24,6 +24,10 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.managed import ManagedNeo4j
 from kbgraph.settings import Settings
 
+if __name__ == "__main__":
+    # `python -m kbgraph.cli` (./kb): command modules import kbgraph.cli; make that this module, not a second copy.
+    sys.modules.setdefault("kbgraph.cli", sys.modules[__name__])
+
 app = typer.Typer(
     add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
     help="kbgraph — a knowledge-graph memory engine for LLM agents, on Neo4j.",
@@ -96,7 +100,8 @@ def server_status(as_json: JsonOption = False) -> None:
         _print_json(status.as_dict())
         return
     state = f"running (pid {status.pid})" if status.running else "stopped"
-    out.print(f"Neo4j {status.version}: {state}\n  Bolt    {status.bolt_uri}\n  Browser {status.browser_url}\n"
+    guide = f"\n  Guide   :play {status.browser_guide_url}" if status.browser_guide_url else ""
+    out.print(f"Neo4j {status.version}: {state}\n  Bolt    {status.bolt_uri}\n  Browser {status.browser_url}{guide}\n"
               f"  Home    {status.home}")
 
 

@@ -116,6 +116,9 @@ class Settings(BaseSettings):
     managed_http_port: int = Field(default=7474, ge=1, le=65535)
     managed_heap: str = Field(default="4g", pattern=r"^\d+[mg]$")
     managed_pagecache: str = Field(default="2g", pattern=r"^\d+[mg]$")
+    # The small HTTP server that hands Neo4j Browser kbgraph's style and guide (another free
+    # port if this one is taken; 0 = none).
+    managed_assets_port: int = Field(default=7475, ge=0, le=65535)
     managed_start_timeout_s: float = Field(default=180.0, gt=0)
 
     @property

@@ -4,6 +4,10 @@ An instance is a folder (``conf/``, ``data/``, ``logs/``, ``run/``) plus a ``pas
 only the user can read. The first start sets that generated password with ``neo4j-admin dbms
 set-initial-password`` before the database exists, so the server never runs with the default
 credentials. The server listens on 127.0.0.1 only, with Bolt and HTTP (the Browser).
+
+Next to it runs a small HTTP server with kbgraph's Browser style and guide
+(:mod:`kbgraph.browser`); the generated neo4j.conf makes the Browser load both on every connect.
+It starts and stops with the server, and never keeps the server from starting.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ from pathlib import Path
 
 import neo4j
 
+from kbgraph.browser.asset_process import DEFAULT_PORT as DEFAULT_ASSETS_PORT
+from kbgraph.browser.asset_process import BrowserAssetServer
+from kbgraph.browser.assets import BrowserAssets
 from kbgraph.cypher_files import query
 from kbgraph.errors import ManagedServerError
 from kbgraph.managed.runtime import NEO4J_VERSION, ensure_runtime
@@ -59,6 +66,8 @@ class ServerStatus:
     browser_url: str
     home: Path
     version: str = NEO4J_VERSION
+    # Where kbgraph's Browser guide is served (None: the asset server is not running).
+    browser_guide_url: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -66,6 +75,7 @@ class ServerStatus:
             "pid": self.pid,
             "bolt_uri": self.bolt_uri,
             "browser_url": self.browser_url,
+            "browser_guide_url": self.browser_guide_url,
             "home": str(self.home),
             "version": self.version,
         }
@@ -81,6 +91,8 @@ class ManagedNeo4j:
     pagecache: str = "2g"
     start_timeout_s: float = 180.0
     quiet: bool = False
+    # Preferred port of the Browser style/guide server (another one if busy); 0 = serve none.
+    assets_port: int = DEFAULT_ASSETS_PORT
 
     @classmethod
     def from_settings(cls, settings: Settings, quiet: bool = False) -> ManagedNeo4j:
@@ -93,6 +105,7 @@ class ManagedNeo4j:
             pagecache=settings.managed_pagecache,
             start_timeout_s=settings.managed_start_timeout_s,
             quiet=quiet,
+            assets_port=configured_assets_port(settings),
         )
 
     # -- addresses and credentials -------------------------------------------------------------
@@ -125,16 +138,24 @@ class ManagedNeo4j:
     def auth(self) -> tuple[str, str]:
         return (USERNAME, self.password())
 
+    @property
+    def browser_assets(self) -> BrowserAssetServer:
+        return BrowserAssetServer(self.home, say=self._say)
+
     # -- lifecycle ------------------------------------------------------------------------------
 
     def status(self) -> ServerStatus:
         pid = self._live_pid()
-        return ServerStatus(pid is not None, pid, self.bolt_uri, self.browser_url, self.home)
+        assets = self.browser_assets.running() if pid is not None else None
+        return ServerStatus(pid is not None, pid, self.bolt_uri, self.browser_url, self.home,
+                            browser_guide_url=assets.guide_url if assets else None)
 
     def start(self) -> ServerStatus:
         """Starts the server unless it already runs; returns once Bolt answers with our password."""
         if self._live_pid() is not None:
             self._wait_until_ready(None)
+            if self.assets_port:
+                self.browser_assets.ensure_running()
             return self.status()
         java = shutil.which("java")
         if java is None:
@@ -147,7 +168,15 @@ class ManagedNeo4j:
                     "KBGRAPH_MANAGED_BOLT_PORT / KBGRAPH_MANAGED_HTTP_PORT."
                 )
         lib = ensure_runtime(self.cache_dir, quiet=self.quiet)
-        self._prepare_home(java, lib)
+        self._prepare_directories()
+        # Started first so that neo4j.conf can name the port it really got.
+        assets = (self.browser_assets.start(self.assets_port, reserved=(self.bolt_port, self.http_port))
+                  if self.assets_port else None)
+        try:
+            self._prepare_home(java, lib, assets)
+        except BaseException:
+            self.browser_assets.stop()
+            raise
         self._say(f"kbgraph: starting Neo4j {NEO4J_VERSION} ({self.home}) …")
         log = open(self.home / "logs" / "console.log", "ab")
         try:
@@ -157,6 +186,9 @@ class ManagedNeo4j:
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, cwd=self.home,
             )
+        except BaseException:
+            self.browser_assets.stop()
+            raise
         finally:
             log.close()
         self.pid_file.write_text(str(proc.pid))
@@ -164,6 +196,7 @@ class ManagedNeo4j:
             self._wait_until_ready(proc)
         except BaseException:
             self._terminate(proc.pid)
+            self.browser_assets.stop()
             raise
         self._say(f"kbgraph: Neo4j is up — Bolt {self.bolt_uri}, Browser {self.browser_url}")
         return self.status()
@@ -171,12 +204,11 @@ class ManagedNeo4j:
     def stop(self, timeout_s: float = 60.0) -> bool:
         """Stops the server cleanly (SIGTERM, then SIGKILL after ``timeout_s``). False if not running."""
         pid = self._live_pid()
-        if pid is None:
-            self.pid_file.unlink(missing_ok=True)
-            return False
-        self._terminate(pid, timeout_s)
+        if pid is not None:
+            self._terminate(pid, timeout_s)
         self.pid_file.unlink(missing_ok=True)
-        return True
+        self.browser_assets.stop()  # also one left behind by a Neo4j that died on its own
+        return pid is not None
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -184,11 +216,13 @@ class ManagedNeo4j:
         if not self.quiet:
             print(message, file=sys.stderr, flush=True)
 
-    def _prepare_home(self, java: str, lib: Path) -> None:
+    def _prepare_directories(self) -> None:
         for sub in ("conf", "data", "logs", "run", "import", "plugins"):
             (self.home / sub).mkdir(parents=True, exist_ok=True)
         os.chmod(self.home, 0o700)
-        (self.home / "conf" / "neo4j.conf").write_text(self.config_text())
+
+    def _prepare_home(self, java: str, lib: Path, assets: BrowserAssets | None) -> None:
+        (self.home / "conf" / "neo4j.conf").write_text(self.config_text(assets))
         if not (self.home / "data" / "dbms" / "auth.ini").exists():
             password = secrets.token_urlsafe(18)
             proc = subprocess.run(
@@ -202,8 +236,11 @@ class ManagedNeo4j:
             with os.fdopen(fd, "w") as handle:
                 handle.write(password + "\n")
 
-    def config_text(self) -> str:
+    def config_text(self, browser_assets: BrowserAssets | None = None) -> str:
+        """neo4j.conf; with ``browser_assets``, the Browser applies kbgraph's style and opens its
+        guide on every connect."""
         home = self.home
+        browser = [f"{key}={value}" for key, value in browser_assets.neo4j_settings().items()] if browser_assets else []
         return "\n".join([
             "# Written by kbgraph at every start; edit kbgraph's settings instead.",
             "server.default_listen_address=127.0.0.1",
@@ -226,6 +263,9 @@ class ManagedNeo4j:
             f"server.directories.plugins={home / 'plugins'}",
             "db.tx_log.rotation.retention_policy=2 files",
             "dbms.usage_report.enabled=false",
+            # Neo4j Browser: no usage tracking (and no banner asking about it).
+            "client.allow_telemetry=false",
+            *browser,
             "",
         ])
 
@@ -319,6 +359,23 @@ def _port_in_use(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.5)
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def configured_assets_port(settings: Settings) -> int:
+    """The preferred port of the Browser asset server: ``settings.managed_assets_port`` (env
+    ``KBGRAPH_MANAGED_ASSETS_PORT``), 0 to serve no style or guide; 7475 by default."""
+    configured = getattr(settings, "managed_assets_port", None)  # a field of Settings once it has one
+    if isinstance(configured, int):
+        return configured
+    raw = os.environ.get("KBGRAPH_MANAGED_ASSETS_PORT", "").strip()
+    if not raw:
+        return DEFAULT_ASSETS_PORT
+    if not raw.isdigit() or int(raw) > 65535:
+        raise ManagedServerError(
+            f"KBGRAPH_MANAGED_ASSETS_PORT={raw!r} is not a port: give a number from 1 to 65535, or 0 to serve "
+            "no Neo4j Browser style and guide."
+        )
+    return int(raw)
 
 
 def free_port() -> int:
