@@ -16,7 +16,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
+from kbgraph.embedders import Embedder
 from kbgraph.errors import InvalidInputError, validation_problems
+from kbgraph.ids import content_hash
+from kbgraph.ingest.generalise import generalise_text
 from kbgraph.gateway import Neo4jGateway, Row
 from kbgraph.search.utility import days_between, decay_rate_per_day, utility
 from kbgraph.settings import LearningSettings
@@ -48,6 +51,9 @@ class FeedbackEvent(BaseModel):
     agent: AgentName | None = None
     domain: AgentName | None = None
     step_rewards: list[StepReward] = Field(default_factory=list, max_length=MAX_IDS_PER_EVENT)
+    # The task the agent was doing: with it, the outcome is remembered for tasks like this one
+    # (task-conditioned feedback), not only in the experience's overall quality.
+    task: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8_000)] | None = None
     at: datetime | None = None
 
     @field_validator("outcome")
@@ -132,8 +138,10 @@ def _py_time(value: Any) -> datetime | None:
 class FeedbackRecorder:
     """Writes feedback events for one namespace."""
 
-    def __init__(self, gateway: Neo4jGateway, namespace: str, settings: LearningSettings):
+    def __init__(self, gateway: Neo4jGateway, namespace: str, settings: LearningSettings,
+                 embedder: Embedder | None = None):
         self.gateway = gateway
+        self.embedder = embedder
         self.namespace = namespace
         self.settings = settings
 
@@ -182,6 +190,16 @@ class FeedbackRecorder:
             rewards = sorted((r.model_dump() for r in event.step_rewards),
                              key=lambda r: (r["experience_id"], r["order"]))
             calls.append(("feedback_step_rewards", {"kb": self.namespace, "rewards": rewards}))
+        if event.task and event.used and outcome is not None:
+            if self.embedder is None:
+                raise InvalidInputError(["feedback: task given but no embedder to remember it with"])
+            # Embedded as search embeds a query, so the two compare.
+            vector = self.embedder.embed([generalise_text(event.task)])[0].tolist()
+            outcome_id = content_hash({"task": event.task, "used": _unique(event.used), "at": now.isoformat(),
+                                       "agent": event.agent}, "outcome")
+            calls.append(("feedback_outcome", {"kb": self.namespace, "id": outcome_id, "vector": vector,
+                                               "outcome": outcome, "now": now, "agent": event.agent,
+                                               "task": event.task, "ids": _unique(event.used)}))
         if event.agent and outcome is not None and domain:
             calls.append(("feedback_ability", {"kb": self.namespace, "agent": event.agent, "domain": domain,
                                                "outcome": outcome, "now": now}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import neo4j
 from pydantic import BaseModel, Field, ValidationError
@@ -27,6 +27,9 @@ from kbgraph.search.steps import StepHit, StepRetriever
 from kbgraph.search.student import StudentRetriever, parse_query
 from kbgraph.search.teacher import ProblematicStep, RefineResults, RefineWeights, TeacherRetriever
 from kbgraph.settings import Settings
+
+if TYPE_CHECKING:
+    from kbgraph.transfer import ExportReport, ImportReport
 
 
 class WriteReport(BaseModel):
@@ -353,12 +356,14 @@ class KnowledgeBase:
             kb.record_feedback(retrieved=results.ids, used=[results.hits[0].id], outcome=True,
                                agent="agent-a", step_rewards=[{"experience_id": …, "order": 0, "reward": 1}])
 
+        With ``task`` (the task's text) the outcome is also remembered for tasks like it: search
+        then favours what worked for similar tasks and avoids what failed on them.
         Updates retrieved/used/succeeded, the quality EMA, usage impact and last-used time of the
         experiences, step rewards (MAEL) and the agent's ability in the task's domain (EDV).
         Raises InvalidInputError, writing nothing, for unknown experiences or steps."""
         if event is not None and fields:
             raise InvalidInputError(["feedback: give an event or keyword fields, not both"])
-        return FeedbackRecorder(self.gateway, self.namespace, self.settings.learning).record(
+        return FeedbackRecorder(self.gateway, self.namespace, self.settings.learning, self.embedder).record(
             event if event is not None else fields)
 
     @property
@@ -419,6 +424,23 @@ class KnowledgeBase:
     def learning_state(self, ids: Sequence[str]) -> list[ExperienceLearningState]:
         """Counters, quality and current utility of experiences (unknown ids are left out)."""
         return FeedbackRecorder(self.gateway, self.namespace, self.settings.learning).counters(ids)
+
+    # -- export and import -------------------------------------------------------------------------
+
+    def export(self, target: str | Path, on_progress: Callable[[str, int, int | None], None] | None = None) -> ExportReport:
+        """Writes this namespace to a JSON Lines file (``-``: stdout); see :mod:`kbgraph.transfer`."""
+        from kbgraph.transfer import export_to
+
+        return export_to(self.gateway, self.namespace, target, on_progress=on_progress)
+
+    def import_file(
+        self, path: str | Path, on_progress: Callable[[str, int, int | None], None] | None = None
+    ) -> ImportReport:
+        """Reads an export into this namespace; what it already holds is left as it is."""
+        from kbgraph.transfer import import_file
+
+        return import_file(self.gateway, self.namespace, Path(path), batch_size=self.settings.write_batch_size,
+                           on_progress=on_progress)
 
     # -- py2neo ------------------------------------------------------------------------------------
 

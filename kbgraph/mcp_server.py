@@ -477,13 +477,16 @@ def build_server(
                                                         "experiences come from.")] = None,
         step_rewards: Annotated[list[StepRewardInput] | None, Field(
             description="Optional credit for individual steps of the experiences you used.")] = None,
+        task: Annotated[str | None, Field(
+            description="The task you were doing, in words (the text you searched with). With it, the outcome "
+                        "is remembered for tasks like this one: what failed here is avoided next time.")] = None,
     ) -> FeedbackReport:
         """Report what you did with search results and how the task ended. Experiences that help rise in
         later searches; ones that do not, sink. Call it once when a task ends."""
         rewards = [r.model_dump() for r in step_rewards or ()]
         return _run(kb_source, lambda kb: kb.record_feedback(
             retrieved=list(retrieved or ()), used=list(used or ()), outcome=outcome,
-            agent=agent_or_default(agent), domain=domain, step_rewards=rewards))
+            agent=agent_or_default(agent), domain=domain, step_rewards=rewards, task=task))
 
     @server.tool(annotations=ToolAnnotations(title="Learn from a trajectory", read_only_hint=False,
                                              destructive_hint=False, idempotent_hint=True, open_world_hint=False))

@@ -87,8 +87,14 @@ class SearchWeights(_Strict):
     quality_weight: Unit = Field(
         default=0.0, description="MAEL/Agent KB: score ← (1−w)·score + w·quality; quality is learnt from feedback.")
     utility_weight: Unit = Field(
-        default=0.5, description="Agent KB D.3: score ← score·((1−w) + w·utility); utility = quality decayed since last use "
+        default=0.1, description="Agent KB D.3: score ← score·((1−w) + w·utility); utility = quality decayed since last use "
         "plus the decayed impact of each use (see kbgraph.search.utility). Equal utilities keep the order.")
+    outcome_weight: Annotated[float, Field(ge=0.0, le=5.0)] = Field(
+        default=0.7, description="Task-conditioned feedback: score ← score·exp(w·evidence), evidence = the outcomes this "
+        "experience had on tasks like the query (reported with record_feedback(task=…)), weighted by task similarity. "
+        "0 turns it off.")
+    outcome_similarity_floor: Annotated[float, Field(ge=0.0, lt=1.0)] = Field(
+        default=0.8, description="Past tasks less similar than this (cosine) to the query do not count as evidence.")
     shared_first: bool = Field(
         default=True, description="EDV hierarchical retrieval for a calling agent: shared experiences first, its "
         "private ones only to fill up k. False ranks both banks together by score.")

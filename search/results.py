@@ -17,7 +17,9 @@ class ScoreBreakdown(BaseModel):
     ``textual`` = (1−α)·semantic + α·lexical; ``coarse`` = (1−ω)·textual + ω·structural;
     ``stage`` = λ·coarse + (1−λ)·fine; ``direct`` = stage · trans · success_factor + β·support,
     then blended with quality and scaled by ``utility_factor`` = (1−w_u) + w_u·utility, utility
-    being Agent KB D.3's learnt, time-decayed value (see :func:`kbgraph.search.scoring.direct_scores`).
+    being Agent KB D.3's learnt, time-decayed value (see :func:`kbgraph.search.scoring.direct_scores`),
+    and by ``context`` = exp(w·evidence), the outcomes this experience had on tasks like this one
+    (``outcomes`` of them counted; see :func:`kbgraph.search.utility.outcome_evidence`).
     A result reached over edges scores ``path`` = score(seed) · Π w(edge)·w(type) · δ^hops · trans;
     ``final`` is the larger of ``direct`` and ``path``.
     """
@@ -36,6 +38,8 @@ class ScoreBreakdown(BaseModel):
     quality: float = 0.5
     utility: float | None = None
     utility_factor: float = 1.0
+    context: float = 1.0
+    outcomes: int = 0
     direct: float = 0.0
     path: float | None = None
     hops: int = 0

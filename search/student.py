@@ -40,7 +40,7 @@ from kbgraph.search.lexical import is_verbose, lucene_query
 from kbgraph.search.overfetch import overfetch
 from kbgraph.search.params import MAX_K, SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import ConceptHit, PathHop, ScoreBreakdown, SearchHit, SearchResults
-from kbgraph.search.utility import decay_rate_per_day, utility_factor
+from kbgraph.search.utility import context_factor, decay_rate_per_day, outcome_evidence, utility_factor
 from kbgraph.search.scoring import (
     direct_scores,
     domain_distance,
@@ -517,6 +517,10 @@ class StudentRetriever:
         support = np.array([support_score(int(f["remaining"]), w.support_saturation) for f in facts])
         quality = np.clip(np.array([float(f["quality"]) for f in facts]), 0.0, 1.0)
         utility = np.clip(np.array([float(f["utility"]) for f in facts]), 0.0, 1.0)
+        # Task-conditioned feedback: outcomes on tasks like this one (only a text query has them).
+        past = [outcome_evidence([neo4j_to_cosine(o[0]) for o in f["outcomes"]], [float(o[1]) for o in f["outcomes"]],
+                                 w.outcome_similarity_floor) if has_text and f["outcomes"] else 0.0 for f in facts]
+        context = np.array([context_factor(e, w.outcome_weight) for e in past])
         # Without query text, only the executed steps can rank: λ = 0 puts all weight on fine.
         lam_used = lam if (has_text or has_flow) else 0.0
         parts = direct_scores(
@@ -526,6 +530,7 @@ class StudentRetriever:
             success_floor=w.success_floor, support_weight=w.support_weight, quality_weight=w.quality_weight,
             utility=utility, utility_weight=w.utility_weight,
         )
+        parts["direct"] = parts["direct"] * context
         out: dict[str, ScoreBreakdown] = {}
         for i, c in enumerate(scored):
             out[c.id] = ScoreBreakdown(
@@ -538,6 +543,7 @@ class StudentRetriever:
                 trans=round(float(trans[i]), 6), success=round(float(success[i]), 6),
                 support=round(float(support[i]), 6), quality=round(float(quality[i]), 6),
                 utility=round(float(utility[i]), 6), utility_factor=round(float(parts["utility_factor"][i]), 6),
+                context=round(float(context[i]), 6), outcomes=len(facts[i]["outcomes"]),
                 direct=float(parts["direct"][i]), final=float(parts["direct"][i]),
             )
         coarse_cut = [c.id for i, c in enumerate(scored) if parts["coarse"][i] < w.theta_coarse and has_text]

@@ -178,3 +178,33 @@ def running_mean(mean: float | None, count: int, value: float) -> tuple[float, i
 def weighted_order(values: Sequence[float]) -> list[int]:
     """Indices of ``values`` from highest to lowest, stable."""
     return sorted(range(len(values)), key=lambda i: -values[i])
+
+
+def outcome_evidence(similarities: Sequence[float], outcomes: Sequence[float], floor: float = 0.8,
+                     sharpness: float = 4.0) -> float:
+    """What this experience's past outcomes on tasks like the query say (task-conditioned feedback):
+    ``Σ w_i·(2·outcome_i − 1)`` with ``w_i = ((cos_i − floor)/(1 − floor))^sharpness`` for the
+    outcomes whose task has cosine ``cos_i`` > ``floor`` with the query, 0 otherwise. The same task
+    weighs 1; a merely related one next to nothing — an experience that failed someone else's
+    kind of task is not held against this one."""
+    if len(similarities) != len(outcomes):
+        raise ValueError("one similarity per outcome")
+    if not 0.0 <= floor < 1.0:
+        raise ValueError(f"floor must be in [0, 1), not {floor!r}")
+    evidence = 0.0
+    for cosine, outcome in zip(similarities, outcomes, strict=True):
+        if cosine > floor:
+            weight = min((cosine - floor) / (1.0 - floor), 1.0) ** sharpness
+            evidence += weight * (2.0 * _unit(outcome, "outcome") - 1.0)
+    return evidence
+
+
+# The context factor's range: four failures on this very task cost at most ×0.25.
+CONTEXT_FACTOR_RANGE = (0.25, 4.0)
+
+
+def context_factor(evidence: float, strength: float) -> float:
+    """How past outcomes on similar tasks scale a search score: ``exp(strength·evidence)``, in
+    [0.25, 4]. One failure on the same task with strength 0.7 halves the score; one success doubles it."""
+    low, high = CONTEXT_FACTOR_RANGE
+    return min(max(math.exp(strength * evidence), low), high)

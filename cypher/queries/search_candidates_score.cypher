@@ -7,6 +7,8 @@
 // computed again: ids in $semantic_known / $structural_known get null there.
 // utility (Agent KB D.3, unclipped): quality decayed at $decay per day since the last use (or the
 // creation), plus the usage impact decayed since it was last brought up to date.
+// outcomes: [Neo4j cosine of the task an agent used it for against $pg, that outcome], from the
+// task-conditioned feedback (Outcome nodes).
 UNWIND $ids AS id
 MATCH (e:Experience {kb: $kb, id: id})
 WITH e, COUNT { (e)-[:HAS_STEP]->() } AS steps,
@@ -23,4 +25,5 @@ RETURN e.id AS id, e.kind AS kind, e.domain AS domain, coalesce(e.scope, 'shared
   coalesce(e.quality, 0.5)
     * exp(-$decay * duration.inSeconds(coalesce(e.last_used_at, e.created_at, datetime()), datetime()).seconds / 86400.0)
   + coalesce(e.usage_impact, 0.0)
-    * exp(-$decay * duration.inSeconds(coalesce(e.usage_impact_at, datetime()), datetime()).seconds / 86400.0) AS utility;
+    * exp(-$decay * duration.inSeconds(coalesce(e.usage_impact_at, datetime()), datetime()).seconds / 86400.0) AS utility,
+  [(e)-[:HAD_OUTCOME]->(o:Outcome) | [vector.similarity.cosine(o.embedding, $pg), o.outcome]] AS outcomes;

@@ -10,6 +10,7 @@ CALL () {
   UNION ALL MATCH (n:Agent {kb: $kb}) RETURN 'Agent' AS label, count(n) AS count
   UNION ALL MATCH (n:IngestedRecord {kb: $kb}) RETURN 'IngestedRecord' AS label, count(n) AS count
   UNION ALL MATCH (n:KbState {kb: $kb}) RETURN 'KbState' AS label, count(n) AS count
+  UNION ALL MATCH (n:Outcome {kb: $kb}) RETURN 'Outcome' AS label, count(n) AS count
 }
 WITH label, count
 WHERE count > 0

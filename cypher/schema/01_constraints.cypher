@@ -13,3 +13,4 @@ CREATE CONSTRAINT agent_key IF NOT EXISTS FOR (n:Agent) REQUIRE (n.kb, n.id) IS 
 // same transaction as a record's concepts and insights, the last write of its pass-1 work.
 CREATE CONSTRAINT ingested_record_key IF NOT EXISTS FOR (n:IngestedRecord) REQUIRE (n.kb, n.key) IS UNIQUE;
 CREATE CONSTRAINT kb_state_key IF NOT EXISTS FOR (n:KbState) REQUIRE n.kb IS UNIQUE;
+CREATE CONSTRAINT outcome_key IF NOT EXISTS FOR (n:Outcome) REQUIRE (n.kb, n.id) IS UNIQUE;

@@ -707,7 +707,8 @@ class LearningSimulation:
             outcome = self._task(query)
             if learning:
                 self.kb.record_feedback(retrieved=outcome.retrieved, used=[outcome.used] if outcome.used else [],
-                                        outcome=outcome.success, agent=SIM_AGENT, domain=query.domain)
+                                        outcome=outcome.success, agent=SIM_AGENT, domain=query.domain,
+                                        task=query.query if outcome.used else None)
             outcomes.append(outcome)
             self._progress(label, done, len(self.data.queries))
         maintenance = self._maintain() if learning else None

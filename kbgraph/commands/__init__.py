@@ -7,4 +7,4 @@ Each module defines ``register(app: typer.Typer) -> None``, which adds its comma
 from __future__ import annotations
 
 # Modules under kbgraph.commands, registered in this order.
-COMMAND_MODULES: tuple[str, ...] = ("learning", "mcp", "inspect", "report", "bench_learning")
+COMMAND_MODULES: tuple[str, ...] = ("learning", "mcp", "inspect", "bench_learning", "transfer", "report")

@@ -132,19 +132,22 @@ def test_step_wise_retrieval_mixes_similarity_and_reward_mael(kb: KnowledgeBase)
         kb.search_steps("issue_refund", alpha=2.0)
 
 
-def test_feedback_moves_a_helpful_experience_above_an_equally_similar_one(kb: KnowledgeBase) -> None:
+def test_feedback_without_a_task_moves_a_helpful_experience_above_an_equally_similar_one(kb: KnowledgeBase) -> None:
     first = Experience(problem="Cancel a pending order placed by mistake.", goal="Get done: cancel", domain="retail",
                        steps=[Step(action="cancel_pending_order")])
     second = Experience(problem="Cancel a pending order that was placed by mistake.", goal="Get done: cancel",
                         domain="retail", steps=[Step(action="cancel_pending_order"), Step(action="notify")])
     kb.add_experiences([first, second])
     query = "cancel my pending order, placed by mistake"
-    before = kb.search(query, k=2)
+    weights = {"utility_weight": 0.5}  # the default 0.1 moves scores by at most 10 %; make it visible
+    before = kb.search(query, k=2, weights=weights)
     loser = before.ids()[1]
     winner = before.ids()[0]
     for _ in range(3):
         kb.record_feedback(retrieved=before.ids(), used=[winner], outcome=False)
         kb.record_feedback(retrieved=before.ids(), used=[loser], outcome=True)
-    after = kb.search(query, k=2)
+    after = kb.search(query, k=2, weights=weights)
     assert after.ids() == [loser, winner]
+    default = kb.search(query, k=2).hits
+    assert default[0].breakdown.utility_factor != default[1].breakdown.utility_factor
     assert after.hits[0].breakdown.utility_factor > 1.0 > after.hits[1].breakdown.utility_factor

@@ -146,3 +146,25 @@ def test_eight_threads_of_500_events_lose_no_update(kb: KnowledgeBase) -> None:
     assert sum(c.attempts for c in cells) == total and sum(c.successes for c in cells) == successes
     stored = kb.get(CANCEL.key)
     assert stored is not None and stored.steps[0].reward == pytest.approx((2 * successes - total) / total)
+
+
+def test_an_outcome_reported_with_its_task_steers_search_for_tasks_like_it(kb: KnowledgeBase) -> None:
+    first = Experience(problem="Cancel a pending order placed by mistake.", goal="Get done: cancel", domain="retail",
+                       steps=[Step(action="cancel_pending_order")])
+    second = Experience(problem="Cancel a pending order that was placed by mistake.", goal="Get done: cancel",
+                        domain="retail", steps=[Step(action="get_order_details"), Step(action="cancel_pending_order")])
+    kb.add_experiences([first, second])
+    task = "I placed an order by mistake and want to cancel it while it is pending"
+    other = "Book a flight from Boston to Denver"
+    before = kb.search(task, k=2)
+    top, runner_up = before.ids()
+    report = kb.record_feedback(retrieved=before.ids(), used=[top], outcome=False, task=task)
+    assert report.used == 1 and kb.stats().nodes["Outcome"] == 1
+    after = kb.search(task, k=2)
+    assert after.ids() == [runner_up, top], "what failed on this task drops below the alternative"
+    demoted = after.hits[1].breakdown
+    assert demoted.outcomes == 1 and demoted.context == pytest.approx(0.5, abs=0.03)
+    unrelated = kb.search(other, k=2)
+    assert all(h.breakdown.context == 1.0 for h in unrelated.hits), "a different kind of task is not evidence"
+    kb.record_feedback(used=[runner_up], outcome=True, task=task)
+    assert kb.search(task, k=2).hits[0].breakdown.context > 1.0

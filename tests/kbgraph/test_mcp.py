@@ -205,8 +205,10 @@ def test_record_outcome_updates_the_counters_and_quality(
     report = client.result("record_outcome", {
         "retrieved": [used, shown], "used": [used], "outcome": True, "agent": "agent-mcp", "domain": "retail",
         "step_rewards": [{"experience_id": used, "order": 0, "reward": 1.0}],
+        "task": "A customer wants to return a delivered item",
     })
     assert report["used"] == 1 and report["retrieved"] == 2 and report["outcome"] == 1.0
+    assert direct_kb.stats().nodes.get("Outcome") == 1, "the outcome is remembered for tasks like this one"
 
     after = {s.id: s for s in direct_kb.learning_state([used, shown])}
     assert after[used].retrieved == before[used].retrieved + 1

@@ -10,6 +10,7 @@ import pytest
 from kbgraph.search.utility import (
     ability,
     bottom_fraction,
+    context_factor,
     days_between,
     decay_rate_per_day,
     decayed,
@@ -18,6 +19,7 @@ from kbgraph.search.utility import (
     impact_after_use,
     maintenance_score,
     next_growth_checkpoint,
+    outcome_evidence,
     quality_update,
     reward_to_unit,
     running_mean,
@@ -143,3 +145,21 @@ def test_running_mean_counts_every_report() -> None:
     mean, n = running_mean(mean, n, 0.0)
     mean, n = running_mean(mean, n, -1.0)
     assert (mean, n) == (pytest.approx(0.0), 3)
+
+
+def test_outcome_evidence_counts_outcomes_on_tasks_like_the_query() -> None:
+    assert outcome_evidence([1.0], [0.0]) == pytest.approx(-1.0)
+    assert outcome_evidence([1.0, 1.0], [1.0, 0.0]) == pytest.approx(0.0)
+    assert outcome_evidence([0.9], [1.0], floor=0.8, sharpness=4) == pytest.approx(0.5 ** 4)
+    assert outcome_evidence([0.79, 0.2], [0.0, 0.0]) == 0.0, "other kinds of tasks are not evidence"
+    assert outcome_evidence([], []) == 0.0
+    with pytest.raises(ValueError):
+        outcome_evidence([1.0], [])
+
+
+def test_context_factor_halves_after_a_failure_on_the_same_task_and_is_bounded() -> None:
+    assert context_factor(0.0, 0.7) == 1.0
+    assert context_factor(-1.0, 0.7) == pytest.approx(math.exp(-0.7))
+    assert context_factor(1.0, 0.7) == pytest.approx(math.exp(0.7))
+    assert context_factor(-10.0, 0.7) == 0.25 and context_factor(10.0, 0.7) == 4.0
+    assert context_factor(-3.0, 0.0) == 1.0
