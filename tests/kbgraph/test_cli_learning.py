@@ -41,8 +41,10 @@ def test_feedback_maintain_restore_and_agents_from_the_command_line(
     agents = kbgraph(neo4j_target, cli_namespace, "agents", "--json")
     cells = json.loads(agents.stdout)["cells"]
     assert sum(c["attempts"] for c in cells) == 5 and {c["agent"] for c in cells} == {"agent-a"}
-    ranked = kbgraph(neo4j_target, cli_namespace, "agents", "--task", "refund a broken kettle")
-    assert ranked.returncode == 0 and "agent-a" in ranked.stdout
+    ranked = kbgraph(neo4j_target, cli_namespace, "agents", "--domain", cells[0]["domain"])
+    assert ranked.returncode == 0 and "1. agent-a: 5/5" in ranked.stdout
+    by_task = kbgraph(neo4j_target, cli_namespace, "agents", "--task", "refund a broken kettle", "--json")
+    assert by_task.returncode == 0 and isinstance(json.loads(by_task.stdout), list)
     steps = kbgraph(neo4j_target, cli_namespace, "steps", "return_delivered_order_items", "--json")
     assert steps.returncode == 0 and json.loads(steps.stdout)
 
