@@ -187,9 +187,8 @@ class Maintainer:
         """Counts ``added`` new experiences; runs maintenance when the total crosses 10, 20, 40, …
         (``maintenance_first_checkpoint``; 0 turns automatic runs off)."""
         first = self.settings.maintenance_first_checkpoint
-        if added <= 0:
-            return None
-        row = self.gateway.write("kb_state_growth", kb=self.namespace, added=added)[0]
+        # Written even when nothing was added, so every ingested namespace has its state node.
+        row = self.gateway.write("kb_state_growth", kb=self.namespace, added=max(added, 0))[0]
         if first <= 0 or not growth_checkpoint_reached(int(row["before"]), int(row["after"]), first):
             return None
         reached = next_growth_checkpoint(int(row["after"]), first) // 2
