@@ -28,6 +28,9 @@ def explain_score(b: ScoreBreakdown, alpha: float | None = None, omega: float | 
         f"direct {_f(b.direct)} = stage × trans {_f(b.trans)} × success {_f(b.success)} (with floor) "
         f"+ β · support {_f(b.support)}"
     )
+    if abs(b.utility_factor - 1.0) >= 0.0005 or abs(b.context - 1.0) >= 0.0005:  # visible at 3 decimals
+        lines.append(f"  × utility {_f(b.utility_factor)} (utility {_f(b.utility or 0.0)}) "
+                     f"× context {_f(b.context)} ({b.outcomes} outcome(s) on tasks like this one)")
     if b.path is not None:
         lines.append(f"path {_f(b.path)} over {b.hops} hop(s) = score(seed) · Π w(edge)·w(type) · δ^hops · trans")
     lines.append(f"final {_f(b.final)}")

@@ -153,8 +153,11 @@ class BrowserAssetServer:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             return False
-        # A recycled pid belongs to someone else: only our script serving our folder counts.
-        return str(_SCRIPT) in cmdline and f"--directory={self.directory}" in cmdline and _alive(pid)
+        # A recycled pid belongs to someone else: only our script serving our folder counts — from any
+        # checkout, since checkouts share the managed server's folder in the cache.
+        script = str(Path(*_SCRIPT.parts[-3:]))
+        return (any(arg.endswith(script) for arg in cmdline) and f"--directory={self.directory}" in cmdline
+                and _alive(pid))
 
 
 def _port_free(port: int) -> bool:

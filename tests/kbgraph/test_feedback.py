@@ -168,3 +168,14 @@ def test_an_outcome_reported_with_its_task_steers_search_for_tasks_like_it(kb: K
     assert all(h.breakdown.context == 1.0 for h in unrelated.hits), "a different kind of task is not evidence"
     kb.record_feedback(used=[runner_up], outcome=True, task=task)
     assert kb.search(task, k=2).hits[0].breakdown.context > 1.0
+
+
+def test_the_explanation_shows_what_feedback_did_to_a_score(kb: KnowledgeBase) -> None:
+    from kbgraph.search.explain import explain_results
+
+    kb.add_experiences([CANCEL, RETURN])
+    task = "cancel my order, I ordered it by mistake"
+    assert "× utility" not in explain_results(kb.search(task, k=2))
+    kb.record_feedback(used=[CANCEL.key], outcome=False, task=task)
+    text = explain_results(kb.search(task, k=2))
+    assert "× utility" in text and "1 outcome(s) on tasks like this one" in text
