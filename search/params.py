@@ -94,7 +94,7 @@ class SearchWeights(_Strict):
         "experience had on tasks like the query (reported with record_feedback(task=…)), weighted by task similarity. "
         "0 turns it off.")
     outcome_similarity_floor: Annotated[float, Field(ge=0.0, lt=1.0)] = Field(
-        default=0.8, description="Past tasks less similar than this (cosine) to the query do not count as evidence.")
+        default=0.9, description="Past tasks less similar than this (cosine) to the query do not count as evidence.")
     shared_first: bool = Field(
         default=True, description="EDV hierarchical retrieval for a calling agent: shared experiences first, its "
         "private ones only to fill up k. False ranks both banks together by score.")

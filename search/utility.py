@@ -180,7 +180,7 @@ def weighted_order(values: Sequence[float]) -> list[int]:
     return sorted(range(len(values)), key=lambda i: -values[i])
 
 
-def outcome_evidence(similarities: Sequence[float], outcomes: Sequence[float], floor: float = 0.8,
+def outcome_evidence(similarities: Sequence[float], outcomes: Sequence[float], floor: float = 0.9,
                      sharpness: float = 4.0) -> float:
     """What this experience's past outcomes on tasks like the query say (task-conditioned feedback):
     ``Σ w_i·(2·outcome_i − 1)`` with ``w_i = ((cos_i − floor)/(1 − floor))^sharpness`` for the
