@@ -44,16 +44,20 @@ def check_votes(votes: Mapping[str, Any], where: str = "votes") -> dict[str, boo
 def apply_votes(experience: Experience, votes: Mapping[str, bool]) -> tuple[Verdict, list[Experience]]:
     """The experiences to store for a candidate and its votes (EDV verify stage)."""
     verdict, approvers = edv_verdict(votes)
-    approved_by = approvers
     rejected_by = sorted(agent for agent, approved in votes.items() if not approved)
     base = experience.model_dump(exclude={"id"})
-    base.update(approved_by=approved_by, rejected_by=rejected_by)
+    base.update(approved_by=approvers, rejected_by=rejected_by)
     if verdict == "shared":
         return verdict, [Experience.model_validate({**base, "scope": "shared", "owner_agent": None})]
     if verdict == "private":
         return verdict, [Experience.model_validate({**base, "scope": "private", "owner_agent": agent})
                          for agent in approvers]
     return verdict, [Experience.model_validate({**base, "status": "rejected"})]
+
+
+def most_common(values: Sequence[str]) -> str | None:
+    """The most frequent value; among equals, the first one given."""
+    return max(dict.fromkeys(values), key=values.count) if values else None
 
 
 class AbilityCell(BaseModel):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from kbgraph.gateway import Neo4jGateway, Row
@@ -74,15 +74,23 @@ def relation_rows(exp: Experience) -> list[Row]:
     ]
 
 
-def _native(value: Any) -> Any:
-    """Neo4j temporal values back to Python datetimes."""
+def native_value(value: Any) -> Any:
+    """Neo4j temporal values back to Python datetimes (anything else as it is)."""
     to_native = getattr(value, "to_native", None)
     return to_native() if callable(to_native) and not isinstance(value, datetime) else value
 
 
+def aware_datetime(value: Any) -> datetime | None:
+    """A neo4j.time.DateTime (or a datetime) as an aware datetime; None for anything else."""
+    native = native_value(value)
+    if not isinstance(native, datetime):
+        return None
+    return native if native.tzinfo is not None else native.replace(tzinfo=UTC)
+
+
 def experience_from_record(record: Row) -> Experience:
     """Rebuilds an Experience from the ``experience_get`` query's row."""
-    node = {k: _native(v) for k, v in record["experience"].items()}
+    node = {k: native_value(v) for k, v in record["experience"].items()}
     fields = set(Experience.model_fields)
     data = {k: v for k, v in node.items() if k in fields}
     data["steps"] = [

@@ -16,10 +16,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
+from kbgraph.agents import most_common
 from kbgraph.embedders import Embedder
 from kbgraph.errors import InvalidInputError, validation_problems
 from kbgraph.ids import content_hash
 from kbgraph.ingest.generalise import generalise_text
+from kbgraph.experience_store import aware_datetime
 from kbgraph.gateway import Neo4jGateway, Row
 from kbgraph.search.utility import days_between, decay_rate_per_day, utility
 from kbgraph.settings import LearningSettings
@@ -112,27 +114,22 @@ def _unique(ids: Sequence[str]) -> list[str]:
     return sorted(set(ids))
 
 
-def learning_state(row: Row, settings: LearningSettings, now: datetime) -> ExperienceLearningState:
-    rate = decay_rate_per_day(settings.utility_half_life_days)
-    recent = row.get("last_used_at") or row.get("created_at")
-    value = utility(
-        float(row["quality"]), days_between(_py_time(recent), now), rate,
-        float(row.get("usage_impact") or 0.0), days_between(_py_time(row.get("usage_impact_at")), now),
+def row_utility(row: Row, half_life_days: float, now: datetime) -> float:
+    """Current utility of an experience from a row holding its ``quality``, ``last_used_at``,
+    ``created_at``, ``usage_impact`` and ``usage_impact_at`` (see :func:`kbgraph.search.utility.utility`)."""
+    recent = aware_datetime(row.get("last_used_at")) or aware_datetime(row.get("created_at"))
+    return utility(
+        float(row["quality"]), days_between(recent, now), decay_rate_per_day(half_life_days),
+        float(row.get("usage_impact") or 0.0), days_between(aware_datetime(row.get("usage_impact_at")), now),
     )
+
+
+def learning_state(row: Row, settings: LearningSettings, now: datetime) -> ExperienceLearningState:
     return ExperienceLearningState(
         id=row["id"], retrieved=row["retrieved"], used=row["used"], succeeded=row["succeeded"],
-        quality=round(float(row["quality"]), 6), utility=round(value, 6), status=row.get("status"),
+        quality=round(float(row["quality"]), 6), utility=round(row_utility(row, settings.utility_half_life_days, now), 6),
+        status=row.get("status"),
     )
-
-
-def _py_time(value: Any) -> datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return value
-    native = value.to_native()  # neo4j.time.DateTime
-    assert isinstance(native, datetime)
-    return native
 
 
 class FeedbackRecorder:
@@ -145,8 +142,7 @@ class FeedbackRecorder:
         self.namespace = namespace
         self.settings = settings
 
-    def _check(self, event: FeedbackEvent) -> dict[str, Row]:
-        wanted = _unique([*event.retrieved, *event.used, *(r.experience_id for r in event.step_rewards)])
+    def _check(self, event: FeedbackEvent, wanted: list[str]) -> dict[str, Row]:
         rows = {row["id"]: row for row in self.gateway.read("feedback_targets", kb=self.namespace, ids=wanted)}
         problems = [f"feedback: experience {i!r}: not in namespace {self.namespace!r}"
                     for i in wanted if not rows[i]["found"]]
@@ -166,13 +162,14 @@ class FeedbackRecorder:
             return event.domain
         domains = [rows[i]["domain"] for i in event.used or event.retrieved if rows[i]["domain"]]
         # The task's domain is the one most of the experiences it used come from.
-        return max(sorted(set(domains)), key=domains.count) if domains else None
+        return most_common(sorted(domains))
 
     def record(self, event: FeedbackEvent | Mapping[str, Any]) -> FeedbackReport:
         event = parse_feedback(event)
         if not (event.retrieved or event.used or event.step_rewards or event.outcome is not None):
             raise InvalidInputError(["feedback: nothing to record: give retrieved, used, step_rewards or outcome"])
-        rows = self._check(event)
+        touched = _unique([*event.retrieved, *event.used, *(r.experience_id for r in event.step_rewards)])
+        rows = self._check(event, touched)
         now = event.at or datetime.now(UTC)
         outcome = event.outcome_score
         domain = self._task_domain(event, rows)
@@ -205,7 +202,6 @@ class FeedbackRecorder:
                                                "outcome": outcome, "now": now}))
         if calls:
             self.gateway.write_all(calls)
-        touched = _unique([*event.retrieved, *event.used, *(r.experience_id for r in event.step_rewards)])
         states = [learning_state(row, s, now)
                   for row in self.gateway.read("feedback_counters", kb=self.namespace, ids=touched)]
         return FeedbackReport(

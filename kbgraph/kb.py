@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import neo4j
 from pydantic import BaseModel, Field, ValidationError
 
-from kbgraph.agents import AbilityCell, AbilityMatrix, apply_votes, check_votes
+from kbgraph.agents import AbilityCell, AbilityMatrix, apply_votes, check_votes, most_common
 from kbgraph.connection import connect
 from kbgraph.embedders import Embedder, embedder_from_settings
 from kbgraph.errors import InvalidInputError, validation_problems
@@ -414,11 +414,9 @@ class KnowledgeBase:
         if domain is None:
             if not task:
                 raise InvalidInputError(["best_agents: give a domain or a task"])
-            hits = self.search(task, k=5).hits
-            if not hits:
+            domain = most_common([h.experience.domain for h in self.search(task, k=5).hits])
+            if domain is None:
                 return []
-            domains = [h.experience.domain for h in hits]
-            domain = max(dict.fromkeys(domains), key=domains.count)
         return self.ability_matrix().rank_agents(domain)
 
     def learning_state(self, ids: Sequence[str]) -> list[ExperienceLearningState]:

@@ -37,7 +37,9 @@ import numpy.typing as npt
 from pydantic import BaseModel, Field
 
 from kbgraph.kb import KbStats, KnowledgeBase
-from kbgraph.search.utility import days_between, decay_rate_per_day, maintenance_score, utility
+from kbgraph.experience_store import aware_datetime
+from kbgraph.feedback import row_utility
+from kbgraph.search.utility import maintenance_score
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -184,15 +186,6 @@ class KbReport(BaseModel):
 # -- gathering ------------------------------------------------------------------------------------
 
 
-def _native_time(value: Any) -> datetime | None:
-    """A neo4j.time.DateTime (or a datetime) as an aware datetime."""
-    if value is None:
-        return None
-    native = value if isinstance(value, datetime) else value.to_native()
-    if not isinstance(native, datetime):
-        return None
-    return native if native.tzinfo is not None else native.replace(tzinfo=UTC)
-
 
 def summarise_domains(rows: Iterable[Row]) -> tuple[list[DomainSummary], dict[str, int]]:
     """Per-domain summaries and counts by scope from ``report_experience_groups`` rows."""
@@ -244,18 +237,15 @@ def summarise_utility(
 ) -> UtilitySummary:
     """Utility, quality and maintenance score of each active experience (``report_active_experiences``
     rows), their histograms and the ``lowest`` experiences by utility (ties by id)."""
-    rate = decay_rate_per_day(half_life_days)
     scored: list[ExperienceUtility] = []
     for row in rows:
-        recent = _native_time(row["last_used_at"]) or _native_time(row["created_at"])
         quality = float(row["quality"])
         retrieved, used, succeeded = (max(int(row[k]), 0) for k in ("retrieved", "used", "succeeded"))
         scored.append(ExperienceUtility(
             id=row["id"], problem=row["problem"] or "", domain=row["domain"], kind=row["kind"],
-            utility=utility(quality, days_between(recent, now), rate, float(row["usage_impact"] or 0.0),
-                            days_between(_native_time(row["usage_impact_at"]), now)),
+            utility=row_utility(row, half_life_days, now),
             quality=quality, maintenance_score=maintenance_score(succeeded, used, retrieved),
-            retrieved=retrieved, used=used, succeeded=succeeded, last_used_at=_native_time(row["last_used_at"]),
+            retrieved=retrieved, used=used, succeeded=succeeded, last_used_at=aware_datetime(row["last_used_at"]),
         ))
     scores = [e.maintenance_score for e in scored]
     # The score is unbounded above (it grows with log(1 + used)); its bins span [0, max] (at least 1).

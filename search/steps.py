@@ -17,6 +17,7 @@ from kbgraph.errors import InvalidInputError
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.search.overfetch import overfetch
 from kbgraph.search.scoring import neo4j_to_cosine
+from kbgraph.search.student import StudentRetriever
 from kbgraph.search.utility import step_score
 
 # Candidates by similarity before the reward re-ranks them: a well-rewarded step a little further
@@ -52,8 +53,6 @@ class StepRetriever:
         self, action: str, arguments: dict[str, Any] | None = None, *, text: str | None = None,
         domain: str | None = None, agent: str | None = None, k: int = 5, alpha: float = 0.5,
     ) -> list[StepHit]:
-        from kbgraph.search.student import StudentRetriever
-
         problems = []
         if not action or not action.strip():
             problems.append("steps search: action: must not be blank")

@@ -175,11 +175,6 @@ def running_mean(mean: float | None, count: int, value: float) -> tuple[float, i
     return (mean * count + value) / (count + 1), count + 1
 
 
-def weighted_order(values: Sequence[float]) -> list[int]:
-    """Indices of ``values`` from highest to lowest, stable."""
-    return sorted(range(len(values)), key=lambda i: -values[i])
-
-
 def outcome_evidence(similarities: Sequence[float], outcomes: Sequence[float], floor: float = 0.9,
                      sharpness: float = 4.0) -> float:
     """What this experience's past outcomes on tasks like the query say (task-conditioned feedback):

@@ -12,9 +12,6 @@ asset server that cannot start only costs the Browser its style and guide (with 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +21,7 @@ from pathlib import Path
 
 from kbgraph.browser import asset_server
 from kbgraph.browser.assets import BrowserAssets
+from kbgraph.processes import free_port, pid_alive, port_in_use, terminate
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 7475
@@ -75,8 +73,8 @@ class BrowserAssetServer:
         are served, or None (after saying why) if that failed."""
         self.stop()
         port = preferred_port
-        if port in reserved or not _port_free(port):
-            port = _any_free_port(reserved)
+        if port in reserved or port_in_use(port, HOST):
+            port = free_port(reserved, HOST)
             why = "is one of Neo4j's own ports" if preferred_port in reserved else "is in use"
             self.say(f"kbgraph: port {preferred_port} {why}, so the Neo4j Browser style and guide are served "
                      f"on port {port} instead (choose another with KBGRAPH_MANAGED_ASSETS_PORT).")
@@ -91,7 +89,7 @@ class BrowserAssetServer:
         port = self.recorded_port()
         if port is None:
             return None
-        if not _port_free(port):
+        if port_in_use(port, HOST):
             self.say(f"kbgraph: the Neo4j Browser style and guide cannot be served: port {port} was taken by "
                      "another program. Restart the server (`kbgraph server stop`, then `start`) to move them.")
             return None
@@ -102,7 +100,7 @@ class BrowserAssetServer:
         pid, _ = self._recorded()
         if pid is None or not self._is_ours(pid):
             return False
-        _terminate(pid, timeout_s)
+        terminate(pid, timeout_s)
         return True
 
     # -- internals ------------------------------------------------------------------------------
@@ -130,10 +128,10 @@ class BrowserAssetServer:
                 self.say(f"kbgraph: the Neo4j Browser asset server exited with code {proc.returncode} "
                          f"(see {self.log_file}); the Browser opens without kbgraph's style and guide.")
                 return None
-            if not _port_free(port):
+            if port_in_use(port, HOST):
                 return assets
             time.sleep(0.05)
-        _terminate(proc.pid, 2.0)
+        terminate(proc.pid, 2.0)
         self.say(f"kbgraph: the Neo4j Browser asset server did not answer on port {port} within "
                  f"{self.start_timeout_s:.0f} s (see {self.log_file}); the Browser opens without kbgraph's style.")
         return None
@@ -157,52 +155,4 @@ class BrowserAssetServer:
         # checkout, since checkouts share the managed server's folder in the cache.
         script = str(Path(*_SCRIPT.parts[-3:]))
         return (any(arg.endswith(script) for arg in cmdline) and f"--directory={self.directory}" in cmdline
-                and _alive(pid))
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex((HOST, port)) != 0
-
-
-def _any_free_port(reserved: tuple[int, ...]) -> int:
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind((HOST, 0))
-            port = int(sock.getsockname()[1])
-        if port not in reserved:
-            return port
-
-
-def _alive(pid: int) -> bool:
-    try:
-        waited, _ = os.waitpid(pid, os.WNOHANG)  # reap it if it is our child
-        if waited == pid:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def _terminate(pid: int, timeout_s: float) -> None:
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return
-        time.sleep(0.05)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
-    for _ in range(20):  # SIGKILL is not instant; reap it if it is our child
-        if not _alive(pid):
-            return
-        time.sleep(0.05)
+                and pid_alive(pid))

@@ -28,13 +28,9 @@ METRIC_LABELS = {"success_at_1": "success@1", "ndcg": "nDCG@10", "recall": "Reca
 
 
 def register(app: typer.Typer) -> None:
-    # The ``bench`` group is looked up on the app given, not imported: under ``python -m
-    # kbgraph.cli`` (what ./kb runs) the running CLI is ``__main__``, and ``import kbgraph.cli``
-    # would load a second copy whose bench group the running app never shows.
-    groups = [group.typer_instance for group in app.registered_groups if group.name == "bench"]
-    if not groups or groups[0] is None:
-        raise RuntimeError("kbgraph bench learning: the CLI has no 'bench' command group to join")
-    groups[0].command("learning")(bench_learning)
+    from kbgraph.cli import bench_app  # the running CLI, also under ``python -m kbgraph.cli``
+
+    bench_app.command("learning")(bench_learning)
 
 
 def _check_arguments(namespace: str, force: bool, plot: Path, passes: int, rounds: int,

@@ -169,11 +169,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """EDV: store candidate experiences by the votes of the agents that executed their task —
         all yes: shared bank; some: the approvers' private banks; none: rejected (kept, never retrieved)."""
-        votes = _votes(vote)
-        with _open(namespace) as kb:
-            from kbgraph.agents import check_votes
+        from kbgraph.agents import check_votes
 
-            check_votes(votes, where="--vote")
+        votes = check_votes(_votes(vote), where="--vote")  # before connecting: a typo fails at once
+        with _open(namespace) as kb:
             report = add_files(kb, files, votes=votes)
         if as_json:
             _print_json(report)

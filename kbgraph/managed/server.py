@@ -15,8 +15,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +29,9 @@ from kbgraph.browser.assets import BrowserAssets
 from kbgraph.cypher_files import query
 from kbgraph.errors import ManagedServerError
 from kbgraph.managed.runtime import NEO4J_VERSION, ensure_runtime
+# free_port is re-exported: tests and tools start throw-away servers on it.
+from kbgraph.processes import free_port as free_port
+from kbgraph.processes import port_in_use, terminate
 from kbgraph.settings import Settings
 
 ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
@@ -161,7 +162,7 @@ class ManagedNeo4j:
         if java is None:
             raise ManagedServerError("java not found: the managed Neo4j needs Java 17 or newer on PATH.")
         for port in (self.bolt_port, self.http_port):
-            if _port_in_use(port):
+            if port_in_use(port):
                 raise ManagedServerError(
                     f"port {port} on 127.0.0.1 is already in use by another program, so the managed "
                     "Neo4j cannot listen there. Stop that program, or choose other ports with "
@@ -195,7 +196,7 @@ class ManagedNeo4j:
         try:
             self._wait_until_ready(proc)
         except BaseException:
-            self._terminate(proc.pid)
+            terminate(proc.pid, 60.0, poll_s=0.2)
             self.browser_assets.stop()
             raise
         self._say(f"kbgraph: Neo4j is up — Bolt {self.bolt_uri}, Browser {self.browser_url}")
@@ -205,7 +206,7 @@ class ManagedNeo4j:
         """Stops the server cleanly (SIGTERM, then SIGKILL after ``timeout_s``). False if not running."""
         pid = self._live_pid()
         if pid is not None:
-            self._terminate(pid, timeout_s)
+            terminate(pid, timeout_s, poll_s=0.2)
         self.pid_file.unlink(missing_ok=True)
         self.browser_assets.stop()  # also one left behind by a Neo4j that died on its own
         return pid is not None
@@ -278,7 +279,7 @@ class ManagedNeo4j:
                     f"Neo4j exited with code {proc.returncode} while starting. Last log lines:\n"
                     + self._log_tail()
                 )
-            if not _port_in_use(self.bolt_port):
+            if not port_in_use(self.bolt_port):
                 time.sleep(0.5)
                 continue
             try:
@@ -324,62 +325,9 @@ class ManagedNeo4j:
             return pid
         return None
 
-    @staticmethod
-    def _terminate(pid: int, timeout_s: float = 60.0) -> None:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if not _pid_alive(pid):
-                return
-            time.sleep(0.2)
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        waited, _ = os.waitpid(pid, os.WNOHANG)  # reap it if it is our child
-        if waited == pid:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def _port_in_use(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def configured_assets_port(settings: Settings) -> int:
     """The preferred port of the Browser asset server: ``settings.managed_assets_port`` (env
     ``KBGRAPH_MANAGED_ASSETS_PORT``), 0 to serve no style or guide; 7475 by default."""
-    configured = getattr(settings, "managed_assets_port", None)  # a field of Settings once it has one
-    if isinstance(configured, int):
-        return configured
-    raw = os.environ.get("KBGRAPH_MANAGED_ASSETS_PORT", "").strip()
-    if not raw:
-        return DEFAULT_ASSETS_PORT
-    if not raw.isdigit() or int(raw) > 65535:
-        raise ManagedServerError(
-            f"KBGRAPH_MANAGED_ASSETS_PORT={raw!r} is not a port: give a number from 1 to 65535, or 0 to serve "
-            "no Neo4j Browser style and guide."
-        )
-    return int(raw)
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now (for throw-away test servers)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return settings.managed_assets_port
