@@ -132,6 +132,7 @@ class RuleBasedAbstractor:
             efficiency=round(1.0 - errored / len(raw), 4) if raw else None,
             source=trajectory.source,
             source_ids=[trajectory.id],
+            failed_source_ids=[] if trajectory.outcome.success else [trajectory.id],
         )
 
     @staticmethod

@@ -194,4 +194,5 @@ class LLMAbstractor:
             success_rate=1.0 if trajectory.outcome.success else 0.0,
             generalizability=answer.generalizability, source=trajectory.source,
             source_ids=[trajectory.id], failure_modes=failures,
+            failed_source_ids=[] if trajectory.outcome.success else [trajectory.id],
         )

@@ -27,6 +27,18 @@ class ExperienceFacts:
     goal: str
     scope: str = "shared"
     owner_agent: str | None = None
+    #: The sources whose run failed (a subset of ``source_ids``).
+    failed_source_ids: tuple[str, ...] = ()
+
+    @property
+    def only_failed(self) -> bool:
+        """Every run it stands for failed: a pitfall, never merged into a way that worked."""
+        return bool(self.source_ids) and len(set(self.failed_source_ids)) == len(set(self.source_ids))
+
+    @property
+    def succeeded_sources(self) -> tuple[str, ...]:
+        failed = set(self.failed_source_ids)
+        return tuple(s for s in self.source_ids if s not in failed)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> ExperienceFacts:
@@ -38,5 +50,5 @@ class ExperienceFacts:
             source_ids=tuple(row["source_ids"] or ()), adapted_from=tuple(row["adapted_from"] or ()),
             retrieved=int(row["retrieved"] or 0), used=int(row["used"] or 0), succeeded=int(row["succeeded"] or 0),
             problem=row["problem"], goal=row["goal"] or "", scope=row.get("scope") or "shared",
-            owner_agent=row.get("owner_agent"),
+            owner_agent=row.get("owner_agent"), failed_source_ids=tuple(row.get("failed_source_ids") or ()),
         )

@@ -1,14 +1,18 @@
 """Stage 7 — linking: the four experience relations of Agent KB, inferred from the graph's content.
 
-- ABSTRACTION: concrete → the abstract experience generated for every workflow (action sequence)
-  that two or more concrete experiences share.
+- ABSTRACTION: concrete → the abstract experience generated for every workflow that two or more
+  concrete experiences of a domain share. A workflow is what a run changed: its state-changing
+  actions in order (:func:`~kbgraph.ingest.shapes.operations`); the lookups on the way vary from
+  run to run. The abstract experience stands for all its instances' runs, successful and failed,
+  so it can say how often the workflow worked; its steps are the way that worked most often.
 - COMPOSITION: sub-workflow → composite, when one workflow's actions appear in order inside a
   longer one's (between one representative per workflow: its abstraction, or its only member).
 - ADAPTATION: the same operations (the state-changing verbs: cancel, update → reverse, …) in
   different domains, between each domain's representative; and declared provenance
   (``adapted_from``).
 - ALTERNATIVE: a different workflow for a similar problem and goal (cosine ≥ 0.8, same domain),
-  the closest few per experience.
+  the closest few per experience. Only ways that worked at least once are alternatives: a run
+  that only failed is a pitfall of its task, not another way to do it.
 
 Every relation gets a weight in [0, 1] and a reason a person can read. Pure and deterministic:
 the same facts give the same plan, whatever order they came in.
@@ -24,7 +28,8 @@ import numpy as np
 
 from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.ingest.generalise import humanise_action
-from kbgraph.ingest.shapes import is_subsequence, operation_shape, verb_of
+from kbgraph.ids import content_hash
+from kbgraph.ingest.shapes import is_subsequence, operation_shape, operations, verb_of
 from kbgraph.models import Experience, Step
 
 ABSTRACT_SOURCE = "kbgraph:abstraction"
@@ -53,19 +58,47 @@ def _flow(actions: tuple[str, ...]) -> str:
     return " → ".join(humanise_action(a) for a in actions)
 
 
-def abstract_experience(actions: tuple[str, ...], members: list[ExperienceFacts]) -> Experience:
-    """The generalised experience of one workflow. Its content depends on the workflow only (and
-    the members' majority domain), so its id is stable while its group grows."""
-    domains = Counter(m.domain for m in members)
-    top = max(domains.values())
-    changes = [humanise_action(a) for a in dict.fromkeys(actions) if verb_of(a) != "lookup"]
+Workflow = tuple[str, tuple[str, ...]]  # (domain, state-changing actions in order)
+
+
+def workflow_of(fact: ExperienceFacts) -> Workflow:
+    return fact.domain, operations(fact.actions)
+
+
+def _describe(workflow: Workflow) -> str:
+    return _flow(workflow[1]) if workflow[1] else "look up, change nothing"
+
+
+def _usual_steps(members: list[ExperienceFacts]) -> tuple[str, ...]:
+    """The action sequence that worked in the most runs (failed runs count only when none
+    succeeded); ties go to the shorter, then the alphabetically first sequence."""
+    weights: Counter[tuple[str, ...]] = Counter()
+    for member in members:
+        weights[member.actions] += len(member.succeeded_sources)
+    if not any(weights.values()):
+        weights = Counter({m.actions: len(m.source_ids) or 1 for m in members})
+    return min(weights, key=lambda a: (-weights[a], len(a), a))
+
+
+def abstract_experience(workflow: Workflow, members: list[ExperienceFacts]) -> Experience:
+    """The generalised experience of one workflow. Its id depends on the workflow only (domain and
+    operations), so it is stable while its group grows; its success rate is the share of its
+    instances' runs that succeeded."""
+    domain, ops = workflow
+    steps = _usual_steps(members)
+    runs = sum(len(m.source_ids) or 1 for m in members)
+    succeeded = sum(len(m.succeeded_sources) if m.source_ids else m.success_rate for m in members)
+    changes = [humanise_action(a) for a in dict.fromkeys(ops)]
+    problem = (f"Any task that is solved by the workflow: {_flow(ops)}" if ops
+               else "Any task answered by looking things up, changing nothing")
     return Experience(
+        id=content_hash({"workflow": list(ops), "domain": domain}, "exp"),
         kind="abstract",
-        problem=f"Any task that is solved by the workflow: {_flow(actions)}",
+        problem=problem,
         goal=("Get done: " + ", then ".join(changes)) if changes else "Find out what the task asks",
-        domain=min(d for d, n in domains.items() if n == top),
-        steps=[Step(action=a, text=humanise_action(a)) for a in actions],
-        success_rate=round(sum(m.success_rate for m in members) / len(members), 6),
+        domain=domain,
+        steps=[Step(action=a, text=humanise_action(a)) for a in steps],
+        success_rate=round(succeeded / runs, 6) if runs else 1.0,
         generalizability=round(min(1.0, len(members) / 10), 4),
         source=ABSTRACT_SOURCE,
     )
@@ -81,49 +114,56 @@ def plan_links(
     declared_abstract = [f for f in facts if f.kind == "abstract" and f.source != ABSTRACT_SOURCE]
 
     # ABSTRACTION: one abstract experience per workflow shared by two or more concrete ones.
-    by_workflow: dict[tuple[str, ...], list[ExperienceFacts]] = defaultdict(list)
+    by_workflow: dict[Workflow, list[ExperienceFacts]] = defaultdict(list)
     for fact in concrete:
         if fact.actions:
-            by_workflow[fact.actions].append(fact)
-    representative: dict[tuple[str, ...], tuple[str, str, np.ndarray]] = {}  # workflow → (id, domain, pg)
-    for actions in sorted(by_workflow):
-        members = by_workflow[actions]
+            by_workflow[workflow_of(fact)].append(fact)
+    # A run without steps shows no workflow where steps are not recorded (WebArena's intents); in a
+    # domain whose runs do record their tool calls, a run that made none changed nothing: it joins
+    # that domain's look-up-only workflow, if there is one.
+    for fact in concrete:
+        if not fact.actions and (fact.domain, ()) in by_workflow:
+            by_workflow[(fact.domain, ())].append(fact)
+    representative: dict[Workflow, tuple[str, np.ndarray]] = {}  # workflow → (id, pg)
+    for workflow in sorted(by_workflow):
+        members = by_workflow[workflow]
         if len(members) < 2:
             only = members[0]
-            representative[actions] = (only.id, only.domain, only.pg)
+            representative[workflow] = (only.id, only.pg)
             continue
-        abstract = abstract_experience(actions, members)
+        abstract = abstract_experience(workflow, members)
         plan.abstracts.append(abstract)
         centroid = np.mean([m.pg for m in members], axis=0)
         centroid /= float(np.linalg.norm(centroid)) or 1.0
-        representative[actions] = (abstract.key, abstract.domain, centroid)
+        representative[workflow] = (abstract.key, centroid)
         for member in members:
             plan.relations.append(_relation(
                 "ABSTRACTION", member.id, abstract.key, float(member.pg @ centroid),
-                f"instance of the workflow {_flow(actions)}, shared by {len(members)} experiences",
+                f"instance of the workflow {_describe(workflow)}, shared by {len(members)} experiences",
             ))
     for fact in declared_abstract:  # abstract experiences given by users represent their workflow too
-        if fact.actions and fact.actions not in by_workflow:
-            representative[fact.actions] = (fact.id, fact.domain, fact.pg)
+        if fact.actions and workflow_of(fact) not in by_workflow:
+            representative[workflow_of(fact)] = (fact.id, fact.pg)
 
-    # COMPOSITION: sub-workflow → composite, within a domain, the closest composites first.
-    workflows = sorted(representative, key=lambda a: (len(a), a))
+    # COMPOSITION: sub-workflow → composite, within a domain, the closest composites first. A
+    # workflow that changes nothing is inside every other one, which says nothing: it is left out.
+    workflows = sorted(representative, key=lambda w: (w[0], len(w[1]), w[1]))
     for small in workflows:
-        small_id, small_domain, _ = representative[small]
-        composites = [big for big in workflows if len(big) > len(small) and representative[big][1] == small_domain
-                      and is_subsequence(small, big)]
+        small_id, _ = representative[small]
+        composites = [big for big in workflows if big[0] == small[0] and len(big[1]) > len(small[1]) > 0
+                      and is_subsequence(small[1], big[1])]
         for big in composites[:COMPOSITES_PER_WORKFLOW]:
             plan.relations.append(_relation(
-                "COMPOSITION", small_id, representative[big][0], len(small) / len(big),
-                f"its steps ({_flow(small)}) appear in order inside {_flow(big)}",
+                "COMPOSITION", small_id, representative[big][0], len(small[1]) / len(big[1]),
+                f"its operations ({_flow(small[1])}) appear in order inside {_flow(big[1])}",
             ))
 
     # ADAPTATION: one verb-level shape in several domains; each domain's best-established workflow.
-    by_shape: dict[tuple[str, ...], dict[str, list[tuple[str, ...]]]] = defaultdict(lambda: defaultdict(list))
-    for actions in workflows:
-        shape = operation_shape(actions)
+    by_shape: dict[tuple[str, ...], dict[str, list[Workflow]]] = defaultdict(lambda: defaultdict(list))
+    for workflow in workflows:
+        shape = operation_shape(workflow[1])
         if shape:
-            by_shape[shape][representative[actions][1]].append(actions)
+            by_shape[shape][workflow[0]].append(workflow)
     for shape in sorted(by_shape):
         domains = by_shape[shape]
         if len(domains) < 2:
@@ -133,9 +173,9 @@ def plan_links(
                   for d, ws in domains.items()}
         ordered = sorted(chosen, key=lambda d: (-len(by_workflow.get(chosen[d], [])), d))
         origin = ordered[0]
-        a_id, _, a_pg = representative[chosen[origin]]
+        a_id, a_pg = representative[chosen[origin]]
         for other in ordered[1:]:
-            b_id, _, b_pg = representative[chosen[other]]
+            b_id, b_pg = representative[chosen[other]]
             plan.relations.append(_relation(
                 "ADAPTATION", a_id, b_id, 0.5 + 0.5 * max(0.0, float(a_pg @ b_pg)),
                 f"the same operations ({' → '.join(shape)}) carried from {origin} to {other}",
@@ -149,10 +189,10 @@ def plan_links(
                     "ADAPTATION", origin_id, fact.id, 1.0, f"declared: adapted from trajectory {origin_trajectory}",
                 ))
 
-    # ALTERNATIVE: similar problem and goal, different workflow, same domain.
+    # ALTERNATIVE: similar problem and goal, different workflow, same domain; ways that worked.
     by_domain: dict[str, list[ExperienceFacts]] = defaultdict(list)
     for fact in concrete:
-        if fact.actions:
+        if fact.actions and not fact.only_failed:
             by_domain[fact.domain].append(fact)
     seen: set[tuple[str, str]] = set()
     for domain in sorted(by_domain):
@@ -168,7 +208,7 @@ def plan_links(
                 if taken >= alternatives_per_experience or similarity[i, j] < alternative_threshold:
                     break
                 candidate = members[int(j)]
-                if candidate.actions == member.actions:
+                if workflow_of(candidate) == workflow_of(member):
                     continue
                 taken += 1
                 pair = (min(member.id, candidate.id), max(member.id, candidate.id))
@@ -179,6 +219,6 @@ def plan_links(
                 plan.relations.append(_relation(
                     "ALTERNATIVE", first.id, second.id, float(similarity[i, j]),
                     f"similar problem and goal (cosine {similarity[i, j]:.2f}) solved differently: "
-                    f"{_flow(first.actions)} vs {_flow(second.actions)}",
+                    f"{_describe(workflow_of(first))} vs {_describe(workflow_of(second))}",
                 ))
     return plan

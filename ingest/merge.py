@@ -1,9 +1,13 @@
 """Stage 6 — merging duplicate experiences (AutoRefine).
 
-Experiences of the same kind and the same workflow (action sequence) whose problem+goal
-embeddings have cosine ≥ ``threshold`` (0.85) are one experience. Groups are the connected
-components of that relation; the canonical member is the smallest id, so the result does not
-depend on the order experiences arrived in. Provenance is the union of the members' sources,
+Experiences of the same kind, the same workflow and the same outcome whose problem+goal
+embeddings have cosine ≥ ``threshold`` (0.85) are one experience. The workflow is what a run
+changed (:func:`~kbgraph.ingest.shapes.operations`): two runs of one task that re-read a
+reservation a different number of times did the same thing. Runs that all failed merge only among
+themselves, so a failed run never enters the provenance of a way that worked. Groups are the
+connected components of that relation; the canonical member (whose steps the merged experience
+keeps) is the one with the fewest steps (but some), then the smallest id, so the result does not depend on
+the order experiences arrived in. Provenance is the union of the members' sources,
 counters are summed, success rate is averaged over sources. Pure: the pipeline applies the plan.
 """
 
@@ -17,6 +21,7 @@ import numpy as np
 
 from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.ingest.link import ABSTRACT_SOURCE
+from kbgraph.ingest.shapes import operations
 
 MERGE_THRESHOLD = 0.85
 
@@ -26,6 +31,7 @@ class MergeGroup:
     canonical: str
     merged_ids: list[str]
     source_ids: list[str]
+    failed_source_ids: list[str]
     retrieved: int
     used: int
     succeeded: int
@@ -55,11 +61,12 @@ def _components(count: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
 
 
 def plan_merges(facts: list[ExperienceFacts], threshold: float = MERGE_THRESHOLD) -> list[MergeGroup]:
-    # Only experiences of one kind, one workflow and one owner (private banks stay apart) can merge.
-    blocks: dict[tuple[str, tuple[str, ...], str, str], list[ExperienceFacts]] = defaultdict(list)
+    # Only experiences of one kind, one workflow, one outcome and one owner (private banks stay
+    # apart) can merge.
+    blocks: dict[tuple[str, tuple[str, ...], str, str, bool], list[ExperienceFacts]] = defaultdict(list)
     for fact in facts:
         if fact.source != ABSTRACT_SOURCE:
-            blocks[(fact.kind, fact.actions, fact.scope, fact.owner_agent or "")].append(fact)
+            blocks[(fact.kind, operations(fact.actions), fact.scope, fact.owner_agent or "", fact.only_failed)].append(fact)
     plan: list[MergeGroup] = []
     for members in blocks.values():
         if len(members) < 2:
@@ -68,7 +75,8 @@ def plan_merges(facts: list[ExperienceFacts], threshold: float = MERGE_THRESHOLD
         vectors = np.stack([m.pg for m in members])
         similar = np.argwhere(np.triu(vectors @ vectors.T, k=1) >= threshold)
         for component in _components(len(members), [(int(a), int(b)) for a, b in similar]):
-            group = [members[i] for i in component]
+            # The canonical keeps its steps: the shortest way that has any, then the smallest id.
+            group = sorted((members[i] for i in component), key=lambda m: (not m.actions, len(m.actions), m.id))
             canonical = group[0]
             sources = sorted({s for m in group for s in m.source_ids})
             # Each source counts once: a member whose sources the group already has adds nothing.
@@ -82,6 +90,7 @@ def plan_merges(facts: list[ExperienceFacts], threshold: float = MERGE_THRESHOLD
                 canonical=canonical.id,
                 merged_ids=[m.id for m in group[1:]],
                 source_ids=sources,
+                failed_source_ids=sorted({s for m in group for s in m.failed_source_ids}),
                 retrieved=sum(m.retrieved for m in group),
                 used=sum(m.used for m in group),
                 succeeded=sum(m.succeeded for m in group),

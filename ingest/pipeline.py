@@ -26,6 +26,8 @@ from typing import Any
 from kbgraph.agents import apply_votes, check_votes
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.errors import InvalidInputError, KbgraphError
+from kbgraph.experience_store import abstract_row
+from kbgraph.experience_store import step_rows as experience_steps
 from kbgraph.ids import normalise_text
 from kbgraph.ingest.abstract import Abstractor, RuleBasedAbstractor
 from kbgraph.ingest.concepts import ConceptStage
@@ -213,14 +215,28 @@ class IngestPipeline:
 
     def _link(self) -> None:
         plan = plan_links(self._facts())
-        if plan.abstracts:
-            self.kb.add_experiences(plan.abstracts)
+        existing = self.kb.store.existing_ids(a.key for a in plan.abstracts)
+        fresh = [a for a in plan.abstracts if a.key not in existing]
+        if fresh:
+            self.kb.add_experiences(fresh)
+        # A workflow that exists keeps its id and learning state; what it says follows its group.
+        grown = [a for a in plan.abstracts if a.key in existing]
+        self.kb.embed_missing(grown)
+        step_rows: list[dict[str, Any]] = []
+        next_rows: list[dict[str, Any]] = []
+        for abstract in grown:
+            steps, links = experience_steps(abstract)
+            step_rows += steps
+            next_rows += links
         self.report.abstract_experiences = len(plan.abstracts)
         ns = self.kb.namespace
         self.kb.gateway.write_all([
             ("relations_inferred_delete", {"kb": ns}),
             ("abstract_experiences_stale_delete", {"kb": ns, "keep": [a.key for a in plan.abstracts],
                                                    "source": ABSTRACT_SOURCE}),
+            ("abstract_experiences_refresh", {"kb": ns, "rows": [abstract_row(a) for a in grown]}),
+            ("step_upsert", {"kb": ns, "rows": step_rows}),
+            ("step_link_next", {"kb": ns, "rows": next_rows}),
             ("relation_upsert", {"kb": ns, "rows": plan.relations}),
         ])
 

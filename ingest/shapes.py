@@ -45,6 +45,14 @@ def is_subsequence(small: Sequence[str], big: Sequence[str]) -> bool:
     return all(any(item == other for other in it) for item in small)
 
 
+def operations(actions: Sequence[str]) -> tuple[str, ...]:
+    """The state-changing actions, by name, in order (repeats kept): what a run *did*, as opposed to
+    what it looked up on the way. Runs of one task differ mostly in their lookups (how many times
+    the agent re-read a reservation), so two runs that changed the same things the same way share
+    one workflow. ``()`` is the workflow that answers from lookups alone, changing nothing."""
+    return tuple(a for a in actions if verb_of(a) != "lookup")
+
+
 def operation_shape(actions: Sequence[str]) -> tuple[str, ...]:
     """The verb shape of the state-changing steps only: lookups are how an agent gathers what it
     needs, which differs between tools and domains; the operations are what carries over."""

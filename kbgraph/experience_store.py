@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kbgraph.gateway import Neo4jGateway, Row
+from kbgraph.ingest.shapes import operations
 from kbgraph.models import Experience, FailureMode, Relation, Step
 
 # Learning state: set when an experience is created, owned by feedback afterwards (DESIGN §4).
@@ -33,14 +34,26 @@ def experience_row(exp: Experience) -> Row:
     return {
         "id": exp.key,
         "domain": exp.domain,
-        # actions and shape are derived, stored for cheap shape comparisons and for inspection.
+        # actions, operations, shape and task key are derived, stored for cheap comparisons in
+        # Cypher (merging, the share of a task's runs a workflow took) and for inspection.
         "content": {**{f: getattr(exp, f) for f in CONTENT_FIELDS},
-                    "actions": [s.action for s in exp.steps], "shape": exp.structure_text()},
+                    "actions": [s.action for s in exp.steps], "operations": list(operations([s.action for s in exp.steps])),
+                    "shape": exp.structure_text(), "task_key": exp.task_key()},
         "learning": {f: getattr(exp, f) for f in LEARNING_FIELDS},
         "source_ids": list(exp.source_ids),
+        "failed_source_ids": list(exp.failed_source_ids),
         "success_rate": exp.success_rate,
         **{f: getattr(exp, f) for f in EMBEDDING_FIELDS},
     }
+
+
+def abstract_row(exp: Experience) -> Row:
+    """What ``abstract_experiences_refresh`` sets on an existing generated abstract experience."""
+    row = experience_row(exp)
+    content = {k: v for k, v in row["content"].items() if k in ("problem", "goal", "generalizability", "actions",
+                                                                 "operations", "shape")}
+    return {"id": row["id"], "content": content, "success_rate": row["success_rate"],
+            **{f: row[f] for f in EMBEDDING_FIELDS}}
 
 
 def step_rows(exp: Experience) -> tuple[list[Row], list[Row]]:
@@ -107,6 +120,7 @@ def experience_from_record(record: Row) -> Experience:
     ]
     data["relations"] = [Relation(**r) for r in record["relations"] if r is not None]
     data["source_ids"] = list(node.get("source_ids") or [])
+    data["failed_source_ids"] = list(node.get("failed_source_ids") or [])
     data["adapted_from"] = list(node.get("adapted_from") or [])
     return Experience(**data)
 

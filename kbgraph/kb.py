@@ -62,7 +62,8 @@ class KbStats(BaseModel):
 
 def _combine_duplicates(experiences: list[Experience]) -> list[Experience]:
     """One experience per id; duplicates (the same content from several trajectories) pool their
-    provenance, so no source is lost, and average their success rate over it."""
+    provenance and the outcome of each run, so no source is lost, and average their success rate
+    over it."""
     by_id: dict[str, Experience] = {}
     for exp in experiences:
         first = by_id.get(exp.key)
@@ -74,6 +75,7 @@ def _combine_duplicates(experiences: list[Experience]) -> list[Experience]:
             known = len(first.source_ids)
             first.success_rate = (first.success_rate * known + exp.success_rate * len(fresh)) / (known + len(fresh))
         first.source_ids = [*first.source_ids, *fresh]
+        first.failed_source_ids = [*first.failed_source_ids, *(s for s in exp.failed_source_ids if s in fresh)]
     return list(by_id.values())
 
 

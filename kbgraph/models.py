@@ -6,7 +6,8 @@ An :class:`Experience` is the tuple ⟨π, γ, S, C, μ, F, R⟩ of Agent KB:
 - S ``steps`` — ordered, generalised :class:`Step` records;
 - C context — ``domain`` and ``difficulty``;
 - μ metadata — ``success_rate``, ``quality``, ``efficiency``, ``generalizability``, the usage
-  counters ``retrieved``/``used``/``succeeded``, timestamps, provenance (``source``, ``source_ids``);
+  counters ``retrieved``/``used``/``succeeded``, timestamps, provenance (``source``, ``source_ids``
+  — the runs it stands for — and ``failed_source_ids``, those of them whose outcome was a failure);
 - F ``failure_modes`` — what went wrong and how it was recovered;
 - R ``relations`` — typed, weighted edges to other experiences.
 
@@ -144,6 +145,10 @@ class Experience(_Strict):
     # Provenance grows with merges (one id per trajectory), so its cap is generous: reading a
     # popular workflow back must never fail validation.
     source_ids: Annotated[list[IdText], Field(max_length=1_000_000)] = Field(default_factory=list)
+    # Outcome per run: the sources whose run failed (a subset of source_ids). Kept per run so that a
+    # failed run is never handed back as an example of what worked, and so a hit can say how often
+    # it worked ("n of m runs").
+    failed_source_ids: Annotated[list[IdText], Field(max_length=1_000_000)] = Field(default_factory=list)
     # Declared provenance: ids of trajectories this experience was adapted from (ADAPTATION edges).
     adapted_from: Annotated[list[IdText], Field(max_length=100)] = Field(default_factory=list)
     # F, R
@@ -189,6 +194,9 @@ class Experience(_Strict):
         self.steps.sort(key=lambda s: s.order or 0)
         if self.succeeded > self.used:
             raise ValueError("succeeded: cannot exceed used")
+        stray = set(self.failed_source_ids) - set(self.source_ids)
+        if stray:
+            raise ValueError(f"failed_source_ids: {sorted(stray)[:3]} not in source_ids")
         if self.id is None:
             self.id = self.content_id()
         return self
@@ -204,7 +212,24 @@ class Experience(_Strict):
         }
         if self.scope == "private":  # one agent's private experience is not another's
             payload["private_to"] = self.owner_agent or ""
+        if self.only_failed:  # a failed run is never one node with a success of the same content
+            payload["outcome"] = "failed"
         return content_hash(payload, "exp")
+
+    @property
+    def only_failed(self) -> bool:
+        """True when every run this experience stands for failed (it is a pitfall, not a way to do it)."""
+        return bool(self.source_ids) and len(set(self.failed_source_ids)) == len(set(self.source_ids))
+
+    @property
+    def runs(self) -> int:
+        """How many runs (trajectories) this experience stands for."""
+        return len(self.source_ids)
+
+    @property
+    def runs_succeeded(self) -> int:
+        """How many of those runs succeeded."""
+        return len(self.source_ids) - len(set(self.failed_source_ids))
 
     @property
     def key(self) -> str:
@@ -223,6 +248,11 @@ class Experience(_Strict):
             "step_order": failure.step_order,
         }
         return content_hash(payload, "fail")
+
+    def task_key(self) -> str:
+        """What runs of one task share: the hash of its domain and (generalised) problem. Runs of the
+        same task are the evidence of which way usually solves it."""
+        return content_hash({"problem": normalise_text(self.problem), "domain": normalise_text(self.domain)}, "task")
 
     def pg_text(self) -> str:
         """Text behind the semantic (problem+goal) embedding."""

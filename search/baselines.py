@@ -1,4 +1,5 @@
-"""The three reference baselines of the retrieval benchmark: TF-IDF, MiniLM cosine, Agent KB hybrid.
+"""The reference baselines of the retrieval benchmark: TF-IDF, MiniLM cosine, the Agent KB hybrid,
+and MiniLM cosine over the successful runs only.
 
 They rank the trajectory documents of ``shared/data/trajectories`` (all four files) whose text is
 ``task + " " + the step action names`` joined by spaces, exactly as ``shared/data/README.md``
@@ -12,6 +13,10 @@ retail   (here)       0.117     0.224          0.216
 webarena (README)     0.894     0.831          0.894
 webarena (here)       0.894     0.831          0.894
 ====================  ========  =============  =================
+
+The last one, ``success_cosine``, is the outcome-aware floor: it does nothing but drop the runs
+that failed (``outcome.success`` false) before ranking by MiniLM cosine. Any memory that knows
+outcomes must beat it; on a corpus without failures it is MiniLM cosine exactly.
 
 Every baseline ranks with ``rank(query_text, k, exclude=set()) -> list[doc_id]``: the ``k`` best
 documents, best first, never one of ``exclude`` (the leave-one-out ids of a query). Excluded
@@ -45,6 +50,7 @@ __all__ = [
     "Document",
     "HybridBaseline",
     "MiniLMBaseline",
+    "SuccessfulRunsBaseline",
     "TextEmbedder",
     "TfidfBaseline",
     "document_text",
@@ -88,11 +94,13 @@ class Baseline(Protocol):
 
 @dataclass(frozen=True)
 class Document:
-    """One trajectory as the baselines see it: its id, domain and the text that is indexed."""
+    """One trajectory as the baselines see it: its id, domain, the text that is indexed, and
+    whether its run succeeded."""
 
     id: str
     domain: str
     text: str
+    succeeded: bool = True
 
 
 def document_text(task: str, actions: Iterable[str]) -> str:
@@ -124,7 +132,7 @@ def load_documents(directory: Path) -> list[Document]:
                 continue
             first_seen[trajectory.id] = record.where
             text = document_text(trajectory.task, (step.action for step in trajectory.steps))
-            documents.append(Document(trajectory.id, trajectory.domain, text))
+            documents.append(Document(trajectory.id, trajectory.domain, text, trajectory.outcome.success))
     if not documents and not problems:
         problems.append(f"{directory}: no trajectories in any *.jsonl file")
     if problems:
@@ -290,6 +298,22 @@ class HybridBaseline:
 
     def rank(self, query_text: str, k: int = 10, exclude: Set[str] = frozenset()) -> list[str]:
         """The ids of the ``k`` best fused documents for ``query_text``, best first, none of ``exclude``."""
+        return self.rank_many([(query_text, exclude)], k)[0]
+
+
+class SuccessfulRunsBaseline:
+    """MiniLM cosine over the successful runs only: the failed ones are excluded from every
+    ranking, as if they were each query's own record. The baseline that only drops failures."""
+
+    def __init__(self, semantic: MiniLMBaseline):
+        self.semantic = semantic
+        self.documents = semantic.documents
+        self.failed = frozenset(doc.id for doc in semantic.documents if not doc.succeeded)
+
+    def rank_many(self, queries: Sequence[tuple[str, Set[str]]], k: int = 10) -> list[list[str]]:
+        return self.semantic.rank_many([(text, self.failed | set(exclude)) for text, exclude in queries], k)
+
+    def rank(self, query_text: str, k: int = 10, exclude: Set[str] = frozenset()) -> list[str]:
         return self.rank_many([(query_text, exclude)], k)[0]
 
 

@@ -1,4 +1,4 @@
-"""The retrieval benchmark: kbgraph's search against the three baselines, in one run.
+"""The retrieval benchmark: kbgraph's search against the four baselines, in one run.
 
 Relevance judgements name *trajectories* (``retail-train-6``), while kbgraph returns
 *experiences*, each standing for the trajectories it was built from (``source_ids``; merging
@@ -6,9 +6,12 @@ pools them; an abstract experience stands for its instances' trajectories). So e
 experience is expanded, in rank order, into the trajectories it stands for, skipping ones already
 listed and the query's ``exclude`` (its own record, for leave-one-out sets), until ``k`` are
 listed. That is what an agent receives: an experience backed by 95 trajectories is one answer
-that covers all of them.
+that covers all of them. The expansion follows search's rule for outcomes: the runs that worked
+come first, in rank order; a run that failed is listed only after every run that worked (it is
+what was tried, not an example to follow).
 
-The baselines index the same corpus the knowledge base was built from (document = task + step
+The baselines (TF-IDF, MiniLM cosine, the Agent KB hybrid, and MiniLM cosine over the successful
+runs only) index the same corpus the knowledge base was built from (document = task + step
 action names, ../shared/data/README.md) with the same embedder, so the comparison is like for
 like. Everything is computed in the run that prints it.
 """
@@ -26,6 +29,7 @@ from kbgraph.gateway import Neo4jGateway
 from kbgraph.search.baselines import (
     HybridBaseline,
     MiniLMBaseline,
+    SuccessfulRunsBaseline,
     TextEmbedder,
     TfidfBaseline,
     load_documents,
@@ -36,7 +40,7 @@ from kbgraph.search.metrics import evaluate
 from kbgraph.search.params import QueryStep, SearchQuery, SearchWeights
 from kbgraph.search.student import StudentRetriever
 
-__all__ = ["EvalReport", "SystemScores", "expand_to_trajectories", "run_eval", "search_rankings"]
+__all__ = ["EvalReport", "SystemScores", "expand_to_trajectories", "hit_sources", "run_eval", "search_rankings"]
 
 Progress = Callable[[str, int, int], None]
 
@@ -63,21 +67,33 @@ class EvalReport(BaseModel):
 
 
 def expand_to_trajectories(
-    ranked_ids: Sequence[str], sources: dict[str, list[str]], exclude: frozenset[str] | set[str], k: int
+    ranked_ids: Sequence[str], sources: dict[str, list[str]], exclude: frozenset[str] | set[str], k: int,
+    failed: dict[str, list[str]] | None = None,
 ) -> list[str]:
-    """The first ``k`` distinct trajectories the ranked experiences stand for, in rank order."""
+    """The first ``k`` distinct trajectories the ranked experiences stand for, in rank order: first
+    the runs that worked (``sources``), then, if places are left, the ones that failed (``failed``)."""
     out: list[str] = []
     if k <= 0:
         return out
     seen = set(exclude)
-    for experience_id in ranked_ids:
-        for source in sources.get(experience_id, []):
-            if source not in seen:
-                seen.add(source)
-                out.append(source)
-                if len(out) == k:
-                    return out
+    for by_id in (sources, failed or {}):
+        for experience_id in ranked_ids:
+            for source in by_id.get(experience_id, []):
+                if source not in seen:
+                    seen.add(source)
+                    out.append(source)
+                    if len(out) == k:
+                        return out
     return out
+
+
+def hit_sources(gateway: Neo4jGateway, namespace: str, ids: Sequence[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The runs each experience stands for: ``(worked, failed)``, each ``{experience id: [run ids]}``."""
+    worked: dict[str, list[str]] = {}
+    failed: dict[str, list[str]] = {}
+    for row in gateway.read("search_hit_sources", kb=namespace, ids=list(ids)) if ids else []:
+        worked[row["id"]], failed[row["id"]] = list(row["worked"]), list(row["failed"])
+    return worked, failed
 
 
 def search_query_for(query: EvalQuery, k: int) -> SearchQuery:
@@ -97,14 +113,14 @@ def search_rankings(
     """kbgraph's ranking of trajectories for every query (see the module docstring)."""
     rankings: dict[str, list[str]] = {}
     sources: dict[str, list[str]] = {}
+    failed: dict[str, list[str]] = {}
     for done, query in enumerate(queries, 1):
         results = retriever.search(search_query_for(query, experiences_per_query), weights=weights)
         ids = results.ids()
-        unknown = [i for i in ids if i not in sources]
-        if unknown:
-            for row in gateway.read("search_hit_sources", kb=retriever.namespace, ids=unknown):
-                sources[row["id"]] = list(row["sources"])
-        rankings[query.qid] = expand_to_trajectories(ids, sources, query.exclude, k)
+        worked, lost = hit_sources(gateway, retriever.namespace, [i for i in ids if i not in sources])
+        sources.update(worked)
+        failed.update(lost)
+        rankings[query.qid] = expand_to_trajectories(ids, sources, query.exclude, k, failed)
         if on_progress is not None:
             on_progress("kbgraph", done, len(queries))
     return rankings
@@ -122,7 +138,7 @@ def run_eval(
     on_progress: Progress | None = None,
     per_query: bool = False,
 ) -> EvalReport:
-    """nDCG@k, Recall@k and MRR of kbgraph and of the three baselines over the same corpus."""
+    """nDCG@k, Recall@k and MRR of kbgraph and of the four baselines over the same corpus."""
     queries = load_queries(queries_path)
     qrels = qrels_by_query(load_qrels(qrels_path))
     systems: list[SystemScores] = []
@@ -146,8 +162,10 @@ def run_eval(
     score("minilm_cosine", rank_queries(minilm, queries, k), time.perf_counter() - started)
     started = time.perf_counter()
     score("agent_kb_hybrid", rank_queries(HybridBaseline(tfidf, minilm), queries, k), time.perf_counter() - started)
+    started = time.perf_counter()
+    score("success_cosine", rank_queries(SuccessfulRunsBaseline(minilm), queries, k), time.perf_counter() - started)
     if on_progress is not None:
-        on_progress("baselines", 3, 3)
+        on_progress("baselines", 4, 4)
 
     baselines = [s for s in systems if s.system != "kbgraph"]
     best = max(baselines, key=lambda s: s.ndcg)

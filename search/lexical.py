@@ -1,19 +1,29 @@
-"""The lexical channel's Lucene query string, built from a free-text query.
+"""The lexical channel: the Lucene query string built from a free-text query, and the BM25 score
+of the candidates.
 
 Users type stories, ids, punctuation and Lucene operators without meaning them as syntax; one
 stray ``(`` or ``:`` would make the full-text index fail. So the query string is built only from
 word tokens: lower-cased, English stop words dropped (a customer's story is mostly stop words,
-which would otherwise swamp the short task texts), each term escaped and OR-ed. Lucene's default
-BM25 then scores the hits; the retrieval normalises the scores per query.
+which would otherwise swamp the short task texts), each term escaped and OR-ed.
+
+The full-text index finds candidates; it does not score them. Its BM25 takes term statistics from
+the whole database — every namespace, and deleted nodes until Lucene merges its segments — so the
+same namespace and query ranked differently as other tenants came and went (0.39 to 0.47 nDCG@10
+on the real runs after another namespace was ingested). :func:`bm25_scores` scores the candidates
+of one search with statistics from those candidates alone: a term shared by most of them weighs
+little, one that singles a few out weighs much, and nothing outside the namespace takes part.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
+from collections.abc import Sequence
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-__all__ = ["MAX_TERMS", "is_verbose", "lucene_query", "query_terms"]
+__all__ = ["MAX_TERMS", "bm25_scores", "is_verbose", "lucene_query", "query_terms"]
 
 #: Lucene refuses boolean queries of more than 1,024 clauses; the first 64 distinct terms of a
 #: query carry its meaning (and keep the index lookup fast).
@@ -50,3 +60,34 @@ def lucene_query(text: str, limit: int = MAX_TERMS, stop_words: bool = True) -> 
     ``stop_words=True`` drops English stop words."""
     terms = [_LUCENE_SPECIAL.sub(r"\\\1", term) for term in query_terms(text, limit, stop_words)]
     return " OR ".join(terms) if terms else None
+
+
+#: BM25's term-frequency saturation and length normalisation (Lucene's defaults).
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def _tokens(text: str) -> list[str]:
+    return [t for t in (m.group(0) for m in _TOKEN.finditer(text.lower())) if len(t) >= 2]
+
+
+def bm25_scores(terms: Sequence[str], documents: Sequence[str], k1: float = BM25_K1, b: float = BM25_B) -> list[float]:
+    """BM25 of each document for the query ``terms`` (from :func:`query_terms`), with document
+    frequencies and average length taken from ``documents`` themselves (the candidates of one
+    search): ``Σ_t idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))``, with Lucene's
+    ``idf(t) = ln(1 + (N − df + 0.5)/(df + 0.5))``. Tokens as in :func:`query_terms` (lower-cased
+    words of 2+ characters). 0 for a document with none of the terms; [] for no documents."""
+    if not documents:
+        return []
+    bags = [Counter(_tokens(text)) for text in documents]
+    lengths = [sum(bag.values()) for bag in bags]
+    average = sum(lengths) / len(lengths) or 1.0
+    wanted = list(dict.fromkeys(terms))
+    count = len(documents)
+    idf = {t: math.log(1.0 + (count - df + 0.5) / (df + 0.5))
+           for t in wanted for df in [sum(1 for bag in bags if t in bag)]}
+    scores = []
+    for bag, length in zip(bags, lengths, strict=True):
+        norm = k1 * (1.0 - b + b * length / average)
+        scores.append(sum(idf[t] * bag[t] * (k1 + 1.0) / (bag[t] + norm) for t in wanted if t in bag))
+    return scores

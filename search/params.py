@@ -59,6 +59,10 @@ class SearchWeights(_Strict):
     structure_weight: Unit = Field(
         default=0.8, description="ω: share of the structural index in S_coarse = (1−ω)·textual + ω·cos(structure), "
         "textual = (1−α)·cos(pg) + α·lexical. Experiences without steps use textual alone.")
+    task_structure_weight: Unit = Field(
+        default=0.0, description="ω for a query that carries no executed steps: its words alone say what was asked, "
+        "not which workflow worked (on real runs the answer is often to refuse or transfer), so the structural index "
+        "weighs less than when the executed steps give the query a shape.")
     structure_query_steps: bool = Field(
         default=True, description="Append the executed actions (a -> b) to the text searched in the structural index.")
     theta_coarse: Unit = Field(default=0.0, description="θ_coarse: candidates whose coarse score is below are dropped.")
@@ -68,7 +72,7 @@ class SearchWeights(_Strict):
         default=0.25, description="λ(t) = max(floor, exp(−rate·t)) with t the number of steps executed so far.")
     lambda_floor: Unit = 0.2
     # -- lexical
-    alpha: Unit = Field(default=0.5, description="α: weight of the full-text channel within textual (min-max normalised per query).")
+    alpha: Unit = Field(default=0.5, description="α: weight of the lexical score within textual (BM25 over the candidates, relative to the best match).")
     lexical_stop_words: Literal["keep", "drop", "auto"] = Field(
         default="auto", description="English stop words in the full-text query: keep them (as the index does), "
         "drop them, or drop them only from verbose queries (more than verbose_query_terms distinct words).")
@@ -82,7 +86,7 @@ class SearchWeights(_Strict):
         "failed experience still surfaces, below successful ones).")
     support_weight: Unit = Field(
         default=0.2, description="β: added β·support, support = min(1, ln(1+n)/ln(1+n_sat)) for an experience that stands "
-        "for n trajectories (an abstract one: n = its instances). More evidence, more trust.")
+        "for n successful runs (an abstract one: its instances' successful runs). More evidence, more trust.")
     support_saturation: Annotated[int, Field(ge=1, le=1_000_000)] = 100
     quality_weight: Unit = Field(
         default=0.0, description="MAEL/Agent KB: score ← (1−w)·score + w·quality; quality is learnt from feedback.")
@@ -95,6 +99,12 @@ class SearchWeights(_Strict):
         "0 turns it off.")
     outcome_similarity_floor: Annotated[float, Field(ge=0.0, lt=1.0)] = Field(
         default=0.9, description="Past tasks less similar than this (cosine) to the query do not count as evidence.")
+    workflows: bool = Field(
+        default=True, description="An abstract experience (a workflow) scores as its best-fitting instance that worked, "
+        "with the workflow's own success rate and support: the workflow fits a task as well as its closest run did.")
+    same_task_similarity: Unit = Field(
+        default=0.9, description="A run that only failed is shown as a failed attempt of the hit whose problem+goal is at "
+        "least this similar (cosine), instead of as a hit of its own.")
     shared_first: bool = Field(
         default=True, description="EDV hierarchical retrieval for a calling agent: shared experiences first, its "
         "private ones only to fill up k. False ranks both banks together by score.")

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from kbgraph.models import Experience, RelationType
 
-__all__ = ["ConceptHit", "PathHop", "ScoreBreakdown", "SearchHit", "SearchResults"]
+__all__ = ["ConceptHit", "FailedAttempt", "PathHop", "ScoreBreakdown", "SearchHit", "SearchResults", "WorkflowRuns"]
 
 
 class ScoreBreakdown(BaseModel):
@@ -35,12 +35,16 @@ class ScoreBreakdown(BaseModel):
     trans: float = 1.0
     success: float = 1.0
     support: float = 0.0
+    #: The part of the successful runs of its task that took its way (1 when the task was solved one way).
+    share: float = 1.0
     quality: float = 0.5
     utility: float | None = None
     utility_factor: float = 1.0
     context: float = 1.0
     outcomes: int = 0
     direct: float = 0.0
+    #: An abstract experience's score from its best instance that worked (``workflow_score``).
+    workflow: float | None = None
     path: float | None = None
     hops: int = 0
     final: float = 0.0
@@ -58,6 +62,33 @@ class PathHop(BaseModel):
     reason: str = ""
 
 
+class WorkflowRuns(BaseModel):
+    """How often a workflow worked: over every run of its instances (the abstract experience of
+    the hit's workflow, or the hit itself when it is one; for an experience whose workflow no other
+    experience shares, its own runs)."""
+
+    id: str
+    runs: int
+    succeeded: int
+    #: Distinct tasks (problems) among those runs.
+    tasks: int
+
+
+class FailedAttempt(BaseModel):
+    """A run (or several merged) that attempted the hit's task and failed: what it did, and where it
+    went wrong. Shown with the way that worked, never as an example to follow."""
+
+    id: str
+    problem: str
+    runs: int
+    #: Its actions, in order.
+    actions: list[str]
+    #: What went wrong, with how it was recovered (its failure modes), when its steps errored.
+    failures: list[str] = Field(default_factory=list)
+    #: Cosine between its problem+goal and the hit's.
+    similarity: float
+
+
 class SearchHit(BaseModel):
     """One experience with its score and how it was found."""
 
@@ -73,6 +104,13 @@ class SearchHit(BaseModel):
     #: The path from the seed when the score came from traversal (empty for a direct hit).
     path: list[PathHop] = Field(default_factory=list)
     seed_id: str | None = None
+    #: The runs the experience stands for, and how many of them succeeded ("worked in n of m runs").
+    runs: int = 0
+    runs_succeeded: int = 0
+    #: How often its workflow worked across tasks (None for an experience that stands for no run).
+    workflow: WorkflowRuns | None = None
+    #: Runs of the same task that failed (most similar first).
+    failed_attempts: list[FailedAttempt] = Field(default_factory=list)
 
 
 class ConceptHit(BaseModel):

@@ -43,6 +43,7 @@ __all__ = [
     "issue_match",
     "lambda_schedule",
     "mael_step_score",
+    "max_normalise",
     "minmax_normalise",
     "mmr",
     "mmr_from_similarity",
@@ -54,6 +55,7 @@ __all__ = [
     "support_score",
     "teacher_step_score",
     "transferability",
+    "workflow_score",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -285,6 +287,24 @@ def minmax_normalise(scores: npt.ArrayLike) -> FloatArray:
     if high == low:
         return np.full(array.shape, 1.0 if high > 0 else 0.0, dtype=np.float64)
     normalised: FloatArray = (array - low) / (high - low)
+    return normalised
+
+
+def max_normalise(scores: npt.ArrayLike) -> FloatArray:
+    """Non-negative scores (BM25) relative to the best of one query's candidates: ``x / max``.
+
+    0 means no match, so it is the natural bottom: two candidates that match almost equally keep
+    almost equal scores, where min-max over them would stretch a small length difference to the
+    whole [0, 1] range. All zeros (or an empty input) stay zeros; a negative, NaN or infinite score
+    raises ValueError.
+    """
+    array = _scores(scores, "scores")
+    if array.size and float(array.min()) < 0.0:
+        raise ValueError("scores must be >= 0")
+    high = float(array.max()) if array.size else 0.0
+    if high <= 0.0:
+        return np.zeros(array.shape, dtype=np.float64)
+    normalised: FloatArray = array / high
     return normalised
 
 
@@ -583,6 +603,25 @@ def support_score(trajectories: int, saturation: int = 100) -> float:
     return min(1.0, math.log1p(trajectories) / math.log1p(saturation))
 
 
+def workflow_score(evidence: float, support: float, support_weight: float = 0.1) -> float:
+    """The student-phase score of a workflow (an abstract experience) from its instances::
+
+        score(W) = max_{m ∈ W, m worked} stage(m)·trans(m)·(floor + (1−floor)·success(m)) + β·support(W)
+
+    ``evidence`` is that max: the best-fitting instance's score before its own support — how well
+    the run most like this task matched, and how well it went. ``support`` is :func:`support_score`
+    of the successful runs of all the workflow's instances. It is :func:`direct_scores`' formula
+    with the workflow in place of its closest run: it fits the task as well as that run did and is
+    trusted as much as all its runs together, so it ranks right above that run. The workflow's
+    success over *other* tasks does not lower it: a workflow that rightly refuses most requests
+    fails on the tasks that needed something done, which says nothing about this one. All in [0, 1].
+    """
+    fit = _unit_interval(evidence, "evidence")
+    trust = _unit_interval(support, "support")
+    beta = _unit_interval(support_weight, "support_weight")
+    return fit + beta * trust
+
+
 def direct_scores(
     *,
     semantic: npt.ArrayLike,
@@ -602,16 +641,17 @@ def direct_scores(
     quality_weight: float = 0.0,
     utility: npt.ArrayLike | None = None,
     utility_weight: float = 0.0,
+    share: npt.ArrayLike | None = None,
 ) -> dict[str, FloatArray]:
     """The student-phase score of n candidates found directly by an index (DESIGN §3), vectorised.
 
     With every similarity a cosine clamped to [0, 1]::
 
-        lexical = minmax(raw full-text scores)        (0 for a candidate the index did not return)
+        lexical = BM25 / max BM25 over the candidates  (0 for a candidate with none of the terms)
         textual = (1−α)·semantic + α·lexical         (Agent KB §E.2 hybrid, over problem and goal)
         coarse  = (1−ω)·textual + ω·structural       (textual alone where has_structure is False)
         stage   = λ·coarse + (1−λ)·fine              (Agent KB §A.1)
-        direct  = stage · trans · (floor + (1−floor)·success) + β·support   (eq. 5, plus evidence)
+        direct  = stage · trans · (floor + (1−floor)·success) · share + β·support   (eq. 5, plus evidence)
         direct  ← (1−w_q)·direct + w_q·quality        (MAEL: α·sim + (1−α)·reward)
         direct  ← direct · ((1−w_u) + w_u·utility/0.5) (Agent KB D.3 utility, learnt; 1 without feedback)
 
@@ -620,13 +660,17 @@ def direct_scores(
     beside both. ``support`` is :func:`support_score` per candidate; it is a bonus, so ``direct``
     may exceed 1 by up to β (only the ranking matters). Returns every part by name
     (``lexical``, ``textual``, ``coarse``, ``stage``, ``success_factor``, ``direct``) so results
-    can explain themselves. The utility factor multiplies, so experiences of equal utility (a KB
+    can explain themselves. ``share`` is the part of the successful runs of an experience's task
+    that took its way (1 for a task solved one way, or unknown; defaults to 1): when one task was
+    solved three times by refusing and once by transferring, refusing is the more likely answer to
+    a task like it. The utility factor multiplies, so experiences of equal utility (a KB
     without feedback) keep their order; ``utility`` defaults to 1 for every candidate.
     Shapes must agree; weights in [0, 1]; NaN anywhere raises ValueError.
     """
     sem = np.clip(_scores(semantic, "semantic"), 0.0, 1.0)
     n = sem.size
     utilities = np.ones(n) if utility is None else _scores(utility, "utility")
+    shares = np.ones(n) if share is None else _scores(share, "share")
     arrays = {
         "structural": _scores(structural, "structural"),
         "fine": _scores(fine, "fine"),
@@ -636,12 +680,13 @@ def direct_scores(
         "support": _scores(support, "support"),
         "quality": _scores(quality, "quality"),
         "utility": utilities,
+        "share": shares,
     }
     mask = np.asarray(has_structure, dtype=bool).reshape(-1)
     for name, array in [*arrays.items(), ("has_structure", mask)]:
         if array.size != n:
             raise ValueError(f"{name} has {array.size} values for {n} candidates")
-    for name in ("trans", "success", "support", "quality", "utility"):
+    for name in ("trans", "success", "support", "quality", "utility", "share"):
         array = arrays[name]
         if array.size and (array.min() < 0.0 or array.max() > 1.0):
             raise ValueError(f"{name} values must lie in [0, 1]")
@@ -654,12 +699,12 @@ def direct_scores(
     w_utility = _unit_interval(utility_weight, "utility_weight")
 
     structure = np.clip(arrays["structural"], 0.0, 1.0)
-    lexical_norm = minmax_normalise(arrays["lexical"]) if n else np.zeros(0)
+    lexical_norm = max_normalise(arrays["lexical"]) if n else np.zeros(0)
     textual = (1.0 - weight_alpha) * sem + weight_alpha * lexical_norm
     coarse = np.where(mask, (1.0 - omega) * textual + omega * structure, textual)
     stage = weight_lam * coarse + (1.0 - weight_lam) * np.clip(arrays["fine"], 0.0, 1.0)
     success_factor = floor + (1.0 - floor) * arrays["success"]
-    direct = stage * arrays["trans"] * success_factor + beta * arrays["support"]
+    direct = stage * arrays["trans"] * success_factor * arrays["share"] + beta * arrays["support"]
     direct = (1.0 - w_quality) * direct + w_quality * arrays["quality"]
     utility_factor = (1.0 - w_utility) + w_utility * arrays["utility"] / NEUTRAL_UTILITY
     direct = direct * utility_factor

@@ -36,10 +36,18 @@ from kbgraph.experience_store import experience_from_record
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.ingest.generalise import describe_step, generalise_text
 from kbgraph.models import RelationType
-from kbgraph.search.lexical import is_verbose, lucene_query
+from kbgraph.search.lexical import bm25_scores, is_verbose, lucene_query, query_terms
 from kbgraph.search.overfetch import overfetch
 from kbgraph.search.params import MAX_K, SearchFilters, SearchQuery, SearchWeights
-from kbgraph.search.results import ConceptHit, PathHop, ScoreBreakdown, SearchHit, SearchResults
+from kbgraph.search.results import (
+    ConceptHit,
+    FailedAttempt,
+    PathHop,
+    ScoreBreakdown,
+    SearchHit,
+    SearchResults,
+    WorkflowRuns,
+)
 from kbgraph.search.utility import context_factor, decay_rate_per_day, outcome_evidence, utility_factor
 from kbgraph.search.scoring import (
     direct_scores,
@@ -50,6 +58,7 @@ from kbgraph.search.scoring import (
     path_score,
     support_score,
     transferability,
+    workflow_score,
 )
 
 __all__ = ["StudentRetriever", "parse_query", "parse_search_options"]
@@ -100,6 +109,7 @@ def parse_search_options(
 class _Candidate:
     id: str
     found_by: list[str] = field(default_factory=list)
+    #: BM25 of its text among the candidates (kbgraph.search.lexical.bm25_scores).
     lexical: float = 0.0
     facts: dict[str, Any] | None = None
     #: Neo4j scores the vector channels already returned (no need to compute them again).
@@ -220,14 +230,12 @@ class StudentRetriever:
         # 1. Channels, run concurrently (each is one or a few index queries).
         candidates: dict[str, _Candidate] = {}
 
-        def add(rows: Iterable[dict[str, Any]], channel: str, lexical: bool = False) -> None:
+        def add(rows: Iterable[dict[str, Any]], channel: str) -> None:
             for row in rows:
                 candidate = candidates.setdefault(row["id"], _Candidate(row["id"]))
                 if channel not in candidate.found_by:
                     candidate.found_by.append(channel)
-                if lexical:
-                    candidate.lexical = max(candidate.lexical, float(row["score"]))
-                elif channel in _KNOWN_SCORE:
+                if channel in _KNOWN_SCORE:
                     candidate.known[_KNOWN_SCORE[channel]] = float(row["score"])
 
         t = time.perf_counter()
@@ -235,12 +243,14 @@ class StudentRetriever:
         drop_stop_words = w.lexical_stop_words == "drop" or (
             w.lexical_stop_words == "auto" and is_verbose(query_text, w.verbose_query_terms))
         text = lucene_query(query_text, stop_words=drop_stop_words)
+        terms = query_terms(query_text, stop_words=drop_stop_words)
         jobs: dict[str, Future[Any]] = {}
         executor = self._executor()
         if pg is not None:
             jobs["vector:experience_pg_embedding"] = executor.submit(
                 self._vector_channel, "experience_pg_embedding", pg, w, params, notes)
-        if task is not None and w.structure_weight > 0 and self._domain_has_steps(q.domain):
+        omega = w.structure_weight if steps else w.task_structure_weight
+        if task is not None and omega > 0 and self._domain_has_steps(q.domain):
             jobs["vector:experience_structure_embedding"] = executor.submit(
                 self._vector_channel, "experience_structure_embedding", task, w, params, notes)
         if text is not None and w.alpha > 0:
@@ -251,7 +261,7 @@ class StudentRetriever:
         if concept_vector is not None:
             concept_job = executor.submit(self._concepts, concept_vector, w)
         for channel, job in jobs.items():
-            add(job.result(), channel, lexical=channel.startswith("fulltext:"))
+            add(job.result(), channel)
         step_evidence = [job.result() for job in step_jobs]
         for evidence in step_evidence:
             add(evidence.rows, "vector:step_embedding")
@@ -264,9 +274,8 @@ class StudentRetriever:
         # the scores that come from it are then not used (see _direct).
         anchor = pg or task or (steps[0] if steps else None)
         assert anchor is not None  # SearchQuery requires text or steps
-        facts_rows = self.gateway.read(
-            "search_candidates_score", kb=self.namespace, ids=list(candidates),
-            pg=pg or anchor, task=task or anchor, exclude=list(excluded), decay=self.utility_decay,
+        facts_rows = self._facts(
+            list(candidates), pg or anchor, task or anchor, excluded, params,
             semantic_known=[c.id for c in candidates.values() if "semantic" in c.known],
             structural_known=[c.id for c in candidates.values() if "structural" in c.known],
         ) if candidates else []
@@ -277,6 +286,13 @@ class StudentRetriever:
                 row["semantic"] = candidate.known["semantic"]
             if row["steps"] and row["structural"] is None and "structural" in candidate.known:
                 row["structural"] = candidate.known["structural"]
+        # Lexical: BM25 over the candidates' own texts (see kbgraph.search.lexical: the index's
+        # scores depend on every namespace of the database).
+        with_facts = [c for c in candidates.values() if c.facts is not None]
+        if terms and w.alpha > 0:
+            for c, value in zip(with_facts, bm25_scores(terms, [str(c.facts["text"]) for c in with_facts if c.facts]),
+                                strict=True):
+                c.lexical = value
         timings["facts"] = (time.perf_counter() - t) * 1000
 
         # 3. Direct scores.
@@ -284,6 +300,9 @@ class StudentRetriever:
         lam = lambda_schedule(len(steps), w.lambda_kind, w.lambda_rate, w.lambda_floor) if steps else 1.0
         scored = [c for c in candidates.values() if c.facts is not None and not self._excluded(c.facts, excluded)]
         breakdowns = self._direct(scored, step_evidence, q.domain, lam, w, has_text=pg is not None, has_flow=task is not None)
+        # 3b. Workflows: each abstract experience scores as its best instance that worked.
+        workflows = self._workflows(scored, breakdowns, w, pg or anchor, task or anchor, excluded, params,
+                                    has_text=pg is not None) if w.workflows else {}
         timings["score"] = (time.perf_counter() - t) * 1000
 
         # 4. Traversal from the best seeds.
@@ -295,9 +314,19 @@ class StudentRetriever:
         t = time.perf_counter()
         pool: dict[str, tuple[float, ScoreBreakdown, list[str], _Reached | None]] = {}
         scopes = {c.id: c.facts["scope"] for c in scored if c.facts is not None}
+        facts_by_id = {c.id: c.facts for c in scored if c.facts is not None}
         for c in scored:
             b = breakdowns[c.id]
             pool[c.id] = (b.direct, b, list(c.found_by), None)
+        for workflow_id, (score, b, node) in workflows.items():
+            facts_by_id.setdefault(workflow_id, node.facts)
+            scopes.setdefault(workflow_id, node.facts["scope"])
+            current = pool.get(workflow_id)
+            if current is None or score > current[0]:
+                found_by = [*(current[2] if current else []), "edge:ABSTRACTION"]
+                pool[workflow_id] = (score, b, list(dict.fromkeys(found_by)), node)
+            elif "edge:ABSTRACTION" not in current[2]:
+                current[2].append("edge:ABSTRACTION")
         for node in reached.values():
             current = pool.get(node.id)
             if current is None:
@@ -313,6 +342,7 @@ class StudentRetriever:
                 node.score *= b.utility_factor
                 pool[node.id] = (node.score, b, [f"edge:{node.hops[-1].relation.value}"], node)
                 scopes[node.id] = node.facts["scope"]
+                facts_by_id.setdefault(node.id, node.facts)
             elif node.score * current[1].utility_factor > current[0]:
                 node.score *= current[1].utility_factor
                 pool[node.id] = (node.score, current[1], [*current[2], f"edge:{node.hops[-1].relation.value}"], node)
@@ -324,6 +354,10 @@ class StudentRetriever:
             ((score, hit_id) for hit_id, (score, *_rest) in pool.items() if score >= w.threshold),
             key=lambda pair: (-pair[0], pair[1]),
         )
+        attempts = self._failed_attempts(ranked, facts_by_id, k, w)
+        if attempts:
+            attached = {f for found in attempts.values() for f, _ in found}
+            ranked = [pair for pair in ranked if pair[1] not in attached]
         if q.agent and w.shared_first:
             # EDV hierarchical retrieval: the shared bank first; the agent's private bank tops up.
             shared = [pair for pair in ranked if scopes.get(pair[1]) != "private"]
@@ -336,7 +370,7 @@ class StudentRetriever:
         timings["select"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
-        hits = self._read_hits(chosen, pool)
+        hits = self._read_hits(chosen, pool, attempts)
         timings["read"] = (time.perf_counter() - t) * 1000
         concepts = concept_job.result() if concept_job is not None else []
         timings["retrieval"] = (time.perf_counter() - retrieval_started) * 1000
@@ -473,8 +507,110 @@ class StudentRetriever:
             return False
         if facts["id"] in excluded:
             return True
-        # An experience that stands only for excluded trajectories (e.g. the task's own record).
-        return facts["kind"] != "abstract" and int(facts["support"]) > 0 and int(facts["remaining"]) == 0
+        # An experience that stands only for excluded runs (e.g. the task's own record).
+        return facts["kind"] != "abstract" and int(facts["runs"]) > 0 and int(facts["runs_left"]) == 0
+
+    @staticmethod
+    def never_worked(facts: dict[str, Any]) -> bool:
+        """Every run the experience stands for failed (facts without run counts are not judged)."""
+        return int(facts.get("runs") or 0) > 0 and int(facts.get("support") or 0) == 0
+
+    def _facts(
+        self, ids: list[str], pg: list[float], task: list[float], excluded: set[str], params: dict[str, Any],
+        semantic_known: list[str] | None = None, structural_known: list[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Scoring facts of experiences ``ids`` (``search_candidates_score``)."""
+        return self.gateway.read(
+            "search_candidates_score", kb=self.namespace, ids=ids, pg=pg, task=task, exclude=sorted(excluded),
+            decay=self.utility_decay, statuses=params["statuses"], semantic_known=semantic_known or [],
+            structural_known=structural_known or [],
+        )
+
+    def _workflows(
+        self, scored: Sequence[_Candidate], breakdowns: dict[str, ScoreBreakdown], w: SearchWeights,
+        pg: list[float], task: list[float], excluded: set[str], params: dict[str, Any], has_text: bool,
+    ) -> dict[str, tuple[float, ScoreBreakdown, _Reached]]:
+        """Abstract experiences scored from their instances (:func:`workflow_score`): each takes the
+        score of its best-fitting instance that worked (stage · trans · success factor), with the
+        support of all its instances' successful runs. So the workflow that solved the task most
+        like this one ranks with the evidence of all its runs, right above that run, and instances
+        that only failed do not speak for it. Returns ``{abstract id: (score, breakdown, the edge
+        from that instance)}``."""
+        best: dict[str, tuple[float, _Candidate]] = {}
+        for c in scored:
+            facts = c.facts
+            breakdown = breakdowns.get(c.id)
+            if facts is None or breakdown is None or not facts.get("workflow") or int(facts["remaining"]) == 0:
+                continue
+            relevance = (breakdown.stage * breakdown.trans * breakdown.share
+                         * (w.success_floor + (1 - w.success_floor) * breakdown.success))
+            workflow_id = facts["workflow"]["id"]
+            if workflow_id not in best or relevance > best[workflow_id][0]:
+                best[workflow_id] = (relevance, c)
+        if not best:
+            return {}
+        known = {c.id: c.facts for c in scored if c.id in best and c.facts is not None}
+        missing = [i for i in sorted(best) if i not in known]
+        if missing:
+            known.update({row["id"]: row for row in self._facts(missing, pg, task, excluded, params)})
+        out: dict[str, tuple[float, ScoreBreakdown, _Reached]] = {}
+        for workflow_id, (relevance, member) in best.items():
+            facts = known.get(workflow_id)
+            if facts is None or (params["domains"] is not None and facts["domain"] not in params["domains"]):
+                continue  # filtered out (status, domain)
+            success = min(max(float(facts["success_rate"]), 0.0), 1.0)
+            support = support_score(int(facts["remaining"]), w.support_saturation)
+            utility = min(max(float(facts["utility"]), 0.0), 1.0)
+            factor = utility_factor(utility, w.utility_weight) * self._context(facts, w, has_text)
+            score = workflow_score(min(relevance, 1.0), support, w.support_weight) * factor
+            b = breakdowns[member.id].model_copy(update={
+                "success": round(success, 6), "support": round(support, 6), "utility": round(utility, 6),
+                "utility_factor": round(utility_factor(utility, w.utility_weight), 6),
+                "context": round(self._context(facts, w, has_text), 6), "outcomes": len(facts["outcomes"]),
+                "quality": round(min(max(float(facts["quality"]), 0.0), 1.0), 6),
+                "workflow": round(score, 6), "direct": score, "final": score,
+            })
+            edge: dict[str, Any] = member.facts["workflow"] if member.facts else {"weight": 1.0, "reason": ""}
+            hop = PathHop(relation=RelationType.ABSTRACTION, direction="out", from_id=member.id, to_id=workflow_id,
+                          weight=min(1.0, max(0.0, float(edge["weight"]))), reason=str(edge["reason"]))
+            out[workflow_id] = (score, b, _Reached(workflow_id, member.id, score, [hop], facts, score))
+        return out
+
+    def _context(self, facts: dict[str, Any], w: SearchWeights, has_text: bool) -> float:
+        """Task-conditioned feedback: exp(w · evidence) from the outcomes on tasks like this one."""
+        if not has_text or not facts["outcomes"]:
+            return 1.0
+        evidence = outcome_evidence([neo4j_to_cosine(o[0]) for o in facts["outcomes"]],
+                                    [float(o[1]) for o in facts["outcomes"]], w.outcome_similarity_floor)
+        return context_factor(evidence, w.outcome_weight)
+
+    def _failed_attempts(
+        self, ranked: list[tuple[float, str]], facts: dict[str, dict[str, Any]], k: int, w: SearchWeights,
+    ) -> dict[str, list[tuple[str, float]]]:
+        """Runs that only failed, near the top of the ranking, attached to the hit of the same task
+        (problem+goal cosine ≥ ``same_task_similarity``): a failed run is never handed back as the
+        example to follow when a way that worked for that task is known. ``{hit id: [(failed id,
+        cosine)]}``; a failed run with no such hit keeps its own place (it is all there is)."""
+        window = ranked[: k * _MMR_POOL]
+        failed = [i for _, i in window if i in facts and self.never_worked(facts[i])]
+        if not failed:
+            return {}
+        worked = [i for _, i in window if i not in failed][: k]
+        if not worked:
+            return {}
+        ids = worked + failed
+        cosine: dict[tuple[str, str], float] = {}
+        for row in self.gateway.read("search_pairwise_similarity", kb=self.namespace, ids=ids):
+            if row["score"] is not None:
+                cosine[(row["a"], row["b"])] = neo4j_to_cosine(row["score"])
+        attached: dict[str, list[tuple[str, float]]] = {}
+        for failed_id in failed:
+            score, hit_id = max(((cosine.get((failed_id, h), -1.0), h) for h in worked), key=lambda p: (p[0], p[1]))
+            if score >= w.same_task_similarity:
+                attached.setdefault(hit_id, []).append((failed_id, round(score, 6)))
+        for found in attached.values():
+            found.sort(key=lambda pair: (-pair[1], pair[0]))
+        return attached
 
     def _domain_vector(self, name: str) -> np.ndarray:
         vector = self._domain_vectors.get(name)
@@ -517,18 +653,18 @@ class StudentRetriever:
         support = np.array([support_score(int(f["remaining"]), w.support_saturation) for f in facts])
         quality = np.clip(np.array([float(f["quality"]) for f in facts]), 0.0, 1.0)
         utility = np.clip(np.array([float(f["utility"]) for f in facts]), 0.0, 1.0)
+        share = np.clip(np.array([float(f.get("share", 1.0)) for f in facts]), 0.0, 1.0)
         # Task-conditioned feedback: outcomes on tasks like this one (only a text query has them).
-        past = [outcome_evidence([neo4j_to_cosine(o[0]) for o in f["outcomes"]], [float(o[1]) for o in f["outcomes"]],
-                                 w.outcome_similarity_floor) if has_text and f["outcomes"] else 0.0 for f in facts]
-        context = np.array([context_factor(e, w.outcome_weight) for e in past])
+        context = np.array([self._context(f, w, has_text) for f in facts])
         # Without query text, only the executed steps can rank: λ = 0 puts all weight on fine.
         lam_used = lam if (has_text or has_flow) else 0.0
         parts = direct_scores(
             semantic=semantic, structural=structural, has_structure=has_structure, fine=fine,
             lexical=np.array([c.lexical for c in scored]), trans=trans, success=success, support=support,
-            quality=quality, structure_weight=w.structure_weight if has_text else 1.0, lam=lam_used, alpha=w.alpha,
+            quality=quality, structure_weight=(w.structure_weight if evidence else w.task_structure_weight) if has_text else 1.0,
+            lam=lam_used, alpha=w.alpha,
             success_floor=w.success_floor, support_weight=w.support_weight, quality_weight=w.quality_weight,
-            utility=utility, utility_weight=w.utility_weight,
+            utility=utility, utility_weight=w.utility_weight, share=share,
         )
         parts["direct"] = parts["direct"] * context
         out: dict[str, ScoreBreakdown] = {}
@@ -543,6 +679,7 @@ class StudentRetriever:
                 trans=round(float(trans[i]), 6), success=round(float(success[i]), 6),
                 support=round(float(support[i]), 6), quality=round(float(quality[i]), 6),
                 utility=round(float(utility[i]), 6), utility_factor=round(float(parts["utility_factor"][i]), 6),
+                share=round(float(share[i]), 6),
                 context=round(float(context[i]), 6), outcomes=len(facts[i]["outcomes"]),
                 direct=float(parts["direct"][i]), final=float(parts["direct"][i]),
             )
@@ -613,11 +750,14 @@ class StudentRetriever:
         return [ids[i] for i in order]
 
     def _read_hits(
-        self, chosen: list[str], pool: dict[str, tuple[float, ScoreBreakdown, list[str], _Reached | None]]
+        self, chosen: list[str], pool: dict[str, tuple[float, ScoreBreakdown, list[str], _Reached | None]],
+        attempts: dict[str, list[tuple[str, float]]] | None = None,
     ) -> list[SearchHit]:
         if not chosen:
             return []
-        records = {r["experience"]["id"]: r for r in self.gateway.read("search_hits_get", kb=self.namespace, ids=chosen)}
+        attempts = {hit_id: found for hit_id, found in (attempts or {}).items() if hit_id in chosen}
+        wanted = [*chosen, *(f for found in attempts.values() for f, _ in found)]
+        records = {r["experience"]["id"]: r for r in self.gateway.read("search_hits_get", kb=self.namespace, ids=wanted)}
         hits: list[SearchHit] = []
         for hit_id in chosen:
             record = records.get(hit_id)
@@ -625,18 +765,36 @@ class StudentRetriever:
                 continue
             score, breakdown, found_by, reached = pool[hit_id]
             breakdown = breakdown.model_copy()
-            if reached is not None:
+            if reached is not None and breakdown.workflow is None:
                 breakdown.path = round(reached.score, 6)
                 breakdown.hops = len(reached.hops)
             breakdown.final = round(score, 6)
             breakdown.direct = round(breakdown.direct, 6)
+            experience = experience_from_record(record)
+            workflow = record.get("workflow")
             hits.append(SearchHit(
-                rank=len(hits) + 1, id=hit_id, score=round(score, 6), experience=experience_from_record(record),
+                rank=len(hits) + 1, id=hit_id, score=round(score, 6), experience=experience,
                 breakdown=breakdown, found_by=found_by,
                 path=list(reached.hops) if reached is not None and score == reached.score else [],
                 seed_id=reached.seed if reached is not None and score == reached.score else None,
+                runs=experience.runs, runs_succeeded=experience.runs_succeeded,
+                workflow=WorkflowRuns(id=workflow["id"], runs=int(workflow["runs"]),
+                                      succeeded=int(workflow["runs"]) - int(workflow["failed"]),
+                                      tasks=int(workflow["tasks"])) if workflow else
+                # A workflow no other experience shares: its runs are the experience's own.
+                WorkflowRuns(id=hit_id, runs=experience.runs, succeeded=experience.runs_succeeded, tasks=1)
+                if experience.kind == "concrete" and experience.runs else None,
+                failed_attempts=[self._attempt(records[f], cosine) for f, cosine in attempts.get(hit_id, [])
+                                 if f in records],
             ))
         return hits
+
+    @staticmethod
+    def _attempt(record: dict[str, Any], similarity: float) -> FailedAttempt:
+        failed = experience_from_record(record)
+        failures = [f.description + (f" — then: {f.recovery}" if f.recovery else "") for f in failed.failure_modes]
+        return FailedAttempt(id=failed.key, problem=failed.problem, runs=failed.runs,
+                             actions=[s.action for s in failed.steps], failures=failures[:5], similarity=similarity)
 
     def _concepts(self, vector: list[float], w: SearchWeights) -> list[ConceptHit]:
         if w.concepts == 0:

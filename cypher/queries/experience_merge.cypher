@@ -1,10 +1,10 @@
 // AutoRefine merge: each group's duplicates fold into its canonical experience (provenance and
 // counters already combined in $groups), their insights, meta-concepts and failure modes move
 // over, and the duplicates are deleted with their steps.
-// $kb; $groups: [{canonical, merged_ids, source_ids, retrieved, used, succeeded, success_rate}]
+// $kb; $groups: [{canonical, merged_ids, source_ids, failed_source_ids, retrieved, used, succeeded, success_rate}]
 UNWIND $groups AS g
 MATCH (c:Experience {kb: $kb, id: g.canonical})
-SET c.source_ids = g.source_ids, c.retrieved = g.retrieved, c.used = g.used, c.succeeded = g.succeeded,
+SET c.source_ids = g.source_ids, c.failed_source_ids = g.failed_source_ids, c.retrieved = g.retrieved, c.used = g.used, c.succeeded = g.succeeded,
     c.success_rate = g.success_rate,
     c.merged_ids = coalesce(c.merged_ids, []) + [m IN g.merged_ids WHERE NOT m IN coalesce(c.merged_ids, [])]
 WITH c, g

@@ -3,7 +3,7 @@ MATCH (e:Experience {kb: $kb})
 WHERE e.status = 'active'
 RETURN e.id AS id, e.kind AS kind, e.domain AS domain, coalesce(e.actions, []) AS actions,
        e.pg_embedding AS pg_embedding, e.success_rate AS success_rate, e.source AS source,
-       e.source_ids AS source_ids, coalesce(e.adapted_from, []) AS adapted_from,
+       e.source_ids AS source_ids, coalesce(e.failed_source_ids, []) AS failed_source_ids, coalesce(e.adapted_from, []) AS adapted_from,
        e.retrieved AS retrieved, e.used AS used, e.succeeded AS succeeded, e.problem AS problem, e.goal AS goal,
        e.scope AS scope, e.owner_agent AS owner_agent
 ORDER BY id;

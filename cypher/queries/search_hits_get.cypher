@@ -1,6 +1,8 @@
 // Student search, the returned experiences $ids of namespace $kb in full (steps in order,
 // failure modes, outgoing relations) but without their embeddings, which a caller reading
-// results does not need.
+// results does not need; with how often the experience's workflow worked: the runs of every
+// instance of its abstract experience (or of its own instances, for an abstract one), the failed
+// ones among them, and the distinct tasks (problems).
 UNWIND $ids AS id
 MATCH (e:Experience {kb: $kb, id: id})
 CALL (e) {
@@ -19,5 +21,15 @@ CALL (e) {
   RETURN collect(CASE WHEN r IS NULL THEN NULL
     ELSE {type: type(r), target_id: t.id, weight: r.weight, reason: r.reason} END) AS relations
 }
+CALL (e) {
+  OPTIONAL MATCH (e)-[:ABSTRACTION]->(a:Experience {kb: $kb})
+  WITH e, a ORDER BY a.id LIMIT 1
+  WITH CASE WHEN e.kind = 'abstract' THEN e ELSE a END AS w
+  OPTIONAL MATCH (c:Experience {kb: $kb})-[:ABSTRACTION]->(w)
+  WITH w, sum(size(coalesce(c.source_ids, []))) AS runs, sum(size(coalesce(c.failed_source_ids, []))) AS failed,
+    count(DISTINCT c.problem) AS tasks, count(c) AS instances
+  RETURN CASE WHEN w IS NULL OR instances = 0 THEN null
+    ELSE {id: w.id, runs: runs, failed: failed, tasks: tasks} END AS workflow
+}
 RETURN e {.*, pg_embedding: null, structure_embedding: null, context_embedding: null} AS experience,
-  steps, failure_modes, relations;
+  steps, failure_modes, relations, workflow;

@@ -22,8 +22,15 @@ CALL (s) {
 RETURN seed, type(r) AS relation, startNode(r) = s AS outgoing, coalesce(r.weight, 1.0) AS weight,
   coalesce(r.reason, '') AS reason, n.id AS id, n.kind AS kind, n.domain AS domain,
   coalesce(n.success_rate, 1.0) AS success_rate, coalesce(n.quality, 0.5) AS quality, semantic,
-  CASE WHEN n.kind = 'abstract' THEN COUNT { ()-[:ABSTRACTION]->(n) }
-    ELSE size(coalesce(n.source_ids, [])) END AS support,
+  // support: the runs that succeeded (an abstract experience's: its instances'); runs: all of them
+  CASE WHEN n.kind = 'abstract'
+    THEN reduce(acc = 0, c IN COLLECT { MATCH (c:Experience {kb: $kb})-[:ABSTRACTION]->(n) RETURN c }
+                | acc + size(coalesce(c.source_ids, [])) - size(coalesce(c.failed_source_ids, [])))
+    ELSE size(coalesce(n.source_ids, [])) - size(coalesce(n.failed_source_ids, [])) END AS support,
+  CASE WHEN n.kind = 'abstract'
+    THEN reduce(acc = 0, c IN COLLECT { MATCH (c:Experience {kb: $kb})-[:ABSTRACTION]->(n) RETURN c }
+                | acc + size(coalesce(c.source_ids, [])))
+    ELSE size(coalesce(n.source_ids, [])) END AS runs,
   coalesce(n.scope, 'shared') AS scope,
   // utility (Agent KB D.3, unclipped), as in search_candidates_score, decaying at $decay per day
   coalesce(n.quality, 0.5)

@@ -55,7 +55,7 @@ from kbgraph.jsonl import read_jsonl
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import Experience, Trajectory
 from kbgraph.search.eval_data import EvalQuery, load_qrels, load_queries, qrels_by_query
-from kbgraph.search.evaluate import expand_to_trajectories
+from kbgraph.search.evaluate import expand_to_trajectories, hit_sources
 from kbgraph.search.metrics import evaluate
 from kbgraph.settings import Settings
 
@@ -729,11 +729,10 @@ class LearningSimulation:
             steps_so_far=[step.model_dump() for step in query.steps_so_far or []],
         )
         ids = results.ids()
-        sources = {row["id"]: list(row["sources"])
-                   for row in self.kb.gateway.read("search_hit_sources", kb=self.kb.namespace, ids=ids)} if ids else {}
+        sources, failed = hit_sources(self.kb.gateway, self.kb.namespace, ids)
         used = results.hits[0].experience if results.hits else None
         return QueryOutcome(
-            qid=query.qid, retrieved=ids, ranking=expand_to_trajectories(ids, sources, query.exclude, k),
+            qid=query.qid, retrieved=ids, ranking=expand_to_trajectories(ids, sources, query.exclude, k, failed),
             used=ids[0] if ids else None,
             used_actions=list(state_changing_actions(s.action for s in used.steps)) if used else [],
             success=oracle_success(used, self.data.sequences[query.qid]),

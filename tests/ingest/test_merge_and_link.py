@@ -15,10 +15,12 @@ def vec(*values: float) -> np.ndarray:
 
 
 def fact(id: str, actions: tuple[str, ...], pg: np.ndarray, domain: str = "retail", kind: str = "concrete",
-         sources: tuple[str, ...] = (), adapted_from: tuple[str, ...] = (), success: float = 1.0) -> ExperienceFacts:
+         sources: tuple[str, ...] = (), adapted_from: tuple[str, ...] = (), success: float = 1.0,
+         failed: tuple[str, ...] = ()) -> ExperienceFacts:
     return ExperienceFacts(id=id, kind=kind, domain=domain, actions=actions, pg=pg, success_rate=success,
                            source=None, source_ids=sources or (f"t-{id}",), adapted_from=adapted_from,
-                           retrieved=1, used=1, succeeded=1, problem=f"problem {id}", goal="goal")
+                           retrieved=1, used=1, succeeded=1, problem=f"problem {id}", goal="goal",
+                           failed_source_ids=failed)
 
 
 RETURN = ("get_order_details", "return_delivered_order_items")
@@ -51,7 +53,8 @@ def test_composition_from_a_sub_workflow_to_the_workflow_containing_it() -> None
     plan = plan_links([fact("a", RETURN, vec(1)), fact("c", EXCHANGE_AND_RETURN, vec(0, 1))])
     [edge] = [r for r in plan.relations if r["type"] == "COMPOSITION"]
     assert (edge["source_id"], edge["target_id"]) == ("a", "c")
-    assert abs(edge["weight"] - 2 / 3) < 1e-3 and "appear in order" in edge["reason"]
+    # Compared by operations: return (1) inside exchange → return (2).
+    assert abs(edge["weight"] - 1 / 2) < 1e-3 and "appear in order" in edge["reason"]
 
 
 def test_adaptation_across_domains_with_the_same_operations() -> None:
@@ -84,3 +87,51 @@ def test_alternative_for_a_similar_problem_solved_differently() -> None:
 def test_every_weight_is_in_the_unit_interval_with_a_reason() -> None:
     plan = plan_links([fact(str(i), RETURN if i % 2 else EXCHANGE_AND_RETURN, vec(1, i / 10)) for i in range(6)])
     assert plan.relations and all(0 <= r["weight"] <= 1 and r["reason"] for r in plan.relations)
+
+
+# --- outcomes and workflows on real runs --------------------------------------------------------------
+
+
+def test_a_run_that_failed_never_merges_into_runs_that_worked() -> None:
+    facts = [fact("a", RETURN, vec(1)), fact("b", RETURN, vec(1, 0.01)),
+             fact("c", RETURN, vec(1, 0.02), success=0.0, failed=("t-c",)),
+             fact("d", RETURN, vec(1, 0.03), success=0.0, failed=("t-d",))]
+    groups = {g.canonical: g for g in plan_merges(facts)}
+    assert groups["a"].merged_ids == ["b"] and groups["a"].failed_source_ids == []
+    assert groups["c"].merged_ids == ["d"] and groups["c"].failed_source_ids == ["t-c", "t-d"]
+
+
+def test_runs_with_the_same_operations_share_a_workflow_whatever_they_looked_up() -> None:
+    lookups_a = ("get_user_details", "get_reservation_details", "cancel_reservation")
+    lookups_b = ("get_reservation_details", "get_reservation_details", "get_user_details", "cancel_reservation")
+    plan = plan_links([fact("a", lookups_a, vec(1), domain="airline"), fact("b", lookups_b, vec(1, 0.3), domain="airline"),
+                       fact("c", lookups_b, vec(1, 0.2), domain="airline", success=0.0, failed=("t-c",))])
+    [abstract] = plan.abstracts
+    assert abstract.problem == "Any task that is solved by the workflow: cancel reservation"
+    # Two of three runs worked; its steps are the way that worked (ties: the shorter one).
+    assert abstract.success_rate == round(2 / 3, 6)
+    assert [s.action for s in abstract.steps] == list(lookups_a)
+    assert sorted(r["source_id"] for r in plan.relations if r["type"] == "ABSTRACTION") == ["a", "b", "c"]
+
+
+def test_the_workflow_id_depends_on_the_domain_and_operations_only() -> None:
+    first = plan_links([fact("a", RETURN, vec(1)), fact("b", RETURN, vec(1, 0.2))]).abstracts[0]
+    grown = plan_links([fact("a", RETURN, vec(1)), fact("b", RETURN, vec(1, 0.2)),
+                        fact("c", ("find_user_id_by_email", *RETURN), vec(1, 0.1))]).abstracts[0]
+    assert first.key == grown.key
+
+
+def test_a_run_without_tool_calls_joins_the_look_up_only_workflow_where_runs_record_their_calls() -> None:
+    looked = ("get_user_details", "get_reservation_details")
+    plan = plan_links([fact("a", looked, vec(1), domain="airline"), fact("b", looked, vec(1, 0.1), domain="airline"),
+                       fact("c", (), vec(1, 0.2), domain="airline"),
+                       fact("w1", (), vec(0, 1), domain="web"), fact("w2", (), vec(0, 1, 0.1), domain="web")])
+    [abstract] = plan.abstracts
+    assert abstract.domain == "airline" and abstract.problem == "Any task answered by looking things up, changing nothing"
+    assert sorted(r["source_id"] for r in plan.relations if r["type"] == "ABSTRACTION") == ["a", "b", "c"]
+
+
+def test_a_run_that_only_failed_is_no_alternative() -> None:
+    plan = plan_links([fact("a", RETURN, vec(1, 0.1)),
+                       fact("b", ("cancel_pending_order",), vec(1, 0.2), success=0.0, failed=("t-b",))])
+    assert not [r for r in plan.relations if r["type"] == "ALTERNATIVE"]

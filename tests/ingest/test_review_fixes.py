@@ -28,13 +28,22 @@ def write(path: Path, records: list[dict[str, object]]) -> Path:
     return path
 
 
-def test_a_success_and_a_failure_of_one_workflow_average_their_success(kb: KnowledgeBase, tmp_path: Path) -> None:
+def test_a_success_and_a_failure_of_one_workflow_stay_apart_and_their_workflow_counts_both(
+    kb: KnowledgeBase, tmp_path: Path
+) -> None:
     kb.ingest([write(tmp_path / "a.jsonl", [cancel("ok", True), cancel("ko", False)])])
-    [exp] = [e for e in kb.get_many(list(kb.store.iter_ids())) if e.kind == "concrete"]
-    assert sorted(exp.source_ids) == ["ko", "ok"] and exp.success_rate == 0.5
-    kb.ingest([write(tmp_path / "b.jsonl", [cancel("ok-2", True)])])  # a later run adds to the average
-    [exp] = [e for e in kb.get_many(list(kb.store.iter_ids())) if e.kind == "concrete"]
-    assert abs(exp.success_rate - 2 / 3) < 1e-9
+    experiences = kb.get_many(list(kb.store.iter_ids()))
+    concrete = sorted((e for e in experiences if e.kind == "concrete"), key=lambda e: e.success_rate)
+    assert [(e.source_ids, e.failed_source_ids, e.success_rate) for e in concrete] == [
+        (["ko"], ["ko"], 0.0), (["ok"], [], 1.0)]
+    [workflow] = [e for e in experiences if e.kind == "abstract"]
+    assert workflow.success_rate == 0.5  # the workflow worked in one of its two runs
+    kb.ingest([write(tmp_path / "b.jsonl", [cancel("ok-2", True)])])  # a later run that worked joins the one that did
+    experiences = kb.get_many(list(kb.store.iter_ids()))
+    worked = next(e for e in experiences if e.kind == "concrete" and not e.failed_source_ids)
+    assert sorted(worked.source_ids) == ["ok", "ok-2"] and worked.success_rate == 1.0
+    [workflow] = [e for e in experiences if e.kind == "abstract"]
+    assert abs(workflow.success_rate - 2 / 3) < 1e-6
 
 
 def test_private_experiences_of_two_agents_stay_two(kb: KnowledgeBase) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kbgraph.search.scoring import direct_scores, mmr, mmr_from_similarity, support_score
+from kbgraph.search.scoring import direct_scores, mmr, mmr_from_similarity, support_score, workflow_score
 
 approx = pytest.approx
 NAN = float("nan")
@@ -135,9 +135,11 @@ def test_structural_similarity_is_clamped_at_zero() -> None:
     assert parts["coarse"][0] == approx(0.5 * 0.9 + 0.5 * 0.0)
 
 
-def test_lexical_scores_are_min_max_normalised_per_query() -> None:
+def test_lexical_scores_are_relative_to_the_best_match_of_the_query() -> None:
     parts = direct_scores(**three_candidates(lexical=[12.0, 0.0, 3.0]))
     assert parts["lexical"] == approx([1.0, 0.0, 0.25])
+    # Two near-equal matches stay near-equal (min-max would make them 1 and 0).
+    assert direct_scores(**three_candidates(lexical=[10.0, 9.0, 9.5]))["lexical"] == approx([1.0, 0.9, 0.95])
 
 
 def test_a_candidate_absent_from_the_full_text_results_scores_zero_lexically() -> None:
@@ -329,3 +331,20 @@ def test_utility_scales_the_score_and_is_neutral_without_feedback() -> None:
     np.testing.assert_allclose(learnt["direct"], plain * [1.5, 1.0, 0.5])
     with pytest.raises(ValueError, match="utility"):
         direct_scores(**three_candidates(utility=[1.2, 0.5, 0.5]))
+
+
+def test_share_weighs_a_way_by_how_often_it_solved_its_task() -> None:
+    plain = direct_scores(**three_candidates())
+    shared = direct_scores(**three_candidates(share=[0.75, 0.25, 1.0]))
+    # Only the fit is scaled: 0.65·0.75 + 0.1·0 ; 0.18·0.25 + 0.1·1 ; unchanged
+    assert shared["direct"] == approx([0.65 * 0.75, 0.6 * 0.5 * 0.6 * 0.25 + 0.1, plain["direct"][2]])
+    with pytest.raises(ValueError, match="share"):
+        direct_scores(**three_candidates(share=[1.5, 1.0, 1.0]))
+
+
+def test_a_workflow_scores_as_its_best_run_that_worked_with_the_support_of_all_its_runs() -> None:
+    assert workflow_score(0.6, support=0.5, support_weight=0.2) == approx(0.7)
+    # It ranks right above that run (whose own support is at most the workflow's).
+    assert workflow_score(0.6, 0.5, 0.2) >= 0.6 + 0.2 * support_score(3)
+    with pytest.raises(ValueError, match="evidence"):
+        workflow_score(1.2, 0.5)

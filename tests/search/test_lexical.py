@@ -128,3 +128,28 @@ def test_a_text_with_no_words_gives_none(text: str) -> None:
 def test_a_text_of_stop_words_gives_none_only_when_stop_words_are_dropped() -> None:
     assert lucene_query("the and of") is None
     assert lucene_query("the and of", stop_words=False) == "the OR and OR of"
+
+
+# --- BM25 over the candidates ----------------------------------------------------------------------
+
+
+def test_bm25_weighs_a_rare_term_above_a_common_one() -> None:
+    docs = ["cancel flight reservation", "change flight date", "flight baggage allowance", "refund flight insurance"]
+    scores = lexical.bm25_scores(["flight", "insurance"], docs)
+    assert scores.index(max(scores)) == 3  # 'insurance' singles it out; 'flight' is everywhere
+    assert scores[0] == scores[1] == scores[2] > 0
+
+
+def test_bm25_gives_zero_without_a_shared_term_and_nothing_for_no_documents() -> None:
+    assert lexical.bm25_scores(["cancel"], ["book a flight", "cancel a booking"]) == [0.0, pytest.approx(0.6931, abs=1e-3)]
+    assert lexical.bm25_scores(["cancel"], []) == []
+    assert lexical.bm25_scores([], ["anything"]) == [0.0]
+
+
+def test_bm25_depends_only_on_the_documents_given() -> None:
+    """The same candidates score the same whatever else a database holds (the index's own BM25
+    does not: its statistics span every namespace)."""
+    docs = ["return delivered order items", "exchange delivered order items"]
+    assert lexical.bm25_scores(["return", "items"], docs) == lexical.bm25_scores(["return", "items"], list(docs))
+    longer = lexical.bm25_scores(["return"], ["return item", "return item and then wait for the refund to arrive"])
+    assert longer[0] > longer[1] > 0  # a longer text matching once matches less

@@ -233,6 +233,12 @@ SOURCES = {
 }
 
 
+def test_runs_that_failed_come_after_every_run_that_worked() -> None:
+    failed = {"e1": ["f1"], "e3": ["f3", "t4"]}
+    assert expand_to_trajectories(["e1", "e2", "e3"], SOURCES, set(), 10, failed) == ["t1", "t2", "t3", "t4", "f1", "f3"]
+    assert expand_to_trajectories(["e1", "e3"], SOURCES, {"f1"}, 4, failed) == ["t1", "t2", "t4", "f3"]
+
+
 def test_trajectories_are_listed_in_rank_order() -> None:
     assert expand_to_trajectories(["e1", "e2", "e3"], SOURCES, set(), 10) == ["t1", "t2", "t3", "t4"]
     assert expand_to_trajectories(["e3", "e2", "e1"], SOURCES, set(), 10) == ["t4", "t2", "t3", "t1"]

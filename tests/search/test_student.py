@@ -65,7 +65,11 @@ def test_a_task_finds_the_experience_that_solved_it_and_explains_the_score(retai
     assert "vector:experience_pg_embedding" in top.found_by
     b = top.breakdown
     assert 0 < b.semantic <= 1 and b.structural is not None and b.trans == 1.0 and b.fine is None
-    assert b.coarse == pytest.approx(0.2 * b.textual + 0.8 * b.structural, abs=1e-5)
+    # A task without executed steps has no shape: its words alone decide (task_structure_weight 0).
+    assert b.coarse == pytest.approx(b.textual, abs=1e-5)
+    shaped = retail_kb.search("I ordered this by mistake, please cancel my order", domain="retail", k=3,
+                              weights={"task_structure_weight": 0.8}).hits[0].breakdown
+    assert shaped.coarse == pytest.approx(0.2 * shaped.textual + 0.8 * shaped.structural, abs=1e-5)
     assert top.score == pytest.approx(b.final) and b.final == pytest.approx(b.direct, abs=1e-5)
     assert [h.score for h in results.hits] == sorted((h.score for h in results.hits), reverse=True)
     assert results.timings_ms["retrieval"] > 0 and "embed" in results.timings_ms
