@@ -7,11 +7,20 @@ Two implementations share the :class:`Abstractor` interface: :class:`RuleBasedAb
 from __future__ import annotations
 
 import re
-from typing import Protocol
+from typing import Any, Protocol
 
 from kbgraph.ingest.generalise import describe_step, generalise_text, humanise_action, type_name
 from kbgraph.ingest.shapes import verb_of
-from kbgraph.models import MAX_TEXT_CHARS, Difficulty, Experience, FailureMode, Step, Trajectory, TrajectoryStep
+from kbgraph.models import (
+    MAX_TEXT_CHARS,
+    STORED_OBSERVATION_CHARS,
+    Difficulty,
+    Experience,
+    FailureMode,
+    Step,
+    Trajectory,
+    TrajectoryStep,
+)
 
 
 class Abstractor(Protocol):
@@ -85,6 +94,16 @@ def goal_from(trajectory: Trajectory, problem: str) -> str:
     return ("Answer: " if _QUESTION.match(first) else "Complete: ") + first
 
 
+def stored_observation(observation: str | None) -> dict[str, Any]:
+    """A tool's result as a step keeps it: generalised, cut to STORED_OBSERVATION_CHARS, with the
+    length it had (``observation_chars``), so a reader knows when it was cut."""
+    if observation is None:
+        return {}
+    text = generalise_text(observation[: STORED_OBSERVATION_CHARS * 4])
+    cut = text if len(text) <= STORED_OBSERVATION_CHARS else text[: STORED_OBSERVATION_CHARS - 1] + "…"
+    return {"observation": cut, "observation_chars": len(observation)}
+
+
 def difficulty_of(step_count: int) -> Difficulty | None:
     if step_count == 0:
         return None
@@ -118,6 +137,7 @@ class RuleBasedAbstractor:
                 order=order, action=step.action, text=text[:MAX_TEXT_CHARS],
                 args_schema={name: type_name(value) for name, value in sorted(step.arguments.items())},
                 reward=step.reward, issue_type=issue, resolution_effectiveness=effectiveness,
+                **stored_observation(step.observation),
             ))
         problem = problem_from_task(trajectory.task)
         errored = sum(1 for s in raw if s.error)

@@ -18,6 +18,7 @@ content written twice is the same node.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -34,6 +35,10 @@ MAX_FAILURE_MODES = 200
 MAX_RELATIONS = 1_000
 MAX_EMBEDDING_DIM = 8_192
 MAX_TASK_CHARS = 100_000
+#: A tool's result or error as an agent received it: real ones are kilobytes (a list of flights);
+#: accepted up to this, and stored cut to STORED_OBSERVATION_CHARS (the step says how long it was).
+MAX_OBSERVATION_CHARS = 1_000_000
+STORED_OBSERVATION_CHARS = 1_000
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
@@ -78,6 +83,10 @@ class Step(_Strict):
     reward: Reward | None = None
     issue_type: Name | None = None
     resolution_effectiveness: Unit | None = None
+    #: What the tool returned, generalised and cut to STORED_OBSERVATION_CHARS; ``observation_chars``
+    #: is the length it had (so a reader knows when it was cut).
+    observation: ShortText | None = None
+    observation_chars: Count | None = None
     embedding: Embedding | None = None
 
 
@@ -326,15 +335,50 @@ class Insight(_Strict):
         return content_hash({"text": normalise_text(self.text), "concept": self.concept_id}, "insight")
 
 
+RAW_ARGUMENTS = "_raw"
+
+
 class TrajectoryStep(_Strict):
-    """One raw step as an agent took it: the tool called with its concrete arguments."""
+    """One raw step as an agent took it: the tool called with its concrete arguments.
+
+    Real agents' steps are untidy, and each form is accepted and represented:
+
+    - ``arguments`` as a JSON-encoded string (how tool-calling APIs hand them over) is decoded; a
+      string that is not a JSON object is kept whole as ``{"_raw": text}`` (the malformed call is
+      part of what happened — usually the tool then errored);
+    - ``thought``, ``observation`` or ``error`` that is empty or blank is absent;
+    - an ``observation`` or ``error`` that is JSON (an object or a list) is kept as its JSON text;
+    - a call with no result has no ``observation``.
+    """
 
     action: Name
     arguments: dict[str, Any] = Field(default_factory=dict)
     thought: Annotated[str, StringConstraints(max_length=MAX_PROBLEM_CHARS)] | None = None
-    observation: Annotated[str, StringConstraints(max_length=MAX_PROBLEM_CHARS)] | None = None
-    error: Annotated[str, StringConstraints(max_length=MAX_PROBLEM_CHARS)] | None = None
+    observation: Annotated[str, StringConstraints(max_length=MAX_OBSERVATION_CHARS)] | None = None
+    error: Annotated[str, StringConstraints(max_length=MAX_OBSERVATION_CHARS)] | None = None
     reward: Reward | None = None
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _decode_arguments(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if isinstance(value, str):
+            try:
+                decoded = json.loads(value) if value.strip() else {}
+            except ValueError:
+                return {RAW_ARGUMENTS: value}
+            return decoded if isinstance(decoded, dict) else {RAW_ARGUMENTS: value}
+        return value
+
+    @field_validator("thought", "observation", "error", mode="before")
+    @classmethod
+    def _text_or_absent(cls, value: Any) -> Any:
+        if isinstance(value, dict | list):
+            return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
 
 
 class Outcome(_Strict):

@@ -23,25 +23,35 @@ from collections.abc import Sequence
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-__all__ = ["MAX_TERMS", "bm25_scores", "is_verbose", "lucene_query", "query_terms"]
+__all__ = ["CHAT_WORDS", "MAX_TERMS", "bm25_scores", "is_verbose", "lucene_query", "query_terms"]
 
 #: Lucene refuses boolean queries of more than 1,024 clauses; the first 64 distinct terms of a
 #: query carry its meaning (and keep the index lookup fast).
 MAX_TERMS = 64
 
 _TOKEN = re.compile(r"[0-9A-Za-z\u00C0-\uFFFF]+")
+#: Placeholders generalisation put in the text ({id}, {email}, …): not words anybody said, and every
+#: stored problem has them.
+_PLACEHOLDER = re.compile(r"\{[^{}\s]*\}")
+#: Words of a request that are not about its task: greetings, courtesy and "I need / would like /
+#: am looking to" (an agent's first message from a user is full of them, and on real runs they
+#: matched incidental words of unrelated tasks). Always dropped, like the placeholders.
+CHAT_WORDS = frozenset({
+    "hi", "hello", "hey", "thanks", "thank", "please", "like", "need", "needs", "want", "wants", "help",
+    "hoping", "looking", "trying", "assistance", "assist", "able", "ll", "ve", "im", "id", "don", "isn",
+})
 _LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
 
 
 def query_terms(text: str, limit: int = MAX_TERMS, stop_words: bool = True) -> list[str]:
-    """Distinct lower-cased word tokens of ``text`` (2+ characters; without English stop words
-    unless ``stop_words`` is False), in order."""
+    """Distinct lower-cased word tokens of ``text`` (2+ characters; without placeholders and
+    :data:`CHAT_WORDS`, and without English stop words unless ``stop_words`` is False), in order."""
     seen: dict[str, None] = {}
     if limit <= 0:
         return []
-    for match in _TOKEN.finditer(text.lower()):
+    for match in _TOKEN.finditer(_PLACEHOLDER.sub(" ", text).lower()):
         token = match.group(0)
-        if len(token) < 2 or (stop_words and token in ENGLISH_STOP_WORDS) or token in seen:
+        if len(token) < 2 or token in CHAT_WORDS or (stop_words and token in ENGLISH_STOP_WORDS) or token in seen:
             continue
         seen[token] = None
         if len(seen) >= limit:

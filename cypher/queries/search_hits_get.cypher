@@ -1,6 +1,6 @@
 // Student search, the returned experiences $ids of namespace $kb in full (steps in order,
-// failure modes, outgoing relations) but without their embeddings, which a caller reading
-// results does not need; with how often the experience's workflow worked: the runs of every
+// failure modes, outgoing relations) but without their embeddings and the tools' observations,
+// which a caller reading results does not need (kbgraph get shows them); with how often the experience's workflow worked: the runs of every
 // instance of its abstract experience (or of its own instances, for an abstract one), the failed
 // ones among them, and the distinct tasks (problems).
 UNWIND $ids AS id
@@ -8,7 +8,7 @@ MATCH (e:Experience {kb: $kb, id: id})
 CALL (e) {
   OPTIONAL MATCH (e)-[:HAS_STEP]->(s:Step)
   WITH s ORDER BY s.order
-  RETURN collect(s {.*, embedding: null}) AS steps
+  RETURN collect(s {.*, embedding: null, observation: null}) AS steps
 }
 CALL (e) {
   OPTIONAL MATCH (e)-[:HAS_FAILURE]->(f:FailureMode)

@@ -75,3 +75,19 @@ def test_reflection_names_operations_and_pitfalls() -> None:
     assert any(c.startswith("not found during find user id by email") for c in concepts)
     how = next(p for p in pairs if p.concept == "return delivered order items")
     assert how.insight.startswith("To return delivered order items, first find user id by email")
+
+
+def test_a_long_result_is_stored_cut_and_says_how_long_it_was() -> None:
+    from kbgraph.models import STORED_OBSERVATION_CHARS
+
+    flights = "[" + ", ".join(f'{{"flight_number": "HAT{i:03d}", "price": {100 + i}}}' for i in range(300)) + "]"
+    exp = RuleBasedAbstractor().abstract(trajectory(steps=[
+        {"action": "search_direct_flight", "arguments": {"origin": "JFK"}, "observation": flights},
+        {"action": "book_reservation", "arguments": "{\"flight_number\": \"HAT001\"}"},
+    ]))
+    first, second = exp.steps
+    assert first.observation_chars == len(flights) and first.observation is not None
+    assert len(first.observation) <= STORED_OBSERVATION_CHARS and first.observation.endswith("…")
+    assert "HAT001" not in first.observation  # generalised like every stored text
+    assert second.observation is None and second.observation_chars is None
+    assert second.args_schema == {"flight_number": "string"}  # arguments given as JSON text were decoded

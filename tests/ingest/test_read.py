@@ -58,3 +58,29 @@ def test_a_one_megabyte_task_is_rejected_with_a_reason(tmp_path: Path) -> None:
     [record] = list(read_records([path]))
     assert record.item is None
     assert record.problems[0].startswith(f"{path}:1: task: String should have at most 100000 characters")
+
+
+def test_untidy_real_steps_are_accepted_and_wrong_types_are_named(tmp_path: Path) -> None:
+    """What real agents write: tool arguments as JSON text (or text that is not JSON), blank
+    thoughts, results that are JSON or plain text, calls with no result. Each is accepted and
+    represented; a field of the wrong type is named with its file and line."""
+    untidy = {"id": "real-1", "task": "Book a flight", "outcome": {"success": False}, "steps": [
+        {"action": "search_direct_flight", "arguments": "{\"origin\": \"JFK\"}", "thought": " ",
+         "observation": [{"flight_number": "HAT1"}]},
+        {"action": "book_reservation", "arguments": "{flight_number: HAT1", "error": "Error: bad arguments"},
+        {"action": "think", "arguments": {"thought": ""}, "observation": "plain text"},
+        {"action": "transfer_to_human_agents"},
+    ]}
+    path = write_lines(tmp_path / "real.jsonl", [
+        json.dumps(untidy),
+        json.dumps({"id": "real-2", "task": "x", "steps": [{"action": "a", "arguments": 5}]}),
+        json.dumps({"id": "real-3", "task": "x", "steps": [{"action": "a", "observation": 7}]}),
+    ])
+    first, second, third = read_records([path])
+    assert isinstance(first.item, Trajectory) and not first.problems
+    steps = first.item.steps
+    assert steps[0].arguments == {"origin": "JFK"} and steps[0].thought is None
+    assert steps[0].observation == '[{"flight_number": "HAT1"}]'
+    assert steps[1].arguments == {"_raw": "{flight_number: HAT1"} and steps[3].observation is None
+    assert second.item is None and second.problems[0].startswith(f"{path}:2: steps.0.arguments:")
+    assert third.item is None and third.problems[0].startswith(f"{path}:3: steps.0.observation:")

@@ -134,3 +134,34 @@ def test_a_concept_document_renders_its_sections_in_order() -> None:
 def test_steps_are_models_with_defaults() -> None:
     step = Step(action="click")
     assert step.text == "" and step.args_schema == {} and step.embedding is None
+
+
+# --- real agent steps: untidy forms are accepted and represented ------------------------------------
+
+
+def test_arguments_given_as_a_json_string_are_decoded_and_a_malformed_one_is_kept_raw() -> None:
+    from kbgraph.models import RAW_ARGUMENTS, TrajectoryStep
+
+    assert TrajectoryStep(action="a", arguments='{"reservation_id": "ABC123"}').arguments == {"reservation_id": "ABC123"}
+    assert TrajectoryStep(action="a", arguments="").arguments == {}
+    assert TrajectoryStep(action="a", arguments="{'reservation_id': ABC").arguments == {
+        RAW_ARGUMENTS: "{'reservation_id': ABC"}
+    assert TrajectoryStep(action="a", arguments='["not", "an", "object"]').arguments == {
+        RAW_ARGUMENTS: '["not", "an", "object"]'}
+
+
+def test_blank_thoughts_and_results_are_absent_and_json_results_are_kept_as_text() -> None:
+    from kbgraph.models import TrajectoryStep
+
+    step = TrajectoryStep(action="a", thought="  ", observation={"flights": [{"number": "HAT1"}]}, error="")
+    assert step.thought is None and step.error is None
+    assert step.observation == '{"flights": [{"number": "HAT1"}]}'
+    assert TrajectoryStep(action="a").observation is None  # a call with no result
+
+
+def test_a_result_of_kilobytes_is_accepted() -> None:
+    from kbgraph.models import TrajectoryStep
+
+    assert len(TrajectoryStep(action="search", observation="x" * 200_000).observation or "") == 200_000
+    with pytest.raises(ValidationError, match="observation"):
+        TrajectoryStep(action="search", observation="x" * 2_000_000)
