@@ -7,9 +7,19 @@ Two implementations share the :class:`Abstractor` interface: :class:`RuleBasedAb
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Any, Protocol
 
-from kbgraph.ingest.generalise import describe_step, generalise_text, humanise_action, type_name
+from kbgraph.ingest.generalise import (
+    describe_step,
+    generalise_task,
+    generalise_text,
+    humanise_action,
+    ids_in_trajectory,
+    names_in_trajectory,
+    type_name,
+)
+from kbgraph.ingest.recovery import Recovery, error_signature, recovery_after
 from kbgraph.ingest.shapes import verb_of
 from kbgraph.models import (
     MAX_TEXT_CHARS,
@@ -69,9 +79,11 @@ def classify_issue(error: str) -> str:
     return "error"
 
 
-def problem_from_task(task: str) -> str:
-    """The task in general terms: role-play and persona sentences dropped, values as placeholders."""
-    text = _LEADING_CONTACT.sub("", generalise_text(task))
+def problem_from_task(task: str, names: Collection[str] = (), ids: Collection[str] = ()) -> str:
+    """The task in general terms: role-play, persona and identity sentences dropped, what
+    identifies a person or a record as placeholders (``names``/``ids``: the trajectory's, see
+    :func:`kbgraph.ingest.generalise.names_in_trajectory`)."""
+    text = _LEADING_CONTACT.sub("", generalise_task(task, names, ids))
     kept = [s for s in _SENTENCE_END.split(text) if s.strip() and not _PERSONA.match(s.strip())]
     problem = ""
     for sentence in kept or [text]:
@@ -94,14 +106,23 @@ def goal_from(trajectory: Trajectory, problem: str) -> str:
     return ("Answer: " if _QUESTION.match(first) else "Complete: ") + first
 
 
-def stored_observation(observation: str | None) -> dict[str, Any]:
+def stored_observation(observation: str | None, names: Collection[str] = (), ids: Collection[str] = ()) -> dict[str, Any]:
     """A tool's result as a step keeps it: generalised, cut to STORED_OBSERVATION_CHARS, with the
     length it had (``observation_chars``), so a reader knows when it was cut."""
     if observation is None:
         return {}
-    text = generalise_text(observation[: STORED_OBSERVATION_CHARS * 4])
+    text = generalise_text(observation[: STORED_OBSERVATION_CHARS * 4], names, ids)
     cut = text if len(text) <= STORED_OBSERVATION_CHARS else text[: STORED_OBSERVATION_CHARS - 1] + "…"
     return {"observation": cut, "observation_chars": len(observation)}
+
+
+def resolution_effectiveness(recovery: Recovery) -> float:
+    """How well a failed step was resolved (Agent KB's resolution effectiveness): 1 when the fix
+    went through and the run succeeded, 0.75 when the run succeeded another way, 0.5 when the fix
+    went through but the run still failed, 0 when nothing resolved it."""
+    if recovery.run_succeeded:
+        return 1.0 if recovery.recovered else 0.75
+    return 0.5 if recovery.recovered else 0.0
 
 
 def difficulty_of(step_count: int) -> Difficulty | None:
@@ -119,27 +140,30 @@ class RuleBasedAbstractor:
         raw = trajectory.steps
         steps: list[Step] = []
         failures: list[FailureMode] = []
+        names, ids = names_in_trajectory(trajectory), ids_in_trajectory(trajectory)
         for order, step in enumerate(raw):
             text = describe_step(step.action, step.arguments)
             issue = classify_issue(step.error) if step.error else None
             effectiveness = None
             if step.error:
-                text += " — failed: " + generalise_text(step.error)[:300]
-                later_ok = any(not s.error for s in raw[order + 1 :])
-                effectiveness = 1.0 if trajectory.outcome.success else (0.5 if later_ok else 0.0)
+                error = generalise_text(step.error, names, ids)[:300]
+                text += " — failed: " + error
+                recovery = recovery_after(trajectory, order, names, ids)
+                effectiveness = resolution_effectiveness(recovery)
                 failures.append(FailureMode(
-                    description=f"{humanise_action(step.action)} failed: {generalise_text(step.error)[:300]}",
-                    issue_type=issue,
-                    recovery=self._recovery(raw, order, trajectory.outcome.success),
-                    step_order=order,
+                    description=f"{humanise_action(step.action)} failed: {error}",
+                    issue_type=issue, recovery=recovery.text[:MAX_TEXT_CHARS], step_order=order,
+                    action=step.action, signature=error_signature(step.action, step.error),
+                    recovery_kind=recovery.kind, recovered=recovery.recovered, concrete=recovery.concrete,
+                    run_id=trajectory.id, run_succeeded=trajectory.outcome.success,
                 ))
             steps.append(Step(
                 order=order, action=step.action, text=text[:MAX_TEXT_CHARS],
                 args_schema={name: type_name(value) for name, value in sorted(step.arguments.items())},
                 reward=step.reward, issue_type=issue, resolution_effectiveness=effectiveness,
-                **stored_observation(step.observation),
+                **stored_observation(step.observation, names, ids),
             ))
-        problem = problem_from_task(trajectory.task)
+        problem = problem_from_task(trajectory.task, names, ids)
         errored = sum(1 for s in raw if s.error)
         return Experience(
             problem=problem,
@@ -155,12 +179,3 @@ class RuleBasedAbstractor:
             failed_source_ids=[] if trajectory.outcome.success else [trajectory.id],
         )
 
-    @staticmethod
-    def _recovery(raw: list[TrajectoryStep], order: int, succeeded: bool) -> str:
-        after = raw[order + 1 :]
-        if not after:
-            return "none: the trajectory ended here" + (" (and still succeeded)" if succeeded else "")
-        nxt = after[0]
-        how = "retried " if nxt.action == raw[order].action else "then "
-        text = how + describe_step(nxt.action, nxt.arguments)
-        return text + ("; the task succeeded" if succeeded else "; the task still failed")

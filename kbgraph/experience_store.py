@@ -26,7 +26,8 @@ CONTENT_FIELDS = (
 EMBEDDING_FIELDS = ("pg_embedding", "structure_embedding", "context_embedding")
 STEP_FIELDS = ("order", "action", "text", "reward", "issue_type", "resolution_effectiveness", "observation",
                "observation_chars")
-FAILURE_FIELDS = ("description", "issue_type", "recovery", "step_order")
+FAILURE_FIELDS = ("description", "issue_type", "recovery", "step_order", "action", "signature", "recovery_kind",
+                  "recovered", "concrete", "run_id", "run_succeeded")
 
 Progress = Callable[[int], None]
 

@@ -90,13 +90,32 @@ class Step(_Strict):
     embedding: Embedding | None = None
 
 
+RecoveryKind = Literal["retry", "repeat", "switch", "none"]
+
+
 class FailureMode(_Strict):
-    """What went wrong at a step and how it was recovered (the F of the tuple)."""
+    """What went wrong at a step and how it was recovered (the F of the tuple).
+
+    From a trajectory, each errored step gives one, with its recovery read from what the agent
+    did next (:mod:`kbgraph.ingest.recovery`): ``recovery`` says it in one line, the other fields
+    say it for machines — which run, which action, the error's ``signature`` (the same error on
+    the same action, values masked: identical failure modes of many runs share it), the kind of
+    fix, whether the fix call went through (``recovered``) and the run then succeeded, and
+    whether the recovery is ``concrete`` (names what changed, what was called instead, or the
+    agent's reasoning).
+    """
 
     description: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
     issue_type: Name | None = None
     recovery: ShortText = ""
     step_order: Count | None = None
+    action: Name | None = None
+    signature: ShortText | None = None
+    recovery_kind: RecoveryKind | None = None
+    recovered: bool | None = None
+    concrete: bool | None = None
+    run_id: IdText | None = None
+    run_succeeded: bool | None = None
     embedding: Embedding | None = None
 
 
@@ -256,6 +275,8 @@ class Experience(_Strict):
             "issue_type": failure.issue_type,
             "step_order": failure.step_order,
         }
+        if failure.run_id is not None:  # the same failure in two runs of one content is two failures
+            payload["run"] = failure.run_id
         return content_hash(payload, "fail")
 
     def task_key(self) -> str:

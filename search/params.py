@@ -72,7 +72,7 @@ class SearchWeights(_Strict):
         default=0.25, description="λ(t) = max(floor, exp(−rate·t)) with t the number of steps executed so far.")
     lambda_floor: Unit = 0.2
     # -- lexical
-    alpha: Unit = Field(default=0.5, description="α: weight of the lexical score within textual (BM25 over the candidates, relative to the best match).")
+    alpha: Unit = Field(default=0.6, description="α: weight of the lexical score within textual (BM25 over the candidates, relative to the best match).")
     lexical_stop_words: Literal["keep", "drop", "auto"] = Field(
         default="auto", description="English stop words in the full-text query: keep them (as the index does), "
         "drop them, or drop them only from verbose queries (more than verbose_query_terms distinct words).")
@@ -100,8 +100,8 @@ class SearchWeights(_Strict):
     outcome_similarity_floor: Annotated[float, Field(ge=0.0, lt=1.0)] = Field(
         default=0.9, description="Past tasks less similar than this (cosine) to the query do not count as evidence.")
     workflows: bool = Field(
-        default=True, description="An abstract experience (a workflow) scores as its best-fitting instance that worked, "
-        "with the workflow's own success rate and support: the workflow fits a task as well as its closest run did.")
+        default=True, description="An abstract experience (a workflow) scores as its best-fitting instance that worked "
+        "and ranks right above it: the workflow of the run most like the task is the answer, standing for all its runs.")
     same_task_similarity: Unit = Field(
         default=0.9, description="A run that only failed is shown as a failed attempt of the hit whose problem+goal is at "
         "least this similar (cosine), instead of as a hit of its own.")

@@ -35,7 +35,7 @@ class ScoreBreakdown(BaseModel):
     trans: float = 1.0
     success: float = 1.0
     support: float = 0.0
-    #: The part of the successful runs of its task that took its way (1 when the task was solved one way).
+    #: How often its way solved its task, relative to the way that solved it most often (1 for that way).
     share: float = 1.0
     quality: float = 0.5
     utility: float | None = None

@@ -70,6 +70,8 @@ _EXPERIENCE_INDEXES = {
 }
 #: The candidate fact a vector channel's score already is.
 _KNOWN_SCORE = {"vector:experience_pg_embedding": "semantic", "vector:experience_structure_embedding": "structural"}
+#: What a workflow adds to the score of the instance that speaks for it, so it ranks right above it.
+WORKFLOW_FIRST = 1e-6
 #: How many candidates, relative to k, MMR chooses from.
 _MMR_POOL = 3
 
@@ -531,11 +533,11 @@ class StudentRetriever:
         pg: list[float], task: list[float], excluded: set[str], params: dict[str, Any], has_text: bool,
     ) -> dict[str, tuple[float, ScoreBreakdown, _Reached]]:
         """Abstract experiences scored from their instances (:func:`workflow_score`): each takes the
-        score of its best-fitting instance that worked (stage · trans · success factor), with the
-        support of all its instances' successful runs. So the workflow that solved the task most
-        like this one ranks with the evidence of all its runs, right above that run, and instances
-        that only failed do not speak for it. Returns ``{abstract id: (score, breakdown, the edge
-        from that instance)}``."""
+        score of its best-fitting instance that worked (stage · trans · success factor · share,
+        plus that instance's support), with its own utility and task outcomes, and ranks right
+        above that instance: the workflow of the run most like this task is the answer, and it
+        stands for all its runs. Instances that only failed do not speak for it. Returns
+        ``{abstract id: (score, breakdown, the edge from that instance)}``."""
         best: dict[str, tuple[float, _Candidate]] = {}
         for c in scored:
             facts = c.facts
@@ -559,10 +561,11 @@ class StudentRetriever:
             if facts is None or (params["domains"] is not None and facts["domain"] not in params["domains"]):
                 continue  # filtered out (status, domain)
             success = min(max(float(facts["success_rate"]), 0.0), 1.0)
-            support = support_score(int(facts["remaining"]), w.support_saturation)
+            support = breakdowns[member.id].support
             utility = min(max(float(facts["utility"]), 0.0), 1.0)
             factor = utility_factor(utility, w.utility_weight) * self._context(facts, w, has_text)
-            score = workflow_score(min(relevance, 1.0), support, w.support_weight) * factor
+            # The workflow ranks right above the run that speaks for it (WORKFLOW_FIRST breaks the tie).
+            score = workflow_score(min(relevance, 1.0), support, w.support_weight) * factor + WORKFLOW_FIRST
             b = breakdowns[member.id].model_copy(update={
                 "success": round(success, 6), "support": round(support, 6), "utility": round(utility, 6),
                 "utility_factor": round(utility_factor(utility, w.utility_weight), 6),

@@ -10,8 +10,9 @@
 // runs_left = every run, successful or not, outside $exclude (an experience with none left
 // stands only for excluded runs). workflow = the abstract experience of a concrete one's workflow
 // ({id, weight, reason} of its ABSTRACTION edge), when it is one of $statuses.
-// share = of the successful runs (outside $exclude) of the candidate's task (experiences with its
-// task_key), the part that took the candidate's way (the same operations); 1 when none is known.
+// share = the successful runs (outside $exclude) of the candidate's task (experiences with its
+// task_key) that took the candidate's way (the same operations), relative to the way that worked
+// most often for that task; 1 when the way never worked or nothing is known.
 // utility (Agent KB D.3, unclipped): quality decayed at $decay per day since the last use (or the
 // creation), plus the usage impact decayed since it was last brought up to date.
 // outcomes: [Neo4j cosine of the task an agent used it for against $pg, that outcome], from the
@@ -21,11 +22,12 @@ MATCH (e:Experience {kb: $kb, id: id})
 CALL (e) {
   OPTIONAL MATCH (x:Experience {kb: $kb, task_key: e.task_key})
   WHERE e.kind = 'concrete' AND x.kind = 'concrete' AND x.status IN $statuses
-  WITH x, [s IN coalesce(x.source_ids, []) WHERE NOT s IN coalesce(x.failed_source_ids, []) AND NOT s IN $exclude] AS worked
-  RETURN sum(size(worked)) AS task_worked,
-    sum(CASE WHEN x.operations = e.operations THEN size(worked) ELSE 0 END) AS way_worked
+  WITH e, x.operations AS way,
+    sum(size([s IN coalesce(x.source_ids, []) WHERE NOT s IN coalesce(x.failed_source_ids, []) AND NOT s IN $exclude]))
+      AS worked
+  RETURN max(worked) AS most, sum(CASE WHEN way = e.operations THEN worked ELSE 0 END) AS way_worked
 }
-WITH e, CASE WHEN task_worked = 0 THEN 1.0 ELSE toFloat(way_worked) / task_worked END AS share,
+WITH e, CASE WHEN coalesce(most, 0) = 0 OR way_worked = 0 THEN 1.0 ELSE toFloat(way_worked) / most END AS share,
   COUNT { (e)-[:HAS_STEP]->() } AS steps,
   CASE WHEN e.kind = 'abstract' THEN COLLECT { MATCH (c:Experience {kb: $kb})-[:ABSTRACTION]->(e) RETURN c }
     ELSE [e] END AS members

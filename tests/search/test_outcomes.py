@@ -74,4 +74,4 @@ def test_the_way_a_task_was_solved_most_often_comes_first(mixed_kb: KnowledgeBas
     assert [s.action for s in first_way.experience.steps] == ["get_user_details", "get_reservation_details"]
     assert first_way.breakdown.workflow is not None and first_way.path[0].relation.value == "ABSTRACTION"
     transfer = next(h for h in results.hits if "transfer_to_human_agents" in [s.action for s in h.experience.steps])
-    assert transfer.breakdown.share == pytest.approx(0.25) and transfer.rank > first_way.rank
+    assert transfer.breakdown.share == pytest.approx(1 / 3) and transfer.rank > first_way.rank
