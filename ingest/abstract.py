@@ -144,6 +144,7 @@ class RuleBasedAbstractor:
         for order, step in enumerate(raw):
             text = describe_step(step.action, step.arguments)
             issue = classify_issue(step.error) if step.error else None
+            signature = error_signature(step.action, step.error) if step.error else None
             effectiveness = None
             if step.error:
                 error = generalise_text(step.error, names, ids)[:300]
@@ -153,14 +154,14 @@ class RuleBasedAbstractor:
                 failures.append(FailureMode(
                     description=f"{humanise_action(step.action)} failed: {error}",
                     issue_type=issue, recovery=recovery.text[:MAX_TEXT_CHARS], step_order=order,
-                    action=step.action, signature=error_signature(step.action, step.error),
+                    action=step.action, signature=signature,
                     recovery_kind=recovery.kind, recovered=recovery.recovered, concrete=recovery.concrete,
                     run_id=trajectory.id, run_succeeded=trajectory.outcome.success,
                 ))
             steps.append(Step(
                 order=order, action=step.action, text=text[:MAX_TEXT_CHARS],
                 args_schema={name: type_name(value) for name, value in sorted(step.arguments.items())},
-                reward=step.reward, issue_type=issue, resolution_effectiveness=effectiveness,
+                reward=step.reward, issue_type=issue, resolution_effectiveness=effectiveness, signature=signature,
                 **stored_observation(step.observation, names, ids),
             ))
         problem = problem_from_task(trajectory.task, names, ids)

@@ -327,13 +327,15 @@ class KnowledgeBase:
         k: int = 5,
         agent: str | None = None,
         weights: RefineWeights | Mapping[str, Any] | None = None,
+        exclude_runs: Sequence[str] = (),
     ) -> RefineResults:
         """Teacher phase (while executing): for steps that went wrong (``action``, ``arguments``,
         ``error``, ``issue_type``), the stored steps that match them — by step similarity, issue
-        match and precision — and the failure modes that failed the same way, with their
-        recoveries and experiences. See :mod:`kbgraph.search.teacher`."""
+        match and precision — and the failure modes that failed the same way, grouped with how
+        often they were seen and recovered, each with its most useful recovery. ``exclude_runs``
+        leaves runs out (a leave-one-run-out evaluation). See :mod:`kbgraph.search.teacher`."""
         return TeacherRetriever(self.gateway, self.embedder, self.namespace).refine(
-            problematic_steps, domain=domain, k=k, agent=agent, weights=weights)
+            problematic_steps, domain=domain, k=k, agent=agent, weights=weights, exclude_runs=exclude_runs)
 
     def search_steps(
         self, action: str, arguments: Mapping[str, Any] | None = None, *, text: str | None = None,

@@ -83,6 +83,8 @@ class Step(_Strict):
     reward: Reward | None = None
     issue_type: Name | None = None
     resolution_effectiveness: Unit | None = None
+    #: For a step that errored: the error on its action with values masked (identical errors share it).
+    signature: ShortText | None = None
     #: What the tool returned, generalised and cut to STORED_OBSERVATION_CHARS; ``observation_chars``
     #: is the length it had (so a reader knows when it was cut).
     observation: ShortText | None = None

@@ -26,17 +26,26 @@ where, in kbgraph (every constant is a field of :class:`RefineWeights`):
   has none (a stored step that did not fail has none) or only the catch-all ``"error"`` of
   :func:`~kbgraph.ingest.abstract.classify_issue`.
 - ``resolution_effectiveness`` — the stored step's; ``missing_resolution`` (0.5) when absent.
-- ``Precision(E_i)`` — the experience's ``success_rate`` (the fraction of its source runs that
-  succeeded); ``missing_precision`` (0.5) when absent.
+- ``Precision(E_i)`` — ``precision_floor + (1 − precision_floor) · success_rate`` (the fraction of
+  its runs that succeeded; ``missing_precision`` when absent). The floor (0.5) matters on real
+  runs: most errors happen in runs that later failed for another reason, and the way such a run
+  got past the error still teaches, so it ranks below one from a run that succeeded, never at 0.
+  For a match on stored steps that failed, precision is 1: their resolution effectiveness (1 when
+  the fix went through and the run succeeded, 0.75 when the run succeeded another way, 0.5 when
+  the fix went through but the run failed) already weighs the run's outcome.
 
 Only the stored steps the index returned for ``s_p`` take part in the max.
 
 **Criticism channel** (``via="vector:failure_mode_embedding"``), only for problematic steps that
 carry an ``error`` or an ``issue_type``: the stored failure modes nearest to the failure, embedded
 as ingestion embeds failure modes (``"{issue_type}: {humanised action} failed: {generalised
-error}"``), scored ``cosine · sim(issue types)``. Precision is deliberately *not* applied: an
-experience that failed overall can still show how a failure was recovered, and its recovery is
-what this channel returns.
+error}"``). Identical failure modes — the same error on the same action, values masked (their
+``signature``) — are one match, counted over the namespace ("seen 24 times in 6 tasks, recovered
+in 15"), showing the group's most useful recovery: concrete and followed by a run that
+succeeded, else a concrete retry of the same call, else any concrete one or a fix that went
+through. A match scores ``cosine · sim(issue types) · (0.5 + 0.5 · value)``, the value of that
+recovery (1, 2/3, 1/3 or 0), so the errors that were fixed come first. Precision is deliberately *not* applied: an experience that failed overall
+can still show how a failure was recovered, and its recovery is what this channel returns.
 
 Each experience's overall score is the larger of its best step-channel score and
 ``failure_weight ·`` its best failure score; :attr:`RefineResults.experiences` ranks by it.
@@ -65,6 +74,7 @@ from kbgraph.errors import InvalidInputError
 from kbgraph.gateway import Neo4jGateway, Row
 from kbgraph.ingest.abstract import classify_issue
 from kbgraph.ingest.generalise import describe_step, generalise_text, humanise_action
+from kbgraph.ingest.recovery import error_signature
 from kbgraph.search.overfetch import Overfetched, overfetch
 from kbgraph.search.scoring import issue_match, neo4j_to_cosine, step_similarity, teacher_step_score
 
@@ -104,9 +114,14 @@ ERROR_CHARS = 300
 #: Over-fetching: the index is first asked for ``FIRST_FACTOR · k`` nodes, at most ``FETCH_LIMIT``.
 FIRST_FACTOR = 8
 FETCH_LIMIT = 4096
+#: Distinct experiences (or failure modes) each channel's window holds before scoring: k times this,
+#: at least MIN_WINDOW.
+WINDOW_FACTOR = 4
+MIN_WINDOW = 20
 
 STEP_QUERY = "refine_step_vectors"
 FAILURE_QUERY = "refine_failure_vectors"
+GROUP_QUERY = "refine_failure_groups"
 VIA_STEP: Final = "vector:step_embedding"
 VIA_FAILURE: Final = "vector:failure_mode_embedding"
 
@@ -177,6 +192,11 @@ class ProblematicStep(BaseModel):
         return self._issue_classified
 
     @property
+    def signature(self) -> str | None:
+        """The error with its values masked (:func:`~kbgraph.ingest.recovery.error_signature`)."""
+        return error_signature(self.action, self.error) if self.error is not None else None
+
+    @property
     def failed(self) -> bool:
         """Whether the criticism (failure-mode) channel is searched for this step."""
         return self.error is not None or self.issue_type is not None
@@ -205,6 +225,8 @@ class RefineWeights(BaseModel):
       type, two different known types, and when either type is missing or the catch-all.
     - ``missing_resolution``: a stored step's resolution effectiveness when it has none.
     - ``missing_precision``: an experience's precision (success rate) when it has none.
+    - ``precision_floor``: precision weighs as ``floor + (1 − floor) · success rate``, so a step of
+      a run that failed overall — whose recovery can still teach — is ranked lower, never zeroed.
     - ``failure_weight``: how much a failure-mode match counts against a step match when ranking
       experiences overall (``max(step score, failure_weight · failure score)``).
     """
@@ -218,6 +240,7 @@ class RefineWeights(BaseModel):
     unknown_issue: float = 0.5
     missing_resolution: float = 0.5
     missing_precision: float = 0.5
+    precision_floor: float = 0.5
     failure_weight: float = 0.5
 
     @field_validator("*", mode="before")
@@ -243,6 +266,8 @@ class RefineRequest(BaseModel):
     k: int = 5
     agent: str | None = None
     weights: RefineWeights = Field(default_factory=RefineWeights)
+    #: Runs (trajectory ids) left out: their failure modes, and experiences standing only for them.
+    exclude_runs: list[str] = Field(default_factory=list)
 
 
 def _pydantic_problems(where: str, error: ValidationError, model: type[BaseModel]) -> list[str]:
@@ -278,6 +303,7 @@ def parse_refine_request(
     k: int = 5,
     agent: str | None = None,
     weights: RefineWeights | Mapping[str, Any] | None = None,
+    exclude_runs: Sequence[str] = (),
 ) -> tuple[RefineRequest, list[str]]:
     """Validates a refine call: the request and its notes (e.g. ``k`` clamped), or
     :class:`~kbgraph.errors.InvalidInputError` listing every problem as ``where: reason``."""
@@ -343,7 +369,8 @@ def parse_refine_request(
     for i, step in enumerate(steps):
         if step.issue_classified:
             notes.append(f"problematic_steps[{i}]: issue_type {step.issue_type!r} classified from its error")
-    request = RefineRequest(problematic_steps=steps, domains=domains, k=k, agent=agent_name, weights=checked_weights)
+    request = RefineRequest(problematic_steps=steps, domains=domains, k=k, agent=agent_name, weights=checked_weights,
+                            exclude_runs=sorted({str(r) for r in exclude_runs}))
     return request, notes
 
 
@@ -416,9 +443,34 @@ class FailureMatch(BaseModel):
     #: Cosine between the query's failure text and the failure mode (negative counts as 0).
     cosine: float
     issue_similarity: float
-    #: ``cosine · issue_similarity``.
+    #: ``cosine · issue_similarity · (0.5 + 0.5 · recovery value)``, the value of the group's best
+    #: recovery: 1 concrete and followed by a run that succeeded, 2/3 a concrete retry, 1/3 another
+    #: concrete recovery or a fix that went through, 0 none.
     score: float
     via: Literal["vector:failure_mode_embedding"] = VIA_FAILURE
+    #: The error on that action with values masked: identical failure modes share it and are one match.
+    signature: str | None = None
+    #: Identical failure modes in the namespace: how many, in how many tasks, how many fixes went
+    #: through, how many of those runs then succeeded, and the runs they come from.
+    seen: int = 1
+    tasks: int = 1
+    recovered: int = 0
+    worked: int = 0
+    runs: list[str] = Field(default_factory=list)
+    #: The recovery shown (the group's best): its kind, whether it is concrete, whether its fix went
+    #: through and its run then succeeded, and which run it comes from.
+    recovery_kind: str | None = None
+    concrete: bool | None = None
+    fix_recovered: bool | None = None
+    run_succeeded: bool | None = None
+    run_id: str | None = None
+
+    @property
+    def summary(self) -> str:
+        """"seen 24 times in 6 tasks, recovered in 15 (the run then succeeded in 9)"."""
+        times = "once" if self.seen == 1 else f"{self.seen} times"
+        tasks = "1 task" if self.tasks == 1 else f"{self.tasks} tasks"
+        return f"seen {times} in {tasks}, recovered in {self.recovered} (the run then succeeded in {self.worked})"
 
 
 class RefineResults(BaseModel):
@@ -450,10 +502,16 @@ def _issue_key(issue_type: str | None) -> str | None:
     return None if not key or key in UNKNOWN_ISSUE_TYPES else key
 
 
-def issue_similarity(query_issue: str | None, stored_issue: str | None, weights: RefineWeights) -> float:
-    """``sim(issue types)``: ``same_issue`` for equal types (ignoring case and surrounding spaces),
-    ``different_issue`` for two different known types, ``unknown_issue`` when either is missing or
-    one of :data:`UNKNOWN_ISSUE_TYPES` (classify_issue's catch-all ``"error"`` names no issue)."""
+def issue_similarity(
+    query_issue: str | None, stored_issue: str | None, weights: RefineWeights, same_error: bool = False
+) -> float:
+    """``sim(issue types)``: ``same_issue`` for the same error (``same_error``: equal error
+    signatures, the same error on the same action) or equal types (ignoring case and surrounding
+    spaces), ``different_issue`` for two different known types, ``unknown_issue`` when either is
+    missing or one of :data:`UNKNOWN_ISSUE_TYPES` (classify_issue's catch-all ``"error"`` names no
+    issue — most real errors, which is why the signature counts first)."""
+    if same_error:
+        return weights.same_issue
     query, stored = _issue_key(query_issue), _issue_key(stored_issue)
     if query is None or stored is None:
         return weights.unknown_issue
@@ -533,15 +591,17 @@ class TeacherRetriever:
         k: int = 5,
         agent: str | None = None,
         weights: RefineWeights | Mapping[str, Any] | None = None,
+        exclude_runs: Sequence[str] = (),
     ) -> RefineResults:
         """Experiences whose steps went wrong like ``problematic_steps`` and how they recovered.
 
         ``domain`` keeps only experiences of that domain (or those domains; case-insensitive);
         private experiences are returned only to their owner ``agent``; ``k`` (1..100, larger is clamped with a
-        note) bounds each list per problematic step. Raises
+        note) bounds each list per problematic step; ``exclude_runs`` leaves those runs out. Raises
         :class:`~kbgraph.errors.InvalidInputError` naming every problem before anything is searched.
         """
-        request, notes = parse_refine_request(problematic_steps, domain=domain, k=k, agent=agent, weights=weights)
+        request, notes = parse_refine_request(problematic_steps, domain=domain, k=k, agent=agent, weights=weights,
+                                              exclude_runs=exclude_runs)
         steps = request.problematic_steps
         texts = [step_query_text(s) for s in steps] + [failure_query_text(s) for s in steps if s.failed]
         vectors = [[float(x) for x in row] for row in self.embedder.embed(texts)]
@@ -576,13 +636,17 @@ class TeacherRetriever:
 
         def fetch(first: int) -> tuple[int, list[str]]:
             records = self.gateway.read(
-                query, kb=self.namespace, vector=vector, first=first, domains=request.domains, agent=request.agent
+                query, kb=self.namespace, vector=vector, first=first, domains=request.domains, agent=request.agent,
+                exclude_runs=request.exclude_runs,
             )
             fetched = int(records[0]["fetched"]) if records else 0
             window[:] = list(records[0]["rows"]) if records else []
             return fetched, list(dict.fromkeys(str(row[key]) for row in window))
 
-        result = overfetch(fetch, k=request.k, first=request.k * FIRST_FACTOR, limit=FETCH_LIMIT)
+        # Scores are computed after the index has ranked by cosine alone, so the window holds more
+        # than k: a step that failed the same way may sit a little further than steps that did not.
+        wanted = max(request.k * WINDOW_FACTOR, MIN_WINDOW)
+        result = overfetch(fetch, k=wanted, first=wanted * FIRST_FACTOR, limit=FETCH_LIMIT)
         return window, result
 
     def _step_matches(
@@ -602,7 +666,8 @@ class TeacherRetriever:
             sim_exec = execution_similarity(step.action, arguments, str(row["action"] or ""),
                                             _argument_names(row.get("args_schema")))
             sim_step = step_similarity(sim_func, sim_exec, w.w_func, w.w_exec)
-            issue_sim = issue_similarity(step.issue_type, row.get("issue_type"), w)
+            issue_sim = issue_similarity(step.issue_type, row.get("issue_type"), w,
+                                         same_error=bool(row.get("signature")) and row.get("signature") == step.signature)
             match = issue_match(issue_sim, _unit_or(row.get("resolution_effectiveness"), w.missing_resolution))
             by_experience.setdefault(str(row["experience_id"]), []).append(
                 (row, sim_func, sim_exec, sim_step, issue_sim, match)
@@ -611,12 +676,16 @@ class TeacherRetriever:
         matches: list[StepMatch] = []
         for experience_id, candidates in by_experience.items():
             first = candidates[0][0]
-            precision = _unit_or(first.get("success_rate"), w.missing_precision)
-            score = teacher_step_score([c[3] for c in candidates], [c[5] for c in candidates], precision)
+            success = _unit_or(first.get("success_rate"), w.missing_precision)
+            floored = w.precision_floor + (1.0 - w.precision_floor) * success
+            # A stored step that failed carries its run's outcome in its resolution effectiveness.
+            precisions = [1.0 if c[0].get("resolution_effectiveness") is not None else floored for c in candidates]
+            values = [c[3] * c[5] * p for c, p in zip(candidates, precisions, strict=True)]
+            best = max(range(len(candidates)), key=lambda i: (values[i], -(candidates[i][0].get("order") or 0)))
+            precision = precisions[best]
+            score = teacher_step_score([candidates[best][3]], [candidates[best][5]], precision)
             # The stored step that attains the max (ties: the earliest step).
-            row, sim_func, sim_exec, sim_step, issue_sim, match = max(
-                candidates, key=lambda c: (c[3] * c[5], -(c[0].get("order") or 0))
-            )
+            row, sim_func, sim_exec, sim_step, issue_sim, match = candidates[best]
             matches.append(StepMatch(
                 experience_id=experience_id, problem=str(first.get("problem") or ""),
                 goal=str(first.get("goal") or ""), domain=str(first.get("domain") or ""), query_step=index,
@@ -640,17 +709,34 @@ class TeacherRetriever:
                 f"problematic_steps[{index}]: the {fetched.fetched} nearest failure modes of the index held only "
                 f"{len(fetched.rows)} matching ones; failure matches may be incomplete"
             )
-        matches: list[FailureMatch] = []
+        # Identical failure modes (one signature) are one match: the nearest of them stands for it.
+        nearest: dict[str, Row] = {}
         for row in rows:
+            nearest.setdefault(str(row.get("signature") or row["failure_id"]), row)
+        signatures = [key for key, row in nearest.items() if row.get("signature")]
+        groups = {g["signature"]: g for g in self.gateway.read(
+            GROUP_QUERY, kb=self.namespace, signatures=signatures, vector=vector, domains=request.domains,
+            agent=request.agent, exclude_runs=request.exclude_runs)} if signatures else {}
+        matches: list[FailureMatch] = []
+        for key, row in nearest.items():
+            group = groups.get(key)
+            best: Row = group["best"] if group else row
             cosine = _cosine(row["score"])
-            issue_sim = issue_similarity(step.issue_type, row.get("issue_type"), request.weights)
+            issue_sim = issue_similarity(step.issue_type, best.get("issue_type"), request.weights,
+                                         same_error=bool(key) and key == step.signature)
+            value = int(group["value"]) / 3 if group else 0.0
             matches.append(FailureMatch(
-                experience_id=str(row["experience_id"]), problem=str(row.get("problem") or ""),
-                goal=str(row.get("goal") or ""), domain=str(row.get("domain") or ""), query_step=index,
-                failure_id=str(row["failure_id"]), description=str(row.get("description") or ""),
-                issue_type=row.get("issue_type"), recovery=str(row.get("recovery") or ""),
-                step_order=row.get("step_order"), cosine=cosine, issue_similarity=issue_sim,
-                score=cosine * issue_sim,
+                experience_id=str(best["experience_id"]), problem=str(best.get("problem") or ""),
+                goal=str(best.get("goal") or ""), domain=str(best.get("domain") or ""), query_step=index,
+                failure_id=str(best["failure_id"]), description=str(best.get("description") or ""),
+                issue_type=best.get("issue_type"), recovery=str(best.get("recovery") or ""),
+                step_order=best.get("step_order"), cosine=cosine, issue_similarity=issue_sim,
+                score=cosine * issue_sim * (0.5 + 0.5 * value), signature=row.get("signature"),
+                seen=int(group["seen"]) if group else 1, tasks=int(group["tasks"]) if group else 1,
+                recovered=int(group["recovered"]) if group else 0, worked=int(group["worked"]) if group else 0,
+                runs=[str(r) for r in (group["runs"] if group else [row.get("run_id")]) if r],
+                recovery_kind=best.get("recovery_kind"), concrete=best.get("concrete"),
+                fix_recovered=best.get("recovered"), run_succeeded=best.get("run_succeeded"), run_id=best.get("run_id"),
             ))
         matches.sort(key=lambda m: (-m.score, m.experience_id, m.failure_id))
         return matches[: request.k]

@@ -6,13 +6,14 @@
 // $kb: namespace; $vector: the embedding of the problematic step's issue and error; $first: how
 // many nearest failure modes to ask the index for; $domains: lower-cased domain names to keep, or
 // null for every domain; $agent: the calling agent: private experiences are returned only to
-// their owner (none when null). Only active experiences are returned.
+// their owner (none when null); $exclude_runs: runs whose failure modes are left out (a
+// leave-one-run-out evaluation's own run). Only active experiences are returned.
 CALL db.index.vector.queryNodes('failure_mode_embedding', $first, $vector) YIELD node, score
 WITH collect({failure: node, score: score}) AS hits
 CALL (hits) {
   UNWIND hits AS hit
   WITH hit.failure AS f, hit.score AS score
-  WHERE f.kb = $kb
+  WHERE f.kb = $kb AND NOT coalesce(f.run_id, '') IN $exclude_runs
   MATCH (e:Experience {kb: $kb})-[:HAS_FAILURE]->(f)
   WHERE e.status = 'active'
     AND ($domains IS NULL OR toLower(e.domain) IN $domains)
@@ -22,7 +23,8 @@ CALL (hits) {
   RETURN collect({
     experience_id: e.id, problem: e.problem, goal: e.goal, domain: e.domain,
     success_rate: e.success_rate, failure_id: f.id, description: f.description,
-    issue_type: f.issue_type, recovery: f.recovery, step_order: f.step_order, score: score
+    issue_type: f.issue_type, recovery: f.recovery, step_order: f.step_order, score: score,
+    signature: f.signature, run_id: f.run_id
   }) AS rows
 }
 RETURN size(hits) AS fetched, rows;

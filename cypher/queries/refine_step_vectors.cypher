@@ -5,8 +5,9 @@
 // (score is Neo4j's cosine score (1 + cos) / 2).
 // $kb: namespace; $vector: the problematic step's embedding; $first: how many nearest steps to
 // ask the index for; $domains: lower-cased domain names to keep, or null for every domain;
-// $agent: the calling agent: private experiences are returned only to their owner (none when null).
-// Only active experiences are returned.
+// $agent: the calling agent: private experiences are returned only to their owner (none when null);
+// $exclude_runs: an experience standing only for these runs is left out. Only active experiences
+// are returned.
 CALL db.index.vector.queryNodes('step_embedding', $first, $vector) YIELD node, score
 WITH collect({step: node, score: score}) AS hits
 CALL (hits) {
@@ -17,13 +18,15 @@ CALL (hits) {
   WHERE e.status = 'active'
     AND ($domains IS NULL OR toLower(e.domain) IN $domains)
     AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
+    AND (size($exclude_runs) = 0 OR size(coalesce(e.source_ids, [])) = 0
+         OR any(run IN e.source_ids WHERE NOT run IN $exclude_runs))
   WITH e, s, score
   ORDER BY score DESC, e.id, s.order
   RETURN collect({
     experience_id: e.id, problem: e.problem, goal: e.goal, domain: e.domain,
     success_rate: e.success_rate, step_id: s.id, order: s.order, action: s.action, text: s.text,
     args_schema: s.args_schema, issue_type: s.issue_type,
-    resolution_effectiveness: s.resolution_effectiveness, score: score
+    resolution_effectiveness: s.resolution_effectiveness, signature: s.signature, score: score
   }) AS rows
 }
 RETURN size(hits) AS fetched, rows;

@@ -5,6 +5,8 @@ CREATE INDEX experience_kb IF NOT EXISTS FOR (n:Experience) ON (n.kb);
 CREATE INDEX experience_kb_task IF NOT EXISTS FOR (n:Experience) ON (n.kb, n.task_key);
 CREATE INDEX step_kb IF NOT EXISTS FOR (n:Step) ON (n.kb);
 CREATE INDEX failure_mode_kb IF NOT EXISTS FOR (n:FailureMode) ON (n.kb);
+// Identical failure modes (the same error on the same action) are one group in the teacher phase.
+CREATE INDEX failure_mode_kb_signature IF NOT EXISTS FOR (n:FailureMode) ON (n.kb, n.signature);
 CREATE INDEX meta_concept_kb IF NOT EXISTS FOR (n:MetaConcept) ON (n.kb);
 CREATE INDEX insight_concept IF NOT EXISTS FOR (n:Insight) ON (n.kb, n.concept_id);
 CREATE INDEX concept_kb IF NOT EXISTS FOR (n:Concept) ON (n.kb);

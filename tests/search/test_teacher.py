@@ -138,19 +138,38 @@ def test_issue_match_outranks_a_mere_textual_match_of_a_different_issue(kb: Know
     assert [m.experience_id for m in even.steps] == [looks_alike.key, same_issue.key]
 
 
-def test_precision_orders_otherwise_equal_matches(kb: KnowledgeBase) -> None:
-    reliable = failed_lookup("Wrong order id, usually sorted out", "Error: order {id} not found", "not_found",
-                             "look the customer up by email", success_rate=0.9)
-    shaky = failed_lookup("Wrong order id, rarely sorted out", "Error: order {id} not found", "not_found",
-                          "look the customer up by email", success_rate=0.4)
+def test_precision_orders_otherwise_equal_matches_and_a_failed_run_is_never_zeroed(kb: KnowledgeBase) -> None:
+    """On steps that did not fail, precision = floor + (1 − floor)·success rate (floor 0.5): a run
+    that failed overall ranks lower, never at 0."""
+    def lookup(problem: str, success_rate: float) -> Experience:
+        return Experience(problem=problem, goal="Order found", domain="retail", success_rate=success_rate,
+                          steps=[Step(action="get_order_details", text="get order details (order_id={order_id})",
+                                      args_schema={"order_id": "string"})])
+    reliable, shaky = lookup("Look up an order, usually fine", 0.9), lookup("Look up an order, rarely fine", 0.0)
     kb.add_experiences([shaky, reliable])
 
     first, second = teacher(kb).refine([ORDER_NOT_FOUND], k=5).steps
 
     assert (first.experience_id, second.experience_id) == (reliable.key, shaky.key)
     assert first.breakdown.sim_step == approx(second.breakdown.sim_step)  # the same stored step text
-    assert (first.breakdown.precision, second.breakdown.precision) == (0.9, 0.4)
-    assert first.score == approx(second.score * 0.9 / 0.4)
+    assert (first.breakdown.precision, second.breakdown.precision) == (approx(0.95), 0.5)
+    assert first.score == approx(second.score * 0.95 / 0.5) and second.score > 0
+
+
+def test_a_step_that_failed_the_same_way_carries_its_run_outcome_in_its_resolution(kb: KnowledgeBase) -> None:
+    """Precision is not applied twice: a stored failed step's resolution effectiveness (1 fixed in
+    a run that succeeded, 0.5 fixed in a run that failed) already says how its run ended."""
+    won = failed_lookup("Wrong order id, sorted out", "Error: order {id} not found", "not_found", "look up by email",
+                        success_rate=1.0, resolution=1.0)
+    lost = failed_lookup("Wrong order id, sorted out but the task failed", "Error: order {id} not found", "not_found",
+                         "look up by email", success_rate=0.0, resolution=0.5)
+    kb.add_experiences([lost, won])
+
+    first, second = teacher(kb).refine([ORDER_NOT_FOUND], k=5).steps[:2]
+
+    assert (first.experience_id, second.experience_id) == (won.key, lost.key)
+    assert first.breakdown.precision == second.breakdown.precision == 1.0
+    assert first.score == approx(second.score * 2, rel=0.05) and second.score > 0
 
 
 def test_a_step_without_an_error_uses_only_the_step_channel(kb: KnowledgeBase) -> None:
@@ -209,7 +228,8 @@ def test_another_namespace_is_never_returned_even_when_it_crowds_the_index(
         results = teacher(kb).refine([ORDER_NOT_FOUND], k=1)
         assert returned_ids(results) == {SLOW_BACKEND.key}
         assert results.failures[0].recovery.startswith("retried")
-        assert asked[:2] == [8, 32]  # 8·k nodes first, then four times as many
+        # The window holds max(4·k, 20) experiences: 8 nodes per experience first, then four times as many.
+        assert asked[:2] == [20 * 8, 20 * 32]
     finally:
         other.clear()
 
