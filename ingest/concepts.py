@@ -21,8 +21,15 @@ import numpy.typing as npt
 from kbgraph.embedders import Embedder, unit_rows
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.ids import content_hash, normalise_text
-from kbgraph.ingest.dedupe import attach, cluster_concepts, concept_context, concept_vectors, representative
-from kbgraph.ingest.integrate import DocumentRewriter, update_document
+from kbgraph.ingest.dedupe import (
+    DEFAULT_ATTACH_THRESHOLD,
+    attach,
+    cluster_concepts,
+    concept_context,
+    concept_vectors,
+    representative,
+)
+from kbgraph.ingest.integrate import DocumentRewriter, sentence_key, update_document
 from kbgraph.models import ConceptDocument
 
 Vectors = npt.NDArray[np.float32]
@@ -96,9 +103,11 @@ class ConceptStage:
             vectors = self._cluster_vectors(pending)
             if metas:
                 meta_ids = sorted(metas)
-                kwargs = {} if self.attach_threshold is None else {"threshold": self.attach_threshold}
+                threshold = DEFAULT_ATTACH_THRESHOLD if self.attach_threshold is None else self.attach_threshold
+                # A concept never attaches to a meta-concept of another operation (ingest/operations.py).
                 nearest = attach(vectors, np.stack([np.asarray(metas[m]["embedding"], dtype=np.float32)
-                                                    for m in meta_ids]), **kwargs)
+                                                    for m in meta_ids]), threshold,
+                                 labels=[c.label for c in pending], meta_labels=[metas[m]["name"] for m in meta_ids])
                 for concept, index in zip(pending, nearest, strict=True):
                     if index is not None:
                         concept.meta_id = meta_ids[index]
@@ -126,6 +135,7 @@ class ConceptStage:
             by_meta[concept.meta_id] += new_insights[concept.id]
             if concept.id in newly_assigned:
                 joined[concept.meta_id] += 1
+        evidence = self._evidence(sorted(concepts), sorted(by_meta))
         upserts: list[dict[str, Any]] = []
         for meta_id in sorted(by_meta):
             existing = metas.get(meta_id)
@@ -140,11 +150,14 @@ class ConceptStage:
                 surviving = [line for section in document.model_dump().values() for line in section
                              if line not in known]
                 document, _ = update_document(self.document_writer.rewrite(name, before, surviving), [])
-            if existing is not None and not changed:
-                continue
+            rendered = document.render(evidence)
+            if existing is not None and not changed and rendered == existing.get("document"):
+                continue  # nothing new: the same sentences with the same evidence
             if existing is not None:
                 embedding = np.asarray(existing["embedding"], dtype=np.float32)
-                version, size = int(existing["version"] or 1) + 1, int(existing["size"] or 0) + joined[meta_id]
+                # The version counts changes of what the document says, not of its evidence.
+                version = int(existing["version"] or 1) + (1 if changed else 0)
+                size = int(existing["size"] or 0) + joined[meta_id]
             else:
                 assert fresh is not None
                 embedding = unit_rows(np.mean(fresh["vectors"], axis=0, keepdims=True))[0]
@@ -152,7 +165,7 @@ class ConceptStage:
             result.documents_updated += 1
             upserts.append({
                 "id": meta_id, "name": name, "embedding": embedding.tolist(), "version": version, "size": size,
-                "document": document.render(), **document.model_dump(),
+                "document": rendered, **document.model_dump(),
             })
         result.meta_concepts_new = len(new_metas)
         result.meta_concept_ids = sorted(by_meta)
@@ -165,6 +178,29 @@ class ConceptStage:
         calls.append(("meta_concept_link", {"kb": self.namespace, "rows": links}))
         self.gateway.write_all(calls)
         return result
+
+    def _evidence(self, concept_ids: list[str], meta_ids: list[str]) -> Callable[[str], str]:
+        """What backs each sentence of the documents being written: the runs and tasks its insights
+        were learnt from, and how many of those runs then succeeded ("6 runs, 3 tasks, 2 succeeded";
+        a sentence seen in one run says so too)."""
+        runs: dict[str, set[str]] = defaultdict(set)
+        tasks: dict[str, set[str]] = defaultdict(set)
+        succeeded: dict[str, set[str]] = defaultdict(set)
+        for row in self.gateway.read("insight_evidence", kb=self.namespace, concept_ids=concept_ids, meta_ids=meta_ids):
+            key = sentence_key(row["text"])
+            runs[key].update(row["runs"])
+            tasks[key].update(row["tasks"])
+            succeeded[key].update(row["succeeded"])
+
+        def backing(sentence: str) -> str:
+            key = sentence_key(sentence)
+            n, t, s = len(runs.get(key, ())), len(tasks.get(key, ())), len(succeeded.get(key, ()))
+            if not n:
+                return ""
+            text = f"{n} run{'s' if n != 1 else ''}, {t} task{'s' if t != 1 else ''}"
+            return text if s == n else f"{text}, {s} succeeded"
+
+        return backing
 
     def _cluster_vectors(self, concepts: list[_Concept]) -> Vectors:
         """Label embedding mixed with the embedding of what was learned about the concept, so

@@ -59,6 +59,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from kbgraph.ingest.operations import cannot_link, operation_key
+
 Vectors = npt.NDArray[np.float32]
 
 #: Share of the context embedding in a concept's clustering vector (0 = label only).
@@ -139,8 +141,12 @@ def concept_vectors(
     return mixed.astype(np.float32)
 
 
-def _complete_linkage(vectors: npt.NDArray[np.float64], threshold: float) -> list[list[int]]:
-    """Groups (lists of row indices) in which every pair has cosine >= threshold."""
+def _complete_linkage(
+    vectors: npt.NDArray[np.float64], threshold: float, apart: npt.NDArray[np.bool_] | None = None,
+) -> list[list[int]]:
+    """Groups (lists of row indices) in which every pair has cosine >= threshold and no pair is
+    marked ``apart`` (different operations: the farthest distance there is, which complete
+    linkage never merges)."""
     n = len(vectors)
     if n <= 1:
         return [list(range(n))]
@@ -148,6 +154,8 @@ def _complete_linkage(vectors: npt.NDArray[np.float64], threshold: float) -> lis
 
     # Precomputed distances: exact cosine of unit rows, clipped so rounding cannot go negative.
     distances = np.clip(1.0 - vectors @ vectors.T, 0.0, 2.0)
+    if apart is not None:
+        distances[apart] = 2.0
     np.fill_diagonal(distances, 0.0)
     model = AgglomerativeClustering(
         # sklearn merges strictly below the distance threshold; _TIE makes "cosine >= threshold" hold.
@@ -233,7 +241,7 @@ def _umap_hdbscan_blocks(
 
 def _cluster_large(
     vectors: npt.NDArray[np.float64], *, random_state: int, components: int, neighbors: int,
-    min_cluster_size: int, merge_threshold: float, attach_threshold: float,
+    min_cluster_size: int, merge_threshold: float, attach_threshold: float, apart: npt.NDArray[np.bool_],
 ) -> list[list[int]]:
     """UMAP + HDBSCAN find the dense regions (roughly: topics), complete linkage splits each into concepts.
 
@@ -249,14 +257,16 @@ def _cluster_large(
     )
     groups: list[list[int]] = []
     for block in blocks:
-        for part in _complete_linkage(vectors[block], merge_threshold):
+        for part in _complete_linkage(vectors[block], merge_threshold, apart[np.ix_(block, block)]):
             groups.append([block[i] for i in part])
 
     # Noise points (outside every dense region) join the nearest group when close enough. Centroids
     # are fixed before any of them joins, so the order they come in cannot matter.
     if noise and groups:
         centroids = np.stack([_centroid(vectors[group]) for group in groups])
-        targets = attach(vectors[noise], centroids, attach_threshold)
+        # A noise point never joins a group holding another operation.
+        blocked = np.array([[bool(apart[point, group].any()) for group in groups] for point in noise])
+        targets = _attach_unblocked(vectors[noise], centroids, attach_threshold, blocked)
     else:
         targets = [None] * len(noise)
     alone: list[int] = []
@@ -268,12 +278,15 @@ def _cluster_large(
     # The rest are merged among themselves by the same rule: a lone pair of paraphrases is below
     # HDBSCAN's minimum cluster size, yet still one concept.
     if alone:
-        for part in _complete_linkage(vectors[alone], merge_threshold):
+        for part in _complete_linkage(vectors[alone], merge_threshold, apart[np.ix_(alone, alone)]):
             groups.append([alone[i] for i in part])
-    return _stitch(vectors, groups, merge_threshold)
+    return _stitch(vectors, groups, merge_threshold, apart)
 
 
-def _stitch(vectors: npt.NDArray[np.float64], groups: list[list[int]], threshold: float, k: int = 10) -> list[list[int]]:
+def _stitch(
+    vectors: npt.NDArray[np.float64], groups: list[list[int]], threshold: float, apart: npt.NDArray[np.bool_],
+    k: int = 10,
+) -> list[list[int]]:
     """Merges groups across region boundaries while complete linkage still holds.
 
     UMAP occasionally puts one member of a family next to another topic, so HDBSCAN's regions cut
@@ -305,7 +318,7 @@ def _stitch(vectors: npt.NDArray[np.float64], groups: list[list[int]], threshold
         if ra == rb:
             continue
         cross = vectors[members[ra]] @ vectors[members[rb]].T
-        if float(cross.min()) >= threshold - _TIE:
+        if float(cross.min()) >= threshold - _TIE and not apart[np.ix_(members[ra], members[rb])].any():
             keep, gone = min(ra, rb), max(ra, rb)
             root[gone] = keep
             members[keep].extend(members.pop(gone))
@@ -353,13 +366,16 @@ def cluster_concepts(
     keys = sorted(members_by_key)
     unique = np.stack([_centroid(rows[_canonical_order(members_by_key[key], labels, rows)]) for key in keys])
 
+    operations = [operation_key(key) for key in keys]
+    apart = np.array([[cannot_link(a, b) for b in operations] for a in operations], dtype=bool).reshape(len(keys), len(keys))
     if len(keys) >= max(umap_min_concepts, umap_neighbors + 1):
         unique_groups = _cluster_large(
             unique, random_state=random_state, components=umap_components, neighbors=umap_neighbors,
             min_cluster_size=min_cluster_size, merge_threshold=merge_threshold, attach_threshold=attach_threshold,
+            apart=apart,
         )
     else:
-        unique_groups = _complete_linkage(unique, merge_threshold)
+        unique_groups = _complete_linkage(unique, merge_threshold, apart)
 
     groups = [sorted(i for u in group for i in members_by_key[keys[u]]) for group in unique_groups]
     return sorted(groups, key=lambda group: group[0])
@@ -384,10 +400,15 @@ def representative(group: Sequence[int], labels: Sequence[str], vectors: npt.Arr
     return min(tied, key=lambda m: (len(labels[m]), labels[m].casefold(), labels[m], m))
 
 
-def attach(vectors: npt.ArrayLike, meta_vectors: npt.ArrayLike, threshold: float = DEFAULT_ATTACH_THRESHOLD) -> list[int | None]:
+def attach(
+    vectors: npt.ArrayLike, meta_vectors: npt.ArrayLike, threshold: float = DEFAULT_ATTACH_THRESHOLD,
+    labels: Sequence[str] | None = None, meta_labels: Sequence[str] | None = None,
+) -> list[int | None]:
     """For each vector, the index of the most similar meta-concept vector when their cosine is at
     least ``threshold``, else None. Ties go to the lower index. Meta-concept vectors are best the
-    normalised centroids of their members' :func:`concept_vectors`."""
+    normalised centroids of their members' :func:`concept_vectors`. Given ``labels`` (the
+    concepts') and ``meta_labels`` (the meta-concepts' names), a concept never attaches to a
+    meta-concept of another operation (:func:`kbgraph.ingest.operations.cannot_link`)."""
     if np.asarray(vectors).size == 0:
         return []
     rows = _unit_rows(vectors)
@@ -396,7 +417,20 @@ def attach(vectors: npt.ArrayLike, meta_vectors: npt.ArrayLike, threshold: float
     metas = _unit_rows(meta_vectors)
     if rows.shape[1] != metas.shape[1]:
         raise ValueError(f"vectors have dimension {rows.shape[1]}, meta-concept vectors {metas.shape[1]}")
-    similarities = rows @ metas.T
+    blocked = np.zeros((len(rows), len(metas)), dtype=bool)
+    if labels is not None and meta_labels is not None:
+        if len(labels) != len(rows) or len(meta_labels) != len(metas):
+            raise ValueError("one label per vector and one per meta-concept vector")
+        keys, meta_keys = [operation_key(x) for x in labels], [operation_key(x) for x in meta_labels]
+        blocked = np.array([[cannot_link(a, b) for b in meta_keys] for a in keys], dtype=bool).reshape(blocked.shape)
+    return _attach_unblocked(rows, metas, threshold, blocked)
+
+
+def _attach_unblocked(
+    rows: npt.ArrayLike, metas: npt.ArrayLike, threshold: float, blocked: npt.NDArray[np.bool_],
+) -> list[int | None]:
+    similarities = _unit_rows(rows) @ _unit_rows(metas).T
+    similarities[blocked] = -np.inf
     result: list[int | None] = []
     for row in similarities:
         best = int(np.argmax(row))  # first maximum: the lower index wins a tie

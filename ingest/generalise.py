@@ -3,25 +3,41 @@ task's meaning stays.
 
 - **Replaced**: e-mails → ``{email}``, urls → ``{url}``, ids and record codes (tokens mixing
   letters and digits: ``#W6067464``, ``credit_card_4190576``, ``mia_li_3668``, ``SI5UKW``,
-  ``HAT136``) → ``{id}``, long digit runs and phone numbers (zip codes, item and phone numbers:
-  five digits or more) → ``{number}``, and the person names a trajectory names (``names=``, see
-  :func:`names_in_trajectory`) → ``{name}``. In tool arguments, values are named after their
-  argument (``{order_id}``).
-- **Kept**: times (``11am``, ``3 pm``, ``10:30``), dates (``2024-05-20``, ``5/20``, ``May 20th``),
-  amounts (``$305``, ``12.50``), counts and other short numbers (``3 baggages``), measurements
-  (``65cm``, ``16GB``) and words (cabin classes, cities, product names). "You prefer flights
-  departing after 11am and before 3pm" keeps its meaning; two runs of one workflow still read the
-  same where they differ only in whose order it was.
+  ``HAT136``; and, given ``ids=``, codes the run's tools took as identifiers although they hold no
+  digit: ``HXDUBJ``, see :func:`ids_in_trajectory`) → ``{id}``, and the person names a trajectory
+  names (``names=``, see :func:`names_in_trajectory`) → ``{name}``.
+- **Long digit strings** → ``{number}``: five digits or more (zip codes, item, phone, card and
+  account numbers), phone numbers (``555-123-4567``, ``+1 (555) 123-4567``) and digit groups
+  joined by dashes or spaces with five digits or more (``123-45-6789``, ``19122-1234``,
+  ``4111 1111 1111 1111``). ``{number}`` rather than ``{id}``: without the key a tool would have
+  given it, a bare digit run may be a zip code, a phone, a card or an item number, and the words
+  around it ("zip", "call", "item") already say which; ``{id}`` is kept for what is visibly a
+  record code.
+- **Kept**: times (``11am``, ``3 pm``, ``10:30``, ``11:30 am``, ``11 am est``), dates
+  (``2024-05-20``, ``5/20``, ``05-20-2024``, ``May 20th``, year ranges ``2020-2022``), amounts
+  (``$305``, ``305 dollars``, ``12.50``), counts and other short numbers (``3 baggages``, ``two
+  certificates``, ranges ``1-2``, a card's last four digits), measurements (``65cm``, ``16GB``,
+  ``43-year-old``) and words (cabin classes, cities, product names). "You prefer flights departing
+  after 11am and before 3pm" keeps its meaning; two runs of one workflow still read the same where
+  they differ only in whose order it was.
+- In tool arguments (:func:`describe_step`), values are named after their argument
+  (``{order_id}``).
 - :func:`generalise_task` also drops identity-only clauses ("You are {id}, …", "You are {name}
   (with ID: {id}). …"), which say who the user is, not what the task is.
+
+Person names: there is no named-entity model offline, so names come from the run itself
+(:func:`names_in_trajectory`): values under keys that name a person, in the arguments and in the
+tools' results (JSON, or JSON cut short, read as text), and a self-introduction in the task.
 
 Pure functions, no state.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Collection, Iterator
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -40,16 +56,27 @@ SPACES = re.compile(r"\s+")
 _VALUES = re.compile(
     r"(?P<email>\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b)"
     r"|(?P<url>\b(?:https?://|www\.)[^\s)>\]]*[^\s)>\].,;:!?'\"])"
-    r"|(?P<date>\b\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?\b|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b)"
+    r"|(?P<date>\b\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?\b|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b"
+    r"|\b(?:0?[1-9]|1[0-2])-(?:0?[1-9]|[12]\d|3[01])-(?:19|20)\d{2}\b"  # 05-20-2024
+    r"|\b(?:19|20)\d{2}[-/](?:0[1-9]|1[0-2])\b(?![-/]\d)|\b(?:0?[1-9]|1[0-2])/(?:19|20)\d{2}\b"  # 2023-05, 01/2023
+    r"|(?<![\d-])(?:19|20)\d{2}\s?[-–]\s?(?:19|20)\d{2}(?![\d-]))"  # a year range, 2020-2022
     r"|(?P<time>\b\d{1,2}(?::\d{2})?\s?(?:am|pm|a\.m\.|p\.m\.)(?![a-z])|\b\d{1,2}:\d{2}(?::\d{2})?\b)"
     r"|(?P<money>[$€£]\s?\d[\d,]*(?:\.\d+)?)"
-    r"|(?P<phone>(?<![\w-])\+?\(?\d{3}\)?[\s.-]\d{3}[\s.-]\d{4}\b)"
+    r"|(?P<phone>(?<![\w-])(?:\+\d{1,3}[\s.-]?)?\(?\d{3}\)?[\s.-]?\d{3}[\s.-]\d{4}\b)"
     r"|(?P<code>#\w+|\b(?=[A-Za-z_]*\d)(?=\w*[A-Za-z])\w*[_\d]\w*\b)"
+    # Digit groups: dashed (an ssn, a zip+4, a range) or a card number in fours; see _replace.
+    r"|(?P<grouped>(?<![\w.,/-])\d+(?:-\d+)+(?![\w/-])|\b\d{4}(?: \d{4}){2,3}\b)"
     r"|(?P<long>(?<![\w.])\d{5,}(?![\w.]))",
     re.IGNORECASE,
 )
-# A number with a short unit or ordinal suffix is a quantity, a time or a date, not a code.
-_MEASURE = re.compile(r"^\d+(?:\.\d+)?(?:st|nd|rd|th|am|pm|[a-z]{1,3})$", re.IGNORECASE)
+# Letter+digit tokens that are not codes: a number with a short unit or ordinal suffix (a quantity,
+# a time or a date: "65cm", "16GB", "20mins", "3rd", "12A"), and a short word with one digit, which
+# names a version, a model or a quarter ("Q1", "PS4", "HTML5", "mp3"). Record codes are longer
+# ("HAT136", "EUJUY6") or mix more digits in.
+_NOT_A_CODE = re.compile(r"^(?:\d+(?:\.\d+)?(?:st|nd|rd|th|am|pm|[a-z]{1,5})|[a-z]{1,4}\d)$", re.IGNORECASE)
+# Digit groups with fewer digits than this are ranges or scores ("1-2 days", "10-15"), not numbers
+# that identify.
+_IDENTIFYING_DIGITS = 5
 
 
 def _replace(match: re.Match[str]) -> str:
@@ -58,12 +85,38 @@ def _replace(match: re.Match[str]) -> str:
     if kind in ("date", "time", "money"):
         return value
     if kind == "code":
-        return value if _MEASURE.match(value) else "{id}"
+        return value if _NOT_A_CODE.match(value) else "{id}"
+    if kind == "grouped":
+        return "{number}" if sum(c.isdigit() for c in value) >= _IDENTIFYING_DIGITS else value
     return {"email": "{email}", "url": "{url}", "phone": "{number}", "long": "{number}"}[kind or "long"]
 
 
-def _name_pattern(names: Collection[str]) -> re.Pattern[str] | None:
-    parts = sorted({n.strip() for n in names if len(n.strip()) >= 2}, key=lambda n: (-len(n), n))
+# Six-character record codes named as such ("reservation HXDUBJ", "reservation IDs IFOYYZ and
+# NQNU5R", "(confirmation: H8Q05L)"): a code without a digit looks like a shouted word ("REFUND"),
+# so only what introduces it gives it away when no tool was called with it.
+_RECORD_CODES = re.compile(
+    r"\b(?i:reservations?|confirmations?|bookings?|record locators?|pnr)(?:\s+(?i:ids?|numbers?|codes?))?"
+    r"\s*(?:(?i:is|are)\s+|[:#(]\s*)?"
+    r"(?P<codes>[A-Z0-9]{6}(?:(?:,\s*|\s+)(?:(?:and|or)\s+)?[A-Z0-9]{6})*)\b")
+_RECORD_CODE = re.compile(r"\b[A-Z0-9]{6}\b")
+
+
+def _replace_record_codes(match: re.Match[str]) -> str:
+    start = match.start("codes") - match.start()
+    whole = match.group(0)
+    return whole[:start] + _RECORD_CODE.sub("{id}", whole[start:])
+
+
+def _generalise_values(text: str) -> str:
+    return _VALUES.sub(_replace, _RECORD_CODES.sub(_replace_record_codes, text))
+
+
+@lru_cache(maxsize=256)
+def _words_pattern(words: frozenset[str]) -> re.Pattern[str] | None:
+    """Whole-word, case-sensitive alternation of ``words``, longest first (so a full name wins over
+    its parts); ``None`` when there is nothing to look for. Cached: a run's names and ids are
+    reused for each of its steps."""
+    parts = sorted({w.strip() for w in words if len(w.strip()) >= 2}, key=lambda w: (-len(w), w))
     if not parts:
         return None
     return re.compile(r"(?<![\w{])(?:" + "|".join(re.escape(p) for p in parts) + r")(?![\w}])")
@@ -73,12 +126,14 @@ def generalise_text(text: str, names: Collection[str] = (), ids: Collection[str]
     """``text`` with what identifies a person or a record as placeholders (module docstring);
     ``names`` are the person names to replace by ``{name}``, ``ids`` values the tools were called
     with as identifiers (``HXDUBJ``: a record code without a digit) to replace by ``{id}`` (both
-    whole words, as written)."""
-    for values, placeholder in ((names, "{name}"), (ids, "{id}")):
-        pattern = _name_pattern(values)
+    whole words, as written). An id the value rules already replace (an e-mail, a phone number)
+    is left to them, so it keeps its own placeholder."""
+    own_ids = frozenset(i for i in ids if _generalise_values(i) == i)
+    for values, placeholder in ((frozenset(names), "{name}"), (own_ids, "{id}")):
+        pattern = _words_pattern(values)
         if pattern is not None:
             text = pattern.sub(placeholder, text)
-    return SPACES.sub(" ", _VALUES.sub(_replace, text)).strip()
+    return SPACES.sub(" ", _generalise_values(text)).strip()
 
 
 # "You are {name} (with ID: {id}), you want …", "You are '{id}'. You want …", "You {id} and you …":
@@ -99,54 +154,136 @@ def generalise_task(task: str, names: Collection[str] = (), ids: Collection[str]
     return text
 
 
-_NAME_KEY = re.compile(r"^(?:first|last|full|middle|given|family|sur)_?name$", re.IGNORECASE)
-_NAME_IN_JSON = re.compile(r'"((?:first|last|full|middle|given|family|sur)_?name)"\s*:\s*"([^"]{2,60})"', re.IGNORECASE)
-_NAME_WORDS = re.compile(r"^[A-Z][a-zA-Z'-]+(?: [A-Z][a-zA-Z'-]+){0,3}$")
+# --- Person names ---------------------------------------------------------------------------------
+
+# One word of a person's name as written: "Sophia", "Li", "Al-Hassan", "O'Brien", "McDonald",
+# "Mei-Lin", "Joon-ho". All-caps words ("LA", "NOT") are not names.
+_NAME_WORD = r"[A-Z][a-z]*(?:['’]?[A-Z])?[a-z]+(?:-[A-Za-z][a-z]+)*"
+# Lower-case particles inside a full name ("Ahmad Razali bin Mohd Yusof", "Ludwig van Beethoven").
+_PARTICLE = r"(?:bin|binti|ibn|van|von|der|den|de|da|del|della|di|du|la|le|al|el|dos|das)"
+_NEXT_NAME_WORD = rf"(?:\s+(?:{_PARTICLE}\s+)*{_NAME_WORD})"
+_NAME_SHAPE = re.compile(rf"^{_NAME_WORD}{_NEXT_NAME_WORD}{{0,4}}$")
+# A self-introduction: "You are Sophia Silva", "My name is …", "I'm …", "Your character: Dmitri
+# Volkov", "Your character is Kenji Tanaka", "- Name: Mei-Lin Chen", "Your full name: Fatima
+# Al-Hassan". Two words at least: "You are French by birth" is no name.
 _INTRODUCTION = re.compile(
-    r"\b(?i:you are|my name is|i am|i'm|this is)\s+([A-Z][a-z'-]+(?:\s+[A-Z][a-z'-]+){1,2})\b")
+    r"(?:\b(?i:you are|you're|my name is|your name is|i am|i'm|this is|your character is)"
+    r"|\b(?i:full name|your name|my name|your character)\s*:"
+    r"|(?:^|[-*•|\n])\s*(?i:name)\s*:)"
+    rf"[\s*_]*({_NAME_WORD}{_NEXT_NAME_WORD}{{1,3}})\b"
+)
+# "Your character is a power plant worker named Marcus": "named" about the user gives a name,
+# one word being enough (unlike "a forum named Cyberpunk", which is not about the user).
+_NAMED_CHARACTER = re.compile(
+    rf"\b(?i:your character is|you are)\b[^.\n]{{0,80}}?\bnamed\s+({_NAME_WORD}{_NEXT_NAME_WORD}{{0,3}})\b")
+# Keys whose value is a person's name, or a part of one, wherever they stand.
+_PERSON_NAME_KEY = re.compile(
+    r"^(?:first|last|full|middle|given|family|sur|customer|passenger|person|contact|card_?holder|"
+    r"account_?holder|holder|travell?er|guest|recipient|beneficiary|patient|employee)_?name$",
+    re.IGNORECASE)
+_FIRST_NAME_KEYS = ("first_name", "firstname", "given_name")
+_LAST_NAME_KEYS = ("last_name", "lastname", "family_name", "surname")
+# A plain "name" is a person's only in a person's record: beside a person's other fields, or under a
+# key that holds people. {"name": "Electric Kettle", "product_id": …} is a product's; an address
+# alone does not make a person (a shop has one).
+_PERSON_FIELDS = frozenset({"email", "phone", "phone_number", "dob", "date_of_birth", "birthday", "birth_date",
+                            "user_id", "customer_id", "gender", "membership", "ssn"})
+_PERSON_CONTAINER = re.compile(
+    r"^(?:saved_)?(?:passengers?|users?|customers?|contacts?|travell?ers?|guests?|members?|companions?|"
+    r"beneficiar(?:y|ies)|persons?|people|(?:card_?|account_?)?holders?|owners?|patients?|employees?)$",
+    re.IGNORECASE)
+# Words that are written like names but are not: a part "May" must not eat "May 20".
+_NOT_NAMES = frozenset({
+    "January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+    "November", "December", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"})
+# For results that are not JSON (cut at 1,500 characters): read them object by object, as text.
+_BRACKETS = re.compile(r"[{}\[\]]")
+_JSON_STRING_FIELD = re.compile(r'"(\w+)"\s*:\s*"([^"\\]{1,80})"')
+_JSON_KEY = re.compile(r'"(\w+)"\s*:')
+_JSON_KEY_AT_END = re.compile(r'"(\w+)"\s*:\s*$')
 
 
-_FULL_NAME_IN_JSON = re.compile(r'"first_?name"\s*:\s*"([^"]{2,40})"\s*,\s*"last_?name"\s*:\s*"([^"]{2,40})"',
-                                re.IGNORECASE)
+def _is_person_record(keys: Collection[str], container: str) -> bool:
+    return bool(_PERSON_FIELDS & {k.lower() for k in keys}) or bool(_PERSON_CONTAINER.match(container))
 
 
-def _values_named(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
-        first = next((v for k, v in value.items() if str(k).lower() in ("first_name", "firstname")), None)
-        last = next((v for k, v in value.items() if str(k).lower() in ("last_name", "lastname")), None)
+def _first_of(record: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    return next((v for k, v in record.items() if str(k).lower() in keys), None)
+
+
+def _names_in_value(value: Any, container: str = "") -> Iterator[str]:
+    """Person names in a JSON-like value: under name keys (:data:`_PERSON_NAME_KEY`), a plain
+    ``name`` in a person's record, and first + last name together as the full name."""
+    if isinstance(value, list):
+        for inner in value:
+            yield from _names_in_value(inner, container)
+    elif isinstance(value, dict):
+        first, last = _first_of(value, _FIRST_NAME_KEYS), _first_of(value, _LAST_NAME_KEYS)
         if isinstance(first, str) and isinstance(last, str):
             yield f"{first} {last}"
+        person = _is_person_record([str(k) for k in value], container)
         for key, inner in value.items():
-            if isinstance(inner, str) and _NAME_KEY.match(str(key)):
+            if isinstance(inner, str) and (_PERSON_NAME_KEY.match(str(key)) or person and str(key).lower() == "name"):
                 yield inner
             else:
-                yield from _values_named(inner)
-    elif isinstance(value, list):
-        for inner in value:
-            yield from _values_named(inner)
+                yield from _names_in_value(inner, str(key))
+
+
+def _names_in_result(text: str) -> Iterator[str]:
+    """Person names in a tool's result: parsed when it is JSON, read as text when it is not (plain
+    text, JSON cut short). Never raises."""
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        yield from _names_in_json_text(text)
+    else:
+        yield from _names_in_value(parsed)
+
+
+def _names_in_json_text(text: str) -> Iterator[str]:
+    """Each object's text between brackets read as a record of its string fields, under the key
+    just before it: '{"name": {"first_name": "Mia", "last_name": "Li"}, "saved_passengers":
+    [{"first_name": "Ra' still gives Mia Li."""
+    container = ""
+    for fragment in _BRACKETS.split(text):
+        record: dict[str, Any] = {key: None for key in _JSON_KEY.findall(fragment)}
+        record.update(_JSON_STRING_FIELD.findall(fragment))
+        yield from _names_in_value(record, container)
+        opening = _JSON_KEY_AT_END.search(fragment)
+        if opening:
+            container = opening.group(1)
+
+
+def _name_and_parts(name: str) -> set[str]:
+    """A full name and the words it is made of (hyphenated halves of three letters or more too):
+    "Fatima Al-Hassan" is also written "Fatima" or "Al-Hassan"."""
+    words = [w for w in name.split() if w[0].isupper()]
+    halves = {half for w in words if "-" in w for half in w.split("-") if len(half) >= 3 and half[0].isupper()}
+    parts = set(words) | halves
+    return ({name} | {p for p in parts if len(p) >= 2}) - _NOT_NAMES
 
 
 def names_in_trajectory(trajectory: Trajectory) -> frozenset[str]:
     """The person names a trajectory names: values of name arguments (``first_name``,
-    ``last_name``, …, nested anywhere), the same keys in tool results (read as text, so a result
-    cut mid-JSON still gives its names), and a self-introduction in the task ("You are Sophia
-    Silva", "my name is …"). Full names and their parts; only capitalised words count."""
-    found: set[str] = set()
+    ``last_name``, ``customer_name``, a ``name`` beside a person's e-mail …, nested anywhere, as
+    in ``passengers[].first_name``), the same in the tools' results (JSON, or text that is not:
+    a result cut mid-JSON still gives its names, plain text gives none), and a self-introduction
+    in the task ("You are Sophia Silva", "My name is …", "Name: Mei-Lin Chen"). Full names and
+    their parts; only words written as names count (capitalised, not all-caps, not a month)."""
+    found: list[str] = []
     for step in trajectory.steps:
-        found.update(_values_named(step.arguments))
+        found.extend(_names_in_value(step.arguments))
         for text in (step.observation, step.error):
             if text:
-                found.update(value for _, value in _NAME_IN_JSON.findall(text))
-                found.update(f"{first} {last}" for first, last in _FULL_NAME_IN_JSON.findall(text))
-    found.update(_INTRODUCTION.findall(trajectory.task))
+                found.extend(_names_in_result(text))
+    found.extend(_INTRODUCTION.findall(trajectory.task))
+    found.extend(_NAMED_CHARACTER.findall(trajectory.task))
     names: set[str] = set()
     for name in found:
-        name = " ".join(name.split())
-        if _NAME_WORDS.match(name):
-            names.add(name)
-            names.update(part for part in name.split() if len(part) >= 2)
+        name = " ".join(str(name).split())
+        if _NAME_SHAPE.match(name):
+            names.update(_name_and_parts(name))
     return frozenset(names)
-
 
 # Arguments that identify a person or a record: their values never survive generalisation.
 IDENTIFYING = re.compile(r"(^|_)(id|ids|name|first|last|email|phone|address|zip|postcode|city|street|"
@@ -208,10 +345,19 @@ def describe_step(action: str, arguments: dict[str, Any]) -> str:
     return f"{humanise_action(action)} ({args})"
 
 
+
+
+# Arguments named as identifiers (``reservation_id``, ``payment_method_id``, ``promo_code``,
+# ``email``, ``phone``, ``zip``): their values are ids wherever the run's texts quote them. Not
+# ``card_type`` ("EcoCard"), ``city`` ("Denver") or a tool's name, which are words of the task.
+_ID_KEY = re.compile(r"(?:^|_)(?:ids?|codes?|numbers?|no|key|token|email|phone|zip|postcode|iban|ssn|user|customer|"
+                     r"account|card|password)$", re.IGNORECASE)
+
+
 def ids_in_trajectory(trajectory: Trajectory) -> frozenset[str]:
-    """Values the run's tools were called with as identifiers (arguments whose name identifies a
-    record, :data:`IDENTIFYING`, other than person names): record codes without a digit
-    (``HXDUBJ``) look like words, and only their use as an id gives them away."""
+    """Values the run's tools were called with as identifiers (arguments named as one,
+    :data:`_ID_KEY`, nested anywhere): record codes without a digit (``HXDUBJ``) look like words,
+    and only their use as an id gives them away."""
     found: set[str] = set()
 
     def visit(value: Any, key: str) -> None:
@@ -221,7 +367,7 @@ def ids_in_trajectory(trajectory: Trajectory) -> frozenset[str]:
         elif isinstance(value, list):
             for inner in value:
                 visit(inner, key)
-        elif isinstance(value, str) and IDENTIFYING.search(key) and not _NAME_KEY.match(key) and len(value) >= 4:
+        elif isinstance(value, str) and _ID_KEY.search(key) and len(value) >= 4:
             found.add(value.strip())
 
     for step in trajectory.steps:

@@ -195,13 +195,18 @@ class IngestPipeline:
         return len(batch)
 
     def _concept_rows(self, reflections: list[tuple[Experience, list[ConceptInsight]]]) -> list[dict[str, Any]]:
+        """One row per insight of each run, with the run's evidence: its id, task and outcome, and
+        whether the insight's fix went through there (identical insights of many runs add up)."""
         rows: list[dict[str, Any]] = []
         for experience, pairs in reflections:
+            run = experience.source_ids[0] if experience.source_ids else experience.key
             for pair in pairs:
                 insight = Insight(text=normalise_text(pair.insight), concept=normalise_text(pair.concept),
                                   experience_id=experience.key)
                 rows.append({"concept_id": insight.concept_id, "label": insight.concept, "text": insight.text,
-                             "insight_id": insight.id, "experience_id": experience.key})
+                             "insight_id": insight.id, "experience_id": experience.key, "run": run,
+                             "task": experience.task_key(), "succeeded": not experience.only_failed,
+                             "worked": pair.worked})
         if rows:
             vectors = self.kb.embedder.embed([row["label"] for row in rows])
             for row, vector in zip(rows, vectors, strict=True):

@@ -19,6 +19,7 @@ content written twice is the same node.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -306,15 +307,22 @@ class ConceptDocument(_Strict):
     how: list[ShortText] = Field(default_factory=list)
     pitfalls: list[ShortText] = Field(default_factory=list)
 
-    def render(self) -> str:
+    def render(self, evidence: Callable[[str], str] | None = None) -> str:
+        """The document as text, one section per heading; ``evidence`` gives what backs a sentence
+        ("6 runs, 3 tasks"), shown after it in brackets when not empty."""
         sections = [
             ("When to use", self.when_to_use),
             ("Why", self.why),
             ("How", self.how),
             ("Pitfalls", self.pitfalls),
         ]
+
+        def line(sentence: str) -> str:
+            backing = evidence(sentence) if evidence is not None else ""
+            return f"- {sentence}" + (f" ({backing})" if backing else "")
+
         return "\n\n".join(
-            f"## {title}\n" + "\n".join(f"- {line}" for line in lines) for title, lines in sections if lines
+            f"## {title}\n" + "\n".join(line(sentence) for sentence in lines) for title, lines in sections if lines
         )
 
 
@@ -429,7 +437,13 @@ class Trajectory(_Strict):
 
 
 class ConceptInsight(_Strict):
-    """One reflection on a trajectory (BREW reflector): a concept label and what was learned about it."""
+    """One reflection on a trajectory (BREW reflector): a concept label and what was learned about it.
+
+    ``worked`` says, for an insight about a fix, whether the fix went through in this run (None
+    when the insight is not about one); the run's id, task and outcome are added when it is
+    stored, so identical insights of many runs add up to evidence ("seen in 6 runs of 3 tasks,
+    the fix went through in 4")."""
 
     concept: Name
     insight: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
+    worked: bool | None = None

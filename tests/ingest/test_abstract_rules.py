@@ -70,14 +70,38 @@ def test_long_tasks_are_cut_to_a_readable_problem() -> None:
     assert len(problem_from_task("Word. " * 100_000)) <= 600
 
 
-def test_reflection_names_operations_and_pitfalls() -> None:
+def test_reflection_learns_the_fix_the_preconditions_and_the_call_under_each_operation() -> None:
     traj = trajectory()
     pairs = RuleBasedReflector().reflect(traj, RuleBasedAbstractor().abstract(traj))
-    concepts = [p.concept for p in pairs]
-    assert "return delivered order items" in concepts
-    assert any(c.startswith("not found during find user id by email") for c in concepts)
-    how = next(p for p in pairs if p.concept == "return delivered order items")
-    assert how.insight.startswith("To return delivered order items, first find user id by email")
+    by_concept = {p.concept: [q.insight for q in pairs if q.concept == p.concept] for p in pairs}
+    # The error, its values masked, with what got past it (the next look-up, another way to find the user).
+    fix = next(p for p in pairs if p.concept == "find user id by email")
+    assert fix.insight == ("When find user id by email fails with “UserNotFound: no user”, "
+                           "the agent switched to find user id by name zip.")
+    assert fix.worked is True
+    # What was read before the change, and the call that made it.
+    assert "Before return delivered order items, get order details." in by_concept["return delivered order items"]
+    assert "To return delivered order items, call return_delivered_order_items with item_ids, order_id, " \
+           "payment_method_id." in by_concept["return delivered order items"]
+    assert not any("check the preconditions" in p.insight for p in pairs)  # no filler
+
+
+def test_a_failed_run_teaches_its_errors_but_not_how_to_do_it() -> None:
+    traj = trajectory(outcome={"success": False})
+    concepts = {p.concept for p in RuleBasedReflector().reflect(traj, RuleBasedAbstractor().abstract(traj))}
+    assert concepts == {"find user id by email"}
+
+
+def test_a_rule_the_agent_stated_is_learnt_under_the_change_it_made_next() -> None:
+    traj = trajectory(steps=[
+        {"action": "get_order_details", "arguments": {"order_id": "#W1"}},
+        {"action": "think", "arguments": {"thought": "I need to check the status first. Orders can only be cancelled "
+                                                     "if they are still pending."}},
+        {"action": "cancel_pending_order", "arguments": {"order_id": "#W1", "reason": "ordered by mistake"}},
+    ])
+    pairs = RuleBasedReflector().reflect(traj, RuleBasedAbstractor().abstract(traj))
+    assert ("cancel pending order", "Rule the agent applied: Orders can only be cancelled if they are still pending.") in [
+        (p.concept, p.insight) for p in pairs]  # the plan ("I need to …") is not a rule
 
 
 def test_a_long_result_is_stored_cut_and_says_how_long_it_was() -> None:

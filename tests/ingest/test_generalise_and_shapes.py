@@ -21,9 +21,21 @@ def test_ids_emails_urls_and_codes_become_placeholders_and_amounts_and_counts_st
 
 
 @pytest.mark.parametrize("kept", [
-    "after 11am and before 3pm", "departing after 8 am est", "at 10:30", "on 2024-05-20", "on 5/20", "on May 20th",
-    "pay $305", "up to $600", "12.5 dollars", "3 baggages", "two certificates", "2 checked bags", "in economy",
-    "in basic economy or business", "a 65cm ball", "16GB of memory", "top-1 product in 2022", "a 50% refund",
+    # times
+    "after 11am and before 3pm", "departing after 8 am est", "at 10:30", "at 11:30 am", "not before 11 am est",
+    "by 9 p.m.",
+    # dates
+    "on 2024-05-20", "on 5/20", "on May 20th", "on May 20", "on 05-20-2024", "on 05/20/2024", "in 2023-05",
+    "from 01/2023 to 05/2023", "over 2020-2022", "born 1957-03-21",
+    # amounts
+    "pay $305", "up to $600", "12.5 dollars", "305 dollars", "$12.50", "$1,234.56", "1,000 dollars",
+    # counts and small numbers
+    "3 baggages", "two certificates", "2 checked bags", "1-2 days", "10-15 items", "the 3rd time",
+    "your 7447 card", "order 1234",
+    # cabins, measures, versions
+    "in economy", "in basic economy or business", "a 65cm ball", "16GB of memory", "top-1 product in 2022",
+    "a 50% refund", "a 43-year-old owner", "a 20mins walk", "sales in Q1 2022", "a PS4 game", "HTML5 docs",
+    "seat 12A", "an IPX7 rating",
 ])
 def test_what_carries_meaning_is_kept(kept: str) -> None:
     assert generalise_text(f"You want {kept}.") == f"You want {kept}."
@@ -35,16 +47,38 @@ def test_what_carries_meaning_is_kept(kept: str) -> None:
     ("user mia_li_3668", "user {id}"),
     ("zip 19122, item 9624127908", "zip {number}, item {number}"),
     ("call 555-123-4567", "call {number}"),
+    ("call +1 (555) 123-4567.", "call {number}."),
+    ("call 555-1234", "call {number}"),
+    ("ssn 123-45-6789, zip 19122-1234", "ssn {number}, zip {number}"),
+    ("card 4111-1111-1111-1111 or 4111 1111 1111 1111", "card {number} or {number}"),
+    ("user id 1234567", "user id {number}"),
     ("mail mia.li3818@example.com", "mail {email}"),
+    ("see www.byteblaze.com", "see {url}"),
+    # Codes without a digit are ids where the text says they are records.
+    ("cancel reservations (IFOYYZ and NQNU5R)", "cancel reservations ({id} and {id})"),
+    ("Your reservation ID is HXDUBJ.", "Your reservation ID is {id}."),
+    ("(confirmation: JMOAMG)", "(confirmation: {id})"),
+    ("cancel the reservation and get a REFUND", "cancel the reservation and get a REFUND"),
+    ("user pandey2000 on a11yproject", "user {id} on {id}"),
 ])
 def test_what_identifies_becomes_a_placeholder(text: str, general: str) -> None:
     assert generalise_text(text) == general
 
 
 def test_names_and_ids_of_the_run_are_replaced_as_whole_words() -> None:
-    text = "Remove Ethan Li from reservation HXDUBJ; Ethanol and LIONS stay"
+    text = "Remove Ethan Li from booking HXDUBJ; Ethanol and LIONS stay"
     assert generalise_text(text, names={"Ethan Li", "Ethan", "Li"}, ids={"HXDUBJ"}) == \
-        "Remove {name} from reservation {id}; Ethanol and LIONS stay"
+        "Remove {name} from booking {id}; Ethanol and LIONS stay"
+
+
+def test_an_id_the_value_rules_know_keeps_its_own_placeholder() -> None:
+    # An e-mail or phone the tools took as an identifier is still an e-mail or a phone number.
+    text = "mail jo@x.com or call 617-555-0834"
+    assert generalise_text(text, ids={"jo@x.com", "617-555-0834"}) == "mail {email} or call {number}"
+
+
+def test_without_names_a_name_stays_and_the_one_argument_form_still_works() -> None:
+    assert generalise_text("Ask Ethan Li for #W1") == "Ask Ethan Li for {id}"
 
 
 @pytest.mark.parametrize(("task", "problem"), [
@@ -61,6 +95,11 @@ def test_an_identity_clause_leaves_the_task(task: str, problem: str) -> None:
     assert generalise_task(task, names_in_trajectory(trajectory)) == problem
 
 
+def test_identity_clause_is_dropped_only_at_the_start() -> None:
+    assert generalise_task("You want to tell agent you are mia_li_3668.") == "You want to tell agent you are {id}."
+    assert generalise_task("You are mia_li_3668") == "You are {id}"  # nothing else to keep
+
+
 def test_names_come_from_name_arguments_results_even_cut_and_self_introductions() -> None:
     trajectory = Trajectory.model_validate({"id": "t", "task": "You are Sophia Silva (with ID: s_1). Help.", "steps": [
         {"action": "book", "arguments": {"passengers": [{"first_name": "Amelia", "last_name": "Ahmed", "dob": "1957-03-21"}],
@@ -71,9 +110,76 @@ def test_names_come_from_name_arguments_results_even_cut_and_self_introductions(
         {"action": "search", "arguments": {}, "observation": "not JSON at all"},
     ]})
     names = names_in_trajectory(trajectory)
-    assert {"Amelia", "Ahmed", "Amelia Ahmed", "Mia", "Li", "Sophia Silva", "Sophia", "Silva"} <= names
+    assert {"Amelia", "Ahmed", "Amelia Ahmed", "Mia", "Li", "Mia Li", "Sophia Silva", "Sophia", "Silva"} <= names
     assert "Electric Kettle" not in names  # a product's name is not a person's
     assert ids_in_trajectory(trajectory) == {"HXDUBJ", "mia_li_3668"}
+
+
+def test_a_plain_name_is_a_persons_only_in_a_persons_record() -> None:
+    trajectory = Trajectory.model_validate({"id": "t", "task": "Help.", "steps": [
+        {"action": "log_verification", "arguments": {"name": "Wei Chen", "email": "wei@x.com", "user_id": "76ad9cc60e"}},
+        {"action": "apply_for_credit_card", "arguments": {"customer_name": "Sarah Bosch", "card_type": "EcoCard"}},
+        {"action": "search", "arguments": {"name": "Gold Rewards Card"}},
+        {"action": "get_reservation", "arguments": {},
+         "observation": '{"passengers": [{"name": "Noah Muller"}], "store": {"name": "Apple Store"}}'},
+    ]})
+    names = names_in_trajectory(trajectory)
+    assert {"Wei Chen", "Sarah Bosch", "Noah Muller", "Noah"} <= names
+    assert not names & {"Gold Rewards Card", "Gold", "Apple Store", "EcoCard"}
+    assert ids_in_trajectory(trajectory) == {"wei@x.com", "76ad9cc60e"}  # a card's type is no id
+
+
+@pytest.mark.parametrize("observation", [
+    "", "not JSON at all", "Transfer successful", "Error: payment method not found", "null", "42", '"a string"',
+    "[[[[", "}}}{{{", '{"first_name": ', '{"name": {"first_name": "Mia", "la', '{"a": ' * 5000,
+    "[" * 100_000, '{"name": "' + "x" * 5000,
+])
+def test_results_that_are_not_json_or_are_cut_never_crash_name_collection(observation: str) -> None:
+    trajectory = Trajectory.model_validate({"id": "t", "task": "Help.", "steps": [
+        {"action": "get_user_details", "arguments": {}, "observation": observation or None}]})
+    assert names_in_trajectory(trajectory) <= {"Mia"}
+
+
+def test_a_result_cut_mid_json_still_gives_the_names_before_the_cut() -> None:
+    observation = ('{"user_id": "mia_li_3668", "name": {"first_name": "Mia", "last_name": "Li"}, "email": "m@x.com", '
+                   '"saved_passengers": [{"first_name": "Ethan", "last_name": "Garcia", "dob": "1990-01-0')
+    trajectory = Trajectory.model_validate({"id": "t", "task": "Help.", "steps": [
+        {"action": "get_user_details", "arguments": {"user_id": "mia_li_3668"}, "observation": observation}]})
+    assert {"Mia Li", "Mia", "Li", "Ethan Garcia", "Ethan", "Garcia"} <= names_in_trajectory(trajectory)
+
+
+@pytest.mark.parametrize(("task", "name"), [
+    ("You are Sophia Silva (with ID: sophia_silva_7557), you want a refund.", "Sophia Silva"),
+    ("My name is Ivan Rossi and I want a refund.", "Ivan Rossi"),
+    ("I'm Lucas Brown. Cancel my flight.", "Lucas Brown"),
+    ("**Your character:** Dmitri Volkov, a 43-year-old owner.", "Dmitri Volkov"),
+    ("Your character is Kenji Tanaka, a customer.", "Kenji Tanaka"),
+    ("- Name: Mei-Lin Chen | Phone: 619-555-0284", "Mei-Lin Chen"),
+    ("- Your full name: Fatima Al-Hassan", "Fatima Al-Hassan"),
+    ("Your character is a power plant worker named Marcus.", "Marcus"),
+    ("You are Ahmad Razali bin Mohd Yusof.", "Ahmad Razali bin Mohd Yusof"),
+])
+def test_self_introductions_give_names(task: str, name: str) -> None:
+    names = names_in_trajectory(Trajectory(id="t", task=task))
+    assert name in names
+    general = generalise_text(task, names)
+    assert name not in general and "{name}" in general
+
+
+@pytest.mark.parametrize("task", [
+    "You are French by birth.", "You are NOT interested in fees.", "Create a new forum named Cyberpunk Club.",
+    "This is FRAUD.", "You are reactive to the agent.",
+])
+def test_what_is_not_an_introduction_gives_no_name(task: str) -> None:
+    assert names_in_trajectory(Trajectory(id="t", task=task)) == frozenset()
+
+
+def test_name_parts_are_replaced_but_a_month_is_not_a_name() -> None:
+    trajectory = Trajectory.model_validate({"id": "t", "task": "Help.", "steps": [
+        {"action": "book", "arguments": {"passengers": [{"first_name": "May", "last_name": "Al-Hassan"}]}}]})
+    names = names_in_trajectory(trajectory)
+    text = "Add May Al-Hassan on May 20; Hassan and Al-Hassan travel."
+    assert generalise_text(text, names) == "Add {name} on May 20; {name} and {name} travel."
 
 
 def test_arguments_become_placeholders_named_after_the_argument() -> None:
@@ -85,7 +191,8 @@ def test_arguments_become_placeholders_named_after_the_argument() -> None:
 
 
 def test_types_and_names() -> None:
-    assert [type_name(v) for v in (1, 1.5, "x", True, ["a"], {}, None)] == [
+    values: tuple[object, ...] = (1, 1.5, "x", True, ["a"], {}, None)
+    assert [type_name(v) for v in values] == [
         "integer", "number", "string", "boolean", "list[string]", "object", "null"]
     assert humanise_action("getOrderDetails") == "get order details"
 

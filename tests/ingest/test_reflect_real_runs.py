@@ -1,0 +1,54 @@
+"""Reflection over the real agent runs (real Neo4j, real MiniLM): one meta-concept per operation,
+documents of what the runs showed — fixes of errors, preconditions, the agent's rules — each
+with the runs and tasks behind it, and nothing generic."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kbgraph.kb import KnowledgeBase
+from tests.conftest import SHARED_DATA
+
+REAL_RUNS = SHARED_DATA / "real_runs"
+OPERATIONS = {"book reservation", "cancel reservation", "update reservation flights", "update reservation baggages",
+              "transfer to human agents", "send certificate"}
+
+
+@pytest.fixture
+def documents(kb: KnowledgeBase) -> dict[str, str]:
+    if not REAL_RUNS.is_dir():
+        pytest.fail(f"the shared data is missing: {REAL_RUNS}")
+    kb.ingest(sorted(REAL_RUNS.glob("*.jsonl")))
+    rows = kb.gateway.read("meta_concepts_top", kb=kb.namespace, limit=50)
+    members = kb.driver.session(database=kb.gateway.database).run(
+        "MATCH (c:Concept {kb: $kb})-[:INSTANCE_OF]->(m:MetaConcept) RETURN m.name AS meta, collect(c.label) AS labels",
+        kb=kb.namespace).data()
+    for row in members:  # opposite or different operations never share a meta-concept
+        assert len({label for label in row["labels"] if label in OPERATIONS}) <= 1, row
+    return {row["name"]: row["document"] for row in rows}
+
+
+def test_each_operation_has_its_own_document_about_it(documents: dict[str, str]) -> None:
+    assert OPERATIONS <= set(documents)
+    for name, document in documents.items():
+        for line in document.splitlines():
+            match = re.match(r"- (?:To|Before) (.+?),", line)
+            if match:
+                assert match.group(1) == name, f"{name!r} holds a line about {match.group(1)!r}"
+
+
+def test_documents_teach_fixes_preconditions_and_rules_with_their_evidence(documents: dict[str, str]) -> None:
+    flights = documents["update reservation flights"]
+    assert re.search(r"When update reservation flights fails with “payment method not found”, retrying it with "
+                     r"changed payment_id went through\. \(4 runs, 2 tasks\)", flights), flights
+    assert re.search(r"Before update reservation flights, get reservation details\. \(\d+ runs, \d+ tasks\)", flights)
+    booking = documents["book reservation"]
+    assert "payment amount does not add up, total price is # but paid #" in booking
+    assert re.search(r"\(\d+ runs?, \d+ tasks?, 0 succeeded\)", booking), "failed runs say so"
+    everything = "\n".join(documents.values())
+    assert "Rule the agent applied:" in everything and "cannot" in everything
+    lines = [line for line in everything.splitlines() if line.startswith("- ")]
+    assert lines and all(re.search(r"\(\d+ runs?, \d+ tasks?", line) for line in lines), "every line shows its evidence"
+    assert "check the preconditions before trying it" not in everything and "{thought}" not in everything
