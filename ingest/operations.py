@@ -30,7 +30,7 @@ _VERB_GROUPS: dict[str, tuple[str, ...]] = {
     "update": ("update", "modify", "change", "edit", "alter", "amend", "adjust", "rename", "move", "reschedule",
                "switch", "rebook"),
     "get": ("get", "look up", "lookup", "look", "fetch", "find", "retrieve", "check", "view", "search", "list", "read",
-            "show", "query", "inspect", "see"),
+            "show", "query", "inspect", "see", "obtain"),
     "add": ("add", "insert", "include", "attach"),
     "remove": ("remove", "delete", "drop", "detach", "take off", "take"),
     "freeze": ("freeze", "block", "lock", "suspend", "disable", "deactivate"),
@@ -47,6 +47,7 @@ _VERB_GROUPS: dict[str, tuple[str, ...]] = {
     "open": ("open", "create"),
     "close": ("close",),
     "calculate": ("calculate", "compute"),
+    "request": ("request", "process", "handle", "initiate"),
     "think": ("think",),
 }
 _VERBS = {word: group for group, words in _VERB_GROUPS.items() for word in words}
@@ -110,10 +111,12 @@ def operation_key(label: str) -> OperationKey | None:
     for phrase in _PHRASES:  # "call off", "send back", "look up": one verb each
         text = re.sub(rf"\b{phrase}\b", phrase.replace(" ", "_"), text)
     words = [w.replace("_", " ") for w in re.findall(r"[a-z0-9_]+", text)]
-    for position, word in enumerate(words):
-        verb = _VERBS.get(word) if " " in word else _verb_of(word)
-        if verb is None:
-            continue
+    found = [(position, _VERBS.get(word) if " " in word else _verb_of(word)) for position, word in enumerate(words)]
+    found = [(position, verb) for position, verb in found if verb is not None]
+    # "request a transfer", "process a return": a general verb gives way to the operation after it.
+    if len(found) > 1 and found[0][1] == "request":
+        found = found[1:]
+    for position, verb in found:
         after = words[position + 1:]
         # The head is the last object named before a preposition: "change the *flights* of a
         # reservation", "move a *reservation* to another date".

@@ -574,6 +574,13 @@ def bench_search(
 # -- the main job -----------------------------------------------------------------------------------
 
 
+#: The error an agent hits in the demo's refine: the hotel sample runs hit it too, and one recovered.
+DEMO_PROBLEM: dict[str, Any] = {
+    "action": "book_room",
+    "arguments": {"hotel": "harbour_view", "payments": [{"payment_id": "gift_card_1", "amount": 100},
+                                                         {"payment_id": "credit_card_2", "amount": 250}]},
+    "error": "Error: payments do not cover the total: total is 420, paid 350",
+}
 DEMO_QUERY = "A customer received a damaged item and wants to send it back for a refund"
 
 
@@ -587,18 +594,21 @@ def demo(namespace: NamespaceOption = None, as_json: JsonOption = False) -> None
     samples = resources.files("kbgraph") / "samples"
     with KnowledgeBase.from_settings(settings) as kb, \
             resources.as_file(samples / "trajectories.jsonl") as trajectories, \
-            resources.as_file(samples / "experiences.jsonl") as experiences, _progress() as progress:
+            resources.as_file(samples / "experiences.jsonl") as experiences, \
+            resources.as_file(samples / "real_runs.jsonl") as real_runs, _progress() as progress:
         task = progress.add_task("ingesting the sample trajectories", total=None)
-        report = kb.ingest([trajectories, experiences],
+        report = kb.ingest([trajectories, experiences, real_runs],
                            on_progress=lambda _s, done, total: progress.update(task, completed=done, total=total))
         result = kb.stats().model_dump()
         documents = kb.gateway.read("meta_concepts_top", kb=kb.namespace, limit=3)
         browser = kb.browser_url
         search = kb.search(DEMO_QUERY, k=3)
+        refine = kb.refine([DEMO_PROBLEM], domain="hotel", k=2)
     elapsed = round(time.perf_counter() - started, 1)
     if as_json:
         _print_json({**result, "ingest": report.model_dump(), "documents": documents, "browser_url": browser,
-                     "search": search.model_dump(mode="json"), "seconds": elapsed})
+                     "search": search.model_dump(mode="json"), "refine": refine.model_dump(mode="json"),
+                     "seconds": elapsed})
         return
     _print_stats(result)
     out.print(f"meta-concepts {report.meta_concepts}, relations: "
@@ -610,6 +620,10 @@ def demo(namespace: NamespaceOption = None, as_json: JsonOption = False) -> None
 
     out.print(f"\n[bold]kb.search({DEMO_QUERY!r}, k=3)[/]")
     out.print(explain_results(search), markup=False, highlight=False)
+    out.print(f"\n[bold]kb.refine([{json.dumps(DEMO_PROBLEM)}], domain='hotel')[/]", highlight=False)
+    for failure in refine.failures[:1]:
+        out.print(f"failed the same way: {failure.description}\n  {failure.summary}\n  recovery: {failure.recovery}",
+                  markup=False, highlight=False)
     if browser:
         out.print(f"\nNeo4j Browser: {browser}  (user neo4j, password in "
                   f"{ManagedNeo4j.from_settings(settings).password_file})")
