@@ -111,8 +111,11 @@ def operation_key(label: str) -> OperationKey | None:
     for phrase in _PHRASES:  # "call off", "send back", "look up": one verb each
         text = re.sub(rf"\b{phrase}\b", phrase.replace(" ", "_"), text)
     words = [w.replace("_", " ") for w in re.findall(r"[a-z0-9_]+", text)]
-    found = [(position, _VERBS.get(word) if " " in word else _verb_of(word)) for position, word in enumerate(words)]
-    found = [(position, verb) for position, verb in found if verb is not None]
+    found: list[tuple[int, str]] = []
+    for position, word in enumerate(words):
+        verb = _VERBS.get(word) if " " in word else _verb_of(word)
+        if verb is not None:
+            found.append((position, verb))
     # "request a transfer", "process a return": a general verb gives way to the operation after it.
     if len(found) > 1 and found[0][1] == "request":
         found = found[1:]
