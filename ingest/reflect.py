@@ -11,7 +11,8 @@ those counts):
 
 - **error → fix**, from every errored step and what followed it (:mod:`kbgraph.ingest.recovery`):
   "When book reservation fails with “payment amount does not add up, total price is #, but paid
-  #”, retrying it with changed payment_methods[].amount went through" — or "… did not help", or
+  #”, retrying it with changed payment_methods[].amount got past it" (the next call no longer hit
+  that error) — or "… did not help", or
   "… the agent switched to transfer to human agents" — with the error's values masked and the
   changed arguments named, not their values;
 - **preconditions**, from runs that succeeded: what was read before a state change ("Before
@@ -125,8 +126,11 @@ class RuleBasedReflector:
                 elif recovery.kind == "switch":
                     add(operation, f"{when}, the agent switched to {humanise_action(recovery.action or '')}.",
                         worked=recovery.recovered)
-                elif recovery.recovered:
-                    add(operation, f"{when}, {phrase} went through.", worked=True)
+                elif recovery.got_past:
+                    # The next call no longer hit this error, whether it then went through or
+                    # stopped at another error (a failure mode with its own insight): the lesson
+                    # is the change, and runs that show it add up under one sentence.
+                    add(operation, f"{when}, {phrase} got past it.", worked=True)
                 else:
                     add(operation, f"{when}, {phrase} did not help.", worked=False)
             upcoming = next((humanise_action(s.action) for s in steps[index:] if verb_of(s.action) != "lookup"), None)
