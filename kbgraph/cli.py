@@ -368,7 +368,8 @@ def search(
         return
     from kbgraph.search.explain import explain_results
 
-    out.print(explain_results(results, effective.alpha, effective.structure_weight), markup=False, highlight=False)
+    omega = effective.structure_weight if steps else effective.task_structure_weight
+    out.print(explain_results(results, effective.alpha, omega), markup=False, highlight=False)
 
 
 @app.command("refine")

@@ -24,10 +24,13 @@ def explain_score(b: ScoreBreakdown, alpha: float | None = None, omega: float | 
     lines.append(coarse)
     if b.fine is not None:
         lines.append(f"stage {_f(b.stage)} = λ {b.lam:.2f} · coarse + (1−λ) · fine {_f(b.fine)}")
+    share = f" × share {_f(b.share)}" if abs(b.share - 1.0) >= 0.0005 else ""
     lines.append(
-        f"direct {_f(b.direct)} = stage × trans {_f(b.trans)} × success {_f(b.success)} (with floor) "
+        f"direct {_f(b.direct)} = stage × trans {_f(b.trans)} × success {_f(b.success)} (with floor){share} "
         f"+ β · support {_f(b.support)}"
     )
+    if b.workflow is not None:
+        lines.append(f"workflow {_f(b.workflow)} = the score of its best instance that worked (the edge above)")
     if abs(b.utility_factor - 1.0) >= 0.0005 or abs(b.context - 1.0) >= 0.0005:  # visible at 3 decimals
         lines.append(f"  × utility {_f(b.utility_factor)} (utility {_f(b.utility or 0.0)}) "
                      f"× context {_f(b.context)} ({b.outcomes} outcome(s) on tasks like this one)")
@@ -39,17 +42,24 @@ def explain_score(b: ScoreBreakdown, alpha: float | None = None, omega: float | 
 
 def explain_hit(hit: SearchHit, alpha: float | None = None, omega: float | None = None) -> str:
     exp = hit.experience
-    support = len(exp.source_ids)
     head = (f"#{hit.rank}  {hit.score:.3f}  {hit.id}  [{exp.domain}] {exp.kind}"
-            + (f" · {support} trajectories" if support else "")
-            + f" · success {exp.success_rate:.2f}")
+            + (f" · worked in {hit.runs_succeeded} of {hit.runs} run{'s' if hit.runs != 1 else ''}" if hit.runs
+               else f" · success {exp.success_rate:.2f}"))
     lines = [head, f"    problem: {exp.problem[:300]}", f"    goal:    {exp.goal[:200]}"]
+    w = hit.workflow
+    if w is not None and (w.id != hit.id or exp.kind == "abstract"):
+        lines.append(f"    workflow: worked in {w.succeeded} of {w.runs} runs over {w.tasks} task{'s' if w.tasks != 1 else ''}")
     if exp.steps:
         actions = [s.action for s in exp.steps]
         shown = " → ".join(actions[:12]) + (" → …" if len(actions) > 12 else "")
         lines.append(f"    steps:   {shown}")
     for failure in exp.failure_modes[:3]:
-        lines.append(f"    pitfall: {failure.description[:160]}" + (f" — recovery: {failure.recovery[:120]}" if failure.recovery else ""))
+        lines.append(f"    pitfall: {failure.description[:160]}" + (f" — recovery: {failure.recovery[:200]}" if failure.recovery else ""))
+    for attempt in hit.failed_attempts[:3]:
+        did = " → ".join(attempt.actions[:8]) + (" → …" if len(attempt.actions) > 8 else "")
+        lines.append(f"    failed attempt ({attempt.runs} run{'s' if attempt.runs != 1 else ''} of this task): {did}")
+        for what_went_wrong in attempt.failures[:2]:
+            lines.append(f"        {what_went_wrong[:220]}")
     lines.append(f"    found by: {', '.join(hit.found_by)}")
     if hit.path:
         chain = hit.seed_id or hit.path[0].from_id

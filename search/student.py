@@ -158,6 +158,8 @@ class StudentRetriever:
         self._domain_vectors: dict[str, np.ndarray] = {}
         self._pass_rates: dict[tuple[Any, ...], float] = {}
         self._domain_steps: dict[str, tuple[bool, float]] = {}
+        self._size: tuple[int, int, float] | None = None
+        self._size_cap = self.weights.exact_scan_max
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = Lock()
 
@@ -176,6 +178,23 @@ class StudentRetriever:
             cached = (bool(rows and rows[0]["has_steps"]), now)
             self._domain_steps[domain] = cached
         return cached[0]
+
+    #: How long a namespace's size is trusted (seconds). A stale size only picks the exact scan or
+    #: the index for a namespace that just crossed the limit; either answers correctly.
+    _NAMESPACE_SIZE_TTL = 30.0
+
+    def _namespace_size(self, limit: int) -> tuple[int, int]:
+        """(experiences, steps) of this namespace, each counted up to just above the largest
+        exact-scan limit asked for so far (the count stops there: above it, the size is moot)."""
+        now = time.monotonic()
+        if limit > self._size_cap:
+            self._size_cap, self._size = limit, None
+        cached = self._size
+        if cached is None or now - cached[2] > self._NAMESPACE_SIZE_TTL:
+            row = self.gateway.read("search_namespace_size", kb=self.namespace, cap=self._size_cap + 1)[0]
+            cached = (int(row["experiences"]), int(row["steps"]), now)
+            self._size = cached
+        return cached[0], cached[1]
 
     def _executor(self) -> ThreadPoolExecutor:
         # The channels are independent index queries; running them concurrently overlaps their
@@ -430,11 +449,12 @@ class StudentRetriever:
             self._learn_pass_rate(index, params, int(row["fetched"]), int(row["passed_same"]))
             return int(row["fetched"]), list(row["rows"])
 
-        first = self._first_request(index, params, w.candidates, w.overfetch_limit)
-        result = overfetch(fetch, w.candidates, first=first, limit=w.overfetch_limit)
-        if not result.limit_hit:
-            return result.rows
-        notes.append(f"{index}: other namespaces or filters crowd the index; scanned namespace {self.namespace!r} exactly")
+        if self._namespace_size(w.exact_scan_max)[0] > w.exact_scan_max:
+            first = self._first_request(index, params, w.candidates, w.overfetch_limit)
+            result = overfetch(fetch, w.candidates, first=first, limit=w.overfetch_limit)
+            if not result.limit_hit:
+                return result.rows
+            notes.append(f"{index}: other namespaces or filters crowd the index; scanned namespace {self.namespace!r} exactly")
         return self.gateway.read("search_experience_scan", property=_EXPERIENCE_INDEXES[index], vector=vector,
                                  k=w.candidates, **params)
 
@@ -488,6 +508,11 @@ class StudentRetriever:
             cutoff[0] = float(row["cutoff"] or 0.0)
             return int(row["fetched"]), list(row["rows"])
 
+        if self._namespace_size(w.exact_scan_max)[1] <= w.exact_scan_max:
+            rows = list(self.gateway.read("search_step_scan", vector=vector, k=w.candidates, **params)[0]["rows"])
+            best = {r["id"]: max(0.0, neo4j_to_cosine(r["score"])) for r in rows}
+            # Every step was scored: an experience not among the k best has none above the last.
+            return _StepEvidence(rows, best, min(best.values()) if len(rows) >= w.candidates else 0.0)
         # One request, no growth: many experiences share a step (every retail task starts by
         # finding the user), and asking for more would only confirm what the bound says.
         first = w.candidates * 2
@@ -560,14 +585,13 @@ class StudentRetriever:
             facts = known.get(workflow_id)
             if facts is None or (params["domains"] is not None and facts["domain"] not in params["domains"]):
                 continue  # filtered out (status, domain)
-            success = min(max(float(facts["success_rate"]), 0.0), 1.0)
             support = breakdowns[member.id].support
             utility = min(max(float(facts["utility"]), 0.0), 1.0)
             factor = utility_factor(utility, w.utility_weight) * self._context(facts, w, has_text)
             # The workflow ranks right above the run that speaks for it (WORKFLOW_FIRST breaks the tie).
             score = workflow_score(min(relevance, 1.0), support, w.support_weight) * factor + WORKFLOW_FIRST
             b = breakdowns[member.id].model_copy(update={
-                "success": round(success, 6), "support": round(support, 6), "utility": round(utility, 6),
+                "support": round(support, 6), "utility": round(utility, 6),
                 "utility_factor": round(utility_factor(utility, w.utility_weight), 6),
                 "context": round(self._context(facts, w, has_text), 6), "outcomes": len(facts["outcomes"]),
                 "quality": round(min(max(float(facts["quality"]), 0.0), 1.0), 6),

@@ -1,7 +1,9 @@
-// Student search, exact fallback of a vector channel: every experience of namespace $kb that
-// passes the filters (as in search_experience_vectors), scored by cosine against $vector on the
-// property $property (pg_embedding or structure_embedding, chosen by kbgraph from a fixed list).
-// Used when other namespaces crowd the index so much that over-fetching hit its limit.
+// Student search, a vector channel by exact scan: every experience of namespace $kb that passes
+// the filters (as in search_experience_vectors), scored by cosine against $vector on the property
+// $property (pg_embedding or structure_embedding, chosen by kbgraph from a fixed list) and ranked
+// as that query ranks (another domain than $domain discounted by $other_domain). Used for a
+// namespace small enough to scan (search_namespace_size), and when other namespaces crowd the
+// index so much that over-fetching hit its limit. Exact, and independent of other namespaces.
 MATCH (node:Experience {kb: $kb})
 WHERE node.status IN $statuses
   AND ($domains IS NULL OR node.domain IN $domains)
@@ -11,6 +13,8 @@ WHERE node.status IN $statuses
   AND (coalesce(node.scope, 'shared') = 'shared' OR node.owner_agent = $agent)
   AND node[$property] IS NOT NULL
 WITH node, vector.similarity.cosine(node[$property], $vector) AS score
-RETURN node.id AS id, score
-ORDER BY score DESC, id
+WITH node.id AS id, score,
+  (2 * score - 1) * CASE WHEN $domain IS NULL OR node.domain = $domain THEN 1.0 ELSE $other_domain END AS rank
+RETURN id, score
+ORDER BY rank DESC, id
 LIMIT $k;

@@ -208,6 +208,67 @@ def test_namespaces_never_see_each_other_even_when_one_crowds_the_index(
         crowd.clear()
 
 
+@pytest.mark.parametrize("exact_scan_max", [2000, 0], ids=["small namespace scanned", "vector indexes asked"])
+def test_namespaces_never_see_each_other_on_either_candidate_path(
+    kb: KnowledgeBase, driver: neo4j.Driver, embedder: CachedEmbedder, exact_scan_max: int
+) -> None:
+    kb.add_experiences([CANCEL])
+    crowd = KnowledgeBase(driver, embedder, namespace=kb.namespace + "-crowd", database=kb.gateway.database)
+    try:
+        crowd.add_experiences([
+            Experience(problem=f"Cancel pending order number {n} because it was ordered by mistake.",
+                       goal="Get done: cancel pending order", domain="retail",
+                       steps=steps("get_order_details", "cancel_pending_order"))
+            for n in range(60)
+        ])
+        weights = {"candidates": 1, "exact_scan_max": exact_scan_max}
+        results = kb.search("cancel my order, ordered by mistake", domain="retail", weights=weights,
+                            steps_so_far=[{"action": "get_order_details"}])
+        assert results.ids() == [CANCEL.key]
+    finally:
+        crowd.clear()
+
+
+def test_a_small_namespace_is_scanned_exactly_whatever_else_the_database_holds(
+    kb: KnowledgeBase, driver: neo4j.Driver, embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # HNSW is approximate and shared by every namespace: the candidates (and with them the fine
+    # score and the lexical statistics) of a small namespace changed with what other namespaces
+    # held. Below exact_scan_max nodes, every channel scans the namespace instead.
+    kb.add_experiences([CANCEL, RETURN, FLIGHT])
+    query = {"domain": "retail", "steps_so_far": [{"action": "get_order_details", "arguments": {"order_id": "#W1"}}]}
+
+    def answer() -> list[tuple[str, float, float | None]]:
+        hits = kb.search("I ordered this by mistake, please cancel my order", **query).hits
+        return [(h.experience.id, round(h.score, 6), h.breakdown.fine) for h in hits]
+
+    alone = answer()
+    crowd = KnowledgeBase(driver, embedder, namespace=kb.namespace + "-crowd", database=kb.gateway.database)
+    asked: list[str] = []
+    read = kb.gateway.read
+
+    def recording_read(name: str, **params: object) -> list[dict[str, object]]:
+        asked.append(name)
+        return read(name, **params)
+
+    try:
+        crowd.add_experiences([
+            Experience(problem=f"Order {n} was ordered by mistake: cancel it.", goal="Get done: cancel pending order",
+                       domain="retail", steps=steps("get_order_details", "get_order_details", "cancel_pending_order"))
+            for n in range(80)
+        ])
+        monkeypatch.setattr(kb.gateway, "read", recording_read)
+        assert answer() == alone
+        assert {"search_experience_scan", "search_step_scan"} <= set(asked)
+        assert not {"search_experience_vectors", "search_step_vectors"} & set(asked)
+
+        asked.clear()  # a namespace above the limit asks the shared indexes
+        kb.search("I ordered this by mistake, please cancel my order", weights={"exact_scan_max": 0}, **query)
+        assert {"search_experience_vectors", "search_step_vectors"} <= set(asked)
+    finally:
+        crowd.clear()
+
+
 def test_an_empty_knowledge_base_answers_with_nothing(kb: KnowledgeBase) -> None:
     results = kb.search("anything at all", domain="retail", steps_so_far=[{"action": "get_order_details"}])
     assert results.hits == [] and results.concepts == []

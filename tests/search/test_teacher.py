@@ -207,10 +207,11 @@ def test_another_namespace_is_never_returned_even_when_it_crowds_the_index(
 ) -> None:
     other = KnowledgeBase(kb.driver, kb.embedder, namespace=kb.namespace + "-other", database=kb.gateway.database)
     try:
-        # Thirty perfect matches elsewhere fill the top of the shared vector indexes...
+        # A hundred perfect matches elsewhere (two order look-ups each) fill the top of the shared
+        # vector indexes, more than the first window holds...
         other.add_experiences([
             failed_lookup(f"Other tenant's case {n}", "Error: order {id} not found", "not_found", "theirs")
-            for n in range(30)
+            for n in range(100)
         ])
         assert returned_ids(teacher(kb).refine([ORDER_NOT_FOUND], k=1)) == set()
 
