@@ -16,6 +16,7 @@ from kbgraph.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import Experience, FailureMode, Step
 from kbgraph.search.teacher import (
+    FETCH_LIMIT,
     VIA_FAILURE,
     VIA_STEP,
     ProblematicStep,
@@ -229,8 +230,11 @@ def test_another_namespace_is_never_returned_even_when_it_crowds_the_index(
         results = teacher(kb).refine([ORDER_NOT_FOUND], k=1)
         assert returned_ids(results) == {SLOW_BACKEND.key}
         assert results.failures[0].recovery.startswith("retried")
-        # The window holds max(4·k, 20) experiences: 8 nodes per experience first, then four times as many.
-        assert asked[:2] == [20 * 8, 20 * 32]
+        # The window holds max(4·k, 20) experiences: 8 nodes per experience first, then four times
+        # as many while too few of them are this namespace's (how many rounds depends on where
+        # HNSW places the crowd's steps that tie with this namespace's own).
+        assert asked[0] == 20 * 8, asked
+        assert all(later == min(4 * earlier, FETCH_LIMIT) for earlier, later in zip(asked, asked[1:])), asked
     finally:
         other.clear()
 
