@@ -189,27 +189,8 @@ def test_filters_restrict_what_comes_back(kb: KnowledgeBase) -> None:
     assert CANCEL.key in ids(exclude=["t-cancel-1"]), "one of its two trajectories is left"
 
 
-def test_namespaces_never_see_each_other_even_when_one_crowds_the_index(
-    kb: KnowledgeBase, driver: neo4j.Driver, embedder: CachedEmbedder
-) -> None:
-    kb.add_experiences([CANCEL])
-    crowd = KnowledgeBase(driver, embedder, namespace=kb.namespace + "-crowd", database=kb.gateway.database)
-    try:
-        crowd.add_experiences([
-            Experience(problem=f"Cancel pending order number {n} because it was ordered by mistake.",
-                       goal="Get done: cancel pending order", domain="retail", steps=steps("cancel_pending_order"))
-            for n in range(60)
-        ])
-        results = kb.search("cancel my order, ordered by mistake", domain="retail", weights={"candidates": 1})
-        assert results.ids() == [CANCEL.key]
-        crowd_ids = set(crowd.search("cancel my order", k=100).ids())
-        assert CANCEL.key not in crowd_ids and len(crowd_ids) == 60
-    finally:
-        crowd.clear()
-
-
 @pytest.mark.parametrize("exact_scan_max", [2000, 0], ids=["small namespace scanned", "vector indexes asked"])
-def test_namespaces_never_see_each_other_on_either_candidate_path(
+def test_namespaces_never_see_each_other_even_when_one_crowds_the_index(
     kb: KnowledgeBase, driver: neo4j.Driver, embedder: CachedEmbedder, exact_scan_max: int
 ) -> None:
     kb.add_experiences([CANCEL])
@@ -225,6 +206,8 @@ def test_namespaces_never_see_each_other_on_either_candidate_path(
         results = kb.search("cancel my order, ordered by mistake", domain="retail", weights=weights,
                             steps_so_far=[{"action": "get_order_details"}])
         assert results.ids() == [CANCEL.key]
+        crowd_ids = set(crowd.search("cancel my order", k=100, weights={"exact_scan_max": exact_scan_max}).ids())
+        assert CANCEL.key not in crowd_ids and len(crowd_ids) == 60
     finally:
         crowd.clear()
 
