@@ -119,8 +119,15 @@ FETCH_LIMIT = 4096
 WINDOW_FACTOR = 4
 MIN_WINDOW = 20
 
+#: A namespace with at most this many steps is scanned exactly (steps and failure modes) instead
+#: of asking the shared vector indexes, as the student search does (``exact_scan_max``): HNSW is
+#: approximate and crowded by other namespaces, so which stored steps came back depended on them.
+EXACT_SCAN_MAX = 2000
+
 STEP_QUERY = "refine_step_vectors"
 FAILURE_QUERY = "refine_failure_vectors"
+#: The exact-scan variants of the two channels (same parameters and rows).
+SCAN_QUERIES: Final = {STEP_QUERY: "refine_step_scan", FAILURE_QUERY: "refine_failure_scan"}
 GROUP_QUERY = "refine_failure_groups"
 VIA_STEP: Final = "vector:step_embedding"
 VIA_FAILURE: Final = "vector:failure_mode_embedding"
@@ -646,8 +653,18 @@ class TeacherRetriever:
         # Scores are computed after the index has ranked by cosine alone, so the window holds more
         # than k: a step that failed the same way may sit a little further than steps that did not.
         wanted = max(request.k * WINDOW_FACTOR, MIN_WINDOW)
+        if self._steps_in_namespace() <= EXACT_SCAN_MAX:
+            # Small enough to score every node: one exact request that holds the whole namespace.
+            query = SCAN_QUERIES[query]
+            result = overfetch(fetch, k=wanted, first=EXACT_SCAN_MAX + 1, limit=EXACT_SCAN_MAX + 1)
+            return window, result
         result = overfetch(fetch, k=wanted, first=wanted * FIRST_FACTOR, limit=FETCH_LIMIT)
         return window, result
+
+    def _steps_in_namespace(self) -> int:
+        """Steps of this namespace, counted up to just above :data:`EXACT_SCAN_MAX`."""
+        rows = self.gateway.read("search_namespace_size", kb=self.namespace, cap=EXACT_SCAN_MAX + 1)
+        return int(rows[0]["steps"]) if rows else 0
 
     def _step_matches(
         self, index: int, step: ProblematicStep, vector: list[float], request: RefineRequest, notes: list[str]

@@ -15,6 +15,7 @@ import pytest
 from kbgraph.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import Experience, FailureMode, Step
+import kbgraph.search.teacher as teacher_module
 from kbgraph.search.teacher import (
     FETCH_LIMIT,
     VIA_FAILURE,
@@ -216,8 +217,11 @@ def test_another_namespace_is_never_returned_even_when_it_crowds_the_index(
         ])
         assert returned_ids(teacher(kb).refine([ORDER_NOT_FOUND], k=1)) == set()
 
-        # ...yet this namespace's own, weaker match is still found (the query over-fetches).
+        # ...yet this namespace's own, weaker match is still found: a small namespace is scanned
+        # exactly, and a large one (here: every namespace is "large") over-fetches from the index.
         kb.add_experiences([SLOW_BACKEND])
+        assert returned_ids(teacher(kb).refine([ORDER_NOT_FOUND], k=1)) == {SLOW_BACKEND.key}
+        monkeypatch.setattr(teacher_module, "EXACT_SCAN_MAX", 0)
         asked: list[int] = []
         read = kb.gateway.read
 
