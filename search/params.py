@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kbgraph.models import RelationType
+from kbgraph.search.namespace_size import DEFAULT_EXACT_SCAN_MAX
 
 __all__ = [
     "MAX_K",
@@ -120,7 +121,7 @@ class SearchWeights(_Strict):
     candidates: Annotated[int, Field(ge=1, le=2000)] = Field(
         default=40, description="Candidates each channel (vector, full-text, steps) contributes.")
     exact_scan_max: Annotated[int, Field(ge=0, le=100_000)] = Field(
-        default=2000, description="A namespace with at most this many experiences (steps, for the step channel) is "
+        default=DEFAULT_EXACT_SCAN_MAX, description="A namespace with at most this many experiences (steps, for the step channel) is "
         "scanned exactly instead of asking the shared vector indexes (HNSW, approximate, and crowded by other "
         "namespaces): results are then exact and do not depend on what else the database holds. A scan costs about "
         "7 µs a node on 2 cores, so 2000 nodes stay near 14 ms. 0 always asks the indexes.")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +37,7 @@ __all__ = [
     "combine_problem_goal",
     "cosine_similarity",
     "direct_scores",
+    "fit_score",
     "domain_distance",
     "fine_score",
     "hybrid_score",
@@ -603,6 +604,16 @@ def support_score(trajectories: int, saturation: int = 100) -> float:
     return min(1.0, math.log1p(trajectories) / math.log1p(saturation))
 
 
+def fit_score(stage: Any, trans: Any, success: Any, share: Any, success_floor: float) -> Any:
+    """How well an experience fits a query before its support bonus (eq. 5 with a floor)::
+
+        fit = stage · trans · (floor + (1−floor)·success) · share
+
+    Elementwise: floats or numpy arrays. :func:`direct_scores` adds β·support to it, and a
+    workflow takes the fit of its best instance (:func:`workflow_score`)."""
+    return stage * trans * (success_floor + (1.0 - success_floor) * success) * share
+
+
 def workflow_score(evidence: float, support: float, support_weight: float = 0.1) -> float:
     """The student-phase score of a workflow (an abstract experience) from its instances::
 
@@ -704,7 +715,7 @@ def direct_scores(
     coarse = np.where(mask, (1.0 - omega) * textual + omega * structure, textual)
     stage = weight_lam * coarse + (1.0 - weight_lam) * np.clip(arrays["fine"], 0.0, 1.0)
     success_factor = floor + (1.0 - floor) * arrays["success"]
-    direct = stage * arrays["trans"] * success_factor * arrays["share"] + beta * arrays["support"]
+    direct = fit_score(stage, arrays["trans"], arrays["success"], arrays["share"], floor) + beta * arrays["support"]
     direct = (1.0 - w_quality) * direct + w_quality * arrays["quality"]
     utility_factor = (1.0 - w_utility) + w_utility * arrays["utility"] / NEUTRAL_UTILITY
     direct = direct * utility_factor

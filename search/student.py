@@ -38,6 +38,7 @@ from kbgraph.ingest.generalise import describe_step, generalise_text
 from kbgraph.models import RelationType
 from kbgraph.search.lexical import bm25_scores, is_verbose, lucene_query, query_terms
 from kbgraph.search.overfetch import overfetch
+from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import MAX_K, SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import (
     ConceptHit,
@@ -52,6 +53,7 @@ from kbgraph.search.utility import context_factor, decay_rate_per_day, outcome_e
 from kbgraph.search.scoring import (
     direct_scores,
     domain_distance,
+    fit_score,
     lambda_schedule,
     mmr_from_similarity,
     neo4j_to_cosine,
@@ -158,8 +160,7 @@ class StudentRetriever:
         self._domain_vectors: dict[str, np.ndarray] = {}
         self._pass_rates: dict[tuple[Any, ...], float] = {}
         self._domain_steps: dict[str, tuple[bool, float]] = {}
-        self._size: tuple[int, int, float] | None = None
-        self._size_cap = self.weights.exact_scan_max
+        self._size = NamespaceSize(gateway, namespace)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = Lock()
 
@@ -178,23 +179,6 @@ class StudentRetriever:
             cached = (bool(rows and rows[0]["has_steps"]), now)
             self._domain_steps[domain] = cached
         return cached[0]
-
-    #: How long a namespace's size is trusted (seconds). A stale size only picks the exact scan or
-    #: the index for a namespace that just crossed the limit; either answers correctly.
-    _NAMESPACE_SIZE_TTL = 30.0
-
-    def _namespace_size(self, limit: int) -> tuple[int, int]:
-        """(experiences, steps) of this namespace, each counted up to just above the largest
-        exact-scan limit asked for so far (the count stops there: above it, the size is moot)."""
-        now = time.monotonic()
-        if limit > self._size_cap:
-            self._size_cap, self._size = limit, None
-        cached = self._size
-        if cached is None or now - cached[2] > self._NAMESPACE_SIZE_TTL:
-            row = self.gateway.read("search_namespace_size", kb=self.namespace, cap=self._size_cap + 1)[0]
-            cached = (int(row["experiences"]), int(row["steps"]), now)
-            self._size = cached
-        return cached[0], cached[1]
 
     def _executor(self) -> ThreadPoolExecutor:
         # The channels are independent index queries; running them concurrently overlaps their
@@ -449,7 +433,7 @@ class StudentRetriever:
             self._learn_pass_rate(index, params, int(row["fetched"]), int(row["passed_same"]))
             return int(row["fetched"]), list(row["rows"])
 
-        if self._namespace_size(w.exact_scan_max)[0] > w.exact_scan_max:
+        if self._size.get(w.exact_scan_max).experiences > w.exact_scan_max:
             first = self._first_request(index, params, w.candidates, w.overfetch_limit)
             result = overfetch(fetch, w.candidates, first=first, limit=w.overfetch_limit)
             if not result.limit_hit:
@@ -508,7 +492,7 @@ class StudentRetriever:
             cutoff[0] = float(row["cutoff"] or 0.0)
             return int(row["fetched"]), list(row["rows"])
 
-        if self._namespace_size(w.exact_scan_max)[1] <= w.exact_scan_max:
+        if self._size.get(w.exact_scan_max).steps <= w.exact_scan_max:
             rows = list(self.gateway.read("search_step_scan", vector=vector, k=w.candidates, **params)[0]["rows"])
             best = {r["id"]: max(0.0, neo4j_to_cosine(r["score"])) for r in rows}
             # Every step was scored: an experience not among the k best has none above the last.
@@ -569,8 +553,7 @@ class StudentRetriever:
             breakdown = breakdowns.get(c.id)
             if facts is None or breakdown is None or not facts.get("workflow") or int(facts["remaining"]) == 0:
                 continue
-            relevance = (breakdown.stage * breakdown.trans * breakdown.share
-                         * (w.success_floor + (1 - w.success_floor) * breakdown.success))
+            relevance = fit_score(breakdown.stage, breakdown.trans, breakdown.success, breakdown.share, w.success_floor)
             workflow_id = facts["workflow"]["id"]
             if workflow_id not in best or relevance > best[workflow_id][0]:
                 best[workflow_id] = (relevance, c)
@@ -587,13 +570,12 @@ class StudentRetriever:
                 continue  # filtered out (status, domain)
             support = breakdowns[member.id].support
             utility = min(max(float(facts["utility"]), 0.0), 1.0)
-            factor = utility_factor(utility, w.utility_weight) * self._context(facts, w, has_text)
+            by_utility, context = utility_factor(utility, w.utility_weight), self._context(facts, w, has_text)
             # The workflow ranks right above the run that speaks for it (WORKFLOW_FIRST breaks the tie).
-            score = workflow_score(min(relevance, 1.0), support, w.support_weight) * factor + WORKFLOW_FIRST
+            score = workflow_score(min(relevance, 1.0), support, w.support_weight) * by_utility * context + WORKFLOW_FIRST
             b = breakdowns[member.id].model_copy(update={
-                "support": round(support, 6), "utility": round(utility, 6),
-                "utility_factor": round(utility_factor(utility, w.utility_weight), 6),
-                "context": round(self._context(facts, w, has_text), 6), "outcomes": len(facts["outcomes"]),
+                "support": round(support, 6), "utility": round(utility, 6), "utility_factor": round(by_utility, 6),
+                "context": round(context, 6), "outcomes": len(facts["outcomes"]),
                 "quality": round(min(max(float(facts["quality"]), 0.0), 1.0), 6),
                 "workflow": round(score, 6), "direct": score, "final": score,
             })

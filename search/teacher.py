@@ -75,6 +75,7 @@ from kbgraph.gateway import Neo4jGateway, Row
 from kbgraph.ingest.abstract import classify_issue
 from kbgraph.ingest.generalise import describe_step, generalise_text, humanise_action
 from kbgraph.ingest.recovery import error_signature
+from kbgraph.search.namespace_size import DEFAULT_EXACT_SCAN_MAX, NamespaceSize
 from kbgraph.search.overfetch import Overfetched, overfetch
 from kbgraph.search.scoring import issue_match, neo4j_to_cosine, step_similarity, teacher_step_score
 
@@ -120,9 +121,9 @@ WINDOW_FACTOR = 4
 MIN_WINDOW = 20
 
 #: A namespace with at most this many steps is scanned exactly (steps and failure modes) instead
-#: of asking the shared vector indexes, as the student search does (``exact_scan_max``): HNSW is
-#: approximate and crowded by other namespaces, so which stored steps came back depended on them.
-EXACT_SCAN_MAX = 2000
+#: of asking the shared vector indexes, as the student search does (``exact_scan_max``; see
+#: :mod:`kbgraph.search.namespace_size`).
+EXACT_SCAN_MAX = DEFAULT_EXACT_SCAN_MAX
 
 STEP_QUERY = "refine_step_vectors"
 FAILURE_QUERY = "refine_failure_vectors"
@@ -589,6 +590,7 @@ class TeacherRetriever:
         self.gateway = gateway
         self.embedder = embedder
         self.namespace = namespace
+        self._size = NamespaceSize(gateway, namespace)
 
     def refine(
         self,
@@ -653,18 +655,10 @@ class TeacherRetriever:
         # Scores are computed after the index has ranked by cosine alone, so the window holds more
         # than k: a step that failed the same way may sit a little further than steps that did not.
         wanted = max(request.k * WINDOW_FACTOR, MIN_WINDOW)
-        if self._steps_in_namespace() <= EXACT_SCAN_MAX:
-            # Small enough to score every node: one exact request that holds the whole namespace.
-            query = SCAN_QUERIES[query]
-            result = overfetch(fetch, k=wanted, first=EXACT_SCAN_MAX + 1, limit=EXACT_SCAN_MAX + 1)
-            return window, result
+        if self._size.get(EXACT_SCAN_MAX).steps <= EXACT_SCAN_MAX:
+            query = SCAN_QUERIES[query]  # the same window, the exact nearest of this namespace
         result = overfetch(fetch, k=wanted, first=wanted * FIRST_FACTOR, limit=FETCH_LIMIT)
         return window, result
-
-    def _steps_in_namespace(self) -> int:
-        """Steps of this namespace, counted up to just above :data:`EXACT_SCAN_MAX`."""
-        rows = self.gateway.read("search_namespace_size", kb=self.namespace, cap=EXACT_SCAN_MAX + 1)
-        return int(rows[0]["steps"]) if rows else 0
 
     def _step_matches(
         self, index: int, step: ProblematicStep, vector: list[float], request: RefineRequest, notes: list[str]

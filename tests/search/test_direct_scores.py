@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kbgraph.search.scoring import direct_scores, mmr, mmr_from_similarity, support_score, workflow_score
+from kbgraph.search.scoring import direct_scores, fit_score, mmr, mmr_from_similarity, support_score, workflow_score
 
 approx = pytest.approx
 NAN = float("nan")
@@ -348,3 +348,12 @@ def test_a_workflow_scores_as_the_run_that_speaks_for_it() -> None:
     assert workflow_score(0.65, 0.0, 0.1) == approx(parts["direct"][0])
     with pytest.raises(ValueError, match="evidence"):
         workflow_score(1.2, 0.5)
+
+
+def test_fit_is_the_direct_score_before_its_support_bonus() -> None:
+    # 0.5 · 0.8 · (0.2 + 0.8 · 0.5) · 0.5 = 0.12, for a float and elementwise for arrays alike.
+    assert fit_score(0.5, 0.8, 0.5, 0.5, success_floor=0.2) == approx(0.12)
+    args = three_candidates()
+    parts = direct_scores(**args)
+    fit = fit_score(parts["stage"], np.asarray(args["trans"]), np.asarray(args["success"]), np.ones(3), 0.2)
+    assert parts["direct"] == approx(fit + 0.1 * np.asarray(args["support"]))
