@@ -30,6 +30,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+REAL_RUNS = SHARED_DATA / "real_runs"
 
 
 @dataclass(frozen=True)
@@ -107,3 +108,17 @@ def kb(driver: neo4j.Driver, embedder: CachedEmbedder, namespace: str, neo4j_tar
     knowledge_base = KnowledgeBase(driver, embedder, namespace=namespace, database=neo4j_target.database)
     yield knowledge_base
     knowledge_base.clear()
+
+
+def ingest_shared(kb: KnowledgeBase, folder: Path) -> KnowledgeBase:
+    """``kb`` with every file of a shared data folder ingested (a missing folder fails the test)."""
+    if not folder.is_dir():
+        pytest.fail(f"the shared data is missing: {folder}")
+    kb.ingest(sorted(folder.glob("*.jsonl")))
+    return kb
+
+
+@pytest.fixture
+def real_kb(kb: KnowledgeBase) -> KnowledgeBase:
+    """The test's namespace holding the real agent runs of ``../shared/data/real_runs``."""
+    return ingest_shared(kb, REAL_RUNS)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +14,9 @@ import pytest
 from kbgraph.ingest.generalise import ids_in_trajectory, names_in_trajectory
 from kbgraph.ingest.recovery import THOUGHT_CHARS, argument_changes, error_signature, recovery_after
 from kbgraph.models import Trajectory
+from tests.conftest import SHARED_DATA
 
-REAL_RUNS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "real_runs" / "airline_gpt4o.jsonl"
+REAL_RUNS = SHARED_DATA / "real_runs" / "airline_gpt4o.jsonl"
 USER = {"name": {"first_name": "Mia", "last_name": "Li"}, "email": "mia.li3818@example.com",
         "payment_methods": {"certificate_4856383": {"source": "certificate", "amount": 100},
                             "certificate_7504069": {"source": "certificate", "amount": 250},

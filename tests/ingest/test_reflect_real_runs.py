@@ -9,18 +9,14 @@ import re
 import pytest
 
 from kbgraph.kb import KnowledgeBase
-from tests.conftest import SHARED_DATA
 
-REAL_RUNS = SHARED_DATA / "real_runs"
 OPERATIONS = {"book reservation", "cancel reservation", "update reservation flights", "update reservation baggages",
               "transfer to human agents", "send certificate"}
 
 
 @pytest.fixture
-def documents(kb: KnowledgeBase) -> dict[str, str]:
-    if not REAL_RUNS.is_dir():
-        pytest.fail(f"the shared data is missing: {REAL_RUNS}")
-    kb.ingest(sorted(REAL_RUNS.glob("*.jsonl")))
+def documents(real_kb: KnowledgeBase) -> dict[str, str]:
+    kb = real_kb
     rows = kb.gateway.read("meta_concepts_top", kb=kb.namespace, limit=50)
     members = kb.driver.session(database=kb.gateway.database).run(
         "MATCH (c:Concept {kb: $kb})-[:INSTANCE_OF]->(m:MetaConcept) RETURN m.name AS meta, collect(c.label) AS labels",

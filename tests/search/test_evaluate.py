@@ -9,10 +9,9 @@ import pytest
 
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.evaluate import run_eval
-from tests.conftest import SHARED_DATA
+from tests.conftest import REAL_RUNS, SHARED_DATA, ingest_shared
 
 TRAJECTORIES = SHARED_DATA / "trajectories"
-REAL_RUNS = SHARED_DATA / "real_runs"
 EVAL = SHARED_DATA / "eval"
 #: nDCG@10 kbgraph must reach on each development set (no regression below these).
 TARGETS = {"retail": 0.48, "webarena": 0.94}
@@ -26,10 +25,7 @@ BASELINES = {"tfidf", "minilm_cosine", "agent_kb_hybrid", "success_cosine"}
 
 @pytest.fixture
 def shared_kb(kb: KnowledgeBase) -> KnowledgeBase:
-    if not TRAJECTORIES.is_dir():
-        pytest.fail(f"the shared data is missing: {TRAJECTORIES}")
-    kb.ingest(sorted(TRAJECTORIES.glob("*.jsonl")))
-    return kb
+    return ingest_shared(kb, TRAJECTORIES)
 
 
 def test_kbgraph_beats_every_baseline_of_the_same_run_on_both_sets(shared_kb: KnowledgeBase) -> None:
@@ -47,14 +43,6 @@ def test_kbgraph_beats_every_baseline_of_the_same_run_on_both_sets(shared_kb: Kn
         assert ours.ndcg > best, f"{name}: kbgraph {ours.ndcg} vs best baseline {best}"
         assert ours.ndcg >= target, f"{name}: nDCG@10 {ours.ndcg} below the target {target}"
         assert all(set(per) == set(scores) for per in report.per_query.values())
-
-
-@pytest.fixture
-def real_kb(kb: KnowledgeBase) -> KnowledgeBase:
-    if not REAL_RUNS.is_dir():
-        pytest.fail(f"the shared data is missing: {REAL_RUNS}")
-    kb.ingest(sorted(REAL_RUNS.glob("*.jsonl")))
-    return kb
 
 
 @pytest.mark.parametrize("name", ["real_same", "real_other"])

@@ -4,24 +4,13 @@ kbgraph at the oracle, above a text retriever."""
 
 from __future__ import annotations
 
-import pytest
-
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.teacher import TeacherRetriever
 from kbgraph.search.teacher_eval import run_teacher_eval
-from tests.conftest import SHARED_DATA
+from tests.conftest import REAL_RUNS
 
-REAL_RUNS = SHARED_DATA / "real_runs"
 PAYMENT = {"action": "book_reservation", "arguments": {"payment_methods": [{"payment_id": "certificate_1", "amount": 250}]},
            "error": "Error: payment amount does not add up, total price is 420, but paid 400"}
-
-
-@pytest.fixture
-def real_kb(kb: KnowledgeBase) -> KnowledgeBase:
-    if not REAL_RUNS.is_dir():
-        pytest.fail(f"the shared data is missing: {REAL_RUNS}")
-    kb.ingest(sorted(REAL_RUNS.glob("*.jsonl")))
-    return kb
 
 
 def test_identical_failure_modes_are_one_match_with_how_often_they_were_seen_and_fixed(real_kb: KnowledgeBase) -> None:
