@@ -20,6 +20,7 @@ import resource
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -103,22 +104,27 @@ class IngestPipeline:
         report.stage_seconds["embedding model (within write/concepts)"] = round(self._embedding_seconds() - model0, 3)
         return report
 
-    def consolidate(self, recluster: bool = False) -> IngestReport:
-        """Pass 2 over the stored namespace: merge, concepts and documents, links."""
+    def consolidate(self, recluster: bool = False, merge: bool = True, run: str | None = None) -> IngestReport:
+        """Pass 2 over the stored namespace: merge (unless ``merge`` is off: maintenance merges by
+        its own plan), concepts and documents, links. Workflows that dissolve are archived under
+        ``run`` (by default ``consolidate-<time>``)."""
         report = self.report
-        with self._stage("merge"):
-            facts = self._facts()
-            groups = plan_merges(facts)
-            if groups:
-                self.kb.gateway.write("experience_merge", kb=self.kb.namespace, groups=[g.as_row() for g in groups])
-            report.experiences_merged += sum(len(g.merged_ids) for g in groups)
+        if merge:
+            with self._stage("merge"):
+                facts = self._facts()
+                groups = plan_merges(facts)
+                if groups:
+                    self.kb.gateway.write("experience_merge", kb=self.kb.namespace,
+                                          groups=[g.as_row() for g in groups])
+                report.experiences_merged += sum(len(g.merged_ids) for g in groups)
         with self._stage("concepts"):
             stage = ConceptStage(self.kb.gateway, self.kb.namespace, self.kb.embedder, self.document_writer)
             concepts = stage.run(full=recluster)
             report.meta_concepts_new += concepts.meta_concepts_new
             report.documents_updated += concepts.documents_updated
         with self._stage("link"):
-            self._link()
+            now = datetime.now(UTC)
+            self._link(run or f"consolidate-{now.strftime('%Y%m%dT%H%M%S%f')}", now)
         stats = self.kb.stats()
         report.concepts = stats.nodes.get("Concept", 0)
         report.insights = stats.nodes.get("Insight", 0)
@@ -218,7 +224,7 @@ class IngestPipeline:
     def _facts(self) -> list[ExperienceFacts]:
         return [ExperienceFacts.from_row(row) for row in self.kb.gateway.read("experiences_for_linking", kb=self.kb.namespace)]
 
-    def _link(self) -> None:
+    def _link(self, run: str, now: datetime) -> None:
         plan = plan_links(self._facts())
         existing = self.kb.store.existing_ids(a.key for a in plan.abstracts)
         fresh = [a for a in plan.abstracts if a.key not in existing]
@@ -237,8 +243,8 @@ class IngestPipeline:
         ns = self.kb.namespace
         self.kb.gateway.write_all([
             ("relations_inferred_delete", {"kb": ns}),
-            ("abstract_experiences_stale_delete", {"kb": ns, "keep": [a.key for a in plan.abstracts],
-                                                   "source": ABSTRACT_SOURCE}),
+            ("abstract_experiences_dissolve", {"kb": ns, "keep": [a.key for a in plan.abstracts],
+                                               "source": ABSTRACT_SOURCE, "run": run, "now": now}),
             ("abstract_experiences_refresh", {"kb": ns, "rows": [abstract_row(a) for a in grown]}),
             ("step_upsert", {"kb": ns, "rows": step_rows}),
             ("step_link_next", {"kb": ns, "rows": next_rows}),

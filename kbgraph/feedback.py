@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from kbgraph.agents import most_common
 from kbgraph.embedders import Embedder
-from kbgraph.errors import InvalidInputError, validation_problems
+from kbgraph.errors import InvalidInputError, KbgraphError, validation_problems
 from kbgraph.ids import content_hash
 from kbgraph.ingest.generalise import generalise_text
 from kbgraph.experience_store import aware_datetime
@@ -29,6 +29,8 @@ from kbgraph.settings import LearningSettings
 ExperienceId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:\-]{1,128}$")]
 AgentName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 MAX_IDS_PER_EVENT = 1_000
+# How often one event is resolved again when merges keep deleting what it names.
+MAX_MERGE_RETRIES = 5
 
 
 class StepReward(BaseModel):
@@ -75,6 +77,18 @@ class FeedbackEvent(BaseModel):
         return None if self.outcome is None else float(self.outcome)
 
 
+class _MergedMeanwhile(Exception):
+    """A node the event counts on was deleted by a merge after the event looked it up."""
+
+
+def _all_written(results: list[list[Row]], expected: list[int]) -> None:
+    # A node deleted by a transaction that committed while this one waited for its lock still
+    # comes back as a row, but without properties: its id reads as null.
+    for rows, count in zip(results, expected, strict=True):
+        if count >= 0 and (len(rows) != count or any(row["id"] is None for row in rows)):
+            raise _MergedMeanwhile
+
+
 class ExperienceLearningState(BaseModel):
     """An experience's counters and learnt values after the event."""
 
@@ -95,8 +109,12 @@ class FeedbackReport(BaseModel):
     used: int
     outcome: float | None
     step_rewards: int
+    step_rewards_skipped: int = Field(
+        default=0, description="Rewards for steps of experiences merged away since they were retrieved.")
     agent: str | None
     domain: str | None
+    redirected: dict[str, str] = Field(
+        default_factory=dict, description="Ids merged into another experience since: id -> where it landed.")
     experiences: list[ExperienceLearningState]
 
 
@@ -148,7 +166,7 @@ class FeedbackRecorder:
                     for i in wanted if not rows[i]["found"]]
         for n, reward in enumerate(event.step_rewards):
             row = rows[reward.experience_id]
-            if row["found"] and reward.order not in row["step_orders"]:
+            if row["found"] and row["target"] == reward.experience_id and reward.order not in row["step_orders"]:
                 problems.append(f"feedback: step_rewards.{n}: experience {reward.experience_id!r} has no step "
                                 f"{reward.order} (its steps: {sorted(row['step_orders'])})")
         if event.outcome is None and event.agent is not None and not event.used and not event.retrieved:
@@ -169,25 +187,61 @@ class FeedbackRecorder:
         if not (event.retrieved or event.used or event.step_rewards or event.outcome is not None):
             raise InvalidInputError(["feedback: nothing to record: give retrieved, used, step_rewards or outcome"])
         touched = _unique([*event.retrieved, *event.used, *(r.experience_id for r in event.step_rewards)])
-        rows = self._check(event, touched)
         now = event.at or datetime.now(UTC)
+        # A merge may delete an experience between our look-up and our write: the write sees it
+        # (verify), rolls back, and the event is resolved again, now onto the survivor.
+        for _ in range(MAX_MERGE_RETRIES):
+            rows = self._check(event, touched)
+            redirected = {i: row["target"] for i, row in rows.items() if row["target"] != i}
+            calls, expected = self._calls(event, rows, redirected, now)
+            try:
+                if calls:
+                    self.gateway.write_all(calls, verify=lambda results: _all_written(results, expected))
+                break
+            except _MergedMeanwhile:
+                continue
+        else:
+            raise KbgraphError(f"feedback: the experiences kept being merged while this event was recorded "
+                               f"({MAX_MERGE_RETRIES} tries); nothing was written: send it again")
+        targets = _unique([rows[i]["target"] for i in touched])
+        states = [learning_state(row, self.settings, now)
+                  for row in self.gateway.read("feedback_counters", kb=self.namespace, ids=targets)]
+        skipped = sum(1 for r in event.step_rewards if r.experience_id in redirected)
+        return FeedbackReport(
+            at=now, retrieved=len(set(event.retrieved)), used=len(set(event.used)), outcome=event.outcome_score,
+            step_rewards=len(event.step_rewards) - skipped, step_rewards_skipped=skipped,
+            agent=event.agent, domain=self._task_domain(event, rows), redirected=redirected, experiences=states,
+        )
+
+    def _calls(
+        self, event: FeedbackEvent, rows: dict[str, Row], redirected: dict[str, str], now: datetime
+    ) -> tuple[list[tuple[str, dict[str, Any]]], list[int]]:
+        """The queries of one event, with merged-away ids replaced by their survivors, and how many
+        rows each must return (one per node it changes) for the event to have landed whole."""
         outcome = event.outcome_score
         domain = self._task_domain(event, rows)
+        retrieved = _unique([redirected.get(i, i) for i in event.retrieved])
+        used = _unique([redirected.get(i, i) for i in event.used])
         s = self.settings
         calls: list[tuple[str, dict[str, Any]]] = []
-        if event.retrieved:
-            calls.append(("feedback_retrieved", {"kb": self.namespace, "ids": _unique(event.retrieved)}))
-        if event.used:
+        expected: list[int] = []
+        if retrieved:
+            calls.append(("feedback_retrieved", {"kb": self.namespace, "ids": retrieved}))
+            expected.append(len(retrieved))
+        if used:
             calls.append(("feedback_used", {
-                "kb": self.namespace, "ids": _unique(event.used), "outcome": outcome, "now": now,
+                "kb": self.namespace, "ids": used, "outcome": outcome, "now": now,
                 "rate": s.quality_rate, "decay": decay_rate_per_day(s.utility_half_life_days),
                 "impact": s.usage_impact,
             }))
-        if event.step_rewards:
-            rewards = sorted((r.model_dump() for r in event.step_rewards),
-                             key=lambda r: (r["experience_id"], r["order"]))
+            expected.append(len(used))
+        # A merged-away experience's steps went with it: rewards for them have nothing to land on.
+        kept = [r for r in event.step_rewards if r.experience_id not in redirected]
+        if kept:
+            rewards = sorted((r.model_dump() for r in kept), key=lambda r: (r["experience_id"], r["order"]))
             calls.append(("feedback_step_rewards", {"kb": self.namespace, "rewards": rewards}))
-        if event.task and event.used and outcome is not None:
+            expected.append(len(rewards))
+        if event.task and used and outcome is not None:
             if self.embedder is None:
                 raise InvalidInputError(["feedback: task given but no embedder to remember it with"])
             # Embedded as search embeds a query, so the two compare.
@@ -196,18 +250,13 @@ class FeedbackRecorder:
                                        "agent": event.agent}, "outcome")
             calls.append(("feedback_outcome", {"kb": self.namespace, "id": outcome_id, "vector": vector,
                                                "outcome": outcome, "now": now, "agent": event.agent,
-                                               "task": event.task, "ids": _unique(event.used)}))
+                                               "task": event.task, "ids": used}))
+            expected.append(-1)
         if event.agent and outcome is not None and domain:
             calls.append(("feedback_ability", {"kb": self.namespace, "agent": event.agent, "domain": domain,
                                                "outcome": outcome, "now": now}))
-        if calls:
-            self.gateway.write_all(calls)
-        states = [learning_state(row, s, now)
-                  for row in self.gateway.read("feedback_counters", kb=self.namespace, ids=touched)]
-        return FeedbackReport(
-            at=now, retrieved=len(set(event.retrieved)), used=len(set(event.used)), outcome=outcome,
-            step_rewards=len(event.step_rewards), agent=event.agent, domain=domain, experiences=states,
-        )
+            expected.append(-1)
+        return calls, expected
 
     def counters(self, ids: Sequence[str], now: datetime | None = None) -> list[ExperienceLearningState]:
         rows = self.gateway.read("feedback_counters", kb=self.namespace, ids=_unique(ids))

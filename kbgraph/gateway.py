@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import neo4j
@@ -28,11 +28,18 @@ class Neo4jGateway:
         """Runs a named query in its own write transaction."""
         return self.write_all([(name, params)])[-1]
 
-    def write_all(self, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[list[Row]]:
-        """Runs several named queries in ONE write transaction: all of them land, or none."""
+    def write_all(
+        self, calls: Sequence[tuple[str, dict[str, Any]]],
+        verify: Callable[[list[list[Row]]], None] | None = None,
+    ) -> list[list[Row]]:
+        """Runs several named queries in ONE write transaction: all of them land, or none.
+        ``verify`` sees the results before the commit; whatever it raises rolls everything back."""
 
         def work(tx: neo4j.ManagedTransaction) -> list[list[Row]]:
-            return [[record.data() for record in tx.run(query(name), params)] for name, params in calls]
+            results = [[record.data() for record in tx.run(query(name), params)] for name, params in calls]
+            if verify is not None:
+                verify(results)
+            return results
 
         with self.driver.session(database=self.database) as session:
             return session.execute_write(work)

@@ -372,19 +372,20 @@ class KnowledgeBase:
 
     @property
     def maintainer(self) -> Maintainer:
-        return Maintainer(self.gateway, self.namespace, self.settings.learning)
+        return Maintainer(self.gateway, self.namespace, self.settings.learning, relink=self._relink)
+
+    def _relink(self, run_id: str) -> None:
+        # Merged and archived experiences took their relations with them: link what stays active
+        # again. Maintenance merged by its own plan, so this pass merges nothing more.
+        from kbgraph.ingest.pipeline import pipeline_from_settings
+
+        pipeline_from_settings(self).consolidate(merge=False, run=run_id)
 
     def maintain(self, dry_run: bool = False) -> MaintenanceReport:
         """AutoRefine maintenance now (see :mod:`kbgraph.maintenance`): merge near-duplicates and
         archive the experiences that keep being retrieved but do not help. ``dry_run`` returns
         exactly the changes a real run would make, with their reasons, and changes nothing."""
-        report = self.maintainer.run(dry_run=dry_run)
-        if report.merged and not dry_run:
-            # Merged experiences took their relations with them: link the survivors again.
-            from kbgraph.ingest.pipeline import pipeline_from_settings
-
-            pipeline_from_settings(self).consolidate()
-        return report
+        return self.maintainer.run(dry_run=dry_run)
 
     def restore(self, run_id: str | None = None, ids: Sequence[str] = ()) -> list[str]:
         """Undoes pruning: archived experiences become active (searchable) again — those in

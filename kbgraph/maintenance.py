@@ -4,16 +4,24 @@ One run plans, then (unless it is a dry run) applies exactly the plan:
 
 1. **Merge** active experiences of the same kind, workflow and owner whose problem+goal vectors
    have cosine ≥ ``merge_threshold`` (0.85): the canonical one (smallest id) keeps the union of
-   their provenance and the sum of their counters (:func:`kbgraph.ingest.merge.plan_merges`).
+   their provenance (:func:`kbgraph.ingest.merge.plan_merges`). Counters are added up inside the
+   write transaction from the nodes as they are then (``experience_merge.cypher``), so feedback
+   that arrives between plan and write is kept; a merged-away id stays in the survivor's
+   ``merged_ids`` and feedback naming it lands on the survivor.
 2. **Prune** — archive, never delete — the bottom ``prune_fraction`` (20 %) by the AutoRefine
    score ``s/(u+ε)·log(1+u)·(1+u/(r+ε))`` among experiences retrieved at least
    ``prune_min_retrieved`` times (an experience nobody has retrieved yet has no record to judge).
    Only scores below the mean of that group are pruned, so a store where everything works
    loses nothing. Experiences whose utility fell below ``prune_utility_below`` are archived too.
    Counters are taken after the merges, as the real run will see them.
+3. **Relink** what stays active: generated workflows (abstract experiences) no longer shared by
+   two or more active experiences are archived — never deleted — under the run's id; workflows
+   newly shared are created, dissolved ones shared again come back. The plan lists these too
+   (``stage="relink"``): a dry run reports exactly what the real run changes.
 
 Archived experiences keep everything and are never retrieved; :func:`restore` makes them active
-again (one run's, or chosen ids). Merges are not undone (the merged ids stay in ``merged_ids``).
+again (one run's, or chosen ids) — a restored workflow whose instances are still merged is archived
+again by the next relinking. Merges are not undone (the merged ids stay in ``merged_ids``).
 Runs happen on demand or when the number of experiences added crosses 10, 20, 40, … (see
 :meth:`Maintainer.after_growth`).
 """
@@ -21,7 +29,7 @@ Runs happen on demand or when the number of experiences added crosses 10, 20, 40
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -30,6 +38,7 @@ from pydantic import BaseModel, Field
 
 from kbgraph.gateway import Neo4jGateway, Row
 from kbgraph.ingest.facts import ExperienceFacts
+from kbgraph.ingest.link import ABSTRACT_SOURCE, plan_links
 from kbgraph.ingest.merge import MergeGroup, plan_merges
 from kbgraph.search.utility import (
     bottom_fraction,
@@ -45,7 +54,10 @@ from kbgraph.settings import LearningSettings
 class MaintenanceChange(BaseModel):
     """One change a maintenance run makes (or, in a dry run, would make), and why."""
 
-    action: Literal["merge", "archive"]
+    action: Literal["merge", "archive", "create", "restore"]
+    stage: Literal["merge", "prune", "relink"] = Field(
+        default="prune", description="merge: a near-duplicate folded in; prune: AutoRefine archive; relink: what "
+                                     "rebuilding the workflows over the experiences left active does.")
     id: str
     into: str | None = Field(default=None, description="For a merge: the experience it folds into.")
     reason: str
@@ -65,6 +77,8 @@ class MaintenanceReport(BaseModel):
     eligible_for_pruning: int = 0
     merged: int = 0
     archived: int = 0
+    workflows_created: int = Field(default=0, description="Abstract experiences the relinking creates.")
+    workflows_restored: int = Field(default=0, description="Dissolved workflows shared again, made active.")
     changes: list[MaintenanceChange] = Field(default_factory=list)
 
 
@@ -93,7 +107,7 @@ def plan_merge_changes(candidates: dict[str, _Candidate], groups: list[MergeGrou
         for merged_id in group.merged_ids:
             cosine = float(np.dot(candidates[merged_id].facts.pg, canonical))
             changes.append(MaintenanceChange(
-                action="merge", id=merged_id, into=group.canonical, score=round(cosine, 4),
+                action="merge", stage="merge", id=merged_id, into=group.canonical, score=round(cosine, 4),
                 reason=f"same kind and workflow as {group.canonical}, problem+goal cosine {cosine:.3f} "
                        f"(group threshold {threshold}); counters summed into it",
             ))
@@ -132,13 +146,51 @@ def plan_prune_changes(
     return len(scores), changes
 
 
+def workflows_after(candidates: dict[str, _Candidate], groups: list[MergeGroup], archived: set[str]) -> dict[str, str]:
+    """The generated workflows relinking will want once the merges and archives are done: id → problem."""
+    merged_away = {m for g in groups for m in g.merged_ids}
+    remaining = [c.facts for i, c in candidates.items() if i not in merged_away and i not in archived]
+    return {a.key: a.problem for a in plan_links(remaining).abstracts}
+
+
+def plan_workflow_changes(
+    candidates: dict[str, _Candidate], wanted: dict[str, str], archived: set[str], stored: dict[str, Row],
+) -> list[MaintenanceChange]:
+    """What relinking after the merges and archives does to the generated workflows (abstract
+    experiences of two or more active experiences): those no longer shared are archived (restorable;
+    they return by themselves when shared again), new ones are created, dissolved ones shared again
+    come back. ``wanted``: :func:`workflows_after`; ``stored``: id → {status, dissolved} of those
+    that exist."""
+    changes = []
+    for i, candidate in sorted(candidates.items()):
+        if candidate.facts.source == ABSTRACT_SOURCE and i not in wanted and i not in archived:
+            changes.append(MaintenanceChange(
+                action="archive", stage="relink", id=i, reason="its workflow would no longer be shared by two or more active "
+                                               "experiences (after this run's merges and archives)",
+                retrieved=candidate.retrieved, used=candidate.used, succeeded=candidate.succeeded,
+                utility=round(candidate.utility, 6)))
+    for key in sorted(wanted):
+        row = stored.get(key)
+        if row is None:
+            changes.append(MaintenanceChange(action="create", stage="relink", id=key,
+                                             reason=f"workflow newly shared: {wanted[key]}"))
+        elif row["status"] == "archived" and row["dissolved"]:
+            changes.append(MaintenanceChange(action="restore", stage="relink", id=key,
+                                             reason="its workflow is shared by two or more active experiences again"))
+    return changes
+
+
 class Maintainer:
     """Plans and applies maintenance for one namespace."""
 
-    def __init__(self, gateway: Neo4jGateway, namespace: str, settings: LearningSettings):
+    def __init__(self, gateway: Neo4jGateway, namespace: str, settings: LearningSettings,
+                 relink: Callable[[str], None] | None = None):
         self.gateway = gateway
         self.namespace = namespace
         self.settings = settings
+        # Rebuilds workflows and relations over what stays active (given the run's id, under which
+        # dissolved workflows are archived); without it, the next ingest does it.
+        self.relink = relink
 
     def plan(self, now: datetime, trigger: str = "on demand", dry_run: bool = True) -> tuple[MaintenanceReport, list[MergeGroup]]:
         rows = self.gateway.read("maintenance_candidates", kb=self.namespace, now=now)
@@ -146,9 +198,20 @@ class Maintainer:
         groups = plan_merges([c.facts for c in candidates.values()], self.settings.merge_threshold)
         merges = plan_merge_changes(candidates, groups, self.settings.merge_threshold)
         eligible, archives = plan_prune_changes(candidates, groups, self.settings)
+        workflows: list[MaintenanceChange] = []
+        if self.relink is not None and (merges or archives):
+            archived = {c.id for c in archives}
+            wanted = workflows_after(candidates, groups, archived)
+            stored = {row["id"]: row for row in self.gateway.read("experience_statuses", kb=self.namespace,
+                                                                   ids=sorted(wanted))}
+            workflows = plan_workflow_changes(candidates, wanted, archived, stored)
+        dissolved = [c for c in workflows if c.action == "archive"]
         report = MaintenanceReport(
             run_id=_run_id(now, self.namespace), dry_run=dry_run, trigger=trigger, at=now, examined=len(candidates),
-            eligible_for_pruning=eligible, merged=len(merges), archived=len(archives), changes=[*merges, *archives],
+            eligible_for_pruning=eligible, merged=len(merges), archived=len(archives) + len(dissolved),
+            workflows_created=sum(c.action == "create" for c in workflows),
+            workflows_restored=sum(c.action == "restore" for c in workflows),
+            changes=[*merges, *archives, *workflows],
         )
         return report, groups
 
@@ -161,7 +224,9 @@ class Maintainer:
         calls: list[tuple[str, dict[str, Any]]] = []
         if groups:
             calls.append(("experience_merge", {"kb": self.namespace, "groups": [g.as_row() for g in groups]}))
-        archives = [{"id": c.id, "reason": c.reason, "score": c.score} for c in report.changes if c.action == "archive"]
+        # Dissolved workflows are archived by the relinking below, which knows them by their run.
+        archives = [{"id": c.id, "reason": c.reason, "score": c.score} for c in report.changes
+                    if c.action == "archive" and c.stage == "prune"]
         if archives:
             calls.append(("maintenance_archive", {"kb": self.namespace, "rows": archives, "run": report.run_id,
                                                   "now": now}))
@@ -169,6 +234,8 @@ class Maintainer:
                                               "trigger": trigger, "archived": report.archived,
                                               "merged": report.merged}))
         self.gateway.write_all(calls)
+        if self.relink is not None and report.changes:
+            self.relink(report.run_id)
         return report
 
     def restore(self, run_id: str | None = None, ids: Sequence[str] = (), now: datetime | None = None) -> list[str]:

@@ -76,7 +76,8 @@ def register(app: typer.Typer) -> None:
         namespace: NamespaceOption = None,
         as_json: JsonOption = False,
     ) -> None:
-        """AutoRefine maintenance now: merge near-duplicates, archive (reversibly) what does not help."""
+        """AutoRefine maintenance now: merge near-duplicates, archive (reversibly) what does not help,
+        relink the workflows over what stays active."""
         with _open(namespace) as kb:
             report = kb.maintain(dry_run=dry_run)
         if as_json:
@@ -85,7 +86,9 @@ def register(app: typer.Typer) -> None:
         verb = "would" if dry_run else "did"
         out.print(f"maintenance {report.run_id} ({'dry run' if dry_run else report.trigger}): examined "
                   f"{report.examined} active experiences, {report.eligible_for_pruning} with a record to judge; "
-                  f"{verb} merge {report.merged} and archive {report.archived}")
+                  f"{verb} merge {report.merged} and archive {report.archived}"
+                  + (f", create {report.workflows_created} and bring back {report.workflows_restored} workflows"
+                     if report.workflows_created or report.workflows_restored else ""))
         for change in report.changes:
             target = f" into {change.into}" if change.into else ""
             out.print(f"  {change.action} {change.id}{target}: {change.reason}", markup=False, highlight=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import neo4j
@@ -90,6 +91,89 @@ def test_dry_run_reports_exactly_what_the_real_run_changes(kb: KnowledgeBase) ->
         if change.action == "archive":
             stored = kb.get(change.id)
             assert stored is not None and stored.status == "archived"
+
+
+def _merging_pair(kb: KnowledgeBase) -> tuple[str, str]:
+    """Ten experiences and a near-duplicate of the fourth; returns (survivor, merged-away) ids."""
+    items = [experience(n) for n in range(10)]
+    duplicate = Experience(problem=items[3].problem + " Please.", goal=items[3].goal, domain="retail",
+                           steps=items[3].steps)
+    kb.add_experiences([*items, duplicate])
+    survivor, gone = sorted([items[3].key, duplicate.key])
+    return survivor, gone
+
+
+def test_feedback_committed_after_the_plan_was_made_is_added_by_the_merge(kb: KnowledgeBase) -> None:
+    survivor, gone = _merging_pair(kb)
+    with_record(kb, {survivor: (3, 1, 1), gone: (2, 1, 0)})
+    _, groups = kb.maintainer.plan(datetime.now(UTC), dry_run=False)
+    assert [(g.canonical, g.merged_ids) for g in groups] == [(survivor, [gone])]
+    # Agents keep reporting between the plan and the write: both nodes change.
+    with_record(kb, {survivor: (4, 2, 2), gone: (5, 3, 3)})
+    kb.gateway.write("experience_merge", kb=kb.namespace, groups=[g.as_row() for g in groups])
+    merged = kb.get(survivor)
+    assert merged is not None and kb.get(gone) is None
+    assert (merged.retrieved, merged.used, merged.succeeded) == (3 + 2 + 4 + 5, 1 + 1 + 2 + 3, 1 + 0 + 2 + 3)
+
+
+def test_feedback_naming_a_merged_away_id_lands_on_its_survivor(kb: KnowledgeBase) -> None:
+    survivor, gone = _merging_pair(kb)
+    assert kb.maintain().merged == 1
+    report = kb.record_feedback(retrieved=[gone], used=[gone, survivor], outcome=True, step_rewards=[
+        {"experience_id": gone, "order": 0, "reward": 1.0}])
+    assert report.redirected == {gone: survivor}
+    assert report.step_rewards == 0 and report.step_rewards_skipped == 1, "its steps went with it"
+    assert [(e.id, e.retrieved, e.used, e.succeeded) for e in report.experiences] == [(survivor, 1, 1, 1)]
+
+
+def active_ids(kb: KnowledgeBase) -> set[str]:
+    rows = kb.gateway.read("maintenance_candidates", kb=kb.namespace, now=datetime.now(UTC))
+    return {row["id"] for row in rows}
+
+
+def test_a_workflow_dissolved_by_merges_is_in_the_plan_archived_and_restorable(kb: KnowledgeBase) -> None:
+    steps = [Step(action="get_order_details"), Step(action="cancel_pending_order")]
+    pair = [Experience(problem="A customer wants to cancel a pending order for a lamp.", goal="Cancel the lamp order",
+                       domain="retail", steps=steps),
+            Experience(problem="The lamp I bought has not shipped yet and I no longer need it.",
+                       goal="Stop that purchase", domain="retail", steps=steps)]
+    kb.add_experiences(pair)
+    kb.recluster()  # links: the two share a workflow, which becomes an abstract experience
+    workflow = next(i for i in active_ids(kb) if i not in {e.key for e in pair})
+    with_record(kb, {workflow: (3, 1, 1)})
+    kb.settings.learning.merge_threshold = 0.55  # maintenance merges what ingest (0.85) kept apart
+
+    before = active_ids(kb)
+    dry = kb.maintain(dry_run=True)
+    assert active_ids(kb) == before
+    assert [(c.action, c.stage) for c in dry.changes] == [("merge", "merge"), ("archive", "relink")]
+    assert dry.changes[1].id == workflow and "no longer be shared" in dry.changes[1].reason
+
+    real = kb.maintain()
+    assert [c.model_dump() for c in real.changes] == [c.model_dump() for c in dry.changes]
+    assert active_ids(kb) == before - {c.id for c in real.changes if c.action in ("merge", "archive")}
+    archived = kb.get(workflow)
+    assert archived is not None and archived.status == "archived" and archived.retrieved == 3
+
+    assert kb.restore(real.run_id) == [workflow]
+    restored = kb.get(workflow)
+    assert restored is not None and restored.status == "active" and (restored.retrieved, restored.used) == (3, 1)
+
+
+def test_on_real_runs_the_dry_run_predicts_the_active_set_exactly(real_kb: KnowledgeBase) -> None:
+    kb = real_kb
+    kb.settings.learning.merge_threshold = 0.4  # far below ingest's 0.85: many merges
+    judged = sorted(active_ids(kb))[:12]
+    with_record(kb, {i: (8, 0, 0) for i in judged[:3]} | {i: (6, 3, 3) for i in judged[3:]})
+    before = active_ids(kb)
+    dry = kb.maintain(dry_run=True)
+    assert dry.merged > 0 and any(c.stage == "relink" for c in dry.changes), "merges that reshape workflows"
+    real = kb.maintain()
+    assert [c.model_dump() for c in real.changes] == [c.model_dump() for c in dry.changes]
+    gone = {c.id for c in real.changes if c.action in ("merge", "archive")}
+    back = {c.id for c in real.changes if c.action in ("create", "restore")}
+    assert active_ids(kb) == (before - gone) | back, "nothing changes that the plan does not list"
+    assert kb.restore(real.run_id) == sorted(c.id for c in real.changes if c.action == "archive")
 
 
 def test_restore_undoes_a_prune(kb: KnowledgeBase) -> None:
