@@ -199,7 +199,9 @@ class Maintainer:
         merges = plan_merge_changes(candidates, groups, self.settings.merge_threshold)
         eligible, archives = plan_prune_changes(candidates, groups, self.settings)
         workflows: list[MaintenanceChange] = []
-        if self.relink is not None and (merges or archives):
+        # Always planned, not only after merges: a run interrupted between its merges and its
+        # relinking leaves workflows to fix, which the next run must show and do.
+        if self.relink is not None:
             archived = {c.id for c in archives}
             wanted = workflows_after(candidates, groups, archived)
             stored = {row["id"]: row for row in self.gateway.read("experience_statuses", kb=self.namespace,

@@ -9,6 +9,7 @@ import neo4j
 
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
+from kbgraph.maintenance import Maintainer
 from kbgraph.models import Experience, Step
 from kbgraph.settings import LearningSettings, Settings
 
@@ -158,6 +159,23 @@ def test_a_workflow_dissolved_by_merges_is_in_the_plan_archived_and_restorable(k
     assert kb.restore(real.run_id) == [workflow]
     restored = kb.get(workflow)
     assert restored is not None and restored.status == "active" and (restored.retrieved, restored.used) == (3, 1)
+
+
+def test_a_run_interrupted_before_its_relinking_is_finished_by_the_next_one(kb: KnowledgeBase) -> None:
+    steps = [Step(action="get_order_details"), Step(action="cancel_pending_order")]
+    kb.add_experiences([
+        Experience(problem="A customer wants to cancel a pending order for a lamp.", goal="Cancel the lamp order",
+                   domain="retail", steps=steps),
+        Experience(problem="The lamp I bought has not shipped yet and I no longer need it.",
+                   goal="Stop that purchase", domain="retail", steps=steps)])
+    kb.recluster()
+    kb.settings.learning.merge_threshold = 0.55
+    # As if the process died after the merge transaction committed, before relinking.
+    assert Maintainer(kb.gateway, kb.namespace, kb.settings.learning).run().merged == 1
+    pending = kb.maintain(dry_run=True)
+    assert [(c.action, c.stage) for c in pending.changes] == [("archive", "relink")]
+    kb.maintain()
+    assert kb.maintain(dry_run=True).changes == [], "nothing left to do"
 
 
 def test_on_real_runs_the_dry_run_predicts_the_active_set_exactly(real_kb: KnowledgeBase) -> None:
