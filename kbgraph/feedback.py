@@ -220,8 +220,10 @@ class FeedbackRecorder:
         rows each must return (one per node it changes) for the event to have landed whole."""
         outcome = event.outcome_score
         domain = self._task_domain(event, rows)
-        retrieved = _unique([redirected.get(i, i) for i in event.retrieved])
-        used = _unique([redirected.get(i, i) for i in event.used])
+        # Each id named counts once, also when two of them have since merged into one experience:
+        # the survivor then counts both, as the merge would have summed them had it come later.
+        retrieved = sorted(redirected.get(i, i) for i in set(event.retrieved))
+        used = sorted(redirected.get(i, i) for i in set(event.used))
         s = self.settings
         calls: list[tuple[str, dict[str, Any]]] = []
         expected: list[int] = []

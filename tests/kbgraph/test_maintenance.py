@@ -124,7 +124,8 @@ def test_feedback_naming_a_merged_away_id_lands_on_its_survivor(kb: KnowledgeBas
         {"experience_id": gone, "order": 0, "reward": 1.0}])
     assert report.redirected == {gone: survivor}
     assert report.step_rewards == 0 and report.step_rewards_skipped == 1, "its steps went with it"
-    assert [(e.id, e.retrieved, e.used, e.succeeded) for e in report.experiences] == [(survivor, 1, 1, 1)]
+    # Two ids named, now one experience: it counts both, as the merge would have summed them.
+    assert [(e.id, e.retrieved, e.used, e.succeeded) for e in report.experiences] == [(survivor, 1, 2, 2)]
 
 
 def active_ids(kb: KnowledgeBase) -> set[str]:
