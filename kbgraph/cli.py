@@ -22,7 +22,7 @@ from kbgraph.errors import InvalidInputError, KbgraphError
 from kbgraph.jsonl import read_jsonl
 from kbgraph.kb import KnowledgeBase
 from kbgraph.managed import ManagedNeo4j
-from kbgraph.settings import Settings
+from kbgraph.settings import Settings, checked_namespace
 
 if __name__ == "__main__":
     # `python -m kbgraph.cli` (./kb): command modules import kbgraph.cli; make that this module, not a second copy.
@@ -51,7 +51,8 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JS
 
 
 def _settings(namespace: str | None = None) -> Settings:
-    return Settings(namespace=namespace) if namespace else Settings()
+    # ``-n ""`` is an error, never "the configured namespace".
+    return Settings() if namespace is None else Settings(namespace=checked_namespace(namespace))
 
 
 def _open(namespace: str | None) -> KnowledgeBase:

@@ -14,7 +14,18 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from kbgraph.agents import most_common
 from kbgraph.embedders import Embedder
@@ -25,6 +36,7 @@ from kbgraph.experience_store import aware_datetime
 from kbgraph.gateway import Neo4jGateway, Row
 from kbgraph.search.utility import days_between, decay_rate_per_day, utility
 from kbgraph.settings import LearningSettings
+from kbgraph.value_bounds import value_problem
 
 ExperienceId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:\-]{1,128}$")]
 AgentName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
@@ -49,9 +61,17 @@ class FeedbackEvent(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _within_bounds(cls, data: Any) -> Any:
+        if isinstance(data, dict) and (problem := value_problem(data)):
+            raise ValueError(problem)
+        return data
+
     retrieved: list[ExperienceId] = Field(default_factory=list, max_length=MAX_IDS_PER_EVENT)
     used: list[ExperienceId] = Field(default_factory=list, max_length=MAX_IDS_PER_EVENT)
-    outcome: bool | float | None = None
+    # Strict: "yes", "true" or "1" are not outcomes (lax parsing once read "yes" as a success).
+    outcome: StrictBool | StrictFloat | StrictInt | None = None
     agent: AgentName | None = None
     domain: AgentName | None = None
     step_rewards: list[StepReward] = Field(default_factory=list, max_length=MAX_IDS_PER_EVENT)
@@ -60,10 +80,17 @@ class FeedbackEvent(BaseModel):
     task: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8_000)] | None = None
     at: datetime | None = None
 
+    @field_validator("outcome", mode="before")
+    @classmethod
+    def _outcome_not_text(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, bool | int | float):
+            raise ValueError(f"must be true, false or a score in [0, 1], not {type(value).__name__} {value!r:.40}")
+        return value
+
     @field_validator("outcome")
     @classmethod
     def _outcome_in_unit(cls, value: bool | float | None) -> bool | float | None:
-        if isinstance(value, float) and not 0.0 <= value <= 1.0:
+        if isinstance(value, int | float) and not isinstance(value, bool) and not 0.0 <= value <= 1.0:
             raise ValueError("must be true, false or a score in [0, 1]")
         return value
 

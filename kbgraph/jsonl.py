@@ -6,9 +6,12 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+from kbgraph.value_bounds import MAX_NESTING_DEPTH, value_problem
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
+_SKIP_CHUNK = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -18,14 +21,27 @@ class JsonlRecord:
     problem: str | None = None
 
 
+def _lines(handle: IO[bytes]) -> Iterator[tuple[bytes, int]]:
+    """Each line (cut at MAX_LINE_BYTES + 1) with its full length: an overlong line is skipped in
+    bounded chunks, so a huge line without a newline never sits in memory whole."""
+    while raw := handle.readline(MAX_LINE_BYTES + 1):
+        length = len(raw)
+        if length > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            while (rest := handle.readline(_SKIP_CHUNK)) and not rest.endswith(b"\n"):
+                length += len(rest)
+            length += len(rest)
+        yield raw, length
+
+
 def read_jsonl(path: Path) -> Iterator[JsonlRecord]:
-    """Yields one record per non-blank line. Lines that are not UTF-8, not JSON or not an object
-    come back with a ``problem`` instead of a value; reading goes on (streaming, constant memory)."""
+    """Yields one record per non-blank line. Lines that are not UTF-8, not JSON or not an object,
+    too long or nested too deep come back with a ``problem`` instead of a value; reading goes on
+    (streaming, memory bounded by MAX_LINE_BYTES)."""
     with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, (raw, length) in enumerate(_lines(handle), start=1):
             where = f"{path}:{number}"
-            if len(raw) > MAX_LINE_BYTES:
-                yield JsonlRecord(where, None, f"line is {len(raw):,} bytes, over the {MAX_LINE_BYTES:,}-byte limit")
+            if length > MAX_LINE_BYTES:
+                yield JsonlRecord(where, None, f"line is {length:,} bytes, over the {MAX_LINE_BYTES:,}-byte limit")
                 continue
             try:
                 text = raw.decode("utf-8")
@@ -39,7 +55,13 @@ def read_jsonl(path: Path) -> Iterator[JsonlRecord]:
             except json.JSONDecodeError as exc:
                 yield JsonlRecord(where, None, f"invalid JSON at column {exc.colno}: {exc.msg}")
                 continue
+            except RecursionError:
+                yield JsonlRecord(where, None, f"nested deeper than {MAX_NESTING_DEPTH} levels")
+                continue
             if not isinstance(value, dict):
                 yield JsonlRecord(where, None, f"expected a JSON object, got {type(value).__name__}")
+                continue
+            if problem := value_problem(value):
+                yield JsonlRecord(where, None, problem)
                 continue
             yield JsonlRecord(where, value)

@@ -26,7 +26,7 @@ from kbgraph.search.results import SearchResults
 from kbgraph.search.steps import StepHit, StepRetriever
 from kbgraph.search.student import StudentRetriever, parse_query
 from kbgraph.search.teacher import ProblematicStep, RefineResults, RefineWeights, TeacherRetriever
-from kbgraph.settings import Settings
+from kbgraph.settings import Settings, checked_namespace
 
 if TYPE_CHECKING:
     from kbgraph.transfer import ExportReport, ImportReport
@@ -98,8 +98,8 @@ class KnowledgeBase:
         owns_driver: bool = False,
         browser_url: str | None = None,
     ):
+        self.namespace = checked_namespace(namespace)
         self.settings = settings or Settings(namespace=namespace, neo4j_database=database)
-        self.namespace = namespace
         self.embedder = embedder
         self.driver = driver
         self.gateway = Neo4jGateway(driver, database)

@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from kbgraph.ids import content_hash, normalise_text
+from kbgraph.value_bounds import INT64_MAX, value_problem
 
 # Limits: generous for real agent data, small enough that one record cannot flood the graph.
 MAX_PROBLEM_CHARS = 20_000
@@ -45,7 +46,7 @@ Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max
 ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 Reward = Annotated[float, Field(ge=-1.0, le=1.0)]
-Count = Annotated[int, Field(ge=0)]
+Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
 Embedding = Annotated[list[float], Field(min_length=1, max_length=MAX_EMBEDDING_DIM)]
 IdText = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:\-]{1,128}$")]
 
@@ -66,6 +67,14 @@ class RelationType(StrEnum):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _within_bounds(cls, data: Any) -> Any:
+        # Before pydantic recurses into it: depth, 64-bit integers, valid Unicode (value_bounds).
+        if isinstance(data, dict) and (problem := value_problem(data)):
+            raise ValueError(problem)
+        return data
 
 
 def _utc(value: datetime | None) -> datetime | None:

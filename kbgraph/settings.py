@@ -10,11 +10,13 @@ managed Neo4j (see :mod:`kbgraph.managed`).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr
 
+from kbgraph.errors import InvalidInputError
 from kbgraph.search.params import SearchWeights
 from pydantic_settings import (
     BaseSettings,
@@ -67,6 +69,19 @@ class LearningSettings(BaseModel):
     step_alpha: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
+NAMESPACE_PATTERN = r"^[A-Za-z0-9_.\-]{1,64}$"
+
+
+def checked_namespace(namespace: str) -> str:
+    """The namespace itself, or InvalidInputError: an empty or blank one never falls back to the
+    configured default (``-n ""`` once deleted the namespace set in KBGRAPH_NAMESPACE)."""
+    if not isinstance(namespace, str) or not re.fullmatch(NAMESPACE_PATTERN, namespace):
+        shown = repr(namespace)[:80]
+        raise InvalidInputError(
+            [f"namespace: {shown} is not a namespace: use 1–64 letters, digits, '_', '.' or '-'"])
+    return namespace
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="KBGRAPH_", extra="ignore", populate_by_name=True, env_nested_delimiter="__"
@@ -79,7 +94,7 @@ class Settings(BaseSettings):
     neo4j_database: str = Field(default="neo4j", validation_alias=_neo4j_env("database"))
     connect_timeout_s: float = Field(default=15.0, gt=0)
 
-    namespace: str = Field(default="default", pattern=r"^[A-Za-z0-9_.\-]{1,64}$")
+    namespace: str = Field(default="default", pattern=NAMESPACE_PATTERN)
     cache_dir: Path = Field(default_factory=default_cache_dir)
 
     # Embeddings.

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kbgraph.settings import Settings
+from kbgraph.settings import Settings, checked_namespace
 
 
 def register(app: typer.Typer) -> None:
@@ -25,7 +25,7 @@ def register(app: typer.Typer) -> None:
 
         # Settings are read now, so a bad configuration fails at start-up; Neo4j and the
         # embedding model are opened on the first tool call.
-        settings = Settings(namespace=namespace) if namespace else Settings()
+        settings = Settings() if namespace is None else Settings(namespace=checked_namespace(namespace))
         err.print(f"kbgraph mcp: serving namespace {settings.namespace!r} over stdio "
                   "(Neo4j is opened on the first tool call)", markup=False, highlight=False)
         serve_stdio(settings, default_agent=agent)

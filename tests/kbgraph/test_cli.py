@@ -143,3 +143,17 @@ def test_bad_search_arguments_are_one_line_errors(
     result = kbgraph(neo4j_target, cli_namespace, *args)
     assert result.returncode == 2, result.stderr
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_a_blank_namespace_is_an_error_and_never_the_configured_one(
+    neo4j_target: Neo4jTarget, cli_namespace: str, blank: str
+) -> None:
+    # KBGRAPH_NAMESPACE names a namespace with data; `-n ""` once meant "that one" and deleted it.
+    assert kbgraph(neo4j_target, cli_namespace, "add", str(SAMPLES)).returncode == 0
+    for args in (["delete", "--all", "--yes", "-n", blank], ["stats", "-n", blank]):
+        result = kbgraph(neo4j_target, cli_namespace, *args)
+        assert result.returncode == 2, result.stderr
+        assert "namespace" in result.stderr and "Traceback" not in result.stderr
+    stats = json.loads(kbgraph(neo4j_target, cli_namespace, "stats", "--json").stdout)
+    assert stats["experiences"] == 30

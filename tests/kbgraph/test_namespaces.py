@@ -12,11 +12,13 @@ from collections.abc import Iterator
 
 import neo4j
 import pytest
+from pydantic import ValidationError
 
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import Experience, FailureMode, Step
+from kbgraph.settings import Settings
 from kbgraph.transfer import export_namespace
 
 COMMON = Experience(
@@ -108,3 +110,15 @@ def test_export_holds_one_namespace_only(tenants: tuple[KnowledgeBase, Knowledge
     experience_ids = {json.loads(line).get("key") or json.loads(line).get("id") for line in text.splitlines()[1:]}
     assert not (ids_of(b) - ids_of(a)) & {i for i in experience_ids if i}
     assert all(i in text for i in ids_of(a))
+
+
+@pytest.mark.parametrize("blank", ["", " ", "a b", "x" * 65])
+def test_the_api_refuses_a_blank_or_malformed_namespace(driver: neo4j.Driver, embedder: CachedEmbedder, blank: str) -> None:
+    with pytest.raises(InvalidInputError, match="namespace"):
+        KnowledgeBase(driver, embedder, namespace=blank)
+
+
+def test_an_empty_namespace_setting_is_refused_not_defaulted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KBGRAPH_NAMESPACE", "")
+    with pytest.raises(ValidationError, match="namespace"):
+        Settings()
