@@ -29,16 +29,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
+import anyio
 import neo4j
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError
 
 from kbgraph.errors import InvalidInputError, KbgraphError, validation_problems
 from kbgraph.feedback import FeedbackReport
 from kbgraph.ingest.report import IngestReport
 from kbgraph.kb import KnowledgeBase
+from kbgraph.mcp_stdio import bounded_stdio_server
 from kbgraph.models import Experience, Trajectory
 from kbgraph.search.results import SearchHit, SearchResults
 from kbgraph.search.teacher import RefineResults
@@ -152,7 +154,8 @@ def _run(source: KnowledgeBaseSource, work: Callable[[KnowledgeBase], T]) -> T:
 
 
 class _Input(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Strict: a client's "yes" is not a success, nor "3" an order (lax parsing would read them so).
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ExecutedStep(_Input):
@@ -469,7 +472,7 @@ def build_server(
         retrieved: Annotated[list[str] | None, Field(
             description="Ids of experiences you were shown (search_experiences' retrieved_ids).")] = None,
         used: Annotated[list[str] | None, Field(description="Ids of the experiences you actually followed.")] = None,
-        outcome: Annotated[bool | float | None, Field(
+        outcome: Annotated[StrictBool | StrictFloat | StrictInt | None, Field(
             description="How the task ended: true/false, or a score in [0, 1] (0.5 or more counts as a "
                         "success). Leave out to record use before the task has ended.")] = None,
         agent: Annotated[str | None, Field(description="Your agent name (updates your ability record).")] = None,
@@ -521,10 +524,20 @@ def build_server(
 
 
 def serve_stdio(settings: Settings, *, default_agent: str | None = None) -> None:
-    """Serves over stdin/stdout until the client closes stdin. The SDK points file descriptor 1 at
-    stderr while serving, so nothing but protocol reaches stdout; logs go to stderr."""
+    """Serves over stdin/stdout until the client closes stdin. File descriptor 1 points at stderr
+    while serving, so nothing but protocol reaches stdout; logs go to stderr. Every line gets an
+    answer, a malformed one a JSON-RPC error (kbgraph.mcp_stdio)."""
     source = KnowledgeBaseSource.from_settings(settings)
+    server = build_server(source, default_agent=default_agent)
+
+    async def serve() -> None:
+        # The SDK's run("stdio") with our transport; its low-level server is the documented
+        # way to run over custom streams.
+        lowlevel = server._lowlevel_server
+        async with bounded_stdio_server() as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
     try:
-        build_server(source, default_agent=default_agent).run("stdio")
+        anyio.run(serve)
     finally:
         source.close()

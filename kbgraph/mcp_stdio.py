@@ -1,0 +1,198 @@
+"""The stdio transport of ``kbgraph mcp``: the MCP SDK's, with every line checked before the SDK
+sees it, so that no line goes unanswered.
+
+The SDK's own reader drops a line it cannot parse (malformed JSON, a lone surrogate, nesting deep
+enough to exhaust the recursion limit) after logging it, and the client waits for an answer that
+never comes. Here each line is read with a size bound, decoded, parsed and bounded
+(kbgraph.value_bounds) first; a line that fails gets the JSON-RPC error the specification names
+(-32700 parse error, -32600 invalid request, -32602 invalid params), with the request's id when it
+could be read, and the server goes on serving.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import IO, Any
+
+import anyio
+import mcp_types as types
+from pydantic import ValidationError
+from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream, create_context_streams
+from mcp.shared.message import SessionMessage
+
+from kbgraph.value_bounds import MAX_NESTING_DEPTH, value_problem
+
+#: A request line longer than this is refused unread (MCP tool arguments are small).
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+_SKIP_CHUNK = 1024 * 1024
+
+Streams = tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
+
+
+def _error(request_id: Any, code: int, message: str) -> str:
+    reply = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    return json.dumps(reply, ensure_ascii=True)
+
+
+def _request_id(value: Any) -> Any:
+    """The id to answer with: the request's own when it is a valid id, else null (as the spec says)."""
+    if isinstance(value, dict):
+        found = value.get("id")
+        if isinstance(found, str | int) and not isinstance(found, bool) and value_problem(found) is None:
+            return found
+    return None
+
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+')
+
+
+def _top_level_id(text: str) -> Any:
+    """The id of a request too deep for the JSON decoder, read by a flat scan of its tokens so
+    that the client can still match the error to its request (null if it cannot be found)."""
+    depth, expect_key, key = 0, False, None
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            expect_key = token == "{" and depth == 1
+            if depth > 1 and key == "id":
+                return None
+        elif token in "]}":
+            depth -= 1
+            if depth <= 0:
+                return None
+        elif depth != 1 or token == ":":
+            continue
+        elif token == ",":
+            expect_key, key = True, None
+        elif expect_key:
+            key = token[1:-1] if token.startswith('"') else None
+            expect_key = False
+        elif key == "id":
+            try:
+                return _request_id({"id": json.loads(token)})
+            except ValueError:
+                return None
+    return None
+
+
+def check_line(raw: bytes, length: int) -> tuple[Any | None, str | None]:
+    """(the JSON-RPC message, None) for a line to hand on, or (None, the error reply to write), or
+    (None, None) for a line that needs no answer (blank, or a malformed notification)."""
+    if length > MAX_MESSAGE_BYTES:
+        return None, _error(None, types.PARSE_ERROR, f"message is {length:,} bytes, over the {MAX_MESSAGE_BYTES:,}-byte limit")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, _error(None, types.PARSE_ERROR, f"message is not UTF-8 (byte {exc.start + 1})")
+    if not text.strip():
+        return None, None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, _error(None, types.PARSE_ERROR, f"invalid JSON at column {exc.colno}: {exc.msg}")
+    except RecursionError:
+        return None, _error(_top_level_id(text), types.INVALID_REQUEST, f"message nested deeper than {MAX_NESTING_DEPTH} levels")
+    request_id = _request_id(value)
+    is_notification = isinstance(value, dict) and "id" not in value and "method" in value
+    if problem := value_problem(value):
+        code = types.INVALID_PARAMS if problem.startswith("params") else types.INVALID_REQUEST
+        return None, None if is_notification else _error(request_id, code, f"invalid request: {problem}")
+    if problem := _envelope_problem(value):
+        return None, None if is_notification else _error(request_id, types.INVALID_REQUEST, f"invalid request: {problem}")
+    try:
+        message = types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"][1:]) or "(message)"
+        reply = _error(request_id, types.INVALID_REQUEST, f"invalid request: {where}: {first['msg']}")
+        return None, None if is_notification else reply
+    return message, None
+
+
+def _envelope_problem(value: Any) -> str | None:
+    """What the SDK's lenient parsing would let through or misread (an object id made the request
+    a notification, which is never answered)."""
+    if isinstance(value, list):
+        return "batches are not supported: send one request per line"
+    if not isinstance(value, dict):
+        return f"a message must be a JSON object, not {type(value).__name__}"
+    if value.get("jsonrpc") != "2.0":
+        return 'jsonrpc must be "2.0"'
+    if "id" in value and (isinstance(value["id"], bool) or not isinstance(value["id"], str | int)):
+        return "id must be a string or an integer"
+    if "method" in value and not isinstance(value["method"], str):
+        return "method must be a string"
+    return None
+
+
+def _read_line(wire: IO[bytes]) -> tuple[bytes, int]:
+    """One line cut at MAX_MESSAGE_BYTES + 1 and its full length (the rest skipped in chunks)."""
+    raw = wire.readline(MAX_MESSAGE_BYTES + 1)
+    length = len(raw)
+    if length > MAX_MESSAGE_BYTES and not raw.endswith(b"\n"):
+        while (rest := wire.readline(_SKIP_CHUNK)) and not rest.endswith(b"\n"):
+            length += len(rest)
+        length += len(rest)
+    return raw, length
+
+
+@asynccontextmanager
+async def bounded_stdio_server(stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> AsyncIterator[Streams]:
+    """Like ``mcp.server.stdio.stdio_server``: while serving, fd 0 reads the null device and fd 1
+    writes to stderr, so stray output from handlers never reaches the protocol stream."""
+    restore: list[tuple[int, int]] = []
+    if stdin is None:
+        stdin = os.fdopen(_divert(0, os.open(os.devnull, os.O_RDONLY), restore), "rb", buffering=0)
+    if stdout is None:
+        sys.stdout.flush()
+        stdout = os.fdopen(_divert(1, os.dup(2), restore), "wb", buffering=0)
+    wire_in, wire_out = stdin, stdout
+    read_stream_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
+    write_stream, write_stream_reader = create_context_streams[SessionMessage](0)
+    writing = anyio.Lock()
+
+    async def write(line: str) -> None:
+        async with writing:
+            await anyio.to_thread.run_sync(wire_out.write, (line + "\n").encode("utf-8"))
+
+    async def stdin_reader() -> None:
+        async with read_stream_writer:
+            while True:
+                raw, length = await anyio.to_thread.run_sync(_read_line, wire_in, abandon_on_cancel=True)
+                if not raw:
+                    return
+                message, reply = check_line(raw, length)
+                if reply is not None:
+                    await write(reply)
+                elif message is not None:
+                    await read_stream_writer.send(SessionMessage(message))
+
+    async def stdout_writer() -> None:
+        async with write_stream_reader:
+            async for session_message in write_stream_reader:
+                await write(session_message.message.model_dump_json(by_alias=True, exclude_unset=True))
+
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(stdin_reader)
+            tasks.start_soon(stdout_writer)
+            yield read_stream, write_stream
+    finally:
+        for fd, saved in reversed(restore):
+            os.dup2(saved, fd)
+            os.close(saved)
+
+
+def _divert(fd: int, replacement: int, restore: list[tuple[int, int]]) -> int:
+    """A private duplicate of ``fd`` (the wire) after pointing ``fd`` itself at ``replacement``."""
+    wire = os.dup(fd)
+    os.dup2(replacement, fd)
+    os.close(replacement)
+    restore.append((fd, os.dup(wire)))
+    return wire

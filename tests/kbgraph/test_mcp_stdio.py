@@ -1,0 +1,61 @@
+"""The MCP stdio transport answers every line: what the SDK alone dropped unanswered (malformed
+JSON, lone surrogates, deep nesting, ids the SDK misread) gets the JSON-RPC error the
+specification names, with the request's id whenever it can be read."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from kbgraph import mcp_stdio
+from kbgraph.mcp_stdio import check_line
+
+
+def answer(line: str) -> dict[str, Any]:
+    raw = line.encode("utf-8", "surrogatepass")
+    message, reply = check_line(raw, len(raw))
+    assert message is None and reply is not None
+    parsed: dict[str, Any] = json.loads(reply)
+    return parsed
+
+
+@pytest.mark.parametrize(("line", "code", "request_id"), [
+    ("{", -32700, None),
+    ("not json", -32700, None),
+    ("42", -32600, None),
+    ("[]", -32600, None),
+    ('{"jsonrpc": "1.0", "id": 3, "method": "tools/list"}', -32600, 3),
+    ('{"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"}', -32600, None),
+    ('{"jsonrpc": "2.0", "id": 9, "method": 12}', -32600, 9),
+    ('{"jsonrpc": "2.0", "id": "r1", "method": "tools/call", "params": {"name": "x\\udcff"}}', -32602, "r1"),
+    ('{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": ' + "[" * 100 + "]" * 100 + "}", -32602, 5),
+    ('{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": ' + "[" * 50_000 + "]" * 50_000 + "}", -32600, 6),
+])
+def test_each_broken_line_gets_the_error_the_spec_names(line: str, code: int, request_id: Any) -> None:
+    reply = answer(line)
+    assert reply["jsonrpc"] == "2.0" and reply["id"] == request_id and reply["error"]["code"] == code
+    assert reply["error"]["message"] and "Traceback" not in reply["error"]["message"]
+
+
+def test_bytes_that_are_not_utf8_are_a_parse_error() -> None:
+    message, reply = check_line(b'{"a": "\xff"}\n', 12)
+    assert message is None and json.loads(reply or "")["error"]["code"] == -32700
+
+
+def test_an_oversized_message_is_refused_by_its_length(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mcp_stdio, "MAX_MESSAGE_BYTES", 10)
+    message, reply = check_line(b'{"jsonrpc"', 500)
+    assert message is None and "over the 10-byte limit" in json.loads(reply or "")["error"]["message"]
+
+
+@pytest.mark.parametrize("line", ["", "   ", '{"jsonrpc": "2.0", "method": 7}'])
+def test_blank_lines_and_broken_notifications_need_no_answer(line: str) -> None:
+    assert check_line(line.encode(), len(line)) == (None, None)
+
+
+def test_a_valid_request_is_handed_on() -> None:
+    line = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+    message, reply = check_line(line, len(line))
+    assert reply is None and message is not None and message.method == "tools/list"
