@@ -35,6 +35,7 @@ import binascii
 import hashlib
 import io
 import json
+import os
 import re
 import sys
 import time
@@ -48,16 +49,19 @@ from typing import IO, Annotated, Any, Final, Literal
 
 import neo4j
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from kbgraph.cypher_files import query
 from kbgraph.errors import InvalidInputError, KbgraphError, validation_problems
 from kbgraph.gateway import Neo4jGateway, Row
+from kbgraph.import_schema import NODE_RULES, RELATIONSHIP_RULES, counter_problems, property_problems
 from kbgraph.jsonl import read_jsonl
 from kbgraph.schema import VECTOR_INDEXES
 
 FORMAT_NAME: Final = "kbgraph-export"
 FORMAT_VERSION: Final = 1
+# What ingest marks as read (ingest/pipeline.py _record_key): a forged key is refused.
+INGESTED_KEY: Final = re.compile(r"(trajectory|experience):[A-Za-z0-9_.:\-]{1,128}")
 # One problem per line is plenty to fix a file; past this many, the check stops reading.
 MAX_PROBLEMS: Final = 1000
 
@@ -228,6 +232,17 @@ class NodeRecord(BaseModel):
     def _property_values(cls, value: dict[str, Any]) -> dict[str, Any]:
         return _checked_properties(value)
 
+    @model_validator(mode="after")
+    def _values_kbgraph_can_read(self) -> NodeRecord:
+        problems = [f"properties.{p}" for p in property_problems(NODE_RULES.get(self.label, {}), self.properties)]
+        if self.label == "Experience":
+            problems += [f"properties.{p}" for p in counter_problems(self.properties)]
+        if self.label == "IngestedRecord" and self.key is not None and not INGESTED_KEY.fullmatch(self.key):
+            problems.append(f"key: {self.key!r:.80} is not an ingest marker (trajectory:<id> or experience:<id>)")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
     @field_validator("vectors")
     @classmethod
     def _vector_values(cls, value: dict[str, Any]) -> dict[str, list[float]]:
@@ -262,6 +277,13 @@ class RelationshipRecord(BaseModel):
     @classmethod
     def _property_values(cls, value: dict[str, Any]) -> dict[str, Any]:
         return _checked_properties(value)
+
+    @model_validator(mode="after")
+    def _values_kbgraph_can_read(self) -> RelationshipRecord:
+        problems = property_problems(RELATIONSHIP_RULES.get(self.type, {}), self.properties)
+        if problems:
+            raise ValueError("; ".join(f"properties.{p}" for p in problems))
+        return self
 
 
 DataRecord = Annotated[NodeRecord | RelationshipRecord, Field(discriminator="record")]
@@ -640,7 +662,9 @@ def export_to(
         raise InvalidInputError([f"{path}: is a folder; name the file to write"])
     partial = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.partial")
     try:
-        with open(partial, "w", encoding="utf-8", newline="\n") as sink:
+        # 0600 from the first byte: an export holds every task text of the namespace.
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with open(descriptor, "w", encoding="utf-8", newline="\n") as sink:
             report = export_namespace(gateway, namespace, sink, page_size=page_size, on_progress=on_progress,
                                       file=str(path))
         partial.replace(path)

@@ -555,3 +555,57 @@ def test_the_command_line_names_the_bad_line_without_a_traceback(
     assert result.returncode == 2
     assert f"{bad}:{line}: invalid JSON" in result.stderr and "Traceback" not in result.stderr
     assert target.stats().nodes == {}
+
+
+# -- values: an edited export is input like any other ----------------------------------------------------
+
+
+def _edited(lines: list[str], label: str, edit: Callable[[dict[str, Any]], None]) -> tuple[list[str], int]:
+    """``lines`` with the first node of ``label`` edited; the 1-based line number edited."""
+    for index, text in enumerate(lines):
+        record = json.loads(text)
+        if record.get("record") == "node" and record["label"] == label:
+            edit(record)
+            return [*lines[:index], json.dumps(record), *lines[index + 1:]], index + 1
+    raise AssertionError(f"no {label} in the export")
+
+
+@pytest.mark.parametrize(("label", "name", "value", "message"), [
+    ("Experience", "quality", 99, "properties.quality: 99 is not a number in [0, 1]"),
+    ("Experience", "retrieved", -5, "properties.retrieved: -5 is not a count"),
+    ("Experience", "status", "pwned", "properties.status: 'pwned' is not one of active, archived, rejected"),
+    ("Experience", "success_rate", "high", "properties.success_rate: 'high' is not a number in [0, 1]"),
+    ("Experience", "succeeded", 10**6, "properties.succeeded: 1000000 is more than used"),
+    ("Experience", "kind", "concrete; DROP", "properties.kind: 'concrete; DROP' is not one of concrete, abstract"),
+    ("Experience", "_lock", True, "properties._lock: internal properties"),
+    ("Step", "reward", 7.5, "properties.reward: 7.5 is not a number in [-1, 1]"),
+    ("Outcome", "outcome", 2.0, "properties.outcome: 2.0 is not a number in [0, 1]"),
+    ("IngestedRecord", "ingested_at", "yesterday", "properties.ingested_at: 'yesterday' is not a datetime"),
+])
+def test_every_imported_value_is_checked_like_the_models_and_nothing_is_written(
+    source: Source, target: KnowledgeBase, tmp_path: Path, label: str, name: str, value: Any, message: str
+) -> None:
+    lines, line = _edited(_lines(source.export), label, lambda record: record["properties"].__setitem__(name, value))
+    bad = tmp_path / "edited.jsonl"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(InvalidInputError) as raised:
+        import_into(target, bad)
+    assert any(p.startswith(f"{bad}:{line}: ") and message in p for p in raised.value.problems), raised.value.problems
+    assert target.stats().nodes == {}
+
+
+def test_a_forged_ingest_marker_key_is_refused(source: Source, target: KnowledgeBase, tmp_path: Path) -> None:
+    lines, line = _edited(_lines(source.export), "IngestedRecord",
+                          lambda record: record.__setitem__("key", "anything at all"))
+    bad = tmp_path / "edited.jsonl"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(InvalidInputError) as raised:
+        import_into(target, bad)
+    assert any(p.startswith(f"{bad}:{line}: ") and "is not an ingest marker" in p for p in raised.value.problems)
+    assert target.stats().nodes == {}
+
+
+def test_an_export_file_is_readable_by_its_owner_only(source: Source, tmp_path: Path) -> None:
+    path = tmp_path / "private.jsonl"
+    export_to(source.kb.gateway, source.kb.namespace, path)
+    assert path.stat().st_mode & 0o777 == 0o600
