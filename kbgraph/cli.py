@@ -14,7 +14,6 @@ from typing import Annotated, Any
 import neo4j
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -23,6 +22,7 @@ from kbgraph.jsonl import read_jsonl
 from kbgraph.kb import KnowledgeBase
 from kbgraph.managed import ManagedNeo4j
 from kbgraph.settings import Settings, checked_namespace
+from kbgraph.terminal import SafeConsole, json_safe, markup_safe
 
 if __name__ == "__main__":
     # `python -m kbgraph.cli` (./kb): command modules import kbgraph.cli; make that this module, not a second copy.
@@ -41,8 +41,8 @@ app.add_typer(schema_app, name="schema")
 app.add_typer(bench_app, name="bench")
 
 # Not a terminal (CI, pipes): do not squeeze tables into 80 columns.
-out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, soft_wrap=True)
+out = SafeConsole(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+err = SafeConsole(stderr=True, soft_wrap=True)
 
 NamespaceOption = Annotated[
     str | None, typer.Option("--namespace", "-n", help="Namespace (tenant) to work in [default: settings]")
@@ -60,7 +60,7 @@ def _open(namespace: str | None) -> KnowledgeBase:
 
 
 def _print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, default=str) + "\n")
+    sys.stdout.write(json_safe(json.dumps(value, indent=2, default=str)) + "\n")
 
 
 def _progress() -> Progress:
@@ -258,7 +258,7 @@ def get(experience_id: str, namespace: NamespaceOption = None, embeddings: bool 
     if not embeddings:
         exclude = {"pg_embedding": True, "structure_embedding": True, "context_embedding": True,
                    "steps": {"__all__": {"embedding"}}, "failure_modes": {"__all__": {"embedding"}}}
-    sys.stdout.write(exp.model_dump_json(indent=2, exclude=exclude) + "\n")
+    sys.stdout.write(json_safe(exp.model_dump_json(indent=2, exclude=exclude)) + "\n")
 
 
 @app.command("stats")
@@ -365,7 +365,7 @@ def search(
     with KnowledgeBase.from_settings(settings) as kb:
         results = kb.student.search(query, filters=parsed_filters, weights=effective)
     if as_json:
-        sys.stdout.write(results.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(json_safe(results.model_dump_json(indent=2)) + "\n")
         return
     from kbgraph.search.explain import explain_results
 
@@ -405,7 +405,7 @@ def refine(
     with _open(namespace) as kb:
         results = kb.refine(parsed, domain=domain, k=k, agent=agent)
     if as_json:
-        sys.stdout.write(results.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(json_safe(results.model_dump_json(indent=2)) + "\n")
         return
     for index, step in enumerate(parsed):
         out.print(f"problematic step {index + 1}: {step.get('action')}" + (f" — {step['error']}" if step.get("error") else ""),
@@ -479,7 +479,7 @@ def eval_command(
         _print_teacher_report(teacher, as_json)
         return
     if as_json:
-        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(json_safe(report.model_dump_json(indent=2)) + "\n")
         return
     table = Table("system", f"nDCG@{k}", f"Recall@{k}", "MRR", "queries", "seconds")
     for row in report.systems:
@@ -492,7 +492,7 @@ def eval_command(
 
 def _print_teacher_report(report: Any, as_json: bool) -> None:
     if as_json:
-        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(json_safe(report.model_dump_json(indent=2)) + "\n")
         return
     table = Table("system", f"nDCG@{report.k} (failure matches)", "concrete recovery that went through",
                   "… and the run succeeded", "queries", "seconds")
@@ -616,7 +616,7 @@ def demo(namespace: NamespaceOption = None, as_json: JsonOption = False) -> None
     out.print(f"meta-concepts {report.meta_concepts}, relations: "
               + ", ".join(f"{k} {v}" for k, v in report.relations.items()))
     for doc in documents:
-        out.print(f"\n[bold]{doc['name']}[/] — {doc['experiences']} experiences, version {doc['version']}")
+        out.print(f"\n[bold]{markup_safe(doc['name'])}[/] — {doc['experiences']} experiences, version {doc['version']}")
         out.print(doc["document"], markup=False, highlight=False)
     from kbgraph.search.explain import explain_results
 
@@ -646,7 +646,19 @@ def _register_command_modules() -> None:
 _register_command_modules()
 
 
+def _undecodable_argument() -> str | None:
+    """Python reads argument bytes that are not UTF-8 as lone surrogates (surrogateescape)."""
+    for index, argument in enumerate(sys.argv[1:], start=1):
+        if any("\udc80" <= char <= "\udcff" for char in argument):
+            shown = argument.encode("utf-8", "surrogateescape")[:60]
+            return f"argument {index} ({shown!r}) is not valid UTF-8 text"
+    return None
+
+
 def main() -> None:
+    if problem := _undecodable_argument():
+        err.print(f"kbgraph: error: {problem}", markup=False, highlight=False)
+        sys.exit(2)
     try:
         app()
     except InvalidInputError as exc:

@@ -36,6 +36,7 @@ from neo4j.time import Date, DateTime, Duration, Time
 from pydantic import BaseModel, ConfigDict, Field
 
 from kbgraph.errors import InvalidInputError, KbgraphError
+from kbgraph.value_bounds import value_problem
 
 INSPECT_FOLDER = "inspect"
 NAMESPACE_PARAMETER = "kb"
@@ -385,7 +386,10 @@ def coerce_assignments(query: InspectionQuery, raw: Mapping[str, str], option: s
         try:
             values[name] = _coerce_like(text, declared.type_hint if declared else None)
         except ValueError as error:
-            problems.append(f"{option} {name}={text}: {error}")
+            problems.append(f"{option} {name}={text:.80}: {error}")
+            continue
+        if problem := value_problem(values[name]):  # an integer Neo4j cannot hold, deep JSON, …
+            problems.append(f"{option} {name}={text:.80}: {problem.removeprefix('(value): ')}")
     if problems:
         raise InvalidInputError(problems, headline="cannot run the query, nothing was run")
     return values

@@ -26,6 +26,7 @@ from kbgraph.inspect import (
     load_query_file,
     parse_assignments,
 )
+from kbgraph.terminal import plain
 
 # Longer texts are cut in row listings and tables; --json always carries every value in full.
 CELL_CHARS = 160
@@ -135,7 +136,7 @@ def _print_result(result: InspectionResult) -> None:
             widest = max(len(line) for cell in cells[column] for line in cell.splitlines() or [""])
             table.add_column(column, no_wrap=widest <= SHORT_CELL_CHARS)
         for index in range(len(result.rows)):
-            table.add_row(*(cells[c][index] for c in result.columns))
+            table.add_row(*(plain(cells[c][index]) for c in result.columns))
         out.print(table)
         return
     # Rows holding maps or lists of maps and nodes (an experience with its steps, a neighbourhood):
@@ -204,7 +205,9 @@ def register(app: typer.Typer) -> None:
         namespace: NamespaceOption = None,
         as_json: JsonOption = False,
     ) -> None:
-        """Run an inspection query read-only ($kb is the namespace unless given with --param kb=…)."""
+        """Run an inspection query read-only ($kb is the namespace unless given with --param kb=…).
+        It is not confined to the namespace: any read of the database runs, so -p kb=other or a
+        query of your own reads other namespaces too. Give it to people who may read them all."""
         from kbgraph.connection import connect
         from kbgraph.errors import InvalidInputError
 

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from kbgraph.errors import InvalidInputError
+from kbgraph.terminal import plain
 
 
 def _votes(values: list[str] | None) -> dict[str, bool]:
@@ -126,7 +127,7 @@ def register(app: typer.Typer) -> None:
                     return
                 for n, cell in enumerate(ranked, 1):
                     out.print(f"{n}. {cell.agent}: {cell.successes}/{cell.attempts} in {cell.domain} "
-                              f"(ability {cell.ability:.3f})")
+                              f"(ability {cell.ability:.3f})", markup=False, highlight=False)
                 if not ranked:
                     out.print("no agent has a record there yet")
                 return
@@ -137,7 +138,7 @@ def register(app: typer.Typer) -> None:
         table = Table("agent", *matrix.domains, title="ability: (successes + 1) / (attempts + 2)")
         cells = {(c.agent, c.domain): c for c in matrix.cells}
         for agent in matrix.agents:
-            table.add_row(agent, *(f"{cells[agent, d].ability:.2f} ({cells[agent, d].successes}/{cells[agent, d].attempts})"
+            table.add_row(plain(agent), *(f"{cells[agent, d].ability:.2f} ({cells[agent, d].successes}/{cells[agent, d].attempts})"
                                    if (agent, d) in cells else "—" for d in matrix.domains))
         out.print(table)
 

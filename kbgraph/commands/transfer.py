@@ -12,6 +12,8 @@ from typing import Annotated, Any
 import typer
 from rich.progress import Progress, TaskID
 
+from kbgraph.terminal import json_safe
+
 
 def _reporter(progress: Progress) -> Any:
     tasks: dict[str, TaskID] = {}
@@ -74,7 +76,7 @@ def register(app: typer.Typer) -> None:
             report = import_file(kb.gateway, kb.namespace, source, batch_size=kb.settings.write_batch_size,
                                  on_progress=_reporter(progress))
         if as_json:
-            sys.stdout.write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
+            sys.stdout.write(json_safe(json.dumps(report.model_dump(mode="json"), indent=2)) + "\n")
             return
         out.print(f"imported {report.file} (namespace {report.source_namespace!r}) into namespace "
                   f"{report.namespace!r} in {report.seconds} s", markup=False)

@@ -157,3 +157,41 @@ def test_a_blank_namespace_is_an_error_and_never_the_configured_one(
         assert "namespace" in result.stderr and "Traceback" not in result.stderr
     stats = json.loads(kbgraph(neo4j_target, cli_namespace, "stats", "--json").stdout)
     assert stats["experiences"] == 30
+
+
+HOSTILE = "cancel\x1b]0;pwned\x07 order \x1b[31mred\x1b[0m \x9b2J [bold red]loud[/] [link=http://x]click[/link] \u202eevil"
+
+
+def test_control_codes_and_markup_in_stored_text_never_reach_the_terminal_but_json_stays_exact(
+    neo4j_target: Neo4jTarget, cli_namespace: str, tmp_path: Path
+) -> None:
+    record = {"id": "hostile-1", "problem": f"A customer wants to {HOSTILE}", "domain": "retail",
+              "steps": [{"action": "get_order_details", "text": f"look up {HOSTILE}"}]}
+    path = tmp_path / "hostile.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    assert kbgraph(neo4j_target, cli_namespace, "add", str(path)).returncode == 0
+
+    for args in (["search", "customer wants to cancel an order"], ["get", "hostile-1"],
+                 ["cypher", "run", "experience", "-p", "id=hostile-1"]):
+        shown = kbgraph(neo4j_target, cli_namespace, *args)
+        assert shown.returncode == 0, shown.stderr
+        assert not any(c in shown.stdout for c in "\x1b\x07\x9b\u202e"), (args, shown.stdout)
+        assert "\\x1b]0;pwned" in shown.stdout or "\\u001b]0;pwned" in shown.stdout, (args, shown.stdout)
+        assert "[bold red]loud[/]" in shown.stdout  # markup printed as written, not applied
+
+    # `get` prints JSON: escaped (\u009b, \u202e) where JSON would leave a character raw, read back exact.
+    exact = json.loads(kbgraph(neo4j_target, cli_namespace, "get", "hostile-1").stdout)
+    assert exact["problem"] == f"A customer wants to {HOSTILE}"
+    found = json.loads(kbgraph(neo4j_target, cli_namespace, "search", "cancel an order", "--json").stdout)
+    assert found["hits"][0]["experience"]["problem"] == f"A customer wants to {HOSTILE}"
+
+
+def test_a_parameter_beyond_64_bits_or_an_argument_that_is_not_utf8_is_a_one_line_error(
+    neo4j_target: Neo4jTarget, cli_namespace: str
+) -> None:
+    huge = kbgraph(neo4j_target, cli_namespace, "cypher", "run", "top_by_utility", "-p", "limit=99999999999999999999")
+    assert huge.returncode == 2 and "--param limit=" in huge.stderr and "64-bit" in huge.stderr, huge.stderr
+    undecodable = subprocess.run([sys.executable, "-m", "kbgraph.cli", "search", b"\xff".decode("utf-8", "surrogateescape")],
+                                 env=neo4j_target.env(cli_namespace), capture_output=True, text=True, timeout=300)
+    assert undecodable.returncode == 2 and "argument 2" in undecodable.stderr and "not valid UTF-8" in undecodable.stderr
+    assert "Traceback" not in huge.stderr + undecodable.stderr
