@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sys
@@ -655,7 +656,15 @@ def _undecodable_argument() -> str | None:
     return None
 
 
+def quiet_driver_logs() -> None:
+    """The driver logs each retry as a multi-line WARNING; a failure is reported once, by us, in
+    one line (KBGRAPH_DEBUG=1 keeps them)."""
+    if not os.environ.get("KBGRAPH_DEBUG"):
+        logging.getLogger("neo4j").setLevel(logging.ERROR)
+
+
 def main() -> None:
+    quiet_driver_logs()
     if problem := _undecodable_argument():
         err.print(f"kbgraph: error: {problem}", markup=False, highlight=False)
         sys.exit(2)

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from kbgraph.errors import EmbedderError
 from kbgraph.ids import text_hash
+from kbgraph.redact import redact_uri
 from kbgraph.settings import Settings
 
 Vectors = npt.NDArray[np.float32]
@@ -150,7 +151,7 @@ class OpenAIEmbedder:
             try:
                 response = client.embeddings.create(model=self.model, input=batch)
             except openai.OpenAIError as exc:
-                where = self.base_url or "the OpenAI API"
+                where = redact_uri(self.base_url) if self.base_url else "the OpenAI API"
                 raise EmbedderError(f"embedding request to {where} failed: {exc}") from None
             data = sorted(response.data, key=lambda item: item.index)
             if len(data) != len(batch):

@@ -3,26 +3,43 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import neo4j
 
 from kbgraph.cypher_files import query
+from kbgraph.deadline import within
+
+T = TypeVar("T")
 
 Row = dict[str, Any]
 
 
 class Neo4jGateway:
-    def __init__(self, driver: neo4j.Driver, database: str = "neo4j"):
+    """``timeout_s`` bounds each read and each write transaction (retries included),
+    ``bulk_timeout_s`` the statements that batch themselves (``CALL … IN TRANSACTIONS``); see
+    kbgraph.deadline for why the bound is kept on our side of the connection."""
+
+    def __init__(self, driver: neo4j.Driver, database: str = "neo4j", *, timeout_s: float | None = 30.0,
+                 bulk_timeout_s: float | None = 600.0):
         self.driver = driver
         self.database = database
+        self.timeout_s = timeout_s
+        self.bulk_timeout_s = bulk_timeout_s
+
+    def bounded(self, what: str, call: Callable[[], T]) -> T:
+        """``call()`` (driver work of its own, e.g. a paged export) under this gateway's bound."""
+        return within(self.timeout_s, what, call)
 
     def read(self, name: str, **params: Any) -> list[Row]:
         """Runs a named query in READ access mode (retried on transient errors by the driver)."""
-        records, _, _ = self.driver.execute_query(
-            query(name), params, database_=self.database, routing_=neo4j.RoutingControl.READ
-        )
-        return [record.data() for record in records]
+        def work() -> list[Row]:
+            records, _, _ = self.driver.execute_query(
+                query(name), params, database_=self.database, routing_=neo4j.RoutingControl.READ
+            )
+            return [record.data() for record in records]
+
+        return within(self.timeout_s, name, work)
 
     def write(self, name: str, **params: Any) -> list[Row]:
         """Runs a named query in its own write transaction."""
@@ -41,10 +58,16 @@ class Neo4jGateway:
                 verify(results)
             return results
 
-        with self.driver.session(database=self.database) as session:
-            return session.execute_write(work)
+        def transaction() -> list[list[Row]]:
+            with self.driver.session(database=self.database) as session:
+                return session.execute_write(work)
+
+        return within(self.timeout_s, calls[0][0] if calls else "write", transaction)
 
     def auto_commit(self, name: str, **params: Any) -> list[Row]:
         """For queries that manage their own transactions (``CALL … IN TRANSACTIONS``)."""
-        with self.driver.session(database=self.database) as session:
-            return [record.data() for record in session.run(query(name), params)]
+        def statement() -> list[Row]:
+            with self.driver.session(database=self.database) as session:
+                return [record.data() for record in session.run(query(name), params)]
+
+        return within(self.bulk_timeout_s, name, statement)

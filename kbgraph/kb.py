@@ -102,7 +102,8 @@ class KnowledgeBase:
         self.settings = settings or Settings(namespace=namespace, neo4j_database=database)
         self.embedder = embedder
         self.driver = driver
-        self.gateway = Neo4jGateway(driver, database)
+        self.gateway = Neo4jGateway(driver, database, timeout_s=self.settings.query_timeout_s,
+                                    bulk_timeout_s=self.settings.bulk_query_timeout_s)
         self.store = ExperienceStore(self.gateway, namespace, self.settings.write_batch_size)
         self.browser_url = browser_url
         self._owns_driver = owns_driver

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from kbgraph.errors import KbgraphError
+from kbgraph.redact import redact_uri
 
 if TYPE_CHECKING:
     import openai
@@ -144,8 +145,8 @@ class LLMClient:
         """Where requests go, for messages. Without a base URL, ``openai`` reads OPENAI_BASE_URL or
         uses its default; once the client exists it knows which."""
         if self._client is not None:
-            return str(self._client.base_url).rstrip("/")
-        return (self.base_url or DEFAULT_ENDPOINT).rstrip("/")
+            return redact_uri(str(self._client.base_url).rstrip("/"))
+        return redact_uri((self.base_url or DEFAULT_ENDPOINT).rstrip("/"))
 
     def __repr__(self) -> str:
         return f"LLMClient(model={self.model!r}, endpoint={self.endpoint!r})"

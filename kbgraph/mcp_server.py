@@ -21,6 +21,8 @@ The namespace is fixed when the server starts: no tool can reach another namespa
 from __future__ import annotations
 
 import json
+import logging
+import os
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -527,6 +529,8 @@ def serve_stdio(settings: Settings, *, default_agent: str | None = None) -> None
     """Serves over stdin/stdout until the client closes stdin. File descriptor 1 points at stderr
     while serving, so nothing but protocol reaches stdout; logs go to stderr. Every line gets an
     answer, a malformed one a JSON-RPC error (kbgraph.mcp_stdio)."""
+    if not os.environ.get("KBGRAPH_DEBUG"):  # retries are reported once, as the tool's error
+        logging.getLogger("neo4j").setLevel(logging.ERROR)
     source = KnowledgeBaseSource.from_settings(settings)
     server = build_server(source, default_agent=default_agent)
 

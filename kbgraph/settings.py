@@ -93,6 +93,13 @@ class Settings(BaseSettings):
     neo4j_password: SecretStr | None = Field(default=None, validation_alias=_neo4j_env("password"))
     neo4j_database: str = Field(default="neo4j", validation_alias=_neo4j_env("database"))
     connect_timeout_s: float = Field(default=15.0, gt=0)
+    # Every read and write transaction answers within this, retries included (a frozen or dead
+    # server fails the call in one line instead of hanging); statements that batch themselves
+    # (CALL … IN TRANSACTIONS) get bulk_query_timeout_s. Transient errors are retried for at
+    # most retry_time_s.
+    query_timeout_s: float = Field(default=30.0, gt=0)
+    bulk_query_timeout_s: float = Field(default=600.0, gt=0)
+    retry_time_s: float = Field(default=10.0, ge=0)
 
     namespace: str = Field(default="default", pattern=NAMESPACE_PATTERN)
     cache_dir: Path = Field(default_factory=default_cache_dir)

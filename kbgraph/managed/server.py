@@ -27,6 +27,7 @@ from kbgraph.browser.asset_process import DEFAULT_PORT as DEFAULT_ASSETS_PORT
 from kbgraph.browser.asset_process import BrowserAssetServer
 from kbgraph.browser.assets import BrowserAssets
 from kbgraph.cypher_files import query
+from kbgraph.deadline import Neo4jTimeoutError, within
 from kbgraph.errors import ManagedServerError
 from kbgraph.managed.runtime import NEO4J_VERSION, ensure_runtime
 # free_port is re-exported: tests and tools start throw-away servers on it.
@@ -153,7 +154,11 @@ class ManagedNeo4j:
 
     def start(self) -> ServerStatus:
         """Starts the server unless it already runs; returns once Bolt answers with our password."""
-        if self._live_pid() is not None:
+        if (pid := self._live_pid()) is not None:
+            if _is_stopped(pid):
+                raise ManagedServerError(
+                    f"the managed Neo4j (pid {pid}) is stopped (SIGSTOP or Ctrl-Z) and cannot answer: resume it "
+                    f"with `kill -CONT {pid}`, or restart it with `kbgraph server stop` then `kbgraph server start`.")
             self._wait_until_ready(None)
             if self.assets_port:
                 self.browser_assets.ensure_running()
@@ -283,17 +288,22 @@ class ManagedNeo4j:
                 time.sleep(0.5)
                 continue
             try:
-                # An auto-commit query: unlike execute_query it does not retry (and log) on its own.
-                with neo4j.GraphDatabase.driver(self.bolt_uri, auth=self.auth()) as driver:
-                    with driver.session(database="neo4j") as session:
-                        session.run(query("ping")).consume()
+                # An auto-commit query: unlike execute_query it does not retry (and log) on its own;
+                # each attempt is bounded, so a server that stops answering is tried again, not awaited.
+                with neo4j.GraphDatabase.driver(self.bolt_uri, auth=self.auth(), connection_timeout=10.0) as driver:
+                    def ping() -> None:
+                        with driver.session(database="neo4j") as session:
+                            session.run(query("ping")).consume()
+
+                    within(min(15.0, max(1.0, deadline - time.monotonic())), "waiting for the managed Neo4j", ping)
                 return
             except neo4j.exceptions.AuthError as exc:
                 raise ManagedServerError(
                     f"the managed Neo4j at {self.bolt_uri} refused the password in {self.password_file}: "
                     f"{exc.message}. If you changed it, write the new one into that file."
                 ) from None
-            except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired, OSError) as exc:
+            except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired, OSError,
+                    Neo4jTimeoutError) as exc:
                 last_error = str(exc)
             except neo4j.exceptions.Neo4jError as exc:  # database still starting
                 last_error = exc.message or str(exc)
@@ -331,3 +341,12 @@ def configured_assets_port(settings: Settings) -> int:
     """The preferred port of the Browser asset server: ``settings.managed_assets_port`` (env
     ``KBGRAPH_MANAGED_ASSETS_PORT``), 0 to serve no style or guide; 7475 by default."""
     return settings.managed_assets_port
+
+
+def _is_stopped(pid: int) -> bool:
+    """Whether the process is stopped by a signal (state T in /proc): it cannot answer until resumed."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] in ("T", "t")

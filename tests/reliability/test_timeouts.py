@@ -1,0 +1,161 @@
+"""Failing fast: when Neo4j dies or freezes in the middle of work, every call fails within its
+documented bound (KBGRAPH_RETRY_TIME_S for a dead server, KBGRAPH_QUERY_TIMEOUT_S and
+KBGRAPH_CONNECT_TIMEOUT_S for one that stopped answering), in one line, from the API, the CLI and
+the MCP server alike. Bounds are set small here so the suite stays fast; the assertions allow
+generous slack over them (the requirement is the bound, not a speed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import neo4j
+import pytest
+
+from kbgraph.deadline import Neo4jTimeoutError
+from kbgraph.connection import open_driver
+from kbgraph.embedders import CachedEmbedder
+from kbgraph.errors import Neo4jUnavailableError
+from kbgraph.kb import KnowledgeBase
+from kbgraph.settings import Settings
+from tests.reliability.test_fuzz_mcp import StdioPeer
+from tests.reliability.throwaway import ThrowawayNeo4j
+
+pytestmark = [pytest.mark.timeout(900)]
+
+BOUND_S = 3.0
+SLACK_S = 12.0  # process start, model loading on a busy 2-core machine
+SAMPLES = Path(__file__).resolve().parents[2] / "kbgraph" / "samples" / "experiences.jsonl"
+
+
+@pytest.fixture(scope="module")
+def neo4j_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThrowawayNeo4j]:
+    server = ThrowawayNeo4j(tmp_path_factory.mktemp("timeouts") / "instance")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def running(neo4j_server: ThrowawayNeo4j) -> ThrowawayNeo4j:
+    neo4j_server.start()  # after a kill in an earlier test
+    return neo4j_server
+
+
+def open_kb(server: ThrowawayNeo4j, embedder: CachedEmbedder) -> KnowledgeBase:
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    settings = Settings(namespace=namespace, query_timeout_s=BOUND_S, retry_time_s=BOUND_S, connect_timeout_s=BOUND_S)
+    driver = open_driver(server.uri, server.auth, "neo4j", BOUND_S, BOUND_S)
+    kb = KnowledgeBase(driver, embedder, namespace=namespace, settings=settings, owns_driver=True)
+    kb.ingest([SAMPLES])
+    return kb
+
+
+def timed_failure(call: object) -> tuple[float, BaseException]:
+    started = time.monotonic()
+    try:
+        call()  # type: ignore[operator]
+    except BaseException as exc:  # noqa: BLE001 — the failure is what is measured
+        return time.monotonic() - started, exc
+    raise AssertionError("the call succeeded against a dead or frozen server")
+
+
+def test_a_server_killed_mid_session_fails_the_next_call_within_the_retry_bound(
+    running: ThrowawayNeo4j, embedder: CachedEmbedder
+) -> None:
+    kb = open_kb(running, embedder)
+    running.kill()
+    for call in (lambda: kb.search("cancel a pending order", k=3), lambda: kb.record_feedback(retrieved=["x"])):
+        seconds, error = timed_failure(call)
+        assert seconds < BOUND_S + SLACK_S, seconds
+        assert isinstance(error, neo4j.exceptions.ServiceUnavailable | neo4j.exceptions.SessionExpired
+                          | Neo4jUnavailableError), repr(error)
+    kb.driver.close()
+
+
+def test_a_frozen_server_fails_each_call_within_the_query_timeout(running: ThrowawayNeo4j, embedder: CachedEmbedder) -> None:
+    kb = open_kb(running, embedder)
+    pid = running.freeze()
+    try:
+        seconds, error = timed_failure(lambda: kb.stats())
+        assert isinstance(error, Neo4jTimeoutError) and "KBGRAPH_QUERY_TIMEOUT_S" in str(error)
+        assert seconds < BOUND_S + SLACK_S, seconds
+    finally:
+        running.thaw(pid)
+    assert kb.stats().experiences == 30  # the server answers again once resumed
+    kb.close()
+
+
+def kbgraph_cli(server: ThrowawayNeo4j, *args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
+    env = server.env("timeouts", KBGRAPH_CONNECT_TIMEOUT_S=str(BOUND_S), KBGRAPH_QUERY_TIMEOUT_S=str(BOUND_S),
+                     KBGRAPH_RETRY_TIME_S=str(BOUND_S))
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "kbgraph.cli", *args], env=env, capture_output=True, text=True,
+                            timeout=300)
+    return time.monotonic() - started, result
+
+
+def test_the_cli_against_a_frozen_server_fails_in_one_line_within_the_connect_timeout(running: ThrowawayNeo4j) -> None:
+    pid = running.freeze()
+    try:
+        seconds, result = kbgraph_cli(running, "stats")
+    finally:
+        running.thaw(pid)
+    assert result.returncode == 1 and seconds < BOUND_S + SLACK_S, (seconds, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "did not answer within" in lines[0] and "Traceback" not in result.stderr, lines
+
+
+def test_the_cli_against_a_dead_server_fails_in_one_line(running: ThrowawayNeo4j) -> None:
+    running.kill()
+    seconds, result = kbgraph_cli(running, "stats")
+    assert result.returncode == 1 and seconds < BOUND_S + SLACK_S, (seconds, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot reach Neo4j" in lines[0], lines
+
+
+def test_the_mcp_server_answers_a_tool_call_with_an_error_within_the_bound_when_neo4j_dies(
+    running: ThrowawayNeo4j, tmp_path: Path
+) -> None:
+    env = running.env(f"t-{uuid.uuid4().hex[:8]}", KBGRAPH_CONNECT_TIMEOUT_S=str(BOUND_S),
+                      KBGRAPH_QUERY_TIMEOUT_S=str(BOUND_S), KBGRAPH_RETRY_TIME_S=str(BOUND_S))
+    peer = StdioPeer(env)
+    try:
+        peer.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "timeouts", "version": "0"}})
+        peer.send_text(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        first = peer.request("tools/call", {"name": "search_experiences", "arguments": {"task": "cancel an order"}})
+        assert "result" in first and not first["result"].get("isError"), first  # Neo4j opened, model loaded
+        for break_it in ("freeze", "kill"):
+            if break_it == "freeze":
+                frozen = running.freeze()
+            else:
+                running.thaw(frozen)
+                running.kill()
+            started = time.monotonic()
+            answer = peer.request("tools/call", {"name": "search_experiences", "arguments": {"task": "cancel an order"}})
+            seconds = time.monotonic() - started
+            assert seconds < BOUND_S + SLACK_S, (break_it, seconds)
+            assert answer["result"]["isError"], answer
+            text = answer["result"]["content"][0]["text"]
+            assert "Neo4j" in text and "Traceback" not in text, text
+    finally:
+        peer.close()
+
+
+def test_too_many_failed_logins_are_explained_as_a_rate_limit_not_a_database_problem(running: ThrowawayNeo4j) -> None:
+    messages = []
+    for _ in range(6):  # Neo4j locks the user after 3 failed attempts (dbms.security.auth_max_failed_attempts)
+        with pytest.raises(Neo4jUnavailableError) as raised:
+            open_driver(running.uri, ("neo4j", "wrong-password"), "neo4j", BOUND_S, 0)
+        messages.append(str(raised.value))
+    assert any("too many failed attempts" in m for m in messages), messages
+    assert not any("NEO4J_DATABASE" in m for m in messages), messages
+    time.sleep(6)  # the lock (dbms.security.auth_lock_time, 5 s) ends before the next test logs in

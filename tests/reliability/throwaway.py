@@ -1,0 +1,61 @@
+"""A throw-away managed Neo4j that tests may kill, freeze and restart (never the shared one)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from kbgraph.managed.server import ManagedNeo4j, free_port
+from kbgraph.settings import Settings
+
+
+class ThrowawayNeo4j:
+    def __init__(self, home: Path):
+        self.server = ManagedNeo4j(home=home, cache_dir=Settings().cache_dir, bolt_port=free_port(),
+                                   http_port=free_port(), heap="1g", pagecache="256m", quiet=True, assets_port=0)
+
+    @property
+    def uri(self) -> str:
+        return self.server.bolt_uri
+
+    @property
+    def auth(self) -> tuple[str, str]:
+        return self.server.auth()
+
+    def env(self, namespace: str, **extra: str) -> dict[str, str]:
+        user, password = self.auth
+        return {**os.environ, "NEO4J_URI": self.uri, "NEO4J_USERNAME": user, "NEO4J_PASSWORD": password,
+                "KBGRAPH_NAMESPACE": namespace, "HF_HUB_OFFLINE": "1", **extra}
+
+    def start(self) -> None:
+        self.server.start()
+
+    @property
+    def pid(self) -> int:
+        pid = self.server.status().pid
+        assert pid is not None, "the throw-away Neo4j is not running"
+        return pid
+
+    def kill(self) -> None:
+        """kill -9: no shutdown, no checkpoint; the next start recovers from the transaction log."""
+        pid = self.pid
+        os.kill(pid, signal.SIGKILL)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:  # started by another process: wait until it is gone
+            while Path(f"/proc/{pid}").exists():
+                time.sleep(0.05)
+
+    def freeze(self) -> int:
+        pid = self.pid
+        os.kill(pid, signal.SIGSTOP)
+        return pid
+
+    @staticmethod
+    def thaw(pid: int) -> None:
+        os.kill(pid, signal.SIGCONT)
+
+    def stop(self) -> None:
+        self.server.stop()
