@@ -84,6 +84,18 @@ def server_start(as_json: JsonOption = False) -> None:
         out.print(f"Neo4j running (pid {status.pid}) — Bolt {status.bolt_uri}, Browser {status.browser_url}")
 
 
+@server_app.command("reset-password")
+def server_reset_password(as_json: JsonOption = False) -> None:
+    """Set a new password for the managed Neo4j (when its password file was lost); data is kept."""
+    server = ManagedNeo4j.from_settings(_settings())
+    status = server.reset_password()
+    if as_json:
+        _print_json(status.as_dict() | {"password_file": str(server.password_file)})
+    else:
+        out.print(f"new password written to {server.password_file} (readable by you only); Neo4j running "
+                  f"(pid {status.pid}) — Bolt {status.bolt_uri}", markup=False, highlight=False)
+
+
 @server_app.command("stop")
 def server_stop(as_json: JsonOption = False) -> None:
     """Stop the managed Neo4j cleanly."""

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import neo4j
@@ -95,6 +95,8 @@ class ManagedNeo4j:
     quiet: bool = False
     # Preferred port of the Browser style/guide server (another one if busy); 0 = serve none.
     assets_port: int = DEFAULT_ASSETS_PORT
+    # False only while reset_password runs (loopback only, for the seconds it takes).
+    auth_enabled: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings, quiet: bool = False) -> ManagedNeo4j:
@@ -133,8 +135,9 @@ class ManagedNeo4j:
             return self.password_file.read_text().strip()
         except FileNotFoundError:
             raise ManagedServerError(
-                f"no password file at {self.password_file}: the managed Neo4j has never been started "
-                "here. Run `kbgraph server start`."
+                f"no password file at {self.password_file}. If the managed Neo4j was never started here, run "
+                "`kbgraph server start`; if the file was lost, `kbgraph server reset-password` sets a new password "
+                "(the data is kept)."
             ) from None
 
     def auth(self) -> tuple[str, str]:
@@ -207,6 +210,25 @@ class ManagedNeo4j:
         self._say(f"kbgraph: Neo4j is up — Bolt {self.bolt_uri}, Browser {self.browser_url}")
         return self.status()
 
+    def reset_password(self) -> ServerStatus:
+        """Sets a new generated password for user neo4j and writes it to the password file: the way
+        out when that file was lost (Neo4j's documented recovery: restart with authentication off,
+        bound to loopback as always, ALTER USER, restart with it on). The data is kept."""
+        if not (self.home / "data").is_dir():
+            raise ManagedServerError(f"no managed Neo4j at {self.home} yet: `kbgraph server start` creates one")
+        self.stop()
+        unlocked = replace(self, auth_enabled=False, assets_port=0)
+        unlocked.start()
+        password = secrets.token_urlsafe(18)
+        try:
+            with neo4j.GraphDatabase.driver(self.bolt_uri, auth=None) as driver:
+                with driver.session(database="system") as session:
+                    session.run(query("managed_reset_password"), password=password).consume()
+        finally:
+            unlocked.stop()
+        self._write_password(password)
+        return self.start()
+
     def stop(self, timeout_s: float = 60.0) -> bool:
         """Stops the server cleanly (SIGTERM, then SIGKILL after ``timeout_s``). False if not running."""
         pid = self._live_pid()
@@ -230,17 +252,29 @@ class ManagedNeo4j:
     def _prepare_home(self, java: str, lib: Path, assets: BrowserAssets | None) -> None:
         (self.home / "conf" / "neo4j.conf").write_text(self.config_text(assets))
         if not (self.home / "data" / "dbms" / "auth.ini").exists():
-            password = secrets.token_urlsafe(18)
-            proc = subprocess.run(
-                [java, "-cp", f"{lib}/*", ADMIN_TOOL, "dbms", "set-initial-password", password],
-                env={**os.environ, "NEO4J_HOME": str(self.home), "NEO4J_CONF": str(self.home / "conf")},
-                capture_output=True, text=True, stdin=subprocess.DEVNULL,
-            )
+            password = secrets.token_urlsafe(18)  # [A-Za-z0-9_-]: needs no quoting in the argument file
+            # Given as an @argument file (neo4j-admin reads arguments from it), never on the command
+            # line, where `ps` would show it to every user of the machine.
+            arguments = self.home / "run" / f"set-initial-password.{secrets.token_hex(4)}.args"
+            descriptor = os.open(arguments, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                with os.fdopen(descriptor, "w") as handle:
+                    handle.write(password + "\n")
+                proc = subprocess.run(
+                    [java, "-cp", f"{lib}/*", ADMIN_TOOL, "dbms", "set-initial-password", f"@{arguments}"],
+                    env={**os.environ, "NEO4J_HOME": str(self.home), "NEO4J_CONF": str(self.home / "conf")},
+                    capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                )
+            finally:
+                arguments.unlink(missing_ok=True)
             if proc.returncode != 0:
                 raise ManagedServerError(f"setting the initial Neo4j password failed: {proc.stderr.strip()}")
-            fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as handle:
-                handle.write(password + "\n")
+            self._write_password(password)
+
+    def _write_password(self, password: str) -> None:
+        fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(password + "\n")
 
     def config_text(self, browser_assets: BrowserAssets | None = None) -> str:
         """neo4j.conf; with ``browser_assets``, the Browser applies kbgraph's style and opens its
@@ -258,7 +292,7 @@ class ManagedNeo4j:
             f"server.http.listen_address=127.0.0.1:{self.http_port}",
             f"server.http.advertised_address=127.0.0.1:{self.http_port}",
             "server.https.enabled=false",
-            "dbms.security.auth_enabled=true",
+            f"dbms.security.auth_enabled={'true' if self.auth_enabled else 'false'}",
             f"server.memory.heap.initial_size={self.heap}",
             f"server.memory.heap.max_size={self.heap}",
             f"server.memory.pagecache.size={self.pagecache}",
@@ -290,7 +324,8 @@ class ManagedNeo4j:
             try:
                 # An auto-commit query: unlike execute_query it does not retry (and log) on its own;
                 # each attempt is bounded, so a server that stops answering is tried again, not awaited.
-                with neo4j.GraphDatabase.driver(self.bolt_uri, auth=self.auth(), connection_timeout=10.0) as driver:
+                auth = self.auth() if self.auth_enabled else None
+                with neo4j.GraphDatabase.driver(self.bolt_uri, auth=auth, connection_timeout=10.0) as driver:
                     def ping() -> None:
                         with driver.session(database="neo4j") as session:
                             session.run(query("ping")).consume()

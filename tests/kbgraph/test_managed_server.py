@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import socket
 import stat
+import subprocess
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import neo4j
 import pytest
@@ -40,7 +42,17 @@ def test_settings_size_the_server_for_this_machine() -> None:
     assert (settings.managed_heap, settings.managed_pagecache) == ("4g", "2g")
 
 
-def test_start_status_browser_stop_and_restart(tmp_path: Path) -> None:
+def test_start_status_browser_stop_and_restart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every command the first start runs is recorded (and run for real): the generated password
+    # must never be on a command line, where `ps` shows it to every user.
+    commands: list[list[str]] = []
+    real_run = subprocess.run
+
+    def recording_run(args: list[str], **kwargs: Any) -> Any:
+        commands.append([str(a) for a in args])
+        return real_run(args, **kwargs)
+
+    monkeypatch.setattr("kbgraph.managed.server.subprocess.run", recording_run)
     server = ManagedNeo4j(home=tmp_path / "instance", cache_dir=Settings().cache_dir, bolt_port=free_port(),
                           http_port=free_port(), heap="1g", pagecache="256m", quiet=True)
     assert not server.status().running
@@ -51,6 +63,9 @@ def test_start_status_browser_stop_and_restart(tmp_path: Path) -> None:
         assert mode == 0o600, oct(mode)
         password = server.password()
         assert len(password) >= 20 and password != "neo4j"
+        assert any("set-initial-password" in c for c in commands)
+        assert not any(password in argument for c in commands for argument in c)
+        assert not list((server.home / "run").glob("*.args"))  # the argument file is gone
 
         with neo4j.GraphDatabase.driver(server.bolt_uri, auth=("neo4j", password)) as driver:
             records, _, _ = driver.execute_query("CALL dbms.components() YIELD name, versions, edition "
@@ -92,3 +107,28 @@ def test_a_busy_port_is_explained(tmp_path: Path) -> None:
 def test_reading_the_password_before_any_start_says_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(ManagedServerError, match="kbgraph server start"):
         ManagedNeo4j(home=tmp_path, cache_dir=tmp_path).password()
+
+
+def test_a_lost_password_file_is_recovered_by_reset_password_and_the_data_is_kept(tmp_path: Path) -> None:
+    server = ManagedNeo4j(home=tmp_path / "instance", cache_dir=Settings().cache_dir, bolt_port=free_port(),
+                          http_port=free_port(), heap="1g", pagecache="256m", quiet=True, assets_port=0)
+    try:
+        server.start()
+        with neo4j.GraphDatabase.driver(server.bolt_uri, auth=server.auth()) as driver:
+            driver.execute_query("CREATE (:KeepMe {n: 1})")
+        old = server.password()
+        server.password_file.unlink()
+        with pytest.raises(ManagedServerError, match="reset-password"):
+            server.password()
+
+        server.reset_password()
+        new = server.password()
+        assert new != old and stat.S_IMODE(server.password_file.stat().st_mode) == 0o600
+        assert "auth_enabled=true" in (server.home / "conf" / "neo4j.conf").read_text()
+        with neo4j.GraphDatabase.driver(server.bolt_uri, auth=("neo4j", new)) as driver:
+            records, _, _ = driver.execute_query("MATCH (k:KeepMe) RETURN k.n AS n")
+        assert [r["n"] for r in records] == [1]
+        with neo4j.GraphDatabase.driver(server.bolt_uri, auth=None) as driver, pytest.raises(neo4j.exceptions.AuthError):
+            driver.execute_query("RETURN 1")
+    finally:
+        server.stop()
