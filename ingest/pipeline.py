@@ -52,6 +52,18 @@ def _record_key(record: Record) -> str:
     return f"experience:{record.item.key}"
 
 
+def _fingerprint(record: Record) -> str:
+    """What must match for a repeated id to be the same record: a trajectory's whole record; an
+    experience's content (what its content id hashes; learning fields may differ)."""
+    if isinstance(record.item, Experience):
+        return record.item.content_id()
+    return record.fingerprint
+
+
+def _shown_id(key: str) -> str:
+    return repr(key.split(":", 1)[1])
+
+
 class IngestPipeline:
     def __init__(
         self, kb: KnowledgeBase, abstractor: Abstractor | None = None, reflector: Reflector | None = None,
@@ -65,6 +77,7 @@ class IngestPipeline:
         self.batch_size = batch_size or kb.settings.write_batch_size
         self.on_progress = on_progress
         self.report = IngestReport()
+        self._duplicates: set[str] = set()  # where records repeat an earlier one exactly
 
     # -- public --------------------------------------------------------------------------------
 
@@ -137,12 +150,36 @@ class IngestPipeline:
     # -- pass 1 --------------------------------------------------------------------------------
 
     def _validate(self, paths: list[Path]) -> tuple[int, dict[str, tuple[str, ...]]]:
+        """Every record's problems by where it was read, before anything is written. An id read
+        twice with the same content is a duplicate (skipped and counted); with other content, or
+        with other content than when an earlier run ingested it, it is a problem of that record."""
         total = 0
         problems: dict[str, tuple[str, ...]] = {}
+        first_seen: dict[str, tuple[str, str]] = {}
+        self._duplicates = set()
         for record in read_records(paths):
             total += 1
             if record.problems:
                 problems[record.where] = record.problems
+                continue
+            key, fingerprint = _record_key(record), _fingerprint(record)
+            seen = first_seen.setdefault(key, (fingerprint, record.where))
+            if seen[1] == record.where:
+                continue
+            if seen[0] == fingerprint:
+                self._duplicates.add(record.where)
+            else:
+                problems[record.where] = (f"{record.where}: id: {_shown_id(key)} was read at {seen[1]} with different "
+                                          "content (one id, one record: give the other run its own id)",)
+        self.report.duplicates_skipped = len(self._duplicates)
+        keys = list(first_seen)
+        for start in range(0, len(keys), 5000):
+            for row in self.kb.gateway.read("ingested_record_fingerprints", kb=self.kb.namespace,
+                                            keys=keys[start : start + 5000]):
+                fingerprint, where = first_seen[row["key"]]
+                if row["fingerprint"] is not None and row["fingerprint"] != fingerprint:
+                    problems[where] = (f"{where}: id: {_shown_id(row['key'])} was ingested before with different "
+                                       f"content (at {row['ingested_at']}): one id, one record",)
         return total, problems
 
     def _pass_one(self, batch: list[Record]) -> int:
@@ -153,12 +190,15 @@ class IngestPipeline:
         keys = [_record_key(r) for r in batch]
         rows = self.kb.gateway.read("ingested_records", kb=self.kb.namespace, keys=keys)
         done = set(rows[0]["keys"]) if rows else set()
-        report.records_already_ingested += sum(1 for k in keys if k in done)
+        report.records_already_ingested += sum(1 for r, k in zip(batch, keys, strict=True)
+                                               if k in done and r.where not in self._duplicates)
+        marks = {k: _fingerprint(r) for r, k in zip(batch, keys, strict=True)
+                 if k not in done and r.where not in self._duplicates}
         experiences: list[Experience] = []
         labels: list[str] = []
         reflections: list[tuple[Experience, list[ConceptInsight]]] = []
         for record, key in zip(batch, keys, strict=True):
-            if key in done:
+            if key in done or record.where in self._duplicates:
                 continue
             if isinstance(record.item, Experience):
                 experiences.append(record.item)
@@ -196,7 +236,8 @@ class IngestPipeline:
             concept_rows = self._concept_rows(reflections)
             if concept_rows:
                 calls.append(("concept_insight_upsert", {"kb": self.kb.namespace, "rows": concept_rows}))
-            calls.append(("ingested_records_mark", {"kb": self.kb.namespace, "keys": [k for k in keys if k not in done]}))
+            calls.append(("ingested_records_mark", {"kb": self.kb.namespace,
+                                                     "rows": [{"key": k, "fingerprint": f} for k, f in marks.items()]}))
             self.kb.gateway.write_all(calls)
         return len(batch)
 

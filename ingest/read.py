@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from kbgraph.agents import check_votes
 from kbgraph.errors import InvalidInputError, validation_problems
+from kbgraph.ids import content_hash
 from kbgraph.jsonl import read_jsonl
 from kbgraph.models import Experience, Trajectory
 
@@ -24,6 +25,9 @@ class Record:
     where: str
     item: Trajectory | Experience | None
     problems: tuple[str, ...] = ()
+    # The record's content as read (canonical JSON hashed): tells "the same record twice" from
+    # "another record under the same id".
+    fingerprint: str = ""
 
 
 def read_records(paths: list[Path]) -> Iterator[Record]:
@@ -49,6 +53,6 @@ def read_records(paths: list[Path]) -> Iterator[Record]:
                 except InvalidInputError as error:
                     yield Record(line.where, None, tuple(error.problems))
                     continue
-            yield Record(line.where, item)
+            yield Record(line.where, item, fingerprint=content_hash(line.value, "record"))
         if empty:
             yield Record(str(path), None, (f"{path}: empty file, nothing to ingest",))

@@ -10,6 +10,8 @@ class IngestReport(BaseModel):
     records_rejected: int = 0
     rejected: list[str] = Field(default_factory=list, description="file:line: field: reason, per skipped record")
     records_already_ingested: int = 0
+    duplicates_skipped: int = Field(
+        default=0, description="Records that repeat an earlier record of this run exactly (same id, same content).")
     experiences_new: int = 0
     experiences_existing: int = 0
     experiences_merged: int = 0

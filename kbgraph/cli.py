@@ -212,7 +212,7 @@ def add(
 
 def _print_ingest_report(report: dict[str, Any]) -> None:
     out.print(f"records read {report['records_read']}, rejected {report['records_rejected']}, "
-              f"already ingested {report['records_already_ingested']}")
+              f"already ingested {report['records_already_ingested']}, duplicates skipped {report['duplicates_skipped']}")
     for line in report["rejected"][:50]:
         out.print(f"  skipped {line}", markup=False, highlight=False)
     out.print(f"experiences: {report['experiences_new']} new, {report['experiences_existing']} existing, "

@@ -40,7 +40,10 @@ def experience_row(exp: Experience) -> Row:
         # Cypher (merging, the share of a task's runs a workflow took) and for inspection.
         "content": {**{f: getattr(exp, f) for f in CONTENT_FIELDS},
                     "actions": [s.action for s in exp.steps], "operations": list(operations([s.action for s in exp.steps])),
-                    "shape": exp.structure_text(), "task_key": exp.task_key()},
+                    "shape": exp.structure_text(), "task_key": exp.task_key(),
+                    # What the content hashes to, even under an explicit id: the same id given
+                    # later with other content is refused, not half-overwritten (kb.add_experiences).
+                    "content_id": exp.content_id()},
         "learning": {f: getattr(exp, f) for f in LEARNING_FIELDS},
         "source_ids": list(exp.source_ids),
         "failed_source_ids": list(exp.failed_source_ids),
@@ -53,7 +56,7 @@ def abstract_row(exp: Experience) -> Row:
     """What ``abstract_experiences_refresh`` sets on an existing generated abstract experience."""
     row = experience_row(exp)
     content = {k: v for k, v in row["content"].items() if k in ("problem", "goal", "generalizability", "actions",
-                                                                 "operations", "shape")}
+                                                                 "operations", "shape", "content_id")}
     return {"id": row["id"], "content": content, "success_rate": row["success_rate"],
             **{f: row[f] for f in EMBEDDING_FIELDS}}
 
@@ -132,6 +135,16 @@ class ExperienceStore:
         self.gateway = gateway
         self.namespace = namespace
         self.batch_size = batch_size
+
+    def stored_content_ids(self, ids: Iterable[str]) -> dict[str, str | None]:
+        """For each of ``ids`` stored here, what its content hashed to when written (None for
+        experiences written before kbgraph recorded it)."""
+        wanted = list(dict.fromkeys(ids))
+        found: dict[str, str | None] = {}
+        for start in range(0, len(wanted), 5000):
+            for row in self.gateway.read("experience_content_ids", kb=self.namespace, ids=wanted[start : start + 5000]):
+                found[row["id"]] = row["content_id"]
+        return found
 
     def existing_ids(self, ids: Iterable[str]) -> set[str]:
         wanted = list(dict.fromkeys(ids))

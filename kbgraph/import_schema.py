@@ -84,7 +84,7 @@ NODE_RULES: Final[dict[str, dict[str, Rule]]] = {
         "usage_impact_at": datetime_value, "archived_at": datetime_value, "restored_at": datetime_value,
         "source_ids": texts, "failed_source_ids": texts, "merged_ids": texts, "adapted_from": texts,
         "approved_by": texts, "rejected_by": texts, "actions": texts, "operations": texts,
-        "dissolved": flag, "archived_score": number,
+        "dissolved": flag, "archived_score": number, "content_id": text(1),
     },
     "Step": {
         "action": text(1), "text": text(), "order": count, "experience_id": text(1), "reward": REWARD,
@@ -98,7 +98,7 @@ NODE_RULES: Final[dict[str, dict[str, Rule]]] = {
                     "pitfalls": texts, "when_to_use": texts},
     "Insight": {"text": text(1), "runs": texts, "tasks": texts, "succeeded": texts, "worked": texts},
     "Outcome": {"outcome": UNIT, "at": datetime_value, "task": text(), "agent": text()},
-    "IngestedRecord": {"ingested_at": datetime_value},
+    "IngestedRecord": {"ingested_at": datetime_value, "fingerprint": text(1)},
     "KbState": {"added_total": count, "maintenance_runs": count, "last_maintenance_archived": count,
                 "last_maintenance_merged": count, "last_maintenance_at": datetime_value},
 }

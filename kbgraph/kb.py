@@ -212,6 +212,7 @@ class KnowledgeBase:
         by default ready-made experiences are kept exactly as written.
         """
         experiences = self.validate(items, labels)
+        self._refuse_changed_content(experiences, labels)
         unique = _combine_duplicates(experiences)
         existing = self.store.existing_ids(e.key for e in unique)
         self.embed_missing([e for e in unique if e.key not in existing])
@@ -222,6 +223,26 @@ class KnowledgeBase:
             received=len(experiences), new=len(unique) - len(existing), existing=len(existing),
             ids=[e.key for e in experiences],
         )
+
+    def _refuse_changed_content(self, experiences: Sequence[Experience], labels: Sequence[str] | None) -> None:
+        """An id names one content. The same id with the same content is a duplicate (counted as
+        existing); with other content it is an error, in this batch or against what is stored:
+        there is no update mode (delete the old experience first, or give the new one its own id)."""
+        problems: list[str] = []
+        first_seen: dict[str, tuple[str, str]] = {}
+        for index, exp in enumerate(experiences):
+            where = labels[index] if labels is not None and index < len(labels) else f"experiences[{index}]"
+            content = exp.content_id()
+            seen = first_seen.setdefault(exp.key, (content, where))
+            if seen[0] != content:
+                problems.append(f"{where}: id: {exp.key!r} was given at {seen[1]} with different content")
+        stored = self.store.stored_content_ids(first_seen)
+        for key, (content, where) in first_seen.items():
+            if stored.get(key) not in (None, content):
+                problems.append(f"{where}: id: {key!r} is already stored with different content (delete it first, "
+                                "or give the new experience another id)")
+        if problems:
+            raise InvalidInputError(problems)
 
     def ingest(
         self, paths: Sequence[str | Path], skip_invalid: bool = False,
