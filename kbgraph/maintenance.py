@@ -54,7 +54,7 @@ from kbgraph.settings import LearningSettings
 class MaintenanceChange(BaseModel):
     """One change a maintenance run makes (or, in a dry run, would make), and why."""
 
-    action: Literal["merge", "archive", "create", "restore"]
+    action: Literal["merge", "archive", "create", "restore", "relink"]
     stage: Literal["merge", "prune", "relink"] = Field(
         default="prune", description="merge: a near-duplicate folded in; prune: AutoRefine archive; relink: what "
                                      "rebuilding the workflows over the experiences left active does.")
@@ -207,6 +207,15 @@ class Maintainer:
             stored = {row["id"]: row for row in self.gateway.read("experience_statuses", kb=self.namespace,
                                                                    ids=sorted(wanted))}
             workflows = plan_workflow_changes(candidates, wanted, archived, stored)
+            # A run whose relinking did not finish (the process or Neo4j died after its merges
+            # were committed) left relations out: this run relinks, even with nothing else to do.
+            state = self.gateway.read("kb_state_get", kb=self.namespace)
+            pending = state[0]["relink_pending"] if state else None
+            if pending:
+                workflows.append(MaintenanceChange(
+                    action="relink", stage="relink", id=pending,
+                    reason=f"maintenance run {pending} was interrupted before relinking: relations and workflows "
+                           "over the experiences it merged or archived are rebuilt"))
         dissolved = [c for c in workflows if c.action == "archive"]
         report = MaintenanceReport(
             run_id=_run_id(now, self.namespace), dry_run=dry_run, trigger=trigger, at=now, examined=len(candidates),
@@ -232,12 +241,16 @@ class Maintainer:
         if archives:
             calls.append(("maintenance_archive", {"kb": self.namespace, "rows": archives, "run": report.run_id,
                                                   "now": now}))
+        relinks = self.relink is not None and bool(report.changes)
+        # Committed with the merges: until the relinking below is done, the namespace says so.
         calls.append(("kb_state_maintained", {"kb": self.namespace, "run": report.run_id, "now": now,
                                               "trigger": trigger, "archived": report.archived,
-                                              "merged": report.merged}))
+                                              "merged": report.merged, "relink_pending": relinks}))
         self.gateway.write_all(calls)
-        if self.relink is not None and report.changes:
+        if relinks:
+            assert self.relink is not None
             self.relink(report.run_id)
+            self.gateway.write("kb_state_relinked", kb=self.namespace, run=report.run_id)
         return report
 
     def restore(self, run_id: str | None = None, ids: Sequence[str] = (), now: datetime | None = None) -> list[str]:

@@ -179,6 +179,29 @@ def test_a_run_interrupted_before_its_relinking_is_finished_by_the_next_one(kb: 
     assert kb.maintain(dry_run=True).changes == [], "nothing left to do"
 
 
+def test_a_relinking_that_died_half_way_is_redone_by_the_next_run_even_with_nothing_else_to_do(
+    kb: KnowledgeBase
+) -> None:
+    steps = [Step(action="get_order_details"), Step(action="cancel_pending_order")]
+    kb.add_experiences([Experience(problem=f"A customer wants to cancel a pending order for {thing}.",
+                                   goal=f"Cancel the {thing} order", domain="retail", steps=steps)
+                        for thing in ("a lamp", "a lamp, please", "a desk")])
+    kb.settings.learning.merge_threshold = 0.9
+
+    def dies(run_id: str) -> None:  # as if Neo4j or the process died while relinking
+        raise RuntimeError("killed")
+
+    try:
+        Maintainer(kb.gateway, kb.namespace, kb.settings.learning, relink=dies).run()
+    except RuntimeError:
+        pass
+    plan = kb.maintain(dry_run=True)
+    assert [(c.action, c.stage) for c in plan.changes if c.action == "relink"] == [("relink", "relink")]
+    assert plan.merged == 0
+    kb.maintain()
+    assert not any(c.action == "relink" for c in kb.maintain(dry_run=True).changes), "finished"
+
+
 def test_on_real_runs_the_dry_run_predicts_the_active_set_exactly(real_kb: KnowledgeBase) -> None:
     kb = real_kb
     kb.settings.learning.merge_threshold = 0.4  # far below ingest's 0.85: many merges

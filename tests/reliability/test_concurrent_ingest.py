@@ -1,0 +1,73 @@
+"""Two ingests of the same files at the same time, into the same namespace (two agents, two
+processes or two threads), end exactly as one ingest does: the same experiences, provenance,
+concepts and relations, nothing doubled."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import neo4j
+import pytest
+
+from kbgraph.embedders import CachedEmbedder
+from kbgraph.ingest.report import IngestReport
+from kbgraph.kb import KnowledgeBase
+from tests.conftest import REAL_RUNS, Neo4jTarget
+from tests.reliability.snapshots import canonical
+
+
+RUNS = 24
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> Path:
+    """Real runs (successes and failures with tool errors) of the airline agent."""
+    path = tmp_path / "runs.jsonl"
+    with open(REAL_RUNS / "airline_gpt4o.jsonl", encoding="utf-8") as handle:
+        path.write_text("".join(handle.readline() for _ in range(RUNS)))
+    return path
+
+
+@pytest.fixture
+def namespaces(driver: neo4j.Driver, embedder: CachedEmbedder, neo4j_target: Neo4jTarget) -> Iterator[list[KnowledgeBase]]:
+    made = [KnowledgeBase(driver, embedder, namespace=f"test-conc-{uuid.uuid4().hex[:8]}", database=neo4j_target.database)
+            for _ in range(2)]
+    yield made
+    for kb in made:
+        kb.clear()
+
+
+def test_two_concurrent_ingests_of_the_same_files_equal_one_ingest(
+    namespaces: list[KnowledgeBase], runs: Path, driver: neo4j.Driver, embedder: CachedEmbedder, neo4j_target: Neo4jTarget
+) -> None:
+    once, twice = namespaces
+    once.settings.write_batch_size = twice.settings.write_batch_size = 4  # several transactions each
+    once.ingest([runs])
+
+    # Two clients, each with its own KnowledgeBase object (as two agents or processes would be).
+    clients = [KnowledgeBase(driver, embedder, namespace=twice.namespace, database=neo4j_target.database)
+               for _ in range(2)]
+    for client in clients:
+        client.settings.write_batch_size = 4
+    reports: list[IngestReport] = []
+    failures: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def ingest(client: KnowledgeBase) -> None:
+        start.wait()
+        try:
+            reports.append(client.ingest([runs]))
+        except BaseException as exc:  # reported below with the state it left
+            failures.append(exc)
+
+    threads = [threading.Thread(target=ingest, args=(client,)) for client in clients]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert not failures, failures
+    assert canonical(twice) == canonical(once)
