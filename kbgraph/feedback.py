@@ -36,7 +36,7 @@ from kbgraph.experience_store import aware_datetime
 from kbgraph.gateway import Neo4jGateway, Row
 from kbgraph.search.utility import days_between, decay_rate_per_day, utility
 from kbgraph.settings import LearningSettings
-from kbgraph.value_bounds import value_problem
+from kbgraph.value_bounds import within_bounds
 
 ExperienceId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:\-]{1,128}$")]
 AgentName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
@@ -64,9 +64,8 @@ class FeedbackEvent(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _within_bounds(cls, data: Any) -> Any:
-        if isinstance(data, dict) and (problem := value_problem(data)):
-            raise ValueError(problem)
-        return data
+        # Before pydantic recurses into it: depth, 64-bit integers, valid Unicode (value_bounds).
+        return within_bounds(data)
 
     retrieved: list[ExperienceId] = Field(default_factory=list, max_length=MAX_IDS_PER_EVENT)
     used: list[ExperienceId] = Field(default_factory=list, max_length=MAX_IDS_PER_EVENT)

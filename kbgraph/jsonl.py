@@ -21,16 +21,22 @@ class JsonlRecord:
     problem: str | None = None
 
 
-def _lines(handle: IO[bytes]) -> Iterator[tuple[bytes, int]]:
-    """Each line (cut at MAX_LINE_BYTES + 1) with its full length: an overlong line is skipped in
-    bounded chunks, so a huge line without a newline never sits in memory whole."""
-    while raw := handle.readline(MAX_LINE_BYTES + 1):
-        length = len(raw)
-        if length > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-            while (rest := handle.readline(_SKIP_CHUNK)) and not rest.endswith(b"\n"):
-                length += len(rest)
+def read_bounded_line(handle: IO[bytes], limit: int) -> tuple[bytes, int]:
+    """One line cut at ``limit + 1`` bytes, and its full length: the rest of an overlong line is
+    skipped in bounded chunks, so a huge line without a newline never sits in memory whole.
+    (b"", 0) at the end of the stream."""
+    raw = handle.readline(limit + 1)
+    length = len(raw)
+    if length > limit and not raw.endswith(b"\n"):
+        while (rest := handle.readline(_SKIP_CHUNK)) and not rest.endswith(b"\n"):
             length += len(rest)
-        yield raw, length
+        length += len(rest)
+    return raw, length
+
+
+def _lines(handle: IO[bytes]) -> Iterator[tuple[bytes, int]]:
+    while (line := read_bounded_line(handle, MAX_LINE_BYTES))[0]:
+        yield line
 
 
 def read_jsonl(path: Path) -> Iterator[JsonlRecord]:

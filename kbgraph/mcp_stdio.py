@@ -25,11 +25,11 @@ from pydantic import ValidationError
 from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream, create_context_streams
 from mcp.shared.message import SessionMessage
 
+from kbgraph.jsonl import read_bounded_line
 from kbgraph.value_bounds import MAX_NESTING_DEPTH, value_problem
 
 #: A request line longer than this is refused unread (MCP tool arguments are small).
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-_SKIP_CHUNK = 1024 * 1024
 
 Streams = tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
 
@@ -132,14 +132,7 @@ def _envelope_problem(value: Any) -> str | None:
 
 
 def _read_line(wire: IO[bytes]) -> tuple[bytes, int]:
-    """One line cut at MAX_MESSAGE_BYTES + 1 and its full length (the rest skipped in chunks)."""
-    raw = wire.readline(MAX_MESSAGE_BYTES + 1)
-    length = len(raw)
-    if length > MAX_MESSAGE_BYTES and not raw.endswith(b"\n"):
-        while (rest := wire.readline(_SKIP_CHUNK)) and not rest.endswith(b"\n"):
-            length += len(rest)
-        length += len(rest)
-    return raw, length
+    return read_bounded_line(wire, MAX_MESSAGE_BYTES)
 
 
 @asynccontextmanager

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from kbgraph.ids import content_hash, normalise_text
-from kbgraph.value_bounds import INT64_MAX, value_problem
+from kbgraph.value_bounds import INT64_MAX, within_bounds
 
 # Limits: generous for real agent data, small enough that one record cannot flood the graph.
 MAX_PROBLEM_CHARS = 20_000
@@ -72,9 +72,7 @@ class _Strict(BaseModel):
     @classmethod
     def _within_bounds(cls, data: Any) -> Any:
         # Before pydantic recurses into it: depth, 64-bit integers, valid Unicode (value_bounds).
-        if isinstance(data, dict) and (problem := value_problem(data)):
-            raise ValueError(problem)
-        return data
+        return within_bounds(data)
 
 
 def _utc(value: datetime | None) -> datetime | None:

@@ -54,3 +54,11 @@ def value_problem(value: Any, max_depth: int = MAX_NESTING_DEPTH) -> str | None:
             shown = str(item) if item.bit_length() < 200 else f"a {item.bit_length()}-bit integer"
             return f"{_place(path)}: {shown} is outside the 64-bit integer range Neo4j stores"
     return None
+
+
+def within_bounds(data: Any) -> Any:
+    """A pydantic ``mode="before"`` model validator's body: ``data`` unchanged, or ValueError
+    naming the first place it leaves the bounds (before pydantic recurses into it)."""
+    if isinstance(data, dict) and (problem := value_problem(data)):
+        raise ValueError(problem)
+    return data

@@ -10,7 +10,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +30,9 @@ pytestmark = [pytest.mark.timeout(900)]
 FAULTS: Counter[str] = Counter()
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThrowawayNeo4j]:
-    neo4j_server = ThrowawayNeo4j(tmp_path_factory.mktemp("kill9") / "instance")
-    neo4j_server.start()
-    try:
-        yield neo4j_server
-    finally:
-        neo4j_server.stop()
+@pytest.fixture
+def server(throwaway_neo4j: ThrowawayNeo4j) -> ThrowawayNeo4j:
+    return throwaway_neo4j
 
 
 def connect(server: ThrowawayNeo4j, embedder: CachedEmbedder, namespace: str) -> KnowledgeBase:

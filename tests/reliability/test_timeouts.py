@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import neo4j
@@ -20,7 +19,7 @@ import pytest
 from kbgraph.deadline import Neo4jTimeoutError
 from kbgraph.connection import open_driver
 from kbgraph.embedders import CachedEmbedder
-from kbgraph.errors import Neo4jUnavailableError
+from kbgraph.errors import ManagedServerError, Neo4jUnavailableError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.settings import Settings
 from tests.reliability.test_fuzz_mcp import StdioPeer
@@ -33,20 +32,10 @@ SLACK_S = 12.0  # process start, model loading on a busy 2-core machine
 SAMPLES = Path(__file__).resolve().parents[2] / "kbgraph" / "samples" / "experiences.jsonl"
 
 
-@pytest.fixture(scope="module")
-def neo4j_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThrowawayNeo4j]:
-    server = ThrowawayNeo4j(tmp_path_factory.mktemp("timeouts") / "instance")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.fixture
-def running(neo4j_server: ThrowawayNeo4j) -> ThrowawayNeo4j:
-    neo4j_server.start()  # after a kill in an earlier test
-    return neo4j_server
+def running(throwaway_neo4j: ThrowawayNeo4j) -> ThrowawayNeo4j:
+    throwaway_neo4j.start()  # after a kill in an earlier test
+    return throwaway_neo4j
 
 
 def open_kb(server: ThrowawayNeo4j, embedder: CachedEmbedder) -> KnowledgeBase:
@@ -159,3 +148,14 @@ def test_too_many_failed_logins_are_explained_as_a_rate_limit_not_a_database_pro
     assert any("too many failed attempts" in m for m in messages), messages
     assert not any("NEO4J_DATABASE" in m for m in messages), messages
     time.sleep(6)  # the lock (dbms.security.auth_lock_time, 5 s) ends before the next test logs in
+
+
+def test_a_frozen_managed_server_is_named_at_once_with_the_way_to_resume_it(running: ThrowawayNeo4j) -> None:
+    pid = running.freeze()
+    try:
+        started = time.monotonic()
+        with pytest.raises(ManagedServerError, match=f"kill -CONT {pid}"):
+            running.server.start()
+        assert time.monotonic() - started < SLACK_S
+    finally:
+        running.thaw(pid)
