@@ -38,6 +38,7 @@ from kbgraph.ingest.link import ABSTRACT_SOURCE, plan_links
 from kbgraph.ingest.merge import plan_merges
 from kbgraph.ingest.read import Record, read_records
 from kbgraph.ingest.reflect import Reflector, RuleBasedReflector
+from kbgraph.ingest.lease import IngestLease
 from kbgraph.ingest.report import IngestReport
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import ConceptInsight, Experience, Insight, Trajectory
@@ -82,6 +83,16 @@ class IngestPipeline:
     # -- public --------------------------------------------------------------------------------
 
     def ingest(self, paths: list[Path], skip_invalid: bool = False) -> IngestReport:
+        """Ingests ``paths`` holding the namespace's ingest lease (kbgraph.ingest.lease): a second
+        ingest of the same namespace waits, then finds the records already ingested."""
+        with IngestLease(self.kb.gateway, self.kb.namespace, self.kb.settings.ingest_lease_s, on_wait=self._waiting):
+            return self._ingest(paths, skip_invalid)
+
+    def _waiting(self, message: str) -> None:
+        if self.on_progress is not None:
+            self.on_progress(message, 0, None)
+
+    def _ingest(self, paths: list[Path], skip_invalid: bool) -> IngestReport:
         started = time.perf_counter()
         self.report = report = IngestReport()
         hits0, misses0 = self._cache_counts()

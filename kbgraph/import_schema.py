@@ -100,7 +100,8 @@ NODE_RULES: Final[dict[str, dict[str, Rule]]] = {
     "Outcome": {"outcome": UNIT, "at": datetime_value, "task": text(), "agent": text()},
     "IngestedRecord": {"ingested_at": datetime_value, "fingerprint": text(1)},
     "KbState": {"added_total": count, "maintenance_runs": count, "last_maintenance_archived": count,
-                "last_maintenance_merged": count, "last_maintenance_at": datetime_value, "relink_pending": text(1)},
+                "last_maintenance_merged": count, "last_maintenance_at": datetime_value, "relink_pending": text(1),
+                "ingest_owner": text(1), "ingest_lease_until": datetime_value},
 }
 
 RELATIONSHIP_RULES: Final[dict[str, dict[str, Rule]]] = {

@@ -115,6 +115,9 @@ class Settings(BaseSettings):
 
     # Writes.
     write_batch_size: int = Field(default=500, ge=1, le=50_000)
+    # One ingest per namespace at a time: the lease a running ingest renews; after a crash the
+    # next ingest waits at most this long (kbgraph.ingest.lease).
+    ingest_lease_s: float = Field(default=60.0, ge=1.0, le=3600.0)
 
     # Ingestion: rule-based (offline, deterministic) or LLM-based abstraction and reflection.
     abstractor: Literal["rules", "llm"] = "rules"

@@ -37,6 +37,9 @@ from kbgraph.settings import Settings
 
 ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
 ADMIN_TOOL = "org.neo4j.cli.AdminTool"
+# How long a managed server that has been running for a while may take to answer before it is
+# reported as not answering (a fresh start gets the whole managed_start_timeout_s).
+RUNNING_ANSWER_TIMEOUT_S = 30.0
 USERNAME = "neo4j"
 
 # What Neo4j's own launcher passes to the JVM (neo4j.conf defaults of 5.26), minus what
@@ -162,7 +165,11 @@ class ManagedNeo4j:
                 raise ManagedServerError(
                     f"the managed Neo4j (pid {pid}) is stopped (SIGSTOP or Ctrl-Z) and cannot answer: resume it "
                     f"with `kill -CONT {pid}`, or restart it with `kbgraph server stop` then `kbgraph server start`.")
-            self._wait_until_ready(None)
+            # Started long ago, it should answer at once: a server that stopped answering (hung,
+            # not stopped) is reported after a short wait, not the whole start timeout.
+            started_s = time.time() - self.pid_file.stat().st_mtime
+            self._wait_until_ready(None, self.start_timeout_s if started_s < self.start_timeout_s else
+                                   min(self.start_timeout_s, RUNNING_ANSWER_TIMEOUT_S))
             if self.assets_port:
                 self.browser_assets.ensure_running()
             return self.status()
@@ -202,7 +209,7 @@ class ManagedNeo4j:
             log.close()
         self.pid_file.write_text(str(proc.pid))
         try:
-            self._wait_until_ready(proc)
+            self._wait_until_ready(proc, self.start_timeout_s)
         except BaseException:
             terminate(proc.pid, 60.0, poll_s=0.2)
             self.browser_assets.stop()
@@ -309,8 +316,8 @@ class ManagedNeo4j:
             "",
         ])
 
-    def _wait_until_ready(self, proc: subprocess.Popen[bytes] | None) -> None:
-        deadline = time.monotonic() + self.start_timeout_s
+    def _wait_until_ready(self, proc: subprocess.Popen[bytes] | None, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
         last_error = ""
         while time.monotonic() < deadline:
             if proc is not None and proc.poll() is not None:
@@ -344,7 +351,7 @@ class ManagedNeo4j:
                 last_error = exc.message or str(exc)
             time.sleep(0.5)
         raise ManagedServerError(
-            f"Neo4j did not answer on {self.bolt_uri} within {self.start_timeout_s:.0f} s "
+            f"Neo4j did not answer on {self.bolt_uri} within {timeout_s:.0f} s "
             f"({last_error}). Last log lines:\n" + self._log_tail()
         )
 

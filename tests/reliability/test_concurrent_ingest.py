@@ -5,7 +5,9 @@ concepts and relations, nothing doubled."""
 from __future__ import annotations
 
 import threading
+import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -69,5 +71,22 @@ def test_two_concurrent_ingests_of_the_same_files_equal_one_ingest(
     for thread in threads:
         thread.join()
 
-    assert not failures, failures
+    assert not failures, [f"{type(f).__name__}: {f}" for f in failures]
     assert canonical(twice) == canonical(once)
+
+
+def test_an_ingest_waits_for_a_live_lease_and_takes_over_one_whose_holder_died(
+    namespaces: list[KnowledgeBase], runs: Path
+) -> None:
+    kb = namespaces[0]
+    # Another ingest took the lease and was killed -9 at once: no heartbeat, no release.
+    now = datetime.now(UTC)
+    assert kb.gateway.write("ingest_lease_acquire", kb=kb.namespace, owner="ingest-killed", now=now,
+                            until=now + timedelta(seconds=2))[0]["acquired"]
+    messages: list[str] = []
+    started = time.monotonic()
+    report = kb.ingest([runs], on_progress=lambda stage, done, total: messages.append(stage))
+    waited = time.monotonic() - started
+    assert report.records_read == RUNS and kb.count() > 0
+    assert any("another ingest" in m for m in messages), messages[:3]
+    assert waited >= 1.0  # it waited for the lease to lapse, not for ever

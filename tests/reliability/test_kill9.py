@@ -36,7 +36,9 @@ def server(throwaway_neo4j: ThrowawayNeo4j) -> ThrowawayNeo4j:
 
 
 def connect(server: ThrowawayNeo4j, embedder: CachedEmbedder, namespace: str) -> KnowledgeBase:
-    settings = Settings(namespace=namespace, write_batch_size=3, retry_time_s=2.0, query_timeout_s=60.0)
+    # A killed ingest's lease lapses after ingest_lease_s: short here, so the re-run does not wait long.
+    settings = Settings(namespace=namespace, write_batch_size=3, retry_time_s=2.0, query_timeout_s=60.0,
+                        ingest_lease_s=3.0)
     driver = open_driver(server.uri, server.auth, "neo4j", 15.0, 2.0)
     return KnowledgeBase(driver, embedder, namespace=namespace, settings=settings, owns_driver=True)
 

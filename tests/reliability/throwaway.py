@@ -49,8 +49,19 @@ class ThrowawayNeo4j:
                 time.sleep(0.05)
 
     def freeze(self) -> int:
+        """SIGSTOP, returning once every thread of the JVM has stopped (it takes a moment)."""
         pid = self.pid
         os.kill(pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                states = [Path(f"/proc/{pid}/task/{t}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+                          for t in os.listdir(f"/proc/{pid}/task")]
+            except OSError:  # a thread ended while being looked at
+                continue
+            if all(state in ("T", "t") for state in states):
+                break
+            time.sleep(0.02)
         return pid
 
     @staticmethod

@@ -1,0 +1,77 @@
+"""One ingest per namespace at a time.
+
+An ingest is many transactions (a batch each, then merging, concepts and links over the whole
+namespace); two at once in one namespace interleave them — one merges away a node the other is
+writing steps to. So an ingest holds the namespace's lease (properties of its KbState node, kept
+in Neo4j so it holds across processes and machines) and a second ingest waits for it, then finds
+the records already ingested. The lease has a time-to-live renewed by a heartbeat: an ingest
+killed with -9 blocks the next one for at most ``ttl_s``.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+
+from kbgraph.gateway import Neo4jGateway
+
+POLL_S = 0.5
+
+
+class IngestLease:
+    def __init__(self, gateway: Neo4jGateway, namespace: str, ttl_s: float = 60.0,
+                 on_wait: Callable[[str], None] | None = None):
+        self.gateway = gateway
+        self.namespace = namespace
+        self.ttl_s = ttl_s
+        self.on_wait = on_wait
+        self.owner = f"ingest-{uuid.uuid4().hex[:12]}"
+        self._stop = threading.Event()
+        self._heartbeat: threading.Thread | None = None
+
+    def _until(self) -> tuple[datetime, datetime]:
+        now = datetime.now(UTC)
+        return now, now + timedelta(seconds=self.ttl_s)
+
+    def acquire(self) -> None:
+        told = False
+        while True:
+            now, until = self._until()
+            row = self.gateway.write("ingest_lease_acquire", kb=self.namespace, owner=self.owner, now=now,
+                                     until=until)[0]
+            if row["acquired"]:
+                break
+            if not told and self.on_wait is not None:
+                self.on_wait(f"another ingest ({row['holder']}) is writing namespace {self.namespace!r}; "
+                             f"waiting for it (its lease runs until {row['until']} unless renewed)")
+                told = True
+            self._stop.wait(POLL_S)
+        self._heartbeat = threading.Thread(target=self._renew, name="kbgraph-ingest-lease", daemon=True)
+        self._heartbeat.start()
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.ttl_s / 3):
+            try:
+                self.gateway.write("ingest_lease_renew", kb=self.namespace, owner=self.owner, until=self._until()[1])
+            except Exception:  # Neo4j unreachable: the ingest itself fails; the lease lapses
+                return
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._heartbeat is not None:
+            self._heartbeat.join()
+        try:
+            self.gateway.write("ingest_lease_release", kb=self.namespace, owner=self.owner)
+        except Exception:  # Neo4j gone: the lease lapses after ttl_s by itself
+            pass
+
+    def __enter__(self) -> IngestLease:
+        self.acquire()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.release()
