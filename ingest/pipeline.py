@@ -83,20 +83,11 @@ class IngestPipeline:
     # -- public --------------------------------------------------------------------------------
 
     def ingest(self, paths: list[Path], skip_invalid: bool = False) -> IngestReport:
-        """Ingests ``paths`` holding the namespace's ingest lease (kbgraph.ingest.lease): a second
-        ingest of the same namespace waits, then finds the records already ingested."""
-        with IngestLease(self.kb.gateway, self.kb.namespace, self.kb.settings.ingest_lease_s, on_wait=self._waiting):
-            return self._ingest(paths, skip_invalid)
-
-    def _waiting(self, message: str) -> None:
-        if self.on_progress is not None:
-            self.on_progress(message, 0, None)
-
-    def _ingest(self, paths: list[Path], skip_invalid: bool) -> IngestReport:
+        """Validates every record (nothing is written if one is bad, unless ``skip_invalid``),
+        then writes holding the namespace's ingest lease (kbgraph.ingest.lease): a second ingest
+        of the same namespace waits, then finds the records already ingested."""
         started = time.perf_counter()
         self.report = report = IngestReport()
-        hits0, misses0 = self._cache_counts()
-        model0 = self._embedding_seconds()
         with self._stage("validate"):
             total, problems = self._validate(paths)
         report.records_read = total
@@ -104,6 +95,17 @@ class IngestPipeline:
             raise InvalidInputError([p for record_problems in problems.values() for p in record_problems])
         report.records_rejected = len(problems)
         report.rejected = [p for record_problems in problems.values() for p in record_problems]
+        with IngestLease(self.kb.gateway, self.kb.namespace, self.kb.settings.ingest_lease_s, on_wait=self._waiting):
+            return self._write(paths, total, len(problems), started)
+
+    def _waiting(self, message: str) -> None:
+        if self.on_progress is not None:
+            self.on_progress(message, 0, None)
+
+    def _write(self, paths: list[Path], total: int, rejected: int, started: float) -> IngestReport:
+        report = self.report
+        hits0, misses0 = self._cache_counts()
+        model0 = self._embedding_seconds()
         batch: list[Record] = []
         done = 0
         for record in read_records(paths):
@@ -112,11 +114,11 @@ class IngestPipeline:
             batch.append(record)
             if len(batch) >= self.batch_size:
                 done += self._pass_one(batch)
-                self._progress("ingest", done, total - len(problems))
+                self._progress("ingest", done, total - rejected)
                 batch = []
         if batch:
             done += self._pass_one(batch)
-            self._progress("ingest", done, total - len(problems))
+            self._progress("ingest", done, total - rejected)
         self.consolidate()
         report.total_seconds = round(time.perf_counter() - started, 2)
         ingested = report.records_read - report.records_rejected
