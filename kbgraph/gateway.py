@@ -11,16 +11,19 @@ from kbgraph.cypher_files import query
 from kbgraph.deadline import within
 
 T = TypeVar("T")
+# A live server answers a ping at once, even while busy with a long transaction.
+PING_TIMEOUT_S = 10.0
 
 Row = dict[str, Any]
 
 
 class Neo4jGateway:
-    """``timeout_s`` bounds each read and each write transaction (retries included),
-    ``bulk_timeout_s`` the statements that batch themselves (``CALL … IN TRANSACTIONS``); see
-    kbgraph.deadline for why the bound is kept on our side of the connection."""
+    """Every ``timeout_s`` a read or write transaction is still running (``bulk_timeout_s`` for
+    statements that batch themselves, ``CALL … IN TRANSACTIONS``), the server is pinged: a call on
+    a server that answers is awaited, one on a server that stopped answering fails (see
+    kbgraph.deadline for why this is kept on our side of the connection)."""
 
-    def __init__(self, driver: neo4j.Driver, database: str = "neo4j", *, timeout_s: float | None = 30.0,
+    def __init__(self, driver: neo4j.Driver, database: str = "neo4j", *, timeout_s: float | None = 20.0,
                  bulk_timeout_s: float | None = 600.0):
         self.driver = driver
         self.database = database
@@ -29,7 +32,20 @@ class Neo4jGateway:
 
     def bounded(self, what: str, call: Callable[[], T]) -> T:
         """``call()`` (driver work of its own, e.g. a paged export) under this gateway's bound."""
-        return within(self.timeout_s, what, call)
+        return within(self.timeout_s, what, call, self.answers)
+
+    def answers(self) -> bool:
+        """Whether the server still answers a trivial query (within PING_TIMEOUT_S): tells a long
+        call on a live server from a frozen or lost one."""
+        def ping() -> None:
+            with self.driver.session(database=self.database) as session:
+                session.run(query("ping")).consume()
+
+        try:
+            within(min(self.timeout_s or PING_TIMEOUT_S, PING_TIMEOUT_S), "ping", ping)
+        except Exception:  # frozen (timeout), gone (driver error), refusing: not answering
+            return False
+        return True
 
     def read(self, name: str, **params: Any) -> list[Row]:
         """Runs a named query in READ access mode (retried on transient errors by the driver)."""
@@ -39,7 +55,7 @@ class Neo4jGateway:
             )
             return [record.data() for record in records]
 
-        return within(self.timeout_s, name, work)
+        return within(self.timeout_s, name, work, self.answers)
 
     def write(self, name: str, **params: Any) -> list[Row]:
         """Runs a named query in its own write transaction."""
@@ -62,7 +78,7 @@ class Neo4jGateway:
             with self.driver.session(database=self.database) as session:
                 return session.execute_write(work)
 
-        return within(self.timeout_s, calls[0][0] if calls else "write", transaction)
+        return within(self.timeout_s, calls[0][0] if calls else "write", transaction, self.answers)
 
     def auto_commit(self, name: str, **params: Any) -> list[Row]:
         """For queries that manage their own transactions (``CALL … IN TRANSACTIONS``)."""
@@ -70,4 +86,4 @@ class Neo4jGateway:
             with self.driver.session(database=self.database) as session:
                 return [record.data() for record in session.run(query(name), params)]
 
-        return within(self.bulk_timeout_s, name, statement)
+        return within(self.bulk_timeout_s, name, statement, self.answers)
