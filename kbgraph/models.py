@@ -25,9 +25,10 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from kbgraph.ids import content_hash, normalise_text
-from kbgraph.value_bounds import INT64_MAX, within_bounds
+from kbgraph.value_bounds import INT64_MAX, MAX_NESTING_DEPTH, value_problem, within_bounds
 
 # Limits: generous for real agent data, small enough that one record cannot flood the graph.
 MAX_PROBLEM_CHARS = 20_000
@@ -72,7 +73,16 @@ class _Strict(BaseModel):
     @classmethod
     def _within_bounds(cls, data: Any) -> Any:
         # Before pydantic recurses into it: depth, 64-bit integers, valid Unicode (value_bounds).
-        return within_bounds(data)
+        # The problem names its field path; a custom error keeps pydantic's "Value error, " off it.
+        try:
+            return within_bounds(data)
+        except ValueError as exc:
+            raise _out_of_bounds(str(exc)) from None
+
+
+def _out_of_bounds(problem: str) -> PydanticCustomError:
+    # The problem goes in as context, not as the template: stored text may hold "{…}".
+    return PydanticCustomError("value_bounds", "{problem}", {"problem": problem})
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -406,7 +416,15 @@ class TrajectoryStep(_Strict):
                 decoded = json.loads(value) if value.strip() else {}
             except ValueError:
                 return {RAW_ARGUMENTS: value}
-            return decoded if isinstance(decoded, dict) else {RAW_ARGUMENTS: value}
+            except RecursionError:  # the C decoder stops cleanly at the interpreter's limit
+                raise _out_of_bounds(f"the JSON text is nested deeper than {MAX_NESTING_DEPTH} levels") from None
+            if not isinstance(decoded, dict):
+                return {RAW_ARGUMENTS: value}
+            # Decoded here, so the bounds the record was checked against have not seen it yet:
+            # "\\udcff" or a 30-digit number inside the text would otherwise reach the driver.
+            if problem := value_problem(decoded):
+                raise _out_of_bounds(f"in the JSON text: {problem}")
+            return decoded
         return value
 
     @field_validator("thought", "observation", "error", mode="before")

@@ -14,10 +14,11 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from kbgraph.errors import InvalidInputError
 from kbgraph.search.params import SearchWeights
+from kbgraph.value_bounds import INT64_MAX
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -39,6 +40,11 @@ def config_file_path() -> Path | None:
     return local if local.is_file() else None
 
 
+#: The longest any timeout may be: a week is past any real call, and beyond ~1e9 s the platform's
+#: timers overflow (KBGRAPH_QUERY_TIMEOUT_S=inf or 1e300 once ended in an OverflowError).
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+
+
 def _neo4j_env(name: str) -> AliasChoices:
     return AliasChoices(f"neo4j_{name}", f"NEO4J_{name.upper()}", f"KBGRAPH_NEO4J_{name.upper()}")
 
@@ -52,19 +58,19 @@ class LearningSettings(BaseModel):
     # Agent KB D.1: Q ← (1 − rate)·Q + rate·outcome, for each experience an agent used.
     quality_rate: float = Field(default=0.2, ge=0.0, le=1.0)
     # Agent KB D.3: utility halves every ``utility_half_life_days`` unless reinforced (0 = never).
-    utility_half_life_days: float = Field(default=30.0, ge=0.0)
+    utility_half_life_days: float = Field(default=30.0, ge=0.0, le=36_500.0)
     # Each use adds ±usage_impact (success/failure) to utility, decaying like quality.
     usage_impact: float = Field(default=0.05, ge=0.0, le=1.0)
     # AutoRefine maintenance: archive the bottom ``prune_fraction`` of experiences retrieved at
     # least ``prune_min_retrieved`` times (younger ones have no record to judge yet) …
     prune_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
-    prune_min_retrieved: int = Field(default=5, ge=0)
+    prune_min_retrieved: int = Field(default=5, ge=0, le=INT64_MAX)
     # … and also archive any whose utility fell below this floor (0 = off).
     prune_utility_below: float = Field(default=0.0, ge=0.0, le=1.0)
     # … and merge same-kind, same-workflow pairs at cosine ≥ merge_threshold, counters summed.
     merge_threshold: float = Field(default=0.85, ge=0.0, le=1.0)
     # Maintenance runs by itself after 10, 20, 40, … experiences were added (0 = only on demand).
-    maintenance_first_checkpoint: int = Field(default=10, ge=0)
+    maintenance_first_checkpoint: int = Field(default=10, ge=0, le=INT64_MAX)
     # MAEL step-wise retrieval: α·similarity + (1 − α)·reward.
     step_alpha: float = Field(default=0.5, ge=0.0, le=1.0)
 
@@ -72,19 +78,25 @@ class LearningSettings(BaseModel):
 NAMESPACE_PATTERN = r"^[A-Za-z0-9_.\-]{1,64}$"
 
 
+def namespace_problem(namespace: object) -> str | None:
+    """Why ``namespace`` is not one (empty, blank, other characters, too long), or None."""
+    if isinstance(namespace, str) and re.fullmatch(NAMESPACE_PATTERN, namespace):
+        return None
+    return f"{repr(namespace)[:80]} is not a namespace: use 1–64 letters, digits, '_', '.' or '-'"
+
+
 def checked_namespace(namespace: str) -> str:
     """The namespace itself, or InvalidInputError: an empty or blank one never falls back to the
     configured default (``-n ""`` once deleted the namespace set in KBGRAPH_NAMESPACE)."""
-    if not isinstance(namespace, str) or not re.fullmatch(NAMESPACE_PATTERN, namespace):
-        shown = repr(namespace)[:80]
-        raise InvalidInputError(
-            [f"namespace: {shown} is not a namespace: use 1–64 letters, digits, '_', '.' or '-'"])
+    if problem := namespace_problem(namespace):
+        raise InvalidInputError([f"namespace: {problem}"])
     return namespace
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="KBGRAPH_", extra="ignore", populate_by_name=True, env_nested_delimiter="__"
+        env_prefix="KBGRAPH_", extra="ignore", populate_by_name=True, env_nested_delimiter="__",
+        allow_inf_nan=False,
     )
 
     # Connection. Unset URI = the managed local server.
@@ -92,16 +104,17 @@ class Settings(BaseSettings):
     neo4j_username: str = Field(default="neo4j", validation_alias=_neo4j_env("username"))
     neo4j_password: SecretStr | None = Field(default=None, validation_alias=_neo4j_env("password"))
     neo4j_database: str = Field(default="neo4j", validation_alias=_neo4j_env("database"))
-    connect_timeout_s: float = Field(default=15.0, gt=0)
-    # Every read and write transaction answers within this, retries included (a frozen or dead
-    # server fails the call in one line instead of hanging); statements that batch themselves
-    # (CALL … IN TRANSACTIONS) get bulk_query_timeout_s. Transient errors are retried for at
-    # most retry_time_s.
-    query_timeout_s: float = Field(default=30.0, gt=0)
-    bulk_query_timeout_s: float = Field(default=600.0, gt=0)
-    retry_time_s: float = Field(default=10.0, ge=0)
+    connect_timeout_s: float = Field(default=15.0, gt=0, le=MAX_TIMEOUT_S)
+    # Every query_timeout_s a read or write transaction is still running, Neo4j is pinged (10 s
+    # at most): a call on a server that answers is awaited (a big write on a loaded machine), one
+    # on a frozen or lost server fails in one line instead of hanging. Statements that batch
+    # themselves (CALL … IN TRANSACTIONS) are checked every bulk_query_timeout_s. Transient
+    # errors are retried for at most retry_time_s.
+    query_timeout_s: float = Field(default=20.0, gt=0, le=MAX_TIMEOUT_S)
+    bulk_query_timeout_s: float = Field(default=600.0, gt=0, le=MAX_TIMEOUT_S)
+    retry_time_s: float = Field(default=10.0, ge=0, le=MAX_TIMEOUT_S)
 
-    namespace: str = Field(default="default", pattern=NAMESPACE_PATTERN)
+    namespace: str = "default"
     cache_dir: Path = Field(default_factory=default_cache_dir)
 
     # Embeddings.
@@ -111,7 +124,7 @@ class Settings(BaseSettings):
     openai_base_url: str | None = None
     openai_api_key: SecretStr | None = None
     openai_embedding_model: str = "text-embedding-3-small"
-    openai_timeout_s: float = Field(default=30.0, gt=0)
+    openai_timeout_s: float = Field(default=30.0, gt=0, le=MAX_TIMEOUT_S)
 
     # Writes.
     write_batch_size: int = Field(default=500, ge=1, le=50_000)
@@ -125,7 +138,7 @@ class Settings(BaseSettings):
     llm_base_url: str | None = None
     llm_api_key: SecretStr | None = None
     llm_model: str = "gpt-4o-mini"
-    llm_timeout_s: float = Field(default=60.0, gt=0)
+    llm_timeout_s: float = Field(default=60.0, gt=0, le=MAX_TIMEOUT_S)
     llm_max_attempts: int = Field(default=4, ge=1, le=20)
 
     # Retrieval: every weight and threshold of DESIGN §3 (``[search]`` in kbgraph.toml, or
@@ -144,7 +157,18 @@ class Settings(BaseSettings):
     # The small HTTP server that hands Neo4j Browser kbgraph's style and guide (another free
     # port if this one is taken; 0 = none).
     managed_assets_port: int = Field(default=7475, ge=0, le=65535)
-    managed_start_timeout_s: float = Field(default=180.0, gt=0)
+    managed_start_timeout_s: float = Field(default=180.0, gt=0, le=MAX_TIMEOUT_S)
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        # Set but empty is an error, never the default: KBGRAPH_NAMESPACE="" must not quietly mean
+        # "default" (a delete would then empty the wrong namespace). Name the variable when it is
+        # where the value came from, since the message is all a user sees.
+        if problem := namespace_problem(value):
+            from_env = os.environ.get("KBGRAPH_NAMESPACE") == value
+            raise ValueError(f"{problem} (from KBGRAPH_NAMESPACE)" if from_env else problem)
+        return value
 
     @property
     def uses_managed_server(self) -> bool:

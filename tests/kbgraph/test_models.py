@@ -165,3 +165,53 @@ def test_a_result_of_kilobytes_is_accepted() -> None:
     assert len(TrajectoryStep(action="search", observation="x" * 200_000).observation or "") == 200_000
     with pytest.raises(ValidationError, match="observation"):
         TrajectoryStep(action="search", observation="x" * 2_000_000)
+
+
+def nested(levels: int) -> object:
+    value: object = "x"
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    ({"retrieved": 10**20}, "retrieved: 100000000000000000000 is outside the 64-bit integer range"),
+    ({"used": 2**63}, "used: 9223372036854775808 is outside the 64-bit integer range"),
+    ({"steps": [{"action": "a", "order": -(2**63) - 1}]}, "steps.0.order: -9223372036854775809 is outside"),
+    ({"steps": [{"action": "a", "args_schema": nested(5_000)}]}, "steps.0.args_schema.a.a.a.a.a…: nested deeper than 64"),
+    ({"problem": "cancel \udcff"}, "problem: contains a lone surrogate"),
+    ({"goal": "{not a template}\ud800"}, "goal: contains a lone surrogate"),
+])
+def test_values_beyond_what_neo4j_stores_are_refused_by_field_before_pydantic_recurses(
+    overrides: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValidationError) as caught:
+        Experience.model_validate(minimal(**overrides))
+    (error,) = caught.value.errors()
+    assert error["msg"].startswith(message) and "Value error" not in error["msg"]
+
+
+@pytest.mark.parametrize("field", ["retrieved", "used", "succeeded"])
+def test_counters_are_never_negative_and_their_bound_is_int64(field: str) -> None:
+    with pytest.raises(ValidationError, match=field):
+        Experience.model_validate(minimal(**{field: -1}))
+    counters = {"retrieved": 2**63 - 1, "used": 2**63 - 1, "succeeded": 2**63 - 1}
+    assert Experience.model_validate(minimal(**counters)).retrieved == 2**63 - 1
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    ('{"a": ' * 5_000 + "1" + "}" * 5_000, "the JSON text is nested deeper than 64 levels"),
+    ('{"a": ' * 70 + "1" + "}" * 70, "in the JSON text: a.a.a.a.a.a.a.a…: nested deeper than 64 levels"),
+    ('{"name": "\\udcff"}', "in the JSON text: name: contains a lone surrogate"),
+    ('{"count": 100000000000000000000}', "in the JSON text: count: 100000000000000000000 is outside"),
+])
+def test_arguments_given_as_json_text_keep_the_same_bounds_once_decoded(arguments: str, message: str) -> None:
+    # The record's bounds were checked on the text; what it decodes to is checked here, or a deep
+    # text raised RecursionError and a "\udcff" escape reached the driver as an encoding error.
+    from kbgraph.models import TrajectoryStep
+
+    with pytest.raises(ValidationError) as caught:
+        TrajectoryStep(action="a", arguments=arguments)
+    (error,) = caught.value.errors()
+    assert error["loc"] == ("arguments",) and error["msg"].startswith(message)
+    assert TrajectoryStep(action="a", arguments='{"name": "\\\\udcff"}').arguments == {"name": "\\udcff"}

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import neo4j
@@ -20,6 +22,7 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.models import Experience, FailureMode, Step
 from kbgraph.settings import Settings
 from kbgraph.transfer import export_namespace
+from tests.conftest import Neo4jTarget
 
 COMMON = Experience(
     problem="Cancel a pending order placed by mistake.", goal="Get done: cancel pending order", domain="retail",
@@ -118,7 +121,35 @@ def test_the_api_refuses_a_blank_or_malformed_namespace(driver: neo4j.Driver, em
         KnowledgeBase(driver, embedder, namespace=blank)
 
 
-def test_an_empty_namespace_setting_is_refused_not_defaulted(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KBGRAPH_NAMESPACE", "")
-    with pytest.raises(ValidationError, match="namespace"):
+@pytest.mark.parametrize("blank", ["", "  ", "\t"])
+def test_an_empty_namespace_setting_is_refused_not_defaulted(monkeypatch: pytest.MonkeyPatch, blank: str) -> None:
+    monkeypatch.setenv("KBGRAPH_NAMESPACE", blank)
+    with pytest.raises(ValidationError, match="is not a namespace.*from KBGRAPH_NAMESPACE"):
         Settings()
+    with pytest.raises(ValidationError, match="is not a namespace"):  # refused before connecting
+        KnowledgeBase.from_settings(namespace=blank)
+
+
+def kbgraph(target: Neo4jTarget, env_namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kbgraph.cli", *args], env=target.env(env_namespace),
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_a_blank_namespace_at_any_door_deletes_nothing_even_with_kbgraph_namespace_set(
+    tenants: tuple[KnowledgeBase, KnowledgeBase], neo4j_target: Neo4jTarget, blank: str
+) -> None:
+    # `KBGRAPH_NAMESPACE=x kbgraph delete --all --yes -n ""` once deleted x: "" meant "the configured one".
+    a, b = tenants
+    before = ids_of(a), ids_of(b)
+    refused = [
+        kbgraph(neo4j_target, a.namespace, "delete", "--all", "--yes", "-n", blank),
+        kbgraph(neo4j_target, a.namespace, "mcp", "-n", blank),
+        kbgraph(neo4j_target, blank, "delete", "--all", "--yes"),  # KBGRAPH_NAMESPACE itself blank
+    ]
+    for result in refused:
+        assert result.returncode == 2, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert "is not a namespace" in result.stderr and "Traceback" not in result.stderr and len(lines) <= 2
+    assert "KBGRAPH_NAMESPACE" in refused[2].stderr
+    assert (ids_of(a), ids_of(b)) == before and len(before[0]) == 7

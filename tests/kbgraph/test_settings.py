@@ -57,3 +57,35 @@ def test_kbgraph_config_points_at_any_file(monkeypatch: pytest.MonkeyPatch, tmp_
 def test_invalid_settings_are_named(field: str, value: object) -> None:
     with pytest.raises(ValidationError, match=field):
         Settings(**{field: value})
+
+
+@pytest.mark.parametrize("value", ["", " ", "\t"])
+def test_a_namespace_set_empty_is_an_error_naming_where_it_was_set(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                   value: str) -> None:
+    # Set but empty never means "default": a delete would then empty a namespace nobody named.
+    monkeypatch.setenv("KBGRAPH_NAMESPACE", value)
+    with pytest.raises(ValidationError, match=r"namespace\n.*is not a namespace.*\(from KBGRAPH_NAMESPACE\)"):
+        Settings()
+    monkeypatch.delenv("KBGRAPH_NAMESPACE")
+    (tmp_path / "kbgraph.toml").write_text(f'namespace = "{value}"\n')
+    with pytest.raises(ValidationError, match="is not a namespace") as refused:
+        Settings()
+    assert "KBGRAPH_NAMESPACE" not in str(refused.value)
+
+
+@pytest.mark.parametrize("field", ["connect_timeout_s", "query_timeout_s", "bulk_query_timeout_s", "retry_time_s",
+                                   "openai_timeout_s", "llm_timeout_s", "managed_start_timeout_s"])
+@pytest.mark.parametrize("value", ["inf", "nan", "1e300", "-1"])
+def test_timeouts_are_finite_and_bounded(monkeypatch: pytest.MonkeyPatch, field: str, value: str) -> None:
+    # KBGRAPH_QUERY_TIMEOUT_S=inf once reached the transaction watchdog and ended in an internal error.
+    monkeypatch.setenv(f"KBGRAPH_{field.upper()}", value)
+    with pytest.raises(ValidationError, match=field):
+        Settings()
+
+
+@pytest.mark.parametrize(("field", "value"), [("prune_min_retrieved", 10**20), ("maintenance_first_checkpoint", -1),
+                                              ("utility_half_life_days", float("inf")), ("quality_rate", float("nan"))])
+def test_learning_numbers_stay_in_range(monkeypatch: pytest.MonkeyPatch, field: str, value: object) -> None:
+    monkeypatch.setenv(f"KBGRAPH_LEARNING__{field.upper()}", str(value))
+    with pytest.raises(ValidationError, match=field):
+        Settings()
