@@ -12,9 +12,11 @@ Built on the official MCP Python SDK (``mcp`` 2.x, :class:`~mcp.server.mcpserver
 each tool has a typed input schema whose descriptions tell a model what to pass, and returns a
 pydantic model, published as the tool's output schema and sent as structured content.
 
-Bad input and unavailable dependencies come back as tool errors (``isError``) carrying kbgraph's
-message, which names what is wrong and where; the server keeps serving. The knowledge base is
-opened on the first tool call (so a client can list the tools before Neo4j is up), or injected.
+Arguments are validated strictly (no "yes" read as true, no "10" as 10, no "null" as null). Bad
+input and unavailable dependencies come back as tool errors (``isError``) of one line that names
+what is wrong and where; a bug in a tool is one line too (its traceback goes to stderr); the
+server keeps serving. The knowledge base is opened on the first tool call (so a client can list
+the tools before Neo4j is up), or injected.
 The namespace is fixed when the server starts: no tool can reach another namespace.
 """
 
@@ -23,19 +25,22 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 import anyio
 import neo4j
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError
 
 from kbgraph.errors import InvalidInputError, KbgraphError, validation_problems
@@ -47,17 +52,23 @@ from kbgraph.models import Experience, Trajectory
 from kbgraph.search.results import SearchHit, SearchResults
 from kbgraph.search.teacher import RefineResults
 from kbgraph.settings import Settings
+from kbgraph.value_bounds import value_problem
 
 __all__ = [
     "SERVER_NAME",
     "TOOL_NAMES",
     "AddTrajectoryResult",
     "ExperienceDetails",
+    "KbgraphMCPServer",
     "KnowledgeBaseSource",
     "SearchExperiencesResult",
+    "StrictArguments",
     "TrajectoryInput",
+    "argument_problems",
     "build_server",
+    "one_line",
     "serve_stdio",
+    "strict_tool",
 ]
 
 SERVER_NAME = "kbgraph"
@@ -77,6 +88,7 @@ pitfalls and their recoveries) and concept documents, learnt from past trajector
 - get_experience returns one experience in full, by id."""
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 
 # -- the knowledge base behind the tools -----------------------------------------------------------
@@ -143,13 +155,150 @@ def _tool_errors() -> Iterator[None]:
     except Exception as exc:
         error = _as_tool_error(exc)
         if error is None:
-            raise  # a bug: the SDK logs the traceback on stderr and answers "Error executing tool …"
+            raise  # a bug: KbgraphMCPServer logs its traceback on stderr and answers one line
         raise error from exc
 
 
 def _run(source: KnowledgeBaseSource, work: Callable[[KnowledgeBase], T]) -> T:
     with _tool_errors(), source.use() as kb:
         return work(kb)
+
+
+# -- strict arguments, one-line errors ---------------------------------------------------------------
+
+#: Problems shown in one error line; the rest are counted.
+MAX_PROBLEMS_SHOWN = 5
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
+
+
+def _takes_text(annotation: Any) -> bool:
+    return annotation is str or str in get_args(annotation)
+
+
+class StrictArguments(FuncMetadata):
+    """A tool's arguments validated in pydantic's strict mode, before the tool runs.
+
+    The SDK validates leniently: "yes", "true" or "1" pass as true, "10" and 3.0 as the integer
+    10 and 3, and any string it can parse as JSON is replaced by the parsed value, so "null" in an
+    optional text field (domain, agent, task) or for the outcome silently became "not given".
+    Here a value must have the type the schema publishes. The SDK's one allowance kept: a list
+    or object sent as a JSON string (some clients do) to a field that takes a list or an object.
+    """
+
+    @classmethod
+    def of(cls, metadata: FuncMetadata) -> StrictArguments:
+        return cls(arg_model=metadata.arg_model, output_schema=metadata.output_schema,
+                   output_model=metadata.output_model, wrap_output=metadata.wrap_output)
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        parsed = dict(data)
+        for name, value in data.items():
+            field = self.arg_model.model_fields.get(name)
+            if field is None or not isinstance(value, str) or _takes_text(field.annotation):
+                continue
+            try:
+                decoded = json.loads(value)
+            except (ValueError, RecursionError):
+                continue  # left as a string, which strict validation refuses by the field's name
+            if isinstance(decoded, list | dict) and value_problem(decoded) is None:
+                parsed[name] = decoded
+        return parsed
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        # An unknown argument is refused rather than ignored: a misspelt "outcom" would otherwise
+        # record a task without its outcome.
+        unknown = [name for name in arguments_to_validate if name not in self.arg_model.model_fields]
+        if unknown:
+            raise ValidationError.from_exception_data(self.arg_model.__name__, [
+                {"type": "extra_forbidden", "loc": (name,), "input": arguments_to_validate[name]} for name in unknown])
+        model = self.arg_model.model_validate(self.pre_parse_json(arguments_to_validate), strict=True)
+        return model.model_dump_one_level()
+
+
+def strict_tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
+    """``fn`` as an MCP tool whose arguments are validated by :class:`StrictArguments`."""
+    tool = Tool.from_function(fn, annotations=annotations)
+    return tool.model_copy(update={"fn_metadata": StrictArguments.of(tool.fn_metadata)})
+
+
+def one_line(text: str) -> str:
+    """A message as one line: the headline, then its indented problems joined by '; '."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return "(no message)"
+    return lines[0] + (" " + "; ".join(lines[1:]) if len(lines) > 1 else "")
+
+
+def _json_type(value: Any) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+             dict: "an object", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _place(part: str | int) -> str:
+    if isinstance(part, int) or _PLAIN_NAME.fullmatch(part):
+        return str(part)
+    return json.dumps(part[:40] + ("…" if len(part) > 40 else ""))  # escapes control characters
+
+
+def _input_path(loc: tuple[str | int, ...], arguments: Any, missing: bool) -> str:
+    """Where in the arguments a problem is. Pydantic's location also names the member of a union
+    that was tried ('outcome.bool', 'outcome.float'): only the steps found in the input are kept."""
+    parts: list[str] = []
+    value = arguments
+    for position, part in enumerate(loc):
+        if isinstance(value, str) and value[:1] in "[{":  # a list or object sent as a JSON string
+            try:
+                value = json.loads(value)
+            except (ValueError, RecursionError):
+                pass
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
+            value = value[part]
+        elif not (missing and position == len(loc) - 1):
+            continue
+        parts.append(_place(part))
+    return ".".join(parts) or "(arguments)"
+
+
+def argument_problems(error: ValidationError, arguments: Any) -> str:
+    """One line: ``field.path: what it should be (got a string)`` for each argument refused."""
+    reasons: dict[str, list[str]] = {}
+    given: dict[str, str] = {}
+    for item in error.errors(include_url=False):
+        path = _input_path(item["loc"], arguments, missing=item["type"] == "missing")
+        reason = str(item["msg"]).removeprefix("Value error, ")
+        if reason not in reasons.setdefault(path, []):
+            reasons[path].append(reason)
+        if item["type"].endswith("_type"):  # the kind of value that was refused, never the value itself
+            given.setdefault(path, f" (got {_json_type(item['input'])})")
+    problems = [f"{path}: {found[0]}" + "".join(", or " + other.removeprefix("Input should be ") for other in found[1:])
+                + given.get(path, "") for path, found in reasons.items()]
+    more = len(problems) - MAX_PROBLEMS_SHOWN
+    return one_line("; ".join(problems[:MAX_PROBLEMS_SHOWN]) + (f"; … and {more} more" if more > 0 else ""))
+
+
+class KbgraphMCPServer(MCPServer[Any]):
+    """The SDK's server, with every tool failure answered as one line a model can act on."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context[Any, Any] | None = None) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as exc:
+            # A bug in kbgraph: the traceback is for the operator (stderr), the caller gets a line.
+            cause = exc.__cause__ or exc
+            logger.error("tool %r raised an unexpected exception", name, exc_info=cause)
+            raise ToolError(f"{name} failed with an internal error ({type(cause).__name__}); the details are "
+                            "in the server's log (stderr) and the server keeps serving") from exc
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(f"{name}: invalid arguments, nothing was done: "
+                                f"{argument_problems(exc.__cause__, arguments)}") from exc.__cause__
+            # The SDK words a tool's own error "Error executing tool <name>: <message>".
+            message = str(exc).removeprefix(f"Error executing tool {name}: ")
+            raise ToolError(one_line(message if message == str(exc) else f"{name}: {message}")) from exc
 
 
 # -- inputs ------------------------------------------------------------------------------------------
@@ -427,14 +576,20 @@ def build_server(
     """The MCP server with kbgraph's five tools. ``default_agent`` is the agent name used when a
     call names none (it decides which private experiences are visible and whose ability is updated)."""
     kb_source = KnowledgeBaseSource.given(source) if isinstance(source, KnowledgeBase) else source
-    server: MCPServer[Any] = MCPServer(SERVER_NAME, title="kbgraph experience memory", instructions=INSTRUCTIONS,
-                                       log_level=log_level)
+    tools: list[Tool] = []
+
+    def register(annotations: ToolAnnotations) -> Callable[[Callable[..., T]], Callable[..., T]]:
+        def add(fn: Callable[..., T]) -> Callable[..., T]:
+            tools.append(strict_tool(fn, annotations))
+            return fn
+
+        return add
 
     def agent_or_default(agent: str | None) -> str | None:
         return agent if agent is not None else default_agent
 
-    @server.tool(annotations=ToolAnnotations(title="Search past experiences", read_only_hint=True,
-                                             open_world_hint=False))
+    @register(ToolAnnotations(title="Search past experiences", read_only_hint=True,
+                              open_world_hint=False))
     def search_experiences(
         task: Annotated[str, Field(description="The task you are about to do, in words (the user's request or "
                                                "your summary of it). Must not be empty unless steps_so_far is given.")],
@@ -453,8 +608,8 @@ def build_server(
         return _run(kb_source, lambda kb: search_result(
             kb.search(task, domain=domain, steps_so_far=steps, k=k, agent=agent_or_default(agent))))
 
-    @server.tool(annotations=ToolAnnotations(title="Get help with failing steps", read_only_hint=True,
-                                             open_world_hint=False))
+    @register(ToolAnnotations(title="Get help with failing steps", read_only_hint=True,
+                              open_world_hint=False))
     def refine_steps(
         problematic_steps: Annotated[list[ProblematicStepInput], Field(
             min_length=1, description="The steps that went wrong, each with its action, arguments and error.")],
@@ -468,8 +623,8 @@ def build_server(
         steps = [s.model_dump(exclude_none=True) for s in problematic_steps]
         return _run(kb_source, lambda kb: kb.refine(steps, domain=domain, k=k, agent=agent_or_default(agent)))
 
-    @server.tool(annotations=ToolAnnotations(title="Record how a task went", read_only_hint=False,
-                                             destructive_hint=False, idempotent_hint=False, open_world_hint=False))
+    @register(ToolAnnotations(title="Record how a task went", read_only_hint=False,
+                              destructive_hint=False, idempotent_hint=False, open_world_hint=False))
     def record_outcome(
         retrieved: Annotated[list[str] | None, Field(
             description="Ids of experiences you were shown (search_experiences' retrieved_ids).")] = None,
@@ -493,8 +648,8 @@ def build_server(
             retrieved=list(retrieved or ()), used=list(used or ()), outcome=outcome,
             agent=agent_or_default(agent), domain=domain, step_rewards=rewards, task=task))
 
-    @server.tool(annotations=ToolAnnotations(title="Learn from a trajectory", read_only_hint=False,
-                                             destructive_hint=False, idempotent_hint=True, open_world_hint=False))
+    @register(ToolAnnotations(title="Learn from a trajectory", read_only_hint=False,
+                              destructive_hint=False, idempotent_hint=True, open_world_hint=False))
     def add_trajectory(
         trajectory: Annotated[TrajectoryInput, Field(description="What an agent did on one task, step by step.")],
     ) -> AddTrajectoryResult:
@@ -505,8 +660,8 @@ def build_server(
             parsed = parse_trajectory(trajectory)
         return _run(kb_source, lambda kb: ingest_trajectory(kb, parsed))
 
-    @server.tool(annotations=ToolAnnotations(title="Read one experience", read_only_hint=True,
-                                             open_world_hint=False))
+    @register(ToolAnnotations(title="Read one experience", read_only_hint=True,
+                              open_world_hint=False))
     def get_experience(
         id: Annotated[str, Field(description="The experience id, as returned by search_experiences.")],
     ) -> ExperienceDetails:
@@ -522,7 +677,8 @@ def build_server(
 
         return _run(kb_source, read)
 
-    return server
+    return KbgraphMCPServer(SERVER_NAME, title="kbgraph experience memory", instructions=INSTRUCTIONS,
+                            log_level=log_level, tools=tools)
 
 
 def serve_stdio(settings: Settings, *, default_agent: str | None = None) -> None:

@@ -21,12 +21,13 @@ import neo4j
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
-from mcp.types import CallToolResult, Tool
+from mcp.types import CallToolResult, Tool, ToolAnnotations
 
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
 from kbgraph.managed.server import free_port
-from kbgraph.mcp_server import TOOL_NAMES, KnowledgeBaseSource, TrajectoryInput, build_server
+from kbgraph.mcp_server import (TOOL_NAMES, KnowledgeBaseSource, TrajectoryInput, build_server, one_line,
+                                 strict_tool)
 from kbgraph.models import Trajectory
 from kbgraph.settings import Settings
 from tests.conftest import Neo4jTarget
@@ -266,7 +267,8 @@ def test_bad_input_comes_back_as_a_tool_error_naming_the_problem(
     message: str,
 ) -> None:
     experiences = direct_kb.count()
-    assert message in client.error(tool, arguments)
+    error = client.error(tool, arguments)
+    assert message in error and "\n" not in error and "Traceback" not in error  # one line a model can act on
     assert direct_kb.count() == experiences  # nothing partial was written
     assert client.result("get_experience", {"id": experience_of(added, "sample-retail-001")})  # still serving
 
@@ -292,3 +294,100 @@ def test_an_unreachable_neo4j_is_a_tool_error_and_the_next_call_tries_again() ->
         assert outcome.is_error
         text = outcome.content[0].text  # type: ignore[union-attr]
         assert "Neo4j" in text and "127.0.0.1" in text
+
+
+# -- strict arguments, one-line errors -----------------------------------------------------------------
+
+
+class OpenedNothing:
+    """A knowledge base source that records whether a call got as far as opening it."""
+
+    def __init__(self, failure: Exception):
+        self.opened = 0
+        self.failure = failure
+
+    def source(self) -> KnowledgeBaseSource:
+        def factory() -> KnowledgeBase:
+            self.opened += 1
+            raise self.failure
+
+        return KnowledgeBaseSource(factory)
+
+
+def call_in_process(source: KnowledgeBaseSource, calls: list[tuple[str, dict[str, Any]]]) -> list[CallToolResult]:
+    """Tool calls through the SDK's in-memory client (the same request handling as over stdio)."""
+    server = build_server(source)
+
+    async def run() -> list[CallToolResult]:
+        async with Client(server) as session:
+            return [await session.call_tool(name, arguments) for name, arguments in calls]
+
+    return anyio.run(run)
+
+
+def error_line(outcome: CallToolResult) -> str:
+    assert outcome.is_error
+    text = " ".join(block.text for block in outcome.content if block.type == "text")
+    assert "\n" not in text and "Traceback" not in text and "errors.pydantic.dev" not in text, text
+    return text
+
+
+@pytest.mark.parametrize(("tool", "arguments", "field"), [
+    ("record_outcome", {"used": ["e-1"], "outcome": "yes"}, "outcome"),
+    ("record_outcome", {"used": ["e-1"], "outcome": "true"}, "outcome"),
+    ("record_outcome", {"used": ["e-1"], "outcome": "1"}, "outcome"),
+    ("record_outcome", {"used": ["e-1"], "outcome": "null"}, "outcome"),
+    ("record_outcome", {"used": "e-1", "outcome": True}, "used"),
+    ("record_outcome", {"retrieved": "null", "used": ["e-1"], "outcome": True}, "retrieved"),
+    ("record_outcome", {"used": ["e-1"], "outcom": True}, "outcom"),
+    ("record_outcome", {"step_rewards": [{"experience_id": "e-1", "order": "0", "reward": 1}]}, "step_rewards.0.order"),
+    ("search_experiences", {"task": "return an item", "k": "10"}, "k"),
+    ("search_experiences", {"task": "return an item", "k": True}, "k"),
+    ("search_experiences", {"task": "return an item", "k": 3.0}, "k"),
+    ("search_experiences", {"task": 5}, "task"),
+    ("refine_steps", {"problematic_steps": [{"action": "a"}], "k": "2"}, "k"),
+    ("get_experience", {"id": ["e-1"]}, "id"),
+    ("add_trajectory", {"trajectory": {"id": "t-1", "task": "x", "outcome": {"success": "yes"}}},
+     "trajectory.outcome.success"),
+])
+def test_arguments_are_strict_so_text_is_never_read_as_a_boolean_a_number_or_null(
+    tool: str, arguments: dict[str, Any], field: str
+) -> None:
+    # Lax parsing read "yes", "true" and "1" as a success, "10" as 10, "null" as "not given" and
+    # dropped misspelt arguments: each is now refused by name, before the knowledge base is opened.
+    source = OpenedNothing(RuntimeError("must not be reached"))
+    [outcome] = call_in_process(source.source(), [(tool, arguments)])
+    line = error_line(outcome)
+    assert line.startswith(f"{tool}: invalid arguments, nothing was done: {field}: "), line
+    assert source.opened == 0
+
+
+def test_a_list_sent_as_a_json_string_is_read_as_the_list_and_text_stays_text() -> None:
+    # Some clients send lists and objects as JSON strings: kept. A text field keeps its text,
+    # even one that reads as JSON ("null" is a domain name here, not a missing domain).
+    def probe(retrieved: list[str] | None = None, domain: str | None = None, k: int = 5) -> str:
+        return ""
+
+    metadata = strict_tool(probe, ToolAnnotations()).fn_metadata
+    assert metadata.validate_arguments({"retrieved": '["a", "b"]', "domain": "null"}) == {
+        "retrieved": ["a", "b"], "domain": "null", "k": 5}
+    assert metadata.validate_arguments({"domain": '["x"]'})["domain"] == '["x"]'
+
+
+def test_a_bug_in_a_tool_is_one_line_without_its_text_and_the_server_keeps_serving() -> None:
+    source = OpenedNothing(RuntimeError("internal detail\nTraceback (most recent call last): …"))
+    crashed, refused, crashed_again = call_in_process(source.source(), [
+        ("get_experience", {"id": "e-1"}),
+        ("search_experiences", {"task": "x", "k": "3"}),
+        ("get_experience", {"id": "e-1"}),
+    ])
+    line = error_line(crashed)
+    assert line.startswith("get_experience failed with an internal error (RuntimeError)")
+    assert "internal detail" not in line and "keeps serving" in line
+    assert error_line(refused).startswith("search_experiences: invalid arguments")
+    assert error_line(crashed_again) == line and source.opened == 2
+
+
+def test_a_multi_line_error_becomes_one_line_headline_then_problems() -> None:
+    assert one_line("invalid feedback, nothing was written:\n  feedback: a: x\n  feedback: b: y") == (
+        "invalid feedback, nothing was written: feedback: a: x; feedback: b: y")

@@ -167,14 +167,33 @@ def test_fuzzed_tool_arguments_get_a_result_or_an_error_and_refusals_write_nothi
     before = mcp_kb.stats().model_dump(exclude={"namespace"})
     answer = peer.request("tools/call", {"name": name, "arguments": arguments})
     refused = "error" in answer or answer["result"].get("isError")
+    if "result" in answer and answer["result"].get("isError"):  # one line a model can act on
+        text = " ".join(block["text"] for block in answer["result"]["content"])
+        assert text.startswith(name) and "\n" not in text and "Traceback" not in text, text
     if refused:
         assert mcp_kb.stats().model_dump(exclude={"namespace"}) == before, f"{name} refused but wrote: {answer}"
     still_serving(peer)
 
 
-def test_an_outcome_given_as_a_string_is_refused_not_read_as_a_success(peer: StdioPeer, mcp_kb: KnowledgeBase) -> None:
+@pytest.mark.parametrize("outcome", ["yes", "true", "1", "null"])
+def test_an_outcome_given_as_a_string_is_refused_not_read_as_a_success(
+    peer: StdioPeer, mcp_kb: KnowledgeBase, outcome: str
+) -> None:
+    before = mcp_kb.stats().model_dump(exclude={"namespace"})
     answer = peer.request("tools/call", {"name": "record_outcome",
-                                         "arguments": {"retrieved": [], "used": [], "outcome": "yes", "agent": "a1"}})
-    assert "error" in answer or answer["result"].get("isError"), answer
-    text = json.dumps(answer)
-    assert "outcome" in text
+                                         "arguments": {"retrieved": [], "used": [], "outcome": outcome, "agent": "a1"}})
+    assert answer["result"]["isError"], answer
+    [block] = answer["result"]["content"]
+    assert block["text"].startswith("record_outcome: invalid arguments, nothing was done: outcome: "), block
+    assert "\n" not in block["text"]
+    assert mcp_kb.stats().model_dump(exclude={"namespace"}) == before
+
+
+def test_an_oversized_line_is_refused_unbuffered_and_the_server_keeps_serving(peer: StdioPeer) -> None:
+    from kbgraph.mcp_stdio import MAX_MESSAGE_BYTES
+
+    TRIED["mcp raw line"] = TRIED.get("mcp raw line", 0) + 1
+    peer.send_text('{"jsonrpc": "2.0", "id": 99, "method": "tools/list", "params": {"x": "' + "a" * MAX_MESSAGE_BYTES + '"}}')
+    answer = peer.reply()
+    assert answer["error"]["code"] == -32700 and "limit" in answer["error"]["message"], answer
+    still_serving(peer)
