@@ -23,7 +23,7 @@ from kbgraph.jsonl import read_jsonl
 from kbgraph.kb import KnowledgeBase
 from kbgraph.managed import ManagedNeo4j
 from kbgraph.settings import Settings, checked_namespace
-from kbgraph.terminal import SafeConsole, json_safe, markup_safe
+from kbgraph.terminal import SafeConsole, json_safe, markup_safe, plain
 
 if __name__ == "__main__":
     # `python -m kbgraph.cli` (./kb): command modules import kbgraph.cli; make that this module, not a second copy.
@@ -141,7 +141,7 @@ def schema_status(as_json: JsonOption = False) -> None:
     table = Table("index", "type", "on", "state", "populated")
     for s in states:
         on = f"{'|'.join(s.labels_or_types)}({', '.join(s.properties)})" if s.labels_or_types else "—"
-        table.add_row(s.name, s.type, on, s.state, f"{s.population_percent:.0f}%")
+        table.add_row(plain(s.name), plain(s.type), plain(on), plain(s.state), f"{s.population_percent:.0f}%")
     out.print(table)
 
 
@@ -289,7 +289,9 @@ def _print_stats(s: dict[str, Any]) -> None:
     out.print(f"namespace [bold]{s['namespace']}[/]: {s['experiences']} experiences")
     for title, key in (("nodes", "nodes"), ("relationships", "relationships"), ("by domain", "experiences_by_domain")):
         if s[key]:
-            out.print(f"  {title}: " + ", ".join(f"{k} {v}" for k, v in sorted(s[key].items())))
+            # Domain names are stored text: printed as written, never read as markup.
+            out.print(f"  {title}: " + ", ".join(f"{k} {v}" for k, v in sorted(s[key].items())),
+                      markup=False, highlight=False)
 
 
 @app.command("delete")
@@ -315,6 +317,21 @@ def delete(
 # -- search -----------------------------------------------------------------------------------------
 
 
+def _json_argument(raw: str, where: str) -> Any:
+    """``raw`` decoded as JSON (json.JSONDecodeError when it is not JSON), or InvalidInputError
+    naming ``where`` when it is JSON out of bounds: nested so deep the decoder itself recurses out
+    (RecursionError), deeper than the models take, or an integer Neo4j cannot store."""
+    from kbgraph.value_bounds import MAX_NESTING_DEPTH, value_problem
+
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        raise InvalidInputError([f"{where}: nested deeper than {MAX_NESTING_DEPTH} levels"]) from None
+    if problem := value_problem(value):
+        raise InvalidInputError([f"{where}: {problem.removeprefix('(value): ')}"])
+    return value
+
+
 def _parse_assignments(values: list[str] | None, what: str) -> dict[str, Any]:
     """``name=value`` pairs; values are JSON when they parse (numbers, lists, objects), else text."""
     out: dict[str, Any] = {}
@@ -323,7 +340,7 @@ def _parse_assignments(values: list[str] | None, what: str) -> dict[str, Any]:
         if not sep or not name.strip():
             raise InvalidInputError([f"{what} {item!r}: expected name=value"])
         try:
-            out[name.strip()] = json.loads(raw)
+            out[name.strip()] = _json_argument(raw, f"{what} {name.strip()}")
         except json.JSONDecodeError:
             out[name.strip()] = raw
     return out
@@ -337,7 +354,7 @@ def _parse_steps(values: list[str] | None) -> list[dict[str, Any]]:
         arguments: Any = {}
         if raw.strip():
             try:
-                arguments = json.loads(raw)
+                arguments = _json_argument(raw, f"--step {index + 1} ({action[:60]}) arguments")
             except json.JSONDecodeError as error:
                 raise InvalidInputError([f"--step {index + 1} ({action}): arguments are not JSON: {error.msg}"]) from None
             if not isinstance(arguments, dict):
@@ -402,9 +419,12 @@ def refine(
     problems: list[str] = []
     for index, raw in enumerate(steps):
         try:
-            value = json.loads(raw)
+            value = _json_argument(raw, f"step {index + 1}")
         except json.JSONDecodeError as error:
             problems.append(f"step {index + 1}: not JSON: {error.msg}")
+            continue
+        except InvalidInputError as invalid:
+            problems += invalid.problems
             continue
         if not isinstance(value, dict):
             problems.append(f"step {index + 1}: must be a JSON object with an action")
@@ -461,6 +481,8 @@ def eval_command(
 
     if phase not in ("student", "teacher"):
         raise InvalidInputError([f"--phase {phase!r}: must be student or teacher"])
+    if not 1 <= k <= 1000:
+        raise InvalidInputError([f"--k {k}: must be between 1 and 1000"])
     if phase == "student":
         for path, what in ((queries, "--queries"), (qrels, "--qrels")):
             if path is None:
@@ -533,6 +555,13 @@ def bench_write(
     from kbgraph.bench.write import run_write_benchmark
 
     sizes = experiences or [1000, 10000]
+    problems = [f"--experiences {size}: must be between 1 and 1000000" for size in sizes if not 1 <= size <= 1_000_000]
+    if not 1 <= steps <= 100:
+        problems.append(f"--steps {steps}: must be between 1 and 100")
+    if not 1 <= baseline_sample <= 100_000:
+        problems.append(f"--baseline-sample {baseline_sample}: must be between 1 and 100000")
+    if problems:  # before connecting: a typo fails at once
+        raise InvalidInputError(problems)
     with _open("bench-write") as kb, _progress() as progress:
         tasks: dict[str, Any] = {}
 

@@ -36,10 +36,12 @@ from neo4j.time import Date, DateTime, Duration, Time
 from pydantic import BaseModel, ConfigDict, Field
 
 from kbgraph.errors import InvalidInputError, KbgraphError
-from kbgraph.value_bounds import value_problem
+from kbgraph.value_bounds import MAX_NESTING_DEPTH, value_problem
 
 INSPECT_FOLDER = "inspect"
 NAMESPACE_PARAMETER = "kb"
+#: A query file of your own is read up to this size (the shipped ones are a few kB).
+MAX_QUERY_FILE_BYTES = 1_000_000
 # Node properties the runner leaves out of its answers: 384 (or more) numbers each, noise to a reader.
 VECTOR_PROPERTY_SUFFIX = "embedding"
 
@@ -282,8 +284,19 @@ def parse_inspection_query(name: str, text: str, source: str = "") -> Inspection
 def load_query_file(path: Path) -> InspectionQuery:
     """An inspection query of your own, from a ``.cypher`` file written like the shipped ones."""
     if not path.is_file():
-        raise InspectionError(f"no such file: {path}")
-    return parse_inspection_query(path.stem, path.read_text(encoding="utf-8"), str(path))
+        raise InspectionError(f"no such file: {path}" if not path.exists() else f"not a file: {path}")
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_QUERY_FILE_BYTES + 1)
+    except OSError as error:
+        raise InspectionError(f"cannot read {path}: {error.strerror or error}") from None
+    if len(raw) > MAX_QUERY_FILE_BYTES:  # read no further: a query is a page of text, not a data file
+        raise InspectionError(f"{path}: over {MAX_QUERY_FILE_BYTES:,} bytes, not an inspection query")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InspectionError(f"{path}: not UTF-8 text (byte {error.start + 1} is 0x{raw[error.start]:02x})") from None
+    return parse_inspection_query(path.stem, text, str(path))
 
 
 class InspectionLibrary:
@@ -346,6 +359,8 @@ def coerce_value(raw: str) -> Any:
             return json.loads(text, parse_constant=_refuse_constant)
         except ValueError as error:
             raise ValueError(f"looks like JSON but is not valid JSON ({error})") from None
+        except RecursionError:  # the decoder recurses once per level; value_problem bounds the rest
+            raise ValueError(f"nested deeper than {MAX_NESTING_DEPTH} levels") from None
     return raw
 
 

@@ -10,7 +10,9 @@ Two steps, kept apart so each can be tested on its own:
 2. :func:`render_html` turns a :class:`KbReport` into one self-contained HTML page: inline CSS,
    charts as inline SVG drawn by matplotlib, no script, no external font, image or style sheet, so
    it opens on a machine without network. Every text that comes from the graph is escaped: problem
-   texts, concept labels and domain names are user input.
+   texts, concept labels and domain names are user input. Control characters and bidi overrides in
+   them are shown as ``\\x1b`` / ``\\u202e`` (:func:`kbgraph.terminal.escape_controls`), in the
+   tables and in the charts' text alike.
 
 The map projects ``Concept.embedding`` (every concept gets its label's embedding at ingestion)
 with UMAP, coloured by meta-concept. When no concept has an embedding, it falls back to the
@@ -36,10 +38,12 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, Field
 
+from kbgraph.errors import KbgraphError
 from kbgraph.kb import KbStats, KnowledgeBase
 from kbgraph.experience_store import aware_datetime
 from kbgraph.feedback import row_utility
 from kbgraph.search.utility import maintenance_score
+from kbgraph.terminal import escape_controls
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -466,7 +470,7 @@ def map_svg(cmap: ConceptMap) -> str:
         for meta in largest:
             members = [p for p in cmap.points if p.meta_id == meta]
             axes.annotate(
-                f"{members[0].meta_name or meta} ({len(members)})",
+                escape_controls(f"{members[0].meta_name or meta} ({len(members)})"),
                 (float(np.mean([p.x for p in members])), float(np.mean([p.y for p in members]))),
                 ha="center", va="bottom", fontsize=8, xytext=(0, 6), textcoords="offset points",
                 bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": colours[meta], "alpha": 0.85},
@@ -482,7 +486,7 @@ def map_svg(cmap: ConceptMap) -> str:
         # A <title> is the browser's hover text: the point's label and meta-concept, without script.
         point = cmap.points[int(match.group(1))]
         tip = f"{point.label} — {point.meta_name or 'no meta-concept'}"
-        return f'<a xlink:href="#map-point-{match.group(1)}"><title>{html.escape(tip)}</title>'
+        return f'<a xlink:href="#map-point-{match.group(1)}"><title>{_e(tip)}</title>'
 
     # Matplotlib opens every link in a new tab; these are anchors within the page.
     return _POINT_LINK.sub(with_tooltip, svg)
@@ -494,7 +498,7 @@ def domains_svg(domains: Sequence[DomainSummary]) -> str:
     with matplotlib.rc_context(_RC):
         figure = _figure(8.0, 1.0 + 0.35 * len(domains))
         axes = figure.add_subplot()
-        names = [d.name for d in reversed(domains)]
+        names = [escape_controls(d.name) for d in reversed(domains)]
         concrete = [d.concrete for d in reversed(domains)]
         abstract = [d.abstract for d in reversed(domains)]
         axes.barh(names, concrete, color=_PALETTE[0], label="concrete")
@@ -551,8 +555,9 @@ figure svg{max-width:100%;height:auto}
 
 
 def _e(value: object) -> str:
-    """Escaped text; every value from the graph goes through here."""
-    return html.escape("" if value is None else str(value), quote=True)
+    """Escaped text; every value from the graph goes through here. Control characters are made
+    visible too: a bidi override (U+202E) would otherwise reverse what the reader sees."""
+    return html.escape(escape_controls("" if value is None else str(value)), quote=True)
 
 
 def _num(value: float | int | None, digits: int = 3) -> str:
@@ -727,12 +732,18 @@ def write_report(report: KbReport, path: Path) -> Path:
     """Renders ``report`` into ``path`` (replaced whole, never left half-written); returns it absolute."""
     page = render_html(report)
     target = path.resolve()
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as error:  # a folder you may not write in, /proc, a full disk: one line, not a traceback
+        raise KbgraphError(f"cannot write the report to {target}: {error.strerror or error}") from None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(page)
         os.chmod(temporary, 0o644)
         os.replace(temporary, target)
+    except OSError as error:
+        Path(temporary).unlink(missing_ok=True)
+        raise KbgraphError(f"cannot write the report to {target}: {error.strerror or error}") from None
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise

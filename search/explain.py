@@ -1,8 +1,14 @@
-"""A reading of search results a person can follow: why each experience is where it is."""
+"""A reading of search results a person can follow: why each experience is where it is.
+
+The text quotes stored data (problems, actions, failure descriptions) that agents wrote; it is
+returned with control characters and bidi overrides made visible (``\\x1b``, ``\\u202e``), so
+printing it anywhere cannot retitle or repaint a terminal.
+"""
 
 from __future__ import annotations
 
 from kbgraph.search.results import ScoreBreakdown, SearchHit, SearchResults
+from kbgraph.terminal import escape_controls
 
 __all__ = ["explain_hit", "explain_results", "explain_score"]
 
@@ -68,7 +74,7 @@ def explain_hit(hit: SearchHit, alpha: float | None = None, omega: float | None 
             chain += f" {arrow} {hop.to_id}"
         lines.append(f"    path:    {chain}")
     lines += [f"    {line}" for line in explain_score(hit.breakdown, alpha, omega)]
-    return "\n".join(lines)
+    return escape_controls("\n".join(lines))
 
 
 def explain_results(results: SearchResults, alpha: float | None = None, omega: float | None = None) -> str:
@@ -86,4 +92,4 @@ def explain_results(results: SearchResults, alpha: float | None = None, omega: f
             parts.append(f"  {concept.score:.3f}  {concept.name} ({concept.experiences} experiences)  {first.strip()[:160]}")
     for note in results.notes:
         parts.append(f"note: {note}")
-    return "\n".join(parts)
+    return escape_controls("\n".join(parts))

@@ -134,7 +134,7 @@ def _print_result(result: InspectionResult) -> None:
         for column in result.columns:
             # Short values (ids, numbers, names) stay whole on one line; long texts wrap.
             widest = max(len(line) for cell in cells[column] for line in cell.splitlines() or [""])
-            table.add_column(column, no_wrap=widest <= SHORT_CELL_CHARS)
+            table.add_column(plain(column), no_wrap=widest <= SHORT_CELL_CHARS)  # a query file's alias: text, not markup
         for index in range(len(result.rows)):
             table.add_row(*(plain(cells[c][index]) for c in result.columns))
         out.print(table)
@@ -210,9 +210,16 @@ def register(app: typer.Typer) -> None:
         query of your own reads other namespaces too. Give it to people who may read them all."""
         from kbgraph.connection import connect
         from kbgraph.errors import InvalidInputError
+        from kbgraph.settings import checked_namespace
 
         query = _load(name, InspectionLibrary())
         given = coerce_assignments(query, parse_assignments(param or []))
+        if isinstance(given.get("kb"), str):  # -p kb="" is an error, as -n "" is, never "no namespace"
+            try:
+                checked_namespace(given["kb"])
+            except InvalidInputError as invalid:
+                raise InvalidInputError([f"--param kb: {problem}" for problem in invalid.problems],
+                                        headline="cannot run the query, nothing was run") from None
         settings = _settings(namespace)
         if namespace is not None and given.get("kb", namespace) != namespace:
             raise InvalidInputError([f"--namespace {namespace} and --param kb={given['kb']} disagree: give one"],

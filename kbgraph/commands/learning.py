@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
         rewards: list[dict[str, Any]] = []
         for name, value in _parse_assignments(step_reward, "--step-reward").items():
             experience_id, sep, order = name.rpartition(":")
-            if not sep or not order.isdigit():
+            if not sep or not (order.isascii() and order.isdigit()):  # "²".isdigit(), yet int() refuses it
                 raise InvalidInputError([f"--step-reward {name}={value}: expected EXPERIENCE_ID:ORDER=REWARD"])
             rewards.append({"experience_id": experience_id, "order": int(order), "reward": value})
         with _open(namespace) as kb:
@@ -67,7 +67,7 @@ def register(app: typer.Typer) -> None:
             return
         table = Table("experience", "retrieved", "used", "succeeded", "quality", "utility", title="after this event")
         for state in report.experiences:
-            table.add_row(state.id, str(state.retrieved), str(state.used), str(state.succeeded),
+            table.add_row(plain(state.id), str(state.retrieved), str(state.used), str(state.succeeded),
                           f"{state.quality:.3f}", f"{state.utility:.3f}")
         out.print(table)
 
@@ -109,7 +109,8 @@ def register(app: typer.Typer) -> None:
         if as_json:
             _print_json({"restored": restored})
             return
-        out.print(f"restored {len(restored)} experiences" + "".join(f"\n  {i}" for i in restored))
+        out.print(f"restored {len(restored)} experiences" + "".join(f"\n  {i}" for i in restored),
+                  markup=False, highlight=False)
 
     @app.command("agents")
     def agents(
@@ -135,7 +136,9 @@ def register(app: typer.Typer) -> None:
         if as_json:
             _print_json(matrix.model_dump())
             return
-        table = Table("agent", *matrix.domains, title="ability: (successes + 1) / (attempts + 2)")
+        table = Table("agent", title="ability: (successes + 1) / (attempts + 2)")
+        for domain_name in matrix.domains:  # stored text: a header never read as markup
+            table.add_column(plain(domain_name))
         cells = {(c.agent, c.domain): c for c in matrix.cells}
         for agent in matrix.agents:
             table.add_row(plain(agent), *(f"{cells[agent, d].ability:.2f} ({cells[agent, d].successes}/{cells[agent, d].attempts})"

@@ -3,6 +3,7 @@
 # No ``from __future__ import annotations`` here: the command is defined inside register(), after
 # importing the CLI's option types, and Typer reads its annotations as objects, not strings.
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +16,8 @@ def _output_problems(path: Path) -> list[str]:
         return [f"--output {path}: is a folder; name a file, e.g. {path / 'report.html'}"]
     if not path.resolve().parent.is_dir():
         return [f"--output {path}: folder {path.resolve().parent} does not exist"]
+    if not os.access(path.resolve().parent, os.W_OK):
+        return [f"--output {path}: folder {path.resolve().parent} is not writable"]
     return []
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -165,19 +166,26 @@ HOSTILE = "cancel\x1b]0;pwned\x07 order \x1b[31mred\x1b[0m \x9b2J [bold red]loud
 def test_control_codes_and_markup_in_stored_text_never_reach_the_terminal_but_json_stays_exact(
     neo4j_target: Neo4jTarget, cli_namespace: str, tmp_path: Path
 ) -> None:
-    record = {"id": "hostile-1", "problem": f"A customer wants to {HOSTILE}", "domain": "retail",
-              "steps": [{"action": "get_order_details", "text": f"look up {HOSTILE}"}]}
+    record = {"id": "hostile-1", "problem": f"A customer wants to {HOSTILE}", "domain": f"retail {HOSTILE}",
+              "steps": [{"action": "get_order_details", "text": f"look up {HOSTILE}"}],
+              "failure_modes": [{"description": f"order not found {HOSTILE}", "recovery": f"retry {HOSTILE}"}]}
     path = tmp_path / "hostile.jsonl"
     path.write_text(json.dumps(record) + "\n")
     assert kbgraph(neo4j_target, cli_namespace, "add", str(path)).returncode == 0
+    fed = kbgraph(neo4j_target, cli_namespace, "feedback", "-u", "hostile-1", "-o", "success", "--agent", f"bot {HOSTILE}")
+    assert fed.returncode == 0, fed.stderr
 
-    for args in (["search", "customer wants to cancel an order"], ["get", "hostile-1"],
-                 ["cypher", "run", "experience", "-p", "id=hostile-1"]):
+    # Every command that prints stored free text for a person; `get` prints JSON. (`steps` prints
+    # only action names, which the models restrict to identifiers.)
+    for args in (["search", "customer wants to cancel an order"], ["get", "hostile-1"], ["stats"], ["agents"],
+                 ["refine", '{"action": "get_order_details", "error": "order not found"}'],
+                 ["cypher", "run", "experience", "-p", "id=hostile-1"], ["cypher", "run", "domains"]):
         shown = kbgraph(neo4j_target, cli_namespace, *args)
         assert shown.returncode == 0, shown.stderr
-        assert not any(c in shown.stdout for c in "\x1b\x07\x9b\u202e"), (args, shown.stdout)
-        assert "\\x1b]0;pwned" in shown.stdout or "\\u001b]0;pwned" in shown.stdout, (args, shown.stdout)
-        assert "[bold red]loud[/]" in shown.stdout  # markup printed as written, not applied
+        assert not any(c in shown.stdout + shown.stderr for c in "\x1b\x07\x9b\u202e"), (args, shown.stdout)
+        flat = re.sub(r"[\s│┃]", "", shown.stdout)  # a table wraps long cells over lines
+        assert "\\x1b]0;pwned" in flat or "\\u001b]0;pwned" in flat, (args, shown.stdout)
+        assert "[boldred]loud[/]" in flat, (args, shown.stdout)  # markup printed as written, not applied
 
     # `get` prints JSON: escaped (\u009b, \u202e) where JSON would leave a character raw, read back exact.
     exact = json.loads(kbgraph(neo4j_target, cli_namespace, "get", "hostile-1").stdout)
@@ -195,3 +203,40 @@ def test_a_parameter_beyond_64_bits_or_an_argument_that_is_not_utf8_is_a_one_lin
                                  env=neo4j_target.env(cli_namespace), capture_output=True, text=True, timeout=300)
     assert undecodable.returncode == 2 and "argument 2" in undecodable.stderr and "not valid UTF-8" in undecodable.stderr
     assert "Traceback" not in huge.stderr + undecodable.stderr
+
+
+DEEP_LIST = "[" * 5000 + "]" * 5000  # deep enough for json.loads to hit Python's recursion limit
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["search", "x", "--set", f"alpha={DEEP_LIST}"], "--set alpha: nested deeper than 64 levels"),
+    (["search", "x", "--step", "get_order " + '{"a":' * 5000 + "1" + "}" * 5000], "--step 1 (get_order) arguments: nested deeper"),
+    (["refine", '{"action": "a", "arguments": ' + DEEP_LIST + "}"], "step 1: nested deeper than 64 levels"),
+    (["refine", '{"action": "a", "arguments": {"n": 99999999999999999999}}'], "step 1: arguments.n: 99999999999999999999 is outside"),
+    (["feedback", "-u", "e-1", "--step-reward", f"e-1:1={DEEP_LIST}"], "--step-reward e-1:1: nested deeper"),
+    (["feedback", "-u", "e-1", "--step-reward", "e-1:\u00b2=1"], "EXPERIENCE_ID:ORDER=REWARD"),  # "²".isdigit()
+    (["cypher", "run", "adaptation_paths", "-p", f"relation_types={DEEP_LIST}"], "nested deeper than 64 levels"),
+    (["cypher", "run", "top_by_utility", "-p", "kb="], "--param kb: namespace: '' is not a namespace"),
+    (["bench", "write", "-e", "-5", "--steps", "0"], "--experiences -5: must be between 1 and 1000000"),
+    (["eval", "--k", "0"], "--k 0: must be between 1 and 1000"),
+])
+def test_bad_arguments_are_one_line_errors_before_connecting(
+    neo4j_target: Neo4jTarget, args: list[str], message: str
+) -> None:
+    # Nothing to connect to: each is refused while reading its arguments.
+    env = {**neo4j_target.env("unused"), "NEO4J_URI": "bolt://127.0.0.1:9", "KBGRAPH_CONNECT_TIMEOUT_S": "2"}
+    done = subprocess.run([sys.executable, "-m", "kbgraph.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr and "internal error" not in done.stderr
+
+
+def test_a_report_or_query_file_that_cannot_be_read_or_written_is_one_clear_error(
+    neo4j_target: Neo4jTarget, cli_namespace: str, tmp_path: Path
+) -> None:
+    (tmp_path / "latin1.cypher").write_bytes(b"// Caf\xe9?\nRETURN 1")
+    unreadable = kbgraph(neo4j_target, cli_namespace, "cypher", "run", str(tmp_path / "latin1.cypher"))
+    assert unreadable.returncode == 1 and "not UTF-8 text (byte 7 is 0xe9)" in unreadable.stderr, unreadable.stderr
+    unwritable = kbgraph(neo4j_target, cli_namespace, "report", "-o", "/proc/version")
+    assert unwritable.returncode == 1 and "cannot write the report to /proc/version" in unwritable.stderr, unwritable.stderr
+    assert "internal error" not in unreadable.stderr + unwritable.stderr

@@ -389,6 +389,27 @@ def test_an_unknown_query_lists_the_known_ones() -> None:
         LIBRARY.get("../queries/ping")
 
 
+def test_a_parameter_nested_too_deep_or_beyond_64_bits_is_named_not_a_crash() -> None:
+    top, paths = LIBRARY.get("top_by_utility"), LIBRARY.get("adaptation_paths")
+    with pytest.raises(InvalidInputError) as deep:  # deep enough for json.loads to hit the recursion limit
+        coerce_assignments(paths, {"relation_types": "[" * 5000 + "]" * 5000})
+    assert deep.value.problems[0].endswith("nested deeper than 64 levels")
+    with pytest.raises(InvalidInputError, match="relation_types=.*nested deeper than 64 levels"):
+        coerce_assignments(paths, {"relation_types": "[" * 100 + "]" * 100})
+    with pytest.raises(InvalidInputError, match="limit=99999999999999999999: .*64-bit"):
+        coerce_assignments(top, {"limit": "99999999999999999999"})
+
+
+def test_a_query_file_that_is_a_folder_not_utf8_or_oversized_is_refused_by_name(tmp_path: Path) -> None:
+    (tmp_path / "folder.cypher").mkdir()
+    (tmp_path / "latin1.cypher").write_bytes(b"// Caf\xe9?\nRETURN 1")
+    (tmp_path / "huge.cypher").write_bytes(b"/" * 2_000_000)
+    for name, problem in [("missing.cypher", "no such file"), ("folder.cypher", "not a file"),
+                          ("latin1.cypher", "not UTF-8 text (byte 7 is 0xe9)"), ("huge.cypher", "over 1,000,000 bytes")]:
+        with pytest.raises(InspectionError, match=re.escape(problem)):
+            load_query_file(tmp_path / name)
+
+
 # -- writes are refused ---------------------------------------------------------------------------
 
 

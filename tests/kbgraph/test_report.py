@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from kbgraph.embedders import CachedEmbedder
+from kbgraph.errors import KbgraphError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.report import (
     RELATION_TYPES,
@@ -324,6 +325,25 @@ def test_html_in_texts_from_the_graph_is_escaped(kb: KnowledgeBase) -> None:
     assert page.column("lowest-utility", "problem") == [problem]
     assert page.column("domain-table", "domain") == [domain]
     assert "&lt;i onclick=alert(2)&gt;support&lt;/i&gt;" in text  # the domain chart's label, as SVG text
+
+
+def test_control_characters_from_the_graph_are_shown_as_escapes_in_tables_and_charts(kb: KnowledgeBase) -> None:
+    # A bidi override would reverse what the reader sees; ESC and C1 codes have no business in a page.
+    hostile = "refund\x1b[31m \x9b2J \u202eevil\u2066x\u2069 \x07"
+    kb.add_experiences([hand_made(f"problem {hostile}", domain=f"support {hostile}")])
+    text = render_html(build_report(kb))
+    assert not any(c in text for c in "\x1b\x07\x9b\u202e\u2066\u2069")
+    page = Page(text)
+    shown = "refund\\x1b[31m \\x9b2J \\u202eevil\\u2066x\\u2069 \\x07"
+    assert page.column("lowest-utility", "problem") == [f"problem {shown}"]
+    assert page.column("domain-table", "domain") == [f"support {shown}"]
+    assert text.count(f"support {shown}") >= 2  # the table and the domain chart's SVG label
+
+
+def test_a_report_that_cannot_be_written_is_one_clear_error(kb: KnowledgeBase, tmp_path: Path) -> None:
+    with pytest.raises(KbgraphError, match="cannot write the report to .*missing/report.html: No such file"):
+        write_report(build_report(kb), tmp_path / "missing" / "report.html")
+    assert not list(tmp_path.iterdir())
 
 
 def test_another_namespaces_data_never_appears(
