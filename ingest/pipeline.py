@@ -79,6 +79,7 @@ class IngestPipeline:
         self.on_progress = on_progress
         self.report = IngestReport()
         self._duplicates: set[str] = set()  # where records repeat an earlier one exactly
+        self._first_seen: dict[str, tuple[str, str]] = {}  # record key -> (fingerprint, where first read)
 
     # -- public --------------------------------------------------------------------------------
 
@@ -87,38 +88,49 @@ class IngestPipeline:
         then writes holding the namespace's ingest lease (kbgraph.ingest.lease): a second ingest
         of the same namespace waits, then finds the records already ingested."""
         started = time.perf_counter()
-        self.report = report = IngestReport()
+        self.report = IngestReport()
         with self._stage("validate"):
             total, problems = self._validate(paths)
-        report.records_read = total
-        if problems and not skip_invalid:
-            raise InvalidInputError([p for record_problems in problems.values() for p in record_problems])
-        report.records_rejected = len(problems)
-        report.rejected = [p for record_problems in problems.values() for p in record_problems]
+        self.report.records_read = total
+        self._refuse_or_list(problems, skip_invalid)
         with IngestLease(self.kb.gateway, self.kb.namespace, self.kb.settings.ingest_lease_s, on_wait=self._waiting):
-            return self._write(paths, total, len(problems), started)
+            # Validation ran before the lease (a refused file writes nothing, not even the lease's
+            # state node), so what another ingest marked meanwhile is checked again under it: an
+            # id it ingested with other content is refused here, not skipped as "already ingested".
+            with self._stage("validate"):
+                problems |= self._earlier_run_problems()
+            self._refuse_or_list(problems, skip_invalid)
+            return self._write(paths, total, set(problems), started)
+
+    def _refuse_or_list(self, problems: dict[str, tuple[str, ...]], skip_invalid: bool) -> None:
+        listed = [p for record_problems in problems.values() for p in record_problems]
+        if problems and not skip_invalid:
+            raise InvalidInputError(listed)
+        self.report.records_rejected = len(problems)
+        self.report.rejected = listed
 
     def _waiting(self, message: str) -> None:
         if self.on_progress is not None:
             self.on_progress(message, 0, None)
 
-    def _write(self, paths: list[Path], total: int, rejected: int, started: float) -> IngestReport:
+    def _write(self, paths: list[Path], total: int, rejected: set[str], started: float) -> IngestReport:
+        """Pass 1 over every record not ``rejected`` (where it was read), then pass 2."""
         report = self.report
         hits0, misses0 = self._cache_counts()
         model0 = self._embedding_seconds()
         batch: list[Record] = []
         done = 0
         for record in read_records(paths):
-            if record.item is None:
+            if record.item is None or record.where in rejected:
                 continue
             batch.append(record)
             if len(batch) >= self.batch_size:
                 done += self._pass_one(batch)
-                self._progress("ingest", done, total - rejected)
+                self._progress("ingest", done, total - len(rejected))
                 batch = []
         if batch:
             done += self._pass_one(batch)
-            self._progress("ingest", done, total - rejected)
+            self._progress("ingest", done, total - len(rejected))
         self.consolidate()
         report.total_seconds = round(time.perf_counter() - started, 2)
         ingested = report.records_read - report.records_rejected
@@ -185,15 +197,24 @@ class IngestPipeline:
                 problems[record.where] = (f"{record.where}: id: {_shown_id(key)} was read at {seen[1]} with different "
                                           "content (one id, one record: give the other run its own id)",)
         self.report.duplicates_skipped = len(self._duplicates)
-        keys = list(first_seen)
+        self._first_seen = first_seen
+        problems |= self._earlier_run_problems()
+        return total, problems
+
+    def _earlier_run_problems(self) -> dict[str, tuple[str, ...]]:
+        """Records whose id an earlier run ingested with other content, by where they were read.
+        A marker without a fingerprint (written before kbgraph kept one) says nothing about its
+        content: its record is skipped as already ingested, as those versions did."""
+        problems: dict[str, tuple[str, ...]] = {}
+        keys = list(self._first_seen)
         for start in range(0, len(keys), 5000):
             for row in self.kb.gateway.read("ingested_record_fingerprints", kb=self.kb.namespace,
                                             keys=keys[start : start + 5000]):
-                fingerprint, where = first_seen[row["key"]]
+                fingerprint, where = self._first_seen[row["key"]]
                 if row["fingerprint"] is not None and row["fingerprint"] != fingerprint:
                     problems[where] = (f"{where}: id: {_shown_id(row['key'])} was ingested before with different "
                                        f"content (at {row['ingested_at']}): one id, one record",)
-        return total, problems
+        return problems
 
     def _pass_one(self, batch: list[Record]) -> int:
         """Abstracts, reflects and writes one batch. A record counts as ingested once its marker is

@@ -9,10 +9,11 @@ the same experiences again changes no count.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from kbgraph.errors import InvalidInputError
 from kbgraph.gateway import Neo4jGateway, Row
 from kbgraph.ingest.shapes import operations
 from kbgraph.models import Experience, FailureMode, Relation, Step
@@ -130,6 +131,20 @@ def experience_from_record(record: Row) -> Experience:
     return Experience(**data)
 
 
+def _refuse_claimed(where: Mapping[str, str]) -> Callable[[list[list[Row]]], None]:
+    """Rolls a write back when ``experience_content_claims`` (its first query) found an id stored
+    with other content."""
+
+    def verify(results: list[list[Row]]) -> None:
+        if results[0]:
+            raise InvalidInputError([
+                f"{where.get(row['id'], 'experiences')}: id: {row['id']!r} is already stored with different content "
+                "(another client wrote it meanwhile; delete it first, or give the new experience another id)"
+                for row in results[0]])
+
+    return verify
+
+
 class ExperienceStore:
     def __init__(self, gateway: Neo4jGateway, namespace: str, batch_size: int = 500):
         self.gateway = gateway
@@ -155,17 +170,25 @@ class ExperienceStore:
         return found
 
     def write(
-        self, experiences: Sequence[Experience], existing: set[str] | None = None, on_batch: Progress | None = None
+        self, experiences: Sequence[Experience], existing: set[str] | None = None, on_batch: Progress | None = None,
+        where: Mapping[str, str] | None = None,
     ) -> None:
         """Writes fully validated, fully embedded experiences (see KnowledgeBase.add_experiences).
 
         Experiences in ``existing`` are already stored: their content (and so their steps and
         failure modes) is fixed by the content hash, so only their provenance is updated.
+
+        An explicit id another client stored with other content since the caller checked (a
+        race: KnowledgeBase.add_experiences checks first) rolls its batch back with an
+        InvalidInputError naming it (by ``where`` it was given, id → label); batches committed
+        before stay.
         """
         kb = self.namespace
         existing = existing or set()
         for start in range(0, len(experiences), self.batch_size):
             batch = experiences[start : start + self.batch_size]
+            # Only an explicit id can name other content: a content-hash id is its content.
+            claims = [{"id": e.key, "content_id": e.content_id()} for e in batch if e.key != e.content_id()]
             steps: list[Row] = []
             links: list[Row] = []
             fresh = [exp for exp in batch if exp.key not in existing]
@@ -174,16 +197,20 @@ class ExperienceStore:
                 steps += s
                 links += n
             failures = [row for exp in fresh for row in failure_rows(exp)]
-            calls: list[tuple[str, dict[str, Any]]] = [
-                ("experience_upsert", {"kb": kb, "rows": [experience_row(e) for e in batch]})
-            ]
+            calls: list[tuple[str, dict[str, Any]]] = []
+            if claims:
+                calls.append(("experience_content_claims", {"kb": kb, "rows": claims}))
+            calls.append(("experience_upsert", {"kb": kb, "rows": [experience_row(e) for e in batch]}))
             if steps:
                 calls.append(("step_upsert", {"kb": kb, "rows": steps}))
             if links:
                 calls.append(("step_link_next", {"kb": kb, "rows": links}))
             if failures:
                 calls.append(("failure_mode_upsert", {"kb": kb, "rows": failures}))
-            self.gateway.write_all(calls)
+            if claims:
+                self.gateway.write_all(calls, verify=_refuse_claimed(where or {}))
+            else:
+                self.gateway.write_all(calls)
             if on_batch:
                 on_batch(len(batch))
         # Relations are not content: they are (re)written for every experience given.

@@ -212,11 +212,11 @@ class KnowledgeBase:
         by default ready-made experiences are kept exactly as written.
         """
         experiences = self.validate(items, labels)
-        self._refuse_changed_content(experiences, labels)
+        where = self._refuse_changed_content(experiences, labels)
         unique = _combine_duplicates(experiences)
         existing = self.store.existing_ids(e.key for e in unique)
         self.embed_missing([e for e in unique if e.key not in existing])
-        self.store.write(unique, existing, on_batch=on_progress)
+        self.store.write(unique, existing, on_batch=on_progress, where=where)
         if maintain:
             self.maintainer.after_growth(len(unique) - len(existing))
         return WriteReport(
@@ -224,10 +224,14 @@ class KnowledgeBase:
             ids=[e.key for e in experiences],
         )
 
-    def _refuse_changed_content(self, experiences: Sequence[Experience], labels: Sequence[str] | None) -> None:
+    def _refuse_changed_content(
+        self, experiences: Sequence[Experience], labels: Sequence[str] | None
+    ) -> dict[str, str]:
         """An id names one content. The same id with the same content is a duplicate (counted as
         existing); with other content it is an error, in this batch or against what is stored:
-        there is no update mode (delete the old experience first, or give the new one its own id)."""
+        there is no update mode (delete the old experience first, or give the new one its own id).
+        Returns where each id was first given; the write checks again against what another client
+        stored meanwhile (ExperienceStore.write)."""
         problems: list[str] = []
         first_seen: dict[str, tuple[str, str]] = {}
         for index, exp in enumerate(experiences):
@@ -243,6 +247,7 @@ class KnowledgeBase:
                                 "or give the new experience another id)")
         if problems:
             raise InvalidInputError(problems)
+        return {key: where for key, (_, where) in first_seen.items()}
 
     def ingest(
         self, paths: Sequence[str | Path], skip_invalid: bool = False,
