@@ -27,6 +27,7 @@ from kbgraph.search.steps import StepHit, StepRetriever
 from kbgraph.search.student import StudentRetriever, parse_query
 from kbgraph.search.teacher import ProblematicStep, RefineResults, RefineWeights, TeacherRetriever
 from kbgraph.settings import Settings, checked_namespace
+from kbgraph.value_bounds import value_problem
 
 if TYPE_CHECKING:
     from kbgraph.transfer import ExportReport, ImportReport
@@ -77,6 +78,14 @@ def _combine_duplicates(experiences: list[Experience]) -> list[Experience]:
         first.source_ids = [*first.source_ids, *fresh]
         first.failed_source_ids = [*first.failed_source_ids, *(s for s in exp.failed_source_ids if s in fresh)]
     return list(by_id.values())
+
+
+def _within_bounds(**arguments: Any) -> None:
+    """Arguments of a read or delete keep the input bounds (kbgraph.value_bounds) before they
+    reach the driver: a lone surrogate would fail its UTF-8 encoding, 5,000 levels of nesting
+    the generaliser's recursion."""
+    if problem := value_problem(arguments):
+        raise InvalidInputError([problem])
 
 
 class KnowledgeBase:
@@ -272,10 +281,12 @@ class KnowledgeBase:
     # -- reading ---------------------------------------------------------------------------------
 
     def get(self, experience_id: str) -> Experience | None:
+        _within_bounds(experience_id=experience_id)
         found = self.store.get_many([experience_id])
         return found[0] if found else None
 
     def get_many(self, ids: Sequence[str]) -> list[Experience]:
+        _within_bounds(ids=list(ids))
         return self.store.get_many(ids)
 
     def count(self) -> int:
@@ -336,6 +347,8 @@ class KnowledgeBase:
         Raises InvalidInputError for an empty or absurd query (k < 1, NaN weights, 100 kB text);
         k above 100 is clamped with a note in ``results.notes``.
         """
+        _within_bounds(task=task, problem=problem, goal=goal, domain=domain, agent=agent, exclude=list(exclude),
+                       steps_so_far=[s.model_dump() if isinstance(s, QueryStep) else s for s in steps_so_far])
         query = parse_query({
             "task": task, "problem": problem, "goal": goal, "domain": domain,
             "steps_so_far": [s.model_dump() if isinstance(s, QueryStep) else dict(s) for s in steps_so_far],
@@ -361,6 +374,10 @@ class KnowledgeBase:
         match and precision — and the failure modes that failed the same way, grouped with how
         often they were seen and recovered, each with its most useful recovery. ``exclude_runs``
         leaves runs out (a leave-one-run-out evaluation). See :mod:`kbgraph.search.teacher`."""
+        _within_bounds(problematic_steps=[s.model_dump() if isinstance(s, ProblematicStep) else s
+                                          for s in problematic_steps],
+                       domain=domain if isinstance(domain, str | None) else list(domain), agent=agent,
+                       exclude_runs=list(exclude_runs))
         return TeacherRetriever(self.gateway, self.embedder, self.namespace).refine(
             problematic_steps, domain=domain, k=k, agent=agent, weights=weights, exclude_runs=exclude_runs)
 
@@ -371,6 +388,7 @@ class KnowledgeBase:
         """MAEL step-wise retrieval: stored steps like the one about to be taken, scored
         α·similarity + (1−α)·reward (α from ``learning.step_alpha``, 0.5), from the shared bank
         and ``agent``'s private one. See :mod:`kbgraph.search.steps`."""
+        _within_bounds(action=action, arguments=dict(arguments or {}), text=text, domain=domain, agent=agent)
         return StepRetriever(self.gateway, self.embedder, self.namespace).search(
             action, dict(arguments or {}), text=text, domain=domain, agent=agent, k=k,
             alpha=self.settings.learning.step_alpha if alpha is None else alpha)
@@ -486,6 +504,7 @@ class KnowledgeBase:
 
     def delete(self, ids: Sequence[str]) -> int:
         """Deletes experiences (with their steps and failure modes) by id; returns how many."""
+        _within_bounds(ids=list(ids))
         return self.store.delete(ids)
 
     def clear(self) -> None:

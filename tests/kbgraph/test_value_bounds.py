@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from kbgraph.errors import InvalidInputError
 from kbgraph.feedback import FeedbackEvent
+from kbgraph.kb import KnowledgeBase
 from kbgraph.models import Experience
 from kbgraph.value_bounds import INT64_MAX, INT64_MIN, value_problem
 
@@ -55,3 +57,20 @@ def test_an_outcome_given_as_text_or_a_container_is_refused_not_read_as_a_succes
 @pytest.mark.parametrize("outcome", [True, False, 0, 1, 0.25])
 def test_booleans_and_scores_in_the_unit_interval_are_outcomes(outcome: Any) -> None:
     assert FeedbackEvent(retrieved=["e-1"], outcome=outcome).outcome_score == float(outcome)
+
+
+def test_reads_and_deletes_through_the_api_refuse_out_of_bounds_arguments_by_name(kb: KnowledgeBase) -> None:
+    deep = nested(5_000)
+    calls = {
+        "get": lambda: kb.get("\udcff"),
+        "get_many": lambda: kb.get_many([deep]),  # type: ignore[list-item]
+        "delete": lambda: kb.delete(["x\ud800"]),
+        "search": lambda: kb.search("cancel \udcff"),
+        "search_steps": lambda: kb.search_steps("cancel_pending_order", deep),
+        "refine": lambda: kb.refine([{"action": "cancel_pending_order", "arguments": deep}]),
+    }
+    for name, call in calls.items():
+        with pytest.raises(InvalidInputError) as raised:
+            call()
+        text = str(raised.value)
+        assert "lone surrogate" in text or "nested deeper" in text, (name, text)
