@@ -31,6 +31,8 @@ def explain_score(b: ScoreBreakdown, alpha: float | None = None, omega: float | 
     if b.fine is not None:
         lines.append(f"stage {_f(b.stage)} = λ {b.lam:.2f} · coarse + (1−λ) · fine {_f(b.fine)}")
     share = f" × share {_f(b.share)}" if abs(b.share - 1.0) >= 0.0005 else ""
+    if b.handed_off:
+        share += " (hands the task to a human: its successes count at handoff_credit)"
     lines.append(
         f"direct {_f(b.direct)} = stage × trans {_f(b.trans)} × success {_f(b.success)} (with floor){share} "
         f"+ β · support {_f(b.support)}"

@@ -103,6 +103,10 @@ class SearchWeights(_Strict):
     workflows: bool = Field(
         default=True, description="An abstract experience (a workflow) scores as its best-fitting instance that worked "
         "and ranks right above it: the workflow of the run most like the task is the answer, standing for all its runs.")
+    handoff_credit: Unit = Field(
+        default=0.5, description="A way that hands the task to a human (transfer_to_human_agents, escalate_to_support) "
+        "counts each success at this weight, in its success factor and its share of its task's successes: the agent "
+        "passed the request on rather than resolving it (kbgraph.search.handoff). 1 turns it off.")
     same_task_similarity: Unit = Field(
         default=0.9, description="A run that only failed is shown as a failed attempt of the hit whose problem+goal is at "
         "least this similar (cosine), instead of as a hit of its own.")

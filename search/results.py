@@ -37,6 +37,8 @@ class ScoreBreakdown(BaseModel):
     support: float = 0.0
     #: How often its way solved its task, relative to the way that solved it most often (1 for that way).
     share: float = 1.0
+    #: Its way hands the task to a human: its successes count at ``handoff_credit`` (in ``success``, ``share``).
+    handed_off: bool = False
     quality: float = 0.5
     utility: float | None = None
     utility_factor: float = 1.0

@@ -36,6 +36,7 @@ from kbgraph.experience_store import experience_from_record
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.ingest.generalise import describe_step, generalise_text
 from kbgraph.models import RelationType
+from kbgraph.search.handoff import HANDOFF_PATTERN
 from kbgraph.search.lexical import bm25_scores, is_verbose, lucene_query, query_terms
 from kbgraph.search.overfetch import overfetch
 from kbgraph.search.namespace_size import NamespaceSize
@@ -280,7 +281,7 @@ class StudentRetriever:
         anchor = pg or task or (steps[0] if steps else None)
         assert anchor is not None  # SearchQuery requires text or steps
         facts_rows = self._facts(
-            list(candidates), pg or anchor, task or anchor, excluded, params,
+            list(candidates), pg or anchor, task or anchor, excluded, params, w.handoff_credit,
             semantic_known=[c.id for c in candidates.values() if "semantic" in c.known],
             structural_known=[c.id for c in candidates.values() if "structural" in c.known],
         ) if candidates else []
@@ -528,13 +529,13 @@ class StudentRetriever:
 
     def _facts(
         self, ids: list[str], pg: list[float], task: list[float], excluded: set[str], params: dict[str, Any],
-        semantic_known: list[str] | None = None, structural_known: list[str] | None = None,
+        handoff_credit: float, semantic_known: list[str] | None = None, structural_known: list[str] | None = None,
     ) -> list[dict[str, Any]]:
         """Scoring facts of experiences ``ids`` (``search_candidates_score``)."""
         return self.gateway.read(
             "search_candidates_score", kb=self.namespace, ids=ids, pg=pg, task=task, exclude=sorted(excluded),
             decay=self.utility_decay, statuses=params["statuses"], semantic_known=semantic_known or [],
-            structural_known=structural_known or [],
+            structural_known=structural_known or [], handoff=HANDOFF_PATTERN, handoff_credit=handoff_credit,
         )
 
     def _workflows(
@@ -562,7 +563,7 @@ class StudentRetriever:
         known = {c.id: c.facts for c in scored if c.id in best and c.facts is not None}
         missing = [i for i in sorted(best) if i not in known]
         if missing:
-            known.update({row["id"]: row for row in self._facts(missing, pg, task, excluded, params)})
+            known.update({row["id"]: row for row in self._facts(missing, pg, task, excluded, params, w.handoff_credit)})
         out: dict[str, tuple[float, ScoreBreakdown, _Reached]] = {}
         for workflow_id, (relevance, member) in best.items():
             facts = known.get(workflow_id)
@@ -658,7 +659,9 @@ class StudentRetriever:
             for f in facts
         ])
         trans = np.array([self._trans(domain, f["domain"], w.tau) for f in facts])
-        success = np.clip(np.array([float(f["success_rate"]) for f in facts]), 0.0, 1.0)
+        # A way that hands the task to a human counts its successes at handoff_credit (search/handoff.py).
+        success = np.clip(np.array([float(f["success_rate"]) * (w.handoff_credit if f.get("hands_off") else 1.0)
+                                    for f in facts]), 0.0, 1.0)
         support = np.array([support_score(int(f["remaining"]), w.support_saturation) for f in facts])
         quality = np.clip(np.array([float(f["quality"]) for f in facts]), 0.0, 1.0)
         utility = np.clip(np.array([float(f["utility"]) for f in facts]), 0.0, 1.0)
@@ -688,7 +691,7 @@ class StudentRetriever:
                 trans=round(float(trans[i]), 6), success=round(float(success[i]), 6),
                 support=round(float(support[i]), 6), quality=round(float(quality[i]), 6),
                 utility=round(float(utility[i]), 6), utility_factor=round(float(parts["utility_factor"][i]), 6),
-                share=round(float(share[i]), 6),
+                share=round(float(share[i]), 6), handed_off=bool(facts[i].get("hands_off")),
                 context=round(float(context[i]), 6), outcomes=len(facts[i]["outcomes"]),
                 direct=float(parts["direct"][i]), final=float(parts["direct"][i]),
             )

@@ -12,7 +12,9 @@
 // ({id, weight, reason} of its ABSTRACTION edge), when it is one of $statuses.
 // share = the successful runs (outside $exclude) of the candidate's task (experiences with its
 // task_key) that took the candidate's way (the same operations), relative to the way that worked
-// most often for that task; 1 when the way never worked or nothing is known.
+// most often for that task; 1 when the way never worked or nothing is known. A way that hands the
+// task to a human (an operation matching $handoff, see kbgraph.search.handoff) counts its
+// successful runs at $handoff_credit; hands_off says whether the candidate's own way does.
 // utility (Agent KB D.3, unclipped): quality decayed at $decay per day since the last use (or the
 // creation), plus the usage impact decayed since it was last brought up to date.
 // outcomes: [Neo4j cosine of the task an agent used it for against $pg, that outcome], from the
@@ -23,7 +25,8 @@ CALL (e) {
   OPTIONAL MATCH (x:Experience {kb: $kb, task_key: e.task_key})
   WHERE e.kind = 'concrete' AND x.kind = 'concrete' AND x.status IN $statuses
   WITH e, x.operations AS way,
-    sum(size([s IN coalesce(x.source_ids, []) WHERE NOT s IN coalesce(x.failed_source_ids, []) AND NOT s IN $exclude]))
+    sum(size([s IN coalesce(x.source_ids, []) WHERE NOT s IN coalesce(x.failed_source_ids, []) AND NOT s IN $exclude])
+      * CASE WHEN any(op IN coalesce(x.operations, []) WHERE op =~ $handoff) THEN $handoff_credit ELSE 1.0 END)
       AS worked
   RETURN max(worked) AS most, sum(CASE WHEN way = e.operations THEN worked ELSE 0 END) AS way_worked
 }
@@ -39,6 +42,7 @@ RETURN e.id AS id, e.kind AS kind, e.domain AS domain, coalesce(e.scope, 'shared
   left(e.problem + '\n' + coalesce(e.goal, '') + '\n' + e.domain, 4000) AS text,
   coalesce(e.success_rate, 1.0) AS success_rate, coalesce(e.quality, 0.5) AS quality,
   size(worked) AS support, size(sources) AS runs, share,
+  any(op IN coalesce(e.operations, []) WHERE op =~ $handoff) AS hands_off,
   CASE WHEN size($exclude) = 0 THEN size(worked) ELSE size([s IN worked WHERE NOT s IN $exclude]) END AS remaining,
   CASE WHEN size($exclude) = 0 THEN size(sources) ELSE size([s IN sources WHERE NOT s IN $exclude]) END AS runs_left,
   CASE WHEN e.kind = 'abstract' THEN null ELSE head(COLLECT {

@@ -11,6 +11,7 @@ import pytest
 
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.evaluate import expand_to_trajectories, hit_sources
+from kbgraph.search.explain import explain_score
 
 BOOK = "You want to book a one-way economy flight from JFK to SEA on May 20 and pay with your two certificates."
 REFUND = "You want to cancel your reservation and get a refund although the fare is basic economy."
@@ -74,4 +75,37 @@ def test_the_way_a_task_was_solved_most_often_comes_first(mixed_kb: KnowledgeBas
     assert [s.action for s in first_way.experience.steps] == ["get_user_details", "get_reservation_details"]
     assert first_way.breakdown.workflow is not None and first_way.path[0].relation.value == "ABSTRACTION"
     transfer = next(h for h in results.hits if "transfer_to_human_agents" in [s.action for s in h.experience.steps])
-    assert transfer.breakdown.share == pytest.approx(1 / 3) and transfer.rank > first_way.rank
+    # One success of four, and a handoff: it counts at handoff_credit (0.5) against the three refusals.
+    assert transfer.breakdown.share == pytest.approx(0.5 / 3, abs=1e-6) and transfer.rank > first_way.rank
+    assert transfer.breakdown.handed_off and transfer.breakdown.success == pytest.approx(0.5)
+
+
+HANDOFF_TASK = "You want to cancel your reservation and get a refund because your trip was disrupted by a storm."
+RESOLVED_TASK = "You want to cancel your reservation and get a refund because your trip was disrupted by bad weather."
+
+
+@pytest.fixture
+def handoff_kb(kb: KnowledgeBase, tmp_path: Path) -> KnowledgeBase:
+    """Two near-identical tasks: one only ever handed off to a human, one resolved by refusing."""
+    runs = [
+        *(run(f"storm-transfer-{i}", HANDOFF_TASK, ["get_reservation_details", "transfer_to_human_agents"], True)
+          for i in range(2)),
+        *(run(f"weather-refuse-{i}", RESOLVED_TASK, ["get_user_details", "get_reservation_details"], True)
+          for i in range(2)),
+    ]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    kb.ingest([path])
+    return kb
+
+
+def test_a_way_that_resolved_a_task_like_this_outranks_a_handoff_of_equal_fit(handoff_kb: KnowledgeBase) -> None:
+    query = "Hi, my trip was disrupted by the weather, I want to cancel my reservation and get a refund"
+    hits = handoff_kb.search(query, domain="airline", k=4).hits
+    assert "transfer_to_human_agents" not in [s.action for s in hits[0].experience.steps]
+    handoff = next(h for h in hits if "transfer_to_human_agents" in [s.action for s in h.experience.steps])
+    assert handoff.breakdown.handed_off and "hands the task to a human" in "\n".join(explain_score(handoff.breakdown))
+    # handoff_credit = 1 counts a handoff as a full success: the two ways are then ranked by fit alone.
+    plain = handoff_kb.search(query, domain="airline", k=4, weights={"handoff_credit": 1.0}).hits
+    plain_handoff = next(h for h in plain if "transfer_to_human_agents" in [s.action for s in h.experience.steps])
+    assert plain_handoff.breakdown.success == pytest.approx(1.0) and handoff.breakdown.success == pytest.approx(0.5)
