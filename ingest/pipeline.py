@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import resource
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +44,7 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.models import ConceptInsight, Experience, Insight, Trajectory
 
 Progress = Callable[[str, int, int | None], None]  # (stage, done, total)
+RecordSource = Callable[[], Iterable[Record]]  # called once per pass
 
 
 def _record_key(record: Record) -> str:
@@ -84,13 +85,18 @@ class IngestPipeline:
     # -- public --------------------------------------------------------------------------------
 
     def ingest(self, paths: list[Path], skip_invalid: bool = False) -> IngestReport:
+        """Ingests JSON Lines files (``file:line`` names each record)."""
+        return self.ingest_records(lambda: read_records(paths), skip_invalid)
+
+    def ingest_records(self, records: RecordSource, skip_invalid: bool = False) -> IngestReport:
         """Validates every record (nothing is written if one is bad, unless ``skip_invalid``),
         then writes holding the namespace's ingest lease (kbgraph.ingest.lease): a second ingest
-        of the same namespace waits, then finds the records already ingested."""
+        of the same namespace waits, then finds the records already ingested. ``records`` is
+        called once per pass (validation, writing), so files are streamed, never held."""
         started = time.perf_counter()
         self.report = IngestReport()
         with self._stage("validate"):
-            total, problems = self._validate(paths)
+            total, problems = self._validate(records)
         self.report.records_read = total
         self._refuse_or_list(problems, skip_invalid)
         with IngestLease(self.kb.gateway, self.kb.namespace, self.kb.settings.ingest_lease_s, on_wait=self._waiting):
@@ -100,7 +106,7 @@ class IngestPipeline:
             with self._stage("validate"):
                 problems |= self._earlier_run_problems()
             self._refuse_or_list(problems, skip_invalid)
-            return self._write(paths, total, set(problems), started)
+            return self._write(records, total, set(problems), started)
 
     def _refuse_or_list(self, problems: dict[str, tuple[str, ...]], skip_invalid: bool) -> None:
         listed = [p for record_problems in problems.values() for p in record_problems]
@@ -113,14 +119,14 @@ class IngestPipeline:
         if self.on_progress is not None:
             self.on_progress(message, 0, None)
 
-    def _write(self, paths: list[Path], total: int, rejected: set[str], started: float) -> IngestReport:
+    def _write(self, records: RecordSource, total: int, rejected: set[str], started: float) -> IngestReport:
         """Pass 1 over every record not ``rejected`` (where it was read), then pass 2."""
         report = self.report
         hits0, misses0 = self._cache_counts()
         model0 = self._embedding_seconds()
         batch: list[Record] = []
         done = 0
-        for record in read_records(paths):
+        for record in records():
             if record.item is None or record.where in rejected:
                 continue
             batch.append(record)
@@ -174,7 +180,7 @@ class IngestPipeline:
 
     # -- pass 1 --------------------------------------------------------------------------------
 
-    def _validate(self, paths: list[Path]) -> tuple[int, dict[str, tuple[str, ...]]]:
+    def _validate(self, records: RecordSource) -> tuple[int, dict[str, tuple[str, ...]]]:
         """Every record's problems by where it was read, before anything is written. An id read
         twice with the same content is a duplicate (skipped and counted); with other content, or
         with other content than when an earlier run ingested it, it is a problem of that record."""
@@ -182,7 +188,7 @@ class IngestPipeline:
         problems: dict[str, tuple[str, ...]] = {}
         first_seen: dict[str, tuple[str, str]] = {}
         self._duplicates = set()
-        for record in read_records(paths):
+        for record in records():
             total += 1
             if record.problems:
                 problems[record.where] = record.problems

@@ -7,9 +7,11 @@ line in memory at a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -18,6 +20,7 @@ from kbgraph.errors import InvalidInputError, validation_problems
 from kbgraph.ids import content_hash
 from kbgraph.jsonl import read_jsonl
 from kbgraph.models import Experience, Trajectory
+from kbgraph.value_bounds import value_problem
 
 
 @dataclass(frozen=True)
@@ -41,18 +44,48 @@ def read_records(paths: list[Path]) -> Iterator[Record]:
             if line.value is None:
                 yield Record(line.where, None, (f"{line.where}: {line.problem}",))
                 continue
-            model: type[Trajectory] | type[Experience] = Experience if "problem" in line.value and "task" not in line.value else Trajectory
-            try:
-                item = model.model_validate(line.value)
-            except ValidationError as error:
-                yield Record(line.where, None, tuple(validation_problems(line.where, error)))
-                continue
-            if isinstance(item, Trajectory) and "votes" in item.metadata:
-                try:  # EDV: the executing agents' votes decide where the experience goes
-                    check_votes(item.metadata["votes"], where=f"{line.where}: metadata.votes")
-                except InvalidInputError as error:
-                    yield Record(line.where, None, tuple(error.problems))
-                    continue
-            yield Record(line.where, item, fingerprint=content_hash(line.value, "record"))
+            yield record_from_value(line.where, line.value)
         if empty:
             yield Record(str(path), None, (f"{path}: empty file, nothing to ingest",))
+
+
+def record_from_value(where: str, value: dict[str, Any]) -> Record:
+    """One record from its JSON value (within the input bounds), validated as a trajectory (it has
+    a ``task``) or a ready-made experience (a ``problem``); problems are named ``where: field``."""
+    model: type[Trajectory] | type[Experience] = Experience if "problem" in value and "task" not in value else Trajectory
+    try:
+        item = model.model_validate(value)
+    except ValidationError as error:
+        return Record(where, None, tuple(validation_problems(where, error)))
+    if isinstance(item, Trajectory) and "votes" in item.metadata:
+        try:  # EDV: the executing agents' votes decide where the experience goes
+            check_votes(item.metadata["votes"], where=f"{where}: metadata.votes")
+        except InvalidInputError as error:
+            return Record(where, None, tuple(error.problems))
+    return Record(where, item, fingerprint=content_hash(value, "record"))
+
+
+def records_from_items(items: Sequence[Trajectory | Experience | Mapping[str, Any]], name: str = "trajectories") -> Iterator[Record]:
+    """Records handed over in memory (``kb.add_trajectories``), named ``trajectories[i]``: a dict
+    is read exactly as a line of a file would be (same bounds, same fingerprint); a model by the
+    fields that were set on it (so the same run given as a dict or as a model is one record)."""
+    for index, item in enumerate(items):
+        where = f"{name}[{index}]"
+        if isinstance(item, (Trajectory, Experience)):
+            value: Any = item.model_dump(mode="json", exclude_unset=True)
+        elif isinstance(item, Mapping):
+            try:  # what a file could hold: JSON values only (the fingerprint hashes them as JSON)
+                value = json.loads(json.dumps(item, allow_nan=False))
+            except (TypeError, ValueError) as error:
+                yield Record(where, None, (f"{where}: not a JSON value ({error})",))
+                continue
+            except RecursionError:
+                yield Record(where, None, (f"{where}: nested too deep",))
+                continue
+        else:
+            yield Record(where, None, (f"{where}: expected a trajectory (a Trajectory or a dict), got {type(item).__name__}",))
+            continue
+        if problem := value_problem(value):
+            yield Record(where, None, (f"{where}: {problem}",))
+            continue
+        yield record_from_value(where, value)

@@ -19,7 +19,7 @@ from kbgraph.feedback import ExperienceLearningState, FeedbackEvent, FeedbackRec
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.ingest.report import IngestReport
 from kbgraph.maintenance import Maintainer, MaintenanceReport
-from kbgraph.models import Experience
+from kbgraph.models import Experience, Trajectory
 from kbgraph.schema import IndexStatus, apply_schema, index_status
 from kbgraph.search.params import QueryStep, SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import SearchResults
@@ -267,6 +267,29 @@ class KnowledgeBase:
         from kbgraph.ingest.pipeline import pipeline_from_settings
 
         report = pipeline_from_settings(self, on_progress).ingest([Path(p) for p in paths], skip_invalid)
+        maintenance = self.maintainer.after_growth(report.experiences_new)
+        if maintenance is not None:
+            report.maintenance_run = maintenance.run_id
+        return report
+
+    def add_trajectories(
+        self, trajectories: Sequence[Trajectory | Mapping[str, Any]], skip_invalid: bool = False,
+        on_progress: Callable[[str, int, int | None], None] | None = None,
+    ) -> IngestReport:
+        """Ingests runs handed over in memory — ``Trajectory`` models or dicts in the file format,
+        as an agent loop has them — through the same pipeline, validation and idempotence as
+        :meth:`ingest` (a bad one is named ``trajectories[i]: field: reason`` and nothing is
+        written; a run ingested before is skipped). Ready-made experiences (a ``problem`` instead
+        of a ``task``) are accepted too, as in a file."""
+        from kbgraph.ingest.pipeline import pipeline_from_settings
+        from kbgraph.ingest.read import records_from_items
+
+        if isinstance(trajectories, (str, bytes, Mapping)) or not isinstance(trajectories, Sequence):
+            raise InvalidInputError(["trajectories: expected a list of trajectories"])
+        items = list(trajectories)
+        if not items:
+            raise InvalidInputError(["trajectories: empty list, nothing to ingest"])
+        report = pipeline_from_settings(self, on_progress).ingest_records(lambda: records_from_items(items), skip_invalid)
         maintenance = self.maintainer.after_growth(report.experiences_new)
         if maintenance is not None:
             report.maintenance_run = maintenance.run_id

@@ -26,12 +26,10 @@ import json
 import logging
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, get_args
 
 import anyio
@@ -550,12 +548,9 @@ def parse_trajectory(trajectory: TrajectoryInput | dict[str, Any]) -> Trajectory
 
 
 def ingest_trajectory(kb: KnowledgeBase, trajectory: Trajectory) -> AddTrajectoryResult:
-    """Runs the whole ingestion pipeline (through :meth:`KnowledgeBase.ingest`, so maintenance
-    checkpoints count it) on one trajectory, written to a temporary JSON Lines file."""
-    with tempfile.TemporaryDirectory(prefix="kbgraph-mcp-") as folder:
-        path = Path(folder) / "trajectory.jsonl"
-        path.write_text(json.dumps(trajectory.model_dump(mode="json")) + "\n", encoding="utf-8")
-        report = kb.ingest([path])
+    """Runs the whole ingestion pipeline on one trajectory (:meth:`KnowledgeBase.add_trajectories`,
+    so maintenance checkpoints count it), in memory."""
+    report = kb.add_trajectories([trajectory])
     # The abstracted experience may have been merged into a look-alike: find the experiences whose
     # provenance names this trajectory.
     holders = [row["id"] for row in kb.gateway.read("experiences_by_source", kb=kb.namespace, source_id=trajectory.id)]
