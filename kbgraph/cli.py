@@ -615,6 +615,63 @@ def bench_search(
         raise typer.Exit(code)
 
 
+@bench_app.command("concurrent")
+def bench_concurrent(
+    clients: Annotated[list[int] | None, typer.Option(
+        "--clients", "-c", help="Client threads per round (repeatable)")] = None,
+    seconds: Annotated[float, typer.Option("--seconds", help="Duration of each round")] = 30.0,
+    write_share: Annotated[float, typer.Option("--write-share", help="Share of operations that add one run")] = 0.1,
+    namespace: NamespaceOption = None,
+    corpus: Annotated[Path, typer.Option(
+        "--corpus", help="Trajectories: ingested first when the namespace is empty, and the pool of runs added")]
+        = Path("../shared/data/trajectories"),
+    as_json: JsonOption = False,
+) -> None:
+    """Many agents at once: 90 % searches and 10 % runs added, with 1, 4 and 8 client threads; QPS and p50/p95 per operation."""
+    from kbgraph.bench.concurrent import load_runs, run_concurrent_benchmark
+
+    rounds = clients or [1, 4, 8]
+    problems = [f"--clients {n}: must be between 1 and 256" for n in rounds if not 1 <= n <= 256]
+    if not 1.0 <= seconds <= 3600.0:
+        problems.append(f"--seconds {seconds}: must be between 1 and 3600")
+    if not 0.0 <= write_share <= 1.0:
+        problems.append(f"--write-share {write_share}: must be between 0 and 1")
+    files = sorted(corpus.glob("*.jsonl")) if corpus.is_dir() else []
+    if not files:
+        problems.append(f"--corpus {corpus}: no .jsonl files (the runs to add come from there)")
+    if problems:
+        raise InvalidInputError(problems)
+    with _open(namespace or "bench-concurrent") as kb, _progress() as progress:
+        if kb.count() == 0:
+            err.print(f"ingesting {len(files)} files from {corpus} into namespace {kb.namespace!r} first…")
+            kb.ingest(files)
+        tasks: dict[str, Any] = {}
+
+        def on_progress(label: str, done: float, total: float) -> None:
+            if label not in tasks:
+                tasks[label] = progress.add_task(label, total=total)
+            progress.update(tasks[label], completed=done)
+
+        report = run_concurrent_benchmark(kb, load_runs(files), rounds, seconds, write_share, on_progress=on_progress)
+    if as_json:
+        _print_json(report)
+        return
+    table = Table(title=f"mixed traffic on namespace {report['namespace']!r} ({report['experiences']:,} experiences, "
+                        f"{report['write_share']:.0%} add one run), latencies in ms")
+    for column in ("clients", "QPS", "search QPS", "search p50", "search p95", "add-run QPS", "add-run p50",
+                   "add-run p95", "errors"):
+        table.add_column(column, justify="right")
+    for r in report["rounds"]:
+        table.add_row(str(r["clients"]), f"{r['qps']:.1f}", f"{r['search_qps']:.1f}", f"{r['search']['p50']:.1f}",
+                      f"{r['search']['p95']:.1f}", f"{r['add_run_qps']:.2f}", f"{r['add_run']['p50']:.0f}",
+                      f"{r['add_run']['p95']:.0f}", str(sum(r["errors"].values())))
+    out.print(table)
+    for r in report["rounds"]:
+        for message, count in r["errors"].items():
+            err.print(f"{r['clients']} clients: {count} × {plain(message)}")
+    out.print(f"load average before {report['load_average_before']}, after {report['load_average_after']}")
+
+
 # -- the main job -----------------------------------------------------------------------------------
 
 

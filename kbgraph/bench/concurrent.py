@@ -1,0 +1,134 @@
+"""Many agents at once: mixed traffic of searches and runs being added (``kbgraph bench concurrent``).
+
+For each number of client threads (default 1, 4 and 8), every client loops for ``seconds``: with
+probability ``write_share`` (0.1) it adds one run (``kb.add_trajectories`` of one trajectory,
+as an agent does after a task), otherwise it searches (``kb.student.search`` of a benchmark query,
+its vectors embedded beforehand, so embedding is excluded as in ``bench search``). Runs added are
+copies of the corpus's own runs under fresh ids (same content: their embeddings are cached, so
+add-one-run is measured without the model, and the namespace's experiences only gain provenance).
+Reported per round: operations, QPS overall and per kind, p50/p95 of each kind, and errors by
+message; the load average before and after. Every client shares one ``KnowledgeBase`` (one driver
+and its connection pool), as agents of one process would.
+
+One ingest per namespace runs at a time (the ingest lease, kbgraph.ingest.lease), so concurrent
+adds wait for each other: their p95 says what an agent waits behind the others.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kbgraph.bench.search import DEFAULT_EVAL_DIR, load_benchmark_queries, percentiles
+from kbgraph.errors import InvalidInputError, KbgraphError
+from kbgraph.kb import KnowledgeBase
+from kbgraph.search.params import SearchQuery
+
+__all__ = ["load_runs", "run_concurrent_benchmark"]
+
+#: (round label, seconds elapsed, seconds planned)
+ConcurrentProgress = Callable[[str, float, float], None]
+
+
+def load_runs(files: Sequence[Path], limit: int = 500, seed: int = 0) -> list[dict[str, Any]]:
+    """Up to ``limit`` trajectories (dicts in the file format) drawn at random from ``files``."""
+    runs: list[dict[str, Any]] = []
+    for path in files:
+        with open(path, encoding="utf-8") as handle:
+            runs += [json.loads(line) for line in handle if line.strip()]
+    runs = [r for r in runs if "task" in r]
+    random.Random(seed).shuffle(runs)
+    return runs[:limit]
+
+
+def _round(kb: KnowledgeBase, clients: int, seconds: float, write_share: float, queries: list[SearchQuery],
+           vectors: list[dict[str, Any]], runs: list[dict[str, Any]], seed: int, label: str,
+           on_progress: ConcurrentProgress | None) -> dict[str, Any]:
+    latencies: dict[str, list[float]] = {"search": [], "add_run": []}
+    errors: Counter[str] = Counter()
+    lock = threading.Lock()
+    start = time.perf_counter()
+    deadline = start + seconds
+
+    def client(index: int) -> None:
+        rng = random.Random(seed * 1000 + index)
+        added = 0
+        while time.perf_counter() < deadline:
+            write = rng.random() < write_share
+            began = time.perf_counter()
+            try:
+                if write:
+                    run = dict(rng.choice(runs))
+                    added += 1
+                    run["id"] = f"bench.{os.getpid()}.{clients}.{index}.{added}:{run['id']}"[:128]
+                    kb.add_trajectories([run])
+                else:
+                    i = rng.randrange(len(queries))
+                    kb.student.search(queries[i], query_vectors=vectors[i])
+            except KbgraphError as error:  # counted, and the client goes on, as an agent would
+                shown = error.problems[0] if isinstance(error, InvalidInputError) and error.problems else str(error)
+                with lock:
+                    errors[f"{'add_run' if write else 'search'}: {shown.splitlines()[0][:160]}"] += 1
+                continue
+            elapsed = (time.perf_counter() - began) * 1000
+            with lock:
+                latencies["add_run" if write else "search"].append(elapsed)
+
+    threads = [threading.Thread(target=client, args=(i,), name=f"bench-client-{i}", daemon=True) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    while any(t.is_alive() for t in threads):
+        for thread in threads:
+            thread.join(timeout=0.5)
+        if on_progress is not None:
+            on_progress(label, min(time.perf_counter() - start, seconds), seconds)
+    wall = time.perf_counter() - start
+    done = {kind: len(values) for kind, values in latencies.items()}
+    return {
+        "clients": clients, "seconds": round(wall, 2), "operations": sum(done.values()),
+        "qps": round(sum(done.values()) / wall, 2),
+        **{f"{kind}_qps": round(n / wall, 2) for kind, n in done.items()},
+        **{kind: {"count": done[kind], **percentiles(values)} for kind, values in latencies.items()},
+        "errors": dict(errors),
+    }
+
+
+def run_concurrent_benchmark(
+    kb: KnowledgeBase,
+    runs: list[dict[str, Any]],
+    clients: Sequence[int] = (1, 4, 8),
+    seconds: float = 30.0,
+    write_share: float = 0.1,
+    queries: int = 300,
+    seed: int = 0,
+    eval_dir: Path = DEFAULT_EVAL_DIR,
+    on_progress: ConcurrentProgress | None = None,
+) -> dict[str, Any]:
+    """One round per entry of ``clients`` on ``kb``'s namespace (see the module docstring).
+    Returns a JSON-ready dict; latencies in milliseconds."""
+    if not runs:
+        raise ValueError("no runs to add: give trajectory files")
+    if not 0.0 <= write_share <= 1.0:
+        raise ValueError(f"write_share must be within [0, 1], not {write_share}")
+    picked = load_benchmark_queries(eval_dir, queries, seed=seed)
+    vectors = [kb.student._embed_query(q, kb.student.weights) for q in picked]
+    # Warm the paths (and the embedding cache with the runs' texts) before anything is timed.
+    for query, vector in list(zip(picked, vectors))[:10]:
+        kb.student.search(query, query_vectors=vector)
+    kb.add_trajectories(runs)
+    load_before = os.getloadavg()
+    rounds = [_round(kb, n, seconds, write_share, picked, vectors, runs, seed, f"{n} client{'s' if n != 1 else ''}",
+                     on_progress) for n in clients]
+    return {
+        "namespace": kb.namespace, "experiences": kb.count(), "write_share": write_share, "queries": len(picked),
+        "runs_pool": len(runs), "rounds": rounds,
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+    }
