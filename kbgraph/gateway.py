@@ -30,6 +30,14 @@ class Neo4jGateway:
         self.timeout_s = timeout_s
         self.bulk_timeout_s = bulk_timeout_s
 
+    def session(self, **config: Any) -> neo4j.Session:
+        """A session that shares the driver's bookmark manager with ``execute_query`` (which every
+        read here uses): on a cluster (``neo4j://``), a read routed to another member after a
+        write of ours waits until that member has the write — read-your-writes across sessions,
+        threads and calls, not only within one session."""
+        return self.driver.session(database=self.database,
+                                   bookmark_manager=self.driver.execute_query_bookmark_manager, **config)
+
     def bounded(self, what: str, call: Callable[[], T]) -> T:
         """``call()`` (driver work of its own, e.g. a paged export) under this gateway's bound."""
         return within(self.timeout_s, what, call, self.answers)
@@ -75,7 +83,7 @@ class Neo4jGateway:
             return results
 
         def transaction() -> list[list[Row]]:
-            with self.driver.session(database=self.database) as session:
+            with self.session() as session:
                 return session.execute_write(work)
 
         return within(self.timeout_s, calls[0][0] if calls else "write", transaction, self.answers)
@@ -83,7 +91,7 @@ class Neo4jGateway:
     def auto_commit(self, name: str, **params: Any) -> list[Row]:
         """For queries that manage their own transactions (``CALL … IN TRANSACTIONS``)."""
         def statement() -> list[Row]:
-            with self.driver.session(database=self.database) as session:
+            with self.session() as session:
                 return [record.data() for record in session.run(query(name), params)]
 
         return within(self.bulk_timeout_s, name, statement, self.answers)

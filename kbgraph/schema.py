@@ -79,7 +79,7 @@ def _run_schema_statement(gateway: Neo4jGateway, file_name: str, statement: str,
     params = {"dimension": dimension} if "$dimension" in statement else {}
     for attempt in range(8):
         try:
-            with gateway.driver.session(database=gateway.database) as session:
+            with gateway.session() as session:
                 session.run(statement, params).consume()
             return
         except neo4j.exceptions.ClientError as exc:

@@ -531,8 +531,7 @@ class _Exporter:
             ids = [row["element_id"] for row in page]
             return page, [_row(r) for r in tx.run(query(values_query), {**params, "ids": ids})]
 
-        with self.gateway.driver.session(database=self.gateway.database,
-                                         default_access_mode=neo4j.READ_ACCESS) as session:
+        with self.gateway.session(default_access_mode=neo4j.READ_ACCESS) as session:
             while True:
                 page, values = session.execute_read(work)
                 if page:
@@ -882,7 +881,7 @@ class _Importer:
         # One batch per label or type: relationships come ordered by start node, their types mixed.
         # Every node is written before the first relationship (the file lists nodes first).
         batches: dict[tuple[str, str], list[tuple[int, NodeRecord | RelationshipRecord]]] = {}
-        with self.gateway.driver.session(database=self.gateway.database) as session:
+        with self.gateway.session() as session:
             for record in read_jsonl(self.path):
                 line = int(record.where.rsplit(":", 1)[1])
                 if record.value is None or record.value.get("record") == "header":
