@@ -153,6 +153,7 @@ class IngestPipeline:
         its own plan), concepts and documents, links. Workflows that dissolve are archived under
         ``run`` (by default ``consolidate-<time>``)."""
         report = self.report
+        facts: list[ExperienceFacts] | None = None
         if merge:
             with self._stage("merge"):
                 facts = self._facts()
@@ -160,6 +161,7 @@ class IngestPipeline:
                 if groups:
                     self.kb.gateway.write("experience_merge", kb=self.kb.namespace,
                                           groups=[g.as_row() for g in groups])
+                    facts = None  # read again for linking, as the merges left them
                 report.experiences_merged += sum(len(g.merged_ids) for g in groups)
         with self._stage("concepts"):
             stage = ConceptStage(self.kb.gateway, self.kb.namespace, self.kb.embedder, self.document_writer)
@@ -168,7 +170,7 @@ class IngestPipeline:
             report.documents_updated += concepts.documents_updated
         with self._stage("link"):
             now = datetime.now(UTC)
-            self._link(run or f"consolidate-{now.strftime('%Y%m%dT%H%M%S%f')}", now)
+            self._link(run or f"consolidate-{now.strftime('%Y%m%dT%H%M%S%f')}", now, facts)
         stats = self.kb.stats()
         report.concepts = stats.nodes.get("Concept", 0)
         report.insights = stats.nodes.get("Insight", 0)
@@ -303,10 +305,21 @@ class IngestPipeline:
     # -- pass 2 --------------------------------------------------------------------------------
 
     def _facts(self) -> list[ExperienceFacts]:
-        return [ExperienceFacts.from_row(row) for row in self.kb.gateway.read("experiences_for_linking", kb=self.kb.namespace)]
+        """Every active experience's facts; vectors only for ids this KnowledgeBase has not read
+        before (kbgraph.ingest.facts.PgVectorCache)."""
+        rows = self.kb.gateway.read("experiences_link_facts", kb=self.kb.namespace)
+        cache = self.kb.pg_vectors
+        missing = cache.missing(row["id"] for row in rows)
+        for start in range(0, len(missing), 5000):
+            cache.put(self.kb.gateway.read("experience_pg_vectors", kb=self.kb.namespace,
+                                           ids=missing[start : start + 5000]))
+        return [ExperienceFacts.from_row({**row, "pg": cache.get(row["id"])}) for row in rows]
 
-    def _link(self, run: str, now: datetime) -> None:
-        plan = plan_links(self._facts())
+    def _link(self, run: str, now: datetime, facts: list[ExperienceFacts] | None = None) -> None:
+        """Plans the relations and workflows from ``facts`` (read when not given) and writes what
+        changed: inferred relations the plan no longer has are deleted, new or changed ones are
+        written, the others are left as they are (the same graph as rewriting them all)."""
+        plan = plan_links(facts if facts is not None else self._facts())
         existing = self.kb.store.existing_ids(a.key for a in plan.abstracts)
         fresh = [a for a in plan.abstracts if a.key not in existing]
         if fresh:
@@ -322,14 +335,20 @@ class IngestPipeline:
             next_rows += links
         self.report.abstract_experiences = len(plan.abstracts)
         ns = self.kb.namespace
+        planned = {(r["type"], r["source_id"], r["target_id"]): r for r in plan.relations}
+        stored = {(r["type"], r["source_id"], r["target_id"]): r
+                  for r in self.kb.gateway.read("relations_inferred_list", kb=ns)}
+        gone = [{"type": t, "source_id": a, "target_id": b} for (t, a, b) in sorted(set(stored) - set(planned))]
+        changed = [row for key, row in planned.items() if key not in stored
+                   or (stored[key]["weight"], stored[key]["reason"]) != (row["weight"], row["reason"])]
         self.kb.gateway.write_all([
-            ("relations_inferred_delete", {"kb": ns}),
+            ("relations_inferred_delete_some", {"kb": ns, "rows": gone}),
             ("abstract_experiences_dissolve", {"kb": ns, "keep": [a.key for a in plan.abstracts],
                                                "source": ABSTRACT_SOURCE, "run": run, "now": now}),
             ("abstract_experiences_refresh", {"kb": ns, "rows": [abstract_row(a) for a in grown]}),
             ("step_upsert", {"kb": ns, "rows": step_rows}),
             ("step_link_next", {"kb": ns, "rows": next_rows}),
-            ("relation_upsert", {"kb": ns, "rows": plan.relations}),
+            ("relation_upsert", {"kb": ns, "rows": changed}),
         ])
 
     # -- bookkeeping ---------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from kbgraph.errors import InvalidInputError, validation_problems
 from kbgraph.experience_store import ExperienceStore
 from kbgraph.feedback import ExperienceLearningState, FeedbackEvent, FeedbackRecorder, FeedbackReport
 from kbgraph.gateway import Neo4jGateway
+from kbgraph.ingest.facts import PgVectorCache
 from kbgraph.ingest.report import IngestReport
 from kbgraph.maintenance import Maintainer, MaintenanceReport
 from kbgraph.models import Experience, Trajectory
@@ -117,6 +118,8 @@ class KnowledgeBase:
         self.browser_url = browser_url
         self._owns_driver = owns_driver
         self._student: StudentRetriever | None = None
+        #: Problem+goal vectors the ingestion pipeline has read (ids are content hashes: they never change).
+        self.pg_vectors = PgVectorCache()
         if ensure_schema:
             apply_schema(self.gateway, embedder.dimension)
 
