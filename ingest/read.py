@@ -34,7 +34,11 @@ class Record:
 
 
 def read_records(paths: list[Path]) -> Iterator[Record]:
-    for path in paths:
+    """Records of JSON Lines files; a folder stands for its ``*.jsonl`` files, in name order."""
+    for path in expand_folders(paths):
+        if path.is_dir():
+            yield Record(str(path), None, (f"{path}: a folder without .jsonl files, nothing to ingest",))
+            continue
         if not path.is_file():
             yield Record(str(path), None, (f"{path}: no such file",))
             continue
@@ -47,6 +51,15 @@ def read_records(paths: list[Path]) -> Iterator[Record]:
             yield record_from_value(line.where, line.value)
         if empty:
             yield Record(str(path), None, (f"{path}: empty file, nothing to ingest",))
+
+
+def expand_folders(paths: list[Path]) -> list[Path]:
+    """Each folder replaced by its ``*.jsonl`` files (name order); a folder without any is kept, to be named."""
+    out: list[Path] = []
+    for path in paths:
+        inside = sorted(p for p in path.glob("*.jsonl") if p.is_file()) if path.is_dir() else []
+        out += inside or [path]
+    return out
 
 
 def record_from_value(where: str, value: dict[str, Any]) -> Record:

@@ -227,7 +227,8 @@ def _print_ingest_report(report: dict[str, Any]) -> None:
 
 @app.command("ingest")
 def ingest(
-    files: Annotated[list[Path], typer.Argument(help="JSON Lines of trajectories or ready-made experiences")],
+    files: Annotated[list[Path], typer.Argument(help="JSON Lines of trajectories or ready-made experiences; a folder "
+                                                    "stands for its *.jsonl files")],
     namespace: NamespaceOption = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip bad records and list them")] = False,
     as_json: JsonOption = False,

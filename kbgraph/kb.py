@@ -487,6 +487,10 @@ class KnowledgeBase:
     def best_agents(self, domain: str | None = None, task: str | None = None) -> list[AbilityCell]:
         """Agents for a task, best first (EDV): by their record in ``domain``, or — given only the
         ``task`` text — in the domain of the experiences most like it."""
+        if domain is not None and not domain.strip():
+            raise InvalidInputError(["domain: empty; give a domain, or leave it out and give a task"])
+        if task is not None and not task.strip():
+            raise InvalidInputError(["task: empty; give the task's text"])
         if domain is None:
             if not task:
                 raise InvalidInputError(["best_agents: give a domain or a task"])

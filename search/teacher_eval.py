@@ -32,6 +32,8 @@ from pathlib import Path
 from pydantic import BaseModel
 from sklearn.feature_extraction.text import TfidfVectorizer
 
+from kbgraph.errors import InvalidInputError
+
 from kbgraph.ingest.generalise import ids_in_trajectory, names_in_trajectory
 from kbgraph.ingest.recovery import error_signature, recovery_after
 from kbgraph.ingest.shapes import verb_of
@@ -181,6 +183,9 @@ def run_teacher_eval(
 ) -> TeacherEvalReport:
     """The teacher benchmark over ``corpus`` (already ingested into the retriever's namespace)."""
     queries = teacher_queries(_runs(corpus))
+    if not queries:
+        raise InvalidInputError([f"--corpus {corpus}: no step of its runs has an error; the teacher phase asks "
+                                 "about errored steps (a step's 'error' field)"], headline="nothing to evaluate")
     relevant = _relevant(queries)
     judged = {qid: rel for qid, rel in relevant.items() if rel}
     systems: list[TeacherSystemScores] = []

@@ -121,7 +121,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """The ability matrix (agent × domain success), or the agents ranked for a domain or task."""
         with _open(namespace) as kb:
-            if domain or task:
+            if domain is not None or task is not None:
                 ranked = kb.best_agents(domain=domain, task=task)
                 if as_json:
                     _print_json([c.model_dump() for c in ranked])

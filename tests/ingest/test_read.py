@@ -84,3 +84,15 @@ def test_untidy_real_steps_are_accepted_and_wrong_types_are_named(tmp_path: Path
     assert steps[1].arguments == {"_raw": "{flight_number: HAT1"} and steps[3].observation is None
     assert second.item is None and second.problems[0].startswith(f"{path}:2: steps.0.arguments:")
     assert third.item is None and third.problems[0].startswith(f"{path}:3: steps.0.observation:")
+
+
+def test_a_folder_stands_for_its_jsonl_files_in_name_order(tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    write_lines(folder / "b.jsonl", [json.dumps({"id": "t2", "task": "second"})])
+    write_lines(folder / "a.jsonl", [json.dumps({"id": "t1", "task": "first"})])
+    (folder / "notes.txt").write_text("not a run")
+    assert [r.where for r in read_records([folder])] == [f"{folder / 'a.jsonl'}:1", f"{folder / 'b.jsonl'}:1"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert [r.problems for r in read_records([empty])] == [(f"{empty}: a folder without .jsonl files, nothing to ingest",)]

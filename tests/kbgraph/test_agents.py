@@ -151,3 +151,12 @@ def test_feedback_without_a_task_moves_a_helpful_experience_above_an_equally_sim
     default = kb.search(query, k=2).hits
     assert default[0].breakdown.utility_factor != default[1].breakdown.utility_factor
     assert after.hits[0].breakdown.utility_factor > 1.0 > after.hits[1].breakdown.utility_factor
+
+
+@pytest.mark.parametrize(("domain", "task", "named"), [("", None, "domain: empty"), ("  ", None, "domain: empty"),
+                                                       (None, "", "task: empty")])
+def test_an_empty_domain_or_task_is_refused_not_read_as_absent(kb: KnowledgeBase, domain: str | None, task: str | None,
+                                                               named: str) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        kb.best_agents(domain=domain, task=task)
+    assert caught.value.problems[0].startswith(named)

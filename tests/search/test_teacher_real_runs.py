@@ -4,6 +4,12 @@ kbgraph at the oracle, above a text retriever."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
+from kbgraph.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.teacher import TeacherRetriever
 from kbgraph.search.teacher_eval import run_teacher_eval
@@ -50,3 +56,12 @@ def test_leave_one_run_out_kbgraph_recovers_like_the_oracle_and_above_a_text_ret
     assert ours.ndcg >= 0.9
     print(f"\nteacher: kbgraph nDCG@5 {ours.ndcg} share {ours.concrete_success} / {ours.concrete_run_success}; "
           f"tfidf {tfidf.ndcg} {tfidf.concrete_success}; oracle {oracle.concrete_success} / {oracle.concrete_run_success}")
+
+
+def test_a_corpus_without_errored_steps_is_refused_by_name(kb: KnowledgeBase, tmp_path: Path) -> None:
+    (tmp_path / "ok.jsonl").write_text(json.dumps({"id": "ok-1", "domain": "airline", "task": "cancel it",
+                                                   "steps": [{"action": "cancel_reservation"}],
+                                                   "outcome": {"success": True}}) + "\n")
+    with pytest.raises(InvalidInputError) as caught:
+        run_teacher_eval(TeacherRetriever(kb.gateway, kb.embedder, kb.namespace), tmp_path)
+    assert "no step of its runs has an error" in caught.value.problems[0]
