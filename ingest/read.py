@@ -78,12 +78,14 @@ def record_from_value(where: str, value: dict[str, Any]) -> Record:
     return Record(where, item, fingerprint=content_hash(value, "record"))
 
 
-def records_from_items(items: Sequence[Trajectory | Experience | Mapping[str, Any]], name: str = "trajectories") -> Iterator[Record]:
-    """Records handed over in memory (``kb.add_trajectories``), named ``trajectories[i]``: a dict
-    is read exactly as a line of a file would be (same bounds, same fingerprint); a model by the
-    fields that were set on it (so the same run given as a dict or as a model is one record)."""
+def records_from_items(items: Sequence[Trajectory | Experience | Mapping[str, Any]],
+                       labels: Sequence[str] | None = None) -> Iterator[Record]:
+    """Records handed over in memory (``kb.add_trajectories``), named ``labels[i]`` (by default
+    ``trajectories[i]``): a dict is read exactly as a line of a file would be (same bounds, same
+    fingerprint); a model by the fields that were set on it (so the same run given as a dict or as
+    a model is one record)."""
     for index, item in enumerate(items):
-        where = f"{name}[{index}]"
+        where = labels[index] if labels is not None else f"trajectories[{index}]"
         if isinstance(item, (Trajectory, Experience)):
             value: Any = item.model_dump(mode="json", exclude_unset=True)
         elif isinstance(item, Mapping):

@@ -228,12 +228,14 @@ def _print_ingest_report(report: dict[str, Any]) -> None:
 @app.command("ingest")
 def ingest(
     files: Annotated[list[Path], typer.Argument(help="JSON Lines of trajectories or ready-made experiences; a folder "
-                                                    "stands for its *.jsonl files")],
+                                                    "stands for its *.jsonl files; - reads standard input")],
     namespace: NamespaceOption = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip bad records and list them")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Turn trajectories into experiences, concepts, documents and relations (idempotent)."""
+    if Path("-") in files and len(files) > 1:
+        raise InvalidInputError(["-: standard input is read on its own, not with files"])
     with _open(namespace) as kb, _progress() as progress:
         tasks: dict[str, Any] = {}
 
@@ -242,11 +244,40 @@ def ingest(
                 tasks[stage] = progress.add_task(stage, total=total)
             progress.update(tasks[stage], completed=done)
 
-        report = kb.ingest(files, skip_invalid=skip_invalid, on_progress=on_progress).model_dump()
+        if files == [Path("-")]:
+            values, labels, bad = _stdin_records(skip_invalid)
+            if not values:
+                raise InvalidInputError([*bad, "<stdin>: no record to ingest"])
+            report = kb.add_trajectories(values, skip_invalid=skip_invalid, on_progress=on_progress,
+                                         labels=labels).model_dump()
+            report["records_read"] += len(bad)
+            report["records_rejected"] += len(bad)
+            report["rejected"] = bad + report["rejected"]
+        else:
+            report = kb.ingest(files, skip_invalid=skip_invalid, on_progress=on_progress).model_dump()
     if as_json:
         _print_json(report)
     else:
         _print_ingest_report(report)
+
+
+def _stdin_records(skip_invalid: bool) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """JSON Lines from standard input (``kbgraph ingest -``): the values, their ``<stdin>:line``
+    labels, and the lines that are not JSON objects within the bounds (an error unless skipped)."""
+    from kbgraph.jsonl import read_jsonl_stream
+
+    values: list[dict[str, Any]] = []
+    labels: list[str] = []
+    bad: list[str] = []
+    for line in read_jsonl_stream(sys.stdin.buffer, "<stdin>"):
+        if line.value is None:
+            bad.append(f"{line.where}: {line.problem}")
+        else:
+            values.append(line.value)
+            labels.append(line.where)
+    if bad and not skip_invalid:
+        raise InvalidInputError(bad)
+    return values, labels, bad
 
 
 @app.command("recluster")

@@ -44,30 +44,35 @@ def read_jsonl(path: Path) -> Iterator[JsonlRecord]:
     too long or nested too deep come back with a ``problem`` instead of a value; reading goes on
     (streaming, memory bounded by MAX_LINE_BYTES)."""
     with open(path, "rb") as handle:
-        for number, (raw, length) in enumerate(_lines(handle), start=1):
-            where = f"{path}:{number}"
-            if length > MAX_LINE_BYTES:
-                yield JsonlRecord(where, None, f"line is {length:,} bytes, over the {MAX_LINE_BYTES:,}-byte limit")
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield JsonlRecord(where, None, f"not UTF-8 (byte {exc.start + 1} is 0x{raw[exc.start]:02x})")
-                continue
-            if not text.strip():
-                continue
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError as exc:
-                yield JsonlRecord(where, None, f"invalid JSON at column {exc.colno}: {exc.msg}")
-                continue
-            except RecursionError:
-                yield JsonlRecord(where, None, f"nested deeper than {MAX_NESTING_DEPTH} levels")
-                continue
-            if not isinstance(value, dict):
-                yield JsonlRecord(where, None, f"expected a JSON object, got {type(value).__name__}")
-                continue
-            if problem := value_problem(value):
-                yield JsonlRecord(where, None, problem)
-                continue
-            yield JsonlRecord(where, value)
+        yield from read_jsonl_stream(handle, str(path))
+
+
+def read_jsonl_stream(handle: IO[bytes], name: str) -> Iterator[JsonlRecord]:
+    """:func:`read_jsonl` over an open binary stream (standard input), lines named ``name:line``."""
+    for number, (raw, length) in enumerate(_lines(handle), start=1):
+        where = f"{name}:{number}"
+        if length > MAX_LINE_BYTES:
+            yield JsonlRecord(where, None, f"line is {length:,} bytes, over the {MAX_LINE_BYTES:,}-byte limit")
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield JsonlRecord(where, None, f"not UTF-8 (byte {exc.start + 1} is 0x{raw[exc.start]:02x})")
+            continue
+        if not text.strip():
+            continue
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield JsonlRecord(where, None, f"invalid JSON at column {exc.colno}: {exc.msg}")
+            continue
+        except RecursionError:
+            yield JsonlRecord(where, None, f"nested deeper than {MAX_NESTING_DEPTH} levels")
+            continue
+        if not isinstance(value, dict):
+            yield JsonlRecord(where, None, f"expected a JSON object, got {type(value).__name__}")
+            continue
+        if problem := value_problem(value):
+            yield JsonlRecord(where, None, problem)
+            continue
+        yield JsonlRecord(where, value)

@@ -277,13 +277,14 @@ class KnowledgeBase:
 
     def add_trajectories(
         self, trajectories: Sequence[Trajectory | Mapping[str, Any]], skip_invalid: bool = False,
-        on_progress: Callable[[str, int, int | None], None] | None = None,
+        on_progress: Callable[[str, int, int | None], None] | None = None, labels: Sequence[str] | None = None,
     ) -> IngestReport:
         """Ingests runs handed over in memory — ``Trajectory`` models or dicts in the file format,
         as an agent loop has them — through the same pipeline, validation and idempotence as
         :meth:`ingest` (a bad one is named ``trajectories[i]: field: reason`` and nothing is
         written; a run ingested before is skipped). Ready-made experiences (a ``problem`` instead
-        of a ``task``) are accepted too, as in a file."""
+        of a ``task``) are accepted too, as in a file. ``labels`` name the items in messages
+        instead of ``trajectories[i]`` (the CLI gives ``<stdin>:line``)."""
         from kbgraph.ingest.pipeline import pipeline_from_settings
         from kbgraph.ingest.read import records_from_items
 
@@ -292,7 +293,10 @@ class KnowledgeBase:
         items = list(trajectories)
         if not items:
             raise InvalidInputError(["trajectories: empty list, nothing to ingest"])
-        report = pipeline_from_settings(self, on_progress).ingest_records(lambda: records_from_items(items), skip_invalid)
+        if labels is not None and len(labels) != len(items):
+            raise InvalidInputError([f"labels: {len(labels)} labels for {len(items)} trajectories"])
+        report = pipeline_from_settings(self, on_progress).ingest_records(
+            lambda: records_from_items(items, labels), skip_invalid)
         maintenance = self.maintainer.after_growth(report.experiences_new)
         if maintenance is not None:
             report.maintenance_run = maintenance.run_id

@@ -240,3 +240,25 @@ def test_a_report_or_query_file_that_cannot_be_read_or_written_is_one_clear_erro
     unwritable = kbgraph(neo4j_target, cli_namespace, "report", "-o", "/proc/version")
     assert unwritable.returncode == 1 and "cannot write the report to /proc/version" in unwritable.stderr, unwritable.stderr
     assert "internal error" not in unreadable.stderr + unwritable.stderr
+
+
+def test_ingest_reads_standard_input_naming_its_lines(neo4j_target: Neo4jTarget, cli_namespace: str) -> None:
+    run = {"id": "stdin-1", "domain": "airline", "task": "You want to cancel reservation ABC123.",
+           "steps": [{"action": "cancel_reservation", "arguments": {"reservation_id": "ABC123"}}],
+           "outcome": {"success": True}}
+    bad = json.dumps(run)[:-5]
+
+    def ingest(text: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "kbgraph.cli", "ingest", "-", *args],
+                              env=neo4j_target.env(cli_namespace), input=text, capture_output=True, text=True,
+                              timeout=300)
+
+    refused = ingest(json.dumps(run) + "\n" + bad + "\n")
+    assert refused.returncode == 2 and "<stdin>:2: invalid JSON" in refused.stderr
+    assert json.loads(kbgraph(neo4j_target, cli_namespace, "stats", "--json").stdout)["experiences"] == 0
+    done = ingest(json.dumps(run) + "\n" + bad + "\n", "--skip-invalid", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["records_read"], report["records_rejected"], report["experiences_new"]) == (2, 1, 1)
+    assert report["rejected"][0].startswith("<stdin>:2:")
+    assert ingest("").returncode == 2
