@@ -19,10 +19,22 @@ from types import TracebackType
 
 from kbgraph.gateway import Neo4jGateway
 
-#: How often a waiting ingest asks for the lease, plus up to as much again at random (so waiters
-#: do not ask in step). Short: every moment the lease lies free between two holders is lost to
-#: every waiter (measured with 8 clients adding runs: polling every 0.5 s, an add waited up to 9 s).
-POLL_S = 0.05
+#: How often an ingest waiting for another process asks for the lease, plus up to as much again
+#: at random (so waiters do not ask in step): the time the lease lies free between two holders is
+#: lost to every waiter. Ingests of one process wait on a local lock instead, woken at once and
+#: asking nothing of Neo4j meanwhile (8 agent threads adding runs: with every one of them asking
+#: every 0.5 s an add waited up to 9 s; asking every 0.05 s took CPU from their searches).
+POLL_S = 0.1
+
+_LOCAL: dict[tuple[int, str, str], threading.Lock] = {}
+_LOCAL_GUARD = threading.Lock()
+
+
+def _local_lock(gateway: Neo4jGateway, namespace: str) -> threading.Lock:
+    """The lock ingests of this process take before asking Neo4j for the namespace's lease."""
+    key = (id(gateway.driver), gateway.database, namespace)
+    with _LOCAL_GUARD:
+        return _LOCAL.setdefault(key, threading.Lock())
 
 
 class IngestLease:
@@ -35,12 +47,27 @@ class IngestLease:
         self.owner = f"ingest-{uuid.uuid4().hex[:12]}"
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
+        self._local: threading.Lock | None = None
 
     def _until(self) -> tuple[datetime, datetime]:
         now = datetime.now(UTC)
         return now, now + timedelta(seconds=self.ttl_s)
 
     def acquire(self) -> None:
+        local = _local_lock(self.gateway, self.namespace)
+        if not local.acquire(blocking=False):
+            if self.on_wait is not None:
+                self.on_wait(f"another ingest of this process is writing namespace {self.namespace!r}; waiting for it")
+            local.acquire()
+        self._local = local
+        try:
+            self._acquire_lease()
+        except BaseException:
+            self._local = None
+            local.release()
+            raise
+
+    def _acquire_lease(self) -> None:
         told = False
         while True:
             now, until = self._until()
@@ -71,6 +98,10 @@ class IngestLease:
             self.gateway.write("ingest_lease_release", kb=self.namespace, owner=self.owner)
         except Exception:  # Neo4j gone: the lease lapses after ttl_s by itself
             pass
+        finally:
+            local, self._local = self._local, None
+            if local is not None:
+                local.release()
 
     def __enter__(self) -> IngestLease:
         self.acquire()
