@@ -331,6 +331,7 @@ def type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
+@lru_cache(maxsize=65536)  # linking names every workflow's actions, again on every ingest
 def humanise_action(action: str) -> str:
     """``return_delivered_order_items`` → ``return delivered order items``."""
     words = re.sub(r"([a-z])([A-Z])", r"\1 \2", action).replace("_", " ").replace("-", " ").replace(".", " ")

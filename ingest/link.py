@@ -21,6 +21,7 @@ the same facts give the same plan, whatever order they came in.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from itertools import islice
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,11 +149,20 @@ def plan_links(
     # COMPOSITION: sub-workflow → composite, within a domain, the closest composites first. A
     # workflow that changes nothing is inside every other one, which says nothing: it is left out.
     workflows = sorted(representative, key=lambda w: (w[0], len(w[1]), w[1]))
+    # Only a workflow holding every operation of the smaller one can contain it: a set test (fast)
+    # before the order test, among the same domain's longer workflows, in the same order.
+    operation_sets = {w: frozenset(w[1]) for w in workflows}
+    by_domain_workflows: dict[str, list[Workflow]] = defaultdict(list)
+    for workflow in workflows:
+        by_domain_workflows[workflow[0]].append(workflow)
     for small in workflows:
         small_id, _ = representative[small]
-        composites = [big for big in workflows if big[0] == small[0] and len(big[1]) > len(small[1]) > 0
-                      and is_subsequence(small[1], big[1])]
-        for big in composites[:COMPOSITES_PER_WORKFLOW]:
+        if not small[1]:
+            continue
+        needed = operation_sets[small]
+        composites = (big for big in by_domain_workflows[small[0]] if len(big[1]) > len(small[1])
+                      and needed <= operation_sets[big] and is_subsequence(small[1], big[1]))
+        for big in islice(composites, COMPOSITES_PER_WORKFLOW):  # the closest ones, in order
             plan.relations.append(_relation(
                 "COMPOSITION", small_id, representative[big][0], len(small[1]) / len(big[1]),
                 f"its operations ({_flow(small[1])}) appear in order inside {_flow(big[1])}",

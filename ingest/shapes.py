@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 
 # First word of a tool name → what kind of step it is. Unknown verbs stand for themselves.
@@ -24,6 +25,7 @@ VERB_CLASSES = {
 }
 
 
+@lru_cache(maxsize=65536)  # asked for every step of every experience on every ingest's linking
 def verb_of(action: str) -> str:
     first = action.replace("-", "_").split("_")[0].lower()
     return VERB_CLASSES.get(action.lower(), VERB_CLASSES.get(first, first))
@@ -42,7 +44,7 @@ def verb_shape(actions: Sequence[str]) -> tuple[str, ...]:
 def is_subsequence(small: Sequence[str], big: Sequence[str]) -> bool:
     """True when every item of ``small`` appears in ``big`` in the same order (gaps allowed)."""
     it = iter(big)
-    return all(any(item == other for other in it) for item in small)
+    return all(item in it for item in small)  # ``in`` consumes the iterator up to the match
 
 
 def operations(actions: Sequence[str]) -> tuple[str, ...]:
