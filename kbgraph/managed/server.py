@@ -63,6 +63,13 @@ JVM_OPTIONS = [
 ]
 
 
+
+def generated_password() -> str:
+    """A random password for user neo4j: [A-Za-z0-9_-], so it needs no quoting in neo4j-admin's
+    argument file, and never starting with '-', which neo4j-admin would read as an option (one
+    fresh start in 64 failed with its usage text before this)."""
+    return "k" + secrets.token_urlsafe(18)
+
 @dataclass(frozen=True)
 class ServerStatus:
     running: bool
@@ -226,7 +233,7 @@ class ManagedNeo4j:
         self.stop()
         unlocked = replace(self, auth_enabled=False, assets_port=0)
         unlocked.start()
-        password = secrets.token_urlsafe(18)
+        password = generated_password()
         try:
             with neo4j.GraphDatabase.driver(self.bolt_uri, auth=None) as driver:
                 with driver.session(database="system") as session:
@@ -259,7 +266,7 @@ class ManagedNeo4j:
     def _prepare_home(self, java: str, lib: Path, assets: BrowserAssets | None) -> None:
         (self.home / "conf" / "neo4j.conf").write_text(self.config_text(assets))
         if not (self.home / "data" / "dbms" / "auth.ini").exists():
-            password = secrets.token_urlsafe(18)  # [A-Za-z0-9_-]: needs no quoting in the argument file
+            password = generated_password()
             # Given as an @argument file (neo4j-admin reads arguments from it), never on the command
             # line, where `ps` would show it to every user of the machine.
             arguments = self.home / "run" / f"set-initial-password.{secrets.token_hex(4)}.args"

@@ -15,12 +15,21 @@ import pytest
 
 from kbgraph.errors import ManagedServerError
 from kbgraph.managed.runtime import NEO4J_VERSION
-from kbgraph.managed.server import ManagedNeo4j, free_port
+from kbgraph.managed.server import ManagedNeo4j, free_port, generated_password
 from kbgraph.settings import Settings
 
 
 def test_the_pinned_server_is_neo4j_5_26() -> None:
     assert NEO4J_VERSION.startswith("5.26.")
+
+
+def test_a_generated_password_is_never_read_as_an_option_by_neo4j_admin() -> None:
+    # token_urlsafe starts with '-' one time in 64: neo4j-admin then printed its usage instead of
+    # setting the password, and a fresh machine's first `kbgraph server start` failed.
+    passwords = [generated_password() for _ in range(2000)]
+    assert all(not p.startswith("-") and len(p) >= 20 for p in passwords)
+    assert all(set(p) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") for p in passwords)
+    assert len(set(passwords)) == len(passwords)
 
 
 def test_the_config_binds_loopback_with_auth_and_sized_memory(tmp_path: Path) -> None:
