@@ -20,12 +20,14 @@ the same facts give the same plan, whatever order they came in.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
+from collections.abc import Callable, Iterable
 from itertools import islice
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.ingest.generalise import humanise_action
@@ -39,6 +41,7 @@ ALTERNATIVES_PER_EXPERIENCE = 3
 COMPOSITES_PER_WORKFLOW = 10
 
 Row = dict[str, Any]
+Vector = npt.NDArray[np.float32]
 
 
 @dataclass
@@ -105,130 +108,89 @@ def abstract_experience(workflow: Workflow, members: list[ExperienceFacts]) -> E
     )
 
 
+def representative_of(workflow: Workflow, members: list[ExperienceFacts]) -> tuple[Experience | None, tuple[str, Vector], list[Row]]:
+    """ABSTRACTION for one workflow: its abstract experience (two or more members), what stands for
+    it in the other relations (the abstraction with the members' centroid, or its only member) and
+    each member's ABSTRACTION relation."""
+    if len(members) < 2:
+        only = members[0]
+        return None, (only.id, only.pg), []
+    abstract = abstract_experience(workflow, members)
+    centroid = np.mean([m.pg for m in members], axis=0)
+    centroid /= float(np.linalg.norm(centroid)) or 1.0
+    rows = [_relation("ABSTRACTION", member.id, abstract.key, float(member.pg @ centroid),
+                      f"instance of the workflow {_describe(workflow)}, shared by {len(members)} experiences")
+            for member in members]
+    return abstract, (abstract.key, centroid), rows
+
+
+def composition_rows(small: Workflow, small_id: str, longer: Iterable[tuple[Workflow, frozenset[str]]],
+                     id_of: Callable[[Workflow], str]) -> list[Row]:
+    """COMPOSITION from ``small`` to the first workflows of ``longer`` (the same domain's longer
+    workflows, closest first, with their sets of operations) that hold its operations in order,
+    each by its representative (``id_of``). Only a workflow holding every operation of the smaller
+    one can contain it: a set test (fast) before the order test. A workflow that changes nothing
+    is inside every other one, which says nothing: none."""
+    if not small[1]:
+        return []
+    needed = frozenset(small[1])
+    composites = (big for big, operation_set in longer
+                  if needed <= operation_set and is_subsequence(small[1], big[1]))
+    return [_relation("COMPOSITION", small_id, id_of(big), len(small[1]) / len(big[1]),
+                      f"its operations ({_flow(small[1])}) appear in order inside {_flow(big[1])}")
+            for big in islice(composites, COMPOSITES_PER_WORKFLOW)]
+
+
+def adaptation_rows(shape: tuple[str, ...], by_domain: dict[str, list[Workflow]],
+                    size: Callable[[Workflow], int], representative: Callable[[Workflow], tuple[str, Vector]]) -> list[Row]:
+    """ADAPTATION for one verb-level shape found in several domains: from the domain where it is
+    best established to each other one, between each domain's most-used workflow of the shape
+    (ties: the smallest representative id)."""
+    if len(by_domain) < 2:
+        return []
+    chosen = {d: min(ws, key=lambda w: (-size(w), representative(w)[0])) for d, ws in by_domain.items()}
+    ordered = sorted(chosen, key=lambda d: (-size(chosen[d]), d))
+    origin = ordered[0]
+    a_id, a_pg = representative(chosen[origin])
+    rows = []
+    for other in ordered[1:]:
+        b_id, b_pg = representative(chosen[other])
+        rows.append(_relation("ADAPTATION", a_id, b_id, 0.5 + 0.5 * max(0.0, float(a_pg @ b_pg)),
+                              f"the same operations ({' → '.join(shape)}) carried from {origin} to {other}"))
+    return rows
+
+
+def declared_rows(fact: ExperienceFacts, origin_of: Callable[[str], str | None]) -> list[Row]:
+    """Declared provenance: ADAPTATION from the experience holding each ``adapted_from`` run."""
+    rows = []
+    for origin_trajectory in fact.adapted_from:
+        origin_id = origin_of(origin_trajectory)
+        if origin_id and origin_id != fact.id:
+            rows.append(_relation("ADAPTATION", origin_id, fact.id, 1.0,
+                                  f"declared: adapted from trajectory {origin_trajectory}"))
+    return rows
+
+
+def alternative_row(a: ExperienceFacts, b: ExperienceFacts, cosine: float) -> Row:
+    first, second = (a, b) if a.id < b.id else (b, a)
+    return _relation("ALTERNATIVE", first.id, second.id, cosine,
+                     f"similar problem and goal (cosine {cosine:.2f}) solved differently: "
+                     f"{_describe(workflow_of(first))} vs {_describe(workflow_of(second))}")
+
+
+def is_alternative_candidate(fact: ExperienceFacts) -> bool:
+    """Only ways that worked at least once are alternatives: a run that only failed is a pitfall
+    of its task, not another way to do it."""
+    return fact.kind == "concrete" and fact.source != ABSTRACT_SOURCE and bool(fact.actions) and not fact.only_failed
+
+
 def plan_links(
     facts: list[ExperienceFacts],
     alternative_threshold: float = ALTERNATIVE_THRESHOLD,
     alternatives_per_experience: int = ALTERNATIVES_PER_EXPERIENCE,
 ) -> LinkPlan:
-    plan = LinkPlan()
-    concrete = sorted((f for f in facts if f.kind == "concrete" and f.source != ABSTRACT_SOURCE), key=lambda f: f.id)
-    declared_abstract = [f for f in facts if f.kind == "abstract" and f.source != ABSTRACT_SOURCE]
+    """The whole plan from every fact (kbgraph.ingest.link_state builds it part by part, so that a
+    later ingest can re-plan only the parts it touches)."""
+    from kbgraph.ingest.link_state import LinkState  # it builds on the parts above
 
-    # ABSTRACTION: one abstract experience per workflow shared by two or more concrete ones.
-    by_workflow: dict[Workflow, list[ExperienceFacts]] = defaultdict(list)
-    for fact in concrete:
-        if fact.actions:
-            by_workflow[workflow_of(fact)].append(fact)
-    # A run without steps shows no workflow where steps are not recorded (WebArena's intents); in a
-    # domain whose runs do record their tool calls, a run that made none changed nothing: it joins
-    # that domain's look-up-only workflow, if there is one.
-    for fact in concrete:
-        if not fact.actions and (fact.domain, ()) in by_workflow:
-            by_workflow[(fact.domain, ())].append(fact)
-    representative: dict[Workflow, tuple[str, np.ndarray]] = {}  # workflow → (id, pg)
-    for workflow in sorted(by_workflow):
-        members = by_workflow[workflow]
-        if len(members) < 2:
-            only = members[0]
-            representative[workflow] = (only.id, only.pg)
-            continue
-        abstract = abstract_experience(workflow, members)
-        plan.abstracts.append(abstract)
-        centroid = np.mean([m.pg for m in members], axis=0)
-        centroid /= float(np.linalg.norm(centroid)) or 1.0
-        representative[workflow] = (abstract.key, centroid)
-        for member in members:
-            plan.relations.append(_relation(
-                "ABSTRACTION", member.id, abstract.key, float(member.pg @ centroid),
-                f"instance of the workflow {_describe(workflow)}, shared by {len(members)} experiences",
-            ))
-    for fact in declared_abstract:  # abstract experiences given by users represent their workflow too
-        if fact.actions and workflow_of(fact) not in by_workflow:
-            representative[workflow_of(fact)] = (fact.id, fact.pg)
-
-    # COMPOSITION: sub-workflow → composite, within a domain, the closest composites first. A
-    # workflow that changes nothing is inside every other one, which says nothing: it is left out.
-    workflows = sorted(representative, key=lambda w: (w[0], len(w[1]), w[1]))
-    # Only a workflow holding every operation of the smaller one can contain it: a set test (fast)
-    # before the order test, among the same domain's longer workflows, in the same order.
-    operation_sets = {w: frozenset(w[1]) for w in workflows}
-    by_domain_workflows: dict[str, list[Workflow]] = defaultdict(list)
-    for workflow in workflows:
-        by_domain_workflows[workflow[0]].append(workflow)
-    for small in workflows:
-        small_id, _ = representative[small]
-        if not small[1]:
-            continue
-        needed = operation_sets[small]
-        composites = (big for big in by_domain_workflows[small[0]] if len(big[1]) > len(small[1])
-                      and needed <= operation_sets[big] and is_subsequence(small[1], big[1]))
-        for big in islice(composites, COMPOSITES_PER_WORKFLOW):  # the closest ones, in order
-            plan.relations.append(_relation(
-                "COMPOSITION", small_id, representative[big][0], len(small[1]) / len(big[1]),
-                f"its operations ({_flow(small[1])}) appear in order inside {_flow(big[1])}",
-            ))
-
-    # ADAPTATION: one verb-level shape in several domains; each domain's best-established workflow.
-    by_shape: dict[tuple[str, ...], dict[str, list[Workflow]]] = defaultdict(lambda: defaultdict(list))
-    for workflow in workflows:
-        shape = operation_shape(workflow[1])
-        if shape:
-            by_shape[shape][workflow[0]].append(workflow)
-    for shape in sorted(by_shape):
-        domains = by_shape[shape]
-        if len(domains) < 2:
-            continue
-        # Each domain's most-used workflow of this shape (ties: smallest id).
-        chosen = {d: min(ws, key=lambda w: (-len(by_workflow.get(w, [])), representative[w][0]))
-                  for d, ws in domains.items()}
-        ordered = sorted(chosen, key=lambda d: (-len(by_workflow.get(chosen[d], [])), d))
-        origin = ordered[0]
-        a_id, a_pg = representative[chosen[origin]]
-        for other in ordered[1:]:
-            b_id, b_pg = representative[chosen[other]]
-            plan.relations.append(_relation(
-                "ADAPTATION", a_id, b_id, 0.5 + 0.5 * max(0.0, float(a_pg @ b_pg)),
-                f"the same operations ({' → '.join(shape)}) carried from {origin} to {other}",
-            ))
-    by_source = {s: f.id for f in facts for s in f.source_ids}
-    for fact in facts:
-        for origin_trajectory in fact.adapted_from:
-            origin_id = by_source.get(origin_trajectory)
-            if origin_id and origin_id != fact.id:
-                plan.relations.append(_relation(
-                    "ADAPTATION", origin_id, fact.id, 1.0, f"declared: adapted from trajectory {origin_trajectory}",
-                ))
-
-    # ALTERNATIVE: similar problem and goal, different workflow, same domain; ways that worked.
-    by_domain: dict[str, list[ExperienceFacts]] = defaultdict(list)
-    for fact in concrete:
-        if fact.actions and not fact.only_failed:
-            by_domain[fact.domain].append(fact)
-    seen: set[tuple[str, str]] = set()
-    for domain in sorted(by_domain):
-        members = by_domain[domain]
-        if len(members) < 2:
-            continue
-        vectors = np.stack([m.pg for m in members])
-        similarity = vectors @ vectors.T
-        for i, member in enumerate(members):
-            order = np.argsort(-similarity[i], kind="stable")
-            taken = 0
-            for j in order:
-                if taken >= alternatives_per_experience or similarity[i, j] < alternative_threshold:
-                    break
-                candidate = members[int(j)]
-                if workflow_of(candidate) == workflow_of(member):
-                    continue
-                taken += 1
-                pair = (min(member.id, candidate.id), max(member.id, candidate.id))
-                if pair in seen:
-                    continue
-                seen.add(pair)
-                first, second = (member, candidate) if member.id < candidate.id else (candidate, member)
-                plan.relations.append(_relation(
-                    "ALTERNATIVE", first.id, second.id, float(similarity[i, j]),
-                    f"similar problem and goal (cosine {similarity[i, j]:.2f}) solved differently: "
-                    f"{_describe(workflow_of(first))} vs {_describe(workflow_of(second))}",
-                ))
-    return plan
+    return LinkState(facts, alternative_threshold, alternatives_per_experience).plan()

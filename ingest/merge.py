@@ -14,14 +14,14 @@ counters are summed, success rate is averaged over sources. Pure: the pipeline a
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.ingest.link import ABSTRACT_SOURCE
 from kbgraph.ingest.shapes import operations
+from kbgraph.ingest.vector_set import VectorSet
 
 MERGE_THRESHOLD = 0.85
 
@@ -60,41 +60,71 @@ def _components(count: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
     return [g for g in groups.values() if len(g) > 1]
 
 
-def plan_merges(facts: list[ExperienceFacts], threshold: float = MERGE_THRESHOLD) -> list[MergeGroup]:
-    # Only experiences of one kind, one workflow, one outcome and one owner (private banks stay
-    # apart) can merge.
-    blocks: dict[tuple[str, tuple[str, ...], str, str, bool], list[ExperienceFacts]] = defaultdict(list)
+BlockKey = tuple[str, tuple[str, ...], str, str, bool]
+
+
+def block_key(fact: ExperienceFacts) -> BlockKey | None:
+    """Only experiences of one kind, one workflow, one outcome and one owner (private banks stay
+    apart) can merge; generated workflows never do (None)."""
+    if fact.source == ABSTRACT_SOURCE:
+        return None
+    return fact.kind, operations(fact.actions), fact.scope, fact.owner_agent or "", fact.only_failed
+
+
+def merge_group(component: list[ExperienceFacts]) -> MergeGroup:
+    """What one connected group of near-duplicates becomes: the canonical keeps its steps (the
+    shortest way that has any, then the smallest id); provenance is the union of the sources."""
+    group = sorted(component, key=lambda m: (not m.actions, len(m.actions), m.id))
+    canonical = group[0]
+    sources = sorted({s for m in group for s in m.source_ids})
+    # Each source counts once: a member whose sources the group already has adds nothing.
+    seen: set[str] = set()
+    weights = []
+    for m in group:
+        fresh = set(m.source_ids) - seen
+        seen |= fresh
+        weights.append(len(fresh) if m.source_ids else 1)
+    return MergeGroup(
+        canonical=canonical.id,
+        merged_ids=[m.id for m in group[1:]],
+        source_ids=sources,
+        failed_source_ids=sorted({s for m in group for s in m.failed_source_ids}),
+        retrieved=sum(m.retrieved for m in group),
+        used=sum(m.used for m in group),
+        succeeded=sum(m.succeeded for m in group),
+        success_rate=round(sum(m.success_rate * w for m, w in zip(group, weights, strict=True))
+                           / max(sum(weights), 1), 6),
+    )
+
+
+def groups_of(members: list[ExperienceFacts], pairs: Iterable[tuple[str, str]]) -> list[MergeGroup]:
+    """The merge groups of ``members`` (of one block) given their near-duplicate pairs by id."""
+    members = sorted(members, key=lambda f: f.id)
+    index = {m.id: i for i, m in enumerate(members)}
+    components = _components(len(members), [(index[a], index[b]) for a, b in pairs])
+    return [merge_group([members[i] for i in component]) for component in components]
+
+
+def blocks_of(facts: Iterable[ExperienceFacts]) -> dict[BlockKey, list[ExperienceFacts]]:
+    """The facts that can merge, by block (generated workflows are in none)."""
+    blocks: dict[BlockKey, list[ExperienceFacts]] = defaultdict(list)
     for fact in facts:
-        if fact.source != ABSTRACT_SOURCE:
-            blocks[(fact.kind, operations(fact.actions), fact.scope, fact.owner_agent or "", fact.only_failed)].append(fact)
+        key = block_key(fact)
+        if key is not None:
+            blocks[key].append(fact)
+    return blocks
+
+
+def plan_merges(facts: list[ExperienceFacts], threshold: float = MERGE_THRESHOLD) -> list[MergeGroup]:
     plan: list[MergeGroup] = []
-    for members in blocks.values():
+    for members in blocks_of(facts).values():
         if len(members) < 2:
             continue
-        members = sorted(members, key=lambda f: f.id)
-        vectors = np.stack([m.pg for m in members])
-        similar = np.argwhere(np.triu(vectors @ vectors.T, k=1) >= threshold)
-        for component in _components(len(members), [(int(a), int(b)) for a, b in similar]):
-            # The canonical keeps its steps: the shortest way that has any, then the smallest id.
-            group = sorted((members[i] for i in component), key=lambda m: (not m.actions, len(m.actions), m.id))
-            canonical = group[0]
-            sources = sorted({s for m in group for s in m.source_ids})
-            # Each source counts once: a member whose sources the group already has adds nothing.
-            seen: set[str] = set()
-            weights = []
-            for m in group:
-                fresh = set(m.source_ids) - seen
-                seen |= fresh
-                weights.append(len(fresh) if m.source_ids else 1)
-            plan.append(MergeGroup(
-                canonical=canonical.id,
-                merged_ids=[m.id for m in group[1:]],
-                source_ids=sources,
-                failed_source_ids=sorted({s for m in group for s in m.failed_source_ids}),
-                retrieved=sum(m.retrieved for m in group),
-                used=sum(m.used for m in group),
-                succeeded=sum(m.succeeded for m in group),
-                success_rate=round(sum(m.success_rate * w for m, w in zip(group, weights, strict=True))
-                                   / max(sum(weights), 1), 6),
-            ))
+        vectors = VectorSet()
+        for member in members:
+            vectors.add(member.id, member.pg)
+        pairs = [(m.id, other) for m, close in zip(members, vectors.close_to([m.pg for m in members], threshold),
+                                                   strict=True)
+                 for _, other in close if other != m.id]
+        plan += groups_of(members, pairs)
     return sorted(plan, key=lambda g: g.canonical)

@@ -5,9 +5,10 @@ and insights. Every write is a MERGE on a content hash, and trajectories already
 experience's provenance are skipped, so a batch written twice changes nothing.
 
 Pass 2 works on what is stored: merge duplicates (stage 6), deduplicate concepts and integrate
-documents (stages 4–5), link the four relations (stage 7). Each is computed from the graph and
-written in one transaction, so it is a function of the stored state: re-running after a crash
-(or ingesting the same files again) ends in the same graph.
+documents (stages 4–5), link the four relations (stage 7) — for the experiences written since
+the last consolidation, or from scratch (ingest/consolidate.py). Each is computed from the graph
+and written in one transaction, so it is a function of the stored state: re-running after a
+crash (or ingesting the same files again) ends in the same graph.
 
 Before pass 1 the whole input is validated (a cheap streaming pass): by default any bad record
 stops the run before anything is written; with ``skip_invalid`` bad records are skipped and
@@ -20,22 +21,16 @@ import resource
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from kbgraph.agents import apply_votes, check_votes
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.errors import InvalidInputError, KbgraphError
-from kbgraph.experience_store import abstract_row
-from kbgraph.experience_store import step_rows as experience_steps
 from kbgraph.ids import normalise_text
 from kbgraph.ingest.abstract import Abstractor, RuleBasedAbstractor
-from kbgraph.ingest.concepts import ConceptStage
+from kbgraph.ingest.consolidate import Consolidation
 from kbgraph.ingest.integrate import DocumentRewriter
-from kbgraph.ingest.facts import ExperienceFacts
-from kbgraph.ingest.link import ABSTRACT_SOURCE, plan_links
-from kbgraph.ingest.merge import plan_merges
 from kbgraph.ingest.read import Record, read_records
 from kbgraph.ingest.reflect import Reflector, RuleBasedReflector
 from kbgraph.ingest.lease import IngestLease
@@ -149,35 +144,18 @@ class IngestPipeline:
         return report
 
     def consolidate(self, recluster: bool = False, merge: bool = True, run: str | None = None) -> IngestReport:
-        """Pass 2 over the stored namespace: merge (unless ``merge`` is off: maintenance merges by
-        its own plan), concepts and documents, links. Workflows that dissolve are archived under
-        ``run`` (by default ``consolidate-<time>``)."""
+        """Pass 2 (ingest/consolidate.py): merge (unless ``merge`` is off: maintenance merges by
+        its own plan), concepts and documents, links — for what changed since this
+        KnowledgeBase's last consolidation, or from scratch (``recluster``, or when it cannot
+        know). Workflows that dissolve are archived under ``run`` (by default
+        ``consolidate-<time>``)."""
         report = self.report
-        facts: list[ExperienceFacts] | None = None
-        if merge:
-            with self._stage("merge"):
-                facts = self._facts()
-                groups = plan_merges(facts)
-                if groups:
-                    self.kb.gateway.write("experience_merge", kb=self.kb.namespace,
-                                          groups=[g.as_row() for g in groups])
-                    facts = None  # read again for linking, as the merges left them
-                report.experiences_merged += sum(len(g.merged_ids) for g in groups)
-        with self._stage("concepts"):
-            stage = ConceptStage(self.kb.gateway, self.kb.namespace, self.kb.embedder, self.document_writer)
-            concepts = stage.run(full=recluster)
-            report.meta_concepts_new += concepts.meta_concepts_new
-            report.documents_updated += concepts.documents_updated
-        with self._stage("link"):
-            now = datetime.now(UTC)
-            self._link(run or f"consolidate-{now.strftime('%Y%m%dT%H%M%S%f')}", now, facts)
-        stats = self.kb.stats()
-        report.concepts = stats.nodes.get("Concept", 0)
-        report.insights = stats.nodes.get("Insight", 0)
-        report.meta_concepts = stats.nodes.get("MetaConcept", 0)
-        report.relations = {t: stats.relationships.get(t, 0)
-                            for t in ("ABSTRACTION", "COMPOSITION", "ADAPTATION", "ALTERNATIVE", "EXHIBITS",
-                                      "INSTANCE_OF")}
+        Consolidation(self.kb, report, self._stage, self.document_writer).run(recluster, merge, run)
+        counts = self.kb.gateway.read("ingest_report_counts", kb=self.kb.namespace)[0]
+        report.concepts, report.insights = counts["concepts"], counts["insights"]
+        report.meta_concepts = counts["meta_concepts"]
+        report.relations = {t: counts["relations"][t] for t in ("ABSTRACTION", "COMPOSITION", "ADAPTATION",
+                                                                "ALTERNATIVE", "EXHIBITS", "INSTANCE_OF")}
         return report
 
     # -- pass 1 --------------------------------------------------------------------------------
@@ -301,55 +279,6 @@ class IngestPipeline:
             for row, vector in zip(rows, vectors, strict=True):
                 row["embedding"] = vector.tolist()
         return rows
-
-    # -- pass 2 --------------------------------------------------------------------------------
-
-    def _facts(self) -> list[ExperienceFacts]:
-        """Every active experience's facts; vectors only for ids this KnowledgeBase has not read
-        before (kbgraph.ingest.facts.PgVectorCache)."""
-        rows = self.kb.gateway.read("experiences_link_facts", kb=self.kb.namespace)
-        cache = self.kb.pg_vectors
-        missing = cache.missing(row["id"] for row in rows)
-        for start in range(0, len(missing), 5000):
-            cache.put(self.kb.gateway.read("experience_pg_vectors", kb=self.kb.namespace,
-                                           ids=missing[start : start + 5000]))
-        return [ExperienceFacts.from_row({**row, "pg": cache.get(row["id"])}) for row in rows]
-
-    def _link(self, run: str, now: datetime, facts: list[ExperienceFacts] | None = None) -> None:
-        """Plans the relations and workflows from ``facts`` (read when not given) and writes what
-        changed: inferred relations the plan no longer has are deleted, new or changed ones are
-        written, the others are left as they are (the same graph as rewriting them all)."""
-        plan = plan_links(facts if facts is not None else self._facts())
-        existing = self.kb.store.existing_ids(a.key for a in plan.abstracts)
-        fresh = [a for a in plan.abstracts if a.key not in existing]
-        if fresh:
-            self.kb.add_experiences(fresh)
-        # A workflow that exists keeps its id and learning state; what it says follows its group.
-        grown = [a for a in plan.abstracts if a.key in existing]
-        self.kb.embed_missing(grown)
-        step_rows: list[dict[str, Any]] = []
-        next_rows: list[dict[str, Any]] = []
-        for abstract in grown:
-            steps, links = experience_steps(abstract)
-            step_rows += steps
-            next_rows += links
-        self.report.abstract_experiences = len(plan.abstracts)
-        ns = self.kb.namespace
-        planned = {(r["type"], r["source_id"], r["target_id"]): r for r in plan.relations}
-        stored = {(r["type"], r["source_id"], r["target_id"]): r
-                  for r in self.kb.gateway.read("relations_inferred_list", kb=ns)}
-        gone = [{"type": t, "source_id": a, "target_id": b} for (t, a, b) in sorted(set(stored) - set(planned))]
-        changed = [row for key, row in planned.items() if key not in stored
-                   or (stored[key]["weight"], stored[key]["reason"]) != (row["weight"], row["reason"])]
-        self.kb.gateway.write_all([
-            ("relations_inferred_delete_some", {"kb": ns, "rows": gone}),
-            ("abstract_experiences_dissolve", {"kb": ns, "keep": [a.key for a in plan.abstracts],
-                                               "source": ABSTRACT_SOURCE, "run": run, "now": now}),
-            ("abstract_experiences_refresh", {"kb": ns, "rows": [abstract_row(a) for a in grown]}),
-            ("step_upsert", {"kb": ns, "rows": step_rows}),
-            ("step_link_next", {"kb": ns, "rows": next_rows}),
-            ("relation_upsert", {"kb": ns, "rows": changed}),
-        ])
 
     # -- bookkeeping ---------------------------------------------------------------------------
 

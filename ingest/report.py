@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 
@@ -21,6 +23,9 @@ class IngestReport(BaseModel):
     meta_concepts: int = 0
     meta_concepts_new: int = 0
     documents_updated: int = 0
+    consolidated: Literal["incremental", "from scratch", ""] = Field(
+        default="", description="How pass 2 ran: for the experiences written since the last consolidation of this "
+                                "KnowledgeBase, or over the whole namespace (ingest/consolidate.py).")
     relations: dict[str, int] = Field(default_factory=dict)
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     total_seconds: float = 0.0

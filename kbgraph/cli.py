@@ -704,6 +704,56 @@ def bench_concurrent(
     out.print(f"load average before {report['load_average_before']}, after {report['load_average_after']}")
 
 
+@bench_app.command("add")
+def bench_add(
+    namespaces: Annotated[list[str] | None, typer.Option(
+        "--namespace", "-n", help="Namespaces to add runs to (repeatable) [default: settings]")] = None,
+    runs: Annotated[int, typer.Option("--runs", help="Runs added by each path, per namespace")] = 10,
+    corpus: Annotated[Path, typer.Option(
+        "--corpus", help="Trajectories (a .jsonl file or a folder of them): the pool of runs added")]
+        = Path("../shared/data/real_runs"),
+    as_json: JsonOption = False,
+) -> None:
+    """What adding one run costs in a long-lived process: incremental next to from scratch (the
+    path a process's first ingest takes), alternating, embedding excluded; p50/p95 per namespace."""
+    from kbgraph.bench.add import run_add_benchmark
+    from kbgraph.bench.concurrent import load_runs
+
+    problems = [] if 1 <= runs <= 1000 else [f"--runs {runs}: must be between 1 and 1000"]
+    files = sorted(corpus.glob("*.jsonl")) if corpus.is_dir() else [corpus] if corpus.is_file() else []
+    if not files:
+        problems.append(f"--corpus {corpus}: no .jsonl files (the runs to add come from there)")
+    for name in namespaces or []:
+        _settings(name)  # a blank or invalid namespace fails here, before connecting
+    if problems:
+        raise InvalidInputError(problems)
+    with _progress() as progress:
+        tasks: dict[str, Any] = {}
+
+        def on_progress(namespace: str, done: int, total: int) -> None:
+            if namespace not in tasks:
+                tasks[namespace] = progress.add_task(f"add runs to {namespace}", total=total)
+            progress.update(tasks[namespace], completed=done)
+
+        report = run_add_benchmark(_open, namespaces or [_settings().namespace], load_runs(files), runs, on_progress)
+    if as_json:
+        _print_json(report)
+        return
+    table = Table(title=f"add one run (kb.add_trajectories, warm process, embedding excluded), {runs} runs per path, ms")
+    for column in ("namespace", "experiences", "incremental p50", "p95", "from scratch p50", "p95", "speed-up",
+                   "first add"):
+        table.add_column(column, justify="right")
+    for r in report["namespaces"]:
+        table.add_row(plain(r["namespace"]), f"{r['experiences']:,}", f"{r['incremental']['p50']:.0f}",
+                      f"{r['incremental']['p95']:.0f}", f"{r['from_scratch']['p50']:.0f}",
+                      f"{r['from_scratch']['p95']:.0f}", f"{r['speedup_p50']}x", f"{r['first_add_ms']:.0f}")
+    out.print(table)
+    for r in report["namespaces"]:
+        stages = ", ".join(f"{k} {v:.0f}" for k, v in r["incremental"]["stages_p50_ms"].items())
+        out.print(f"{plain(r['namespace'])}: incremental stages p50 (ms): {stages}")
+    out.print(f"load average before {report['load_average_before']}, after {report['load_average_after']}")
+
+
 # -- the main job -----------------------------------------------------------------------------------
 
 

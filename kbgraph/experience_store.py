@@ -240,7 +240,10 @@ class ExperienceStore:
     def delete(self, ids: Sequence[str]) -> int:
         deleted = 0
         for start in range(0, len(ids), 1000):
-            rows = self.gateway.write("experience_delete", kb=self.namespace, ids=list(ids[start : start + 1000]))
+            rows = self.gateway.write_all([
+                ("experience_delete", {"kb": self.namespace, "ids": list(ids[start : start + 1000])}),
+                ("kb_state_facts_changed", {"kb": self.namespace}),  # no process links from what it remembers
+            ])[0]
             deleted += rows[0]["deleted"] if rows else 0
         return deleted
 

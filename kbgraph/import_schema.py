@@ -84,7 +84,7 @@ NODE_RULES: Final[dict[str, dict[str, Rule]]] = {
         "usage_impact_at": datetime_value, "archived_at": datetime_value, "restored_at": datetime_value,
         "source_ids": texts, "failed_source_ids": texts, "merged_ids": texts, "adapted_from": texts,
         "approved_by": texts, "rejected_by": texts, "actions": texts, "operations": texts,
-        "dissolved": flag, "archived_score": number, "content_id": text(1),
+        "dissolved": flag, "archived_score": number, "content_id": text(1), "unlinked": text(1),
     },
     "Step": {
         "action": text(1), "text": text(), "order": count, "experience_id": text(1), "reward": REWARD,
@@ -101,7 +101,8 @@ NODE_RULES: Final[dict[str, dict[str, Rule]]] = {
     "IngestedRecord": {"ingested_at": datetime_value, "fingerprint": text(1)},
     "KbState": {"added_total": count, "maintenance_runs": count, "last_maintenance_archived": count,
                 "last_maintenance_merged": count, "last_maintenance_at": datetime_value, "relink_pending": text(1),
-                "ingest_owner": text(1), "ingest_lease_until": datetime_value},
+                "ingest_owner": text(1), "ingest_lease_until": datetime_value,
+                "facts_version": text(1)},
 }
 
 RELATIONSHIP_RULES: Final[dict[str, dict[str, Rule]]] = {

@@ -18,6 +18,7 @@ from kbgraph.experience_store import ExperienceStore
 from kbgraph.feedback import ExperienceLearningState, FeedbackEvent, FeedbackRecorder, FeedbackReport
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.ingest.facts import PgVectorCache
+from kbgraph.ingest.link_state import RememberedLinks
 from kbgraph.ingest.report import IngestReport
 from kbgraph.maintenance import Maintainer, MaintenanceReport
 from kbgraph.models import Experience, Trajectory
@@ -120,6 +121,8 @@ class KnowledgeBase:
         self._student: StudentRetriever | None = None
         #: Problem+goal vectors the ingestion pipeline has read (ids are content hashes: they never change).
         self.pg_vectors = PgVectorCache()
+        #: The namespace's link state as this KnowledgeBase's last consolidation left it (ingest/consolidate.py).
+        self.link_state = RememberedLinks()
         if ensure_schema:
             apply_schema(self.gateway, embedder.dimension)
 
@@ -543,6 +546,7 @@ class KnowledgeBase:
 
     def clear(self) -> None:
         """Deletes everything in this namespace (and nothing outside it)."""
+        self.link_state.clear()
         self.store.delete_namespace()
 
     # -- lifecycle -------------------------------------------------------------------------------

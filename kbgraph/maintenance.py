@@ -242,6 +242,8 @@ class Maintainer:
             calls.append(("maintenance_archive", {"kb": self.namespace, "rows": archives, "run": report.run_id,
                                                   "now": now}))
         relinks = self.relink is not None and bool(report.changes)
+        if groups or archives:  # no process links from what it remembers of them (ingest/consolidate.py)
+            calls.append(("kb_state_facts_changed", {"kb": self.namespace}))
         # Committed with the merges: until the relinking below is done, the namespace says so.
         calls.append(("kb_state_maintained", {"kb": self.namespace, "run": report.run_id, "now": now,
                                               "trigger": trigger, "archived": report.archived,
@@ -261,8 +263,10 @@ class Maintainer:
             run_id = state[0]["last_maintenance_run"] if state else None
             if run_id is None:
                 return []
-        rows = self.gateway.write("maintenance_restore", kb=self.namespace, ids=list(ids), run=run_id,
-                                  now=now or datetime.now(UTC))
+        rows = self.gateway.write_all([
+            ("maintenance_restore", {"kb": self.namespace, "ids": list(ids), "run": run_id, "now": now or datetime.now(UTC)}),
+            ("kb_state_facts_changed", {"kb": self.namespace}),
+        ])[0]
         return [row["id"] for row in rows]
 
     def after_growth(self, added: int) -> MaintenanceReport | None:

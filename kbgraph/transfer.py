@@ -876,6 +876,10 @@ class _Importer:
         self.done = 0
         self.nodes: dict[str, ImportCounts] = {}
         self.relationships: dict[str, ImportCounts] = {}
+        # Into a namespace that has a state node, what is imported changes it behind any process
+        # that remembers its link plan (ingest/consolidate.py): each batch gives it a new facts
+        # version. Into an empty one, the exported state node brings the version its facts had.
+        self.changes_a_namespace = bool(gateway.read("kb_state_get", kb=namespace))
 
     def run(self) -> None:
         # One batch per label or type: relationships come ordered by start node, their types mixed.
@@ -937,6 +941,8 @@ class _Importer:
                 created.append(value_row)
             if created:
                 tx.run(query(values_query), {"kb": self.namespace, "rows": created}).consume()
+                if self.changes_a_namespace:
+                    tx.run(query("kb_state_facts_changed"), {"kb": self.namespace}).consume()
             return merged
 
         merged = session.execute_write(work)

@@ -1,6 +1,8 @@
 // Namespace lookups (counts, exports, deletes) and the status filter of retrieval.
 CREATE INDEX experience_kb_status IF NOT EXISTS FOR (n:Experience) ON (n.kb, n.status);
 CREATE INDEX experience_kb IF NOT EXISTS FOR (n:Experience) ON (n.kb);
+// The experiences written since the last consolidation (marked `unlinked`): what it merges and links.
+CREATE INDEX experience_kb_unlinked IF NOT EXISTS FOR (n:Experience) ON (n.kb, n.unlinked);
 // The runs of one task (search weighs a way by the share of the task's successful runs it took).
 CREATE INDEX experience_kb_task IF NOT EXISTS FOR (n:Experience) ON (n.kb, n.task_key);
 CREATE INDEX step_kb IF NOT EXISTS FOR (n:Step) ON (n.kb);

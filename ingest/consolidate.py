@@ -1,0 +1,197 @@
+"""Pass 2 of the ingestion pipeline: merge duplicates (stage 6), concepts and documents (stages
+4–5), links (stage 7) — from scratch, or for what changed since the last consolidation.
+
+**From scratch** (the first consolidation of a process, ``recluster``, maintenance's relinking,
+or whenever the namespace changed in a way this process did not see): every active experience's
+facts are read, merged, planned (:class:`~kbgraph.ingest.link_state.LinkState`) and the plan's
+difference with the stored relations written.
+
+**Incremental** (every later ingest of the process): experience_upsert marks each experience it
+creates, or gives new sources, ``unlinked``; the consolidation reads only the marked ones' facts,
+merges them against the remembered state (within their blocks), re-plans the parts of the link
+plan they touch and writes that delta: adding a run no longer reads the namespace. The state is
+remembered with the namespace's *facts version* (``KbState.facts_version``), which every
+consolidation sets and every other writer of experiences (delete, maintenance, restore, import,
+clear) changes: a version this process did not set means someone else changed the namespace, and
+the next consolidation starts from scratch. Both ways end in the same graph
+(tests/ingest/test_link_state.py for the plans, tests/ingest/test_incremental.py for the graph).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from typing import Any
+
+from kbgraph.experience_store import abstract_row
+from kbgraph.experience_store import step_rows as experience_steps
+from kbgraph.ingest.concepts import ConceptStage
+from kbgraph.ingest.facts import ExperienceFacts
+from kbgraph.ingest.integrate import DocumentRewriter
+from kbgraph.ingest.link import ABSTRACT_SOURCE, LinkPlan, Row
+from kbgraph.ingest.link_state import LinkDelta, LinkState
+from kbgraph.ingest.merge import MergeGroup, plan_merges
+from kbgraph.ingest.report import IngestReport
+from kbgraph.kb import KnowledgeBase
+from kbgraph.models import Experience
+
+Stage = Callable[[str], AbstractContextManager[None]]
+
+
+class Consolidation:
+    def __init__(self, kb: KnowledgeBase, report: IngestReport, stage: Stage,
+                 document_writer: DocumentRewriter | None = None):
+        self.kb = kb
+        self.report = report
+        self.stage = stage
+        self.document_writer = document_writer
+        self._fresh_abstracts: list[Experience] = []  # workflows written as new experiences (marked unlinked)
+
+    def run(self, recluster: bool = False, merge: bool = True, run: str | None = None) -> None:
+        """Merges (unless ``merge`` is off: maintenance merges by its own plan), concepts and
+        documents, links; workflows that dissolve are archived under ``run``."""
+        now = datetime.now(UTC)
+        run = run or f"consolidate-{now.strftime('%Y%m%dT%H%M%S%f')}"
+        ns = self.kb.namespace
+        changed = self.kb.gateway.read("kb_state_unlinked", kb=ns)[0]
+        version, marks = changed["facts_version"], changed["marks"]
+        remembered = self.kb.link_state.take(version)  # forgotten in any case until this one is done
+        state = remembered if merge and not recluster else None
+        if state is None:
+            self.report.consolidated = "from scratch"
+            state = self._from_scratch(recluster, merge, run, now)
+        else:
+            self.report.consolidated = "incremental"
+            self._incremental(state, marks, run, now)
+        # Generated workflows were written by add_experiences, which marked them: nothing to do.
+        rows = [{"id": a.key, "stamp": None} for a in self._fresh_abstracts]
+        if not merge:
+            # The marked experiences were linked but not merged: they stay marked, and the state
+            # (with duplicates not merged) is not remembered, so the next consolidation starts over.
+            self.kb.gateway.write("experiences_unlinked_clear", kb=ns, rows=rows)
+            return
+        # Every mark read above is now merged and linked (one written again since keeps its new stamp).
+        rows += [{"id": m["id"], "stamp": m["stamp"]} for m in marks]
+        following = uuid.uuid4().hex
+        results = self.kb.gateway.write_all([
+            ("experiences_unlinked_clear", {"kb": ns, "rows": rows}),
+            ("kb_state_facts_version_set", {"kb": ns, "expected": version, "next": following}),
+        ])
+        if results[1] and results[1][0]["ours"]:
+            self.kb.link_state.keep(state, following)
+
+    # -- the two ways ------------------------------------------------------------------------------
+
+    def _from_scratch(self, recluster: bool, merge: bool, run: str, now: datetime) -> LinkState:
+        facts: list[ExperienceFacts] | None = None
+        if merge:
+            with self.stage("merge"):
+                facts = self._facts()
+                groups = plan_merges(facts)
+                self._merge(groups)
+                if groups:
+                    facts = None  # read again for linking, as the merges left them
+        self._concepts(recluster)
+        with self.stage("link"):
+            state = LinkState(facts if facts is not None else self._facts())
+            self._write_plan(state.plan(), run, now)
+        return state
+
+    def _incremental(self, state: LinkState, marks: list[dict[str, Any]], run: str, now: datetime) -> None:
+        with self.stage("merge"):
+            ids = sorted({m["id"] for m in marks})
+            fresh = self._facts(ids)
+            # Marked but no longer active (archived or deleted since): it leaves the plan.
+            gone = [i for i in sorted(set(ids) - {f.id for f in fresh}) if i in state.facts]
+            groups = state.plan_merges(fresh)
+            self._merge(groups)
+        self._concepts(recluster=False)
+        with self.stage("link"):
+            self._write_delta(state.after_merges(fresh, groups, removed=gone), len(state.abstracts), run, now)
+
+    # -- reading -------------------------------------------------------------------------------------
+
+    def _facts(self, ids: list[str] | None = None) -> list[ExperienceFacts]:
+        """The active experiences' facts (of ``ids``, or all); vectors only for ids this
+        KnowledgeBase has not read before (kbgraph.ingest.facts.PgVectorCache)."""
+        ns = self.kb.namespace
+        if ids is None:
+            rows = self.kb.gateway.read("experiences_link_facts", kb=ns)
+        else:
+            rows = [row for start in range(0, len(ids), 5000)
+                    for row in self.kb.gateway.read("experiences_link_facts_by_ids", kb=ns, ids=ids[start:start + 5000])]
+        cache = self.kb.pg_vectors
+        missing = cache.missing(row["id"] for row in rows)
+        for start in range(0, len(missing), 5000):
+            cache.put(self.kb.gateway.read("experience_pg_vectors", kb=ns, ids=missing[start : start + 5000]))
+        return [ExperienceFacts.from_row({**row, "pg": cache.get(row["id"])}) for row in rows]
+
+    # -- writing -------------------------------------------------------------------------------------
+
+    def _merge(self, groups: list[MergeGroup]) -> None:
+        if groups:
+            self.kb.gateway.write("experience_merge", kb=self.kb.namespace, groups=[g.as_row() for g in groups])
+        self.report.experiences_merged += sum(len(g.merged_ids) for g in groups)
+
+    def _concepts(self, recluster: bool) -> None:
+        with self.stage("concepts"):
+            stage = ConceptStage(self.kb.gateway, self.kb.namespace, self.kb.embedder, self.document_writer)
+            concepts = stage.run(full=recluster)
+            self.report.meta_concepts_new += concepts.meta_concepts_new
+            self.report.documents_updated += concepts.documents_updated
+
+    def _abstracts(self, abstracts: list[Experience]) -> list[tuple[str, dict[str, Any]]]:
+        """Writes the workflows that are new (as experiences) and returns the calls that refresh
+        those that exist: their id and learning state stay, what they say follows their group."""
+        existing = self.kb.store.existing_ids(a.key for a in abstracts)
+        self._fresh_abstracts = [a for a in abstracts if a.key not in existing]
+        if self._fresh_abstracts:
+            self.kb.add_experiences(self._fresh_abstracts)
+        grown = [a for a in abstracts if a.key in existing]
+        self.kb.embed_missing(grown)
+        step_rows: list[Row] = []
+        next_rows: list[Row] = []
+        for abstract in grown:
+            steps, links = experience_steps(abstract)
+            step_rows += steps
+            next_rows += links
+        ns = self.kb.namespace
+        return [("abstract_experiences_refresh", {"kb": ns, "rows": [abstract_row(a) for a in grown]}),
+                ("step_upsert", {"kb": ns, "rows": step_rows}),
+                ("step_link_next", {"kb": ns, "rows": next_rows})]
+
+    def _write_plan(self, plan: LinkPlan, run: str, now: datetime) -> None:
+        """Writes what differs between the plan and the stored graph: inferred relations the plan
+        no longer has are deleted, new or changed ones written, the others left as they are (the
+        same graph as rewriting them all)."""
+        refresh = self._abstracts(plan.abstracts)
+        self.report.abstract_experiences = len(plan.abstracts)
+        ns = self.kb.namespace
+        planned = {(r["type"], r["source_id"], r["target_id"]): r for r in plan.relations}
+        stored = {(r["type"], r["source_id"], r["target_id"]): r
+                  for r in self.kb.gateway.read("relations_inferred_list", kb=ns)}
+        gone = [{"type": t, "source_id": a, "target_id": b} for (t, a, b) in sorted(set(stored) - set(planned))]
+        changed = [row for key, row in planned.items() if key not in stored
+                   or (stored[key]["weight"], stored[key]["reason"]) != (row["weight"], row["reason"])]
+        self.kb.gateway.write_all([
+            ("relations_inferred_delete_some", {"kb": ns, "rows": gone}),
+            ("abstract_experiences_dissolve", {"kb": ns, "keep": [a.key for a in plan.abstracts],
+                                               "source": ABSTRACT_SOURCE, "run": run, "now": now}),
+            *refresh,
+            ("relation_upsert", {"kb": ns, "rows": changed}),
+        ])
+
+    def _write_delta(self, delta: LinkDelta, workflows: int, run: str, now: datetime) -> None:
+        refresh = self._abstracts(delta.abstracts)
+        self.report.abstract_experiences = workflows
+        ns = self.kb.namespace
+        self.kb.gateway.write_all([
+            ("relations_inferred_delete_some", {"kb": ns, "rows": [
+                {"type": t, "source_id": a, "target_id": b} for t, a, b in delta.deleted]}),
+            ("abstract_experiences_dissolve_ids", {"kb": ns, "ids": delta.dissolved, "source": ABSTRACT_SOURCE,
+                                                   "run": run, "now": now}),
+            *refresh,
+            ("relation_upsert", {"kb": ns, "rows": delta.upserted}),
+        ])

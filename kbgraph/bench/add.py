@@ -1,0 +1,93 @@
+"""What adding one run costs (``kbgraph bench add``): incremental next to from scratch, same run.
+
+For each namespace, one ``KnowledgeBase`` (a long-lived process, as an agent loop or the MCP
+server) adds runs one at a time with ``kb.add_trajectories([run])``, alternating:
+
+- **incremental**: the process remembers the namespace's link plan from its previous
+  consolidation and merges and links only the new run (ingest/consolidate.py);
+- **from scratch**: the same, after forgetting that plan, so the consolidation reads every active
+  experience and plans everything again — the path every ingest took before, and the one a fresh
+  process takes on its first ingest (the baseline).
+
+Runs are the corpus's runs under fresh ids, so each is new provenance (an experience that already
+holds the same content only gains a source; otherwise a new experience). Times exclude the
+embedding model (``stage_seconds`` says how long it ran): the cost of the memory, not of MiniLM.
+The runs stay in the namespace afterwards (as any agent's would).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kbgraph.bench.search import percentiles
+from kbgraph.errors import InvalidInputError
+from kbgraph.kb import KnowledgeBase
+
+__all__ = ["run_add_benchmark"]
+
+EMBEDDING_STAGE = "embedding model (within write/concepts)"
+#: (namespace, runs added so far, runs planned)
+AddProgress = Callable[[str, int, int], None]
+
+
+def _add_one(kb: KnowledgeBase, run: dict[str, Any], forget: bool) -> dict[str, Any]:
+    if forget:
+        kb.link_state.clear()
+    copy = {**run, "id": f"{run['id']}-bench-add-{uuid.uuid4().hex[:12]}"}
+    started = time.perf_counter()
+    report = kb.add_trajectories([copy])
+    seconds = time.perf_counter() - started
+    stages = dict(report.stage_seconds)
+    model = stages.pop(EMBEDDING_STAGE, 0.0)
+    return {"ms": round((seconds - model) * 1000, 2), "embedding_ms": round(model * 1000, 2),
+            "consolidated": report.consolidated, "merged": report.experiences_merged,
+            "stages_ms": {k: round(v * 1000, 2) for k, v in stages.items()}}
+
+
+def _median_stages(samples: list[dict[str, Any]]) -> dict[str, float]:
+    names = sorted({name for s in samples for name in s["stages_ms"]})
+    return {name: percentiles([s["stages_ms"].get(name, 0.0) for s in samples])["p50"] for name in names}
+
+
+def _summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"n": len(samples), **{k: v for k, v in percentiles([s["ms"] for s in samples]).items() if k != "n"},
+            "consolidated": sorted({s["consolidated"] for s in samples}), "stages_p50_ms": _median_stages(samples)}
+
+
+def bench_one_namespace(kb: KnowledgeBase, runs: Sequence[dict[str, Any]], count: int,
+                        on_progress: AddProgress | None = None) -> dict[str, Any]:
+    """``count`` incremental adds and ``count`` from scratch, alternating, after one warm-up add
+    (a process's first ingest starts from scratch: its time is reported on its own)."""
+    experiences = kb.count()
+    first = _add_one(kb, runs[0], forget=True)
+    incremental: list[dict[str, Any]] = []
+    scratch: list[dict[str, Any]] = []
+    for index in range(count):
+        incremental.append(_add_one(kb, runs[(2 * index + 1) % len(runs)], forget=False))
+        scratch.append(_add_one(kb, runs[(2 * index + 2) % len(runs)], forget=True))
+        if on_progress:
+            on_progress(kb.namespace, index + 1, count)
+    inc, full = _summary(incremental), _summary(scratch)
+    return {"namespace": kb.namespace, "experiences": experiences, "first_add_ms": first["ms"],
+            "incremental": inc, "from_scratch": full,
+            "speedup_p50": round(full["p50"] / inc["p50"], 1) if inc["p50"] else None}
+
+
+def run_add_benchmark(kb_for: Callable[[str], KnowledgeBase], namespaces: Sequence[str],
+                      runs: Sequence[dict[str, Any]], count: int,
+                      on_progress: AddProgress | None = None) -> dict[str, Any]:
+    """One result per namespace, each through its own KnowledgeBase (``kb_for`` opens it)."""
+    if not runs:
+        raise InvalidInputError(["no runs to add: the corpus has no trajectories with a task"])
+    results = []
+    load_before = os.getloadavg()
+    for namespace in namespaces:
+        with kb_for(namespace) as kb:
+            results.append(bench_one_namespace(kb, runs, count, on_progress))
+    return {"runs_per_path": count, "namespaces": results,
+            "load_average_before": [round(x, 2) for x in load_before],
+            "load_average_after": [round(x, 2) for x in os.getloadavg()]}
