@@ -422,7 +422,7 @@ class KnowledgeBase:
         α·similarity + (1−α)·reward (α from ``learning.step_alpha``, 0.5), from the shared bank
         and ``agent``'s private one. See :mod:`kbgraph.search.steps`."""
         _within_bounds(action=action, arguments=dict(arguments or {}), text=text, domain=domain, agent=agent)
-        return StepRetriever(self.gateway, self.embedder, self.namespace).search(
+        return StepRetriever(self.gateway, self.embedder, self.namespace, self.student.namespace_size).search(
             action, dict(arguments or {}), text=text, domain=domain, agent=agent, k=k,
             alpha=self.settings.learning.step_alpha if alpha is None else alpha)
 

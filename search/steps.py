@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from kbgraph.embedders import Embedder
 from kbgraph.errors import InvalidInputError
 from kbgraph.gateway import Neo4jGateway
+from kbgraph.search.namespace_size import DEFAULT_EXACT_SCAN_MAX, NamespaceSize
 from kbgraph.search.overfetch import overfetch
 from kbgraph.search.scoring import neo4j_to_cosine
 from kbgraph.search.student import StudentRetriever
@@ -44,10 +45,11 @@ class StepHit(BaseModel):
 
 
 class StepRetriever:
-    def __init__(self, gateway: Neo4jGateway, embedder: Embedder, namespace: str):
+    def __init__(self, gateway: Neo4jGateway, embedder: Embedder, namespace: str, size: NamespaceSize | None = None):
         self.gateway = gateway
         self.embedder = embedder
         self.namespace = namespace
+        self.size = size or NamespaceSize(gateway, namespace)
 
     def search(
         self, action: str, arguments: dict[str, Any] | None = None, *, text: str | None = None,
@@ -70,7 +72,11 @@ class StepRetriever:
                                     domains=[domain] if domain else None, agent=agent)[0]
             return int(row["fetched"]), list(row["rows"])
 
-        rows = overfetch(fetch, pool, pool * 4, OVERFETCH_LIMIT).rows
+        if self.size.get(DEFAULT_EXACT_SCAN_MAX).steps <= DEFAULT_EXACT_SCAN_MAX:  # small: exact, on its own
+            rows = list(self.gateway.read("steps_scan", kb=self.namespace, vector=vector, k=pool,
+                                          domains=[domain] if domain else None, agent=agent)[0]["rows"])
+        else:
+            rows = overfetch(fetch, pool, pool * 4, OVERFETCH_LIMIT).rows
         scored = []
         for row in rows:
             similarity = min(max(neo4j_to_cosine(float(row["score"])), 0.0), 1.0)

@@ -165,6 +165,11 @@ class StudentRetriever:
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = Lock()
 
+    @property
+    def namespace_size(self) -> NamespaceSize:
+        """The namespace's cached size (shared with the step search: kb.search_steps)."""
+        return self._size
+
     #: How long the answer "does this domain have experiences with steps?" is trusted (seconds).
     _DOMAIN_STEPS_TTL = 60.0
 

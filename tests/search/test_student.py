@@ -212,6 +212,17 @@ def test_namespaces_never_see_each_other_even_when_one_crowds_the_index(
         crowd.clear()
 
 
+def record_reads(kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch, asked: list[str]) -> None:
+    """From now on, the name of every query ``kb`` reads goes to ``asked``."""
+    read = kb.gateway.read
+
+    def recording_read(name: str, **params: object) -> list[dict[str, object]]:
+        asked.append(name)
+        return read(name, **params)
+
+    monkeypatch.setattr(kb.gateway, "read", recording_read)
+
+
 def test_a_small_namespace_is_scanned_exactly_whatever_else_the_database_holds(
     kb: KnowledgeBase, driver: neo4j.Driver, embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -228,19 +239,13 @@ def test_a_small_namespace_is_scanned_exactly_whatever_else_the_database_holds(
     alone = answer()
     crowd = KnowledgeBase(driver, embedder, namespace=kb.namespace + "-crowd", database=kb.gateway.database)
     asked: list[str] = []
-    read = kb.gateway.read
-
-    def recording_read(name: str, **params: object) -> list[dict[str, object]]:
-        asked.append(name)
-        return read(name, **params)
-
     try:
         crowd.add_experiences([
             Experience(problem=f"Order {n} was ordered by mistake: cancel it.", goal="Get done: cancel pending order",
                        domain="retail", steps=steps("get_order_details", "get_order_details", "cancel_pending_order"))
             for n in range(80)
         ])
-        monkeypatch.setattr(kb.gateway, "read", recording_read)
+        record_reads(kb, monkeypatch, asked)
         assert answer() == alone
         assert {"search_experience_scan", "search_step_scan"} <= set(asked)
         assert not {"search_experience_vectors", "search_step_vectors"} & set(asked)

@@ -1,0 +1,44 @@
+"""MAEL step-wise retrieval (kb.search_steps) against the real Neo4j and MiniLM: a small namespace
+is scanned exactly, so what it answers does not depend on what other namespaces hold."""
+
+from __future__ import annotations
+
+import neo4j
+import pytest
+
+from kbgraph.embedders import CachedEmbedder
+from kbgraph.kb import KnowledgeBase
+from kbgraph.models import Experience
+from tests.search.test_student import CANCEL, RETURN, record_reads, steps
+
+
+def test_a_small_namespace_is_scanned_exactly_whatever_else_the_database_holds(
+    kb: KnowledgeBase, driver: neo4j.Driver, embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Through the shared step index, a large namespace holding similar steps filled the
+    # over-fetched candidates and a small namespace's own steps were not found at all.
+    kb.add_experiences([CANCEL, RETURN])
+
+    def answer() -> list[tuple[str, int, float]]:
+        return [(h.experience_id, h.order, h.score) for h in kb.search_steps("cancel_pending_order", {"order_id": "#W1"})]
+
+    alone = answer()
+    assert alone and alone[0][0] == CANCEL.key
+    crowd = KnowledgeBase(driver, embedder, namespace=kb.namespace + "-crowd", database=kb.gateway.database)
+    asked: list[str] = []
+    try:
+        crowd.add_experiences([
+            Experience(problem=f"Order {n} was ordered by mistake: cancel it.", goal="Get done: cancel pending order",
+                       domain="retail", steps=steps("get_order_details", "cancel_pending_order"))
+            for n in range(80)
+        ])
+        record_reads(kb, monkeypatch, asked)
+        assert answer() == alone
+        assert "steps_scan" in asked and "steps_search" not in asked
+
+        asked.clear()  # a namespace above the limit asks the shared index
+        monkeypatch.setattr("kbgraph.search.steps.DEFAULT_EXACT_SCAN_MAX", 0)
+        answer()  # (what it finds there depends on the other namespaces: the defect the scan avoids)
+        assert "steps_search" in asked and "steps_scan" not in asked
+    finally:
+        crowd.clear()
