@@ -31,6 +31,9 @@ from kbgraph.ingest.concepts import ConceptStage
 from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.ingest.integrate import DocumentRewriter
 from kbgraph.ingest.link import ABSTRACT_SOURCE, LinkPlan, Row
+
+#: The experience relations stage 7 writes (and the ingest report counts).
+RELATION_TYPES = ("ABSTRACTION", "COMPOSITION", "ADAPTATION", "ALTERNATIVE")
 from kbgraph.ingest.link_state import LinkDelta, LinkState
 from kbgraph.ingest.merge import MergeGroup, plan_merges
 from kbgraph.ingest.report import IngestReport
@@ -48,6 +51,9 @@ class Consolidation:
         self.stage = stage
         self.document_writer = document_writer
         self._fresh_abstracts: list[Experience] = []  # workflows written as new experiences (marked unlinked)
+        # The namespace's experience relations by type, kept up to date by an incremental
+        # consolidation from what each of its writes changed (counted in the write's transaction).
+        self._totals: dict[str, int] = {}
 
     def run(self, recluster: bool = False, merge: bool = True, run: str | None = None) -> None:
         """Merges (unless ``merge`` is off: maintenance merges by its own plan), concepts and
@@ -58,13 +64,17 @@ class Consolidation:
         changed = self.kb.gateway.read("kb_state_unlinked", kb=ns)[0]
         version, marks = changed["facts_version"], changed["marks"]
         remembered = self.kb.link_state.take(version)  # forgotten in any case until this one is done
-        state = remembered if merge and not recluster else None
-        if state is None:
+        if remembered is None or not merge or recluster:
             self.report.consolidated = "from scratch"
             state = self._from_scratch(recluster, merge, run, now)
+            totals = _totals(self.kb.gateway.read("experience_relation_totals", kb=ns)[0])
         else:
             self.report.consolidated = "incremental"
+            state, totals = remembered
+            self._totals = dict(totals)
             self._incremental(state, marks, run, now)
+            totals = self._totals
+        self.report.relations = {kind: totals[kind] for kind in RELATION_TYPES}
         # Generated workflows were written by add_experiences, which marked them: nothing to do.
         rows = [{"id": a.key, "stamp": None} for a in self._fresh_abstracts]
         if not merge:
@@ -80,7 +90,7 @@ class Consolidation:
             ("kb_state_facts_version_set", {"kb": ns, "expected": version, "next": following}),
         ])
         if results[1] and results[1][0]["ours"]:
-            self.kb.link_state.keep(state, following)
+            self.kb.link_state.keep(state, following, totals)
 
     # -- the two ways ------------------------------------------------------------------------------
 
@@ -106,7 +116,7 @@ class Consolidation:
             # Marked but no longer active (archived or deleted since): it leaves the plan.
             gone = [i for i in sorted(set(ids) - {f.id for f in fresh}) if i in state.facts]
             groups = state.plan_merges(fresh)
-            self._merge(groups)
+            self._merge(groups, count_relations=True)
         self._concepts(recluster=False)
         with self.stage("link"):
             self._write_delta(state.after_merges(fresh, groups, removed=gone), len(state.abstracts), run, now)
@@ -130,10 +140,22 @@ class Consolidation:
 
     # -- writing -------------------------------------------------------------------------------------
 
-    def _merge(self, groups: list[MergeGroup]) -> None:
+    def _merge(self, groups: list[MergeGroup], count_relations: bool = False) -> None:
+        ns = self.kb.namespace
         if groups:
-            self.kb.gateway.write("experience_merge", kb=self.kb.namespace, groups=[g.as_row() for g in groups])
+            # The merged-away experiences leave with their relations (declared ones too).
+            merged_away = [i for g in groups for i in g.merged_ids]
+            results = self.kb.gateway.write_all([
+                ("experience_relations_of", {"kb": ns, "ids": merged_away if count_relations else []}),
+                ("experience_merge", {"kb": ns, "groups": [g.as_row() for g in groups]}),
+            ])
+            self._count(results[0], -1)
         self.report.experiences_merged += sum(len(g.merged_ids) for g in groups)
+
+    def _count(self, rows: list[Row], sign: int) -> None:
+        for row in rows:
+            if row["type"] in self._totals:
+                self._totals[row["type"]] += sign * int(row["count"])
 
     def _concepts(self, recluster: bool) -> None:
         with self.stage("concepts"):
@@ -187,11 +209,21 @@ class Consolidation:
         refresh = self._abstracts(delta.abstracts)
         self.report.abstract_experiences = workflows
         ns = self.kb.namespace
-        self.kb.gateway.write_all([
-            ("relations_inferred_delete_some", {"kb": ns, "rows": [
-                {"type": t, "source_id": a, "target_id": b} for t, a, b in delta.deleted]}),
+        deleted = [{"type": t, "source_id": a, "target_id": b} for t, a, b in delta.deleted]
+        touched = deleted + [{"type": r["type"], "source_id": r["source_id"], "target_id": r["target_id"]}
+                             for r in delta.upserted]
+        results = self.kb.gateway.write_all([
+            ("experience_relations_present", {"kb": ns, "rows": touched}),
+            ("relations_inferred_delete_some", {"kb": ns, "rows": deleted}),
             ("abstract_experiences_dissolve_ids", {"kb": ns, "ids": delta.dissolved, "source": ABSTRACT_SOURCE,
                                                    "run": run, "now": now}),
             *refresh,
             ("relation_upsert", {"kb": ns, "rows": delta.upserted}),
+            ("experience_relations_present", {"kb": ns, "rows": touched}),
         ])
+        self._count(results[0], -1)
+        self._count(results[-1], +1)
+
+
+def _totals(row: dict[str, Any]) -> dict[str, int]:
+    return {kind: int(row[kind] or 0) for kind in RELATION_TYPES}

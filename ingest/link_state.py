@@ -442,29 +442,31 @@ class LinkState:
 
 
 class RememberedLinks:
-    """A KnowledgeBase's link state of its namespace, with the facts version it holds for.
+    """A KnowledgeBase's link state of its namespace, with the facts version it holds for and the
+    namespace's experience relations by type at that version.
 
     Consolidations of one namespace run one at a time (the ingest lease, or the caller's own
     order), so one remembered state per KnowledgeBase is enough; the lock only keeps ``take`` and
     ``keep`` whole."""
 
     def __init__(self) -> None:
-        self._state: LinkState | None = None
+        self._remembered: tuple[LinkState, dict[str, int]] | None = None
         self._version: str | None = None
         self._lock = threading.Lock()
 
-    def take(self, version: str | None) -> LinkState | None:
-        """The remembered state if the namespace is still at ``version``, else None (and forgotten).
-        Taken, it is no longer remembered: a consolidation that fails half-way leaves nothing behind."""
+    def take(self, version: str | None) -> tuple[LinkState, dict[str, int]] | None:
+        """The remembered state and relation totals if the namespace is still at ``version``, else
+        None (and forgotten). Taken, they are no longer remembered: a consolidation that fails
+        half-way leaves nothing behind."""
         with self._lock:
-            state, self._state = self._state, None
+            remembered, self._remembered = self._remembered, None
             held, self._version = self._version, None
-            return state if state is not None and version is not None and held == version else None
+            return remembered if remembered is not None and version is not None and held == version else None
 
-    def keep(self, state: LinkState, version: str) -> None:
+    def keep(self, state: LinkState, version: str, relation_totals: dict[str, int]) -> None:
         with self._lock:
-            self._state, self._version = state, version
+            self._remembered, self._version = (state, dict(relation_totals)), version
 
     def clear(self) -> None:
         with self._lock:
-            self._state, self._version = None, None
+            self._remembered, self._version = None, None

@@ -151,11 +151,10 @@ class IngestPipeline:
         ``consolidate-<time>``)."""
         report = self.report
         Consolidation(self.kb, report, self._stage, self.document_writer).run(recluster, merge, run)
-        counts = self.kb.gateway.read("ingest_report_counts", kb=self.kb.namespace)[0]
+        counts = self.kb.gateway.read("ingest_report_concepts", kb=self.kb.namespace)[0]
         report.concepts, report.insights = counts["concepts"], counts["insights"]
         report.meta_concepts = counts["meta_concepts"]
-        report.relations = {t: counts["relations"][t] for t in ("ABSTRACTION", "COMPOSITION", "ADAPTATION",
-                                                                "ALTERNATIVE", "EXHIBITS", "INSTANCE_OF")}
+        report.relations |= {"EXHIBITS": counts["exhibits"], "INSTANCE_OF": counts["instance_of"]}
         return report
 
     # -- pass 1 --------------------------------------------------------------------------------

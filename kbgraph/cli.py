@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import sys
 import time
 from importlib import resources
@@ -712,6 +713,8 @@ def bench_add(
     corpus: Annotated[Path, typer.Option(
         "--corpus", help="Trajectories (a .jsonl file or a folder of them): the pool of runs added")]
         = Path("../shared/data/real_runs"),
+    seed: Annotated[int | None, typer.Option("--seed", help="Order of the runs added [default: a new one, printed]")]
+        = None,
     as_json: JsonOption = False,
 ) -> None:
     """What adding one run costs in a long-lived process: incremental next to from scratch (the
@@ -735,7 +738,8 @@ def bench_add(
                 tasks[namespace] = progress.add_task(f"add runs to {namespace}", total=total)
             progress.update(tasks[namespace], completed=done)
 
-        report = run_add_benchmark(_open, namespaces or [_settings().namespace], load_runs(files), runs, on_progress)
+        report = run_add_benchmark(_open, namespaces or [_settings().namespace], load_runs(files, limit=100_000), runs,
+                                   secrets.randbelow(1_000_000) if seed is None else seed, on_progress)
     if as_json:
         _print_json(report)
         return
@@ -750,7 +754,14 @@ def bench_add(
     out.print(table)
     for r in report["namespaces"]:
         stages = ", ".join(f"{k} {v:.0f}" for k, v in r["incremental"]["stages_p50_ms"].items())
-        out.print(f"{plain(r['namespace'])}: incremental stages p50 (ms): {stages}")
+        out.print(f"{plain(r['namespace'])}: incremental stages p50 (ms): {stages}; new experiences "
+                  f"{r['incremental']['new_experiences']} of {runs} incremental adds, "
+                  f"{r['from_scratch']['new_experiences']} of {runs} from scratch (the others extended a stored one)")
+        for path in ("incremental", "from_scratch"):
+            if r[path]["with_maintenance_ms"]:
+                out.print(f"  {path}: {len(r[path]['with_maintenance_ms'])} add(s) also ran the automatic maintenance "
+                          f"of a growth checkpoint (left out above): {r[path]['with_maintenance_ms']} ms")
+    out.print(f"runs in the order of --seed {report['seed']}")
     out.print(f"load average before {report['load_average_before']}, after {report['load_average_after']}")
 
 

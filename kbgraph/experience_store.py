@@ -216,7 +216,12 @@ class ExperienceStore:
         # Relations are not content: they are (re)written for every experience given.
         relations = [row for exp in experiences for row in relation_rows(exp)]
         for start in range(0, len(relations), self.batch_size * 4):
-            self.gateway.write("relation_upsert", kb=kb, rows=relations[start : start + self.batch_size * 4])
+            self.gateway.write_all([
+                ("relation_upsert", {"kb": kb, "rows": relations[start : start + self.batch_size * 4]}),
+                # Declared relations change the namespace's totals behind any process that
+                # remembers them with its link plan (ingest/consolidate.py): it starts over.
+                ("kb_state_facts_changed", {"kb": kb}),
+            ])
 
     def get_many(self, ids: Sequence[str]) -> list[Experience]:
         """Experiences in the order of ``ids``; unknown ids are skipped."""

@@ -19,7 +19,8 @@ from kbgraph.ingest.abstract import RuleBasedAbstractor
 from kbgraph.ingest.link_state import LinkState, RememberedLinks
 from kbgraph.ingest.pipeline import IngestPipeline
 from kbgraph.kb import KnowledgeBase
-from kbgraph.models import Trajectory
+from kbgraph.ingest.report import IngestReport
+from kbgraph.models import Experience, Relation, Trajectory
 from kbgraph.transfer import export_to, import_file
 from tests.conftest import REAL_RUNS
 from tests.ingest.test_incremental import relations
@@ -48,6 +49,11 @@ def from_scratch(kb: KnowledgeBase) -> tuple[Any, Any]:
     return relations(kb), experiences(kb)
 
 
+def reported_totals_are_the_namespace_s(report: IngestReport, kb: KnowledgeBase) -> None:
+    stats = kb.stats().relationships
+    assert report.relations == {kind: stats.get(kind, 0) for kind in report.relations}
+
+
 def marked(kb: KnowledgeBase) -> int:
     return len(kb.gateway.read("kb_state_unlinked", kb=kb.namespace)[0]["marks"])
 
@@ -58,6 +64,9 @@ def test_an_ingest_after_an_ingest_links_only_what_it_added_and_leaves_no_mark(k
     second = kb.add_trajectories(runs[40:60])
     assert second.consolidated == "incremental" and marked(kb) == 0
     assert second.experiences_merged > 0, "the second slice should merge runs into stored experiences"
+    reported_totals_are_the_namespace_s(second, kb)  # kept up to date from what it wrote, not counted
+    for start in range(60, 70, 2):
+        reported_totals_are_the_namespace_s(kb.add_trajectories(runs[start:start + 2]), kb)
     ours = relations(kb), experiences(kb)
     assert from_scratch(kb) == ours
 
@@ -75,7 +84,8 @@ def test_experiences_added_without_an_ingest_are_merged_and_linked_by_the_next_o
     assert from_scratch(kb) == ours
 
 
-@pytest.mark.parametrize("change", ["delete", "restore after maintenance", "another process's ingest", "import"])
+@pytest.mark.parametrize("change", ["delete", "restore after maintenance", "another process's ingest", "import",
+                                    "a declared relation"])
 def test_a_change_the_knowledge_base_did_not_make_sends_the_next_ingest_back_to_scratch(
         kb: KnowledgeBase, runs: list[dict[str, Any]], change: str, tmp_path: Path) -> None:
     kb.add_trajectories(runs[:40])
@@ -87,6 +97,11 @@ def test_a_change_the_knowledge_base_did_not_make_sends_the_next_ingest_back_to_
         finally:
             elsewhere.clear()
         import_file(kb.gateway, kb.namespace, tmp_path / "b.jsonl")
+    elif change == "a declared relation":
+        first, second = sorted(experiences(kb))[:2]
+        declared = Experience(problem="A way declared by hand", domain="airline",
+                              relations=[Relation(type="ALTERNATIVE", target_id=first), Relation(type="COMPOSITION", target_id=second)])
+        another_process(kb).add_experiences([declared])
     elif change == "delete":
         kb.delete([sorted(experiences(kb))[3]])
     elif change == "restore after maintenance":
@@ -99,8 +114,11 @@ def test_a_change_the_knowledge_base_did_not_make_sends_the_next_ingest_back_to_
         another_process(kb).add_trajectories(runs[40:50])
     report = kb.add_trajectories(runs[50:60])
     assert report.consolidated == "from scratch"
+    reported_totals_are_the_namespace_s(report, kb)
     # ... and it remembers again from there.
-    assert kb.add_trajectories(runs[60:64]).consolidated == "incremental"
+    again = kb.add_trajectories(runs[60:64])
+    assert again.consolidated == "incremental"
+    reported_totals_are_the_namespace_s(again, kb)
     assert marked(kb) == 0
     ours = relations(kb), experiences(kb)
     assert from_scratch(kb) == ours
@@ -141,14 +159,14 @@ def test_a_consolidation_that_fails_half_way_is_not_remembered(kb: KnowledgeBase
 
 def test_remembered_links_hand_back_their_state_once_and_only_for_their_version() -> None:
     remembered = RememberedLinks()
-    state = LinkState()
-    remembered.keep(state, "v1")
+    state, totals = LinkState(), {"ABSTRACTION": 3}
+    remembered.keep(state, "v1", totals)
     assert remembered.take("v2") is None
     assert remembered.take("v1") is None, "a mismatch forgets it"
-    remembered.keep(state, "v1")
+    remembered.keep(state, "v1", totals)
     assert remembered.take(None) is None
-    remembered.keep(state, "v1")
-    assert remembered.take("v1") is state
+    remembered.keep(state, "v1", totals)
+    assert remembered.take("v1") == (state, totals)
     assert remembered.take("v1") is None, "taken, it is no longer remembered"
 
 
@@ -156,3 +174,26 @@ def test_clearing_the_namespace_forgets_it(kb: KnowledgeBase, runs: list[dict[st
     kb.add_trajectories(runs[:10])
     kb.clear()
     assert kb.add_trajectories(runs[10:20]).consolidated == "from scratch"
+
+
+def run(run_id: str, task: str, *actions: str) -> dict[str, Any]:
+    return {"id": run_id, "domain": "airline", "task": task, "outcome": {"success": True},
+            "steps": [{"action": a, "arguments": {"reservation_id": "ABC123"}} for a in actions]}
+
+
+def test_a_stored_experience_merged_away_takes_its_relations_out_of_the_totals(kb: KnowledgeBase) -> None:
+    kb.add_trajectories([
+        run("long", "Cancel my reservation ABC123, I cannot travel any more", "get_user_details",
+            "get_reservation_details", "get_reservation_details", "cancel_reservation"),
+        run("other", "My flight was moved by three days: refund me by cancelling the whole booking",
+            "get_reservation_details", "cancel_reservation"),
+    ])
+    stored = {i for i, sources in experiences(kb).items() if sources}  # the runs' (not the workflow's)
+    assert len(stored) == 2 and relations(kb), "two experiences of one workflow, related to its abstraction"
+    # The same task done in fewer steps: the new run's experience is the canonical one, the stored
+    # one is merged away, and its ABSTRACTION relation goes with it.
+    report = kb.add_trajectories([run("short", "Cancel my reservation ABC123, I cannot travel any more",
+                                      "get_reservation_details", "cancel_reservation")])
+    assert report.consolidated == "incremental" and report.experiences_merged == 1
+    assert not set(experiences(kb)) >= set(stored), "a stored experience should have been merged away"
+    reported_totals_are_the_namespace_s(report, kb)
