@@ -13,7 +13,9 @@ plan they touch and writes that delta: adding a run no longer reads the namespac
 remembered with the namespace's *facts version* (``KbState.facts_version``), which every
 consolidation sets and every other writer of experiences (delete, maintenance, restore, import,
 clear) changes: a version this process did not set means someone else changed the namespace, and
-the next consolidation starts from scratch. Both ways end in the same graph
+the next consolidation starts from scratch. The namespace's relation totals (for the report) are
+remembered with the plan too, counted once from scratch and then updated from what each write
+changed, counted in the write's own transaction. Both ways end in the same graph
 (tests/ingest/test_link_state.py for the plans, tests/ingest/test_incremental.py for the graph).
 """
 
@@ -31,9 +33,6 @@ from kbgraph.ingest.concepts import ConceptStage
 from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.ingest.integrate import DocumentRewriter
 from kbgraph.ingest.link import ABSTRACT_SOURCE, LinkPlan, Row
-
-#: The experience relations stage 7 writes (and the ingest report counts).
-RELATION_TYPES = ("ABSTRACTION", "COMPOSITION", "ADAPTATION", "ALTERNATIVE")
 from kbgraph.ingest.link_state import LinkDelta, LinkState
 from kbgraph.ingest.merge import MergeGroup, plan_merges
 from kbgraph.ingest.report import IngestReport
@@ -41,6 +40,8 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.models import Experience
 
 Stage = Callable[[str], AbstractContextManager[None]]
+#: The experience relations stage 7 writes (and the ingest report counts).
+RELATION_TYPES = ("ABSTRACTION", "COMPOSITION", "ADAPTATION", "ALTERNATIVE")
 
 
 class Consolidation:
