@@ -68,7 +68,7 @@ class Consolidation:
         if remembered is None or not merge or recluster:
             self.report.consolidated = "from scratch"
             state = self._from_scratch(recluster, merge, run, now)
-            totals = _totals(self.kb.gateway.read("experience_relation_totals", kb=ns)[0])
+            totals = _relation_totals(self.kb.gateway.read("experience_relation_totals", kb=ns)[0])
         else:
             self.report.consolidated = "incremental"
             state, totals = remembered
@@ -144,13 +144,14 @@ class Consolidation:
     def _merge(self, groups: list[MergeGroup], count_relations: bool = False) -> None:
         ns = self.kb.namespace
         if groups:
-            # The merged-away experiences leave with their relations (declared ones too).
-            merged_away = [i for g in groups for i in g.merged_ids]
-            results = self.kb.gateway.write_all([
-                ("experience_relations_of", {"kb": ns, "ids": merged_away if count_relations else []}),
-                ("experience_merge", {"kb": ns, "groups": [g.as_row() for g in groups]}),
-            ])
-            self._count(results[0], -1)
+            merge_call = ("experience_merge", {"kb": ns, "groups": [g.as_row() for g in groups]})
+            if not count_relations:  # from scratch: the totals are counted afterwards
+                self.kb.gateway.write_all([merge_call])
+            else:  # the merged-away experiences leave with their relations (declared ones too)
+                merged_away = [i for g in groups for i in g.merged_ids]
+                results = self.kb.gateway.write_all([("experience_relations_of", {"kb": ns, "ids": merged_away}),
+                                                     merge_call])
+                self._count(results[0], -1)
         self.report.experiences_merged += sum(len(g.merged_ids) for g in groups)
 
     def _count(self, rows: list[Row], sign: int) -> None:
@@ -226,5 +227,5 @@ class Consolidation:
         self._count(results[-1], +1)
 
 
-def _totals(row: dict[str, Any]) -> dict[str, int]:
+def _relation_totals(row: dict[str, Any]) -> dict[str, int]:
     return {kind: int(row[kind] or 0) for kind in RELATION_TYPES}
