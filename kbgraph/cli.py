@@ -502,7 +502,9 @@ def eval_command(
     phase: Annotated[str, typer.Option(
         "--phase", help="student: search for a task (needs --queries and --qrels); teacher: refine every errored "
                         "step of the corpus, leave-one-run-out")] = "student",
-    namespace: NamespaceOption = None,
+    namespace: Annotated[str | None, typer.Option(
+        "--namespace", "-n", help="Namespace the corpus is built in; default: one of its own per corpus "
+                                  "(eval-<folder>-<hash>), so the KB holds exactly what the baselines index")] = None,
     k: Annotated[int, typer.Option("--k", help="Cut-off of nDCG and Recall")] = 10,
     setting: Annotated[list[str] | None, typer.Option("--set", help="Override a search weight: NAME=VALUE")] = None,
     per_query: Annotated[bool, typer.Option("--per-query", help="Include each query's nDCG per system")] = False,
@@ -510,7 +512,7 @@ def eval_command(
 ) -> None:
     """nDCG@k, Recall@k and MRR of kbgraph next to TF-IDF, MiniLM cosine, the Agent KB hybrid and MiniLM over the
     successful runs only; with --phase teacher, the failure matches and recoveries next to TF-IDF and the oracle."""
-    from kbgraph.search.evaluate import run_eval
+    from kbgraph.search.evaluate import eval_namespace, run_eval
 
     if phase not in ("student", "teacher"):
         raise InvalidInputError([f"--phase {phase!r}: must be student or teacher"])
@@ -525,7 +527,7 @@ def eval_command(
     if not corpus.is_dir() or not sorted(corpus.glob("*.jsonl")):
         raise InvalidInputError([f"--corpus {corpus}: no folder of .jsonl trajectory files there"])
     weights = _parse_assignments(setting, "--set")
-    with _open(namespace) as kb, _progress() as progress:
+    with _open(eval_namespace(corpus) if namespace is None else namespace) as kb, _progress() as progress:
         tasks: dict[str, Any] = {}
 
         def on_progress(stage: str, done: int, total: int | None) -> None:

@@ -13,11 +13,15 @@ what was tried, not an example to follow).
 The baselines (TF-IDF, MiniLM cosine, the Agent KB hybrid, and MiniLM cosine over the successful
 runs only) index the same corpus the knowledge base was built from (document = task + step
 action names, ../shared/data/README.md) with the same embedder, so the comparison is like for
-like. Everything is computed in the run that prints it.
+like. Everything is computed in the run that prints it. So the knowledge base must hold that corpus
+and nothing else: ``kbgraph eval`` builds it in a namespace of its own per corpus
+(:func:`eval_namespace`), never in the one agents use.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -40,7 +44,19 @@ from kbgraph.search.metrics import evaluate
 from kbgraph.search.params import QueryStep, SearchQuery, SearchWeights
 from kbgraph.search.student import StudentRetriever
 
-__all__ = ["EvalReport", "SystemScores", "expand_to_trajectories", "hit_sources", "run_eval", "search_rankings"]
+__all__ = ["EvalReport", "SystemScores", "eval_namespace", "expand_to_trajectories", "hit_sources", "run_eval",
+           "search_rankings"]
+
+
+def eval_namespace(corpus: Path) -> str:
+    """The namespace ``kbgraph eval`` builds ``corpus`` in: ``eval-<folder>-<hash of its path>``.
+
+    The baselines index exactly the corpus; a namespace that also held other runs (the agents'
+    own, another corpus evaluated before) would rank those too and compare unlike with like."""
+    path = str(corpus.resolve())
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", corpus.resolve().name or "corpus")[:40]
+    return f"eval-{name}-{hashlib.sha256(path.encode()).hexdigest()[:8]}"
+
 
 Progress = Callable[[str, int, int], None]
 

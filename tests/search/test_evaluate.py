@@ -3,12 +3,14 @@ fresh namespace, kbgraph's search against the four baselines computed in the sam
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from kbgraph.kb import KnowledgeBase
-from kbgraph.search.evaluate import run_eval
+from kbgraph.search.evaluate import eval_namespace, run_eval
+from kbgraph.settings import NAMESPACE_PATTERN
 from tests.conftest import REAL_RUNS, SHARED_DATA, ingest_shared
 
 TRAJECTORIES = SHARED_DATA / "trajectories"
@@ -55,3 +57,15 @@ def test_on_real_runs_kbgraph_hands_back_what_worked_better_than_dropping_failur
     assert scores["success_cosine"] != scores["minilm_cosine"]
     best = max(scores[b] for b in BASELINES)
     assert scores["kbgraph"] >= best + REAL_MARGIN[name], f"{name}: kbgraph {scores['kbgraph']} vs best baseline {best}"
+
+
+def test_each_corpus_is_evaluated_in_a_namespace_of_its_own(tmp_path: Path) -> None:
+    # A namespace that held other runs too would rank them against baselines that index only the corpus.
+    (tmp_path / "a" / "runs").mkdir(parents=True)
+    (tmp_path / "b" / "runs").mkdir(parents=True)
+    first, second = eval_namespace(tmp_path / "a" / "runs"), eval_namespace(tmp_path / "b" / "runs")
+    assert first.startswith("eval-runs-") and second.startswith("eval-runs-") and first != second
+    assert eval_namespace(tmp_path / "a" / "runs") == first, "the same corpus, the same namespace"
+    odd = tmp_path / "my runs: 2026 (copy)"
+    odd.mkdir()
+    assert re.fullmatch(NAMESPACE_PATTERN, eval_namespace(odd))
