@@ -11,8 +11,10 @@ that resolved a task like it. ``handoff_credit = 1`` turns this off.
 A handoff is read from the action name: a verb of handing over (transfer, escalate, hand off /
 over) and a human party (human, agent, person, support, staff, operator, representative,
 supervisor), in that order — ``transfer_to_human_agents``, ``escalate_to_support``; a
-``transfer_funds`` is not one. The same pattern runs in Cypher (``=~``, Java regular expressions)
-over an experience's operations, so it keeps to syntax both languages read alike.
+``transfer_funds`` is not one. Search reads it here, from the operations the scoring facts return
+(evaluated in Cypher, over every candidate's and its task's ways, it took a third of that query's
+time);
+it keeps to syntax Java's regular expressions read alike, for people who run it in Cypher.
 """
 
 from __future__ import annotations

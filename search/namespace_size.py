@@ -1,4 +1,4 @@
-"""How many experiences and steps a namespace holds, to choose between an exact scan and the
+"""How many experiences, steps and meta-concepts a namespace holds, to choose between an exact scan and the
 shared vector indexes.
 
 A Neo4j 5.26 vector index is approximate (HNSW) and shared by every namespace of the database, so
@@ -26,10 +26,11 @@ DEFAULT_EXACT_SCAN_MAX = 2000
 class Sizes(NamedTuple):
     experiences: int
     steps: int
+    meta_concepts: int = 0
 
 
 class NamespaceSize:
-    """The (experiences, steps) of one namespace, each counted only up to just above the largest
+    """The (experiences, steps, meta-concepts) of one namespace, each counted only up to just above the largest
     limit asked for so far (the count stops there: above it the exact number is moot), and trusted
     for ``ttl`` seconds. Thread-safe."""
 
@@ -49,5 +50,5 @@ class NamespaceSize:
                 self._cap, self._sizes = limit, None
             if self._sizes is None or now - self._read_at > self.ttl:
                 row = self.gateway.read("search_namespace_size", kb=self.namespace, cap=self._cap + 1)[0]
-                self._sizes, self._read_at = Sizes(int(row["experiences"]), int(row["steps"])), now
+                self._sizes, self._read_at = Sizes(int(row["experiences"]), int(row["steps"]), int(row["meta_concepts"])), now
             return self._sizes

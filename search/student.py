@@ -36,7 +36,7 @@ from kbgraph.experience_store import experience_from_record
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.ingest.generalise import describe_step, generalise_text
 from kbgraph.models import RelationType
-from kbgraph.search.handoff import HANDOFF_PATTERN
+from kbgraph.search.handoff import hands_off
 from kbgraph.search.lexical import bm25_scores, is_verbose, lucene_query, query_terms
 from kbgraph.search.overfetch import overfetch
 from kbgraph.search.namespace_size import NamespaceSize
@@ -50,6 +50,7 @@ from kbgraph.search.results import (
     SearchResults,
     WorkflowRuns,
 )
+from kbgraph.search.task_ways import task_ways, way_share
 from kbgraph.search.utility import context_factor, decay_rate_per_day, outcome_evidence, utility_factor
 from kbgraph.search.scoring import (
     direct_scores,
@@ -290,8 +291,12 @@ class StudentRetriever:
             semantic_known=[c.id for c in candidates.values() if "semantic" in c.known],
             structural_known=[c.id for c in candidates.values() if "structural" in c.known],
         ) if candidates else []
+        workflow_facts: dict[str, dict[str, Any]] = {}
         for row in facts_rows:
-            candidate = candidates[row["id"]]
+            candidate = candidates.get(row["id"])
+            if candidate is None:  # the workflow of a candidate, for step 3b
+                workflow_facts[row["id"]] = row
+                continue
             candidate.facts = row
             if row["semantic"] is None and "semantic" in candidate.known:
                 row["semantic"] = candidate.known["semantic"]
@@ -312,8 +317,8 @@ class StudentRetriever:
         scored = [c for c in candidates.values() if c.facts is not None and not self._excluded(c.facts, excluded)]
         breakdowns = self._direct(scored, step_evidence, q.domain, lam, w, has_text=pg is not None, has_flow=task is not None)
         # 3b. Workflows: each abstract experience scores as its best instance that worked.
-        workflows = self._workflows(scored, breakdowns, w, pg or anchor, task or anchor, excluded, params,
-                                    has_text=pg is not None) if w.workflows else {}
+        workflows = self._workflows(scored, breakdowns, w, workflow_facts, pg or anchor, task or anchor, excluded,
+                                    params, has_text=pg is not None) if w.workflows else {}
         timings["score"] = (time.perf_counter() - t) * 1000
 
         # 4. Traversal from the best seeds.
@@ -536,22 +541,34 @@ class StudentRetriever:
         self, ids: list[str], pg: list[float], task: list[float], excluded: set[str], params: dict[str, Any],
         handoff_credit: float, semantic_known: list[str] | None = None, structural_known: list[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Scoring facts of experiences ``ids`` (``search_candidates_score``)."""
-        return self.gateway.read(
+        """Scoring facts of experiences ``ids`` (``search_candidates_score``), each with its way's
+        share of its task (:func:`~kbgraph.search.task_ways.way_share`)."""
+        result = self.gateway.read(
             "search_candidates_score", kb=self.namespace, ids=ids, pg=pg, task=task, exclude=sorted(excluded),
             decay=self.utility_decay, statuses=params["statuses"], semantic_known=semantic_known or [],
-            structural_known=structural_known or [], handoff=HANDOFF_PATTERN, handoff_credit=handoff_credit,
+            structural_known=structural_known or [],
         )
+        if not result:  # none of the ids is (still) stored
+            return []
+        ways = task_ways(result[0]["ways"], handoff_credit)
+        rows: list[dict[str, Any]] = list(result[0]["rows"])
+        for row in rows:
+            row["share"] = way_share(row["task_key"], row["operations"], ways) if row["kind"] == "concrete" else 1.0
+            row["hands_off"] = hands_off(row["operations"] or ())
+        return rows
 
     def _workflows(
         self, scored: Sequence[_Candidate], breakdowns: dict[str, ScoreBreakdown], w: SearchWeights,
-        pg: list[float], task: list[float], excluded: set[str], params: dict[str, Any], has_text: bool,
+        workflow_facts: dict[str, dict[str, Any]], pg: list[float], task: list[float], excluded: set[str],
+        params: dict[str, Any], has_text: bool,
     ) -> dict[str, tuple[float, ScoreBreakdown, _Reached]]:
         """Abstract experiences scored from their instances (:func:`workflow_score`): each takes the
         score of its best-fitting instance that worked (stage · trans · success factor · share,
         plus that instance's support), with its own utility and task outcomes, and ranks right
         above that instance: the workflow of the run most like this task is the answer, and it
-        stands for all its runs. Instances that only failed do not speak for it. Returns
+        stands for all its runs. Instances that only failed do not speak for it. The scoring facts
+        of the candidates' workflows came with theirs (``workflow_facts``); one missing there (an
+        instance's workflow made while this search ran) is read. Returns
         ``{abstract id: (score, breakdown, the edge from that instance)}``."""
         best: dict[str, tuple[float, _Candidate]] = {}
         for c in scored:
@@ -566,6 +583,7 @@ class StudentRetriever:
         if not best:
             return {}
         known = {c.id: c.facts for c in scored if c.id in best and c.facts is not None}
+        known.update({i: workflow_facts[i] for i in best if i in workflow_facts and i not in known})
         missing = [i for i in sorted(best) if i not in known]
         if missing:
             known.update({row["id"]: row for row in self._facts(missing, pg, task, excluded, params, w.handoff_credit)})
@@ -722,7 +740,7 @@ class StudentRetriever:
             if not frontier:
                 break
             rows = self.gateway.read("search_neighbours", seeds=list(frontier), pg=pg,
-                                     per_seed=w.neighbours_per_seed, decay=self.utility_decay, **params)
+                                     per_seed=w.neighbours_per_seed, decay=self.utility_decay, **params)[0]["rows"]
             next_frontier: dict[str, tuple[str, float, list[PathHop]]] = {}
             for row in rows:
                 node_id = row["id"]
@@ -821,7 +839,13 @@ class StudentRetriever:
             row = self.gateway.read("search_meta_concepts", kb=self.namespace, vector=vector, fetch=n, k=w.concepts)[0]
             return int(row["fetched"]), list(row["rows"])
 
-        rows = overfetch(fetch, w.concepts, first=w.concepts * 10, limit=w.overfetch_limit).rows
+        if self._size.get(w.exact_scan_max).meta_concepts <= w.exact_scan_max:
+            # A namespace holds tens of documents: scoring them all is one cheap request, where the
+            # shared index, crowded by other namespaces' documents, needs growing requests.
+            rows = list(self.gateway.read("search_meta_concepts_scan", kb=self.namespace, vector=vector,
+                                          k=w.concepts)[0]["rows"])
+        else:
+            rows = overfetch(fetch, w.concepts, first=w.concepts * 10, limit=w.overfetch_limit).rows
         return [
             ConceptHit(id=r["id"], name=r["name"], score=round(max(0.0, neo4j_to_cosine(r["score"])), 6),
                        document=r["document"] or "", concepts=int(r["concepts"]), experiences=int(r["experiences"]))

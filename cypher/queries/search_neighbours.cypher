@@ -19,21 +19,22 @@ CALL (s) {
   LIMIT $per_seed
   RETURN r, n, semantic
 }
-RETURN seed, type(r) AS relation, startNode(r) = s AS outgoing, coalesce(r.weight, 1.0) AS weight,
-  coalesce(r.reason, '') AS reason, n.id AS id, n.kind AS kind, n.domain AS domain,
-  coalesce(n.success_rate, 1.0) AS success_rate, coalesce(n.quality, 0.5) AS quality, semantic,
+// One row: `rows`, a map per (seed, edge, reached node).
+RETURN collect({seed: seed, relation: type(r), outgoing: startNode(r) = s, weight: coalesce(r.weight, 1.0),
+  reason: coalesce(r.reason, ''), id: n.id, kind: n.kind, domain: n.domain,
+  success_rate: coalesce(n.success_rate, 1.0), quality: coalesce(n.quality, 0.5), semantic: semantic,
   // support: the runs that succeeded (an abstract experience's: its instances'); runs: all of them
-  CASE WHEN n.kind = 'abstract'
+  support: CASE WHEN n.kind = 'abstract'
     THEN reduce(acc = 0, c IN COLLECT { MATCH (c:Experience {kb: $kb})-[:ABSTRACTION]->(n) RETURN c }
                 | acc + size(coalesce(c.source_ids, [])) - size(coalesce(c.failed_source_ids, [])))
-    ELSE size(coalesce(n.source_ids, [])) - size(coalesce(n.failed_source_ids, [])) END AS support,
-  CASE WHEN n.kind = 'abstract'
+    ELSE size(coalesce(n.source_ids, [])) - size(coalesce(n.failed_source_ids, [])) END,
+  runs: CASE WHEN n.kind = 'abstract'
     THEN reduce(acc = 0, c IN COLLECT { MATCH (c:Experience {kb: $kb})-[:ABSTRACTION]->(n) RETURN c }
                 | acc + size(coalesce(c.source_ids, [])))
-    ELSE size(coalesce(n.source_ids, [])) END AS runs,
-  coalesce(n.scope, 'shared') AS scope,
+    ELSE size(coalesce(n.source_ids, [])) END,
+  scope: coalesce(n.scope, 'shared'),
   // utility (Agent KB D.3, unclipped), as in search_candidates_score, decaying at $decay per day
-  coalesce(n.quality, 0.5)
+  utility: coalesce(n.quality, 0.5)
     * exp(-$decay * duration.inSeconds(coalesce(n.last_used_at, n.created_at, datetime()), datetime()).seconds / 86400.0)
   + coalesce(n.usage_impact, 0.0)
-    * exp(-$decay * duration.inSeconds(coalesce(n.usage_impact_at, datetime()), datetime()).seconds / 86400.0) AS utility;
+    * exp(-$decay * duration.inSeconds(coalesce(n.usage_impact_at, datetime()), datetime()).seconds / 86400.0)}) AS rows;

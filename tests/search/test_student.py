@@ -316,3 +316,35 @@ def test_on_an_ingested_kb_results_come_with_concept_documents(sample_kb: Knowle
     assert len(results.concepts) <= 3
     assert any(h.experience.kind == "abstract" or h.path for h in sample_kb.search(
         "a customer wants to return a damaged item", k=20).hits), "abstractions take part in retrieval"
+
+
+def test_concept_documents_of_a_small_namespace_are_scored_exactly_in_one_request(
+    sample_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A namespace holds tens of documents: the scan returns what the shared index returns when it
+    # finds them all, in one request, whatever other namespaces hold.
+    query = "a customer wants to return a damaged item and get a refund"
+    indexed = sample_kb.search(query, weights={"exact_scan_max": 0}).concepts
+    asked: list[str] = []
+    record_reads(sample_kb, monkeypatch, asked)
+    scanned = sample_kb.search(query).concepts
+    assert [c.id for c in scanned] == [c.id for c in indexed]
+    # The index scores its quantised vectors: within a hundredth of the exact cosine.
+    assert all(abs(a.score - b.score) < 0.01 for a, b in zip(scanned, indexed, strict=True))
+    assert [c.score for c in scanned] == sorted((c.score for c in scanned), reverse=True)
+    assert asked.count("search_meta_concepts_scan") == 1 and "search_meta_concepts" not in asked
+
+
+def test_a_search_reads_the_scoring_facts_of_its_candidates_and_their_workflows_in_one_request(
+    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nothing in the workflow's text resembles the task: only the instance leads to it.
+    workflow = ADAPTED.model_copy(update={"kind": "abstract", "source_ids": []})
+    kb.add_experiences([workflow, RETURN, FLIGHT])
+    kb.add_experiences([with_relation(CANCEL, "ABSTRACTION", workflow, 0.9)])
+    asked: list[str] = []
+    record_reads(kb, monkeypatch, asked)
+    results = kb.search("cancel my order, I ordered it by mistake", domain="retail", k=3, weights={"candidates": 1})
+    scored = {h.experience.id: h for h in results.hits}
+    assert scored[workflow.key].found_by == ["edge:ABSTRACTION"], "scored from its instance, not found by a channel"
+    assert asked.count("search_candidates_score") == 1
