@@ -41,6 +41,8 @@ ADMIN_TOOL = "org.neo4j.cli.AdminTool"
 # reported as not answering (a fresh start gets the whole managed_start_timeout_s).
 RUNNING_ANSWER_TIMEOUT_S = 30.0
 USERNAME = "neo4j"
+#: Segments of one size a vector index gathers before Lucene merges them (Neo4j's default: 50).
+VECTOR_MERGE_FACTOR = 4
 
 # What Neo4j's own launcher passes to the JVM (neo4j.conf defaults of 5.26), minus what
 # would pre-touch the whole heap at start.
@@ -316,6 +318,11 @@ class ManagedNeo4j:
             f"server.directories.import={home / 'import'}",
             f"server.directories.plugins={home / 'plugins'}",
             "db.tx_log.rotation.retention_policy=2 files",
+            # Every transaction that writes vectors adds a Lucene segment to the shared vector
+            # indexes, and a query searches every segment's HNSW graph: with Neo4j's default (merge
+            # when 50 segments of one size have piled up), an agent memory written run by run
+            # reached 20-40 segments and its step search slowed sixfold. Merging at 4 keeps them few.
+            f"internal.dbms.index.vector.standard_merge_factor={VECTOR_MERGE_FACTOR}",
             "dbms.usage_report.enabled=false",
             # Neo4j Browser: no usage tracking (and no banner asking about it).
             "client.allow_telemetry=false",

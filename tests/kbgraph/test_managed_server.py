@@ -44,6 +44,9 @@ def test_the_config_binds_loopback_with_auth_and_sized_memory(tmp_path: Path) ->
     assert config["dbms.security.auth_enabled"] == "true"
     assert config["server.memory.heap.max_size"] == "4g" and config["server.memory.pagecache.size"] == "2g"
     assert config["dbms.usage_report.enabled"] == "false"
+    # Vector indexes merge their segments early (Neo4j's default lets 49 of a size pile up, and a
+    # query searches each): the start test below shows Neo4j accepts the setting.
+    assert int(config["internal.dbms.index.vector.standard_merge_factor"]) <= 8
 
 
 def test_settings_size_the_server_for_this_machine() -> None:
