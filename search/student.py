@@ -300,7 +300,7 @@ class StudentRetriever:
             candidate.facts = row
             if row["semantic"] is None and "semantic" in candidate.known:
                 row["semantic"] = candidate.known["semantic"]
-            if row["steps"] and row["structural"] is None and "structural" in candidate.known:
+            if row["has_steps"] and row["structural"] is None and "structural" in candidate.known:
                 row["structural"] = candidate.known["structural"]
         # Lexical: BM25 over the candidates' own texts (see kbgraph.search.lexical: the index's
         # scores depend on every namespace of the database).
@@ -678,7 +678,7 @@ class StudentRetriever:
         # step index gives it exactly for every experience it returned for that step; any other
         # step scores at most the index's cut-off, which stands in for it (see _StepEvidence).
         fine = np.array([
-            float(np.mean([e.best.get(f["id"], e.bound) for e in evidence])) if evidence and f["steps"] else 0.0
+            float(np.mean([e.best.get(f["id"], e.bound) for e in evidence])) if evidence and f["has_steps"] else 0.0
             for f in facts
         ])
         trans = np.array([self._trans(domain, f["domain"], w.tau) for f in facts])

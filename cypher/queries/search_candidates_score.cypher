@@ -43,13 +43,13 @@ CALL (found) {
   RETURN collect([task_key, way, worked]) AS ways
 }
 UNWIND found AS e
-WITH ways, e, COUNT { (e)-[:HAS_STEP]->() } AS steps,
+WITH ways, e, EXISTS { (e)-[:HAS_STEP]->() } AS has_steps,
   CASE WHEN e.kind = 'abstract' THEN COLLECT { MATCH (c:Experience {kb: $kb})-[:ABSTRACTION]->(e) RETURN c }
     ELSE [e] END AS members
-WITH ways, e, steps,
+WITH ways, e, has_steps,
   reduce(acc = [], m IN members | acc + coalesce(m.source_ids, [])) AS sources,
   reduce(acc = [], m IN members | acc + coalesce(m.failed_source_ids, [])) AS failed
-WITH ways, e, steps, sources, [s IN sources WHERE NOT s IN failed] AS worked
+WITH ways, e, has_steps, sources, [s IN sources WHERE NOT s IN failed] AS worked
 WITH ways, collect({id: e.id, kind: e.kind, domain: e.domain, scope: coalesce(e.scope, 'shared'),
   task_key: e.task_key, operations: e.operations,
   text: left(e.problem + '\n' + coalesce(e.goal, '') + '\n' + e.domain, 4000),
@@ -61,9 +61,9 @@ WITH ways, collect({id: e.id, kind: e.kind, domain: e.domain, scope: coalesce(e.
     MATCH (e)-[r:ABSTRACTION]->(a:Experience {kb: $kb}) WHERE a.status IN $statuses
     WITH a, r ORDER BY a.id RETURN {id: a.id, weight: coalesce(r.weight, 1.0), reason: coalesce(r.reason, '')} }) END,
   semantic: CASE WHEN NOT e.id IN $semantic_known THEN vector.similarity.cosine(e.pg_embedding, $pg) END,
-  structural: CASE WHEN steps > 0 AND e.structure_embedding IS NOT NULL AND NOT e.id IN $structural_known
+  structural: CASE WHEN has_steps AND e.structure_embedding IS NOT NULL AND NOT e.id IN $structural_known
     THEN vector.similarity.cosine(e.structure_embedding, $task) END,
-  steps: steps,
+  has_steps: has_steps,
   utility: coalesce(e.quality, 0.5)
     * exp(-$decay * duration.inSeconds(coalesce(e.last_used_at, e.created_at, datetime()), datetime()).seconds / 86400.0)
   + coalesce(e.usage_impact, 0.0)
