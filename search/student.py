@@ -275,8 +275,8 @@ class StudentRetriever:
         for channel, job in jobs.items():
             add(job.result(), channel)
         step_evidence = [job.result() for job in step_jobs]
-        for evidence in step_evidence:
-            add(evidence.rows, "vector:step_embedding")
+        for evidence in step_evidence:  # rows come best first
+            add(evidence.rows[: w.step_candidates], "vector:step_embedding")
         timings["channels"] = (time.perf_counter() - t) * 1000
 
         # 2. Scoring facts (cosines computed in Neo4j).

@@ -19,19 +19,19 @@ CALL (s) {
   LIMIT $per_seed
   RETURN r, n, semantic
 }
+// support: the runs that succeeded (an abstract experience's: its instances'); runs: all of them
+CALL (n) {
+  OPTIONAL MATCH (c:Experience {kb: $kb})-[:ABSTRACTION]->(n) WHERE n.kind = 'abstract'
+  WITH n, collect(c) AS instances
+  WITH CASE WHEN n.kind = 'abstract' THEN instances ELSE [n] END AS members
+  RETURN reduce(acc = 0, m IN members | acc + size(coalesce(m.source_ids, []))) AS runs,
+    reduce(acc = 0, m IN members | acc + size(coalesce(m.failed_source_ids, []))) AS failed
+}
 // One row: `rows`, a map per (seed, edge, reached node).
 RETURN collect({seed: seed, relation: type(r), outgoing: startNode(r) = s, weight: coalesce(r.weight, 1.0),
   reason: coalesce(r.reason, ''), id: n.id, kind: n.kind, domain: n.domain,
   success_rate: coalesce(n.success_rate, 1.0), quality: coalesce(n.quality, 0.5), semantic: semantic,
-  // support: the runs that succeeded (an abstract experience's: its instances'); runs: all of them
-  support: CASE WHEN n.kind = 'abstract'
-    THEN reduce(acc = 0, c IN COLLECT { MATCH (c:Experience {kb: $kb})-[:ABSTRACTION]->(n) RETURN c }
-                | acc + size(coalesce(c.source_ids, [])) - size(coalesce(c.failed_source_ids, [])))
-    ELSE size(coalesce(n.source_ids, [])) - size(coalesce(n.failed_source_ids, [])) END,
-  runs: CASE WHEN n.kind = 'abstract'
-    THEN reduce(acc = 0, c IN COLLECT { MATCH (c:Experience {kb: $kb})-[:ABSTRACTION]->(n) RETURN c }
-                | acc + size(coalesce(c.source_ids, [])))
-    ELSE size(coalesce(n.source_ids, [])) END,
+  support: runs - failed, runs: runs,
   scope: coalesce(n.scope, 'shared'),
   // utility (Agent KB D.3, unclipped), as in search_candidates_score, decaying at $decay per day
   utility: coalesce(n.quality, 0.5)
