@@ -38,3 +38,30 @@ def test_a_call_fails_once_the_server_stops_answering() -> None:
     with pytest.raises(Neo4jTimeoutError, match=r"did not answer within 0.2 s \(frozen\)"):
         within(0.2, "frozen", lambda: slow(5.0), lambda: False)
     assert time.monotonic() - started < 2.0
+
+
+def test_workers_are_reused_and_concurrent_calls_never_wait_for_each_other() -> None:
+    import threading
+
+    workers = {within(1.0, "quick", threading.current_thread) for _ in range(50)}
+    assert len(workers) == 1, "sequential calls run on the same worker, not on a thread each"
+    # Eight calls that each wait for all the others finish only if each has a worker of its own.
+    barrier = threading.Barrier(8, timeout=5)
+    results: list[str] = []
+    callers = [threading.Thread(target=lambda: results.append(within(10.0, "together", lambda: str(barrier.wait()))))
+               for _ in range(8)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join(10)
+    assert sorted(results) == [str(i) for i in range(8)]
+
+
+def test_a_worker_left_behind_by_an_abandoned_call_does_not_hold_up_the_next_calls() -> None:
+    release = __import__("threading").Event()
+    with pytest.raises(Neo4jTimeoutError):
+        within(0.1, "stuck", release.wait, lambda: False)
+    try:
+        assert within(1.0, "next", lambda: "answered") == "answered"
+    finally:
+        release.set()
