@@ -16,7 +16,7 @@ from typing import Any
 from kbgraph.errors import InvalidInputError
 from kbgraph.gateway import Neo4jGateway, Row
 from kbgraph.ingest.shapes import operations
-from kbgraph.models import Experience, FailureMode, Relation, Step
+from kbgraph.models import STORED, Experience, FailureMode, Relation, Step
 
 # Learning state: set when an experience is created, owned by feedback afterwards (DESIGN §4).
 LEARNING_FIELDS = ("quality", "retrieved", "used", "succeeded", "created_at", "last_used_at", "status")
@@ -113,22 +113,22 @@ def experience_from_record(record: Row) -> Experience:
     fields = set(Experience.model_fields)
     data = {k: v for k, v in node.items() if k in fields}
     data["steps"] = [
-        Step(
+        Step.model_validate({
             **{k: s[k] for k in STEP_FIELDS if s.get(k) is not None},
-            args_schema=json.loads(s.get("args_schema") or "{}"),
-            embedding=s.get("embedding"),
-        )
+            "args_schema": json.loads(s.get("args_schema") or "{}"), "embedding": s.get("embedding"),
+        }, context=STORED)
         for s in record["steps"]
     ]
     data["failure_modes"] = [
-        FailureMode(**{k: f[k] for k in FAILURE_FIELDS if f.get(k) is not None}, embedding=f.get("embedding"))
+        FailureMode.model_validate({**{k: f[k] for k in FAILURE_FIELDS if f.get(k) is not None},
+                                    "embedding": f.get("embedding")}, context=STORED)
         for f in record["failure_modes"]
     ]
-    data["relations"] = [Relation(**r) for r in record["relations"] if r is not None]
+    data["relations"] = [Relation.model_validate(r, context=STORED) for r in record["relations"] if r is not None]
     data["source_ids"] = list(node.get("source_ids") or [])
     data["failed_source_ids"] = list(node.get("failed_source_ids") or [])
     data["adapted_from"] = list(node.get("adapted_from") or [])
-    return Experience(**data)
+    return Experience.model_validate(data, context=STORED)
 
 
 def _refuse_claimed(where: Mapping[str, str]) -> Callable[[list[list[Row]]], None]:

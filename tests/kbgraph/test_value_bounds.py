@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from kbgraph.errors import InvalidInputError
 from kbgraph.feedback import FeedbackEvent
 from kbgraph.kb import KnowledgeBase
-from kbgraph.models import Experience
+from kbgraph.models import STORED, Experience
 from kbgraph.value_bounds import INT64_MAX, INT64_MIN, value_problem
 
 
@@ -74,3 +74,23 @@ def test_reads_and_deletes_through_the_api_refuse_out_of_bounds_arguments_by_nam
             call()
         text = str(raised.value)
         assert "lone surrogate" in text or "nested deeper" in text, (name, text)
+
+
+def test_models_rebuilt_from_the_store_are_not_bounds_checked_again_but_everything_else_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # What the store returns passed the check on its way in; reading it back (a search reads ~150
+    # models a query) skips it. Without the STORED context every model is checked.
+    import kbgraph.models
+
+    checked: list[Any] = []
+    real = kbgraph.models.within_bounds
+    monkeypatch.setattr(kbgraph.models, "within_bounds", lambda data: checked.append(data) or real(data))
+    data = {"problem": "Cancel order 7", "goal": "g", "domain": "retail", "steps": [{"action": "cancel_order"}]}
+    Experience.model_validate(data)
+    assert len(checked) == 2, "the experience and its step"
+    checked.clear()
+    assert Experience.model_validate(data, context=STORED).steps[0].action == "cancel_order"
+    assert checked == []
+    with pytest.raises(ValidationError):  # the model's own rules still hold
+        Experience.model_validate({**data, "problem": ""}, context=STORED)
