@@ -27,7 +27,8 @@ relations), deterministically for a given ``seed``:
 Provenance is ``source_ids = ["synthetic-<n>"]``. Writing goes through
 :meth:`~kbgraph.kb.KnowledgeBase.add_experiences` in batches; ids are content hashes, so a killed
 build re-run skips the batches already stored, and a namespace already holding N experiences and
-its relations is reused as it is.
+its relations is reused as it is. A namespace holding anything a build did not write as it is (runs
+added by ``bench add``, experiences its consolidation merged) is refused, not built upon.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from kbgraph.errors import InvalidInputError
 from kbgraph.experience_store import ExperienceStore
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.kb import KnowledgeBase
@@ -260,6 +262,18 @@ def _namespace_counts(kb: KnowledgeBase) -> tuple[int, int, dict[str, int]]:
     return stats.experiences, stats.nodes.get("Step", 0), relations
 
 
+def _refuse_foreign(kb: KnowledgeBase) -> None:
+    # A bench namespace something else wrote to (runs added by `bench add`, whose consolidation
+    # also merges the near-duplicate synthetic experiences) is no longer the scaled KB: building
+    # on it would add a second copy beside the merged one and measure neither.
+    row = kb.gateway.read("bench_scaled_foreign", kb=kb.namespace, cap=1000)[0]
+    if row["foreign"]:
+        raise InvalidInputError([
+            f"namespace {kb.namespace!r} holds {row['foreign']} experience(s) a scaled build did not write as they "
+            f"are (e.g. {', '.join(row['examples'])}: added runs, or merged by a consolidation); delete it "
+            f"(kbgraph delete --all --yes -n {kb.namespace}) and run again"])
+
+
 def build_scaled_kb(
     kb: KnowledgeBase,
     seeds: Sequence[Experience],
@@ -277,6 +291,8 @@ def build_scaled_kb(
     builder = ScaledKbBuilder(seeds, count, seed=seed, jitter=jitter, steps_per_experience=steps_per_experience)
     plan = builder.relation_plan()
     experiences, steps, relations = _namespace_counts(kb)
+    if experiences:
+        _refuse_foreign(kb)
     if experiences >= count and sum(relations.values()) >= len(plan):
         return ScaleReport(kb.namespace, count, len(builder.seeds), experiences, steps, sum(relations.values()),
                            0, True, round(time.perf_counter() - started, 2), relations)

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from kbgraph.bench.scale import ScaledKbBuilder, build_scaled_kb, load_seeds
 from kbgraph.bench.search import bench_search_cli, growth_per_doubling, percentiles, run_search_benchmark
+from kbgraph.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import Experience, Relation, RelationType, Step
 from tests.conftest import Neo4jTarget
@@ -163,3 +164,14 @@ def test_growth_rows_skip_sizes_less_than_a_doubling_apart() -> None:
     rows = _growth_rows([run(10_000, 20.0), run(921, 10.0), run(1000, 10.0)])
     assert [(r["from"], r["to"]) for r in rows] == [(1000, 10_000)]
     assert rows[0]["kbgraph_p50"] == pytest.approx(2 ** (1 / __import__("math").log2(10)), abs=1e-3)
+
+
+def test_a_bench_namespace_something_else_wrote_to_is_refused_not_built_upon(kb: KnowledgeBase) -> None:
+    # `bench add` on a scaled namespace added runs and its consolidation merged the synthetic
+    # near-duplicates; `bench search` then added a second 10,000 beside them (14,048 experiences).
+    seeds = _seeds(kb)
+    build_scaled_kb(kb, seeds, 20, seed=3)
+    kb.add_experiences([Experience(problem="An agent's own run", domain="retail", source_ids=["run-1"])])
+    with pytest.raises(InvalidInputError, match=r"1 experience\(s\) a scaled build did not write.*delete it"):
+        build_scaled_kb(kb, seeds, 40, seed=3)
+    assert kb.count() == 21, "nothing written"
