@@ -43,8 +43,9 @@ def test_a_call_fails_once_the_server_stops_answering() -> None:
 def test_workers_are_reused_and_concurrent_calls_never_wait_for_each_other() -> None:
     import threading
 
+    idle_before = {t for t in threading.enumerate() if t.name == "kbgraph-neo4j"}
     workers = {within(1.0, "quick", threading.current_thread) for _ in range(50)}
-    assert len(workers) == 1, "sequential calls run on the same worker, not on a thread each"
+    assert len(workers - idle_before) <= 1, "sequential calls reuse workers, not a thread each"
     # Eight calls that each wait for all the others finish only if each has a worker of its own.
     barrier = threading.Barrier(8, timeout=5)
     results: list[str] = []
