@@ -24,7 +24,9 @@ relations), deterministically for a given ``seed``:
   copy of its target seed, so the scaled KB has the real KB's edge mix and edges per experience.
   They are written as declared edges (``inferred: false``) with the existing ``relation_upsert``.
 
-Provenance is ``source_ids = ["synthetic-<n>"]``. Writing goes through
+Provenance is ``source_ids = ["synthetic-<n>"]``. The experiences written count towards the
+namespace's maintenance checkpoints (kbgraph.maintenance), as ingested ones would, without
+running maintenance. Writing goes through
 :meth:`~kbgraph.kb.KnowledgeBase.add_experiences` in batches; ids are content hashes, so a killed
 build re-run skips the batches already stored, and a namespace already holding N experiences and
 its relations is reused as it is. A namespace holding anything a build did not write as it is (runs
@@ -306,6 +308,12 @@ def build_scaled_kb(
             written += kb.add_experiences(batch).new
         if on_progress is not None:
             on_progress("experiences", len(ids), count)
+    if written:
+        # The scaled KB stands for experiences added over time: count them towards the growth
+        # checkpoints (without running maintenance), or the namespace's first ten added runs would
+        # trigger a whole-namespace maintenance that one grown to this size by ingestion would not
+        # run before its next doubling.
+        kb.gateway.write("kb_state_growth", kb=kb.namespace, added=written)
     rows = [{"source_id": ids[s], "target_id": ids[t], "type": kind, "weight": weight, "reason": reason,
              "inferred": False} for s, t, kind, weight, reason in plan]
     chunk = 2000

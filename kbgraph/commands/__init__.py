@@ -7,4 +7,6 @@ Each module defines ``register(app: typer.Typer) -> None``, which adds its comma
 from __future__ import annotations
 
 # Modules under kbgraph.commands, registered in this order.
-COMMAND_MODULES: tuple[str, ...] = ("learning", "mcp", "inspect", "bench_learning", "transfer", "report")
+COMMAND_MODULES: tuple[str, ...] = (
+    "learning", "mcp", "inspect", "bench_learning", "bench_online", "transfer", "report",
+)

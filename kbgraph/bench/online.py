@@ -1,0 +1,298 @@
+"""Online memory at scale, every figure in one run (``kbgraph bench online``).
+
+One run measures what an agent memory costs when it is written after every task and read before
+every task, at several sizes, each figure next to its baseline from the same run and to the target
+it is held to (:data:`TARGETS`):
+
+1. **batch ingest** — the shared trajectory files are ingested into a fresh namespace
+   (``bench-online-ingest``; the prefix is a parameter) twice: the first pass fills the embedding cache if it is cold, the
+   namespace is cleared and the second pass is timed (warm cache: the memory's cost, not MiniLM's).
+   That namespace's active experiences then seed the scaled KBs, so a run needs nothing but the
+   data folder.
+2. **per size** N (default 1,000, 10,000 and 100,000), in namespace ``bench-online-<N>``, cleared
+   first:
+
+   a. *build* the scaled KB (:mod:`kbgraph.bench.scale`: ~8 steps per experience, the seed graph's
+      relations mirrored) through ``add_experiences``, timed;
+   b. *search* (:func:`~kbgraph.bench.search.run_search_benchmark`): random benchmark queries,
+      embedding excluded, next to an exact numpy cosine over the same vectors; queries with
+      executed steps apart;
+   c. *add one run* (:func:`~kbgraph.bench.add.bench_one_namespace`): ``kb.add_trajectories`` of
+      one real run at a time in a long-lived process, incremental next to from scratch (the
+      full-recompute path), embedding excluded;
+   d. *mixed traffic* at the sizes in ``concurrent_sizes`` (default 10,000):
+      :func:`~kbgraph.bench.concurrent.run_concurrent_benchmark`, 90 % searches and 10 % added runs
+      from 1, 4 and 8 client threads;
+   e. the namespace is cleared afterwards (``keep`` leaves it), so the next size's database-wide
+      vector indexes do not carry this one's entries.
+
+Search runs right after the build, before anything is added: its namespace is the scaled KB
+exactly. The sizes share one server with whatever other namespaces it holds; each search result
+records the database's size beside the namespace's.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kbgraph.bench.add import bench_one_namespace
+from kbgraph.bench.concurrent import load_runs, run_concurrent_benchmark
+from kbgraph.bench.scale import build_scaled_kb, load_seeds
+from kbgraph.bench.search import growth_per_doubling, run_search_benchmark
+from kbgraph.errors import InvalidInputError
+from kbgraph.kb import KnowledgeBase
+
+__all__ = [
+    "DEFAULT_SIZES",
+    "DEFAULT_PREFIX",
+    "TARGETS",
+    "Targets",
+    "Figure",
+    "online_figures",
+    "online_namespace",
+    "run_online_benchmark",
+]
+
+DEFAULT_SIZES = (1_000, 10_000, 100_000)
+DEFAULT_PREFIX = "bench-online"
+@dataclass(frozen=True)
+class Targets:
+    """The issue's targets (issue 13, "Online memory at 100k experiences")."""
+
+    add_p50_ms: float = 150.0  # at every size
+    add_growth_per_doubling: float = 1.10
+    ingest_per_s: float = 400.0
+    build_100k_s: float = 300.0
+    search_10k_ms: tuple[float, float] = (15.0, 40.0)  # p50, p95
+    search_100k_ms: tuple[float, float] = (25.0, 60.0)
+    steps_p95_10k_ms: float = 60.0
+    qps_8_clients_10k: float = 60.0  # an aim
+
+
+TARGETS = Targets()
+
+#: (stage label, done, total)
+OnlineProgress = Callable[[str, int, int], None]
+KbOpener = Callable[[str], KnowledgeBase]
+
+
+def online_namespace(size: int | str, prefix: str = DEFAULT_PREFIX) -> str:
+    """``<prefix>-<size>`` for a scaled KB, ``<prefix>-ingest`` for the batch ingest."""
+    return f"{prefix}-{size}"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One row of the table: what was measured, its baseline from the same run, its target."""
+
+    figure: str
+    measured: str
+    baseline: str
+    target: str
+    met: bool | None  # None: no target at this size
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _pair(stats: dict[str, Any]) -> str:
+    return f"{_ms(stats['p50'])} · {_ms(stats['p95'])} ms"
+
+
+def _ingest_figures(ingest: dict[str, Any] | None) -> list[Figure]:
+    if ingest is None:
+        return []
+    warm = ingest["warm"]
+    return [Figure(
+        f"batch ingest, {warm['trajectories']:,} trajectories, warm cache",
+        f"{warm['per_s']:.0f} /s ({warm['seconds']:.2f} s)",
+        f"first pass {ingest['first']['per_s']:.0f} /s (cache as found)",
+        f"≥ {TARGETS.ingest_per_s:.0f} /s", warm["per_s"] >= TARGETS.ingest_per_s)]
+
+
+def _size_figures(size: dict[str, Any]) -> list[Figure]:
+    n = size["size"]
+    rows: list[Figure] = []
+    build = size["build"]
+    rows.append(Figure(
+        f"build the {n:,} scaled KB ({build['steps']:,} steps)", f"{build['seconds']:.1f} s ({build['per_s']:.0f} /s)",
+        "—", f"≤ {TARGETS.build_100k_s:.0f} s" if n == 100_000 else "—",
+        build["seconds"] <= TARGETS.build_100k_s if n == 100_000 else None))
+    search = size["search"]
+    limits = {10_000: TARGETS.search_10k_ms, 100_000: TARGETS.search_100k_ms}.get(n)
+    rows.append(Figure(
+        f"search p50 · p95 at {n:,}", _pair(search["kbgraph_ms"]), f"exact cosine {_pair(search['brute_force_ms'])}",
+        f"≤ {limits[0]:.0f} · ≤ {limits[1]:.0f} ms" if limits else "—",
+        (search["kbgraph_ms"]["p50"] <= limits[0] and search["kbgraph_ms"]["p95"] <= limits[1]) if limits else None))
+    by_query = search["kbgraph_by_query_ms"]
+    rows.append(Figure(
+        f"queries with executed steps, p95 at {n:,}", f"{_ms(by_query['with_steps']['p95'])} ms",
+        f"task-only {_ms(by_query['task_only']['p95'])} ms",
+        f"≤ {TARGETS.steps_p95_10k_ms:.0f} ms" if n == 10_000 else "—",
+        by_query["with_steps"]["p95"] <= TARGETS.steps_p95_10k_ms if n == 10_000 else None))
+    add = size["add"]
+    baseline = f"from scratch {_pair(add['from_scratch'])}" if add["from_scratch"]["n"] else "—"
+    rows.append(Figure(
+        f"add one run p50 · p95 at {n:,}", _pair(add["incremental"]), baseline,
+        f"≤ {TARGETS.add_p50_ms:.0f} ms (p50)", add["incremental"]["p50"] <= TARGETS.add_p50_ms))
+    for round_ in (size.get("concurrent") or {}).get("rounds", []):
+        clients = round_["clients"]
+        aim = n == 10_000 and clients == 8
+        rows.append(Figure(
+            f"mixed traffic QPS, {clients} client{'s' if clients != 1 else ''} at {n:,}",
+            f"{round_['qps']:.1f} (search p95 {_ms(round_['search']['p95'])} ms)",
+            "—", f"aim ≥ {TARGETS.qps_8_clients_10k:.0f}" if aim else "report",
+            round_["qps"] >= TARGETS.qps_8_clients_10k if aim else None))
+    return rows
+
+
+def _growth_figure(sizes: Sequence[dict[str, Any]]) -> list[Figure]:
+    ordered = sorted(sizes, key=lambda s: int(s["size"]))
+    if len(ordered) < 2:
+        return []
+    first, last = ordered[0], ordered[-1]
+    growth = growth_per_doubling((first["size"], first["add"]["incremental"]["p50"]),
+                                 (last["size"], last["add"]["incremental"]["p50"]))
+    scratch = growth_per_doubling((first["size"], first["add"]["from_scratch"]["p50"]),
+                                  (last["size"], last["add"]["from_scratch"]["p50"]))
+    return [Figure(
+        f"add one run, growth per doubling {first['size']:,} → {last['size']:,}",
+        f"×{growth:.3f}" if growth is not None else "—", f"from scratch ×{scratch:.3f}" if scratch is not None else "—",
+        f"≤ ×{TARGETS.add_growth_per_doubling:.2f}",
+        growth <= TARGETS.add_growth_per_doubling if growth is not None else None)]
+
+
+def online_figures(report: dict[str, Any]) -> list[Figure]:
+    """The table's rows from a :func:`run_online_benchmark` report (pure)."""
+    rows = _ingest_figures(report.get("ingest"))
+    for size in report["sizes"]:
+        rows += _size_figures(size)
+    return rows + _growth_figure(report["sizes"])
+
+
+def _labelled(report: OnlineProgress | None, prefix: str) -> OnlineProgress:
+    def labelled(stage: str, done: int, total: int) -> None:
+        if report is not None:
+            report(f"{prefix}: {stage}", done, total)
+
+    return labelled
+
+
+def _clear(kb: KnowledgeBase) -> float:
+    started = time.perf_counter()
+    if kb.count():
+        kb.clear()
+    else:
+        kb.link_state.clear()
+    return round(time.perf_counter() - started, 2)
+
+
+def _ingest_pass(kb: KnowledgeBase, files: Sequence[Path], on_progress: OnlineProgress) -> dict[str, Any]:
+    def progress(stage: str, done: int, total: int | None) -> None:
+        on_progress(stage, done, total or done)
+
+    report = kb.ingest(list(files), on_progress=progress)
+    trajectories = report.records_read - report.records_rejected
+    return {"trajectories": trajectories, "seconds": report.total_seconds, "per_s": report.trajectories_per_second,
+            "experiences": report.experiences_new, "stage_seconds": report.stage_seconds,
+            "embedding_cache_misses": report.embedding_cache_misses}
+
+
+def run_batch_ingest(kb: KnowledgeBase, files: Sequence[Path], on_progress: OnlineProgress | None = None) -> dict[str, Any]:
+    """Two ingests of ``files`` into ``kb``'s namespace, cleared before each; the second is warm."""
+    _clear(kb)
+    first = _ingest_pass(kb, files, _labelled(on_progress, "ingest, first pass"))
+    _clear(kb)
+    warm = _ingest_pass(kb, files, _labelled(on_progress, "ingest, warm pass"))
+    return {"namespace": kb.namespace, "files": [str(f) for f in files], "first": first, "warm": warm}
+
+
+def _one_size(kb: KnowledgeBase, size: int, seeds: Sequence[Any], *, queries: int, adds: int, scratch_adds: int,
+              runs: Sequence[dict[str, Any]], traffic_runs: list[dict[str, Any]], concurrent: bool,
+              clients: Sequence[int], seconds: float, eval_dir: Path, seed: int, keep: bool,
+              on_progress: OnlineProgress | None) -> dict[str, Any]:
+    label = f"{size:,}"
+    cleared_before = _clear(kb)
+    build = build_scaled_kb(kb, seeds, size, seed=seed, on_progress=_labelled(on_progress, f"{label}: build"))
+    result: dict[str, Any] = {
+        "size": size, "namespace": kb.namespace, "cleared_before_s": cleared_before,
+        "build": {**build.as_dict(), "per_s": round(build.written / build.seconds, 1) if build.seconds else 0.0},
+    }
+    result["search"] = run_search_benchmark(kb, queries, seed=seed, eval_dir=eval_dir,
+                                            on_progress=_labelled(on_progress, f"{label}: search"))
+
+    def add_progress(_namespace: str, done: int, total: int) -> None:
+        _labelled(on_progress, f"{label}: add one run")("runs", done, total)
+
+    result["add"] = bench_one_namespace(kb, runs, adds, add_progress, scratch_count=scratch_adds)
+    if concurrent:
+        def traffic_progress(round_label: str, done: float, total: float) -> None:
+            _labelled(on_progress, f"{label}: mixed traffic")(f"{round_label} (s)", int(done), int(total))
+
+        result["concurrent"] = run_concurrent_benchmark(kb, traffic_runs, clients, seconds, eval_dir=eval_dir,
+                                                        seed=seed, on_progress=traffic_progress)
+    result["cleared_after_s"] = None if keep else _clear(kb)
+    return result
+
+
+def run_online_benchmark(
+    open_kb: KbOpener,
+    trajectory_files: Sequence[Path],
+    run_files: Sequence[Path],
+    eval_dir: Path,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    queries: int = 200,
+    adds: int = 10,
+    scratch_adds: int = 3,
+    concurrent_sizes: Sequence[int] = (10_000,),
+    clients: Sequence[int] = (1, 4, 8),
+    seconds: float = 15.0,
+    seed: int = 0,
+    keep: bool = False,
+    prefix: str = DEFAULT_PREFIX,
+    on_progress: OnlineProgress | None = None,
+) -> dict[str, Any]:
+    """Every figure of the online-scale table (see the module docstring); JSON-ready, with the
+    table's rows under ``figures``. ``open_kb(namespace)`` opens a KnowledgeBase."""
+    problems = [f"size {n}: must be between 100 and 1,000,000 experiences" for n in sizes if not 100 <= n <= 1_000_000]
+    if not trajectory_files:
+        problems.append("no trajectory files to ingest and scale from")
+    if not run_files:
+        problems.append("no real-run files to add runs from")
+    if problems:
+        raise InvalidInputError(problems)
+    started = time.perf_counter()
+    load_before = os.getloadavg()
+    with open_kb(online_namespace("ingest", prefix)) as kb:
+        ingest = run_batch_ingest(kb, trajectory_files, on_progress)
+        seeds = load_seeds(kb.gateway, kb.namespace)
+        if not keep:
+            _clear(kb)
+    if not seeds:
+        raise InvalidInputError([f"{', '.join(map(str, trajectory_files))}: no active experiences to scale from"])
+    runs = load_runs(list(run_files), limit=100_000, seed=seed)
+    traffic_runs = load_runs(list(trajectory_files), seed=seed)
+    results = []
+    for size in sorted(sizes):
+        with open_kb(online_namespace(size, prefix)) as kb:
+            results.append(_one_size(
+                kb, size, seeds, queries=queries, adds=adds, scratch_adds=scratch_adds, runs=runs,
+                traffic_runs=traffic_runs, concurrent=size in concurrent_sizes, clients=clients, seconds=seconds,
+                eval_dir=eval_dir, seed=seed, keep=keep, on_progress=on_progress))
+    report: dict[str, Any] = {
+        "sizes": results, "ingest": ingest, "seeds": len(seeds), "queries": queries, "adds": adds,
+        "scratch_adds": scratch_adds, "seed": seed, "seconds": round(time.perf_counter() - started, 1),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+    }
+    report["figures"] = [f.as_dict() for f in online_figures(report)]
+    return report

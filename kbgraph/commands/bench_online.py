@@ -1,0 +1,105 @@
+"""``kbgraph bench online``: every figure of the online-scale table in one run (see
+:mod:`kbgraph.bench.online`), each next to its baseline and its target."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from kbgraph.bench.online import DEFAULT_PREFIX, DEFAULT_SIZES, online_namespace, run_online_benchmark
+from kbgraph.errors import InvalidInputError
+
+DEFAULT_DATA = Path("../shared/data")
+
+
+def register(app: typer.Typer) -> None:
+    from kbgraph.cli import bench_app  # the running CLI, also under ``python -m kbgraph.cli``
+
+    bench_app.command("online")(bench_online)
+
+
+def _jsonl_files(folder: Path, option: str, problems: list[str]) -> list[Path]:
+    files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else [folder] if folder.is_file() else []
+    if not files:
+        problems.append(f"{option} {folder}: no .jsonl files")
+    return files
+
+
+def bench_online(
+    sizes: Annotated[list[int] | None, typer.Option(
+        "--size", "-s", help="Scaled KB sizes, in experiences (repeatable) [default: 1000, 10000, 100000]")] = None,
+    data: Annotated[Path, typer.Option(
+        "--data", help="The shared data folder: trajectories/ (ingested, then scaled), real_runs/ (the runs "
+                       "added), eval/ (the queries)")] = DEFAULT_DATA,
+    queries: Annotated[int, typer.Option("--queries", "-q", help="Search queries per size")] = 200,
+    adds: Annotated[int, typer.Option("--adds", help="Runs added incrementally per size")] = 10,
+    scratch_adds: Annotated[int, typer.Option(
+        "--scratch-adds", help="Runs added from scratch per size (the baseline; each reads the whole namespace)")] = 3,
+    concurrent_sizes: Annotated[list[int] | None, typer.Option(
+        "--traffic-at", help="Sizes that also get the mixed-traffic rounds (repeatable) [default: 10000]")] = None,
+    clients: Annotated[list[int] | None, typer.Option(
+        "--clients", "-c", help="Client threads per mixed-traffic round (repeatable) [default: 1, 4, 8]")] = None,
+    seconds: Annotated[float, typer.Option("--seconds", help="Duration of each mixed-traffic round")] = 15.0,
+    keep: Annotated[bool, typer.Option("--keep", help="Leave the benchmark namespaces in place afterwards")] = False,
+    prefix: Annotated[str, typer.Option(
+        "--prefix", help="Namespaces used: <prefix>-ingest and <prefix>-<size>, cleared first")] = DEFAULT_PREFIX,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the scaled KBs, queries and runs")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print everything as JSON")] = False,
+) -> None:
+    """Online memory at scale, every figure in one run: batch ingest, then per size the scaled
+    KB's build, search next to exact cosine, add one run next to from scratch, and mixed traffic;
+    each figure with its baseline and target. Namespaces bench-online-*, cleared first and after."""
+    from kbgraph.cli import _open, _print_json, _progress, _settings, out
+
+    chosen = sorted(set(sizes or DEFAULT_SIZES))
+    traffic = set(concurrent_sizes if concurrent_sizes is not None else [10_000])
+    problems = [f"--size {n}: must be between 100 and 1000000" for n in chosen if not 100 <= n <= 1_000_000]
+    problems += [f"--traffic-at {n}: not one of the sizes measured" for n in sorted(traffic) if n not in chosen
+                 and concurrent_sizes is not None]
+    for name, value, low, high in (("--queries", queries, 1, 100_000), ("--adds", adds, 1, 1000),
+                                   ("--scratch-adds", scratch_adds, 0, 1000)):
+        if not low <= value <= high:
+            problems.append(f"{name} {value}: must be between {low} and {high}")
+    problems += [f"--clients {n}: must be between 1 and 256" for n in clients or [] if not 1 <= n <= 256]
+    if not 1.0 <= seconds <= 3600.0:
+        problems.append(f"--seconds {seconds}: must be between 1 and 3600")
+    trajectories = _jsonl_files(data / "trajectories", "--data", problems)
+    runs = _jsonl_files(data / "real_runs", "--data", problems)
+    if not (data / "eval").is_dir():
+        problems.append(f"--data {data}: no eval/ folder (the benchmark queries)")
+    _settings(online_namespace("ingest", prefix))  # a prefix no namespace may have fails here, before connecting
+    if problems:
+        raise InvalidInputError(problems)
+    with _progress() as progress:
+        tasks: dict[str, Any] = {}
+
+        def on_progress(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = progress.add_task(label, total=total)
+            progress.update(tasks[label], completed=done, total=total)
+
+        report = run_online_benchmark(
+            _open, trajectories, runs, data / "eval", sizes=chosen, queries=queries, adds=adds,
+            scratch_adds=scratch_adds, concurrent_sizes=sorted(traffic), clients=clients or [1, 4, 8],
+            seconds=seconds, seed=seed, keep=keep, prefix=prefix, on_progress=on_progress)
+    if as_json:
+        _print_json(report)
+        return
+    table = Table("figure", "measured", "baseline (same run)", "target", "met",
+                  title=f"online memory at scale: namespaces "
+                        f"{', '.join(online_namespace(n, prefix) for n in ('ingest', *map(str, chosen)))}")
+    for row in report["figures"]:
+        met = {True: "yes", False: "no", None: ""}[row["met"]]
+        table.add_row(row["figure"], row["measured"], row["baseline"], row["target"], met)
+    out.print(table)
+    for size in report["sizes"]:
+        search = size["search"]
+        stages = ", ".join(f"{k} {v:.1f}" for k, v in search["stages_p50_ms"].items())
+        add_stages = ", ".join(f"{k} {v:.0f}" for k, v in size["add"]["incremental"]["stages_p50_ms"].items())
+        out.print(f"{size['size']:,}: search stages p50 (ms) {stages}; database {search['database']['experiences']:,} "
+                  f"experiences; add one run stages p50 (ms) {add_stages}")
+    out.print(f"{report['seconds']:.0f} s in all; load average before {report['load_average_before']}, "
+              f"after {report['load_average_after']}")
