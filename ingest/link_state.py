@@ -24,8 +24,6 @@ equals the one built from scratch (tests/ingest/test_link_state.py checks it on 
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import threading
 from collections import defaultdict
 from collections.abc import Iterable
@@ -52,6 +50,7 @@ from kbgraph.ingest.link import (
 from kbgraph.ingest.merge import MERGE_THRESHOLD, BlockKey, MergeGroup, block_key, blocks_of, groups_of
 from kbgraph.ingest.shapes import is_subsequence, operation_shape
 from kbgraph.ingest.vector_set import VectorSet
+from kbgraph.ingest.workflow_index import DomainWorkflows
 from kbgraph.models import Experience
 
 RelationKey = tuple[str, str, str]  # (type, source id, target id)
@@ -77,10 +76,6 @@ def _key(row: Row) -> RelationKey:
     return row["type"], row["source_id"], row["target_id"]
 
 
-def _domain_order(workflow: Workflow) -> tuple[int, tuple[str, ...]]:
-    return len(workflow[1]), workflow[1]
-
-
 class LinkState:
     def __init__(self, facts: Iterable[ExperienceFacts] = (), alternative_threshold: float = ALTERNATIVE_THRESHOLD,
                  alternatives_per_experience: int = ALTERNATIVES_PER_EXPERIENCE, merge_threshold: float = MERGE_THRESHOLD):
@@ -95,9 +90,8 @@ class LinkState:
         self._stepless: dict[str, set[str]] = defaultdict(set)  # domain -> concrete experiences without steps
         self._declared: dict[Workflow, set[str]] = defaultdict(set)  # user-given abstract experiences
         self._representatives: dict[Workflow, tuple[str, Vector]] = {}
-        # domain -> (order, workflow, its set of operations) of the workflows with a representative, closest first
-        self._domain_workflows: dict[str, list[tuple[tuple[int, tuple[str, ...]], Workflow, frozenset[str]]]] = \
-            defaultdict(list)
+        # domain -> the workflows with a representative, closest first
+        self._domain_workflows: dict[str, DomainWorkflows] = defaultdict(DomainWorkflows)
         self._shapes: dict[tuple[str, ...], dict[str, set[Workflow]]] = defaultdict(lambda: defaultdict(set))
         self._sources: dict[str, set[str]] = defaultdict(set)  # run id -> experiences holding it
         self._adapted: dict[str, set[str]] = defaultdict(set)  # run id -> experiences adapted from it
@@ -285,16 +279,12 @@ class LinkState:
         return moved
 
     def _place(self, workflow: Workflow, present: bool) -> None:
-        entries = self._domain_workflows[workflow[0]]
-        entry = (_domain_order(workflow), workflow, frozenset(workflow[1]))
-        at = bisect.bisect_left(entries, entry[:2])
+        self._domain_workflows[workflow[0]].place(workflow, present)
         shape = operation_shape(workflow[1])
         if present:
-            entries.insert(at, entry)
             if shape:
                 self._shapes[shape][workflow[0]].add(workflow)
         else:
-            del entries[at]
             if shape:
                 self._shapes[shape][workflow[0]].discard(workflow)
                 if not self._shapes[shape][workflow[0]]:
@@ -308,15 +298,15 @@ class LinkState:
         for workflow in moved:
             by_domain[workflow[0]].append(workflow)
         for domain, changed in by_domain.items():
-            entries = self._domain_workflows.get(domain, [])
-            if len(changed) > WHOLE_DOMAIN_AFTER:  # e.g. a plan from scratch: every one, without looking
-                parts |= {(COMPOSITION, small) for _, small, _ in entries if small[1]}
+            workflows = self._domain_workflows.get(domain)
+            if workflows is None:
                 continue
-            bigs = [(big, frozenset(big[1])) for big in changed]
-            for _, small, needed in entries:
-                if small[1] and any(len(big[1]) > len(small[1]) and needed <= operation_set
-                                    and is_subsequence(small[1], big[1]) for big, operation_set in bigs):
-                    parts.add((COMPOSITION, small))
+            if len(changed) > WHOLE_DOMAIN_AFTER:  # e.g. a plan from scratch: every one, without looking
+                parts |= {(COMPOSITION, small) for _, small, _ in workflows.entries if small[1]}
+                continue
+            for big in changed:
+                parts |= {(COMPOSITION, small) for small, _ in workflows.shorter_within(big)
+                          if small[1] and is_subsequence(small[1], big[1])}
         return parts
 
     def _replan_parts(self, parts: set[PartKey]) -> set[RelationKey]:
@@ -339,9 +329,7 @@ class LinkState:
         representative = self._representatives.get(small)
         if representative is None:
             return []
-        entries = self._domain_workflows[small[0]]
-        start = bisect.bisect_left(entries, ((len(small[1]) + 1, ()),))
-        longer = ((big, operation_set) for _, big, operation_set in itertools.islice(entries, start, None))
+        longer = self._domain_workflows[small[0]].longer_containing(small)
         return composition_rows(small, representative[0], longer, lambda big: self._representatives[big][0])
 
     def _origin_of(self, run: str) -> str | None:
