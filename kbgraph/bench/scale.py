@@ -16,9 +16,11 @@ relations), deterministically for a given ``seed``:
   set, step lists of domains that have steps are extended with whole step lists of further seeds of
   the same domain (composite workflows) to a Poisson-drawn length, so the namespace averages about
   that many steps per experience; domains without steps keep none;
-- **jittered**: every vector (problem+goal, structure, context, each step, each failure mode) is
-  the seed's own vector plus Gaussian noise of relative norm ``jitter`` (0.3: cosine ≈ 0.96 to the
-  seed's), re-normalised. The structure vector comes from the step donor B. No model runs;
+- **jittered**: every vector (structure, context, each step, each failure mode) is the seed's own
+  vector plus Gaussian noise of relative norm ``jitter`` (0.3: cosine ≈ 0.96 to the seed's),
+  re-normalised; the problem+goal vector gets ``pg_jitter`` (0.6: copies of one seed at cosine
+  ≈ 0.74 to each other, below the merge threshold, so a consolidation leaves the scaled KB at its
+  size). The structure vector comes from the step donor B. No model runs;
 - **linked**: every relation of the seed graph (ABSTRACTION, COMPOSITION, ADAPTATION,
   ALTERNATIVE, with its weight and reason) is mirrored from each copy of its source seed to one
   copy of its target seed, so the scaled KB has the real KB's edge mix and edges per experience.
@@ -62,6 +64,14 @@ __all__ = [
 
 #: (stage, done, total) — stages "experiences" and "relations".
 ScaleProgress = Callable[[str, int, int], None]
+
+#: Relative noise on the problem+goal vector. Two copies of one seed must not be near-duplicates
+#: (merge threshold: cosine 0.85 between experiences of one workflow, ingest/merge.py), or the
+#: first consolidation a run added triggers merges a large part of the scaled KB into a fraction
+#: of its size: at 0.3 (cosine ≈ 0.92 between copies) the 10,000 KB became 4,040 experiences.
+#: 0.6 puts copies at cosine ≈ 0.74 to each other (≈ 0.86 to their seed, which is not in the
+#: namespace).
+PG_JITTER = 0.6
 
 #: Longest step list a composed experience gets.
 MAX_COMPOSED_STEPS = 60
@@ -135,13 +145,13 @@ def _steps_edit(steps: list[Step], rnd: random.Random) -> list[Step]:
 class ScaledKbBuilder:
     """Makes synthetic experience ``n`` (0 ≤ n < count) from the seeds; see the module docstring.
 
-    Experience ``n`` depends only on (seeds, count, seed, jitter, steps_per_experience, n), so
+    Experience ``n`` depends only on (seeds, count, seed, jitters, steps_per_experience, n), so
     batches can be made and written independently, in any order, and re-made identically.
     """
 
     def __init__(
         self, seeds: Sequence[Experience], count: int, seed: int = 0, jitter: float = 0.3,
-        steps_per_experience: float | None = 8.0,
+        steps_per_experience: float | None = 8.0, pg_jitter: float | None = None,
     ):
         if not seeds:
             raise ValueError("no seed experiences to scale from")
@@ -151,6 +161,7 @@ class ScaledKbBuilder:
         self.count = count
         self.seed = seed
         self.jitter = jitter
+        self.pg_jitter = PG_JITTER if pg_jitter is None else pg_jitter
         self.index = {s.key: i for i, s in enumerate(self.seeds)}
         # Problem seeds: whole shuffled passes over the seeds, so each is used equally often.
         rng = np.random.default_rng([seed, 0])
@@ -179,7 +190,10 @@ class ScaledKbBuilder:
             return out
         matrix = np.asarray([vectors[i] for i in present], dtype=np.float64)
         matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-        noise = rng.standard_normal(matrix.shape) * (self.jitter / math.sqrt(matrix.shape[1]))
+        scale = np.full((len(present), 1), self.jitter)
+        if present[0] == 0:  # the problem+goal vector
+            scale[0, 0] = self.pg_jitter
+        noise = rng.standard_normal(matrix.shape) * (scale / math.sqrt(matrix.shape[1]))
         matrix += noise
         matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
         for row, i in enumerate(present):

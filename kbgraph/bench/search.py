@@ -25,9 +25,9 @@ experiences of a source namespace (default ``shared``): recombined (problem of o
 another of the same domain), perturbed (one step-list edit, one word edit and a ``(variant n)``
 suffix, so content ids are new), composed to ~8 steps per experience on average (step lists of
 domains that have steps extended with further same-domain step lists; WebArena experiences keep
-none, as in the real data), every vector jittered with Gaussian noise of relative norm 0.3 and
-re-normalised (cosine ≈ 0.96 to the seed's), and the seed graph's four relations mirrored onto the
-copies. Deterministic for a seed, resumable, reused when already built.
+none, as in the real data), every vector jittered with Gaussian noise of relative norm 0.3 (the
+problem+goal vector 0.6, so that copies are not near-duplicates a consolidation would merge) and
+re-normalised, and the seed graph's four relations mirrored onto the copies. Deterministic for a seed, resumable, reused when already built.
 """
 
 from __future__ import annotations
@@ -290,7 +290,7 @@ def bench_search_cli(
     domains with steps are extended with further same-domain workflows so the KB averages ~8
     steps per experience (the issue's 10,000 experiences / ~80,000 steps; WebArena experiences
     keep none, as in the real data); every vector is the seed's plus Gaussian noise of relative
-    norm 0.3, re-normalised; and every seed relation is mirrored from each copy of its source to a
+    norm 0.3 (0.6 for problem+goal), re-normalised; and every seed relation is mirrored from each copy of its source to a
     copy of its target. Deterministic (``seed``), resumable, reused when already built.
     """
     from kbgraph.settings import Settings

@@ -166,6 +166,24 @@ def test_growth_rows_skip_sizes_less_than_a_doubling_apart() -> None:
     assert rows[0]["kbgraph_p50"] == pytest.approx(2 ** (1 / __import__("math").log2(10)), abs=1e-3)
 
 
+def test_a_run_added_to_a_scaled_kb_leaves_it_at_its_size(kb: KnowledgeBase) -> None:
+    # Copies of one seed are not near-duplicates of each other (problem+goal cosine ≈ 0.74, merge
+    # threshold 0.85): at noise 0.3 (copies at ≈ 0.92) the first consolidation merged the 10,000 KB
+    # into 4,040 experiences.
+    build_scaled_kb(kb, _seeds(kb), SIZE, seed=5)
+    scaled = list(kb.store.iter_ids())
+    # The build counts towards the maintenance checkpoints, as ingesting as many would.
+    assert kb.gateway.write("kb_state_growth", kb=kb.namespace, added=0)[0]["after"] == SIZE
+    report = kb.add_trajectories([{"id": "run-after-scale", "domain": "retail",
+                                   "task": "Customer wants to cancel a pending order of a desk lamp",
+                                   "steps": [{"action": "find_user_id_by_email", "arguments": {"email": "a@b.c"}},
+                                             {"action": "cancel_pending_order", "arguments": {"order_id": "#W1"}}],
+                                   "outcome": {"success": True}}])
+    assert report.consolidated == "from scratch" and report.experiences_merged == 0
+    assert report.maintenance_run is None
+    assert len(kb.store.existing_ids(scaled)) == SIZE, "a merge deletes the duplicates it folds in"
+
+
 def test_a_bench_namespace_something_else_wrote_to_is_refused_not_built_upon(kb: KnowledgeBase) -> None:
     # `bench add` on a scaled namespace added runs and its consolidation merged the synthetic
     # near-duplicates; `bench search` then added a second 10,000 beside them (14,048 experiences).
