@@ -16,13 +16,13 @@ from typing import Annotated, Any
 import neo4j
 import typer
 from pydantic import ValidationError
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kbgraph.errors import InvalidInputError, KbgraphError
 from kbgraph.jsonl import read_jsonl
 from kbgraph.kb import KnowledgeBase
 from kbgraph.managed import ManagedNeo4j
+from kbgraph.progress import ProgressDisplay, progress_display
 from kbgraph.settings import Settings, checked_namespace
 from kbgraph.terminal import SafeConsole, json_safe, markup_safe, plain
 
@@ -65,11 +65,8 @@ def _print_json(value: Any) -> None:
     sys.stdout.write(json_safe(json.dumps(value, indent=2, default=str)) + "\n")
 
 
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err, transient=False,
-    )
+def _progress() -> ProgressDisplay:
+    return progress_display(err)
 
 
 # -- server -----------------------------------------------------------------------------------------

@@ -45,13 +45,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kbgraph.bench.scale import ScaleReport, build_scaled_kb, load_seeds, scaled_namespace
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import Experience
+from kbgraph.progress import progress_display
 from kbgraph.search.eval_data import load_queries
 from kbgraph.search.evaluate import search_query_for
 from kbgraph.search.params import SearchQuery
@@ -297,8 +297,7 @@ def bench_search_cli(
 
     runs: list[dict[str, Any]] = []
     seeds: list[Experience] | None = None
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=err, transient=False)
+    progress = progress_display(err)
     with progress:
         tasks: dict[str, Any] = {}
 

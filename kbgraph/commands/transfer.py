@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import Progress, TaskID
+from rich.progress import TaskID
 
+from kbgraph.progress import ProgressDisplay
 from kbgraph.terminal import json_safe
 
 
-def _reporter(progress: Progress) -> Any:
+def _reporter(progress: ProgressDisplay) -> Any:
     tasks: dict[str, TaskID] = {}
 
     def on_progress(stage: str, done: int, total: int | None) -> None:
