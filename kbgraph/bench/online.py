@@ -260,9 +260,12 @@ def run_online_benchmark(
     keep: bool = False,
     prefix: str = DEFAULT_PREFIX,
     on_progress: OnlineProgress | None = None,
+    on_partial: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Every figure of the online-scale table (see the module docstring); JSON-ready, with the
-    table's rows under ``figures``. ``open_kb(namespace)`` opens a KnowledgeBase."""
+    table's rows under ``figures``. ``open_kb(namespace)`` opens a KnowledgeBase. ``on_partial``
+    gets the report so far after the ingest and after each size (``complete`` false until the
+    end), so a run stopped at 100,000 keeps what it measured before."""
     problems = [f"size {n}: must be between 100 and 1,000,000 experiences" for n in sizes if not 100 <= n <= 1_000_000]
     if not trajectory_files:
         problems.append("no trajectory files to ingest and scale from")
@@ -281,18 +284,27 @@ def run_online_benchmark(
         raise InvalidInputError([f"{', '.join(map(str, trajectory_files))}: no active experiences to scale from"])
     runs = load_runs(list(run_files), limit=100_000, seed=seed)
     traffic_runs = load_runs(list(trajectory_files), seed=seed)
-    results = []
+    results: list[dict[str, Any]] = []
+
+    def report(complete: bool) -> dict[str, Any]:
+        so_far: dict[str, Any] = {
+            "complete": complete, "sizes": results, "ingest": ingest, "seeds": len(seeds), "queries": queries,
+            "adds": adds, "scratch_adds": scratch_adds, "seed": seed,
+            "seconds": round(time.perf_counter() - started, 1),
+            "load_average_before": [round(x, 2) for x in load_before],
+            "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        }
+        so_far["figures"] = [f.as_dict() for f in online_figures(so_far)]
+        return so_far
+
+    if on_partial is not None:
+        on_partial(report(complete=False))
     for size in sorted(sizes):
         with open_kb(online_namespace(size, prefix)) as kb:
             results.append(_one_size(
                 kb, size, seeds, queries=queries, adds=adds, scratch_adds=scratch_adds, runs=runs,
                 traffic_runs=traffic_runs, concurrent=size in concurrent_sizes, clients=clients, seconds=seconds,
                 eval_dir=eval_dir, seed=seed, keep=keep, on_progress=on_progress))
-    report: dict[str, Any] = {
-        "sizes": results, "ingest": ingest, "seeds": len(seeds), "queries": queries, "adds": adds,
-        "scratch_adds": scratch_adds, "seed": seed, "seconds": round(time.perf_counter() - started, 1),
-        "load_average_before": [round(x, 2) for x in load_before],
-        "load_average_after": [round(x, 2) for x in os.getloadavg()],
-    }
-    report["figures"] = [f.as_dict() for f in online_figures(report)]
-    return report
+        if on_partial is not None:
+            on_partial(report(complete=len(results) == len(sizes)))
+    return report(complete=True)

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,6 +22,13 @@ def register(app: typer.Typer) -> None:
     from kbgraph.cli import bench_app  # the running CLI, also under ``python -m kbgraph.cli``
 
     bench_app.command("online")(bench_online)
+
+
+def _write_json(path: Path, report: dict[str, Any]) -> None:
+    """Replaces ``path`` whole (written beside it, then renamed): never half a report."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
 
 
 def _jsonl_files(folder: Path, option: str, problems: list[str]) -> list[Path]:
@@ -47,6 +57,9 @@ def bench_online(
     prefix: Annotated[str, typer.Option(
         "--prefix", help="Namespaces used: <prefix>-ingest and <prefix>-<size>, cleared first")] = DEFAULT_PREFIX,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the scaled KBs, queries and runs")] = 0,
+    out_file: Annotated[Path | None, typer.Option(
+        "--out", help="Also write the JSON report to FILE, updated after each size (a stopped run keeps what it "
+                      "measured)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print everything as JSON")] = False,
 ) -> None:
     """Online memory at scale, every figure in one run: batch ingest, then per size the scaled
@@ -70,6 +83,8 @@ def bench_online(
     runs = _jsonl_files(data / "real_runs", "--data", problems)
     if not (data / "eval").is_dir():
         problems.append(f"--data {data}: no eval/ folder (the benchmark queries)")
+    if out_file is not None and not (out_file.parent.is_dir() and os.access(out_file.parent, os.W_OK)):
+        problems.append(f"--out {out_file}: folder {out_file.parent} is missing or not writable")
     _settings(online_namespace("ingest", prefix))  # a prefix no namespace may have fails here, before connecting
     if problems:
         raise InvalidInputError(problems)
@@ -84,7 +99,8 @@ def bench_online(
         report = run_online_benchmark(
             _open, trajectories, runs, data / "eval", sizes=chosen, queries=queries, adds=adds,
             scratch_adds=scratch_adds, concurrent_sizes=sorted(traffic), clients=clients or [1, 4, 8],
-            seconds=seconds, seed=seed, keep=keep, prefix=prefix, on_progress=on_progress)
+            seconds=seconds, seed=seed, keep=keep, prefix=prefix, on_progress=on_progress,
+            on_partial=None if out_file is None else partial(_write_json, out_file))
     if as_json:
         _print_json(report)
         return

@@ -94,12 +94,14 @@ def small_data(tmp_path: Path) -> Path:
 
 
 def test_the_command_measures_every_stage_and_clears_its_namespaces(
-        neo4j_target: Neo4jTarget, namespace: str, small_data: Path) -> None:
+        neo4j_target: Neo4jTarget, namespace: str, small_data: Path, tmp_path: Path) -> None:
+    saved = tmp_path / "online.json"
     done = kbgraph(neo4j_target, namespace, "bench", "online", "--data", str(small_data), "--prefix", namespace,
                    "-s", "150", "-s", "300", "--traffic-at", "300", "-c", "2", "--seconds", "2", "-q", "6",
-                   "--adds", "2", "--scratch-adds", "1", "--json")
+                   "--adds", "2", "--scratch-adds", "1", "--out", str(saved), "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
+    assert report["complete"] and json.loads(saved.read_text())["figures"] == report["figures"]
     assert report["ingest"]["warm"]["trajectories"] == 80 and report["ingest"]["warm"]["per_s"] > 0
     assert [s["size"] for s in report["sizes"]] == [150, 300]
     for size in report["sizes"]:
@@ -121,8 +123,8 @@ def test_the_command_measures_every_stage_and_clears_its_namespaces(
 
 def test_the_command_checks_its_arguments_before_connecting(neo4j_target: Neo4jTarget, tmp_path: Path) -> None:
     done = kbgraph(neo4j_target, "bench-args", "bench", "online", "-s", "50", "--adds", "0", "--traffic-at", "7",
-                   "--data", str(tmp_path))
+                   "--data", str(tmp_path), "--out", str(tmp_path / "missing" / "out.json"))
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
-    for named in ("--size 50", "--adds 0", "--traffic-at 7", f"--data {tmp_path}"):
+    for named in ("--size 50", "--adds 0", "--traffic-at 7", f"--data {tmp_path}", "--out"):
         assert named in done.stderr, done.stderr
