@@ -53,7 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from kbgraph.cypher_files import query
 from kbgraph.errors import InvalidInputError, KbgraphError, validation_problems
-from kbgraph.gateway import Neo4jGateway, Row
+from kbgraph.gateway import Neo4jGateway, Row, row_of
 from kbgraph.import_schema import NODE_RULES, RELATIONSHIP_RULES, counter_problems, property_problems
 from kbgraph.jsonl import read_jsonl
 from kbgraph.schema import VECTOR_INDEXES
@@ -505,11 +505,6 @@ def _encoded_properties(
     return properties, vector_values
 
 
-def _row(record: neo4j.Record) -> Row:
-    # Not record.data(): it walks every float of every vector in Python, 8x the whole export's time.
-    return dict(zip(record.keys(), record.values(), strict=True))
-
-
 class _Exporter:
     def __init__(self, gateway: Neo4jGateway, namespace: str, page_size: int, on_progress: Progress | None):
         self.gateway = gateway
@@ -525,11 +520,11 @@ class _Exporter:
         params: dict[str, Any] = {"kb": self.namespace, "key_of": self.key_of}
 
         def work(tx: neo4j.ManagedTransaction) -> tuple[list[Row], list[Row]]:
-            page = [_row(r) for r in tx.run(query(spec.page_query), {**params, "after": after, "limit": self.page_size})]
+            page = [row_of(r) for r in tx.run(query(spec.page_query), {**params, "after": after, "limit": self.page_size})]
             if not page:
                 return page, []
             ids = [row["element_id"] for row in page]
-            return page, [_row(r) for r in tx.run(query(values_query), {**params, "ids": ids})]
+            return page, [row_of(r) for r in tx.run(query(values_query), {**params, "ids": ids})]
 
         with self.gateway.session(default_access_mode=neo4j.READ_ACCESS) as session:
             while True:
@@ -923,7 +918,7 @@ class _Importer:
         by_line = dict(batch)
 
         def work(tx: neo4j.ManagedTransaction) -> list[Row]:
-            merged = [r.data() for r in tx.run(query(merge_query), {"kb": self.namespace, "rows": rows})]
+            merged = [row_of(r) for r in tx.run(query(merge_query), {"kb": self.namespace, "rows": rows})]
             missing = sorted({int(row["line"]) for row in rows} - {int(row["line"]) for row in merged})
             if missing:  # checked before writing, so only a concurrent delete gets here; rolled back
                 raise TransferError(
