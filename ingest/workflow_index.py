@@ -172,10 +172,9 @@ class DomainWorkflows:
     def _row(self, features: frozenset[Feature]) -> Bits:
         for feature in features - self._bits.keys():
             self._bits[feature] = len(self._bits)
-        words = max(1, -(-len(self._bits) // _WORD))
-        if self._offered is not None and words > self._offered.shape[1]:
+        if self._offered is not None and self._words() > self._offered.shape[1]:
             self._offered = self._required = None  # wider rows now: rebuilt when next asked
-        row = np.zeros(words if self._offered is None else self._offered.shape[1], dtype=np.uint64)
+        row = np.zeros(self._words() if self._offered is None else self._offered.shape[1], dtype=np.uint64)
         for feature in features:
             bit = self._bits[feature]
             row[bit // _WORD] |= np.uint64(1 << (bit % _WORD))
@@ -185,10 +184,13 @@ class DomainWorkflows:
         if self._offered is None or self._required is None:
             offers = [self._row(offered(workflow[1])) for _, workflow, _ in self.entries]
             needs = [self._row(required(workflow[1])) for _, workflow, _ in self.entries]
-            width = max(1, -(-len(self._bits) // _WORD))
-            self._offered = _stack(offers, width)
-            self._required = _stack(needs, width)
+            self._offered = _stack(offers, self._words())
+            self._required = _stack(needs, self._words())
         return self._offered, self._required
+
+    def _words(self) -> int:
+        """64-bit words a row needs for every feature seen so far."""
+        return max(1, -(-len(self._bits) // _WORD))
 
 
 def _stack(rows: list[Bits], width: int) -> Bits:

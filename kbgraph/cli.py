@@ -22,7 +22,7 @@ from kbgraph.errors import InvalidInputError, KbgraphError
 from kbgraph.jsonl import read_jsonl
 from kbgraph.kb import KnowledgeBase
 from kbgraph.managed import ManagedNeo4j
-from kbgraph.progress import ProgressDisplay, progress_display
+from kbgraph.progress import ProgressDisplay, progress_display, stage_reporter
 from kbgraph.settings import Settings, checked_namespace
 from kbgraph.terminal import SafeConsole, json_safe, markup_safe, plain
 
@@ -235,12 +235,7 @@ def ingest(
     if Path("-") in files and len(files) > 1:
         raise InvalidInputError(["-: standard input is read on its own, not with files"])
     with _open(namespace) as kb, _progress() as progress:
-        tasks: dict[str, Any] = {}
-
-        def on_progress(stage: str, done: int, total: int | None) -> None:
-            if stage not in tasks:
-                tasks[stage] = progress.add_task(stage, total=total)
-            progress.update(tasks[stage], completed=done)
+        on_progress = stage_reporter(progress)
 
         if files == [Path("-")]:
             values, labels, bad = _stdin_records(skip_invalid)
@@ -525,12 +520,7 @@ def eval_command(
         raise InvalidInputError([f"--corpus {corpus}: no folder of .jsonl trajectory files there"])
     weights = _parse_assignments(setting, "--set")
     with _open(eval_namespace(corpus) if namespace is None else namespace) as kb, _progress() as progress:
-        tasks: dict[str, Any] = {}
-
-        def on_progress(stage: str, done: int, total: int | None) -> None:
-            if stage not in tasks:
-                tasks[stage] = progress.add_task(stage, total=total)
-            progress.update(tasks[stage], completed=done, total=total)
+        on_progress = stage_reporter(progress)
 
         kb.ingest(sorted(corpus.glob("*.jsonl")), on_progress=lambda stage, done, total: on_progress(f"ingest: {stage}", done, total))
         if phase == "teacher":
@@ -595,12 +585,7 @@ def bench_write(
     if problems:  # before connecting: a typo fails at once
         raise InvalidInputError(problems)
     with _open("bench-write") as kb, _progress() as progress:
-        tasks: dict[str, Any] = {}
-
-        def on_progress(label: str, done: int, total: int) -> None:
-            if label not in tasks:
-                tasks[label] = progress.add_task(label, total=total)
-            progress.update(tasks[label], completed=done)
+        on_progress = stage_reporter(progress)
 
         result = run_write_benchmark(kb, sizes, steps=steps, baseline_sample=baseline_sample, on_progress=on_progress)
     if as_json:
@@ -677,12 +662,7 @@ def bench_concurrent(
         if kb.count() == 0:
             err.print(f"ingesting {len(files)} files from {corpus} into namespace {kb.namespace!r} first…")
             kb.ingest(files)
-        tasks: dict[str, Any] = {}
-
-        def on_progress(label: str, done: float, total: float) -> None:
-            if label not in tasks:
-                tasks[label] = progress.add_task(label, total=total)
-            progress.update(tasks[label], completed=done)
+        on_progress = stage_reporter(progress)
 
         report = run_concurrent_benchmark(kb, load_runs(files), rounds, seconds, write_share, on_progress=on_progress)
     if as_json:
@@ -730,12 +710,10 @@ def bench_add(
     if problems:
         raise InvalidInputError(problems)
     with _progress() as progress:
-        tasks: dict[str, Any] = {}
+        report_stage = stage_reporter(progress)
 
         def on_progress(namespace: str, done: int, total: int) -> None:
-            if namespace not in tasks:
-                tasks[namespace] = progress.add_task(f"add runs to {namespace}", total=total)
-            progress.update(tasks[namespace], completed=done)
+            report_stage(f"add runs to {namespace}", done, total)
 
         report = run_add_benchmark(_open, namespaces or [_settings().namespace], load_runs(files, limit=100_000), runs,
                                    secrets.randbelow(1_000_000) if seed is None else seed, on_progress)

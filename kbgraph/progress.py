@@ -19,7 +19,10 @@ from typing import Protocol
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-__all__ = ["LineProgress", "ProgressDisplay", "progress_display"]
+__all__ = ["LineProgress", "ProgressDisplay", "StageReporter", "progress_display", "stage_reporter", "with_prefix"]
+
+#: (stage, done, total): how pipelines and benchmarks report progress.
+StageReporter = Callable[[str, float, float | None], None]
 
 
 class ProgressDisplay(Protocol):
@@ -114,3 +117,25 @@ def progress_display(console: Console, interval_s: float = 10.0) -> ProgressDisp
         return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console, transient=False)
     return LineProgress(console, interval_s)
+
+
+def stage_reporter(progress: ProgressDisplay) -> StageReporter:
+    """A ``(stage, done, total)`` callback that shows each stage as a task of ``progress``
+    (created the first time the stage reports)."""
+    tasks: dict[str, TaskID] = {}
+
+    def on_progress(stage: str, done: float, total: float | None) -> None:
+        if stage not in tasks:
+            tasks[stage] = progress.add_task(stage, total=total)
+        progress.update(tasks[stage], completed=done, total=total)
+
+    return on_progress
+
+
+def with_prefix(report: StageReporter | None, prefix: str) -> StageReporter:
+    """``report`` with every stage named ``<prefix>: <stage>`` (nothing when ``report`` is None)."""
+    def prefixed(stage: str, done: float, total: float | None) -> None:
+        if report is not None:
+            report(f"{prefix}: {stage}", done, total)
+
+    return prefixed

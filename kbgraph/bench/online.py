@@ -46,6 +46,7 @@ from kbgraph.bench.scale import build_scaled_kb, load_seeds
 from kbgraph.bench.search import growth_per_doubling, run_search_benchmark
 from kbgraph.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
+from kbgraph.progress import StageReporter, with_prefix
 
 __all__ = [
     "DEFAULT_SIZES",
@@ -77,7 +78,7 @@ class Targets:
 TARGETS = Targets()
 
 #: (stage label, done, total)
-OnlineProgress = Callable[[str, int, int], None]
+OnlineProgress = StageReporter
 KbOpener = Callable[[str], KnowledgeBase]
 
 
@@ -179,28 +180,14 @@ def online_figures(report: dict[str, Any]) -> list[Figure]:
     return rows + _growth_figure(report["sizes"])
 
 
-def _labelled(report: OnlineProgress | None, prefix: str) -> OnlineProgress:
-    def labelled(stage: str, done: int, total: int) -> None:
-        if report is not None:
-            report(f"{prefix}: {stage}", done, total)
-
-    return labelled
-
-
 def _clear(kb: KnowledgeBase) -> float:
     started = time.perf_counter()
-    if kb.count():
-        kb.clear()
-    else:
-        kb.link_state.clear()
+    kb.clear()
     return round(time.perf_counter() - started, 2)
 
 
-def _ingest_pass(kb: KnowledgeBase, files: Sequence[Path], on_progress: OnlineProgress) -> dict[str, Any]:
-    def progress(stage: str, done: int, total: int | None) -> None:
-        on_progress(stage, done, total or done)
-
-    report = kb.ingest(list(files), on_progress=progress)
+def _ingest_pass(kb: KnowledgeBase, files: Sequence[Path], on_progress: StageReporter) -> dict[str, Any]:
+    report = kb.ingest(list(files), on_progress=on_progress)
     trajectories = report.records_read - report.records_rejected
     return {"trajectories": trajectories, "seconds": report.total_seconds, "per_s": report.trajectories_per_second,
             "experiences": report.experiences_new, "stage_seconds": report.stage_seconds,
@@ -210,9 +197,9 @@ def _ingest_pass(kb: KnowledgeBase, files: Sequence[Path], on_progress: OnlinePr
 def run_batch_ingest(kb: KnowledgeBase, files: Sequence[Path], on_progress: OnlineProgress | None = None) -> dict[str, Any]:
     """Two ingests of ``files`` into ``kb``'s namespace, cleared before each; the second is warm."""
     _clear(kb)
-    first = _ingest_pass(kb, files, _labelled(on_progress, "ingest, first pass"))
+    first = _ingest_pass(kb, files, with_prefix(on_progress, "ingest, first pass"))
     _clear(kb)
-    warm = _ingest_pass(kb, files, _labelled(on_progress, "ingest, warm pass"))
+    warm = _ingest_pass(kb, files, with_prefix(on_progress, "ingest, warm pass"))
     return {"namespace": kb.namespace, "files": [str(f) for f in files], "first": first, "warm": warm}
 
 
@@ -222,21 +209,25 @@ def _one_size(kb: KnowledgeBase, size: int, seeds: Sequence[Any], *, queries: in
               on_progress: OnlineProgress | None) -> dict[str, Any]:
     label = f"{size:,}"
     cleared_before = _clear(kb)
-    build = build_scaled_kb(kb, seeds, size, seed=seed, on_progress=_labelled(on_progress, f"{label}: build"))
+    build = build_scaled_kb(kb, seeds, size, seed=seed, on_progress=with_prefix(on_progress, f"{label}: build"))
     result: dict[str, Any] = {
         "size": size, "namespace": kb.namespace, "cleared_before_s": cleared_before,
         "build": {**build.as_dict(), "per_s": round(build.written / build.seconds, 1) if build.seconds else 0.0},
     }
     result["search"] = run_search_benchmark(kb, queries, seed=seed, eval_dir=eval_dir,
-                                            on_progress=_labelled(on_progress, f"{label}: search"))
+                                            on_progress=with_prefix(on_progress, f"{label}: search"))
+
+    add_stage = with_prefix(on_progress, f"{label}: add one run")
 
     def add_progress(_namespace: str, done: int, total: int) -> None:
-        _labelled(on_progress, f"{label}: add one run")("runs", done, total)
+        add_stage("runs", done, total)
 
     result["add"] = bench_one_namespace(kb, runs, adds, add_progress, scratch_count=scratch_adds)
     if concurrent:
+        traffic_stage = with_prefix(on_progress, f"{label}: mixed traffic")
+
         def traffic_progress(round_label: str, done: float, total: float) -> None:
-            _labelled(on_progress, f"{label}: mixed traffic")(f"{round_label} (s)", int(done), int(total))
+            traffic_stage(f"{round_label} (s)", int(done), int(total))
 
         result["concurrent"] = run_concurrent_benchmark(kb, traffic_runs, clients, seconds, eval_dir=eval_dir,
                                                         seed=seed, on_progress=traffic_progress)

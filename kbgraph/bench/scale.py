@@ -151,7 +151,7 @@ class ScaledKbBuilder:
 
     def __init__(
         self, seeds: Sequence[Experience], count: int, seed: int = 0, jitter: float = 0.3,
-        steps_per_experience: float | None = 8.0, pg_jitter: float | None = None,
+        steps_per_experience: float | None = 8.0, pg_jitter: float = PG_JITTER,
     ):
         if not seeds:
             raise ValueError("no seed experiences to scale from")
@@ -161,7 +161,7 @@ class ScaledKbBuilder:
         self.count = count
         self.seed = seed
         self.jitter = jitter
-        self.pg_jitter = PG_JITTER if pg_jitter is None else pg_jitter
+        self.pg_jitter = pg_jitter
         self.index = {s.key: i for i, s in enumerate(self.seeds)}
         # Problem seeds: whole shuffled passes over the seeds, so each is used equally often.
         rng = np.random.default_rng([seed, 0])

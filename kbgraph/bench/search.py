@@ -27,7 +27,8 @@ suffix, so content ids are new), composed to ~8 steps per experience on average 
 domains that have steps extended with further same-domain step lists; WebArena experiences keep
 none, as in the real data), every vector jittered with Gaussian noise of relative norm 0.3 (the
 problem+goal vector 0.6, so that copies are not near-duplicates a consolidation would merge) and
-re-normalised, and the seed graph's four relations mirrored onto the copies. Deterministic for a seed, resumable, reused when already built.
+re-normalised, and the seed graph's four relations mirrored onto the copies. Deterministic for a
+seed, resumable, reused when already built.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import os
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ from kbgraph.bench.scale import ScaleReport, build_scaled_kb, load_seeds, scaled
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import Experience
-from kbgraph.progress import progress_display
+from kbgraph.progress import StageReporter, progress_display, stage_reporter, with_prefix
 from kbgraph.search.eval_data import load_queries
 from kbgraph.search.evaluate import search_query_for
 from kbgraph.search.params import SearchQuery
@@ -76,7 +77,7 @@ QUERY_FILES = ("retail_queries.jsonl", "webarena_queries.jsonl")
 STAGES = ("channels", "facts", "score", "traverse", "select", "read", "retrieval")
 
 #: (stage, done, total)
-BenchProgress = Callable[[str, int, int], None]
+BenchProgress = StageReporter
 
 
 def percentiles(values: Sequence[float]) -> dict[str, float]:
@@ -267,13 +268,6 @@ def _growth_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _labelled(report: BenchProgress, prefix: str) -> BenchProgress:
-    def labelled(stage: str, done: int, total: int) -> None:
-        report(f"{prefix}: {stage}", done, total)
-
-    return labelled
-
-
 def bench_search_cli(
     sizes: list[int], queries: int, k: int, as_json: bool, out: Console, err: Console, *,
     source: str = "shared", seed: int = 0, eval_dir: Path = DEFAULT_EVAL_DIR, namespace: str | None = None,
@@ -290,8 +284,8 @@ def bench_search_cli(
     domains with steps are extended with further same-domain workflows so the KB averages ~8
     steps per experience (the issue's 10,000 experiences / ~80,000 steps; WebArena experiences
     keep none, as in the real data); every vector is the seed's plus Gaussian noise of relative
-    norm 0.3 (0.6 for problem+goal), re-normalised; and every seed relation is mirrored from each copy of its source to a
-    copy of its target. Deterministic (``seed``), resumable, reused when already built.
+    norm 0.3 (0.6 for problem+goal), re-normalised; and every seed relation is mirrored from each
+    copy of its source to a copy of its target. Deterministic (``seed``), resumable, reused when already built.
     """
     from kbgraph.settings import Settings
 
@@ -299,12 +293,7 @@ def bench_search_cli(
     seeds: list[Experience] | None = None
     progress = progress_display(err)
     with progress:
-        tasks: dict[str, Any] = {}
-
-        def on_progress(label: str, done: int, total: int) -> None:
-            if label not in tasks:
-                tasks[label] = progress.add_task(label, total=total)
-            progress.update(tasks[label], completed=done, total=total)
+        on_progress = stage_reporter(progress)
 
         for size in sizes:
             if size < 0:
@@ -321,9 +310,9 @@ def bench_search_cli(
                         err.print(f"kbgraph: error: no active experiences in namespace {source!r} to scale from "
                                   "(ingest ../shared/data/trajectories there first)")
                         return 1
-                    scale = build_scaled_kb(kb, seeds, size, seed=seed, on_progress=_labelled(on_progress, f"build {size:,}"))
+                    scale = build_scaled_kb(kb, seeds, size, seed=seed, on_progress=with_prefix(on_progress, f"build {size:,}"))
                 run = run_search_benchmark(kb, queries, k=k, seed=seed, eval_dir=eval_dir,
-                                           on_progress=_labelled(on_progress, kb.namespace))
+                                           on_progress=with_prefix(on_progress, kb.namespace))
                 if scale is not None:
                     run["scaled"] = scale.as_dict()
                 runs.append(run)

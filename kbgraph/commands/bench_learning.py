@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -21,6 +21,7 @@ from kbgraph.bench.learning import (
     subset,
 )
 from kbgraph.errors import InvalidInputError
+from kbgraph.progress import stage_reporter
 
 DEFAULT_NAMESPACE = "sim"
 DEFAULT_PLOT = Path("kbgraph-learning.png")
@@ -91,12 +92,7 @@ def bench_learning(
         settings = control_settings(settings)
     options = {"passes": passes, "reingest_rounds": reingest_rounds, "learning": not no_learning, "seed": seed}
     with KnowledgeBase.from_settings(settings) as kb, _progress() as progress:
-        tasks: dict[str, Any] = {}
-
-        def on_progress(stage: str, done: int, total: int | None) -> None:
-            if stage not in tasks:
-                tasks[stage] = progress.add_task(stage, total=total)
-            progress.update(tasks[stage], completed=done, total=total)
+        on_progress = stage_reporter(progress)
 
         err.print(f"simulating in namespace {kb.namespace!r} (cleared first): {len(simulation_data.trajectories)} "
                   f"trajectories, {len(simulation_data.queries)} queries, {passes} passes, {reingest_rounds} rounds")

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from kbgraph.bench.online import DEFAULT_PREFIX, DEFAULT_SIZES, online_namespace, run_online_benchmark
 from kbgraph.errors import InvalidInputError
+from kbgraph.progress import stage_reporter
 
 DEFAULT_DATA = Path("../shared/data")
 
@@ -89,12 +90,7 @@ def bench_online(
     if problems:
         raise InvalidInputError(problems)
     with _progress() as progress:
-        tasks: dict[str, Any] = {}
-
-        def on_progress(label: str, done: int, total: int) -> None:
-            if label not in tasks:
-                tasks[label] = progress.add_task(label, total=total)
-            progress.update(tasks[label], completed=done, total=total)
+        on_progress = stage_reporter(progress)
 
         report = run_online_benchmark(
             _open, trajectories, runs, data / "eval", sizes=chosen, queries=queries, adds=adds,

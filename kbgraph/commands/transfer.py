@@ -10,21 +10,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import TaskID
 
-from kbgraph.progress import ProgressDisplay
+from kbgraph.progress import stage_reporter
 from kbgraph.terminal import json_safe
-
-
-def _reporter(progress: ProgressDisplay) -> Any:
-    tasks: dict[str, TaskID] = {}
-
-    def on_progress(stage: str, done: int, total: int | None) -> None:
-        if stage not in tasks:
-            tasks[stage] = progress.add_task(stage, total=total)
-        progress.update(tasks[stage], completed=done, total=total)
-
-    return on_progress
 
 
 def _counts(counts: dict[str, Any]) -> str:
@@ -50,7 +38,7 @@ def register(app: typer.Typer) -> None:
         # With `-` the data owns standard output: the summary goes to standard error.
         summary = err if to_stdout else out
         with _open(namespace) as kb, _progress() as progress:
-            report = export_to(kb.gateway, kb.namespace, target, on_progress=_reporter(progress))
+            report = export_to(kb.gateway, kb.namespace, target, on_progress=stage_reporter(progress))
         if as_json:
             stream = sys.stderr if to_stdout else sys.stdout
             stream.write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
@@ -75,7 +63,7 @@ def register(app: typer.Typer) -> None:
             raise InvalidInputError([f"{source}: no such file"])
         with _open(namespace) as kb, _progress() as progress:
             report = import_file(kb.gateway, kb.namespace, source, batch_size=kb.settings.write_batch_size,
-                                 on_progress=_reporter(progress))
+                                 on_progress=stage_reporter(progress))
         if as_json:
             sys.stdout.write(json_safe(json.dumps(report.model_dump(mode="json"), indent=2)) + "\n")
             return
