@@ -30,6 +30,7 @@ VECTOR_INDEXES = (
     "step_embedding",
     "failure_mode_embedding",
     "meta_concept_embedding",
+    "store_vector_embedding",
 )
 
 

@@ -120,6 +120,8 @@ NODE_LABELS: Final[tuple[NodeLabel, ...]] = (
     NodeLabel("IngestedRecord", "key", "ingested_record"),
     NodeLabel("KbState", None, "kb_state"),
     NodeLabel("Outcome", "id", "outcome", ("embedding",)),
+    NodeLabel("StoreItem", "id", "store_item"),
+    NodeLabel("StoreVector", "id", "store_vector", ("embedding",)),
 )
 
 RELATIONSHIPS: Final[tuple[RelationshipShape, ...]] = (
@@ -137,6 +139,7 @@ RELATIONSHIPS: Final[tuple[RelationshipShape, ...]] = (
     RelationshipShape("FROM", "Insight", "Experience"),
     RelationshipShape("PERFORMED", "Agent", "Domain"),
     RelationshipShape("HAD_OUTCOME", "Experience", "Outcome"),
+    RelationshipShape("HAS_VECTOR", "StoreItem", "StoreVector"),
 )
 
 LABELS: Final[dict[str, NodeLabel]] = {spec.label: spec for spec in NODE_LABELS}

@@ -14,3 +14,7 @@ CREATE CONSTRAINT agent_key IF NOT EXISTS FOR (n:Agent) REQUIRE (n.kb, n.id) IS 
 CREATE CONSTRAINT ingested_record_key IF NOT EXISTS FOR (n:IngestedRecord) REQUIRE (n.kb, n.key) IS UNIQUE;
 CREATE CONSTRAINT kb_state_key IF NOT EXISTS FOR (n:KbState) REQUIRE n.kb IS UNIQUE;
 CREATE CONSTRAINT outcome_key IF NOT EXISTS FOR (n:Outcome) REQUIRE (n.kb, n.id) IS UNIQUE;
+// LangGraph store (kbgraph.integrations.langgraph): an item's id is its namespace path and key;
+// a vector's, its item's id and the field embedded.
+CREATE CONSTRAINT store_item_key IF NOT EXISTS FOR (n:StoreItem) REQUIRE (n.kb, n.id) IS UNIQUE;
+CREATE CONSTRAINT store_vector_key IF NOT EXISTS FOR (n:StoreVector) REQUIRE (n.kb, n.id) IS UNIQUE;

@@ -14,3 +14,5 @@ CREATE INDEX insight_concept IF NOT EXISTS FOR (n:Insight) ON (n.kb, n.concept_i
 CREATE INDEX concept_kb IF NOT EXISTS FOR (n:Concept) ON (n.kb);
 CREATE INDEX insight_kb IF NOT EXISTS FOR (n:Insight) ON (n.kb);
 CREATE INDEX domain_kb IF NOT EXISTS FOR (n:Domain) ON (n.kb);
+// LangGraph store: the sweep of expired items.
+CREATE INDEX store_item_expiry IF NOT EXISTS FOR (n:StoreItem) ON (n.kb, n.expires_at);

@@ -15,3 +15,7 @@ OPTIONS {indexConfig: {`vector.dimensions`: $dimension, `vector.similarity_funct
 CREATE VECTOR INDEX meta_concept_embedding IF NOT EXISTS
 FOR (n:MetaConcept) ON n.embedding
 OPTIONS {indexConfig: {`vector.dimensions`: $dimension, `vector.similarity_function`: 'cosine'}};
+// LangGraph store: one vector per indexed field of an item (IndexConfig fields).
+CREATE VECTOR INDEX store_vector_embedding IF NOT EXISTS
+FOR (n:StoreVector) ON n.embedding
+OPTIONS {indexConfig: {`vector.dimensions`: $dimension, `vector.similarity_function`: 'cosine'}};

@@ -1,0 +1,121 @@
+"""Pure parts of the LangGraph store (:mod:`kbgraph.integrations.langgraph`): how a namespace is
+kept in Neo4j, and the filter and namespace-matching rules of LangGraph's ``BaseStore``.
+
+Nothing here imports LangGraph, so the rules are unit-tested on their own; the differential test
+checks them against LangGraph's ``InMemoryStore``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import quote
+
+from kbgraph.errors import InvalidInputError
+
+#: Filter operators of ``BaseStore.search(filter=…)`` (a ``{"$op": value}`` map in a filter).
+FILTER_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+
+
+def encode_path(namespace: Sequence[str]) -> str:
+    """A namespace as one string whose prefixes are exactly its namespace prefixes: each label
+    percent-encoded (so it holds no ``/``) and ended by ``/``. ``("a", "b")`` → ``"a/b/"``, and
+    ``("a",)`` → ``"a/"`` is a prefix of it, where ``("a/b",)`` → ``"a%2Fb/"`` is not."""
+    return "".join(quote(label, safe="") + "/" for label in namespace)
+
+
+def item_id(namespace: Sequence[str], key: str) -> str:
+    """An item's id in Neo4j: its encoded namespace, then its key encoded the same way (unique,
+    since neither part holds a bare ``/`` and the path ends with one)."""
+    return encode_path(namespace) + quote(key, safe="")
+
+
+def value_text(value: Mapping[str, Any], where: str) -> str:
+    """The JSON text an item's value is stored as (a clear error names what cannot be stored)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InvalidInputError([f"{where}: value: {error}"], "the value cannot be stored as JSON, nothing was written") from None
+
+
+def check_ttl(ttl: float | None, where: str) -> float | None:
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl) or ttl <= 0:
+        raise InvalidInputError([f"{where}: ttl: must be a positive number of minutes, not {ttl!r}"],
+                                "invalid TTL, nothing was written")
+    return float(ttl)
+
+
+def matches_filter(value: Mapping[str, Any], conditions: Mapping[str, Any] | None) -> bool:
+    """``BaseStore.search``'s filter: every key of ``conditions`` matches the item's value at that
+    key — equal, a nested map matched key by key, a list element by element, or ``{"$op": x}``
+    comparisons (``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``)."""
+    if not conditions:
+        return True
+    return all(_matches(value.get(key), wanted) for key, wanted in conditions.items())
+
+
+def _matches(actual: Any, wanted: Any) -> bool:
+    if isinstance(wanted, Mapping):
+        if any(str(k).startswith("$") for k in wanted):
+            return all(_compare(actual, op, operand) for op, operand in wanted.items())
+        return isinstance(actual, Mapping) and all(_matches(actual.get(k), v) for k, v in wanted.items())
+    if isinstance(wanted, (list, tuple)):
+        return (isinstance(actual, (list, tuple)) and len(actual) == len(wanted)
+                and all(_matches(a, w) for a, w in zip(actual, wanted, strict=True)))
+    return bool(actual == wanted)
+
+
+def _compare(actual: Any, operator: str, operand: Any) -> bool:
+    if operator == "$eq":
+        return bool(actual == operand)
+    if operator == "$ne":
+        return bool(actual != operand)
+    if operator not in FILTER_OPERATORS:
+        raise InvalidInputError([f"filter: {operator}: unknown operator (use one of {', '.join(FILTER_OPERATORS)})"],
+                                "invalid search filter")
+    try:
+        left, right = float(actual), float(operand)
+    except (TypeError, ValueError):
+        return False  # a missing or non-numeric value is not greater or smaller than anything
+    return {"$gt": left > right, "$gte": left >= right, "$lt": left < right, "$lte": left <= right}[operator]
+
+
+def check_filter(conditions: Mapping[str, Any] | None) -> None:
+    """Rejects unknown ``$`` operators before anything runs (rather than on the first item)."""
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, Mapping):
+            for key, inner in node.items():
+                if str(key).startswith("$") and key not in FILTER_OPERATORS:
+                    raise InvalidInputError([f"filter.{where}{key}: unknown operator (use one of "
+                                             f"{', '.join(FILTER_OPERATORS)})"], "invalid search filter")
+                walk(inner, f"{where}{key}.")
+        elif isinstance(node, (list, tuple)):
+            for inner in node:
+                walk(inner, where)
+
+    walk(conditions or {}, "")
+
+
+def namespace_matches(namespace: Sequence[str], kind: str, path: Sequence[str]) -> bool:
+    """``list_namespaces`` conditions: ``path`` is a prefix (or suffix) of ``namespace``, ``"*"``
+    matching any one label."""
+    if len(namespace) < len(path):
+        return False
+    pairs = zip(namespace, path) if kind == "prefix" else zip(reversed(namespace), reversed(path))
+    return all(want == "*" or have == want for have, want in pairs)
+
+
+def list_namespaces(
+    namespaces: Sequence[Sequence[str]], conditions: Sequence[tuple[str, Sequence[str]]],
+    max_depth: int | None, limit: int, offset: int,
+) -> list[tuple[str, ...]]:
+    """The namespaces that meet every condition, cut to ``max_depth`` labels, distinct and sorted,
+    then paged."""
+    kept = [tuple(ns) for ns in namespaces if all(namespace_matches(ns, kind, path) for kind, path in conditions)]
+    if max_depth is not None:
+        kept = [ns[:max_depth] for ns in kept]
+    return sorted(set(kept))[offset: offset + limit]
