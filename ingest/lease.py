@@ -45,8 +45,7 @@ class IngestLease:
         self.ttl_s = ttl_s
         self.on_wait = on_wait
         self.owner = f"ingest-{uuid.uuid4().hex[:12]}"
-        self._stop = threading.Event()
-        self._heartbeat: threading.Thread | None = None
+        self._stop_heartbeat: Callable[[], None] | None = None
         self._local: threading.Lock | None = None
 
     def _until(self) -> tuple[datetime, datetime]:
@@ -79,21 +78,18 @@ class IngestLease:
                 self.on_wait(f"another ingest ({row['holder']}) is writing namespace {self.namespace!r}; "
                              f"waiting for it (its lease runs until {row['until']} unless renewed)")
                 told = True
-            self._stop.wait(POLL_S * (1.0 + random.random()))
-        self._heartbeat = threading.Thread(target=self._renew, name="kbgraph-ingest-lease", daemon=True)
-        self._heartbeat.start()
+            self.gateway.pause(POLL_S * (1.0 + random.random()))
+        self._stop_heartbeat = self.gateway.every(self.ttl_s / 3, self._renew)
 
     def _renew(self) -> None:
-        while not self._stop.wait(self.ttl_s / 3):
-            try:
-                self.gateway.write("ingest_lease_renew", kb=self.namespace, owner=self.owner, until=self._until()[1])
-            except Exception:  # Neo4j unreachable: the ingest itself fails; the lease lapses
-                return
+        # Neo4j unreachable: the exception ends the heartbeat; the ingest itself fails and the
+        # lease lapses.
+        self.gateway.write("ingest_lease_renew", kb=self.namespace, owner=self.owner, until=self._until()[1])
 
     def release(self) -> None:
-        self._stop.set()
-        if self._heartbeat is not None:
-            self._heartbeat.join()
+        if self._stop_heartbeat is not None:
+            self._stop_heartbeat()
+            self._stop_heartbeat = None
         try:
             self.gateway.write("ingest_lease_release", kb=self.namespace, owner=self.owner)
         except Exception:  # Neo4j gone: the lease lapses after ttl_s by itself

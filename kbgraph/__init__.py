@@ -14,6 +14,7 @@ from kbgraph.errors import (
     Neo4jUnavailableError,
     SchemaError,
 )
+from kbgraph.async_kb import AsyncKnowledgeBase
 from kbgraph.kb import KbStats, KnowledgeBase, WriteReport
 from kbgraph.models import (
     Concept,
@@ -29,7 +30,7 @@ from kbgraph.models import (
 from kbgraph.settings import Settings
 
 __all__ = [
-    "Concept", "ConceptDocument", "EmbedderError", "Experience", "FailureMode", "Insight", "InvalidInputError",
+    "AsyncKnowledgeBase", "Concept", "ConceptDocument", "EmbedderError", "Experience", "FailureMode", "Insight", "InvalidInputError",
     "KbStats", "KbgraphError", "KnowledgeBase", "ManagedNeo4j", "ManagedServerError", "MetaConcept",
     "Neo4jUnavailableError", "Relation", "RelationType", "SchemaError", "Settings", "Step", "WriteReport",
 ]

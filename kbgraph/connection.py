@@ -29,6 +29,7 @@ class Connection:
     database: str
     uri: str
     browser_url: str | None  # known for the managed server only
+    auth: tuple[str, str] = ("neo4j", "")  # what the driver was verified with (AsyncKnowledgeBase reuses it)
 
 
 def connect(settings: Settings, quiet: bool = False) -> Connection:
@@ -45,7 +46,7 @@ def connect(settings: Settings, quiet: bool = False) -> Connection:
         auth = (settings.neo4j_username, password)
         browser = None
     driver = open_driver(uri, auth, settings.neo4j_database, settings.connect_timeout_s, settings.retry_time_s)
-    return Connection(driver, settings.neo4j_database, uri, browser)
+    return Connection(driver, settings.neo4j_database, uri, browser, auth)
 
 
 def open_driver(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import neo4j
@@ -118,3 +121,42 @@ class Neo4jGateway:
                 return [row_of(record) for record in session.run(query(name), params)]
 
         return within(self.bulk_timeout_s, name, statement, self.answers)
+
+    def run_statement(self, statement: str, params: dict[str, Any]) -> None:
+        """One statement that is not a named query (the schema files'), in an auto-commit
+        transaction, unbounded (creating an index waits for nothing else)."""
+        with self.session() as session:
+            session.run(statement, params).consume()
+
+    # How shared code waits and runs things side by side: threads here, the event loop's tasks in
+    # kbgraph.aio.AsyncGateway (so the same code serves KnowledgeBase and AsyncKnowledgeBase).
+
+    def pause(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def every(self, seconds: float, call: Callable[[], Any]) -> Callable[[], None]:
+        """Calls ``call()`` every ``seconds`` in the background until the returned stop() (which
+        waits for a call under way); an exception ends the repetition quietly (the caller's own
+        work notices what caused it)."""
+        stopped = threading.Event()
+
+        def repeat() -> None:
+            while not stopped.wait(seconds):
+                try:
+                    call()
+                except Exception:
+                    return
+
+        thread = threading.Thread(target=repeat, name="kbgraph-every", daemon=True)
+        thread.start()
+
+        def stop() -> None:
+            stopped.set()
+            thread.join()
+
+        return stop
+
+    def spawn_pool(self, workers: int, name: str) -> Executor:
+        """An executor for independent queries run side by side (the driver's pool gives each
+        thread its own connection)."""
+        return ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)

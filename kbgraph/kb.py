@@ -108,13 +108,15 @@ class KnowledgeBase:
         ensure_schema: bool = True,
         owns_driver: bool = False,
         browser_url: str | None = None,
+        gateway: Neo4jGateway | None = None,
     ):
         self.namespace = checked_namespace(namespace)
         self.settings = settings or Settings(namespace=namespace, neo4j_database=database)
         self.embedder = embedder
         self.driver = driver
-        self.gateway = Neo4jGateway(driver, database, timeout_s=self.settings.query_timeout_s,
-                                    bulk_timeout_s=self.settings.bulk_query_timeout_s)
+        # AsyncKnowledgeBase passes its own gateway (kbgraph.aio.AsyncGateway, on the AsyncDriver).
+        self.gateway = gateway or Neo4jGateway(driver, database, timeout_s=self.settings.query_timeout_s,
+                                               bulk_timeout_s=self.settings.bulk_query_timeout_s)
         self.store = ExperienceStore(self.gateway, namespace, self.settings.write_batch_size)
         self.browser_url = browser_url
         self._owns_driver = owns_driver
@@ -426,13 +428,13 @@ class KnowledgeBase:
             action, dict(arguments or {}), text=text, domain=domain, agent=agent, k=k,
             alpha=self.settings.learning.step_alpha if alpha is None else alpha)
 
-    def search_query(self, query: SearchQuery | Mapping[str, Any], **options: Any) -> SearchResults:
+    def search_query(self, /, query: SearchQuery | Mapping[str, Any], **options: Any) -> SearchResults:
         """:meth:`search` with a ready-made :class:`SearchQuery` (or its dict)."""
         return self.student.search(parse_query(dict(query) if isinstance(query, Mapping) else query), **options)
 
     # -- learning ----------------------------------------------------------------------------------
 
-    def record_feedback(self, event: FeedbackEvent | Mapping[str, Any] | None = None, **fields: Any) -> FeedbackReport:
+    def record_feedback(self, /, event: FeedbackEvent | Mapping[str, Any] | None = None, **fields: Any) -> FeedbackReport:
         """Records what an agent did with search results, atomically (see :mod:`kbgraph.feedback`)::
 
             kb.record_feedback(retrieved=results.ids, used=[results.hits[0].id], outcome=True,

@@ -80,15 +80,14 @@ def _run_schema_statement(gateway: Neo4jGateway, file_name: str, statement: str,
     params = {"dimension": dimension} if "$dimension" in statement else {}
     for attempt in range(8):
         try:
-            with gateway.session() as session:
-                session.run(statement, params).consume()
+            gateway.run_statement(statement, params)
             return
         except neo4j.exceptions.ClientError as exc:
             if exc.code in _ALREADY_THERE:
                 return
             raise SchemaError(f"cypher/schema/{file_name}.cypher: {exc.message}") from None
         except neo4j.exceptions.TransientError:
-            time.sleep(0.2 * (attempt + 1))
+            gateway.pause(0.2 * (attempt + 1))
     raise SchemaError(f"cypher/schema/{file_name}.cypher: kept failing with transient errors")
 
 

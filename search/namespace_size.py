@@ -44,11 +44,18 @@ class NamespaceSize:
         self._lock = Lock()
 
     def get(self, limit: int) -> Sizes:
+        # The read happens outside the lock (never hold a lock across a gateway call: see
+        # kbgraph.aio); two callers may then both read, and the later answer stays.
         with self._lock:
             now = time.monotonic()
             if limit > self._cap:
                 self._cap, self._sizes = limit, None
-            if self._sizes is None or now - self._read_at > self.ttl:
-                row = self.gateway.read("search_namespace_size", kb=self.namespace, cap=self._cap + 1)[0]
-                self._sizes, self._read_at = Sizes(int(row["experiences"]), int(row["steps"]), int(row["meta_concepts"])), now
-            return self._sizes
+            if self._sizes is not None and now - self._read_at <= self.ttl:
+                return self._sizes
+            cap = self._cap
+        row = self.gateway.read("search_namespace_size", kb=self.namespace, cap=cap + 1)[0]
+        sizes = Sizes(int(row["experiences"]), int(row["steps"]), int(row["meta_concepts"]))
+        with self._lock:
+            if cap == self._cap:
+                self._sizes, self._read_at = sizes, now
+        return sizes

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from threading import Lock
 from typing import Any
@@ -163,7 +163,7 @@ class StudentRetriever:
         self._pass_rates: dict[tuple[Any, ...], float] = {}
         self._domain_steps: dict[str, tuple[bool, float]] = {}
         self._size = NamespaceSize(gateway, namespace)
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: Executor | None = None
         self._pool_lock = Lock()
 
     @property
@@ -187,12 +187,12 @@ class StudentRetriever:
             self._domain_steps[domain] = cached
         return cached[0]
 
-    def _executor(self) -> ThreadPoolExecutor:
+    def _executor(self) -> Executor:
         # The channels are independent index queries; running them concurrently overlaps their
-        # round trips (the driver's pool gives each thread its own connection).
+        # round trips (threads, or the event loop's tasks under AsyncKnowledgeBase).
         with self._pool_lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kbgraph-search")
+                self._pool = self.gateway.spawn_pool(4, "kbgraph-search")
             return self._pool
 
     def close(self) -> None:
