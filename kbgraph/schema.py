@@ -7,7 +7,6 @@ applying the schema is idempotent and safe to run concurrently.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import neo4j
