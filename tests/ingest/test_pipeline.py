@@ -103,6 +103,7 @@ def test_paraphrased_concepts_share_a_meta_concept(kb: KnowledgeBase, tmp_path: 
     assert meta["book a flight"] != meta["return item"]
 
 
+@pytest.mark.extended  # slowest of its kind (see pyproject's addopts); ./kb test -m extended
 def test_an_ingest_killed_at_a_random_point_and_rerun_ends_like_a_clean_run(
     kb: KnowledgeBase, neo4j_target: Neo4jTarget,
 ) -> None:

@@ -121,6 +121,7 @@ def test_reading_the_password_before_any_start_says_what_to_do(tmp_path: Path) -
         ManagedNeo4j(home=tmp_path, cache_dir=tmp_path).password()
 
 
+@pytest.mark.extended  # slowest of its kind (see pyproject's addopts); ./kb test -m extended
 def test_a_lost_password_file_is_recovered_by_reset_password_and_the_data_is_kept(tmp_path: Path) -> None:
     server = ManagedNeo4j(home=tmp_path / "instance", cache_dir=Settings().cache_dir, bolt_port=free_port(),
                           http_port=free_port(), heap="1g", pagecache="256m", quiet=True, assets_port=0)
