@@ -26,7 +26,7 @@ import neo4j
 
 from kbgraph.cypher_files import query
 from kbgraph.deadline import Neo4jTimeoutError
-from kbgraph.embedders import Embedder, Vectors
+from kbgraph.embedders import Embedder, Vectors, WrappingEmbedder
 from kbgraph.gateway import PING_TIMEOUT_S, Neo4jGateway, Row, row_of
 
 T = TypeVar("T")
@@ -216,21 +216,13 @@ class AsyncGateway(Neo4jGateway):
         raise NotImplementedError(f"{what} needs the synchronous driver; use KnowledgeBase for it")
 
 
-class OffloadedEmbedder:
+class OffloadedEmbedder(WrappingEmbedder):
     """An embedder whose model runs in a worker thread when called from the loop, so a batch of
     sentence embeddings (CPU-bound, tens of milliseconds) does not stall every other task."""
 
     def __init__(self, inner: Embedder, loop: asyncio.AbstractEventLoop):
-        self.inner = inner
+        super().__init__(inner)
         self.loop = loop
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if in_bridge():

@@ -162,21 +162,11 @@ class OpenAIEmbedder:
         return normalise_rows(rows, self.name, self.dimension)
 
 
-class CachedEmbedder:
-    """Wraps an embedder with a SQLite cache keyed by (model, sha256 of the text).
+class WrappingEmbedder:
+    """An embedder that adds something around another one and answers for its name and size."""
 
-    The cache lives outside the repository (``<cache_dir>/embeddings/``); it is safe to share
-    between processes (SQLite WAL) and threads (one connection per thread).
-    """
-
-    def __init__(self, inner: Embedder, cache_dir: Path):
+    def __init__(self, inner: Embedder):
         self.inner = inner
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in inner.name)
-        self.path = cache_dir / "embeddings" / f"{safe}-{inner.dimension}.sqlite"
-        self._local = threading.local()
-        self.hits = 0
-        self.misses = 0
-        self.model_seconds = 0.0  # time spent in the wrapped model, for stage timings
 
     @property
     def name(self) -> str:
@@ -185,6 +175,23 @@ class CachedEmbedder:
     @property
     def dimension(self) -> int:
         return self.inner.dimension
+
+
+class CachedEmbedder(WrappingEmbedder):
+    """Wraps an embedder with a SQLite cache keyed by (model, sha256 of the text).
+
+    The cache lives outside the repository (``<cache_dir>/embeddings/``); it is safe to share
+    between processes (SQLite WAL) and threads (one connection per thread).
+    """
+
+    def __init__(self, inner: Embedder, cache_dir: Path):
+        super().__init__(inner)
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in inner.name)
+        self.path = cache_dir / "embeddings" / f"{safe}-{inner.dimension}.sqlite"
+        self._local = threading.local()
+        self.hits = 0
+        self.misses = 0
+        self.model_seconds = 0.0  # time spent in the wrapped model, for stage timings
 
     def _db(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
