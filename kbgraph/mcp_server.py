@@ -129,7 +129,7 @@ class KnowledgeBaseSource:
             self._kb = None
 
 
-def _as_tool_error(exc: Exception) -> ToolError | None:
+def as_tool_error(exc: Exception) -> ToolError | None:
     """The message a model can act on for a failure kbgraph anticipates; None for a bug."""
     # Settings are validated when the server starts (kbgraph.commands.mcp), so a pydantic
     # ValidationError here would be a bug and is left to the SDK like any other.
@@ -151,7 +151,7 @@ def _tool_errors() -> Iterator[None]:
     except ToolError:
         raise
     except Exception as exc:
-        error = _as_tool_error(exc)
+        error = as_tool_error(exc)
         if error is None:
             raise  # a bug: KbgraphMCPServer logs its traceback on stderr and answers one line
         raise error from exc

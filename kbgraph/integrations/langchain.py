@@ -44,7 +44,7 @@ from kbgraph.mcp_server import (
     PitfallView,
     StepView,
     TrajectoryInput,
-    _as_tool_error,
+    as_tool_error,
     ingest_trajectory,
     one_line,
     parse_trajectory,
@@ -397,7 +397,7 @@ def _as_tool_exception(name: str) -> Iterator[None]:
     except ToolException:
         raise
     except Exception as exc:
-        error = _as_tool_error(exc)
+        error = as_tool_error(exc)
         if error is None:
             raise
         raise ToolException(one_line(f"{name}: {error}")) from exc
