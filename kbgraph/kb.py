@@ -32,6 +32,7 @@ from kbgraph.settings import Settings, checked_namespace
 from kbgraph.value_bounds import value_problem
 
 if TYPE_CHECKING:
+    from kbgraph.skills_export import SkillsExportReport
     from kbgraph.transfer import ExportReport, ImportReport
 
 
@@ -528,6 +529,18 @@ class KnowledgeBase:
 
         return import_file(self.gateway, self.namespace, Path(path), batch_size=self.settings.write_batch_size,
                            on_progress=on_progress)
+
+    def export_skills(self, directory: str | Path, *, min_runs: int | None = None) -> SkillsExportReport:
+        """Writes what this namespace learnt as Agent Skills: one folder per meta-concept document or
+        workflow that worked in at least ``min_runs`` runs (default 2), each with a ``SKILL.md`` and
+        example runs in ``references/``. Re-exporting rewrites nothing that did not change and
+        removes the folders of skills that are gone, never anything kbgraph did not write. Raises
+        InvalidInputError, writing nothing, for a folder that is a file or not writable. See
+        :mod:`kbgraph.skills_export` and docs/skills.md."""
+        from kbgraph.skills_export import DEFAULT_MIN_RUNS, export_skills
+
+        return export_skills(self.gateway, self.namespace, directory,
+                             min_runs=DEFAULT_MIN_RUNS if min_runs is None else min_runs)
 
     # -- py2neo ------------------------------------------------------------------------------------
 

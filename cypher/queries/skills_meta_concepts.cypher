@@ -1,0 +1,15 @@
+// Skills export: every meta-concept of namespace $kb with its document's sections, and what backs
+// each sentence: per insight of its concepts, the text and the runs, tasks and succeeded runs it
+// was learnt from (as insight_evidence reads them).
+MATCH (m:MetaConcept {kb: $kb})
+CALL (m) {
+  OPTIONAL MATCH (c:Concept {kb: $kb})-[:INSTANCE_OF]->(m)
+  OPTIONAL MATCH (i:Insight {kb: $kb, concept_id: c.id})
+  WITH i ORDER BY i.id
+  RETURN collect(CASE WHEN i IS NULL THEN NULL ELSE {text: i.text, runs: coalesce(i.runs, []),
+    tasks: coalesce(i.tasks, []), succeeded: coalesce(i.succeeded, [])} END) AS insights
+}
+RETURN m.id AS id, m.name AS name, coalesce(m.version, 1) AS version,
+  coalesce(m.when_to_use, []) AS when_to_use, coalesce(m.why, []) AS why, coalesce(m.how, []) AS how,
+  coalesce(m.pitfalls, []) AS pitfalls, insights
+ORDER BY id;
