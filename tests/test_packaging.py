@@ -40,6 +40,19 @@ def test_the_wheel_holds_only_the_kbgraph_package(wheel: Path) -> None:
         assert expected in names
 
 
+def test_the_integrations_ship_with_their_extras_declared(wheel: Path) -> None:
+    archive = zipfile.ZipFile(wheel)
+    names = archive.namelist()
+    for module in ("kbgraph/integrations/langgraph.py", "kbgraph/integrations/langchain.py", "kbgraph/http_api.py",
+                   "kbgraph/async_kb.py", "kbgraph/skills_export.py"):
+        assert module in names
+    metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    for extra in ("langgraph", "langchain", "http", "skills"):
+        assert f"Provides-Extra: {extra}" in metadata
+    assert 'Requires-Dist: langgraph>=1.0; extra == "langgraph"' in metadata
+    assert 'Requires-Dist: fastapi>=0.110; extra == "http"' in metadata
+
+
 def test_a_normal_install_imports_from_anywhere(wheel: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
