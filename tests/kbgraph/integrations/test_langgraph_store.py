@@ -403,3 +403,22 @@ def test_the_examples_of_the_langgraph_page_run(
     printed = capsys.readouterr().out.splitlines()
     assert printed[:3] == ["['likes green tea without sugar']", "True", "0"]
     assert len(printed) == 4 and "matched on" in printed[3]  # one trajectory, one experience
+
+
+def test_langmems_memory_tools_keep_their_memories_in_kbgraphs_neo4j(kb: KnowledgeBase) -> None:
+    from langmem import create_manage_memory_tool, create_search_memory_tool
+
+    store = KbgraphStore(kb, index={"dims": kb.embedder.dimension, "fields": ["content"]})
+    manage = create_manage_memory_tool(namespace=("memories", "ada"), store=store)
+    search = create_search_memory_tool(namespace=("memories", "ada"), store=store)
+    for fact in ("likes green tea without sugar", "drives a red electric car", "is learning Portuguese for a trip"):
+        assert manage.invoke({"content": fact, "action": "create"}).startswith("created memory")
+    found = json.loads(search.invoke({"query": "what does the user drink?", "limit": 1}))
+    assert [m["value"]["content"] for m in found] == ["likes green tea without sugar"]
+    memory = found[0]["key"]
+    manage.invoke({"content": "likes black coffee", "action": "update", "id": memory})
+    assert store.get(("memories", "ada"), memory).value == {"content": "likes black coffee"}  # type: ignore[union-attr]
+    manage.invoke({"action": "delete", "id": memory})
+    assert store.get(("memories", "ada"), memory) is None
+    with kb.driver.session() as session:
+        assert session.run("MATCH (i:StoreItem {kb: $kb}) RETURN count(i) AS n", kb=kb.namespace).single()["n"] == 2  # type: ignore[index]
