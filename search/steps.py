@@ -86,8 +86,9 @@ class StepRetriever:
         return [
             StepHit(rank=i + 1, experience_id=row["experience_id"], problem=row["problem"], domain=row["domain"],
                     scope=row["scope"], owner_agent=row["owner_agent"], order=int(row["order"]),
-                    action=row["action"], text=row["text"] or "", similarity=round(similarity, 6), reward=reward,
-                    rewards_reported=int(row["reward_count"] or (0 if reward is None else 1)),
+                    action=row["action"], text=row["text"] or "", similarity=round(similarity, 6),
+                    reward=None if row["reward"] is None else float(row["reward"]),
+                    rewards_reported=int(row["reward_count"] or (0 if row["reward"] is None else 1)),
                     score=round(score, 6))
             for i, (score, similarity, row) in enumerate(scored[:k])
         ]

@@ -42,3 +42,17 @@ def test_a_small_namespace_is_scanned_exactly_whatever_else_the_database_holds(
         assert "steps_search" in asked and "steps_scan" not in asked
     finally:
         crowd.clear()
+
+
+def test_each_step_found_carries_its_own_reward(kb: KnowledgeBase) -> None:
+    # The reward shown was once the last scanned row's, whatever step it belonged to.
+    kb.add_experiences([CANCEL, RETURN])
+    hits = kb.search_steps("cancel_pending_order", {"order_id": "#W1"}, k=10)
+    rated = hits[0]
+    kb.record_feedback(used=[rated.experience_id], outcome=True,
+                       step_rewards=[{"experience_id": rated.experience_id, "order": rated.order, "reward": 1.0}])
+    after = {(h.experience_id, h.order): h for h in kb.search_steps("cancel_pending_order", {"order_id": "#W1"}, k=10)}
+    assert len(after) > 1
+    for key, hit in after.items():
+        expected = (1.0, 1) if key == (rated.experience_id, rated.order) else (None, 0)
+        assert (hit.reward, hit.rewards_reported) == expected, key
