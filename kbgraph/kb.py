@@ -547,7 +547,7 @@ class KnowledgeBase:
     def py2neo_graph(self) -> Any:
         """A connected ``py2neo.Graph`` on this knowledge base's server and database, for code that
         still uses py2neo (end-of-life; needs the ``kbgraph[py2neo]`` extra). Queries through it are
-        not scoped to this namespace: filter on ``kb`` yourself. What works on Neo4j 5: README, *py2neo*."""
+        not scoped to this namespace: filter on ``kb`` yourself. What works on Neo4j 5: docs/cypher-and-browser.md, *py2neo*."""
         from kbgraph.py2neo_bridge import py2neo_graph
 
         return py2neo_graph(self.settings.model_copy(update={"neo4j_database": self.gateway.database}))

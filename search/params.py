@@ -1,7 +1,7 @@
 """Every weight and threshold of student retrieval (DESIGN §3), and the query a caller sends.
 
 :class:`SearchWeights` holds the tunables; its defaults are the ones chosen by measurement on the
-development sets (``kbgraph eval``; see the README's *Search* section for the figures behind each).
+development sets (``kbgraph eval``; see docs/search.md for the figures behind each).
 They can be set in settings (``[search]`` in ``kbgraph.toml`` or ``KBGRAPH_SEARCH__ALPHA=0.3``)
 and overridden per call. :class:`SearchQuery` is one request; :class:`SearchFilters` restricts
 which experiences may be returned. Validation is strict: NaN or infinite numbers, weights outside
