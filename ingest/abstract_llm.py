@@ -146,6 +146,21 @@ def _render_steps(indexed: list[tuple[int, TrajectoryStep]], limits: dict[str, i
     return lines
 
 
+MIN_PROBLEM_WORDS = 3
+
+
+def steps_out_of_order(actions: list[str], calls: list[str]) -> str | None:
+    """Why ``actions`` are not the tool ``calls`` in the order they were made (calls may be left
+    out: an answer cut to its complete steps is shorter), or None when they are."""
+    remaining = iter(calls)
+    for index, action in enumerate(actions):
+        if action not in remaining:  # consumes the calls up to the match: order is enforced
+            shown = ", ".join(calls[:12]) + (", …" if len(calls) > 12 else "")
+            return (f"answer.steps.{index}.action: {action!r} is not the next tool call of the trajectory "
+                    f"(its calls in order: {shown or 'none'})")
+    return None
+
+
 class LLMAbstractor:
     """The :class:`kbgraph.ingest.abstract.Abstractor` that asks a chat model."""
 
@@ -158,6 +173,12 @@ class LLMAbstractor:
         def check(answer: AbstractionAnswer) -> str | None:
             if trajectory.steps and not answer.steps:
                 return f"answer.steps is empty but the trajectory has {len(trajectory.steps)} steps"
+            # What a small model writes when it rambles: a label for a problem, the prompt copied
+            # into steps, a step repeated. Well-formed JSON, but not this trajectory's experience.
+            if len(answer.problem.split()) < MIN_PROBLEM_WORDS:
+                return f"answer.problem: {answer.problem!r} is not a sentence describing the kind of problem"
+            if problem := steps_out_of_order([s.action for s in answer.steps], [s.action for s in trajectory.steps]):
+                return problem
             try:
                 self._experience(trajectory, answer)
             except ValidationError as exc:

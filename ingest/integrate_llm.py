@@ -8,6 +8,7 @@ whatever the model did.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from kbgraph.ids import normalise_text
@@ -15,6 +16,10 @@ from kbgraph.llm import LLMClient
 from kbgraph.models import ConceptDocument
 
 SECTIONS = ("when_to_use", "why", "how", "pitfalls")
+# An insight counts as folded in when one sentence of the answer keeps at least this share of its
+# content words (merging rewords; a guide that lost the insight keeps few of them).
+KEPT_WORDS_SHARE = 0.5
+_CONTENT_WORD = re.compile(r"[a-z][a-z'-]{3,}")
 
 SYSTEM_PROMPT = """\
 You maintain a short guide about one concept in an AI agent's memory. It has four sections, each a \
@@ -41,6 +46,22 @@ def dedupe_sentences(document: ConceptDocument) -> ConceptDocument:
     return ConceptDocument(**sections)
 
 
+def content_words(text: str) -> set[str]:
+    """The words of four letters or more of ``text``, lower case: what rewording tends to keep."""
+    return set(_CONTENT_WORD.findall(text.lower()))
+
+
+def missing_insight(document: ConceptDocument, insights: Sequence[str]) -> str | None:
+    """The first new insight no sentence of ``document`` keeps (see :data:`KEPT_WORDS_SHARE`), said
+    as a problem of the answer; None when every one is there."""
+    sentences = [content_words(line) for section in SECTIONS for line in getattr(document, section)]
+    for insight in insights:
+        words = content_words(insight)
+        if words and not any(len(words & sentence) >= KEPT_WORDS_SHARE * len(words) for sentence in sentences):
+            return f"answer drops the new insight {insight!r}: fold every new insight into the guide"
+    return None
+
+
 class LLMDocumentWriter:
     """Rewrites a meta-concept's document with a chat model."""
 
@@ -57,7 +78,7 @@ class LLMDocumentWriter:
         def check(answer: ConceptDocument) -> str | None:
             if not any(getattr(answer, section) for section in SECTIONS):
                 return "answer has no sentences in any section"
-            return None
+            return missing_insight(answer, insights)
 
         user = "\n".join([
             f"Concept: {name}", "", "Current guide:", document.model_dump_json(indent=2), "",

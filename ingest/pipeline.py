@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbgraph.agents import apply_votes, check_votes
 from kbgraph.embedders import CachedEmbedder
@@ -37,6 +37,9 @@ from kbgraph.ingest.lease import IngestLease
 from kbgraph.ingest.report import IngestReport
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import ConceptInsight, Experience, Insight, Trajectory
+
+if TYPE_CHECKING:
+    from kbgraph.ingest.llm_fallback import LLMStages
 
 Progress = Callable[[str, int, int | None], None]  # (stage, done, total)
 RecordSource = Callable[[], Iterable[Record]]  # called once per pass
@@ -65,9 +68,10 @@ class IngestPipeline:
     def __init__(
         self, kb: KnowledgeBase, abstractor: Abstractor | None = None, reflector: Reflector | None = None,
         document_writer: DocumentRewriter | None = None, batch_size: int | None = None,
-        on_progress: Progress | None = None,
+        on_progress: Progress | None = None, llm: LLMStages | None = None,
     ):
         self.kb = kb
+        self.llm = llm  # the LLM stages among the above, whose counts go into the report
         self.abstractor = abstractor or RuleBasedAbstractor()
         self.reflector = reflector or RuleBasedReflector()
         self.document_writer = document_writer
@@ -90,6 +94,8 @@ class IngestPipeline:
         called once per pass (validation, writing), so files are streamed, never held."""
         started = time.perf_counter()
         self.report = IngestReport()
+        if self.llm is not None:
+            self.llm.reset()
         with self._stage("validate"):
             total, problems = self._validate(records)
         self.report.records_read = total
@@ -155,6 +161,8 @@ class IngestPipeline:
         report.concepts, report.insights = counts["concepts"], counts["insights"]
         report.meta_concepts = counts["meta_concepts"]
         report.relations |= {"EXHIBITS": counts["exhibits"], "INSTANCE_OF": counts["instance_of"]}
+        if self.llm is not None:
+            report.llm = self.llm.counts()
         return report
 
     # -- pass 1 --------------------------------------------------------------------------------
@@ -306,21 +314,19 @@ class IngestPipeline:
 
 
 def pipeline_from_settings(kb: KnowledgeBase, on_progress: Progress | None = None) -> IngestPipeline:
-    """Rule-based by default; the LLM abstractor, reflector and document writer when configured."""
+    """Rule-based by default; the LLM abstractor, reflector and document writer when configured,
+    each falling back to the rule-based result for an item the model gives no usable answer for
+    (ingest/llm_fallback.py)."""
     settings = kb.settings
     abstractor: Abstractor = RuleBasedAbstractor()
     reflector: Reflector = RuleBasedReflector()
     writer: DocumentRewriter | None = None
+    llm: LLMStages | None = None
     if settings.abstractor == "llm" or settings.reflector == "llm":
-        from kbgraph.ingest.abstract_llm import LLMAbstractor
-        from kbgraph.ingest.integrate_llm import LLMDocumentWriter
-        from kbgraph.ingest.reflect_llm import LLMReflector
-        from kbgraph.llm import LLMClient
+        from kbgraph.ingest.llm_fallback import LLMStages
 
-        llm = LLMClient.from_settings(settings)
-        if settings.abstractor == "llm":
-            abstractor = LLMAbstractor(llm)
-        if settings.reflector == "llm":
-            reflector = LLMReflector(llm)
-            writer = LLMDocumentWriter(llm)
-    return IngestPipeline(kb, abstractor, reflector, writer, on_progress=on_progress)
+        llm = LLMStages.from_settings(settings)
+        abstractor = llm.abstractor or abstractor
+        reflector = llm.reflector or reflector
+        writer = llm.document_writer
+    return IngestPipeline(kb, abstractor, reflector, writer, on_progress=on_progress, llm=llm)

@@ -7,16 +7,25 @@ concept label that later stages deduplicate into meta-concepts.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from kbgraph.ids import normalise_text
 from kbgraph.ingest.abstract_llm import render_trajectory
+from kbgraph.ingest.integrate_llm import content_words
 from kbgraph.llm import LLMClient
 from kbgraph.models import MAX_TEXT_CHARS, ConceptInsight, Experience, Name, Trajectory
 
 MAX_PAIRS = 5
+# A lesson is a sentence and its concept a short phrase. Beyond these, the model has copied the
+# instructions or the trajectory into the field (what a small model does when it cannot answer).
+MIN_INSIGHT_WORDS = 3
+MAX_CONCEPT_WORDS = 12
+# An insight whose words are mostly words of the instructions restates them ("a short noun phrase
+# naming the situation…"); real lessons are about the run. (Concepts may reuse the examples given.)
+INSTRUCTION_WORDS_SHARE = 0.6
 
 SYSTEM_PROMPT = f"""\
 You reflect on one AI agent's trajectory to learn lessons that help agents with similar tasks \
@@ -59,6 +68,21 @@ def render_experience(experience: Experience) -> str:
     return "\n".join(lines)
 
 
+def check_pairs(answer: ReflectionAnswer) -> str | None:
+    """What makes an otherwise well-formed answer no lesson: an insight that is not a sentence or
+    restates the instructions, a concept that is not a short phrase."""
+    instructions = content_words(re.sub(r'"[^"]*"', " ", SYSTEM_PROMPT))  # not the quoted examples
+    for index, pair in enumerate(answer.pairs):
+        if len(pair.insight.split()) < MIN_INSIGHT_WORDS:
+            return f"answer.pairs.{index}.insight: {pair.insight!r} is not a sentence"
+        words = content_words(pair.insight)
+        if len(words & instructions) >= INSTRUCTION_WORDS_SHARE * len(words):
+            return f"answer.pairs.{index}.insight: repeats the instructions instead of a lesson of this run"
+        if len(pair.concept.split()) > MAX_CONCEPT_WORDS:
+            return f"answer.pairs.{index}.concept: longer than {MAX_CONCEPT_WORDS} words, not a short noun phrase"
+    return None
+
+
 class LLMReflector:
     """The :class:`kbgraph.ingest.reflect.Reflector` that asks a chat model."""
 
@@ -69,7 +93,7 @@ class LLMReflector:
 
     def reflect(self, trajectory: Trajectory, experience: Experience) -> list[ConceptInsight]:
         user = f"{render_trajectory(trajectory)}\n\nThe experience abstracted from it:\n{render_experience(experience)}"
-        answer = self.llm.complete_json(SYSTEM_PROMPT, user, ReflectionAnswer)
+        answer = self.llm.complete_json(SYSTEM_PROMPT, user, ReflectionAnswer, check_pairs)
         pairs: list[ConceptInsight] = []
         seen: set[tuple[str, str]] = set()
         for pair in answer.pairs:

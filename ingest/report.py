@@ -7,6 +7,19 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 
+class LLMCounts(BaseModel):
+    """One LLM stage's questions in a run. Each ends one way — valid at the first try, repaired (cut
+    to its complete values), valid after a retry, or fell back to the rule-based result for that
+    item — so the four add up to ``calls``."""
+
+    calls: int = 0
+    valid_first_try: int = 0
+    repaired: int = 0
+    retried: int = 0
+    fell_back: int = 0
+    last_fallback_reason: str = ""
+
+
 class IngestReport(BaseModel):
     records_read: int = 0
     records_rejected: int = 0
@@ -33,5 +46,8 @@ class IngestReport(BaseModel):
     peak_memory_mb: float = 0.0
     embedding_cache_hits: int = 0
     embedding_cache_misses: int = 0
+    llm: dict[str, LLMCounts] = Field(
+        default_factory=dict, description="The LLM path's questions by stage (abstract, reflect, integrate); empty "
+                                          "on the rule-based path (ingest/llm_fallback.py).")
     maintenance_run: str | None = Field(
         default=None, description="The maintenance run this ingest triggered by crossing a growth checkpoint.")

@@ -7,27 +7,37 @@ object or a :class:`LLMError` — never a half-parsed dict.
 Retrying belongs to :mod:`tenacity`, not to the ``openai`` client (built with ``max_retries=0``),
 so one budget — ``max_attempts`` — covers both kinds of trouble: transient transport failures
 (HTTP 408/409/429/5xx, timeouts, refused connections) and malformed answers (not JSON, or JSON
-that fails the schema), since a model often gets it right when simply asked again. Errors a
-retry cannot fix (bad key, unknown model, rejected request) are raised at once.
+that fails the schema), since a model often gets it right when asked again (told what was wrong
+with its last answer). Errors a retry cannot fix (bad key, unknown model, rejected request) are
+raised at once.
+
+Small models ramble: they copy the prompt into a field and run out of tokens mid-string. So every
+answer is bounded (``max_tokens``; every string of the schema the model is shown is capped at
+:data:`MAX_ANSWER_STRING_CHARS`, which servers that constrain output to the schema enforce), and an
+answer that is not JSON is first repaired (:mod:`kbgraph.truncated_json`: its complete values,
+closed off) before it counts as malformed. ``stats`` says how each call ended: valid at the first
+try, repaired, valid after a retry, or failed.
 
 Nothing connects at import or construction time; the ``openai`` client is created on first use.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from kbgraph.errors import KbgraphError
 from kbgraph.redact import redact_uri
+from kbgraph.truncated_json import usable_json_object
 
 if TYPE_CHECKING:
     import openai
@@ -41,6 +51,19 @@ DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 # HTTP statuses worth asking again: timeout, conflict, rate limit (and every 5xx, see below).
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 MAX_EXCERPT_CHARS = 160
+MAX_KEPT_ANSWER_CHARS = 4000
+#: The longest string the model is shown it may write (``maxLength`` in the schema it gets): every
+#: field asked for is a name or a sentence or two. A server that constrains output to the schema
+#: (``response_format`` ``json_schema`` or ``json_object_schema``) stops a field there; what is
+#: *validated* stays the answer model's own bounds, so a longer answer from another server is kept.
+MAX_ANSWER_STRING_CHARS = 300
+
+#: How the answer's shape is asked for. ``json_object``: JSON mode, the schema in the prompt only
+#: (every OpenAI-compatible server). ``json_schema``: OpenAI's structured outputs
+#: (``{"type": "json_schema", "json_schema": {...}}``; OpenAI, vLLM, Ollama, LM Studio, llama.cpp's
+#: llama-server). ``json_object_schema``: ``{"type": "json_object", "schema": {...}}``, the form
+#: llama-cpp-python's server constrains generation with.
+ResponseFormat = Literal["json_object", "json_schema", "json_object_schema"]
 
 
 class LLMError(KbgraphError):
@@ -51,9 +74,18 @@ class LLMOutputError(LLMError):
     """The model answered, but every answer was unusable (not JSON, or not the asked shape)."""
 
 
+class LLMConfigError(LLMError):
+    """The endpoint refused us whatever we ask (bad key, no access, unknown model or URL): a
+    setting to fix, not an answer to replace with another."""
+
+
 @dataclass
 class LLMStats:
-    """What the client did, for ingestion reports: one ``call`` may take several ``attempts``."""
+    """What the client did, for ingestion reports: one ``call`` may take several ``attempts``.
+
+    Each call ends one way: ``valid_first_try`` (the first answer, as it came), ``repaired`` (an
+    answer usable once cut to its complete values), ``valid_after_retry`` (a later answer, as it
+    came) or ``failed`` (an error raised) — the four add up to ``calls``."""
 
     calls: int = 0
     attempts: int = 0
@@ -61,6 +93,20 @@ class LLMStats:
     malformed: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    valid_first_try: int = 0
+    repaired: int = 0
+    valid_after_retry: int = 0
+    failed: int = 0
+
+
+@dataclass
+class _Call:
+    """One call's attempts so far: the next attempt is told what was wrong with the last answer."""
+
+    attempts: int = 0
+    problem: str | None = None
+    repaired: bool = False
+    answers: list[str] = field(default_factory=list)
 
 
 class _Transient(Exception):
@@ -116,17 +162,33 @@ class LLMClient:
         max_attempts: int = 4,
         backoff_initial_s: float = 1.0,
         backoff_max_s: float = 20.0,
+        max_tokens: int | None = 2048,
+        response_format: ResponseFormat = "json_object",
+        system_role: bool = True,
+        temperature: float | None = None,
     ):
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError("max_tokens must be at least 1 (or None: the server's limit)")
         self.base_url = base_url
         self.api_key = api_key
         self.model = model
         self.timeout_s = timeout_s
         self.max_attempts = max_attempts
+        self.max_tokens = max_tokens
+        self.response_format: ResponseFormat = response_format
+        # False: the instructions open the user message instead. Some chat templates have no
+        # system role and drop it without a word (llama-cpp-python's "gemma" format does).
+        self.system_role = system_role
+        # None: not sent, the server's default (reasoning models reject any other value).
+        self.temperature = temperature
         self.backoff_initial_s = backoff_initial_s
         self.backoff_max_s = backoff_max_s
         self.stats = LLMStats()
+        #: What the model said in the last call, one text per attempt (each cut at 4,000
+        #: characters): to see why a call failed, or what a small model writes.
+        self.last_answers: list[str] = []
         self._client: openai.OpenAI | None = None
         self._lock = threading.Lock()
 
@@ -138,6 +200,10 @@ class LLMClient:
             model=settings.llm_model,
             timeout_s=settings.llm_timeout_s,
             max_attempts=settings.llm_max_attempts,
+            max_tokens=settings.llm_max_tokens,
+            response_format=settings.llm_response_format,
+            system_role=settings.llm_system_role,
+            temperature=settings.llm_temperature,
         )
 
     @property
@@ -156,18 +222,21 @@ class LLMClient:
     ) -> T:
         """Asks the model and returns its answer validated as ``schema``.
 
-        The JSON Schema of ``schema`` is appended to the system prompt. ``check`` may reject an
-        answer that is valid JSON of the right shape but wrong in context (say, no steps for a
-        trajectory that has some) by returning what is wrong; it is then retried like any
-        malformed answer. Raises :class:`LLMOutputError` when every attempt gave an unusable
-        answer, :class:`LLMError` for any other failure.
+        The JSON Schema of ``schema`` (strings capped at :data:`MAX_ANSWER_STRING_CHARS`) is
+        appended to the system prompt, and sent as ``response_format`` when the server is said to
+        constrain output to it. ``check`` may reject an answer that is valid JSON of the right
+        shape but wrong in context (say, no steps for a trajectory that has some) by returning
+        what is wrong; it is then retried like any malformed answer. Raises
+        :class:`LLMOutputError` when every attempt gave an unusable answer,
+        :class:`LLMConfigError` when the endpoint refuses the key, model or URL, :class:`LLMError`
+        for any other failure.
         """
         with self._lock:
             self.stats.calls += 1
-        messages: list[ChatCompletionMessageParam] = [
-            {"role": "system", "content": f"{system}\n\n{_schema_instructions(schema)}"},
-            {"role": "user", "content": user},
-        ]
+        shown = bounded_schema(schema.model_json_schema())
+        instructions = f"{system}\n\n{_schema_instructions(shown)}"
+        call = _Call()
+        self.last_answers = call.answers
         retrying = Retrying(
             stop=stop_after_attempt(self.max_attempts),
             wait=self._wait,
@@ -177,45 +246,67 @@ class LLMClient:
         )
         try:
             # tenacity types the wrapped call's result as Any; it is whatever _attempt returned.
-            return cast(T, retrying(self._attempt, messages, schema, check))
+            answer = cast(T, retrying(self._attempt, call, instructions, user, schema, shown, check))
         except _Malformed as exc:
+            self._count("failed")
             raise LLMOutputError(
                 f"{self.model} at {self.endpoint} gave no usable answer in {self.max_attempts} "
                 f"attempt(s); the last one: {exc.reason}"
             ) from None
         except _Transient as exc:
+            self._count("failed")
             raise LLMError(
                 f"{self.model} at {self.endpoint} failed {self.max_attempts} attempt(s); the last one: {exc.reason}"
             ) from None
+        except BaseException:
+            self._count("failed")
+            raise
+        self._count("repaired" if call.repaired else "valid_first_try" if call.attempts == 1 else "valid_after_retry")
+        return answer
 
     # One attempt -----------------------------------------------------------------------------
 
     def _attempt(
-        self, messages: list[ChatCompletionMessageParam], schema: type[T], check: Callable[[T], str | None] | None
+        self, call: _Call, instructions: str, user: str, schema: type[T], shown: dict[str, Any],
+        check: Callable[[T], str | None] | None,
     ) -> T:
         with self._lock:
             self.stats.attempts += 1
-        response = self._request(messages)
+        call.attempts += 1
+        if call.problem:
+            # Asked again as it was, a model tends to give the same answer; told what was wrong, it
+            # often mends it. Only the reason is sent back, never the (possibly long) answer.
+            user = (f"{user}\n\nYour previous answer could not be used: {call.problem}. Answer again with one "
+                    "complete JSON object, every string short.")
+        messages: list[ChatCompletionMessageParam] = (
+            [{"role": "system", "content": instructions}, {"role": "user", "content": user}] if self.system_role
+            else [{"role": "user", "content": f"{instructions}\n\n{user}"}])
+        response = self._request(messages, schema.__name__, shown)
         usage = response.usage
         if usage is not None:
             with self._lock:
                 self.stats.prompt_tokens += usage.prompt_tokens or 0
                 self.stats.completion_tokens += usage.completion_tokens or 0
         try:
-            return self._parse(response, schema, check)
-        except _Malformed:
+            return self._parse(response, schema, check, call)
+        except _Malformed as exc:
+            call.problem = exc.reason
             with self._lock:
                 self.stats.malformed += 1
             raise
 
-    def _request(self, messages: list[ChatCompletionMessageParam]) -> ChatCompletion:
+    def _request(self, messages: list[ChatCompletionMessageParam], name: str, shown: dict[str, Any]) -> ChatCompletion:
         import openai
 
         client = self._get_client()
         try:
-            # No temperature: reasoning models reject any but the default.
+            # ``max_tokens`` rather than ``max_completion_tokens``: the one every OpenAI-compatible
+            # server reads. No temperature unless set: reasoning models reject any but the default.
             return client.chat.completions.create(
-                model=self.model, messages=messages, response_format={"type": "json_object"},
+                model=self.model, messages=messages,
+                response_format=cast(Any, self._response_format(name, shown)),  # forms beyond openai's types
+                max_tokens=self.max_tokens if self.max_tokens is not None else openai.omit,
+                temperature=self.temperature if self.temperature is not None else openai.omit,
             )
         except openai.APITimeoutError:
             raise _Transient(f"no answer within {self.timeout_s:g} s (timeout)") from None
@@ -233,30 +324,53 @@ class LLMClient:
             return _Transient(f"HTTP {status}: {detail}", _retry_after_s(exc.response.headers))
         where = f"{self.model} at {self.endpoint}"
         if status == 401:
-            return LLMError(f"{where} refused the API key (HTTP 401): check llm_api_key (KBGRAPH_LLM_API_KEY)")
+            return LLMConfigError(f"{where} refused the API key (HTTP 401): check llm_api_key (KBGRAPH_LLM_API_KEY)")
         if status == 403:
-            return LLMError(f"{where} denied access (HTTP 403): check llm_api_key and its permissions")
+            return LLMConfigError(f"{where} denied access (HTTP 403): check llm_api_key and its permissions")
         if status == 404:
-            return LLMError(f"{where} was not found (HTTP 404): check llm_model and llm_base_url ({detail})")
+            return LLMConfigError(f"{where} was not found (HTTP 404): check llm_model and llm_base_url ({detail})")
         return LLMError(f"{where} rejected the request (HTTP {status}): {detail}")
 
-    def _parse(self, response: ChatCompletion, schema: type[T], check: Callable[[T], str | None] | None) -> T:
+    def _parse(
+        self, response: ChatCompletion, schema: type[T], check: Callable[[T], str | None] | None, call: _Call,
+    ) -> T:
         choices = response.choices or []
         if not choices:
             raise _Malformed("the response has no choices")
         choice = choices[0]
         content = choice.message.content
-        if choice.finish_reason == "length":
-            raise _Malformed("answer was cut off at the token limit (finish_reason=length)")
+        call.answers.append((content or "")[:MAX_KEPT_ANSWER_CHARS])
+        cut_off = choice.finish_reason == "length"
         if not content or not content.strip():
+            if cut_off:
+                raise _Malformed("answer was cut off at the token limit (finish_reason=length)")
             refusal = getattr(choice.message, "refusal", None)
             raise _Malformed(f"model refused: {refusal}" if refusal else "answer is empty")
+        text = _strip_fence(content)
         try:
-            data = json.loads(_strip_fence(content))
-        except json.JSONDecodeError as exc:
-            raise _Malformed(f"answer is not JSON ({exc.msg}): {_excerpt(content)}") from None
-        if not isinstance(data, dict):
-            raise _Malformed(f"answer is JSON but not an object: {_excerpt(content)}")
+            if cut_off:
+                raise _Malformed("answer was cut off at the token limit (finish_reason=length)")
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise _Malformed(f"answer is not JSON ({exc.msg}): {_excerpt(content)}") from None
+            if not isinstance(data, dict):
+                raise _Malformed(f"answer is JSON but not an object: {_excerpt(content)}")
+            return self._validated(data, schema, check)
+        except _Malformed as malformed:
+            # Cut off, or chat around the object: its complete values may still be an answer.
+            usable = usable_json_object(text)
+            if usable is None or usable == text.strip():
+                raise
+            try:
+                answer = self._validated(json.loads(usable), schema, check)
+            except _Malformed as unusable:
+                raise _Malformed(f"{malformed.reason}; its complete part: {unusable.reason}") from None
+            call.repaired = True
+            return answer
+
+    @staticmethod
+    def _validated(data: Any, schema: type[T], check: Callable[[T], str | None] | None) -> T:
         try:
             answer = schema.model_validate(data)
         except ValidationError as exc:
@@ -265,6 +379,14 @@ class LLMClient:
         if problem:
             raise _Malformed(problem)
         return answer
+
+    def _response_format(self, name: str, shown: dict[str, Any]) -> dict[str, Any]:
+        if self.response_format == "json_schema":
+            # Not strict: OpenAI's strict mode wants every property required and no open maps.
+            return {"type": "json_schema", "json_schema": {"name": name, "schema": shown, "strict": False}}
+        if self.response_format == "json_object_schema":
+            return {"type": "json_object", "schema": shown}
+        return {"type": "json_object"}
 
     # Plumbing --------------------------------------------------------------------------------
 
@@ -292,11 +414,33 @@ class LLMClient:
         with self._lock:
             self.stats.retries += 1
 
+    def _count(self, outcome: Literal["valid_first_try", "repaired", "valid_after_retry", "failed"]) -> None:
+        with self._lock:
+            setattr(self.stats, outcome, getattr(self.stats, outcome) + 1)
 
-def _schema_instructions(schema: type[BaseModel]) -> str:
+
+def bounded_schema(schema: dict[str, Any], max_chars: int = MAX_ANSWER_STRING_CHARS) -> dict[str, Any]:
+    """``schema`` with every string's ``maxLength`` at most ``max_chars`` (a copy)."""
+    bounded = copy.deepcopy(schema)
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "string":
+                node["maxLength"] = min(int(node.get("maxLength", max_chars)), max_chars)
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(bounded)
+    return bounded
+
+
+def _schema_instructions(shown: dict[str, Any]) -> str:
     return (
         "Answer with one JSON object and nothing else, matching this JSON Schema:\n"
-        + json.dumps(schema.model_json_schema(), separators=(",", ":"))
+        + json.dumps(shown, separators=(",", ":"))
     )
 
 

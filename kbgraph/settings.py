@@ -140,6 +140,16 @@ class Settings(BaseSettings):
     llm_model: str = "gpt-4o-mini"
     llm_timeout_s: float = Field(default=60.0, gt=0, le=MAX_TIMEOUT_S)
     llm_max_attempts: int = Field(default=4, ge=1, le=20)
+    # Every answer is bounded; how its shape is asked for (kbgraph.llm.ResponseFormat): json_schema
+    # for OpenAI / vLLM / Ollama / LM Studio / llama-server, json_object_schema for
+    # llama-cpp-python's server, json_object (the schema in the prompt only) for any server.
+    llm_max_tokens: int = Field(default=2048, ge=1, le=1_000_000)
+    llm_response_format: Literal["json_object", "json_schema", "json_object_schema"] = "json_object"
+    # False for models whose chat template has no system role (Gemma): the instructions then
+    # open the user message.
+    llm_system_role: bool = True
+    # Unset: the server's default (reasoning models accept no other). 0 for repeatable answers.
+    llm_temperature: float | None = Field(default=None, ge=0.0, le=2.0)
 
     # Retrieval: every weight and threshold of DESIGN §3 (``[search]`` in kbgraph.toml, or
     # KBGRAPH_SEARCH__ALPHA=0.3); each search call may override them.

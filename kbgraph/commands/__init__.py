@@ -9,4 +9,5 @@ from __future__ import annotations
 # Modules under kbgraph.commands, registered in this order.
 COMMAND_MODULES: tuple[str, ...] = (
     "learning", "mcp", "inspect", "bench_learning", "bench_online", "transfer", "report", "serve", "skills",
+    "llm_local",
 )

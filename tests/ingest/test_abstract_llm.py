@@ -167,3 +167,35 @@ def test_an_unknown_difficulty_is_malformed(fake: FakeOpenAI) -> None:
     fake.chat_answer = lambda body: json.dumps({**ANSWER, "difficulty": "tricky"})
     with pytest.raises(LLMOutputError, match="answer.difficulty"):
         abstractor_for(fake).abstract(trajectory())
+
+
+# What a small model writes when it rambles: well-formed JSON that is not this run's experience -----
+
+
+@pytest.mark.parametrize(("steps", "reason"), [
+    ([ANSWER["steps"][0], ANSWER["steps"][0]], r"answer.steps.1.action: 'find_user_by_email' is not the next tool"),
+    ([ANSWER["steps"][2], ANSWER["steps"][1]], r"answer.steps.1.action: 'find_user_by_name_zip' is not the next"),
+    ([{"action": "1.0", "text": "Select from the above options"}], r"answer.steps.0.action: '1.0' is not the next"),
+])
+def test_steps_that_are_not_the_calls_in_order_are_malformed(fake: FakeOpenAI, steps: list[Any], reason: str) -> None:
+    fake.chat_answer = lambda body: json.dumps({**ANSWER, "steps": steps, "failure_modes": []})
+    with pytest.raises(LLMOutputError, match=reason):
+        abstractor_for(fake).abstract(trajectory())
+
+
+def test_a_problem_that_is_not_a_sentence_is_malformed(fake: FakeOpenAI) -> None:
+    fake.chat_answer = lambda body: json.dumps({**ANSWER, "problem": "failure_mode"})
+    with pytest.raises(LLMOutputError, match="answer.problem: 'failure_mode' is not a sentence"):
+        abstractor_for(fake).abstract(trajectory())
+
+
+def test_an_answer_cut_off_after_some_steps_keeps_them(fake: FakeOpenAI) -> None:
+    from tests.fakes.openai_server import chat_completion
+
+    whole = json.dumps({k: ANSWER[k] for k in ("problem", "goal", "steps")})
+    cut = whole[: whole.index('{"action": "get_order_details"') + 20]  # inside the third step
+    fake.responses.append((200, chat_completion(cut, finish_reason="length")))
+    abstractor = abstractor_for(fake)
+    experience = abstractor.abstract(trajectory())
+    assert [s.action for s in experience.steps] == ["find_user_by_email", "find_user_by_name_zip"]
+    assert abstractor.llm.stats.repaired == 1

@@ -152,3 +152,50 @@ def test_a_document_with_unknown_sections_or_no_sentences_is_reported(fake: Fake
     with pytest.raises(LLMOutputError, match="answer has no sentences"):
         LLMDocumentWriter(llm_for(fake)).rewrite("returns", DOCUMENT, ["Check eligibility first."])
     assert len(fake.chat_requests) == 2  # the unknown section was asked again, then given up
+
+
+# What a small model writes when it rambles: well-formed JSON that is no lesson ---------------------
+
+
+def test_an_insight_that_is_not_a_sentence_is_malformed(fake: FakeOpenAI) -> None:
+    fake.chat_answer = lambda body: json.dumps({"pairs": [{"concept": "policy exceptions", "insight": ","}]})
+    with pytest.raises(LLMOutputError, match="answer.pairs.0.insight: ',' is not a sentence"):
+        LLMReflector(llm_for(fake)).reflect(TRAJECTORY, EXPERIENCE)
+
+
+def test_a_concept_copied_from_the_instructions_is_malformed(fake: FakeOpenAI) -> None:
+    copied = "a short noun phrase naming the situation or technique the lesson is about, general enough to recur"
+    fake.chat_answer = lambda body: json.dumps({"pairs": [{"concept": copied, "insight": PAIRS[0]["insight"]}]})
+    with pytest.raises(LLMOutputError, match="answer.pairs.0.concept: longer than 12 words"):
+        LLMReflector(llm_for(fake)).reflect(TRAJECTORY, EXPERIENCE)
+
+
+def test_a_document_that_drops_a_new_insight_is_malformed(fake: FakeOpenAI) -> None:
+    fake.chat_answer = lambda body: json.dumps({"when_to_use": ["When to use"], "why": ["When to use"],
+                                                "how": ["How to use"], "pitfalls": ["Pitfall 1: When to use"]})
+    with pytest.raises(LLMOutputError, match="answer drops the new insight 'Never promise a refund"):
+        LLMDocumentWriter(llm_for(fake)).rewrite(
+            "returns", DOCUMENT, ["Never promise a refund before checking the return window."])
+
+
+def test_an_insight_merged_in_other_words_counts_as_folded_in(fake: FakeOpenAI) -> None:
+    fake.chat_answer = lambda body: json.dumps({**DOCUMENT.model_dump(),
+                                                "pitfalls": ["Promising a refund before the return window is checked."]})
+    document = LLMDocumentWriter(llm_for(fake)).rewrite(
+        "returns", DOCUMENT, ["Never promise a refund before checking the return window."])
+    assert document.pitfalls == ["Promising a refund before the return window is checked."]
+
+
+def test_an_insight_that_restates_the_instructions_is_malformed(fake: FakeOpenAI) -> None:
+    # What Gemma 3 270M answered for a real run, once its other answer had been refused.
+    restated = "A short noun phrase named the situation or technique, as concept-insight pairs."
+    fake.chat_answer = lambda body: json.dumps({"pairs": [{"concept": "policy exceptions", "insight": restated}]})
+    with pytest.raises(LLMOutputError, match="answer.pairs.0.insight: repeats the instructions"):
+        LLMReflector(llm_for(fake)).reflect(TRAJECTORY, EXPERIENCE)
+
+
+def test_an_insight_may_use_the_words_of_an_example_concept(fake: FakeOpenAI) -> None:
+    lesson = {"concept": "verify identity before account changes",
+              "insight": "Verify the identity of the customer before changing the account."}
+    fake.chat_answer = lambda body: json.dumps({"pairs": [lesson]})
+    assert LLMReflector(llm_for(fake)).reflect(TRAJECTORY, EXPERIENCE) == [ConceptInsight(**lesson)]

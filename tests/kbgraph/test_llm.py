@@ -193,3 +193,141 @@ def test_an_endpoint_that_refuses_connections_is_retried_then_reported() -> None
     with pytest.raises(LLMError, match="cannot connect"):
         llm.complete_json("s", "u", Plan)
     assert llm.stats.attempts == 2
+
+
+# Small models: bounded answers, repair, a retry told what was wrong, and how each call ended ------
+
+RAMBLING = "You plan chores. " * 200  # what a small model does with a field it cannot fill: copy the prompt
+
+
+def test_an_answer_cut_off_after_its_complete_values_is_repaired_not_asked_again(fake: FakeOpenAI) -> None:
+    cut = '{"title": "make tea", "steps": [{"action": "boil water", "minutes": 3}, {"action": "' + RAMBLING
+    fake.responses.append((200, chat_completion(cut, finish_reason="length")))
+    llm = client_for(fake)
+    plan = llm.complete_json("s", "u", Plan)
+    assert plan == Plan(title="make tea", steps=[PlanStep(action="boil water", minutes=3)])
+    assert len(fake.chat_requests) == 1
+    assert (llm.stats.repaired, llm.stats.valid_first_try, llm.stats.malformed) == (1, 0, 0)
+
+
+def test_json_with_chat_around_it_is_repaired(fake: FakeOpenAI) -> None:
+    fake.chat_answer = lambda body: f"Sure! Here it is:\n{GOOD_PLAN}\nAnything else?"
+    llm = client_for(fake)
+    assert llm.complete_json("s", "u", Plan).title == "make tea"
+    assert llm.stats.repaired == 1 and llm.stats.attempts == 1
+
+
+def test_a_cut_off_answer_whose_complete_part_is_not_an_answer_is_asked_again_saying_why(fake: FakeOpenAI) -> None:
+    fake.responses.append((200, chat_completion('{"title": "' + RAMBLING, finish_reason="length")))
+    llm = client_for(fake)
+    assert llm.complete_json("s", "Plan making tea.", Plan).title == "make tea"
+    assert (llm.stats.attempts, llm.stats.valid_after_retry, llm.stats.repaired) == (2, 1, 0)
+    first, again = (body["messages"][-1]["content"] for body in fake.chat_requests)
+    assert first == "Plan making tea."
+    assert again.startswith("Plan making tea.\n\nYour previous answer could not be used: answer was cut off at the "
+                            "token limit (finish_reason=length); its complete part: answer.title: Field required")
+    assert RAMBLING not in again  # the reason goes back, never the answer
+
+
+def test_every_call_ends_one_way_and_the_outcomes_add_up_to_the_calls(fake: FakeOpenAI) -> None:
+    cut = '{"title": "tea", "steps": [{"action": "boil", "minutes": 1}, {"act'
+    fake.responses.extend([
+        (200, chat_completion(GOOD_PLAN)),                        # valid at the first try
+        (200, chat_completion(cut, finish_reason="length")),      # repaired
+        (200, chat_completion("not json")), (200, chat_completion(GOOD_PLAN)),  # valid after a retry
+        (200, chat_completion("no")), (200, chat_completion("never")),          # failed (max_attempts=2)
+    ])
+    llm = client_for(fake, max_attempts=2)
+    for _ in range(3):
+        llm.complete_json("s", "u", Plan)
+    with pytest.raises(LLMOutputError):
+        llm.complete_json("s", "u", Plan)
+    stats = llm.stats
+    assert (stats.calls, stats.valid_first_try, stats.repaired, stats.valid_after_retry, stats.failed) == (4, 1, 1, 1, 1)
+
+
+def test_answers_are_bounded_in_tokens_and_the_schema_shown_caps_every_string(fake: FakeOpenAI) -> None:
+    class Note(BaseModel):
+        text: str
+        tags: list[str]
+
+    client_for(fake, max_tokens=512).complete_json("s", "u", Plan)
+    assert fake.chat_requests[0]["max_tokens"] == 512
+    fake.chat_answer = lambda body: json.dumps({"text": "x" * 1000, "tags": []})
+    note = client_for(fake).complete_json("s", "u", Note)
+    shown = json.loads(fake.chat_requests[1]["messages"][0]["content"].split("JSON Schema:\n", 1)[1])
+    assert shown["properties"]["text"]["maxLength"] == 300
+    assert shown["properties"]["tags"]["items"]["maxLength"] == 300
+    assert len(note.text) == 1000  # the cap is what the model is asked for; validation stays the model's own
+
+
+def test_no_token_bound_when_none_is_set(fake: FakeOpenAI) -> None:
+    client_for(fake, max_tokens=None).complete_json("s", "u", Plan)
+    assert "max_tokens" not in fake.chat_requests[0]
+
+
+@pytest.mark.parametrize(("response_format", "expected"), [
+    ("json_object", lambda schema: {"type": "json_object"}),
+    ("json_schema", lambda schema: {"type": "json_schema",
+                                    "json_schema": {"name": "Plan", "schema": schema, "strict": False}}),
+    ("json_object_schema", lambda schema: {"type": "json_object", "schema": schema}),
+])
+def test_the_answers_shape_is_asked_for_in_the_servers_form(fake: FakeOpenAI, response_format: str,
+                                                              expected: Any) -> None:
+    from kbgraph.llm import bounded_schema
+
+    client_for(fake, response_format=response_format).complete_json("s", "u", Plan)
+    assert fake.chat_requests[0]["response_format"] == expected(bounded_schema(Plan.model_json_schema()))
+
+
+def test_without_a_system_role_the_instructions_open_the_user_message(fake: FakeOpenAI) -> None:
+    client_for(fake, system_role=False).complete_json("You plan chores.", "Plan making tea.", Plan)
+    (message,) = fake.chat_requests[0]["messages"]
+    assert message["role"] == "user"
+    assert message["content"].startswith("You plan chores.\n\nAnswer with one JSON object")
+    assert message["content"].endswith("\n\nPlan making tea.")
+
+
+def test_a_temperature_is_sent_only_when_set(fake: FakeOpenAI) -> None:
+    client_for(fake).complete_json("s", "u", Plan)
+    client_for(fake, temperature=0.0).complete_json("s", "u", Plan)
+    assert "temperature" not in fake.chat_requests[0] and fake.chat_requests[1]["temperature"] == 0.0
+
+
+def test_the_new_settings_configure_the_client() -> None:
+    llm = LLMClient.from_settings(Settings(llm_max_tokens=256, llm_response_format="json_object_schema",
+                                           llm_system_role=False, llm_temperature=0))
+    assert (llm.max_tokens, llm.response_format, llm.system_role, llm.temperature) == (
+        256, "json_object_schema", False, 0.0)
+    defaults = LLMClient.from_settings(Settings())
+    assert (defaults.max_tokens, defaults.response_format, defaults.system_role, defaults.temperature) == (
+        2048, "json_object", True, None)
+
+
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_a_refused_key_model_or_url_is_a_configuration_error(fake: FakeOpenAI, status: int) -> None:
+    from kbgraph.llm import LLMConfigError
+
+    fake.responses.append((status, api_error("no")))
+    llm = client_for(fake)
+    with pytest.raises(LLMConfigError):
+        llm.complete_json("s", "u", Plan)
+    assert llm.stats.failed == 1
+
+
+def test_a_rejected_request_is_not_a_configuration_error(fake: FakeOpenAI) -> None:
+    from kbgraph.llm import LLMConfigError
+
+    # llama.cpp answers 400 to a prompt longer than its context: a problem of this item only.
+    fake.responses.append((400, api_error("Requested tokens (20000) exceed context window of 16384")))
+    with pytest.raises(LLMError) as caught:
+        client_for(fake).complete_json("s", "u", Plan)
+    assert not isinstance(caught.value, LLMConfigError)
+
+
+def test_what_the_model_said_in_the_last_call_is_kept_attempt_by_attempt(fake: FakeOpenAI) -> None:
+    fake.responses.append((200, chat_completion("Sure! " + "x" * 5000)))
+    llm = client_for(fake)
+    llm.complete_json("s", "u", Plan)
+    assert [len(a) for a in llm.last_answers] == [4000, len(GOOD_PLAN)]
+    assert llm.last_answers[0].startswith("Sure! ") and llm.last_answers[1] == GOOD_PLAN
