@@ -183,6 +183,7 @@ class LLMClient:
         self.system_role = system_role
         # None: not sent, the server's default (reasoning models reject any other value).
         self.temperature = temperature
+        self._completion_tokens = False  # the server wants max_completion_tokens (see _request)
         self.backoff_initial_s = backoff_initial_s
         self.backoff_max_s = backoff_max_s
         self.stats = LLMStats()
@@ -299,23 +300,32 @@ class LLMClient:
         import openai
 
         client = self._get_client()
-        try:
-            # ``max_tokens`` rather than ``max_completion_tokens``: the one every OpenAI-compatible
-            # server reads. No temperature unless set: reasoning models reject any but the default.
-            return client.chat.completions.create(
-                model=self.model, messages=messages,
-                response_format=cast(Any, self._response_format(name, shown)),  # forms beyond openai's types
-                max_tokens=self.max_tokens if self.max_tokens is not None else openai.omit,
-                temperature=self.temperature if self.temperature is not None else openai.omit,
-            )
-        except openai.APITimeoutError:
-            raise _Transient(f"no answer within {self.timeout_s:g} s (timeout)") from None
-        except openai.APIConnectionError as exc:
-            raise _Transient(f"cannot connect ({exc.__cause__ or exc})") from None
-        except openai.APIStatusError as exc:
-            raise self._status_error(exc) from None
-        except openai.OpenAIError as exc:
-            raise LLMError(f"{self.model} at {self.endpoint}: {exc}") from None
+        while True:
+            # ``max_tokens``: the bound every OpenAI-compatible server reads. OpenAI's reasoning
+            # models refuse it for ``max_completion_tokens``; told so once, the client switches.
+            bound: dict[str, int] = {}
+            if self.max_tokens is not None:
+                bound["max_completion_tokens" if self._completion_tokens else "max_tokens"] = self.max_tokens
+            try:
+                # No temperature unless set: reasoning models reject any but the default.
+                return client.chat.completions.create(
+                    model=self.model, messages=messages,
+                    response_format=cast(Any, self._response_format(name, shown)),  # forms beyond openai's types
+                    temperature=self.temperature if self.temperature is not None else openai.omit,
+                    extra_body=bound or None,
+                )
+            except openai.BadRequestError as exc:
+                if self._completion_tokens or "max_completion_tokens" not in str(exc) or self.max_tokens is None:
+                    raise self._status_error(exc) from None
+                self._completion_tokens = True
+            except openai.APITimeoutError:
+                raise _Transient(f"no answer within {self.timeout_s:g} s (timeout)") from None
+            except openai.APIConnectionError as exc:
+                raise _Transient(f"cannot connect ({exc.__cause__ or exc})") from None
+            except openai.APIStatusError as exc:
+                raise self._status_error(exc) from None
+            except openai.OpenAIError as exc:
+                raise LLMError(f"{self.model} at {self.endpoint}: {exc}") from None
 
     def _status_error(self, exc: openai.APIStatusError) -> Exception:
         status = exc.status_code

@@ -166,7 +166,7 @@ class LocalLlamaServer:
         if self.venv.exists():
             shutil.rmtree(self.venv)  # a build cut short
         self.say(f"kbgraph llm: creating the local LLM environment in {self.venv} (first time only; "
-                 "llama-cpp-python compiles llama.cpp on install: 7–10 minutes on 2 cores)")
+                 "llama-cpp-python compiles llama.cpp on install: 6–12 minutes on 2 cores)")
         self._run([self.python, "-m", "venv", str(self.venv)], "creating the virtualenv")
         started = time.monotonic()
         command = [str(self.venv_python), "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar",

@@ -52,7 +52,7 @@ def register(app: typer.Typer) -> None:
             "--port", min=1, max=65535, help="Port on 127.0.0.1 [default: 8736 if free, else any free one]")] = None,
         as_json: JsonOption = False,
     ) -> None:
-        """Start the local LLM server (the first time, build its environment: 7-10 minutes)."""
+        """Start the local LLM server (the first time, build its environment: 6-12 minutes)."""
         local = server()
         show(local.start(port), local, as_json)
 

@@ -331,3 +331,17 @@ def test_what_the_model_said_in_the_last_call_is_kept_attempt_by_attempt(fake: F
     llm.complete_json("s", "u", Plan)
     assert [len(a) for a in llm.last_answers] == [4000, len(GOOD_PLAN)]
     assert llm.last_answers[0].startswith("Sure! ") and llm.last_answers[1] == GOOD_PLAN
+
+
+def test_a_server_that_wants_max_completion_tokens_gets_it_from_then_on(fake: FakeOpenAI) -> None:
+    # What OpenAI answers for its reasoning models.
+    fake.responses.append((400, api_error("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                                          "Use 'max_completion_tokens' instead.", code="unsupported_parameter")))
+    llm = client_for(fake, max_tokens=700)
+    assert llm.complete_json("s", "u", Plan).title == "make tea"
+    llm.complete_json("s", "u", Plan)
+    refused, asked, again = fake.chat_requests
+    assert refused["max_tokens"] == 700 and "max_completion_tokens" not in refused
+    for body in (asked, again):
+        assert body["max_completion_tokens"] == 700 and "max_tokens" not in body
+    assert llm.stats.valid_first_try == 2 and llm.stats.retries == 0

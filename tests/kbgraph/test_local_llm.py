@@ -3,7 +3,7 @@ lives and how it is found — and, when selected (``-m extended``), the real lla
 with Gemma 3 270M ingesting real runs through the LLM path, and the examples of docs/llm.md.
 
 The extended tests build what they need into the kbgraph cache the first time (llama-cpp-python
-compiles on install: 7-10 minutes on 2 cores), then reuse it; a server they started they stop.
+compiles on install: 6-12 minutes on 2 cores), then reuse it; a server they started they stop.
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def test_the_examples_of_the_llm_page_run(
         # "llm-demo", the reader's namespace, becomes this test's (cleared by the kb fixture).
         exec(compile(block.replace('"llm-demo"', repr(kb.namespace)), str(DOCS_PAGE), "exec"), scope)  # noqa: S102
     printed = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in printed] == ["abstract", "reflect", "integrate"]
+    assert [line.split(":")[0] for line in printed] == ["abstract", "reflect", "integrate"]
     for line in printed:
         assert re.fullmatch(r"\w+: \d+ calls, \d+ valid at the first try, \d+ repaired or retried, \d+ fell back", line)
     assert kb.stats().experiences >= 1
