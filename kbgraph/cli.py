@@ -218,6 +218,10 @@ def _print_ingest_report(report: dict[str, Any]) -> None:
     out.print(f"concepts {report['concepts']}, insights {report['insights']}, meta-concepts {report['meta_concepts']} "
               f"({report['meta_concepts_new']} new), documents updated {report['documents_updated']}")
     out.print("relations: " + ", ".join(f"{k} {v}" for k, v in report["relations"].items()))
+    for stage, counts in (report.get("llm") or {}).items():  # the LLM stages, when configured
+        out.print(f"LLM {stage}: {counts['calls']} calls, {counts['valid_first_try']} valid at the first try, "
+                  f"{counts['repaired']} repaired, {counts['retried']} after a retry, "
+                  f"{counts['fell_back']} fell back to the rules", markup=False, highlight=False)
     out.print("seconds per stage: " + ", ".join(f"{k} {v}" for k, v in report["stage_seconds"].items()))
     out.print(f"total {report['total_seconds']} s, {report['trajectories_per_second']} records/s, "
               f"peak memory {report['peak_memory_mb']} MB")

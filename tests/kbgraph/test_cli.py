@@ -262,3 +262,15 @@ def test_ingest_reads_standard_input_naming_its_lines(neo4j_target: Neo4jTarget,
     assert (report["records_read"], report["records_rejected"], report["experiences_new"]) == (2, 1, 1)
     assert report["rejected"][0].startswith("<stdin>:2:")
     assert ingest("").returncode == 2
+
+
+def test_the_ingest_report_shows_how_each_llm_stage_ended(capsys: pytest.CaptureFixture[str]) -> None:
+    from kbgraph.cli import _print_ingest_report
+    from kbgraph.ingest.report import IngestReport, LLMCounts
+
+    report = IngestReport(llm={"abstractor": LLMCounts(calls=4, valid_first_try=1, repaired=1, retried=1, fell_back=1)})
+    _print_ingest_report(report.model_dump())
+    assert ("LLM abstractor: 4 calls, 1 valid at the first try, 1 repaired, 1 after a retry, "
+            "1 fell back to the rules") in capsys.readouterr().out.replace("\n", " ")
+    _print_ingest_report(IngestReport().model_dump())  # the rule-based path: no LLM line
+    assert "LLM " not in capsys.readouterr().out
