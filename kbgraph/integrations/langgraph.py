@@ -70,6 +70,7 @@ from kbgraph.search.scoring import neo4j_to_cosine
 
 if TYPE_CHECKING:
     from kbgraph.kb import KnowledgeBase
+    from kbgraph.models import Trajectory
 
 RESERVED_ROOT = "kbgraph"
 TRAJECTORIES: tuple[str, ...] = (RESERVED_ROOT, "trajectories")
@@ -85,6 +86,7 @@ class _Put:
     value: str | None = None
     ttl: float | None = None
     vectors: list[dict[str, Any]] = field(default_factory=list)
+    trajectory: Trajectory | None = None  # a put into TRAJECTORIES, checked once, ingested at the write
 
 
 class KbgraphStore(BaseStore):
@@ -197,7 +199,7 @@ class KbgraphStore(BaseStore):
                 plan.ttl = check_ttl(op.ttl, where)
                 if tuple(op.namespace) == TRAJECTORIES:
                     from kbgraph.mcp_server import parse_trajectory
-                    parse_trajectory(dict(op.value))  # raises InvalidInputError naming the field
+                    plan.trajectory = parse_trajectory(dict(op.value))  # InvalidInputError names the field
                 if self.index_config is not None and op.index is not False:
                     fields = self._fields if op.index is None else [(p, tokenize_path(p)) for p in op.index]
                     for path, tokens in fields:
@@ -312,10 +314,9 @@ class KbgraphStore(BaseStore):
     def _write(self, planned: list[_Put]) -> None:
         if not planned:
             return
-        trajectories = [p.op.value for p in planned if p.value is not None and tuple(p.op.namespace) == TRAJECTORIES]
+        trajectories = [p.trajectory for p in planned if p.trajectory is not None]
         if trajectories:
-            from kbgraph.mcp_server import parse_trajectory
-            self.kb.add_trajectories([parse_trajectory(dict(t)) for t in trajectories if t is not None])
+            self.kb.add_trajectories(trajectories)
         now = _now()
         items = [{"id": p.id, "path": encode_path(p.op.namespace), "key": p.op.key, "namespace": list(p.op.namespace),
                   "value": p.value, "ttl": p.ttl, "vectors": p.vectors} for p in planned if p.value is not None]
