@@ -25,7 +25,7 @@ import greenlet
 import neo4j
 
 from kbgraph.cypher_files import query
-from kbgraph.deadline import Neo4jTimeoutError
+from kbgraph.deadline import timed_out
 from kbgraph.embedders import Embedder, Vectors, WrappingEmbedder
 from kbgraph.gateway import PING_TIMEOUT_S, Neo4jGateway, Row, row_of
 
@@ -121,9 +121,7 @@ class AsyncGateway(Neo4jGateway):
                 return task.result()
             if not await self._answers():
                 task.cancel()
-                raise Neo4jTimeoutError(
-                    f"Neo4j did not answer within {seconds:g} s ({what}): it may be frozen, overloaded or unreachable "
-                    "(the bound is KBGRAPH_QUERY_TIMEOUT_S). Earlier calls are kept; this one was abandoned.")
+                raise timed_out(seconds, what)
 
     async def _answers(self) -> bool:
         async def ping() -> None:

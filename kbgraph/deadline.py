@@ -86,10 +86,15 @@ def within(seconds: float | None, what: str, call: Callable[[], T], alive: Calla
     while not job.done.is_set() and alive is not None and alive():
         job.done.wait(seconds)
     if not job.done.is_set():
-        raise Neo4jTimeoutError(
-            f"Neo4j did not answer within {seconds:g} s ({what}): it may be frozen, overloaded or unreachable "
-            "(the bound is KBGRAPH_QUERY_TIMEOUT_S). Earlier calls are kept; this one was abandoned, and "
-            "commits only if Neo4j recovers before dropping it.")
+        raise timed_out(seconds, what)
     if job.failure:
         raise job.failure[0]
     return job.outcome[0]
+
+
+def timed_out(seconds: float, what: str) -> Neo4jTimeoutError:
+    """The error of a call abandoned after ``seconds`` on a server that stopped answering."""
+    return Neo4jTimeoutError(
+        f"Neo4j did not answer within {seconds:g} s ({what}): it may be frozen, overloaded or unreachable "
+        "(the bound is KBGRAPH_QUERY_TIMEOUT_S). Earlier calls are kept; this one was abandoned, and "
+        "commits only if Neo4j recovers before dropping it.")
