@@ -54,6 +54,7 @@ from langgraph.store.base import (
     ensure_embeddings,
     get_text_at_path,
     tokenize_path,
+    validate_op_namespace,
 )
 
 from kbgraph.integrations.store_values import (
@@ -157,9 +158,11 @@ class KbgraphStore(BaseStore):
 
     @staticmethod
     def _check(op: Op) -> None:
+        if not isinstance(op, (GetOp, SearchOp, PutOp, ListNamespacesOp)):
+            raise ValueError(f"Unknown operation type: {type(op)}")
+        validate_op_namespace(op)  # LangGraph's own rules for labels (strings, no periods, …)
         if isinstance(op, PutOp):
             namespace = tuple(op.namespace)
-            _check_labels(namespace)
             if not namespace:
                 raise InvalidNamespaceError("Namespace cannot be empty.")
             if namespace[0] == "langgraph":
@@ -174,18 +177,10 @@ class KbgraphStore(BaseStore):
                 raise InvalidNamespaceError(f"item keys are non-empty strings; got {op.key!r} in {namespace}")
             if op.value is not None and not isinstance(op.value, Mapping):
                 raise TypeError(f"an item's value is a dict, not {type(op.value).__name__} ({namespace}, {op.key!r})")
-        elif isinstance(op, GetOp):
-            _check_labels(tuple(op.namespace))
         elif isinstance(op, SearchOp):
-            _check_labels(tuple(op.namespace_prefix))
             check_filter(op.filter)
             if op.limit < 0 or op.offset < 0:
                 raise ValueError(f"limit and offset are not negative (limit {op.limit}, offset {op.offset})")
-        elif isinstance(op, ListNamespacesOp):
-            for condition in op.match_conditions or ():
-                _check_labels(tuple(condition.path))
-        else:
-            raise ValueError(f"Unknown operation type: {type(op)}")
 
     def _plan_puts(self, puts: list[PutOp]) -> list[_Put]:
         """Everything a put writes, computed (and checked) before the first write."""
@@ -372,18 +367,6 @@ class KbgraphStore(BaseStore):
             return True
         self._sweeper.join(timeout)
         return not self._sweeper.is_alive()
-
-
-def _check_labels(namespace: tuple[str, ...]) -> None:
-    for label in namespace:
-        if not isinstance(label, str):
-            raise InvalidNamespaceError(f"Invalid namespace label {label!r} found in {namespace}: labels are strings, "
-                                        f"not {type(label).__name__}.")
-        if not label:
-            raise InvalidNamespaceError(f"Namespace labels cannot be empty strings. Got {namespace}")
-        if "." in label or "\x00" in label:
-            raise InvalidNamespaceError(f"Invalid namespace label {label!r} found in {namespace}: labels cannot "
-                                        f"contain periods or NUL bytes.")
 
 
 def _now() -> datetime:
