@@ -93,6 +93,7 @@ def small_data(tmp_path: Path) -> Path:
     return data
 
 
+@pytest.mark.extended  # slowest of its kind (see pyproject's addopts); ./kb test -m extended
 def test_the_command_measures_every_stage_and_clears_its_namespaces(
         neo4j_target: Neo4jTarget, namespace: str, small_data: Path, tmp_path: Path) -> None:
     saved = tmp_path / "online.json"

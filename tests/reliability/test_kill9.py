@@ -332,6 +332,7 @@ def gold(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.extended  # slowest of its kind (see pyproject's addopts); ./kb test -m extended
 def test_maintenance_killed_before_then_after_its_commit_then_run_again_equals_a_clean_run(
     server: ThrowawayNeo4j, embedder: CachedEmbedder, gold: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
