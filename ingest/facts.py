@@ -85,6 +85,11 @@ class PgVectorCache:
         with self._lock:
             return self._vectors[experience_id]
 
+    def find(self, experience_id: str) -> npt.NDArray[np.float32] | None:
+        """The vector, or None when it was never read (or was dropped when the cache started over)."""
+        with self._lock:
+            return self._vectors.get(experience_id)
+
 
 def unit_vector(values: Any) -> npt.NDArray[np.float32]:
     vector = np.asarray(values, dtype=np.float32)

@@ -356,7 +356,7 @@ class KnowledgeBase:
     def student(self) -> StudentRetriever:
         if self._student is None:
             self._student = StudentRetriever(self.gateway, self.embedder, self.namespace, self.settings.search,
-                                             self.settings.learning.utility_half_life_days)
+                                             self.settings.learning.utility_half_life_days, self.pg_vectors)
         return self._student
 
     def search(

@@ -34,6 +34,7 @@ from kbgraph.embedders import Embedder
 from kbgraph.errors import InvalidInputError, validation_problems
 from kbgraph.experience_store import experience_from_record
 from kbgraph.gateway import Neo4jGateway
+from kbgraph.ingest.facts import PgVectorCache, unit_vector
 from kbgraph.ingest.generalise import describe_step, generalise_text
 from kbgraph.models import RelationType
 from kbgraph.search.handoff import hands_off
@@ -152,9 +153,12 @@ class StudentRetriever:
 
     def __init__(
         self, gateway: Neo4jGateway, embedder: Embedder, namespace: str, weights: SearchWeights | None = None,
-        utility_half_life_days: float = 30.0,
+        utility_half_life_days: float = 30.0, pg_vectors: PgVectorCache | None = None,
     ):
         self.gateway = gateway
+        # Problem+goal vectors of concrete experiences, shared with the KnowledgeBase's pipelines:
+        # MMR and the failed-attempt matching compare them here rather than in a query.
+        self.pg_vectors = pg_vectors if pg_vectors is not None else PgVectorCache()
         self.utility_decay = decay_rate_per_day(utility_half_life_days)
         self.embedder = embedder
         self.namespace = namespace
@@ -377,12 +381,12 @@ class StudentRetriever:
         if q.agent and w.shared_first:
             # EDV hierarchical retrieval: the shared bank first; the agent's private bank tops up.
             shared = [pair for pair in ranked if scopes.get(pair[1]) != "private"]
-            chosen = self._diversify(shared, k, w)
+            chosen = self._diversify(shared, k, w, facts_by_id)
             if len(chosen) < k:
                 private = [pair for pair in ranked if scopes.get(pair[1]) == "private"]
-                chosen += self._diversify(private, k - len(chosen), w)
+                chosen += self._diversify(private, k - len(chosen), w, facts_by_id)
         else:
-            chosen = self._diversify(ranked, k, w)
+            chosen = self._diversify(ranked, k, w, facts_by_id)
         timings["select"] = (time.perf_counter() - t) * 1000
 
         t = time.perf_counter()
@@ -631,14 +635,10 @@ class StudentRetriever:
         worked = [i for _, i in window if i not in failed][: k]
         if not worked:
             return {}
-        ids = worked + failed
-        cosine: dict[tuple[str, str], float] = {}
-        for row in self.gateway.read("search_pairwise_similarity", kb=self.namespace, ids=ids):
-            if row["score"] is not None:
-                cosine[(row["a"], row["b"])] = neo4j_to_cosine(row["score"])
+        vectors = self._unit_pg_vectors(worked + failed, facts)
         attached: dict[str, list[tuple[str, float]]] = {}
         for failed_id in failed:
-            score, hit_id = max(((cosine.get((failed_id, h), -1.0), h) for h in worked), key=lambda p: (p[0], p[1]))
+            score, hit_id = max(((_cosine(vectors, failed_id, h), h) for h in worked), key=lambda p: (p[0], p[1]))
             if score >= w.same_task_similarity:
                 attached.setdefault(hit_id, []).append((failed_id, round(score, 6)))
         for found in attached.values():
@@ -771,18 +771,38 @@ class StudentRetriever:
 
     # -- selection and reading -----------------------------------------------------------------
 
-    def _diversify(self, ranked: list[tuple[float, str]], k: int, w: SearchWeights) -> list[str]:
+    def _diversify(
+        self, ranked: list[tuple[float, str]], k: int, w: SearchWeights, facts: dict[str, dict[str, Any]],
+    ) -> list[str]:
         pool = ranked[: k * _MMR_POOL]
         if w.mmr_lambda >= 1.0 or len(pool) <= 1:
             return [hit_id for _, hit_id in pool[:k]]
         ids = [hit_id for _, hit_id in pool]
-        position = {hit_id: i for i, hit_id in enumerate(ids)}
+        vectors = self._unit_pg_vectors(ids, facts)
         similarity = np.eye(len(ids))
-        for row in self.gateway.read("search_pairwise_similarity", kb=self.namespace, ids=ids):
-            if row["score"] is not None:
-                similarity[position[row["a"]], position[row["b"]]] = neo4j_to_cosine(row["score"])
+        present = [i for i, hit_id in enumerate(ids) if hit_id in vectors]
+        if present:  # a hit stored without a vector is like no other
+            matrix = np.stack([vectors[ids[i]] for i in present]).astype(np.float64)
+            similarity[np.ix_(present, present)] = np.clip(matrix @ matrix.T, -1.0, 1.0)
         order = mmr_from_similarity(np.array([score for score, _ in pool]), similarity, k, w.mmr_lambda)
         return [ids[i] for i in order]
+
+    def _unit_pg_vectors(self, ids: list[str], facts: dict[str, dict[str, Any]]) -> dict[str, np.ndarray]:
+        """Unit problem+goal vectors of experiences ``ids`` (those stored with one). A concrete
+        experience's never changes (its id is its content's hash), so it is read once per process;
+        an abstract one's follows its group, so it is read each time."""
+        abstract = {i for i in ids if facts.get(i, {}).get("kind") == "abstract"}
+        concrete = [i for i in ids if i not in abstract]
+        wanted = self.pg_vectors.missing(concrete) + sorted(abstract)
+        read = {row["id"]: row for row in self.gateway.read("experience_pg_vectors", kb=self.namespace, ids=wanted)
+                if row["pg_embedding"] is not None} if wanted else {}
+        self.pg_vectors.put(row for i, row in read.items() if i not in abstract)
+        vectors = {i: unit_vector(row["pg_embedding"]) for i, row in read.items() if i in abstract}
+        for i in concrete:
+            vector = self.pg_vectors.find(i)
+            if vector is not None:
+                vectors[i] = vector
+        return vectors
 
     def _read_hits(
         self, chosen: list[str], pool: dict[str, tuple[float, ScoreBreakdown, list[str], _Reached | None]],
@@ -851,6 +871,14 @@ class StudentRetriever:
                        document=r["document"] or "", concepts=int(r["concepts"]), experiences=int(r["experiences"]))
             for r in rows
         ]
+
+
+def _cosine(vectors: dict[str, np.ndarray], a: str, b: str) -> float:
+    """Cosine of two unit vectors of ``vectors`` (−1 when either is missing: such a pair never
+    matches), clamped against float32 rounding."""
+    if a not in vectors or b not in vectors:
+        return -1.0
+    return min(1.0, max(-1.0, float(np.dot(vectors[a], vectors[b]))))
 
 
 def _as_list(vector: Any) -> list[float] | None:

@@ -109,3 +109,26 @@ def test_a_way_that_resolved_a_task_like_this_outranks_a_handoff_of_equal_fit(ha
     plain = handoff_kb.search(query, domain="airline", k=4, weights={"handoff_credit": 1.0}).hits
     plain_handoff = next(h for h in plain if "transfer_to_human_agents" in [s.action for s in h.experience.steps])
     assert plain_handoff.breakdown.success == pytest.approx(1.0) and handoff.breakdown.success == pytest.approx(0.5)
+
+
+def test_failed_attempts_are_matched_from_vectors_read_once_per_process(
+    mixed_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    query = "I'd like to book a flight from New York to Seattle with my certificates"
+    first = mixed_kb.search(query, domain="airline", k=5)
+    asked: list[list[str]] = []
+    read = mixed_kb.gateway.read
+
+    def spy(name: str, **params: Any) -> list[dict[str, Any]]:
+        if name == "experience_pg_vectors":
+            asked.append(list(params["ids"]))
+        return read(name, **params)
+
+    monkeypatch.setattr(mixed_kb.gateway, "read", spy)
+    again = mixed_kb.search(query, domain="airline", k=5)
+    assert any(h.failed_attempts for h in again.hits)
+    assert [h.failed_attempts for h in again.hits] == [h.failed_attempts for h in first.hits]
+    abstract = {h.id for h in again.hits if h.experience.kind == "abstract"}
+    # A concrete experience's vector never changes (its id is its content's hash); an abstract
+    # one's follows its group, so only those are read again.
+    assert all(set(ids) <= abstract for ids in asked)
