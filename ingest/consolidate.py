@@ -27,7 +27,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
-from kbgraph.experience_store import abstract_row
+from kbgraph.experience_store import abstract_row, embedding_row
 from kbgraph.experience_store import step_rows as experience_steps
 from kbgraph.ingest.concepts import ConceptStage
 from kbgraph.ingest.facts import ExperienceFacts
@@ -78,10 +78,13 @@ class Consolidation:
         self.report.relations = {kind: totals[kind] for kind in RELATION_TYPES}
         # Generated workflows were written by add_experiences, which marked them: nothing to do.
         rows = [{"id": a.key, "stamp": None} for a in self._fresh_abstracts]
+        # The report's concept counts are read in the last transaction (one round trip fewer).
+        counts = ("ingest_report_concepts", {"kb": ns})
         if not merge:
             # The marked experiences were linked but not merged: they stay marked, and the state
             # (with duplicates not merged) is not remembered, so the next consolidation starts over.
-            self.kb.gateway.write("experiences_unlinked_clear", kb=ns, rows=rows)
+            results = self.kb.gateway.write_all([("experiences_unlinked_clear", {"kb": ns, "rows": rows}), counts])
+            self._report_concepts(results[-1][0])
             return
         # Every mark read above is now merged and linked (one written again since keeps its new stamp).
         rows += [{"id": m["id"], "stamp": m["stamp"]} for m in marks]
@@ -89,9 +92,17 @@ class Consolidation:
         results = self.kb.gateway.write_all([
             ("experiences_unlinked_clear", {"kb": ns, "rows": rows}),
             ("kb_state_facts_version_set", {"kb": ns, "expected": version, "next": following}),
+            counts,
         ])
+        self._report_concepts(results[-1][0])
         if results[1] and results[1][0]["ours"]:
             self.kb.link_state.keep(state, following, totals)
+
+    def _report_concepts(self, counts: Row) -> None:
+        report = self.report
+        report.concepts, report.insights = counts["concepts"], counts["insights"]
+        report.meta_concepts = counts["meta_concepts"]
+        report.relations |= {"EXHIBITS": counts["exhibits"], "INSTANCE_OF": counts["instance_of"]}
 
     # -- the two ways ------------------------------------------------------------------------------
 
@@ -169,20 +180,25 @@ class Consolidation:
     def _abstracts(self, abstracts: list[Experience]) -> list[tuple[str, dict[str, Any]]]:
         """Writes the workflows that are new (as experiences) and returns the calls that refresh
         those that exist: their id and learning state stay, what they say follows their group."""
-        existing = self.kb.store.existing_ids(a.key for a in abstracts)
-        self._fresh_abstracts = [a for a in abstracts if a.key not in existing]
+        stored = self.kb.store.stored_content_ids(a.key for a in abstracts)
+        self._fresh_abstracts = [a for a in abstracts if a.key not in stored]
         if self._fresh_abstracts:
             self.kb.add_experiences(self._fresh_abstracts)
-        grown = [a for a in abstracts if a.key in existing]
-        self.kb.embed_missing(grown)
+        grown = [a for a in abstracts if a.key in stored]
+        # A workflow's usual steps settle as its group grows: most refreshes change only its
+        # success rate and generalizability. Steps and embeddings are rewritten (and embedded) only
+        # when the content changed; the same content hashes to the same steps and vectors.
+        changed = [a for a in grown if stored[a.key] != a.content_id()]
+        self.kb.embed_missing(changed)
         step_rows: list[Row] = []
         next_rows: list[Row] = []
-        for abstract in grown:
+        for abstract in changed:
             steps, links = experience_steps(abstract)
             step_rows += steps
             next_rows += links
         ns = self.kb.namespace
         return [("abstract_experiences_refresh", {"kb": ns, "rows": [abstract_row(a) for a in grown]}),
+                ("abstract_experiences_rewrite", {"kb": ns, "rows": [embedding_row(a) for a in changed]}),
                 ("step_upsert", {"kb": ns, "rows": step_rows}),
                 ("step_link_next", {"kb": ns, "rows": next_rows})]
 

@@ -80,6 +80,7 @@ class IngestPipeline:
         self.report = IngestReport()
         self._duplicates: set[str] = set()  # where records repeat an earlier one exactly
         self._first_seen: dict[str, tuple[str, str]] = {}  # record key -> (fingerprint, where first read)
+        self._ingested_before: set[str] = set()  # record keys an earlier ingest marked done
 
     # -- public --------------------------------------------------------------------------------
 
@@ -157,10 +158,6 @@ class IngestPipeline:
         ``consolidate-<time>``)."""
         report = self.report
         Consolidation(self.kb, report, self._stage, self.document_writer).run(recluster, merge, run)
-        counts = self.kb.gateway.read("ingest_report_concepts", kb=self.kb.namespace)[0]
-        report.concepts, report.insights = counts["concepts"], counts["insights"]
-        report.meta_concepts = counts["meta_concepts"]
-        report.relations |= {"EXHIBITS": counts["exhibits"], "INSTANCE_OF": counts["instance_of"]}
         if self.llm is not None:
             report.llm = self.llm.counts()
         return report
@@ -200,9 +197,13 @@ class IngestPipeline:
         content: its record is skipped as already ingested, as those versions did."""
         problems: dict[str, tuple[str, ...]] = {}
         keys = list(self._first_seen)
+        # What was ingested before: read again under the lease (no other ingest marks records
+        # while it is held), it is what pass 1 skips.
+        self._ingested_before.clear()
         for start in range(0, len(keys), 5000):
             for row in self.kb.gateway.read("ingested_record_fingerprints", kb=self.kb.namespace,
                                             keys=keys[start : start + 5000]):
+                self._ingested_before.add(row["key"])
                 fingerprint, where = self._first_seen[row["key"]]
                 if row["fingerprint"] is not None and row["fingerprint"] != fingerprint:
                     problems[where] = (f"{where}: id: {_shown_id(row['key'])} was ingested before with different "
@@ -215,8 +216,7 @@ class IngestPipeline:
         crash before that makes the next run redo the record, which MERGE makes harmless."""
         report = self.report
         keys = [_record_key(r) for r in batch]
-        rows = self.kb.gateway.read("ingested_records", kb=self.kb.namespace, keys=keys)
-        done = set(rows[0]["keys"]) if rows else set()
+        done = {k for k in keys if k in self._ingested_before}
         report.records_already_ingested += sum(1 for r, k in zip(batch, keys, strict=True)
                                                if k in done and r.where not in self._duplicates)
         marks = {k: _fingerprint(r) for r, k in zip(batch, keys, strict=True)

@@ -58,8 +58,12 @@ def abstract_row(exp: Experience) -> Row:
     row = experience_row(exp)
     content = {k: v for k, v in row["content"].items() if k in ("problem", "goal", "generalizability", "actions",
                                                                  "operations", "shape", "content_id")}
-    return {"id": row["id"], "content": content, "success_rate": row["success_rate"],
-            **{f: row[f] for f in EMBEDDING_FIELDS}}
+    return {"id": row["id"], "content": content, "success_rate": row["success_rate"]}
+
+
+def embedding_row(exp: Experience) -> Row:
+    """An experience's embeddings by id (``abstract_experiences_rewrite``)."""
+    return {"id": exp.key, **{f: getattr(exp, f) for f in EMBEDDING_FIELDS}}
 
 
 def step_rows(exp: Experience) -> tuple[list[Row], list[Row]]:

@@ -230,9 +230,9 @@ class KnowledgeBase:
         by default ready-made experiences are kept exactly as written.
         """
         experiences = self.validate(items, labels)
-        where = self._refuse_changed_content(experiences, labels)
+        where, stored = self._refuse_changed_content(experiences, labels)
         unique = _combine_duplicates(experiences)
-        existing = self.store.existing_ids(e.key for e in unique)
+        existing = {e.key for e in unique if e.key in stored}
         self.embed_missing([e for e in unique if e.key not in existing])
         self.store.write(unique, existing, on_batch=on_progress, where=where)
         if maintain:
@@ -244,12 +244,12 @@ class KnowledgeBase:
 
     def _refuse_changed_content(
         self, experiences: Sequence[Experience], labels: Sequence[str] | None
-    ) -> dict[str, str]:
+    ) -> tuple[dict[str, str], set[str]]:
         """An id names one content. The same id with the same content is a duplicate (counted as
         existing); with other content it is an error, in this batch or against what is stored:
         there is no update mode (delete the old experience first, or give the new one its own id).
-        Returns where each id was first given; the write checks again against what another client
-        stored meanwhile (ExperienceStore.write)."""
+        Returns where each id was first given, and which ids are stored already; the write checks
+        again against what another client stored meanwhile (ExperienceStore.write)."""
         problems: list[str] = []
         first_seen: dict[str, tuple[str, str]] = {}
         for index, exp in enumerate(experiences):
@@ -265,7 +265,7 @@ class KnowledgeBase:
                                 "or give the new experience another id)")
         if problems:
             raise InvalidInputError(problems)
-        return {key: where for key, (_, where) in first_seen.items()}
+        return {key: where for key, (_, where) in first_seen.items()}, set(stored)
 
     def ingest(
         self, paths: Sequence[str | Path], skip_invalid: bool = False,
