@@ -29,7 +29,6 @@ from kbgraph.models import (
     FailureMode,
     Step,
     Trajectory,
-    TrajectoryStep,
 )
 
 

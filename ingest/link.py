@@ -32,7 +32,7 @@ import numpy.typing as npt
 from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.ingest.generalise import humanise_action
 from kbgraph.ids import content_hash
-from kbgraph.ingest.shapes import is_subsequence, operation_shape, operations, verb_of
+from kbgraph.ingest.shapes import is_subsequence, operations
 from kbgraph.models import Experience, Step
 
 ABSTRACT_SOURCE = "kbgraph:abstraction"

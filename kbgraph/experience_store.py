@@ -112,7 +112,10 @@ def aware_datetime(value: Any) -> datetime | None:
 
 
 def experience_from_record(record: Row) -> Experience:
-    """Rebuilds an Experience from the ``experience_get`` query's row."""
+    """Rebuilds an Experience from the ``experience_get`` query's row.
+
+    A step or failure mode another transaction deleted while the query read it (a workflow's
+    steps being rewritten, a merge) comes back as a map without properties: it is left out."""
     node = {k: native_value(v) for k, v in record["experience"].items()}
     fields = set(Experience.model_fields)
     data = {k: v for k, v in node.items() if k in fields}
@@ -121,12 +124,12 @@ def experience_from_record(record: Row) -> Experience:
             **{k: s[k] for k in STEP_FIELDS if s.get(k) is not None},
             "args_schema": json.loads(s.get("args_schema") or "{}"), "embedding": s.get("embedding"),
         }, context=STORED)
-        for s in record["steps"]
+        for s in record["steps"] if s.get("action") is not None
     ]
     data["failure_modes"] = [
         FailureMode.model_validate({**{k: f[k] for k in FAILURE_FIELDS if f.get(k) is not None},
                                     "embedding": f.get("embedding")}, context=STORED)
-        for f in record["failure_modes"]
+        for f in record["failure_modes"] if f.get("description") is not None
     ]
     data["relations"] = [Relation.model_validate(r, context=STORED) for r in record["relations"] if r is not None]
     data["source_ids"] = list(node.get("source_ids") or [])

@@ -555,7 +555,8 @@ class StudentRetriever:
         if not result:  # none of the ids is (still) stored
             return []
         ways = task_ways(result[0]["ways"], handoff_credit)
-        rows: list[dict[str, Any]] = list(result[0]["rows"])
+        # A candidate deleted while the query read it has no id: it is dropped.
+        rows: list[dict[str, Any]] = [row for row in result[0]["rows"] if row["id"] is not None]
         for row in rows:
             row["share"] = way_share(row["task_key"], row["operations"], ways) if row["kind"] == "concrete" else 1.0
             row["hands_off"] = hands_off(row["operations"] or ())
@@ -744,6 +745,8 @@ class StudentRetriever:
             next_frontier: dict[str, tuple[str, float, list[PathHop]]] = {}
             for row in rows:
                 node_id = row["id"]
+                if node_id is None:  # deleted while the query read it
+                    continue
                 # A seed reached from another seed competes too (it keeps the better of its direct
                 # and path scores); only expanding it again is skipped.
                 if node_id in excluded or node_id == row["seed"]:
@@ -812,7 +815,10 @@ class StudentRetriever:
             return []
         attempts = {hit_id: found for hit_id, found in (attempts or {}).items() if hit_id in chosen}
         wanted = [*chosen, *(f for found in attempts.values() for f, _ in found)]
-        records = {r["experience"]["id"]: r for r in self.gateway.read("search_hits_get", kb=self.namespace, ids=wanted)}
+        # An experience deleted while the query read it (merged away by a concurrent ingest) comes
+        # back without properties: it is skipped like one deleted between the stages.
+        records = {r["experience"]["id"]: r for r in self.gateway.read("search_hits_get", kb=self.namespace, ids=wanted)
+                   if r["experience"].get("id") is not None}
         hits: list[SearchHit] = []
         for hit_id in chosen:
             record = records.get(hit_id)
