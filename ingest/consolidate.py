@@ -144,11 +144,9 @@ class Consolidation:
         else:
             rows = [row for start in range(0, len(ids), 5000)
                     for row in self.kb.gateway.read("experiences_link_facts_by_ids", kb=ns, ids=ids[start:start + 5000])]
-        cache = self.kb.pg_vectors
-        missing = cache.missing(row["id"] for row in rows)
-        for start in range(0, len(missing), 5000):
-            cache.put(self.kb.gateway.read("experience_pg_vectors", kb=ns, ids=missing[start : start + 5000]))
-        return [ExperienceFacts.from_row({**row, "pg": cache.get(row["id"])}) for row in rows]
+        vectors = self.kb.pg_vectors.read_through(
+            (row["id"] for row in rows), lambda wanted: self.kb.gateway.read("experience_pg_vectors", kb=ns, ids=wanted))
+        return [ExperienceFacts.from_row({**row, "pg": vectors[row["id"]]}) for row in rows]
 
     # -- writing -------------------------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ from kbgraph.embedders import Embedder
 from kbgraph.errors import InvalidInputError, validation_problems
 from kbgraph.experience_store import experience_from_record
 from kbgraph.gateway import Neo4jGateway
-from kbgraph.ingest.facts import PgVectorCache, unit_vector
+from kbgraph.ingest.facts import PgVectorCache
 from kbgraph.ingest.generalise import describe_step, generalise_text
 from kbgraph.models import RelationType
 from kbgraph.search.handoff import hands_off
@@ -794,18 +794,9 @@ class StudentRetriever:
         """Unit problem+goal vectors of experiences ``ids`` (those stored with one). A concrete
         experience's never changes (its id is its content's hash), so it is read once per process;
         an abstract one's follows its group, so it is read each time."""
-        abstract = {i for i in ids if facts.get(i, {}).get("kind") == "abstract"}
-        concrete = [i for i in ids if i not in abstract]
-        wanted = self.pg_vectors.missing(concrete) + sorted(abstract)
-        read = {row["id"]: row for row in self.gateway.read("experience_pg_vectors", kb=self.namespace, ids=wanted)
-                if row["pg_embedding"] is not None} if wanted else {}
-        self.pg_vectors.put(row for i, row in read.items() if i not in abstract)
-        vectors = {i: unit_vector(row["pg_embedding"]) for i, row in read.items() if i in abstract}
-        for i in concrete:
-            vector = self.pg_vectors.find(i)
-            if vector is not None:
-                vectors[i] = vector
-        return vectors
+        abstract = [i for i in ids if facts.get(i, {}).get("kind") == "abstract"]
+        return self.pg_vectors.read_through(
+            ids, lambda wanted: self.gateway.read("experience_pg_vectors", kb=self.namespace, ids=wanted), uncached=abstract)
 
     def _read_hits(
         self, chosen: list[str], pool: dict[str, tuple[float, ScoreBreakdown, list[str], _Reached | None]],
