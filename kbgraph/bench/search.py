@@ -13,7 +13,10 @@ One run over one namespace:
 4. warms up (``warmup`` searches, not counted), then for every query times
    ``kb.student.search(query, query_vectors=…)`` (wall time around the call, and the retriever's
    own ``timings_ms["retrieval"]``) and, right after it, the brute-force top-k
-   (``matrix @ query``, ``argpartition``), so both see the same machine load.
+   (``matrix @ query``, ``argpartition``), so both see the same machine load. The baseline runs
+   on one BLAS thread: with more, OpenBLAS's idle threads spin after each product and take the
+   cores the Neo4j server being measured needs (on 2 cores that alone made kbgraph's p50 at 10k
+   28 ms instead of 19). One thread is also what a single query's product needs.
 
 Figures: p50/p95/p99/mean for both systems, split by queries with and without executed steps,
 candidates per search, a per-stage p50/mean breakdown of ``timings_ms``, the namespace's size
@@ -45,6 +48,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from threadpoolctl import threadpool_limits
 from rich.console import Console
 from rich.table import Table
 
@@ -178,43 +182,45 @@ def run_search_benchmark(
     load_s = time.perf_counter() - started
     query_rows = [_unit32(v["pg"]) if v.get("pg") is not None else None for v in vectors]
 
-    # 3. Warm-up, then both systems per query, back to back.
-    for i in range(min(max(warmup, 0), len(picked))):
-        kb.student.search(picked[i], query_vectors=vectors[i])
-        row = query_rows[i]
-        if row is not None and len(ids):
-            _brute_force(matrix, row, k)
-    wall: list[float] = []
-    retrieval: list[float] = []
-    brute: list[float] = []
-    by_kind: dict[str, list[float]] = {"with_steps": [], "task_only": []}
-    stages: dict[str, list[float]] = {s: [] for s in STAGES}
-    stages_by_kind: dict[str, dict[str, list[float]]] = {kind: {s: [] for s in STAGES} for kind in by_kind}
-    candidates: list[float] = []
-    hits: list[float] = []
-    notes: Counter[str] = Counter()
-    for done, (query, vector, row) in enumerate(zip(picked, vectors, query_rows, strict=True), 1):
-        started = time.perf_counter()
-        results = kb.student.search(query, query_vectors=vector)
-        elapsed = (time.perf_counter() - started) * 1000
-        wall.append(elapsed)
-        kind = "with_steps" if query.steps_so_far else "task_only"
-        by_kind[kind].append(elapsed)
-        retrieval.append(results.timings_ms.get("retrieval", elapsed))
-        for stage in STAGES:
-            if stage in results.timings_ms:
-                stages[stage].append(results.timings_ms[stage])
-                stages_by_kind[kind][stage].append(results.timings_ms[stage])
-        candidates.append(results.candidates)
-        hits.append(len(results.hits))
-        for note in results.notes:
-            notes[note.split(":")[0]] += 1
-        if row is not None and len(ids):
+    # 3. Warm-up, then both systems per query, back to back; the baseline on one
+    # BLAS thread (see the module docstring).
+    with threadpool_limits(limits=1, user_api="blas"):
+        for i in range(min(max(warmup, 0), len(picked))):
+            kb.student.search(picked[i], query_vectors=vectors[i])
+            row = query_rows[i]
+            if row is not None and len(ids):
+                _brute_force(matrix, row, k)
+        wall: list[float] = []
+        retrieval: list[float] = []
+        brute: list[float] = []
+        by_kind: dict[str, list[float]] = {"with_steps": [], "task_only": []}
+        stages: dict[str, list[float]] = {s: [] for s in STAGES}
+        stages_by_kind: dict[str, dict[str, list[float]]] = {kind: {s: [] for s in STAGES} for kind in by_kind}
+        candidates: list[float] = []
+        hits: list[float] = []
+        notes: Counter[str] = Counter()
+        for done, (query, vector, row) in enumerate(zip(picked, vectors, query_rows, strict=True), 1):
             started = time.perf_counter()
-            _brute_force(matrix, row, k)
-            brute.append((time.perf_counter() - started) * 1000)
-        if on_progress is not None:
-            on_progress("search", done, len(picked))
+            results = kb.student.search(query, query_vectors=vector)
+            elapsed = (time.perf_counter() - started) * 1000
+            wall.append(elapsed)
+            kind = "with_steps" if query.steps_so_far else "task_only"
+            by_kind[kind].append(elapsed)
+            retrieval.append(results.timings_ms.get("retrieval", elapsed))
+            for stage in STAGES:
+                if stage in results.timings_ms:
+                    stages[stage].append(results.timings_ms[stage])
+                    stages_by_kind[kind][stage].append(results.timings_ms[stage])
+            candidates.append(results.candidates)
+            hits.append(len(results.hits))
+            for note in results.notes:
+                notes[note.split(":")[0]] += 1
+            if row is not None and len(ids):
+                started = time.perf_counter()
+                _brute_force(matrix, row, k)
+                brute.append((time.perf_counter() - started) * 1000)
+            if on_progress is not None:
+                on_progress("search", done, len(picked))
 
     return {
         "namespace": kb.namespace,

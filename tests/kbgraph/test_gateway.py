@@ -1,12 +1,15 @@
 """The gateway's rows are what ``record.data()`` gives, for plain values and for graph values alike
-(real Neo4j: the driver's own records)."""
+(real Neo4j: the driver's own records). Reads are single auto-commit queries, retried as the
+driver retries a managed transaction."""
 
 from __future__ import annotations
+
+import time
 
 import neo4j
 import pytest
 
-from kbgraph.gateway import row_of
+from kbgraph.gateway import Neo4jGateway, retried, row_of
 
 QUERIES = [
     "RETURN [x IN range(1, 384) | x / 384.0] AS vector, 'a' AS text, null AS nothing, 3 AS n, true AS flag",
@@ -29,3 +32,69 @@ def test_a_row_is_what_record_data_gives(session: neo4j.Session, cypher: str) ->
     records = list(session.run(cypher))
     assert len(records) == 1
     assert row_of(records[0]) == records[0].data()
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def _failing(times: int, error: Exception) -> tuple[list[int], object]:
+    calls: list[int] = []
+
+    def call() -> str:
+        calls.append(1)
+        if len(calls) <= times:
+            raise error
+        return "rows"
+
+    return calls, call
+
+
+def test_a_read_that_meets_a_retryable_error_is_run_again_with_the_drivers_backoff() -> None:
+    clock = _Clock()
+    calls, call = _failing(2, neo4j.exceptions.ServiceUnavailable("connection lost"))
+    assert retried(call, 10.0, sleep=clock.sleep, clock=lambda: clock.now) == "rows"  # type: ignore[arg-type]
+    assert len(calls) == 3
+    assert 0.8 <= clock.slept[0] <= 1.2 and 1.6 <= clock.slept[1] <= 2.4
+
+
+def test_a_read_still_failing_after_the_retry_time_raises_that_error() -> None:
+    clock = _Clock()
+    calls, call = _failing(1000, neo4j.exceptions.SessionExpired("gone"))
+    with pytest.raises(neo4j.exceptions.SessionExpired):
+        retried(call, 5.0, sleep=clock.sleep, clock=lambda: clock.now)  # type: ignore[arg-type]
+    assert sum(clock.slept) <= 5.0 + 1e-9  # never waits past the retry time
+    assert 3 <= len(calls) <= 5
+
+
+def test_an_error_that_is_not_retryable_is_raised_at_once() -> None:
+    clock = _Clock()
+    calls, call = _failing(1, ValueError("a bug, not the connection"))
+    with pytest.raises(ValueError):
+        retried(call, 10.0, sleep=clock.sleep, clock=lambda: clock.now)  # type: ignore[arg-type]
+    assert len(calls) == 1 and clock.slept == []
+
+
+def test_a_read_sees_the_write_before_it_and_a_query_error_is_not_retried(
+    driver: neo4j.Driver, neo4j_target  # type: ignore[no-untyped-def]
+) -> None:
+    gateway = Neo4jGateway(driver, neo4j_target.database, retry_time_s=30.0)
+    try:
+        with gateway.session() as session:
+            session.run("CREATE (:GatewayProbe {name: 'written'})").consume()
+        assert gateway.read("ping")  # a named read, one auto-commit query
+        with gateway.session(default_access_mode=neo4j.READ_ACCESS) as session:
+            assert session.run("MATCH (p:GatewayProbe {name: 'written'}) RETURN count(p) AS n").single()["n"] == 1
+        started = time.monotonic()
+        with pytest.raises(neo4j.exceptions.CypherSyntaxError):
+            retried(lambda: list(driver.session(database=neo4j_target.database).run("RETURN nonsense(")), 30.0)
+        assert time.monotonic() - started < 5.0
+    finally:
+        with driver.session(database=neo4j_target.database) as session:
+            session.run("MATCH (n:GatewayProbe) DETACH DELETE n").consume()
