@@ -27,7 +27,7 @@ import neo4j
 from kbgraph.cypher_files import query
 from kbgraph.deadline import timed_out
 from kbgraph.embedders import Embedder, Vectors, WrappingEmbedder
-from kbgraph.gateway import PING_TIMEOUT_S, Neo4jGateway, Row, row_of
+from kbgraph.gateway import PING_TIMEOUT_S, Neo4jGateway, Row, quiet, row_of
 
 T = TypeVar("T")
 
@@ -146,7 +146,7 @@ class AsyncGateway(Neo4jGateway):
     def read(self, name: str, **params: Any) -> list[Row]:
         async def work() -> list[Row]:
             records, _, _ = await self.async_driver.execute_query(
-                query(name), params, database_=self.database, routing_=neo4j.RoutingControl.READ)
+                query(name), quiet(params), database_=self.database, routing_=neo4j.RoutingControl.READ)
             return [row_of(record) for record in records]
 
         return self._await(self._bounded(self.timeout_s, name, work()))
@@ -158,7 +158,7 @@ class AsyncGateway(Neo4jGateway):
         async def work(tx: neo4j.AsyncManagedTransaction) -> list[list[Row]]:
             results = []
             for name, params in calls:
-                result = await tx.run(query(name), params)
+                result = await tx.run(query(name), quiet(params))
                 results.append([row_of(record) async for record in result])
             if verify is not None:
                 verify(results)
@@ -173,14 +173,14 @@ class AsyncGateway(Neo4jGateway):
     def auto_commit(self, name: str, **params: Any) -> list[Row]:
         async def statement() -> list[Row]:
             async with self._session() as session:
-                return [row_of(record) async for record in await session.run(query(name), params)]
+                return [row_of(record) async for record in await session.run(query(name), quiet(params))]
 
         return self._await(self._bounded(self.bulk_timeout_s, name, statement()))
 
     def run_statement(self, statement: str, params: dict[str, Any]) -> None:
         async def run() -> None:
             async with self._session() as session:
-                await (await session.run(statement, params)).consume()
+                await (await session.run(statement, quiet(params))).consume()
 
         self._await(run())
 

@@ -23,10 +23,16 @@ _SCALARS = (float, int, str, bool, type(None))
 _GRAPH_TYPES = (neo4j.graph.Node, neo4j.graph.Relationship, neo4j.graph.Path)
 
 
+_SCALAR_TYPES = frozenset(_SCALARS)
+
+
 def _holds_graph_values(value: Any) -> bool:
     if isinstance(value, _SCALARS):
         return False
     if isinstance(value, list):
+        # A list of plain values (a vector: 384 floats) is settled by one pass in C.
+        if _SCALAR_TYPES.issuperset(map(type, value)):
+            return False
         return any(not isinstance(item, _SCALARS) and _holds_graph_values(item) for item in value)
     if isinstance(value, dict):
         return any(_holds_graph_values(item) for item in value.values())
@@ -42,6 +48,34 @@ def row_of(record: neo4j.Record) -> Row:
     if any(_holds_graph_values(value) for value in row.values()):
         return record.data()
     return row
+
+
+class _QuietList(list[Any]):
+    """A list parameter whose repr is one short line (see :func:`quiet`)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"<list of {len(self)}>"
+
+
+class _QuietDict(dict[str, Any]):
+    """A map parameter whose repr is one short line (see :func:`quiet`)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"<map of {len(self)}>"
+
+
+def quiet(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with each list or map value in a subclass whose repr is short; what is sent is
+    the same. The driver formats every query's parameters with repr() for a debug log line
+    whether or not debug logging is on: ~170 µs a 384-float vector, so ~1 ms a search and about
+    a quarter of the time of writing steps with their vectors (2,000 vectors: 387 ms to send
+    as plain lists, 42 ms like this)."""
+    return {key: _QuietList(value) if type(value) is list else _QuietDict(value) if type(value) is dict else value
+            for key, value in params.items()}
 
 
 def retried(
@@ -120,7 +154,7 @@ class Neo4jGateway:
 
         def once() -> list[Row]:
             with self.session(default_access_mode=neo4j.READ_ACCESS) as session:
-                return [row_of(record) for record in session.run(text, params)]
+                return [row_of(record) for record in session.run(text, quiet(params))]
 
         return within(self.timeout_s, name, lambda: retried(once, self.retry_time_s), self.answers)
 
@@ -136,7 +170,7 @@ class Neo4jGateway:
         ``verify`` sees the results before the commit; whatever it raises rolls everything back."""
 
         def work(tx: neo4j.ManagedTransaction) -> list[list[Row]]:
-            results = [[row_of(record) for record in tx.run(query(name), params)] for name, params in calls]
+            results = [[row_of(record) for record in tx.run(query(name), quiet(params))] for name, params in calls]
             if verify is not None:
                 verify(results)
             return results
@@ -151,7 +185,7 @@ class Neo4jGateway:
         """For queries that manage their own transactions (``CALL … IN TRANSACTIONS``)."""
         def statement() -> list[Row]:
             with self.session() as session:
-                return [row_of(record) for record in session.run(query(name), params)]
+                return [row_of(record) for record in session.run(query(name), quiet(params))]
 
         return within(self.bulk_timeout_s, name, statement, self.answers)
 
@@ -159,7 +193,7 @@ class Neo4jGateway:
         """One statement that is not a named query (the schema files'), in an auto-commit
         transaction, unbounded (creating an index waits for nothing else)."""
         with self.session() as session:
-            session.run(statement, params).consume()
+            session.run(statement, quiet(params)).consume()
 
     # How shared code waits and runs things side by side: threads here, the event loop's tasks in
     # kbgraph.aio.AsyncGateway (so the same code serves KnowledgeBase and AsyncKnowledgeBase).

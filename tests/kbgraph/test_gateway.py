@@ -9,7 +9,7 @@ import time
 import neo4j
 import pytest
 
-from kbgraph.gateway import Neo4jGateway, retried, row_of
+from kbgraph.gateway import Neo4jGateway, quiet, retried, row_of
 
 QUERIES = [
     "RETURN [x IN range(1, 384) | x / 384.0] AS vector, 'a' AS text, null AS nothing, 3 AS n, true AS flag",
@@ -98,3 +98,15 @@ def test_a_read_sees_the_write_before_it_and_a_query_error_is_not_retried(
     finally:
         with driver.session(database=neo4j_target.database) as session:
             session.run("MATCH (n:GatewayProbe) DETACH DELETE n").consume()
+
+
+def test_quiet_parameters_print_short_and_reach_neo4j_unchanged(session: neo4j.Session) -> None:
+    vector = [i / 384.0 for i in range(384)]
+    params = {"rows": [{"id": "a", "embedding": vector, "tags": ["x"]}], "props": {"n": 1, "v": vector},
+              "vector": vector, "kb": "ns", "k": 3}
+    sent = quiet(params)
+    # What the driver formats for its debug line is a few characters, not thousands of floats.
+    assert len(repr(sent)) < 200
+    assert sent == params and params["rows"][0]["embedding"] is vector  # nothing copied deep, nothing changed
+    row = session.run("RETURN $rows AS rows, $props AS props, $vector AS vector, $kb AS kb, $k AS k", sent).single()
+    assert row is not None and row_of(row) == params
