@@ -27,15 +27,15 @@ _SCALAR_TYPES = frozenset(_SCALARS)
 
 
 def _holds_graph_values(value: Any) -> bool:
-    if isinstance(value, _SCALARS):
+    if type(value) in _SCALAR_TYPES:
         return False
-    if isinstance(value, list):
-        # A list of plain values (a vector: 384 floats) is settled by one pass in C.
-        if _SCALAR_TYPES.issuperset(map(type, value)):
+    if isinstance(value, list | dict):
+        items = value.values() if isinstance(value, dict) else value
+        # The plain values (all 384 floats of a vector, most fields of a row) are passed over in
+        # one pass in C; only containers and other types are looked into.
+        if _SCALAR_TYPES.issuperset(map(type, items)):
             return False
-        return any(not isinstance(item, _SCALARS) and _holds_graph_values(item) for item in value)
-    if isinstance(value, dict):
-        return any(_holds_graph_values(item) for item in value.values())
+        return any(_holds_graph_values(item) for item in items if type(item) not in _SCALAR_TYPES)
     return isinstance(value, _GRAPH_TYPES)
 
 
