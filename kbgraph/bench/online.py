@@ -27,8 +27,11 @@ it is held to (:data:`TARGETS`):
       vector indexes do not carry this one's entries.
 
 Search runs right after the build, before anything is added: its namespace is the scaled KB
-exactly. The sizes share one server with whatever other namespaces it holds; each search result
-records the database's size beside the namespace's.
+exactly. It waits first until the machine is quiet (:func:`wait_for_quiet_machine`: a local Neo4j
+merges its new index segments for a minute or more after a build), as the warm batch ingest does
+after its clear; the waits are in the report (``settled_…_s``). The sizes share one server with
+whatever other namespaces it holds; each search result records the database's size beside the
+namespace's.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from kbgraph.bench.add import bench_one_namespace
 from kbgraph.bench.concurrent import load_runs, run_concurrent_benchmark
@@ -57,6 +62,7 @@ __all__ = [
     "online_figures",
     "online_namespace",
     "run_online_benchmark",
+    "wait_for_quiet_machine",
 ]
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
@@ -180,6 +186,21 @@ def online_figures(report: dict[str, Any]) -> list[Figure]:
     return rows + _growth_figure(report["sizes"])
 
 
+def wait_for_quiet_machine(limit_s: float = 120.0, busy_percent: float = 25.0, quiet_seconds: int = 3) -> float:
+    """Seconds waited until this machine's CPU use (all cores, 0–100) stayed under
+    ``busy_percent`` for ``quiet_seconds`` seconds in a row, giving up after ``limit_s``.
+
+    After a build or a clear, a local Neo4j goes on merging its vector index segments for a minute
+    or more, on the cores the next measurement needs: a search measured meanwhile measures that
+    (at 10,000 a query with executed steps then took up to 158 ms instead of ~70). A server on
+    another machine does not show here, and nothing is waited for."""
+    started = time.perf_counter()
+    calm = 0
+    while calm < quiet_seconds and time.perf_counter() - started < limit_s:
+        calm = calm + 1 if psutil.cpu_percent(interval=1.0) < busy_percent else 0
+    return round(time.perf_counter() - started, 1)
+
+
 def _clear(kb: KnowledgeBase) -> float:
     started = time.perf_counter()
     kb.clear()
@@ -194,19 +215,23 @@ def _ingest_pass(kb: KnowledgeBase, files: Sequence[Path], on_progress: StageRep
             "embedding_cache_misses": report.embedding_cache_misses}
 
 
-def run_batch_ingest(kb: KnowledgeBase, files: Sequence[Path], on_progress: OnlineProgress | None = None) -> dict[str, Any]:
-    """Two ingests of ``files`` into ``kb``'s namespace, cleared before each; the second is warm."""
+def run_batch_ingest(kb: KnowledgeBase, files: Sequence[Path], on_progress: OnlineProgress | None = None,
+                     settle_s: float = 120.0) -> dict[str, Any]:
+    """Two ingests of ``files`` into ``kb``'s namespace, cleared before each; the second is warm,
+    once the machine is quiet (waiting ``settle_s`` at most)."""
     _clear(kb)
     first = _ingest_pass(kb, files, with_prefix(on_progress, "ingest, first pass"))
     _clear(kb)
+    settled = wait_for_quiet_machine(settle_s)
     warm = _ingest_pass(kb, files, with_prefix(on_progress, "ingest, warm pass"))
-    return {"namespace": kb.namespace, "files": [str(f) for f in files], "first": first, "warm": warm}
+    return {"namespace": kb.namespace, "files": [str(f) for f in files], "first": first, "warm": warm,
+            "settled_before_warm_s": settled}
 
 
 def _one_size(kb: KnowledgeBase, size: int, seeds: Sequence[Any], *, queries: int, adds: int, scratch_adds: int,
               runs: Sequence[dict[str, Any]], traffic_runs: list[dict[str, Any]], concurrent: bool,
               clients: Sequence[int], seconds: float, eval_dir: Path, seed: int, keep: bool,
-              on_progress: OnlineProgress | None) -> dict[str, Any]:
+              on_progress: OnlineProgress | None, settle_s: float) -> dict[str, Any]:
     label = f"{size:,}"
     cleared_before = _clear(kb)
     build = build_scaled_kb(kb, seeds, size, seed=seed, on_progress=with_prefix(on_progress, f"{label}: build"))
@@ -214,6 +239,9 @@ def _one_size(kb: KnowledgeBase, size: int, seeds: Sequence[Any], *, queries: in
         "size": size, "namespace": kb.namespace, "cleared_before_s": cleared_before,
         "build": {**build.as_dict(), "per_s": round(build.written / build.seconds, 1) if build.seconds else 0.0},
     }
+    # Search right after the build (its namespace is the scaled KB exactly), once Neo4j's
+    # background work on the new segments is done.
+    result["settled_before_search_s"] = wait_for_quiet_machine(settle_s)
     result["search"] = run_search_benchmark(kb, queries, seed=seed, eval_dir=eval_dir,
                                             on_progress=with_prefix(on_progress, f"{label}: search"))
 
@@ -252,11 +280,13 @@ def run_online_benchmark(
     prefix: str = DEFAULT_PREFIX,
     on_progress: OnlineProgress | None = None,
     on_partial: Callable[[dict[str, Any]], None] | None = None,
+    settle_s: float = 120.0,
 ) -> dict[str, Any]:
     """Every figure of the online-scale table (see the module docstring); JSON-ready, with the
     table's rows under ``figures``. ``open_kb(namespace)`` opens a KnowledgeBase. ``on_partial``
     gets the report so far after the ingest and after each size (``complete`` false until the
-    end), so a run stopped at 100,000 keeps what it measured before."""
+    end), so a run stopped at 100,000 keeps what it measured before. ``settle_s``: the longest
+    wait for a quiet machine before the warm ingest and each size's search (0: none)."""
     problems = [f"size {n}: must be between 100 and 1,000,000 experiences" for n in sizes if not 100 <= n <= 1_000_000]
     if not trajectory_files:
         problems.append("no trajectory files to ingest and scale from")
@@ -267,7 +297,7 @@ def run_online_benchmark(
     started = time.perf_counter()
     load_before = os.getloadavg()
     with open_kb(online_namespace("ingest", prefix)) as kb:
-        ingest = run_batch_ingest(kb, trajectory_files, on_progress)
+        ingest = run_batch_ingest(kb, trajectory_files, on_progress, settle_s)
         seeds = load_seeds(kb.gateway, kb.namespace)
         if not keep:
             _clear(kb)
@@ -295,7 +325,7 @@ def run_online_benchmark(
             results.append(_one_size(
                 kb, size, seeds, queries=queries, adds=adds, scratch_adds=scratch_adds, runs=runs,
                 traffic_runs=traffic_runs, concurrent=size in concurrent_sizes, clients=clients, seconds=seconds,
-                eval_dir=eval_dir, seed=seed, keep=keep, on_progress=on_progress))
+                eval_dir=eval_dir, seed=seed, keep=keep, on_progress=on_progress, settle_s=settle_s))
         if on_partial is not None:
             on_partial(report(complete=len(results) == len(sizes)))
     return report(complete=True)

@@ -61,6 +61,9 @@ def bench_online(
     out_file: Annotated[Path | None, typer.Option(
         "--out", help="Also write the JSON report to FILE, updated after each size (a stopped run keeps what it "
                       "measured)")] = None,
+    settle: Annotated[float, typer.Option(
+        "--settle", help="Longest wait, in seconds, for a quiet machine before the warm ingest and each size's "
+                         "search (a local Neo4j merges index segments after a build); 0 measures at once")] = 120.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print everything as JSON")] = False,
 ) -> None:
     """Online memory at scale, every figure in one run: batch ingest, then per size the scaled
@@ -80,6 +83,8 @@ def bench_online(
     problems += [f"--clients {n}: must be between 1 and 256" for n in clients or [] if not 1 <= n <= 256]
     if not 1.0 <= seconds <= 3600.0:
         problems.append(f"--seconds {seconds}: must be between 1 and 3600")
+    if not 0.0 <= settle <= 3600.0:
+        problems.append(f"--settle {settle}: must be between 0 and 3600")
     trajectories = _jsonl_files(data / "trajectories", "--data", problems)
     runs = _jsonl_files(data / "real_runs", "--data", problems)
     if not (data / "eval").is_dir():
@@ -96,7 +101,7 @@ def bench_online(
             _open, trajectories, runs, data / "eval", sizes=chosen, queries=queries, adds=adds,
             scratch_adds=scratch_adds, concurrent_sizes=sorted(traffic), clients=clients or [1, 4, 8],
             seconds=seconds, seed=seed, keep=keep, prefix=prefix, on_progress=on_progress,
-            on_partial=None if out_file is None else partial(_write_json, out_file))
+            on_partial=None if out_file is None else partial(_write_json, out_file), settle_s=settle)
     if as_json:
         _print_json(report)
         return

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kbgraph.bench.online import TARGETS, online_figures, online_namespace
+from kbgraph.bench.online import TARGETS, online_figures, online_namespace, wait_for_quiet_machine
 from tests.conftest import REAL_RUNS, SHARED_DATA, Neo4jTarget
 from tests.kbgraph.test_cli import kbgraph
 
@@ -99,12 +99,15 @@ def test_the_command_measures_every_stage_and_clears_its_namespaces(
     saved = tmp_path / "online.json"
     done = kbgraph(neo4j_target, namespace, "bench", "online", "--data", str(small_data), "--prefix", namespace,
                    "-s", "150", "-s", "300", "--traffic-at", "300", "-c", "2", "--seconds", "2", "-q", "6",
-                   "--adds", "2", "--scratch-adds", "1", "--out", str(saved), "--json")
+                   "--adds", "2", "--scratch-adds", "1", "--settle", "2", "--out", str(saved), "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["complete"] and json.loads(saved.read_text())["figures"] == report["figures"]
     assert report["ingest"]["warm"]["trajectories"] == 80 and report["ingest"]["warm"]["per_s"] > 0
     assert [s["size"] for s in report["sizes"]] == [150, 300]
+    # Waits for a quiet machine are bounded by --settle (each is a few 1 s samples).
+    assert 0 < report["ingest"]["settled_before_warm_s"] <= 4
+    assert all(0 < s["settled_before_search_s"] <= 4 for s in report["sizes"])
     for size in report["sizes"]:
         assert size["namespace"] == online_namespace(size["size"], namespace)
         assert size["build"]["experiences"] == size["size"] and size["build"]["written"] == size["size"]
@@ -129,3 +132,9 @@ def test_the_command_checks_its_arguments_before_connecting(neo4j_target: Neo4jT
     assert "Traceback" not in done.stderr
     for named in ("--size 50", "--adds 0", "--traffic-at 7", f"--data {tmp_path}", "--out"):
         assert named in done.stderr, done.stderr
+
+
+def test_waiting_for_a_quiet_machine_ends_once_quiet_or_at_its_limit() -> None:
+    assert wait_for_quiet_machine(limit_s=10.0, busy_percent=101.0, quiet_seconds=1) <= 2.0  # always quiet
+    assert 1.9 <= wait_for_quiet_machine(limit_s=2.0, busy_percent=0.0, quiet_seconds=1) <= 3.5  # never quiet
+    assert wait_for_quiet_machine(limit_s=0.0) == 0.0  # 0: measure at once
