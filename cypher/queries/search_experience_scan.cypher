@@ -11,8 +11,10 @@ WHERE node.status IN $statuses
   AND coalesce(node.success_rate, 0.0) >= $min_success
   AND coalesce(node.quality, 0.0) >= $min_quality
   AND (coalesce(node.scope, 'shared') = 'shared' OR node.owner_agent = $agent)
-  AND node[$property] IS NOT NULL
 WITH node, vector.similarity.cosine(node[$property], $vector) AS score
+// Read once: a separate `node[$property] IS NOT NULL` reads the whole vector a second time (a
+// dynamic property is not cached as `node.pg_embedding` would be); 21 -> 15 ms for 934 nodes.
+WHERE score IS NOT NULL
 WITH node.id AS id, score,
   (2 * score - 1) * CASE WHEN $domain IS NULL OR node.domain = $domain THEN 1.0 ELSE $other_domain END AS rank
 RETURN id, score
