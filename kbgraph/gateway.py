@@ -102,6 +102,15 @@ def retried(
             delay *= 2
 
 
+def driver_retry_time_s(driver: neo4j.Driver, default: float = 30.0) -> float:
+    """The ``max_transaction_retry_time`` ``driver`` was made with. The driver keeps it in a
+    private attribute; a driver without it (another version, a wrapper) gets the driver's
+    documented default, 30 s."""
+    config = getattr(driver, "_default_workspace_config", None)
+    value = getattr(config, "max_transaction_retry_time", None)
+    return float(value) if isinstance(value, int | float) else default
+
+
 class Neo4jGateway:
     """Every ``timeout_s`` a read or write transaction is still running (``bulk_timeout_s`` for
     statements that batch themselves, ``CALL … IN TRANSACTIONS``), the server is pinged: a call on
@@ -109,12 +118,14 @@ class Neo4jGateway:
     kbgraph.deadline for why this is kept on our side of the connection)."""
 
     def __init__(self, driver: neo4j.Driver, database: str = "neo4j", *, timeout_s: float | None = 20.0,
-                 bulk_timeout_s: float | None = 600.0, retry_time_s: float = 10.0):
+                 bulk_timeout_s: float | None = 600.0, retry_time_s: float | None = None):
         self.driver = driver
         self.database = database
         self.timeout_s = timeout_s
         self.bulk_timeout_s = bulk_timeout_s
-        self.retry_time_s = retry_time_s
+        #: How long reads are retried (see :func:`retried`): by default the driver's own
+        #: ``max_transaction_retry_time``, so a read gives up when a managed transaction would.
+        self.retry_time_s = retry_time_s if retry_time_s is not None else driver_retry_time_s(driver)
 
     def session(self, **config: Any) -> neo4j.Session:
         """A session that shares the driver's bookmark manager with every other session here and

@@ -117,8 +117,7 @@ class KnowledgeBase:
         self.driver = driver
         # AsyncKnowledgeBase passes its own gateway (kbgraph.aio.AsyncGateway, on the AsyncDriver).
         self.gateway = gateway or Neo4jGateway(driver, database, timeout_s=self.settings.query_timeout_s,
-                                               bulk_timeout_s=self.settings.bulk_query_timeout_s,
-                                               retry_time_s=self.settings.retry_time_s)
+                                               bulk_timeout_s=self.settings.bulk_query_timeout_s)
         self.store = ExperienceStore(self.gateway, namespace, self.settings.write_batch_size)
         self.browser_url = browser_url
         self._owns_driver = owns_driver

@@ -9,7 +9,7 @@ import time
 import neo4j
 import pytest
 
-from kbgraph.gateway import Neo4jGateway, quiet, retried, row_of
+from kbgraph.gateway import Neo4jGateway, driver_retry_time_s, quiet, retried, row_of
 
 QUERIES = [
     "RETURN [x IN range(1, 384) | x / 384.0] AS vector, 'a' AS text, null AS nothing, 3 AS n, true AS flag",
@@ -110,3 +110,15 @@ def test_quiet_parameters_print_short_and_reach_neo4j_unchanged(session: neo4j.S
     assert sent == params and params["rows"][0]["embedding"] is vector  # nothing copied deep, nothing changed
     row = session.run("RETURN $rows AS rows, $props AS props, $vector AS vector, $kb AS kb, $k AS k", sent).single()
     assert row is not None and row_of(row) == params
+
+
+def test_reads_are_retried_as_long_as_the_driver_retries_its_transactions() -> None:
+    for configured, expected in (({"max_transaction_retry_time": 0}, 0.0), ({"max_transaction_retry_time": 4}, 4.0),
+                                 ({}, 30.0)):
+        driver = neo4j.GraphDatabase.driver("bolt://127.0.0.1:1", auth=("neo4j", "x"), **configured)
+        try:
+            assert driver_retry_time_s(driver) == expected
+            assert Neo4jGateway(driver).retry_time_s == expected
+            assert Neo4jGateway(driver, retry_time_s=1.5).retry_time_s == 1.5
+        finally:
+            driver.close()
