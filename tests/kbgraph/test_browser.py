@@ -21,6 +21,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -309,8 +310,9 @@ def test_the_browser_logs_in_applies_the_style_and_draws_the_memory_as_a_graph(
         browser.get(server.browser_url)
         wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "[data-testid=password]"))
         browser.find_element(By.CSS_SELECTOR, "[data-testid=username]").send_keys("neo4j")
-        browser.find_element(By.CSS_SELECTOR, "[data-testid=password]").send_keys(server.password())
-        browser.find_element(By.CSS_SELECTOR, "[data-testid=connect]").click()
+        # Enter submits the login form; a click on its Connect button could land on the password
+        # field while the form was still laying itself out (ElementClickInterceptedException).
+        browser.find_element(By.CSS_SELECTOR, "[data-testid=password]").send_keys(server.password() + Keys.RETURN)
 
         # On connect the Browser runs browser.post_connect_cmd: our style, then our guide.
         style_frame = wait.until(lambda b: frame(f":style {assets.style_url}"))
