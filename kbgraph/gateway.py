@@ -19,11 +19,8 @@ T = TypeVar("T")
 PING_TIMEOUT_S = 10.0
 
 Row = dict[str, Any]
-_SCALARS = (float, int, str, bool, type(None))
+_SCALAR_TYPES = frozenset({float, int, str, bool, type(None)})
 _GRAPH_TYPES = (neo4j.graph.Node, neo4j.graph.Relationship, neo4j.graph.Path)
-
-
-_SCALAR_TYPES = frozenset(_SCALARS)
 
 
 def _holds_graph_values(value: Any) -> bool:
@@ -76,6 +73,12 @@ def quiet(params: dict[str, Any]) -> dict[str, Any]:
     as plain lists, 42 ms like this)."""
     return {key: _QuietList(value) if type(value) is list else _QuietDict(value) if type(value) is dict else value
             for key, value in params.items()}
+
+
+def run_named(runner: neo4j.Session | neo4j.ManagedTransaction, name: str, params: dict[str, Any]) -> list[Row]:
+    """The rows of named query ``name`` run in ``runner`` (a session: one auto-commit query; a
+    transaction: one statement of it), its parameters sent :func:`quiet`."""
+    return [row_of(record) for record in runner.run(query(name), quiet(params))]
 
 
 def retried(
@@ -161,11 +164,9 @@ class Neo4jGateway:
         (read-your-writes on a cluster, see :meth:`session`), and errors the driver would retry
         (a transient error, a connection lost or rerouted) are retried for ``retry_time_s``
         with the driver's backoff (:func:`retried`); a read is safe to run again."""
-        text = query(name)
-
         def once() -> list[Row]:
             with self.session(default_access_mode=neo4j.READ_ACCESS) as session:
-                return [row_of(record) for record in session.run(text, quiet(params))]
+                return run_named(session, name, params)
 
         return within(self.timeout_s, name, lambda: retried(once, self.retry_time_s), self.answers)
 
@@ -181,7 +182,7 @@ class Neo4jGateway:
         ``verify`` sees the results before the commit; whatever it raises rolls everything back."""
 
         def work(tx: neo4j.ManagedTransaction) -> list[list[Row]]:
-            results = [[row_of(record) for record in tx.run(query(name), quiet(params))] for name, params in calls]
+            results = [run_named(tx, name, params) for name, params in calls]
             if verify is not None:
                 verify(results)
             return results
@@ -196,7 +197,7 @@ class Neo4jGateway:
         """For queries that manage their own transactions (``CALL … IN TRANSACTIONS``)."""
         def statement() -> list[Row]:
             with self.session() as session:
-                return [row_of(record) for record in session.run(query(name), quiet(params))]
+                return run_named(session, name, params)
 
         return within(self.bulk_timeout_s, name, statement, self.answers)
 

@@ -51,9 +51,8 @@ import neo4j
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
-from kbgraph.cypher_files import query
 from kbgraph.errors import InvalidInputError, KbgraphError, validation_problems
-from kbgraph.gateway import Neo4jGateway, Row, quiet, row_of
+from kbgraph.gateway import Neo4jGateway, Row, run_named
 from kbgraph.import_schema import NODE_RULES, RELATIONSHIP_RULES, counter_problems, property_problems
 from kbgraph.jsonl import read_jsonl
 from kbgraph.schema import VECTOR_INDEXES
@@ -523,11 +522,11 @@ class _Exporter:
         params: dict[str, Any] = {"kb": self.namespace, "key_of": self.key_of}
 
         def work(tx: neo4j.ManagedTransaction) -> tuple[list[Row], list[Row]]:
-            page = [row_of(r) for r in tx.run(query(spec.page_query), quiet({**params, "after": after, "limit": self.page_size}))]
+            page = run_named(tx, spec.page_query, {**params, "after": after, "limit": self.page_size})
             if not page:
                 return page, []
             ids = [row["element_id"] for row in page]
-            return page, [row_of(r) for r in tx.run(query(values_query), quiet({**params, "ids": ids}))]
+            return page, run_named(tx, values_query, {**params, "ids": ids})
 
         with self.gateway.session(default_access_mode=neo4j.READ_ACCESS) as session:
             while True:
@@ -921,7 +920,7 @@ class _Importer:
         by_line = dict(batch)
 
         def work(tx: neo4j.ManagedTransaction) -> list[Row]:
-            merged = [row_of(r) for r in tx.run(query(merge_query), quiet({"kb": self.namespace, "rows": rows}))]
+            merged = run_named(tx, merge_query, {"kb": self.namespace, "rows": rows})
             missing = sorted({int(row["line"]) for row in rows} - {int(row["line"]) for row in merged})
             if missing:  # checked before writing, so only a concurrent delete gets here; rolled back
                 raise TransferError(
@@ -938,9 +937,9 @@ class _Importer:
                     value_row["vectors"] = [{"key": k, "value": v} for k, v in sorted(item.vectors.items())]
                 created.append(value_row)
             if created:
-                tx.run(query(values_query), quiet({"kb": self.namespace, "rows": created})).consume()
+                run_named(tx, values_query, {"kb": self.namespace, "rows": created})
                 if self.changes_a_namespace:
-                    tx.run(query("kb_state_facts_changed"), {"kb": self.namespace}).consume()
+                    run_named(tx, "kb_state_facts_changed", {"kb": self.namespace})
             return merged
 
         merged = session.execute_write(work)
