@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from threading import Lock
@@ -79,6 +79,18 @@ _KNOWN_SCORE = {"vector:experience_pg_embedding": "semantic", "vector:experience
 WORKFLOW_FIRST = 1e-6
 #: How many candidates, relative to k, MMR chooses from.
 _MMR_POOL = 3
+#: A search with at least this many candidates reads their scoring facts, and the neighbours of
+#: its seeds, as two concurrent requests (see StudentRetriever._in_halves). Queries with executed
+#: steps gather ~110 (and their workflows); task-only ones ~50, for which one request is quicker.
+SPLIT_READS_AT = 60
+
+
+def _unique_ways(parts: Iterable[list[list[Any]]]) -> list[list[Any]]:
+    seen: dict[tuple[Any, ...], list[Any]] = {}
+    for part in parts:
+        for task_key, way, worked in part:
+            seen.setdefault((task_key, tuple(way or ())), [task_key, way, worked])
+    return list(seen.values())
 
 
 def parse_query(query: SearchQuery | dict[str, Any], where: str = "query") -> SearchQuery:
@@ -327,7 +339,8 @@ class StudentRetriever:
 
         # 4. Traversal from the best seeds.
         t = time.perf_counter()
-        reached = self._traverse(breakdowns, q.domain, w, params, pg or anchor, excluded)
+        reached = self._traverse(breakdowns, q.domain, w, params, pg or anchor, excluded,
+                                 split=len(candidates) >= SPLIT_READS_AT)
         timings["traverse"] = (time.perf_counter() - t) * 1000
 
         # 5. Selection.
@@ -547,20 +560,39 @@ class StudentRetriever:
     ) -> list[dict[str, Any]]:
         """Scoring facts of experiences ``ids`` (``search_candidates_score``), each with its way's
         share of its task (:func:`~kbgraph.search.task_ways.way_share`)."""
-        result = self.gateway.read(
-            "search_candidates_score", kb=self.namespace, ids=ids, pg=pg, task=task, exclude=sorted(excluded),
-            decay=self.utility_decay, statuses=params["statuses"], semantic_known=semantic_known or [],
-            structural_known=structural_known or [],
-        )
-        if not result:  # none of the ids is (still) stored
+        def read(part: list[str]) -> list[dict[str, Any]]:
+            return self.gateway.read(
+                "search_candidates_score", kb=self.namespace, ids=part, pg=pg, task=task, exclude=sorted(excluded),
+                decay=self.utility_decay, statuses=params["statuses"], semantic_known=semantic_known or [],
+                structural_known=structural_known or [],
+            )
+
+        results = self._in_halves(read, ids, len(ids) >= SPLIT_READS_AT)
+        if not results:  # none of the ids is (still) stored
             return []
-        ways = task_ways(result[0]["ways"], handoff_credit)
-        # A candidate deleted while the query read it has no id: it is dropped.
-        rows: list[dict[str, Any]] = [row for row in result[0]["rows"] if row["id"] is not None]
-        for row in rows:
+        ways = task_ways(_unique_ways(r["ways"] for r in results), handoff_credit)
+        # A candidate deleted while the query read it has no id: it is dropped. A workflow of
+        # candidates in both halves comes back from each, the same.
+        rows: dict[str, dict[str, Any]] = {}
+        for result in results:
+            for row in result["rows"]:
+                if row["id"] is not None:
+                    rows.setdefault(row["id"], row)
+        for row in rows.values():
             row["share"] = way_share(row["task_key"], row["operations"], ways) if row["kind"] == "concrete" else 1.0
             row["hands_off"] = hands_off(row["operations"] or ())
-        return rows
+        return list(rows.values())
+
+    def _in_halves(self, read: Callable[[list[str]], list[dict[str, Any]]], items: list[str],
+                   split: bool) -> list[dict[str, Any]]:
+        """``read(items)``'s rows; with ``split``, read as two concurrent requests, each for half of
+        ``items``: Neo4j runs a query on one core, so one large request leaves the other idle while
+        the search waits for it."""
+        if not split or len(items) < 2:
+            return read(items)
+        half = (len(items) + 1) // 2
+        second = self._executor().submit(read, items[half:])
+        return [*read(items[:half]), *second.result()]
 
     def _workflows(
         self, scored: Sequence[_Candidate], breakdowns: dict[str, ScoreBreakdown], w: SearchWeights,
@@ -728,7 +760,7 @@ class StudentRetriever:
 
     def _traverse(
         self, breakdowns: dict[str, ScoreBreakdown], domain: str | None, w: SearchWeights,
-        params: dict[str, Any], pg: list[float], excluded: set[str],
+        params: dict[str, Any], pg: list[float], excluded: set[str], split: bool = False,
     ) -> dict[str, _Reached]:
         if w.max_hops == 0 or w.seeds == 0 or not breakdowns:
             return {}
@@ -737,11 +769,16 @@ class StudentRetriever:
         frontier: dict[str, tuple[str, float, list[PathHop]]] = {sid: (sid, b.direct, []) for sid, b in seeds}
         visited = set(frontier)
         reached: dict[str, _Reached] = {}
+
+        def neighbours(of: list[str]) -> list[dict[str, Any]]:
+            return self.gateway.read("search_neighbours", seeds=of, pg=pg, per_seed=w.neighbours_per_seed,
+                                     decay=self.utility_decay, **params)
+
         for _hop in range(w.max_hops):
             if not frontier:
                 break
-            rows = self.gateway.read("search_neighbours", seeds=list(frontier), pg=pg,
-                                     per_seed=w.neighbours_per_seed, decay=self.utility_decay, **params)[0]["rows"]
+            # Halves keep the seeds' order, so the rows come in the order one request gives them.
+            rows = [row for result in self._in_halves(neighbours, list(frontier), split) for row in result["rows"]]
             next_frontier: dict[str, tuple[str, float, list[PathHop]]] = {}
             for row in rows:
                 node_id = row["id"]

@@ -14,6 +14,7 @@ from kbgraph.embedders import CachedEmbedder
 from kbgraph.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import Experience, Relation, Step
+from kbgraph.search import student
 from kbgraph.search.explain import explain_results
 from kbgraph.search.params import MAX_QUERY_CHARS, SearchWeights
 from kbgraph.search.scoring import path_score
@@ -348,3 +349,23 @@ def test_a_search_reads_the_scoring_facts_of_its_candidates_and_their_workflows_
     scored = {h.experience.id: h for h in results.hits}
     assert scored[workflow.key].found_by == ["edge:ABSTRACTION"], "scored from its instance, not found by a channel"
     assert asked.count("search_candidates_score") == 1
+
+
+def test_a_large_search_reads_its_facts_and_neighbours_in_two_halves_and_ranks_the_same(
+    sample_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task = "a customer wants to return a damaged item and get a refund"
+    steps_so_far = [{"action": "find_user_id_by_email", "arguments": {"email": "a@b.c"}},
+                    {"action": "get_order_details", "arguments": {"order_id": "#W1"}}]
+    monkeypatch.setattr(student, "SPLIT_READS_AT", 1_000_000)
+    whole = sample_kb.search(task, k=10, steps_so_far=steps_so_far)
+    asked: list[str] = []
+    record_reads(sample_kb, monkeypatch, asked)
+    monkeypatch.setattr(student, "SPLIT_READS_AT", 2)
+    halves = sample_kb.search(task, k=10, steps_so_far=steps_so_far)
+    assert asked.count("search_candidates_score") == 2, "the facts, in two requests"
+    assert asked.count("search_neighbours") >= 2, "each hop's neighbours, in two requests"
+    assert any(h.path for h in whole.hits) and any(h.experience.kind == "abstract" for h in whole.hits)
+    assert [(h.id, h.found_by, [p.to_id for p in h.path]) for h in halves.hits] == \
+        [(h.id, h.found_by, [p.to_id for p in h.path]) for h in whole.hits]
+    assert [h.score for h in halves.hits] == pytest.approx([h.score for h in whole.hits], abs=1e-6)
