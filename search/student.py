@@ -79,9 +79,10 @@ _KNOWN_SCORE = {"vector:experience_pg_embedding": "semantic", "vector:experience
 WORKFLOW_FIRST = 1e-6
 #: How many candidates, relative to k, MMR chooses from.
 _MMR_POOL = 3
-#: A search with at least this many candidates reads their scoring facts, and the neighbours of
-#: its seeds, as two concurrent requests (see StudentRetriever._in_halves). Queries with executed
-#: steps gather ~110 (and their workflows); task-only ones ~50, for which one request is quicker.
+#: A search with at least this many candidates, when it is the only one under way in the process,
+#: reads their scoring facts and the neighbours of its seeds as two concurrent requests (see
+#: StudentRetriever._in_halves). Queries with executed steps gather ~110 candidates (and their
+#: workflows); task-only ones ~50, for which one request is quicker.
 SPLIT_READS_AT = 60
 
 
@@ -181,6 +182,7 @@ class StudentRetriever:
         self._size = NamespaceSize(gateway, namespace)
         self._pool: Executor | None = None
         self._pool_lock = Lock()
+        self._searching = 0  # searches of this retriever under way (guarded by _pool_lock)
 
     @property
     def namespace_size(self) -> NamespaceSize:
@@ -231,6 +233,21 @@ class StudentRetriever:
         ``query_vectors`` lets a caller that already embedded the query (a benchmark, a batch)
         pass ``{"pg": …, "task": …, "steps": [...]}`` and skip the embedder.
         """
+        with self._pool_lock:
+            self._searching += 1
+        try:
+            return self._search(query, filters, weights, query_vectors)
+        finally:
+            with self._pool_lock:
+                self._searching -= 1
+
+    def _search(
+        self,
+        query: SearchQuery | dict[str, Any],
+        filters: SearchFilters | dict[str, Any] | None,
+        weights: SearchWeights | dict[str, Any] | None,
+        query_vectors: dict[str, Any] | None,
+    ) -> SearchResults:
         q = parse_query(query)
         flt, w = parse_search_options(self.weights, filters, weights)
         notes: list[str] = []
@@ -295,8 +312,11 @@ class StudentRetriever:
             add(evidence.rows[: w.step_candidates], "vector:step_embedding")
         timings["channels"] = (time.perf_counter() - t) * 1000
 
-        # 2. Scoring facts (cosines computed in Neo4j).
+        # 2. Scoring facts (cosines computed in Neo4j). A large search alone in this process reads
+        # them, and its seeds' neighbours, in two concurrent halves (see _in_halves); searches
+        # running side by side already keep Neo4j's cores busy, and halves would only add work.
         t = time.perf_counter()
+        split = len(candidates) >= SPLIT_READS_AT and self._searching == 1
         excluded = set(q.exclude)
         # Cosine needs a real vector: a query without text uses its workflow (or first step);
         # the scores that come from it are then not used (see _direct).
@@ -305,7 +325,7 @@ class StudentRetriever:
         facts_rows = self._facts(
             list(candidates), pg or anchor, task or anchor, excluded, params, w.handoff_credit,
             semantic_known=[c.id for c in candidates.values() if "semantic" in c.known],
-            structural_known=[c.id for c in candidates.values() if "structural" in c.known],
+            structural_known=[c.id for c in candidates.values() if "structural" in c.known], split=split,
         ) if candidates else []
         workflow_facts: dict[str, dict[str, Any]] = {}
         for row in facts_rows:
@@ -339,8 +359,7 @@ class StudentRetriever:
 
         # 4. Traversal from the best seeds.
         t = time.perf_counter()
-        reached = self._traverse(breakdowns, q.domain, w, params, pg or anchor, excluded,
-                                 split=len(candidates) >= SPLIT_READS_AT)
+        reached = self._traverse(breakdowns, q.domain, w, params, pg or anchor, excluded, split=split)
         timings["traverse"] = (time.perf_counter() - t) * 1000
 
         # 5. Selection.
@@ -557,6 +576,7 @@ class StudentRetriever:
     def _facts(
         self, ids: list[str], pg: list[float], task: list[float], excluded: set[str], params: dict[str, Any],
         handoff_credit: float, semantic_known: list[str] | None = None, structural_known: list[str] | None = None,
+        split: bool = False,
     ) -> list[dict[str, Any]]:
         """Scoring facts of experiences ``ids`` (``search_candidates_score``), each with its way's
         share of its task (:func:`~kbgraph.search.task_ways.way_share`)."""
@@ -567,7 +587,7 @@ class StudentRetriever:
                 structural_known=structural_known or [],
             )
 
-        results = self._in_halves(read, ids, len(ids) >= SPLIT_READS_AT)
+        results = self._in_halves(read, ids, split)
         if not results:  # none of the ids is (still) stored
             return []
         ways = task_ways(_unique_ways(r["ways"] for r in results), handoff_credit)
