@@ -369,3 +369,12 @@ def test_a_large_search_reads_its_facts_and_neighbours_in_two_halves_and_ranks_t
     assert [(h.id, h.found_by, [p.to_id for p in h.path]) for h in halves.hits] == \
         [(h.id, h.found_by, [p.to_id for p in h.path]) for h in whole.hits]
     assert [h.score for h in halves.hits] == pytest.approx([h.score for h in whole.hits], abs=1e-6)
+    # Searches running side by side keep Neo4j's cores busy: then one request each.
+    asked.clear()
+    sample_kb.student._searching += 1  # another search under way in this process
+    try:
+        alongside = sample_kb.search(task, k=10, steps_so_far=steps_so_far)
+    finally:
+        sample_kb.student._searching -= 1
+    assert asked.count("search_candidates_score") == 1
+    assert [h.id for h in alongside.hits] == [h.id for h in whole.hits]
