@@ -27,7 +27,7 @@ import neo4j
 from kbgraph.cypher_files import query
 from kbgraph.deadline import timed_out
 from kbgraph.embedders import Embedder, Vectors, WrappingEmbedder
-from kbgraph.gateway import PING_TIMEOUT_S, Neo4jGateway, Row, quiet, row_of
+from kbgraph.gateway import PING_TIMEOUT_S, Neo4jGateway, Row, quiet, retried_async, row_of
 
 T = TypeVar("T")
 
@@ -144,12 +144,13 @@ class AsyncGateway(Neo4jGateway):
         return self._await(self._answers())
 
     def read(self, name: str, **params: Any) -> list[Row]:
-        async def work() -> list[Row]:
-            records, _, _ = await self.async_driver.execute_query(
-                query(name), quiet(params), database_=self.database, routing_=neo4j.RoutingControl.READ)
-            return [row_of(record) for record in records]
+        """As :meth:`Neo4jGateway.read`: one auto-commit query in READ mode, with the bookmarks of
+        this gateway's writes, retried as the driver retries its transactions."""
+        async def once() -> list[Row]:
+            async with self._session(default_access_mode=neo4j.READ_ACCESS) as session:
+                return [row_of(record) async for record in await session.run(query(name), quiet(params))]
 
-        return self._await(self._bounded(self.timeout_s, name, work()))
+        return self._await(self._bounded(self.timeout_s, name, retried_async(once, self.retry_time_s)))
 
     def write_all(
         self, calls: Sequence[tuple[str, dict[str, Any]]],

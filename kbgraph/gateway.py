@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -81,28 +82,62 @@ def run_named(runner: neo4j.Session | neo4j.ManagedTransaction, name: str, param
     return [row_of(record) for record in runner.run(query(name), quiet(params))]
 
 
+class RetryBackoff:
+    """The driver's retry schedule for one call: after an error the driver calls retryable
+    (``is_retryable()``: transient errors, a lost or expired connection), wait 1 s, 2 s, 4 s …
+    (±20 %) and run it again, until ``retry_time_s`` have passed since its first failure."""
+
+    def __init__(self, retry_time_s: float, clock: Callable[[], float] = time.monotonic):
+        self.retry_time_s = retry_time_s
+        self.clock = clock
+        self.first_failure: float | None = None
+        self.delay = 1.0
+
+    def wait_after(self, error: Exception) -> float | None:
+        """Seconds to wait before the next attempt, or None: raise ``error`` now."""
+        if not isinstance(error, neo4j.exceptions.Neo4jError | neo4j.exceptions.DriverError) or not error.is_retryable():
+            return None
+        now = self.clock()
+        self.first_failure = now if self.first_failure is None else self.first_failure
+        spent = now - self.first_failure
+        if spent >= self.retry_time_s:
+            return None
+        wait = min(self.delay * random.uniform(0.8, 1.2), max(self.retry_time_s - spent, 0.0))
+        self.delay *= 2
+        return wait
+
+
 def retried(
     call: Callable[[], T], retry_time_s: float, sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> T:
-    """``call()``, run again after each error the driver calls retryable (``is_retryable()``:
-    transient errors, a lost or expired connection) until ``retry_time_s`` have passed since the
-    first failure, waiting 1 s, 2 s, 4 s … (±20 %) in between, as the driver's managed
-    transactions do; then that error is raised. Other errors are raised at once."""
-    first_failure: float | None = None
-    delay = 1.0
+    """``call()``, run again on the schedule of :class:`RetryBackoff` as the driver's managed
+    transactions are; then the last error is raised. Other errors are raised at once."""
+    backoff = RetryBackoff(retry_time_s, clock)
     while True:
         try:
             return call()
-        except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError) as exc:
-            if not exc.is_retryable():
+        except Exception as exc:
+            wait = backoff.wait_after(exc)
+            if wait is None:
                 raise
-            now = clock()
-            first_failure = now if first_failure is None else first_failure
-            if now - first_failure >= retry_time_s:
+            sleep(wait)
+
+
+async def retried_async(
+    call: Callable[[], Awaitable[T]], retry_time_s: float,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, clock: Callable[[], float] = time.monotonic,
+) -> T:
+    """:func:`retried` for a coroutine function (the AsyncGateway's reads)."""
+    backoff = RetryBackoff(retry_time_s, clock)
+    while True:
+        try:
+            return await call()
+        except Exception as exc:
+            wait = backoff.wait_after(exc)
+            if wait is None:
                 raise
-            sleep(min(delay * random.uniform(0.8, 1.2), max(retry_time_s - (now - first_failure), 0.0)))
-            delay *= 2
+            await sleep(wait)
 
 
 def driver_retry_time_s(driver: neo4j.Driver, default: float = 30.0) -> float:

@@ -4,12 +4,13 @@ driver retries a managed transaction."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import neo4j
 import pytest
 
-from kbgraph.gateway import Neo4jGateway, driver_retry_time_s, quiet, retried, row_of
+from kbgraph.gateway import Neo4jGateway, driver_retry_time_s, quiet, retried, retried_async, row_of
 
 QUERIES = [
     "RETURN [x IN range(1, 384) | x / 384.0] AS vector, 'a' AS text, null AS nothing, 3 AS n, true AS flag",
@@ -79,6 +80,31 @@ def test_an_error_that_is_not_retryable_is_raised_at_once() -> None:
     with pytest.raises(ValueError):
         retried(call, 10.0, sleep=clock.sleep, clock=lambda: clock.now)  # type: ignore[arg-type]
     assert len(calls) == 1 and clock.slept == []
+
+
+def test_an_async_read_is_retried_on_the_same_schedule_and_a_bug_is_raised_at_once() -> None:
+    clock = _Clock()
+
+    async def asleep(seconds: float) -> None:
+        clock.sleep(seconds)
+
+    for error, attempts, result in [(neo4j.exceptions.ServiceUnavailable("connection lost"), 3, "rows"),
+                                    (ValueError("a bug, not the connection"), 1, None)]:
+        clock.slept.clear()
+        calls, call = _failing(2, error)
+
+        async def acall() -> object:
+            return call()  # type: ignore[operator]
+
+        async def scenario() -> object:
+            try:
+                return await retried_async(acall, 10.0, sleep=asleep, clock=lambda: clock.now)
+            except ValueError:
+                return None
+
+        assert asyncio.run(scenario()) == result
+        assert len(calls) == attempts
+        assert clock.slept == [] if attempts == 1 else 0.8 <= clock.slept[0] <= 1.2 and 1.6 <= clock.slept[1] <= 2.4
 
 
 def test_a_read_sees_the_write_before_it_and_a_query_error_is_not_retried(
