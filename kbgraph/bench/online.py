@@ -28,8 +28,8 @@ it is held to (:data:`TARGETS`):
 
 Search runs right after the build, before anything is added: its namespace is the scaled KB
 exactly. It waits first until the machine is quiet (:func:`wait_for_quiet_machine`: a local Neo4j
-merges its new index segments for a minute or more after a build), as the warm batch ingest does
-after its clear; the waits are in the report (``settled_…_s``). The sizes share one server with
+merges its new index segments for a minute or more after a build, ~6 minutes after 100,000), as
+the warm batch ingest does after its clear; the waits are in the report (``settled_…_s``). The sizes share one server with
 whatever other namespaces it holds; each search result records the database's size beside the
 namespace's.
 """
@@ -201,6 +201,16 @@ def wait_for_quiet_machine(limit_s: float = 120.0, busy_percent: float = 25.0, q
     return round(time.perf_counter() - started, 1)
 
 
+#: A build this size or smaller is waited for ``settle_s`` at most; a larger one proportionally
+#: longer: after building 100,000 experiences, Neo4j merged index segments for ~6 minutes.
+SETTLE_SIZE = 20_000
+
+
+def search_settle_s(settle_s: float, size: int) -> float:
+    """The longest wait for a quiet machine before searching a scaled KB of ``size`` just built."""
+    return settle_s * max(1.0, size / SETTLE_SIZE)
+
+
 def _clear(kb: KnowledgeBase) -> float:
     started = time.perf_counter()
     kb.clear()
@@ -241,7 +251,7 @@ def _one_size(kb: KnowledgeBase, size: int, seeds: Sequence[Any], *, queries: in
     }
     # Search right after the build (its namespace is the scaled KB exactly), once Neo4j's
     # background work on the new segments is done.
-    result["settled_before_search_s"] = wait_for_quiet_machine(settle_s)
+    result["settled_before_search_s"] = wait_for_quiet_machine(search_settle_s(settle_s, size))
     result["search"] = run_search_benchmark(kb, queries, seed=seed, eval_dir=eval_dir,
                                             on_progress=with_prefix(on_progress, f"{label}: search"))
 

@@ -63,7 +63,8 @@ def bench_online(
                       "measured)")] = None,
     settle: Annotated[float, typer.Option(
         "--settle", help="Longest wait, in seconds, for a quiet machine before the warm ingest and each size's "
-                         "search (a local Neo4j merges index segments after a build); 0 measures at once")] = 120.0,
+                         "search (a local Neo4j merges index segments after a build), proportionally longer for "
+                         "sizes over 20,000 (600 s at 100,000); 0 measures at once")] = 120.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print everything as JSON")] = False,
 ) -> None:
     """Online memory at scale, every figure in one run: batch ingest, then per size the scaled

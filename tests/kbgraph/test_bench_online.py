@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kbgraph.bench.online import TARGETS, online_figures, online_namespace, wait_for_quiet_machine
+from kbgraph.bench.online import TARGETS, online_figures, online_namespace, search_settle_s, wait_for_quiet_machine
 from tests.conftest import REAL_RUNS, SHARED_DATA, Neo4jTarget
 from tests.kbgraph.test_cli import kbgraph
 
@@ -138,3 +138,9 @@ def test_waiting_for_a_quiet_machine_ends_once_quiet_or_at_its_limit() -> None:
     assert wait_for_quiet_machine(limit_s=10.0, busy_percent=101.0, quiet_seconds=1) <= 2.0  # always quiet
     assert 1.9 <= wait_for_quiet_machine(limit_s=2.0, busy_percent=0.0, quiet_seconds=1) <= 3.5  # never quiet
     assert wait_for_quiet_machine(limit_s=0.0) == 0.0  # 0: measure at once
+
+
+def test_a_larger_build_is_waited_for_longer_before_its_search() -> None:
+    # Neo4j merges the segments of a 100,000-experience build for minutes, not one.
+    assert [search_settle_s(120.0, size) for size in (1_000, 10_000, 20_000, 100_000)] == [120.0, 120.0, 120.0, 600.0]
+    assert search_settle_s(0.0, 100_000) == 0.0  # --settle 0 measures at once, at any size
