@@ -79,6 +79,12 @@ class _TaskFuture(concurrent.futures.Future[Any]):
         return await_only(self._task) if not self._task.done() else self._task.result()
 
 
+async def run_named_async(runner: neo4j.AsyncSession | neo4j.AsyncManagedTransaction, name: str,
+                          params: dict[str, Any]) -> list[Row]:
+    """:func:`kbgraph.gateway.run_named` on the async driver."""
+    return [row_of(record) async for record in await runner.run(query(name), quiet(params))]
+
+
 class GreenletExecutor(concurrent.futures.Executor):
     """The executor shared code asks the gateway for (``spawn_pool``): each job runs as a task of
     the loop, in its own greenlet, so jobs that wait on Neo4j overlap as threads would."""
@@ -148,7 +154,7 @@ class AsyncGateway(Neo4jGateway):
         this gateway's writes, retried as the driver retries its transactions."""
         async def once() -> list[Row]:
             async with self._session(default_access_mode=neo4j.READ_ACCESS) as session:
-                return [row_of(record) async for record in await session.run(query(name), quiet(params))]
+                return await run_named_async(session, name, params)
 
         return self._await(self._bounded(self.timeout_s, name, retried_async(once, self.retry_time_s)))
 
@@ -159,8 +165,7 @@ class AsyncGateway(Neo4jGateway):
         async def work(tx: neo4j.AsyncManagedTransaction) -> list[list[Row]]:
             results = []
             for name, params in calls:
-                result = await tx.run(query(name), quiet(params))
-                results.append([row_of(record) async for record in result])
+                results.append(await run_named_async(tx, name, params))
             if verify is not None:
                 verify(results)
             return results
@@ -174,7 +179,7 @@ class AsyncGateway(Neo4jGateway):
     def auto_commit(self, name: str, **params: Any) -> list[Row]:
         async def statement() -> list[Row]:
             async with self._session() as session:
-                return [row_of(record) async for record in await session.run(query(name), quiet(params))]
+                return await run_named_async(session, name, params)
 
         return self._await(self._bounded(self.bulk_timeout_s, name, statement()))
 

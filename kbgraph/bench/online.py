@@ -29,9 +29,9 @@ it is held to (:data:`TARGETS`):
 Search runs right after the build, before anything is added: its namespace is the scaled KB
 exactly. It waits first until the machine is quiet (:func:`wait_for_quiet_machine`: a local Neo4j
 merges its new index segments for a minute or more after a build, ~6 minutes after 100,000), as
-the warm batch ingest does after its clear; the waits are in the report (``settled_…_s``). The sizes share one server with
-whatever other namespaces it holds; each search result records the database's size beside the
-namespace's.
+the warm batch ingest does after its clear; the waits are in the report (``settled_…_s``). The
+sizes share one server with whatever other namespaces it holds; each search result records the
+database's size beside the namespace's.
 """
 
 from __future__ import annotations
