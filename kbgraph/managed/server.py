@@ -13,6 +13,7 @@ It starts and stops with the server, and never keeps the server from starting.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -63,6 +64,36 @@ JVM_OPTIONS = [
     "--add-opens=java.base/java.io=ALL-UNNAMED",
     "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
 ]
+
+#: Java feature versions on which Neo4j 5.26's Lucene (9.11) runs its vector math on the JDK's
+#: vector API (SIMD), given the incubator module. On other versions it falls back to plain loops:
+#: on Java 17, half of a scaled build's server CPU is Lucene's scalar float dot product.
+LUCENE_VECTOR_API_JAVA = range(20, 23)
+VECTOR_API_OPTION = "--add-modules=jdk.incubator.vector"
+
+
+def java_feature_version(version_output: str) -> int | None:
+    """The feature version (17, 21, …) in what ``java -version`` prints, or None."""
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', version_output)
+    if match is None:
+        return None
+    major = int(match.group(1))
+    # Java 8 and older print "1.8.0_…".
+    return int(match.group(2) or 0) if major == 1 else major
+
+
+def vector_api_options(feature_version: int | None) -> list[str]:
+    """JVM options that let Lucene use the vector API on this Java, as its own startup log asks."""
+    return [VECTOR_API_OPTION] if feature_version in LUCENE_VECTOR_API_JAVA else []
+
+
+def probe_java_version(java: str) -> int | None:
+    """Runs ``java -version``; None when it cannot be read (the server then starts without extras)."""
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return java_feature_version(done.stderr + done.stdout)
 
 
 
@@ -185,6 +216,10 @@ class ManagedNeo4j:
         java = shutil.which("java")
         if java is None:
             raise ManagedServerError("java not found: the managed Neo4j needs Java 17 or newer on PATH.")
+        java_version = probe_java_version(java)
+        if java_version is not None and java_version < 17:
+            raise ManagedServerError(
+                f"{java} is Java {java_version}: the managed Neo4j {NEO4J_VERSION} needs Java 17 or 21 first on PATH.")
         for port in (self.bolt_port, self.http_port):
             if port_in_use(port):
                 raise ManagedServerError(
@@ -206,7 +241,7 @@ class ManagedNeo4j:
         log = open(self.home / "logs" / "console.log", "ab")
         try:
             proc = subprocess.Popen(
-                [java, f"-Xms{self.heap}", f"-Xmx{self.heap}", *JVM_OPTIONS, "-cp", f"{lib}/*", ENTRY_POINT,
+                [java, f"-Xms{self.heap}", f"-Xmx{self.heap}", *JVM_OPTIONS, *vector_api_options(java_version), "-cp", f"{lib}/*", ENTRY_POINT,
                  f"--home-dir={self.home}", f"--config-dir={self.home / 'conf'}"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, cwd=self.home,

@@ -15,7 +15,15 @@ import pytest
 
 from kbgraph.errors import ManagedServerError
 from kbgraph.managed.runtime import NEO4J_VERSION
-from kbgraph.managed.server import ManagedNeo4j, free_port, generated_password
+from kbgraph.managed.server import (
+    VECTOR_API_OPTION,
+    ManagedNeo4j,
+    free_port,
+    generated_password,
+    java_feature_version,
+    probe_java_version,
+    vector_api_options,
+)
 from kbgraph.settings import Settings
 
 
@@ -47,6 +55,26 @@ def test_the_config_binds_loopback_with_auth_and_sized_memory(tmp_path: Path) ->
     # Vector indexes merge their segments early (Neo4j's default lets 49 of a size pile up, and a
     # query searches each): the start test below shows Neo4j accepts the setting.
     assert int(config["internal.dbms.index.vector.standard_merge_factor"]) <= 8
+
+
+def test_the_java_version_is_read_from_what_java_version_prints() -> None:
+    assert java_feature_version('openjdk version "17.0.15" 2025-04-15\nOpenJDK Runtime Environment') == 17
+    assert java_feature_version('openjdk version "21" 2023-09-19') == 21
+    assert java_feature_version('java version "1.8.0_392"') == 8
+    assert java_feature_version("something else entirely") is None
+
+
+def test_lucene_gets_the_vector_api_only_on_the_java_versions_it_can_use_it_on() -> None:
+    # Neo4j 5.26's Lucene 9.11 vectorizes on Java 20-22 with the incubator module; on 17 the
+    # module exists but Lucene does not use it, and on 23+ it asks for a newer Lucene.
+    assert vector_api_options(21) == [VECTOR_API_OPTION]
+    assert vector_api_options(20) == vector_api_options(22) == [VECTOR_API_OPTION]
+    assert vector_api_options(17) == vector_api_options(25) == vector_api_options(None) == []
+
+
+def test_the_java_on_path_is_probed_and_a_missing_one_reads_as_unknown(tmp_path: Path) -> None:
+    assert (probe_java_version("java") or 0) >= 17
+    assert probe_java_version(str(tmp_path / "no-such-java")) is None
 
 
 def test_settings_size_the_server_for_this_machine() -> None:
