@@ -237,7 +237,9 @@ class ManagedNeo4j:
         except BaseException:
             self.browser_assets.stop()
             raise
-        self._say(f"kbgraph: starting Neo4j {NEO4J_VERSION} ({self.home}) …")
+        on_java = "" if java_version is None else f" on Java {java_version}" + (
+            ", vector API on" if vector_api_options(java_version) else "")
+        self._say(f"kbgraph: starting Neo4j {NEO4J_VERSION} ({self.home}){on_java} …")
         log = open(self.home / "logs" / "console.log", "ab")
         try:
             proc = subprocess.Popen(
