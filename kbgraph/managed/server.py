@@ -237,14 +237,14 @@ class ManagedNeo4j:
         except BaseException:
             self.browser_assets.stop()
             raise
-        on_java = "" if java_version is None else f" on Java {java_version}" + (
-            ", vector API on" if vector_api_options(java_version) else "")
+        vector_api = vector_api_options(java_version)
+        on_java = "" if java_version is None else f" on Java {java_version}{', vector API on' if vector_api else ''}"
         self._say(f"kbgraph: starting Neo4j {NEO4J_VERSION} ({self.home}){on_java} …")
         log = open(self.home / "logs" / "console.log", "ab")
         try:
             proc = subprocess.Popen(
-                [java, f"-Xms{self.heap}", f"-Xmx{self.heap}", *JVM_OPTIONS, *vector_api_options(java_version), "-cp", f"{lib}/*", ENTRY_POINT,
-                 f"--home-dir={self.home}", f"--config-dir={self.home / 'conf'}"],
+                [java, f"-Xms{self.heap}", f"-Xmx{self.heap}", *JVM_OPTIONS, *vector_api, "-cp", f"{lib}/*",
+                 ENTRY_POINT, f"--home-dir={self.home}", f"--config-dir={self.home / 'conf'}"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, cwd=self.home,
             )
