@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from kbgraph.errors import InvalidInputError
 from kbgraph.models import Experience
-from kbgraph.search.utility import Verdict, ability, edv_verdict
+from kbgraph.utility import Verdict, ability, edv_verdict
 
 MAX_VOTERS = 100
 
