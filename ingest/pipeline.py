@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbgraph.agents import apply_votes, check_votes
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.errors import InvalidInputError, KbgraphError
 from kbgraph.ids import normalise_text
@@ -37,6 +36,7 @@ from kbgraph.ingest.lease import IngestLease
 from kbgraph.ingest.report import IngestReport
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import ConceptInsight, Experience, Insight, Trajectory
+from kbgraph.votes import apply_votes, check_votes
 
 if TYPE_CHECKING:
     from kbgraph.ingest.llm_fallback import LLMStages

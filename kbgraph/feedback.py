@@ -27,7 +27,6 @@ from pydantic import (
     model_validator,
 )
 
-from kbgraph.agents import most_common
 from kbgraph.embedders import Embedder
 from kbgraph.errors import InvalidInputError, KbgraphError, validation_problems
 from kbgraph.ids import content_hash
@@ -37,6 +36,7 @@ from kbgraph.gateway import Neo4jGateway, Row
 from kbgraph.settings import LearningSettings
 from kbgraph.utility import days_between, decay_rate_per_day, utility
 from kbgraph.value_bounds import within_bounds
+from kbgraph.votes import most_common
 
 ExperienceId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:\-]{1,128}$")]
 AgentName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
