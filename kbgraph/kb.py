@@ -21,6 +21,7 @@ from kbgraph.feedback import ExperienceLearningState, FeedbackEvent, FeedbackRec
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.ingest.facts import PgVectorCache
 from kbgraph.ingest.link_state import RememberedLinks
+from kbgraph.ingest.pipeline import pipeline_from_settings
 from kbgraph.ingest.read import listed_items, records_from_items
 from kbgraph.ingest.report import IngestReport
 from kbgraph.maintenance import Maintainer, MaintenanceReport
@@ -141,8 +142,6 @@ class KnowledgeBase:
     ) -> IngestReport:
         """Ingests JSON Lines of trajectories (or ready-made experiences): abstraction, reflection,
         concept deduplication, documents, merging and the four relations (see kbgraph.ingest)."""
-        from kbgraph.ingest.pipeline import pipeline_from_settings
-
         return self._grown(pipeline_from_settings(self, on_progress).ingest([Path(p) for p in paths], skip_invalid))
 
     def add_trajectories(
@@ -155,8 +154,6 @@ class KnowledgeBase:
         written; a run ingested before is skipped). Ready-made experiences (a ``problem`` instead
         of a ``task``) are accepted too, as in a file. ``labels`` name the items in messages
         instead of ``trajectories[i]`` (the CLI gives ``<stdin>:line``)."""
-        from kbgraph.ingest.pipeline import pipeline_from_settings
-
         items = listed_items(trajectories, labels)
         return self._grown(pipeline_from_settings(self, on_progress).ingest_records(
             lambda: records_from_items(items, labels), skip_invalid))
@@ -170,8 +167,6 @@ class KnowledgeBase:
 
     def recluster(self) -> IngestReport:
         """Rebuilds every meta-concept and document from all concepts (and re-merges, re-links)."""
-        from kbgraph.ingest.pipeline import pipeline_from_settings
-
         return pipeline_from_settings(self).consolidate(recluster=True)
 
     # -- reading ---------------------------------------------------------------------------------
@@ -303,8 +298,6 @@ class KnowledgeBase:
     def _relink(self, run_id: str) -> None:
         # Merged and archived experiences took their relations with them: link what stays active
         # again. Maintenance merged by its own plan, so this pass merges nothing more.
-        from kbgraph.ingest.pipeline import pipeline_from_settings
-
         pipeline_from_settings(self).consolidate(merge=False, run=run_id)
 
     def maintain(self, dry_run: bool = False) -> MaintenanceReport:
