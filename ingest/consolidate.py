@@ -30,13 +30,13 @@ from typing import Any
 from kbgraph.experience_store import abstract_row, embedding_row
 from kbgraph.experience_store import step_rows as experience_steps
 from kbgraph.ingest.concepts import ConceptStage
+from kbgraph.ingest.context import IngestContext
 from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.ingest.integrate import DocumentRewriter
 from kbgraph.ingest.link import ABSTRACT_SOURCE, LinkPlan, Row
 from kbgraph.ingest.link_state import LinkDelta, LinkState
 from kbgraph.ingest.merge import MergeGroup, plan_merges
 from kbgraph.ingest.report import IngestReport
-from kbgraph.kb import KnowledgeBase
 from kbgraph.models import Experience
 
 Stage = Callable[[str], AbstractContextManager[None]]
@@ -45,7 +45,7 @@ RELATION_TYPES = ("ABSTRACTION", "COMPOSITION", "ADAPTATION", "ALTERNATIVE")
 
 
 class Consolidation:
-    def __init__(self, kb: KnowledgeBase, report: IngestReport, stage: Stage,
+    def __init__(self, kb: IngestContext, report: IngestReport, stage: Stage,
                  document_writer: DocumentRewriter | None = None):
         self.kb = kb
         self.report = report

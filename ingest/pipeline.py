@@ -24,19 +24,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbgraph.agents import apply_votes, check_votes
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.errors import InvalidInputError, KbgraphError
 from kbgraph.ids import normalise_text
 from kbgraph.ingest.abstract import Abstractor, RuleBasedAbstractor
 from kbgraph.ingest.consolidate import Consolidation
+from kbgraph.ingest.context import IngestContext
 from kbgraph.ingest.integrate import DocumentRewriter
 from kbgraph.ingest.read import Record, read_records
 from kbgraph.ingest.reflect import Reflector, RuleBasedReflector
 from kbgraph.ingest.lease import IngestLease
 from kbgraph.ingest.report import IngestReport
-from kbgraph.kb import KnowledgeBase
 from kbgraph.models import ConceptInsight, Experience, Insight, Trajectory
+from kbgraph.votes import apply_votes, check_votes
 
 if TYPE_CHECKING:
     from kbgraph.ingest.llm_fallback import LLMStages
@@ -66,7 +66,7 @@ def _shown_id(key: str) -> str:
 
 class IngestPipeline:
     def __init__(
-        self, kb: KnowledgeBase, abstractor: Abstractor | None = None, reflector: Reflector | None = None,
+        self, kb: IngestContext, abstractor: Abstractor | None = None, reflector: Reflector | None = None,
         document_writer: DocumentRewriter | None = None, batch_size: int | None = None,
         on_progress: Progress | None = None, llm: LLMStages | None = None,
     ):
@@ -313,7 +313,7 @@ class IngestPipeline:
         return 0, 0
 
 
-def pipeline_from_settings(kb: KnowledgeBase, on_progress: Progress | None = None) -> IngestPipeline:
+def pipeline_from_settings(kb: IngestContext, on_progress: Progress | None = None) -> IngestPipeline:
     """Rule-based by default; the LLM abstractor, reflector and document writer when configured,
     each falling back to the rule-based result for an item the model gives no usable answer for
     (ingest/llm_fallback.py)."""

@@ -15,12 +15,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kbgraph.agents import check_votes
 from kbgraph.errors import InvalidInputError, validation_problems
 from kbgraph.ids import content_hash
 from kbgraph.jsonl import read_jsonl
 from kbgraph.models import Experience, Trajectory
 from kbgraph.value_bounds import value_problem
+from kbgraph.votes import check_votes
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,20 @@ def record_from_value(where: str, value: dict[str, Any]) -> Record:
         except InvalidInputError as error:
             return Record(where, None, tuple(error.problems))
     return Record(where, item, fingerprint=content_hash(value, "record"))
+
+
+def listed_items(items: Sequence[Trajectory | Experience | Mapping[str, Any]],
+                 labels: Sequence[str] | None = None) -> list[Trajectory | Experience | Mapping[str, Any]]:
+    """The runs handed to ``kb.add_trajectories`` as a list, or InvalidInputError: not a list, an
+    empty one, or not one label per run."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
+        raise InvalidInputError(["trajectories: expected a list of trajectories"])
+    listed = list(items)
+    if not listed:
+        raise InvalidInputError(["trajectories: empty list, nothing to ingest"])
+    if labels is not None and len(labels) != len(listed):
+        raise InvalidInputError([f"labels: {len(labels)} labels for {len(listed)} trajectories"])
+    return listed
 
 
 def records_from_items(items: Sequence[Trajectory | Experience | Mapping[str, Any]],

@@ -1,63 +1,43 @@
 """Several agents (DESIGN §5): EDV verification into shared and private banks, and the ability
 matrix that says which agent should take a task.
 
-- :func:`apply_votes` turns a candidate experience and the votes of the agents that executed its
-  task into what is stored: unanimous approval → one shared experience; partial → one private
-  copy per approver (``scope='private'``, ``owner_agent``); none → one ``rejected`` experience,
-  kept for audit and never retrieved. Votes stay on the nodes (``approved_by``/``rejected_by``).
+- :func:`add_verified` stores candidate experiences according to the votes of the agents that
+  executed their task, by the vote rules of :mod:`kbgraph.votes` (re-exported here): unanimous
+  approval → one shared experience; partial → one private copy per approver; none → one
+  ``rejected`` experience, kept for audit and never retrieved.
 - The ability matrix counts, per agent and domain, the attempts and successes agents report
-  through feedback (:mod:`kbgraph.feedback`); :func:`rank_agents` orders agents for a domain by
+  through feedback (:mod:`kbgraph.feedback`); :func:`best_agents` orders agents for a domain by
   their smoothed success rate.
+
+The functions here are the bodies of ``KnowledgeBase.add_verified``, ``ability_matrix`` and
+``best_agents``; the façade passes them what they use.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from kbgraph.errors import InvalidInputError
+from kbgraph.gateway import Neo4jGateway
 from kbgraph.models import Experience
-from kbgraph.search.utility import Verdict, ability, edv_verdict
+from kbgraph.utility import ability
+from kbgraph.votes import MAX_VOTERS, apply_votes, check_votes, most_common
+from kbgraph.writer import ExperienceWriter
 
-MAX_VOTERS = 100
-
-
-def check_votes(votes: Mapping[str, Any], where: str = "votes") -> dict[str, bool]:
-    """Votes as ``{agent: approved}``; refuses non-boolean votes and blank agent names."""
-    problems = []
-    if not isinstance(votes, Mapping) or not votes:
-        raise InvalidInputError([f"{where}: give at least one agent's vote, as {{agent: true|false}}"])
-    if len(votes) > MAX_VOTERS:
-        problems.append(f"{where}: at most {MAX_VOTERS} voters, not {len(votes)}")
-    for agent, approved in votes.items():
-        if not isinstance(agent, str) or not agent.strip() or len(agent) > 200:
-            problems.append(f"{where}: agent name {agent!r} must be 1–200 characters")
-        if not isinstance(approved, bool):
-            problems.append(f"{where}.{agent}: vote must be true or false, not {approved!r}")
-    if problems:
-        raise InvalidInputError(problems)
-    return {agent.strip(): approved for agent, approved in votes.items()}
+__all__ = [
+    "MAX_VOTERS", "AbilityCell", "AbilityMatrix", "VerifiedReport", "ability_matrix", "add_verified", "apply_votes",
+    "best_agents", "check_votes", "most_common",
+]
 
 
-def apply_votes(experience: Experience, votes: Mapping[str, bool]) -> tuple[Verdict, list[Experience]]:
-    """The experiences to store for a candidate and its votes (EDV verify stage)."""
-    verdict, approvers = edv_verdict(votes)
-    rejected_by = sorted(agent for agent, approved in votes.items() if not approved)
-    base = experience.model_dump(exclude={"id"})
-    base.update(approved_by=approvers, rejected_by=rejected_by)
-    if verdict == "shared":
-        return verdict, [Experience.model_validate({**base, "scope": "shared", "owner_agent": None})]
-    if verdict == "private":
-        return verdict, [Experience.model_validate({**base, "scope": "private", "owner_agent": agent})
-                         for agent in approvers]
-    return verdict, [Experience.model_validate({**base, "status": "rejected"})]
+class VerifiedReport(BaseModel):
+    """What one ``add_verified`` call stored: each candidate's verdict, and the ids written."""
 
-
-def most_common(values: Sequence[str]) -> str | None:
-    """The most frequent value; among equals, the first one given."""
-    return max(dict.fromkeys(values), key=values.count) if values else None
+    verdicts: list[str]
+    ids: list[str]
 
 
 class AbilityCell(BaseModel):
@@ -100,3 +80,44 @@ class AbilityMatrix(BaseModel):
         for c in self.cells:
             out.setdefault(c.agent, {})[c.domain] = c.ability
         return out
+
+
+def add_verified(
+    writer: ExperienceWriter, items: Iterable[Experience | Mapping[str, Any]], votes: Mapping[str, bool]
+) -> VerifiedReport:
+    """EDV verify stage: validates every candidate, applies the votes to each, writes the result."""
+    checked = check_votes(votes)
+    candidates = writer.validate(items)
+    stored: list[Experience] = []
+    verdicts: list[str] = []
+    for candidate in candidates:
+        verdict, experiences = apply_votes(candidate, checked)
+        verdicts.append(verdict)
+        stored.extend(experiences)
+    writer.add(stored)
+    return VerifiedReport(verdicts=verdicts, ids=[e.key for e in stored])
+
+
+def ability_matrix(gateway: Neo4jGateway, namespace: str) -> AbilityMatrix:
+    """Agent × domain attempts, successes and smoothed success rate, from reported outcomes."""
+    return AbilityMatrix.from_rows(gateway.read("ability_matrix", kb=namespace))
+
+
+def best_agents(
+    gateway: Neo4jGateway, namespace: str, domains_like: Callable[[str], Sequence[str]],
+    domain: str | None = None, task: str | None = None,
+) -> list[AbilityCell]:
+    """Agents for a task, best first: by their record in ``domain``, or — given only the ``task``
+    text — in the most common domain of ``domains_like(task)`` (the domains of the experiences
+    most like it; search is the façade's, so it is passed in)."""
+    if domain is not None and not domain.strip():
+        raise InvalidInputError(["domain: empty; give a domain, or leave it out and give a task"])
+    if task is not None and not task.strip():
+        raise InvalidInputError(["task: empty; give the task's text"])
+    if domain is None:
+        if not task:
+            raise InvalidInputError(["best_agents: give a domain or a task"])
+        domain = most_common(domains_like(task))
+        if domain is None:
+            return []
+    return ability_matrix(gateway, namespace).rank_agents(domain)

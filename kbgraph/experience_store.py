@@ -15,8 +15,8 @@ from typing import Any
 
 from kbgraph.errors import InvalidInputError
 from kbgraph.gateway import Neo4jGateway, Row
-from kbgraph.ingest.shapes import operations
 from kbgraph.models import STORED, Experience, FailureMode, Relation, Step
+from kbgraph.shapes import operations
 
 # Learning state: set when an experience is created, owned by feedback afterwards (DESIGN §4).
 LEARNING_FIELDS = ("quality", "retrieved", "used", "succeeded", "created_at", "last_used_at", "status")

@@ -27,16 +27,16 @@ from pydantic import (
     model_validator,
 )
 
-from kbgraph.agents import most_common
 from kbgraph.embedders import Embedder
 from kbgraph.errors import InvalidInputError, KbgraphError, validation_problems
 from kbgraph.ids import content_hash
 from kbgraph.ingest.generalise import generalise_text
 from kbgraph.experience_store import aware_datetime
 from kbgraph.gateway import Neo4jGateway, Row
-from kbgraph.search.utility import days_between, decay_rate_per_day, utility
 from kbgraph.settings import LearningSettings
+from kbgraph.utility import days_between, decay_rate_per_day, utility
 from kbgraph.value_bounds import within_bounds
+from kbgraph.votes import most_common
 
 ExperienceId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:\-]{1,128}$")]
 AgentName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
@@ -160,7 +160,7 @@ def _unique(ids: Sequence[str]) -> list[str]:
 
 def row_utility(row: Row, half_life_days: float, now: datetime) -> float:
     """Current utility of an experience from a row holding its ``quality``, ``last_used_at``,
-    ``created_at``, ``usage_impact`` and ``usage_impact_at`` (see :func:`kbgraph.search.utility.utility`)."""
+    ``created_at``, ``usage_impact`` and ``usage_impact_at`` (see :func:`kbgraph.utility.utility`)."""
     recent = aware_datetime(row.get("last_used_at")) or aware_datetime(row.get("created_at"))
     return utility(
         float(row["quality"]), days_between(recent, now), decay_rate_per_day(half_life_days),

@@ -1,4 +1,7 @@
-"""The public façade: one object per (database, namespace) that agents and tools talk to."""
+"""The public façade: one object per (database, namespace) that agents and tools talk to. Each
+method checks its arguments and delegates: to :mod:`kbgraph.writer`, :mod:`kbgraph.ingest.pipeline`
+(this object is its :class:`~kbgraph.ingest.context.IngestContext`), :mod:`kbgraph.search`, the
+learning modules (feedback, maintenance, agents) and :mod:`kbgraph.namespace_stats`."""
 
 from __future__ import annotations
 
@@ -8,20 +11,22 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import neo4j
-from pydantic import BaseModel, Field, ValidationError
 
-from kbgraph.agents import AbilityCell, AbilityMatrix, apply_votes, check_votes, most_common
+from kbgraph.agents import AbilityCell, AbilityMatrix, VerifiedReport, ability_matrix, add_verified, best_agents
 from kbgraph.connection import connect
 from kbgraph.embedders import Embedder, embedder_from_settings
-from kbgraph.errors import InvalidInputError, validation_problems
+from kbgraph.errors import InvalidInputError
 from kbgraph.experience_store import ExperienceStore
 from kbgraph.feedback import ExperienceLearningState, FeedbackEvent, FeedbackRecorder, FeedbackReport
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.ingest.facts import PgVectorCache
 from kbgraph.ingest.link_state import RememberedLinks
+from kbgraph.ingest.pipeline import pipeline_from_settings
+from kbgraph.ingest.read import listed_items, records_from_items
 from kbgraph.ingest.report import IngestReport
 from kbgraph.maintenance import Maintainer, MaintenanceReport
 from kbgraph.models import Experience, Trajectory
+from kbgraph.namespace_stats import KbStats, experience_count, namespace_stats
 from kbgraph.schema import IndexStatus, apply_schema, index_status
 from kbgraph.search.params import QueryStep, SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import SearchResults
@@ -29,66 +34,14 @@ from kbgraph.search.steps import StepHit, StepRetriever
 from kbgraph.search.student import StudentRetriever, parse_query
 from kbgraph.search.teacher import ProblematicStep, RefineResults, RefineWeights, TeacherRetriever
 from kbgraph.settings import Settings, checked_namespace
-from kbgraph.value_bounds import value_problem
+from kbgraph.value_bounds import check_bounds
+from kbgraph.writer import ExperienceWriter, WriteReport
 
 if TYPE_CHECKING:
     from kbgraph.skills_export import SkillsExportReport
     from kbgraph.transfer import ExportReport, ImportReport
 
-
-class WriteReport(BaseModel):
-    """What one ``add_experiences`` call did."""
-
-    received: int
-    new: int
-    existing: int
-    ids: list[str] = Field(default_factory=list)
-
-
-class VerifiedReport(BaseModel):
-    """What one ``add_verified`` call stored: each candidate's verdict, and the ids written."""
-
-    verdicts: list[str]
-    ids: list[str]
-
-
-class KbStats(BaseModel):
-    """Counts of one namespace."""
-
-    namespace: str
-    experiences: int
-    nodes: dict[str, int]
-    relationships: dict[str, int]
-    experiences_by_status: dict[str, int]
-    experiences_by_kind: dict[str, int]
-    experiences_by_domain: dict[str, int]
-
-
-def _combine_duplicates(experiences: list[Experience]) -> list[Experience]:
-    """One experience per id; duplicates (the same content from several trajectories) pool their
-    provenance and the outcome of each run, so no source is lost, and average their success rate
-    over it."""
-    by_id: dict[str, Experience] = {}
-    for exp in experiences:
-        first = by_id.get(exp.key)
-        if first is None:
-            by_id[exp.key] = exp.model_copy(deep=False)
-            continue
-        fresh = [s for s in exp.source_ids if s not in first.source_ids]
-        if first.source_ids and fresh:
-            known = len(first.source_ids)
-            first.success_rate = (first.success_rate * known + exp.success_rate * len(fresh)) / (known + len(fresh))
-        first.source_ids = [*first.source_ids, *fresh]
-        first.failed_source_ids = [*first.failed_source_ids, *(s for s in exp.failed_source_ids if s in fresh)]
-    return list(by_id.values())
-
-
-def _within_bounds(**arguments: Any) -> None:
-    """Arguments of a read or delete keep the input bounds (kbgraph.value_bounds) before they
-    reach the driver: a lone surrogate would fail its UTF-8 encoding, 5,000 levels of nesting
-    the generaliser's recursion."""
-    if problem := value_problem(arguments):
-        raise InvalidInputError([problem])
+__all__ = ["KbStats", "KnowledgeBase", "VerifiedReport", "WriteReport"]
 
 
 class KnowledgeBase:
@@ -154,66 +107,11 @@ class KnowledgeBase:
         Raises InvalidInputError listing every problem as ``where: field: reason``, where ``where``
         is ``labels[i]`` (e.g. ``file.jsonl:12``) or ``experiences[i]``.
         """
-        experiences: list[Experience] = []
-        item_labels: list[str] = []
-        problems: list[str] = []
-        for index, item in enumerate(items):
-            label = labels[index] if labels is not None else f"experiences[{index}]"
-            try:
-                exp = item if isinstance(item, Experience) else Experience.model_validate(item)
-            except ValidationError as error:
-                problems += validation_problems(label, error)
-                continue
-            problems += self._embedding_problems(exp, label)
-            experiences.append(exp)
-            item_labels.append(label)
-        known = {e.key for e in experiences}
-        targets = {r.target_id for e in experiences for r in e.relations} - known
-        if targets and not problems:
-            missing = targets - self.store.existing_ids(targets)
-            for index, exp in enumerate(experiences):
-                for r_index, relation in enumerate(exp.relations):
-                    if relation.target_id in missing:
-                        problems.append(
-                            f"{item_labels[index]}: relations.{r_index}.target_id: no experience "
-                            f"{relation.target_id!r} in namespace {self.namespace!r} or in this batch"
-                        )
-        if problems:
-            raise InvalidInputError(problems)
-        return experiences
-
-    def _embedding_problems(self, exp: Experience, label: str) -> list[str]:
-        dim = self.embedder.dimension
-        vectors: list[tuple[str, list[float] | None]] = [(f, getattr(exp, f)) for f in
-                                                         ("pg_embedding", "structure_embedding", "context_embedding")]
-        vectors += [(f"steps.{i}.embedding", s.embedding) for i, s in enumerate(exp.steps)]
-        vectors += [(f"failure_modes.{i}.embedding", f.embedding) for i, f in enumerate(exp.failure_modes)]
-        return [
-            f"{label}: {name}: has {len(vector)} values, this knowledge base's embedder ({self.embedder.name}) uses {dim}"
-            for name, vector in vectors
-            if vector is not None and len(vector) != dim
-        ]
+        return self._writer.validate(items, labels)
 
     def embed_missing(self, experiences: Sequence[Experience]) -> None:
         """Fills every absent embedding, with one embedder call per kind of text."""
-        jobs: list[tuple[Any, str, str]] = []  # (object, attribute, text)
-        for exp in experiences:
-            if exp.pg_embedding is None:
-                jobs.append((exp, "pg_embedding", exp.pg_text()))
-            if exp.structure_embedding is None:
-                jobs.append((exp, "structure_embedding", exp.structure_text()))
-            if exp.context_embedding is None:
-                jobs.append((exp, "context_embedding", exp.context_text()))
-            jobs += [(s, "embedding", f"{s.action}: {s.text}") for s in exp.steps if s.embedding is None]
-            jobs += [
-                (f, "embedding", f"{f.issue_type or 'failure'}: {f.description}")
-                for f in exp.failure_modes if f.embedding is None
-            ]
-        if not jobs:
-            return
-        vectors = self.embedder.embed([text for _, _, text in jobs])
-        for (target, attribute, _), vector in zip(jobs, vectors, strict=True):
-            setattr(target, attribute, vector.tolist())
+        self._writer.embed_missing(experiences)
 
     def add_experiences(
         self,
@@ -229,43 +127,14 @@ class KnowledgeBase:
         towards the growth checkpoints at which maintenance runs by itself, as ingested ones do;
         by default ready-made experiences are kept exactly as written.
         """
-        experiences = self.validate(items, labels)
-        where, stored = self._refuse_changed_content(experiences, labels)
-        unique = _combine_duplicates(experiences)
-        existing = {e.key for e in unique if e.key in stored}
-        self.embed_missing([e for e in unique if e.key not in existing])
-        self.store.write(unique, existing, on_batch=on_progress, where=where)
+        report = self._writer.add(items, on_progress, labels)
         if maintain:
-            self.maintainer.after_growth(len(unique) - len(existing))
-        return WriteReport(
-            received=len(experiences), new=len(unique) - len(existing), existing=len(existing),
-            ids=[e.key for e in experiences],
-        )
+            self.maintainer.after_growth(report.new)
+        return report
 
-    def _refuse_changed_content(
-        self, experiences: Sequence[Experience], labels: Sequence[str] | None
-    ) -> tuple[dict[str, str], set[str]]:
-        """An id names one content. The same id with the same content is a duplicate (counted as
-        existing); with other content it is an error, in this batch or against what is stored:
-        there is no update mode (delete the old experience first, or give the new one its own id).
-        Returns where each id was first given, and which ids are stored already; the write checks
-        again against what another client stored meanwhile (ExperienceStore.write)."""
-        problems: list[str] = []
-        first_seen: dict[str, tuple[str, str]] = {}
-        for index, exp in enumerate(experiences):
-            where = labels[index] if labels is not None and index < len(labels) else f"experiences[{index}]"
-            content = exp.content_id()
-            seen = first_seen.setdefault(exp.key, (content, where))
-            if seen[0] != content:
-                problems.append(f"{where}: id: {exp.key!r} was given at {seen[1]} with different content")
-        stored = self.store.stored_content_ids(first_seen)
-        for key, (content, where) in first_seen.items():
-            if stored.get(key) not in (None, content):
-                problems.append(f"{where}: id: {key!r} is already stored with different content (delete it first, "
-                                "or give the new experience another id)")
-        if problems:
-            raise InvalidInputError(problems)
-        return {key: where for key, (_, where) in first_seen.items()}, set(stored)
+    @property
+    def _writer(self) -> ExperienceWriter:
+        return ExperienceWriter(self.store, self.embedder)
 
     def ingest(
         self, paths: Sequence[str | Path], skip_invalid: bool = False,
@@ -273,13 +142,7 @@ class KnowledgeBase:
     ) -> IngestReport:
         """Ingests JSON Lines of trajectories (or ready-made experiences): abstraction, reflection,
         concept deduplication, documents, merging and the four relations (see kbgraph.ingest)."""
-        from kbgraph.ingest.pipeline import pipeline_from_settings
-
-        report = pipeline_from_settings(self, on_progress).ingest([Path(p) for p in paths], skip_invalid)
-        maintenance = self.maintainer.after_growth(report.experiences_new)
-        if maintenance is not None:
-            report.maintenance_run = maintenance.run_id
-        return report
+        return self._grown(pipeline_from_settings(self, on_progress).ingest([Path(p) for p in paths], skip_invalid))
 
     def add_trajectories(
         self, trajectories: Sequence[Trajectory | Mapping[str, Any]], skip_invalid: bool = False,
@@ -291,18 +154,12 @@ class KnowledgeBase:
         written; a run ingested before is skipped). Ready-made experiences (a ``problem`` instead
         of a ``task``) are accepted too, as in a file. ``labels`` name the items in messages
         instead of ``trajectories[i]`` (the CLI gives ``<stdin>:line``)."""
-        from kbgraph.ingest.pipeline import pipeline_from_settings
-        from kbgraph.ingest.read import records_from_items
+        items = listed_items(trajectories, labels)
+        return self._grown(pipeline_from_settings(self, on_progress).ingest_records(
+            lambda: records_from_items(items, labels), skip_invalid))
 
-        if isinstance(trajectories, (str, bytes, Mapping)) or not isinstance(trajectories, Sequence):
-            raise InvalidInputError(["trajectories: expected a list of trajectories"])
-        items = list(trajectories)
-        if not items:
-            raise InvalidInputError(["trajectories: empty list, nothing to ingest"])
-        if labels is not None and len(labels) != len(items):
-            raise InvalidInputError([f"labels: {len(labels)} labels for {len(items)} trajectories"])
-        report = pipeline_from_settings(self, on_progress).ingest_records(
-            lambda: records_from_items(items, labels), skip_invalid)
+    def _grown(self, report: IngestReport) -> IngestReport:
+        """Runs maintenance when an ingest grew the namespace past a checkpoint (AutoRefine)."""
         maintenance = self.maintainer.after_growth(report.experiences_new)
         if maintenance is not None:
             report.maintenance_run = maintenance.run_id
@@ -310,42 +167,25 @@ class KnowledgeBase:
 
     def recluster(self) -> IngestReport:
         """Rebuilds every meta-concept and document from all concepts (and re-merges, re-links)."""
-        from kbgraph.ingest.pipeline import pipeline_from_settings
-
         return pipeline_from_settings(self).consolidate(recluster=True)
 
     # -- reading ---------------------------------------------------------------------------------
 
     def get(self, experience_id: str) -> Experience | None:
-        _within_bounds(experience_id=experience_id)
+        check_bounds(experience_id=experience_id)
         found = self.store.get_many([experience_id])
         return found[0] if found else None
 
     def get_many(self, ids: Sequence[str]) -> list[Experience]:
-        _within_bounds(ids=list(ids))
+        check_bounds(ids=list(ids))
         return self.store.get_many(ids)
 
     def count(self) -> int:
         """Experiences in this namespace (any status)."""
-        return sum(row["count"] for row in self.gateway.read("stats_experiences", kb=self.namespace))
+        return experience_count(self.gateway, self.namespace)
 
     def stats(self) -> KbStats:
-        by_status: dict[str, int] = {}
-        by_kind: dict[str, int] = {}
-        by_domain: dict[str, int] = {}
-        for row in self.gateway.read("stats_experiences", kb=self.namespace):
-            by_status[row["status"]] = by_status.get(row["status"], 0) + row["count"]
-            by_kind[row["kind"]] = by_kind.get(row["kind"], 0) + row["count"]
-            by_domain[row["domain"]] = by_domain.get(row["domain"], 0) + row["count"]
-        return KbStats(
-            namespace=self.namespace,
-            experiences=sum(by_status.values()),
-            nodes={r["label"]: r["count"] for r in self.gateway.read("stats_nodes", kb=self.namespace)},
-            relationships={r["type"]: r["count"] for r in self.gateway.read("stats_relationships", kb=self.namespace)},
-            experiences_by_status=by_status,
-            experiences_by_kind=by_kind,
-            experiences_by_domain=by_domain,
-        )
+        return namespace_stats(self.gateway, self.namespace)
 
     def index_status(self) -> list[IndexStatus]:
         return index_status(self.gateway)
@@ -383,7 +223,7 @@ class KnowledgeBase:
         Raises InvalidInputError for an empty or absurd query (k < 1, NaN weights, 100 kB text);
         k above 100 is clamped with a note in ``results.notes``.
         """
-        _within_bounds(task=task, problem=problem, goal=goal, domain=domain, agent=agent, exclude=list(exclude),
+        check_bounds(task=task, problem=problem, goal=goal, domain=domain, agent=agent, exclude=list(exclude),
                        steps_so_far=[s.model_dump() if isinstance(s, QueryStep) else s for s in steps_so_far])
         query = parse_query({
             "task": task, "problem": problem, "goal": goal, "domain": domain,
@@ -410,7 +250,7 @@ class KnowledgeBase:
         match and precision — and the failure modes that failed the same way, grouped with how
         often they were seen and recovered, each with its most useful recovery. ``exclude_runs``
         leaves runs out (a leave-one-run-out evaluation). See :mod:`kbgraph.search.teacher`."""
-        _within_bounds(problematic_steps=[s.model_dump() if isinstance(s, ProblematicStep) else s
+        check_bounds(problematic_steps=[s.model_dump() if isinstance(s, ProblematicStep) else s
                                           for s in problematic_steps],
                        domain=domain if isinstance(domain, str | None) else list(domain), agent=agent,
                        exclude_runs=list(exclude_runs))
@@ -424,7 +264,7 @@ class KnowledgeBase:
         """MAEL step-wise retrieval: stored steps like the one about to be taken, scored
         α·similarity + (1−α)·reward (α from ``learning.step_alpha``, 0.5), from the shared bank
         and ``agent``'s private one. See :mod:`kbgraph.search.steps`."""
-        _within_bounds(action=action, arguments=dict(arguments or {}), text=text, domain=domain, agent=agent)
+        check_bounds(action=action, arguments=dict(arguments or {}), text=text, domain=domain, agent=agent)
         return StepRetriever(self.gateway, self.embedder, self.namespace, self.student.namespace_size).search(
             action, dict(arguments or {}), text=text, domain=domain, agent=agent, k=k,
             alpha=self.settings.learning.step_alpha if alpha is None else alpha)
@@ -458,8 +298,6 @@ class KnowledgeBase:
     def _relink(self, run_id: str) -> None:
         # Merged and archived experiences took their relations with them: link what stays active
         # again. Maintenance merged by its own plan, so this pass merges nothing more.
-        from kbgraph.ingest.pipeline import pipeline_from_settings
-
         pipeline_from_settings(self).consolidate(merge=False, run=run_id)
 
     def maintain(self, dry_run: bool = False) -> MaintenanceReport:
@@ -479,35 +317,17 @@ class KnowledgeBase:
         """EDV verify stage: stores candidate experiences according to the votes of the agents
         that executed their task — all approve: the shared bank; some: each approver's private
         bank; none: ``rejected`` (kept for audit, never retrieved). See :mod:`kbgraph.agents`."""
-        checked = check_votes(votes)
-        candidates = self.validate(items)
-        stored: list[Experience] = []
-        verdicts: list[str] = []
-        for candidate in candidates:
-            verdict, experiences = apply_votes(candidate, checked)
-            verdicts.append(verdict)
-            stored.extend(experiences)
-        self.add_experiences(stored)
-        return VerifiedReport(verdicts=verdicts, ids=[e.key for e in stored])
+        return add_verified(self._writer, items, votes)
 
     def ability_matrix(self) -> AbilityMatrix:
         """Agent × domain attempts, successes and smoothed success rate, from reported outcomes."""
-        return AbilityMatrix.from_rows(self.gateway.read("ability_matrix", kb=self.namespace))
+        return ability_matrix(self.gateway, self.namespace)
 
     def best_agents(self, domain: str | None = None, task: str | None = None) -> list[AbilityCell]:
         """Agents for a task, best first (EDV): by their record in ``domain``, or — given only the
         ``task`` text — in the domain of the experiences most like it."""
-        if domain is not None and not domain.strip():
-            raise InvalidInputError(["domain: empty; give a domain, or leave it out and give a task"])
-        if task is not None and not task.strip():
-            raise InvalidInputError(["task: empty; give the task's text"])
-        if domain is None:
-            if not task:
-                raise InvalidInputError(["best_agents: give a domain or a task"])
-            domain = most_common([h.experience.domain for h in self.search(task, k=5).hits])
-            if domain is None:
-                return []
-        return self.ability_matrix().rank_agents(domain)
+        return best_agents(self.gateway, self.namespace,
+                           lambda text: [h.experience.domain for h in self.search(text, k=5).hits], domain, task)
 
     def learning_state(self, ids: Sequence[str]) -> list[ExperienceLearningState]:
         """Counters, quality and current utility of experiences (unknown ids are left out)."""
@@ -556,7 +376,7 @@ class KnowledgeBase:
 
     def delete(self, ids: Sequence[str]) -> int:
         """Deletes experiences (with their steps and failure modes) by id; returns how many."""
-        _within_bounds(ids=list(ids))
+        check_bounds(ids=list(ids))
         return self.store.delete(ids)
 
     def clear(self) -> None:

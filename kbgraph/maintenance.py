@@ -40,7 +40,8 @@ from kbgraph.gateway import Neo4jGateway, Row
 from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.ingest.link import ABSTRACT_SOURCE, plan_links
 from kbgraph.ingest.merge import MergeGroup, plan_merges
-from kbgraph.search.utility import (
+from kbgraph.settings import LearningSettings
+from kbgraph.utility import (
     bottom_fraction,
     decay_rate_per_day,
     growth_checkpoint_reached,
@@ -48,7 +49,6 @@ from kbgraph.search.utility import (
     next_growth_checkpoint,
     utility,
 )
-from kbgraph.settings import LearningSettings
 
 
 class MaintenanceChange(BaseModel):

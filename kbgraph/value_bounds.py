@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kbgraph.errors import InvalidInputError
+
 #: Deeper than any real tool argument or record; far below Python's recursion limit.
 MAX_NESTING_DEPTH = 64
 INT64_MIN = -(2**63)
@@ -62,3 +64,11 @@ def within_bounds(data: Any) -> Any:
     if isinstance(data, dict) and (problem := value_problem(data)):
         raise ValueError(problem)
     return data
+
+
+def check_bounds(**arguments: Any) -> None:
+    """Arguments of a call (a read, a search, a delete) keep the bounds before they reach the
+    driver: a lone surrogate would fail its UTF-8 encoding, 5,000 levels of nesting the
+    generaliser's recursion. InvalidInputError naming the first place they leave them."""
+    if problem := value_problem(arguments):
+        raise InvalidInputError([problem])
