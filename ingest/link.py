@@ -183,14 +183,3 @@ def is_alternative_candidate(fact: ExperienceFacts) -> bool:
     of its task, not another way to do it."""
     return fact.kind == "concrete" and fact.source != ABSTRACT_SOURCE and bool(fact.actions) and not fact.only_failed
 
-
-def plan_links(
-    facts: list[ExperienceFacts],
-    alternative_threshold: float = ALTERNATIVE_THRESHOLD,
-    alternatives_per_experience: int = ALTERNATIVES_PER_EXPERIENCE,
-) -> LinkPlan:
-    """The whole plan from every fact (kbgraph.ingest.link_state builds it part by part, so that a
-    later ingest can re-plan only the parts it touches)."""
-    from kbgraph.ingest.link_state import LinkState  # it builds on the parts above
-
-    return LinkState(facts, alternative_threshold, alternatives_per_experience).plan()

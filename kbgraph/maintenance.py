@@ -38,7 +38,8 @@ from pydantic import BaseModel, Field
 
 from kbgraph.gateway import Neo4jGateway, Row
 from kbgraph.ingest.facts import ExperienceFacts
-from kbgraph.ingest.link import ABSTRACT_SOURCE, plan_links
+from kbgraph.ingest.link import ABSTRACT_SOURCE
+from kbgraph.ingest.link_state import plan_links
 from kbgraph.ingest.merge import MergeGroup, plan_merges
 from kbgraph.settings import LearningSettings
 from kbgraph.utility import (

@@ -208,13 +208,13 @@ def test_a_few_thousand_concepts_cluster_in_seconds() -> None:
 def spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
     """Records the number of points each call to dedupe.<name> receives."""
     calls: list[int] = []
-    original: Callable[..., Any] = getattr(dedupe, name)
+    original: Callable[..., Any] = getattr(dedupe._cluster, name)
 
     def wrapper(vectors: Any, **kwargs: Any) -> Any:
         calls.append(len(vectors))
         return original(vectors, **kwargs)
 
-    monkeypatch.setattr(dedupe, name, wrapper)
+    monkeypatch.setattr(dedupe._cluster, name, wrapper)
     return calls
 
 

@@ -16,8 +16,7 @@ import pytest
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.ingest.abstract import RuleBasedAbstractor
 from kbgraph.ingest.facts import ExperienceFacts, unit_vector
-from kbgraph.ingest.link import plan_links
-from kbgraph.ingest.link_state import LinkDelta, LinkState
+from kbgraph.ingest.link_state import LinkDelta, LinkState, plan_links
 from kbgraph.ingest.merge import MergeGroup, plan_merges
 from kbgraph.ingest.read import read_records
 from kbgraph.models import Trajectory

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from kbgraph.ingest.facts import ExperienceFacts
-from kbgraph.ingest.link import ABSTRACT_SOURCE, plan_links
+from kbgraph.ingest.link import ABSTRACT_SOURCE
+from kbgraph.ingest.link_state import plan_links
 from kbgraph.ingest.merge import plan_merges
 
 
