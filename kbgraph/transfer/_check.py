@@ -128,15 +128,21 @@ class _FileCheck:
         self.node_hashes.append(_hash(node.label, node.key))
         self.node_lines.append(line)
 
-    def freeze_nodes(self) -> None:
-        hashes = np.frombuffer(self.node_hashes, dtype=np.uint64)
-        lines = np.frombuffer(self.node_lines, dtype=np.dtype(f"u{self.node_lines.itemsize}"))
-        order = np.argsort(hashes, kind="stable")
-        ordered = hashes[order]
+    def repeats(
+        self, hashes: array[int], lines: array[int], what: str, identity: str
+    ) -> np.ndarray[Any, np.dtype[np.uint64]]:
+        """Reports every record whose hash an earlier line had; returns the hashes sorted."""
+        hashed = np.frombuffer(hashes, dtype=np.uint64)
+        numbers = np.frombuffer(lines, dtype=np.dtype(f"u{lines.itemsize}"))
+        order = np.argsort(hashed, kind="stable")
+        ordered = hashed[order]
         for at in np.flatnonzero(ordered[1:] == ordered[:-1])[:MAX_PROBLEMS]:
-            first, again = int(lines[order[at]]), int(lines[order[at + 1]])
-            self.problem(again, f"the same node as line {first} (label and key appear twice)")
-        self.known_nodes = ordered
+            first, again = int(numbers[order[at]]), int(numbers[order[at + 1]])
+            self.problem(again, f"the same {what} as line {first} ({identity} appear twice)")
+        return ordered
+
+    def freeze_nodes(self) -> None:
+        self.known_nodes = self.repeats(self.node_hashes, self.node_lines, "node", "label and key")
 
     def has_node(self, ref: NodeRef) -> bool:
         assert self.known_nodes is not None
@@ -165,13 +171,7 @@ class _FileCheck:
             return
         if not self.first_relationship_line:
             self.freeze_nodes()
-        hashes = np.frombuffer(self.relationship_hashes, dtype=np.uint64)
-        lines = np.frombuffer(self.relationship_lines, dtype=np.dtype(f"u{self.relationship_lines.itemsize}"))
-        order = np.argsort(hashes, kind="stable")
-        ordered = hashes[order]
-        for at in np.flatnonzero(ordered[1:] == ordered[:-1])[:MAX_PROBLEMS]:
-            first, again = int(lines[order[at]]), int(lines[order[at + 1]])
-            self.problem(again, f"the same relationship as line {first} (type, start and end appear twice)")
+        self.repeats(self.relationship_hashes, self.relationship_lines, "relationship", "type, start and end")
         counts = self.header.counts
         for what, announced, found in (("nodes", counts.nodes, self.nodes),
                                        ("relationships", counts.relationships, self.relationships)):
