@@ -65,7 +65,7 @@ def texts(value: Any) -> str | None:
 
 
 def datetime_value(value: Any) -> str | None:
-    # The export writes a datetime as {"datetime": "…"}; transfer._value_problem checks its text.
+    # The export writes a datetime as {"datetime": "…"}; _values._value_problem checks its text.
     if not (isinstance(value, dict) and set(value) == {"datetime"} and isinstance(value["datetime"], str)):
         return f"{value!r:.60} is not a datetime (written as {{\"datetime\": \"2026-01-01T00:00:00Z\"}})"
     return None

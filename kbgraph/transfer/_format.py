@@ -1,0 +1,106 @@
+"""The export format's allow-lists: the labels and relationship types a file may hold, each with the
+fixed queries that read and write it, and the constants every stage (export, check, import) shares.
+
+Only what is listed here is exported or imported; a label or type missing here makes ``export``
+refuse the namespace, so nothing leaves the database that could not come back.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from kbgraph.errors import KbgraphError
+
+FORMAT_NAME: Final = "kbgraph-export"
+FORMAT_VERSION: Final = 1
+# What ingest marks as read (ingest/pipeline.py _record_key): a forged key is refused.
+INGESTED_KEY: Final = re.compile(r"(trajectory|experience):[A-Za-z0-9_.:\-]{1,128}")
+# One problem per line is plenty to fix a file; past this many, the check stops reading.
+MAX_PROBLEMS: Final = 1000
+
+Progress = Callable[[str, int, int | None], None]
+
+
+class TransferError(KbgraphError):
+    """An export or import that cannot be done as asked (the message says why and what to do)."""
+
+
+@dataclass(frozen=True)
+class NodeLabel:
+    """A label kbgraph exports: its key within a namespace and the fixed queries that handle it."""
+
+    label: str
+    key: str | None  # the property a node is MERGEd on with kb; None: one node per namespace
+    stem: str  # export_page_<stem>.cypher, import_merge_<stem>.cypher
+    vectors: tuple[str, ...] = ()  # float32 vector properties (db.create.setNodeVectorProperty)
+
+    @property
+    def page_query(self) -> str:
+        return f"export_page_{self.stem}"
+
+    @property
+    def merge_query(self) -> str:
+        return f"import_merge_{self.stem}"
+
+
+@dataclass(frozen=True)
+class RelationshipShape:
+    """A relationship type kbgraph exports, between the only two labels it joins."""
+
+    type: str
+    start: str
+    end: str
+
+    @property
+    def merge_query(self) -> str:
+        return f"import_rel_{self.type.lower()}"
+
+
+# Every label that carries `kb`, in export order. A label missing here makes `export` refuse the
+# namespace (see export_census_nodes): add it here with its two query files.
+NODE_LABELS: Final[tuple[NodeLabel, ...]] = (
+    NodeLabel("Experience", "id", "experience", ("pg_embedding", "structure_embedding", "context_embedding")),
+    NodeLabel("Step", "id", "step", ("embedding",)),
+    NodeLabel("FailureMode", "id", "failure_mode", ("embedding",)),
+    NodeLabel("Domain", "name", "domain"),
+    NodeLabel("Concept", "id", "concept", ("embedding",)),
+    NodeLabel("MetaConcept", "id", "meta_concept", ("embedding",)),
+    NodeLabel("Insight", "id", "insight"),
+    NodeLabel("Agent", "id", "agent"),
+    NodeLabel("IngestedRecord", "key", "ingested_record"),
+    NodeLabel("KbState", None, "kb_state"),
+    NodeLabel("Outcome", "id", "outcome", ("embedding",)),
+    NodeLabel("StoreItem", "id", "store_item"),
+    NodeLabel("StoreVector", "id", "store_vector", ("embedding",)),
+)
+
+RELATIONSHIPS: Final[tuple[RelationshipShape, ...]] = (
+    RelationshipShape("HAS_STEP", "Experience", "Step"),
+    RelationshipShape("NEXT", "Step", "Step"),
+    RelationshipShape("HAS_FAILURE", "Experience", "FailureMode"),
+    RelationshipShape("IN_DOMAIN", "Experience", "Domain"),
+    RelationshipShape("ABSTRACTION", "Experience", "Experience"),
+    RelationshipShape("COMPOSITION", "Experience", "Experience"),
+    RelationshipShape("ADAPTATION", "Experience", "Experience"),
+    RelationshipShape("ALTERNATIVE", "Experience", "Experience"),
+    RelationshipShape("EXHIBITS", "Experience", "MetaConcept"),
+    RelationshipShape("INSTANCE_OF", "Concept", "MetaConcept"),
+    RelationshipShape("ABOUT", "Insight", "MetaConcept"),
+    RelationshipShape("FROM", "Insight", "Experience"),
+    RelationshipShape("PERFORMED", "Agent", "Domain"),
+    RelationshipShape("HAD_OUTCOME", "Experience", "Outcome"),
+    RelationshipShape("HAS_VECTOR", "StoreItem", "StoreVector"),
+)
+
+LABELS: Final[dict[str, NodeLabel]] = {spec.label: spec for spec in NODE_LABELS}
+RELATIONSHIP_TYPES: Final[dict[str, RelationshipShape]] = {shape.type: shape for shape in RELATIONSHIPS}
+
+# Cypher's valueType names of temporal values -> the tag (and the Cypher function) in the file.
+TEMPORAL_TYPES: Final[dict[str, str]] = {
+    "ZONED DATETIME": "datetime", "LOCAL DATETIME": "localdatetime", "DATE": "date",
+    "ZONED TIME": "time", "LOCAL TIME": "localtime", "DURATION": "duration",
+}
+PLAIN_TYPES: Final = frozenset({"STRING", "INTEGER", "FLOAT", "BOOLEAN"})
