@@ -77,7 +77,10 @@ from kbgraph.ingest.generalise import describe_step, generalise_text, humanise_a
 from kbgraph.ingest.recovery import error_signature
 from kbgraph.search.namespace_size import DEFAULT_EXACT_SCAN_MAX, NamespaceSize
 from kbgraph.search.overfetch import Overfetched, overfetch
-from kbgraph.search.scoring import issue_match, neo4j_to_cosine, step_similarity, teacher_step_score
+from kbgraph.search.scoring import (
+    UNKNOWN_ISSUE_TYPES, execution_similarity, issue_match, issue_similarity, neo4j_to_cosine, step_similarity,
+    teacher_step_score,
+)
 
 __all__ = [
     "FAILURE_QUERY",
@@ -132,9 +135,6 @@ SCAN_QUERIES: Final = {STEP_QUERY: "refine_step_scan", FAILURE_QUERY: "refine_fa
 GROUP_QUERY = "refine_failure_groups"
 VIA_STEP: Final = "vector:step_embedding"
 VIA_FAILURE: Final = "vector:failure_mode_embedding"
-
-#: Issue types that say nothing about the issue: classify_issue's catch-all and common stand-ins.
-UNKNOWN_ISSUE_TYPES = frozenset({"error", "unknown", "failure"})
 
 _STEP_FIELD_LIMITS = {"text": MAX_TEXT_CHARS, "error": MAX_TEXT_CHARS, "issue_type": MAX_NAME_CHARS}
 
@@ -498,47 +498,6 @@ class RefineResults(BaseModel):
     failures: list[FailureMatch] = Field(default_factory=list)
     experiences: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
-
-
-# --------------------------------------------------------------------------- pure parts
-
-
-def _issue_key(issue_type: str | None) -> str | None:
-    if issue_type is None:
-        return None
-    key = issue_type.strip().casefold()
-    return None if not key or key in UNKNOWN_ISSUE_TYPES else key
-
-
-def issue_similarity(
-    query_issue: str | None, stored_issue: str | None, weights: RefineWeights, same_error: bool = False
-) -> float:
-    """``sim(issue types)``: ``same_issue`` for the same error (``same_error``: equal error
-    signatures, the same error on the same action) or equal types (ignoring case and surrounding
-    spaces), ``different_issue`` for two different known types, ``unknown_issue`` when either is
-    missing or one of :data:`UNKNOWN_ISSUE_TYPES` (classify_issue's catch-all ``"error"`` names no
-    issue — most real errors, which is why the signature counts first)."""
-    if same_error:
-        return weights.same_issue
-    query, stored = _issue_key(query_issue), _issue_key(stored_issue)
-    if query is None or stored is None:
-        return weights.unknown_issue
-    return weights.same_issue if query == stored else weights.different_issue
-
-
-def execution_similarity(
-    query_action: str, query_arguments: Sequence[str], stored_action: str, stored_arguments: Sequence[str]
-) -> float:
-    """``sim_exec = 0.5·[same action] + 0.5·Jaccard(argument names)``, in [0, 1].
-
-    Actions are compared ignoring case and surrounding spaces; two steps without arguments have
-    Jaccard 1 (the same, empty, signature).
-    """
-    same_action = query_action.strip().casefold() == stored_action.strip().casefold()
-    ours, theirs = set(query_arguments), set(stored_arguments)
-    union = ours | theirs
-    jaccard = len(ours & theirs) / len(union) if union else 1.0
-    return 0.5 * float(same_action) + 0.5 * jaccard
 
 
 def step_query_text(step: ProblematicStep) -> str:
