@@ -15,7 +15,7 @@ import pytest
 from kbgraph.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.models import Experience, FailureMode, Step
-import kbgraph.search.teacher as teacher_module
+import kbgraph.search.teacher._retriever as teacher_module
 from kbgraph.search.teacher import (
     FETCH_LIMIT,
     VIA_FAILURE,

@@ -1,0 +1,155 @@
+"""The student phase's direct score of a candidate (DESIGN §3): every part of relevance and weight
+put together, with the support bonus, quality, utility and the share of its way."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kbgraph.search.scoring._checks import FloatArray, _scores, _unit_interval
+from kbgraph.search.scoring._stages import max_normalise
+from kbgraph.search.utility import NEUTRAL_UTILITY
+
+
+def support_score(trajectories: int, saturation: int = 100) -> float:
+    """Evidence behind an experience: ``min(1, ln(1+n) / ln(1+n_sat))`` for one that stands for
+    ``n`` trajectories (its sources; an abstract experience: its instances' sources).
+
+    Logarithmic, because the tenth confirming trajectory adds less trust than the second, and
+    saturating at ``saturation`` so the most common workflow cannot outgrow relevance. n ≥ 0,
+    saturation ≥ 1, else ValueError.
+    """
+    if isinstance(trajectories, bool) or int(trajectories) != trajectories or trajectories < 0:
+        raise ValueError(f"trajectories must be an integer >= 0, got {trajectories!r}")
+    if isinstance(saturation, bool) or int(saturation) != saturation or saturation < 1:
+        raise ValueError(f"saturation must be an integer >= 1, got {saturation!r}")
+    return min(1.0, math.log1p(trajectories) / math.log1p(saturation))
+
+
+def fit_score(stage: Any, trans: Any, success: Any, share: Any, success_floor: float) -> Any:
+    """How well an experience fits a query before its support bonus (eq. 5 with a floor)::
+
+        fit = stage · trans · (floor + (1−floor)·success) · share
+
+    Elementwise: floats or numpy arrays. :func:`direct_scores` adds β·support to it, and a
+    workflow takes the fit of its best instance (:func:`workflow_score`)."""
+    return stage * trans * (success_floor + (1.0 - success_floor) * success) * share
+
+
+def workflow_score(evidence: float, support: float, support_weight: float = 0.1) -> float:
+    """The student-phase score of a workflow (an abstract experience) from its instances::
+
+        score(W) = stage(m*)·trans(m*)·(floor + (1−floor)·success(m*))·share(m*) + β·support(m*)
+
+    where m* is the instance that worked and fits the query best: ``evidence`` is its score before
+    support, ``support`` its :func:`support_score`. It is :func:`direct_scores`' formula for that
+    instance, because the workflow fits a task exactly as well as its closest run did: the workflow
+    of the run most like this task is the answer. Measured on the development sets, adding the
+    popularity of the whole workflow instead (the support of all its runs) ranked the most common
+    way first on every vague request (retail 0.538 against 0.557, real runs same). All in [0, 1].
+    """
+    fit = _unit_interval(evidence, "evidence")
+    trust = _unit_interval(support, "support")
+    beta = _unit_interval(support_weight, "support_weight")
+    return fit + beta * trust
+
+
+def direct_scores(
+    *,
+    semantic: npt.ArrayLike,
+    structural: npt.ArrayLike,
+    has_structure: npt.ArrayLike,
+    fine: npt.ArrayLike,
+    lexical: npt.ArrayLike,
+    trans: npt.ArrayLike,
+    success: npt.ArrayLike,
+    support: npt.ArrayLike,
+    quality: npt.ArrayLike,
+    structure_weight: float = 0.5,
+    lam: float = 1.0,
+    alpha: float = 0.5,
+    success_floor: float = 0.2,
+    support_weight: float = 0.1,
+    quality_weight: float = 0.0,
+    utility: npt.ArrayLike | None = None,
+    utility_weight: float = 0.0,
+    share: npt.ArrayLike | None = None,
+) -> dict[str, FloatArray]:
+    """The student-phase score of n candidates found directly by an index (DESIGN §3), vectorised.
+
+    With every similarity a cosine clamped to [0, 1]::
+
+        lexical = BM25 / max BM25 over the candidates  (0 for a candidate with none of the terms)
+        textual = (1−α)·semantic + α·lexical         (Agent KB §E.2 hybrid, over problem and goal)
+        coarse  = (1−ω)·textual + ω·structural       (textual alone where has_structure is False)
+        stage   = λ·coarse + (1−λ)·fine              (Agent KB §A.1)
+        direct  = stage · trans · (floor + (1−floor)·success) · share + β·support   (eq. 5, plus evidence)
+        direct  ← (1−w_q)·direct + w_q·quality        (MAEL: α·sim + (1−α)·reward)
+        direct  ← direct · ((1−w_u) + w_u·utility/0.5) (Agent KB D.3 utility, learnt; 1 without feedback)
+
+    The full-text index covers the same fields as the semantic index (problem, goal), so the
+    lexical channel is mixed into that one, and the structural index (workflow shape) stands
+    beside both. ``support`` is :func:`support_score` per candidate; it is a bonus, so ``direct``
+    may exceed 1 by up to β (only the ranking matters). Returns every part by name
+    (``lexical``, ``textual``, ``coarse``, ``stage``, ``success_factor``, ``direct``) so results
+    can explain themselves. ``share`` is how often an experience's way solved its task relative to
+    the way that solved it most often (1 for the most common way, or unknown; defaults to 1): when
+    one task was solved three times by refusing and once by transferring, refusing is the more
+    likely answer to a task like it (transferring gets 1/3); a task solved four ways once each
+    leaves them all at 1. The utility factor multiplies, so experiences of equal utility (a KB
+    without feedback) keep their order; ``utility`` defaults to 1 for every candidate.
+    Shapes must agree; weights in [0, 1]; NaN anywhere raises ValueError.
+    """
+    sem = np.clip(_scores(semantic, "semantic"), 0.0, 1.0)
+    n = sem.size
+    utilities = np.ones(n) if utility is None else _scores(utility, "utility")
+    shares = np.ones(n) if share is None else _scores(share, "share")
+    arrays = {
+        "structural": _scores(structural, "structural"),
+        "fine": _scores(fine, "fine"),
+        "lexical": _scores(lexical, "lexical"),
+        "trans": _scores(trans, "trans"),
+        "success": _scores(success, "success"),
+        "support": _scores(support, "support"),
+        "quality": _scores(quality, "quality"),
+        "utility": utilities,
+        "share": shares,
+    }
+    mask = np.asarray(has_structure, dtype=bool).reshape(-1)
+    for name, array in [*arrays.items(), ("has_structure", mask)]:
+        if array.size != n:
+            raise ValueError(f"{name} has {array.size} values for {n} candidates")
+    for name in ("trans", "success", "support", "quality", "utility", "share"):
+        array = arrays[name]
+        if array.size and (array.min() < 0.0 or array.max() > 1.0):
+            raise ValueError(f"{name} values must lie in [0, 1]")
+    omega = _unit_interval(structure_weight, "structure_weight")
+    weight_lam = _unit_interval(lam, "lam")
+    weight_alpha = _unit_interval(alpha, "alpha")
+    floor = _unit_interval(success_floor, "success_floor")
+    beta = _unit_interval(support_weight, "support_weight")
+    w_quality = _unit_interval(quality_weight, "quality_weight")
+    w_utility = _unit_interval(utility_weight, "utility_weight")
+
+    structure = np.clip(arrays["structural"], 0.0, 1.0)
+    lexical_norm = max_normalise(arrays["lexical"]) if n else np.zeros(0)
+    textual = (1.0 - weight_alpha) * sem + weight_alpha * lexical_norm
+    coarse = np.where(mask, (1.0 - omega) * textual + omega * structure, textual)
+    stage = weight_lam * coarse + (1.0 - weight_lam) * np.clip(arrays["fine"], 0.0, 1.0)
+    success_factor = floor + (1.0 - floor) * arrays["success"]
+    direct = fit_score(stage, arrays["trans"], arrays["success"], arrays["share"], floor) + beta * arrays["support"]
+    direct = (1.0 - w_quality) * direct + w_quality * arrays["quality"]
+    utility_factor = (1.0 - w_utility) + w_utility * arrays["utility"] / NEUTRAL_UTILITY
+    direct = direct * utility_factor
+    return {
+        "lexical": lexical_norm,
+        "textual": textual,
+        "coarse": coarse,
+        "stage": stage,
+        "success_factor": success_factor,
+        "utility_factor": utility_factor,
+        "direct": direct,
+    }

@@ -1,0 +1,90 @@
+"""Diversity of the final candidates (DESIGN §3): Maximal Marginal Relevance (AutoRefine §3)."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import numpy.typing as npt
+
+from kbgraph.search.scoring._checks import _rows, _scores, _unit_interval, _unit_rows
+
+
+def _count(k: int) -> int:
+    """``k`` as a count of results: an integer (not a bool) ≥ 0, else ValueError."""
+    try:
+        count = operator.index(k)
+    except TypeError:
+        raise ValueError(f"k must be an integer, got {k!r}") from None
+    if isinstance(k, bool):
+        raise ValueError("k must be an integer, not a bool")
+    if count < 0:
+        raise ValueError(f"k must be >= 0, got {count}")
+    return count
+
+
+def mmr(
+    candidate_scores: npt.ArrayLike,
+    candidate_vectors: npt.ArrayLike,
+    k: int,
+    lam: float = 0.5,
+) -> list[int]:
+    """Maximal Marginal Relevance selection (AutoRefine §3; DESIGN §3 uses λ ≈ 0.5)::
+
+        MMR(p_j) = λ·rel(p_j) − (1−λ)·max_{p_s ∈ selected} cos(p_j, p_s)
+
+    Greedy: the first pick is the most relevant candidate, then each pick maximises MMR over the
+    rest. ``candidate_scores`` are the n relevance scores, ``candidate_vectors`` the n×d embeddings
+    in the same order. Returns the indices of up to ``k`` candidates in the order picked (all of
+    them when k ≥ n; ``[]`` when k = 0). Ties go to the lowest index, so the result is
+    deterministic. k < 0, λ outside [0, 1], NaN/inf or mismatched shapes raise ValueError.
+    """
+    count = _count(k)
+    weight = _unit_interval(lam, "lam")
+    relevance = _scores(candidate_scores, "candidate_scores")
+    vectors = _rows(candidate_vectors, "candidate_vectors")
+    n = relevance.size
+    if vectors.shape[0] != n:
+        raise ValueError(f"{n} candidate_scores but {vectors.shape[0]} candidate_vectors")
+    if n == 0 or count == 0:
+        return []
+    unit = _unit_rows(vectors)
+    return mmr_from_similarity(relevance, unit @ unit.T, count, weight)
+
+
+def mmr_from_similarity(
+    candidate_scores: npt.ArrayLike,
+    similarity: npt.ArrayLike,
+    k: int,
+    lam: float = 0.5,
+) -> list[int]:
+    """:func:`mmr` given the n×n cosine similarity matrix of the candidates instead of their
+    vectors (retrieval computes it inside Neo4j, so no embedding has to travel). Same greedy
+    selection, tie-breaking and validation; the matrix must be n×n and finite.
+    """
+    count = _count(k)
+    weight = _unit_interval(lam, "lam")
+    relevance = _scores(candidate_scores, "candidate_scores")
+    n = relevance.size
+    matrix = np.asarray(similarity, dtype=np.float64)
+    if matrix.shape != (n, n):
+        raise ValueError(f"similarity must be {n}x{n} for {n} candidates, got shape {matrix.shape}")
+    if not np.all(np.isfinite(matrix)):
+        raise ValueError("similarity must be finite")
+    if n == 0 or count == 0:
+        return []
+    selected: list[int] = []
+    available = np.ones(n, dtype=bool)
+    # Highest similarity of each candidate to anything selected so far (none yet: no penalty).
+    redundancy = np.full(n, -np.inf)
+    while len(selected) < min(count, n):
+        if selected:
+            objective = weight * relevance - (1.0 - weight) * redundancy
+        else:
+            objective = relevance.copy()
+        objective[~available] = -np.inf
+        best = int(np.argmax(objective))  # argmax returns the first maximum: lowest index wins
+        selected.append(best)
+        available[best] = False
+        redundancy = np.maximum(redundancy, matrix[best])
+    return selected

@@ -1,0 +1,237 @@
+"""The teacher phase's retrieval: :class:`TeacherRetriever` embeds the problematic steps, asks the
+step and failure-mode indexes (or scans a small namespace exactly) and scores what they return
+with the formulas of :mod:`kbgraph.search.scoring`."""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from kbgraph.embedders import Embedder
+from kbgraph.gateway import Neo4jGateway, Row
+from kbgraph.search.namespace_size import DEFAULT_EXACT_SCAN_MAX, NamespaceSize
+from kbgraph.search.overfetch import Overfetched, overfetch
+from kbgraph.search.scoring import (
+    execution_similarity, issue_match, issue_similarity, neo4j_to_cosine, step_similarity, teacher_step_score,
+)
+from kbgraph.search.teacher._params import (
+    ProblematicStep, RefineRequest, RefineWeights, failure_query_text, parse_refine_request, step_query_text,
+)
+from kbgraph.search.teacher._results import FailureMatch, MatchedStep, RefineResults, StepMatch, StepScore
+
+#: Over-fetching: the index is first asked for ``FIRST_FACTOR · k`` nodes, at most ``FETCH_LIMIT``.
+FIRST_FACTOR = 8
+FETCH_LIMIT = 4096
+#: Distinct experiences (or failure modes) each channel's window holds before scoring: k times this,
+#: at least MIN_WINDOW.
+WINDOW_FACTOR = 4
+MIN_WINDOW = 20
+
+#: A namespace with at most this many steps is scanned exactly (steps and failure modes) instead
+#: of asking the shared vector indexes, as the student search does (``exact_scan_max``; see
+#: :mod:`kbgraph.search.namespace_size`).
+EXACT_SCAN_MAX = DEFAULT_EXACT_SCAN_MAX
+
+STEP_QUERY = "refine_step_vectors"
+FAILURE_QUERY = "refine_failure_vectors"
+#: The exact-scan variants of the two channels (same parameters and rows).
+SCAN_QUERIES: Final = {STEP_QUERY: "refine_step_scan", FAILURE_QUERY: "refine_failure_scan"}
+GROUP_QUERY = "refine_failure_groups"
+
+
+def _argument_names(args_schema: Any) -> list[str]:
+    """Argument names of a stored step's ``args_schema`` (stored as a JSON object string)."""
+    if isinstance(args_schema, str):
+        try:
+            args_schema = json.loads(args_schema)
+        except ValueError:
+            return []
+    return [str(name) for name in args_schema] if isinstance(args_schema, Mapping) else []
+
+
+def _unit_or(value: Any, default: float) -> float:
+    """A stored value in [0, 1], or ``default`` when it is missing or not a usable number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return default
+    number = float(value)
+    return number if math.isfinite(number) and 0.0 <= number <= 1.0 else default
+
+
+def _cosine(neo4j_score: Any) -> float:
+    return max(0.0, neo4j_to_cosine(float(neo4j_score)))
+
+
+# --------------------------------------------------------------------------- retrieval
+
+
+class TeacherRetriever:
+    """Teacher-phase retrieval over one namespace (see :mod:`kbgraph.search.teacher` for the scores)."""
+
+    def __init__(self, gateway: Neo4jGateway, embedder: Embedder, namespace: str):
+        self.gateway = gateway
+        self.embedder = embedder
+        self.namespace = namespace
+        self._size = NamespaceSize(gateway, namespace)
+
+    def refine(
+        self,
+        problematic_steps: Sequence[ProblematicStep | Mapping[str, Any]],
+        *,
+        domain: str | Sequence[str] | None = None,
+        k: int = 5,
+        agent: str | None = None,
+        weights: RefineWeights | Mapping[str, Any] | None = None,
+        exclude_runs: Sequence[str] = (),
+    ) -> RefineResults:
+        """Experiences whose steps went wrong like ``problematic_steps`` and how they recovered.
+
+        ``domain`` keeps only experiences of that domain (or those domains; case-insensitive);
+        private experiences are returned only to their owner ``agent``; ``k`` (1..100, larger is clamped with a
+        note) bounds each list per problematic step; ``exclude_runs`` leaves those runs out. Raises
+        :class:`~kbgraph.errors.InvalidInputError` naming every problem before anything is searched.
+        """
+        request, notes = parse_refine_request(problematic_steps, domain=domain, k=k, agent=agent, weights=weights,
+                                              exclude_runs=exclude_runs)
+        steps = request.problematic_steps
+        texts = [step_query_text(s) for s in steps] + [failure_query_text(s) for s in steps if s.failed]
+        vectors = [[float(x) for x in row] for row in self.embedder.embed(texts)]
+        step_vectors, failure_vectors = vectors[: len(steps)], iter(vectors[len(steps) :])
+
+        results = RefineResults()
+        for i, step in enumerate(steps):
+            results.steps += self._step_matches(i, step, step_vectors[i], request, notes)
+            if step.failed:
+                results.failures += self._failure_matches(i, step, next(failure_vectors), request, notes)
+            else:
+                notes.append(f"problematic_steps[{i}]: no error or issue_type, so no failure modes were searched")
+
+        best: dict[str, float] = {}
+        for match in results.steps:
+            best[match.experience_id] = max(best.get(match.experience_id, 0.0), match.score)
+        for failure in results.failures:
+            weighted = request.weights.failure_weight * failure.score
+            best[failure.experience_id] = max(best.get(failure.experience_id, 0.0), weighted)
+        results.experiences = sorted(best, key=lambda e: (-best[e], e))[: request.k]
+        results.notes = notes
+        return results
+
+    # -- channels ----------------------------------------------------------------------------------
+
+    def _nearest(
+        self, query: str, vector: list[float], request: RefineRequest, key: str
+    ) -> tuple[list[Row], Overfetched[str]]:
+        """The filtered rows of the last over-fetch window (until ``k`` distinct ``key`` values
+        survive the filters, the index runs out, or the limit is reached)."""
+        window: list[Row] = []
+
+        def fetch(first: int) -> tuple[int, list[str]]:
+            records = self.gateway.read(
+                query, kb=self.namespace, vector=vector, first=first, domains=request.domains, agent=request.agent,
+                exclude_runs=request.exclude_runs,
+            )
+            fetched = int(records[0]["fetched"]) if records else 0
+            window[:] = list(records[0]["rows"]) if records else []
+            return fetched, list(dict.fromkeys(str(row[key]) for row in window))
+
+        # Scores are computed after the index has ranked by cosine alone, so the window holds more
+        # than k: a step that failed the same way may sit a little further than steps that did not.
+        wanted = max(request.k * WINDOW_FACTOR, MIN_WINDOW)
+        if self._size.get(EXACT_SCAN_MAX).steps <= EXACT_SCAN_MAX:
+            query = SCAN_QUERIES[query]  # the same window, the exact nearest of this namespace
+        result = overfetch(fetch, k=wanted, first=wanted * FIRST_FACTOR, limit=FETCH_LIMIT)
+        return window, result
+
+    def _step_matches(
+        self, index: int, step: ProblematicStep, vector: list[float], request: RefineRequest, notes: list[str]
+    ) -> list[StepMatch]:
+        rows, fetched = self._nearest(STEP_QUERY, vector, request, "experience_id")
+        if fetched.limit_hit:
+            notes.append(
+                f"problematic_steps[{index}]: the {fetched.fetched} nearest steps of the index held only "
+                f"{len(fetched.rows)} matching experiences; step matches may be incomplete"
+            )
+        w = request.weights
+        arguments = list(step.arguments)
+        by_experience: dict[str, list[tuple[Row, float, float, float, float, float]]] = {}
+        for row in rows:
+            sim_func = _cosine(row["score"])
+            sim_exec = execution_similarity(step.action, arguments, str(row["action"] or ""),
+                                            _argument_names(row.get("args_schema")))
+            sim_step = step_similarity(sim_func, sim_exec, w.w_func, w.w_exec)
+            issue_sim = issue_similarity(step.issue_type, row.get("issue_type"), w,
+                                         same_error=bool(row.get("signature")) and row.get("signature") == step.signature)
+            match = issue_match(issue_sim, _unit_or(row.get("resolution_effectiveness"), w.missing_resolution))
+            by_experience.setdefault(str(row["experience_id"]), []).append(
+                (row, sim_func, sim_exec, sim_step, issue_sim, match)
+            )
+
+        matches: list[StepMatch] = []
+        for experience_id, candidates in by_experience.items():
+            first = candidates[0][0]
+            success = _unit_or(first.get("success_rate"), w.missing_precision)
+            floored = w.precision_floor + (1.0 - w.precision_floor) * success
+            # A stored step that failed carries its run's outcome in its resolution effectiveness.
+            precisions = [1.0 if c[0].get("resolution_effectiveness") is not None else floored for c in candidates]
+            values = [c[3] * c[5] * p for c, p in zip(candidates, precisions, strict=True)]
+            best = max(range(len(candidates)), key=lambda i: (values[i], -(candidates[i][0].get("order") or 0)))
+            precision = precisions[best]
+            score = teacher_step_score([candidates[best][3]], [candidates[best][5]], precision)
+            # The stored step that attains the max (ties: the earliest step).
+            row, sim_func, sim_exec, sim_step, issue_sim, match = candidates[best]
+            matches.append(StepMatch(
+                experience_id=experience_id, problem=str(first.get("problem") or ""),
+                goal=str(first.get("goal") or ""), domain=str(first.get("domain") or ""), query_step=index,
+                step=MatchedStep(
+                    id=str(row["step_id"]), order=row.get("order"), action=str(row["action"] or ""),
+                    text=str(row.get("text") or ""), issue_type=row.get("issue_type"),
+                    resolution_effectiveness=row.get("resolution_effectiveness"),
+                ),
+                breakdown=StepScore(sim_func=sim_func, sim_exec=sim_exec, sim_step=sim_step,
+                                    issue_similarity=issue_sim, issue_match=match, precision=precision, score=score),
+            ))
+        matches.sort(key=lambda m: (-m.score, m.experience_id))
+        return matches[: request.k]
+
+    def _failure_matches(
+        self, index: int, step: ProblematicStep, vector: list[float], request: RefineRequest, notes: list[str]
+    ) -> list[FailureMatch]:
+        rows, fetched = self._nearest(FAILURE_QUERY, vector, request, "failure_id")
+        if fetched.limit_hit:
+            notes.append(
+                f"problematic_steps[{index}]: the {fetched.fetched} nearest failure modes of the index held only "
+                f"{len(fetched.rows)} matching ones; failure matches may be incomplete"
+            )
+        # Identical failure modes (one signature) are one match: the nearest of them stands for it.
+        nearest: dict[str, Row] = {}
+        for row in rows:
+            nearest.setdefault(str(row.get("signature") or row["failure_id"]), row)
+        signatures = [key for key, row in nearest.items() if row.get("signature")]
+        groups = {g["signature"]: g for g in self.gateway.read(
+            GROUP_QUERY, kb=self.namespace, signatures=signatures, vector=vector, domains=request.domains,
+            agent=request.agent, exclude_runs=request.exclude_runs)} if signatures else {}
+        matches: list[FailureMatch] = []
+        for key, row in nearest.items():
+            group = groups.get(key)
+            best: Row = group["best"] if group else row
+            cosine = _cosine(row["score"])
+            issue_sim = issue_similarity(step.issue_type, best.get("issue_type"), request.weights,
+                                         same_error=bool(key) and key == step.signature)
+            value = int(group["value"]) / 3 if group else 0.0
+            matches.append(FailureMatch(
+                experience_id=str(best["experience_id"]), problem=str(best.get("problem") or ""),
+                goal=str(best.get("goal") or ""), domain=str(best.get("domain") or ""), query_step=index,
+                failure_id=str(best["failure_id"]), description=str(best.get("description") or ""),
+                issue_type=best.get("issue_type"), recovery=str(best.get("recovery") or ""),
+                step_order=best.get("step_order"), cosine=cosine, issue_similarity=issue_sim,
+                score=cosine * issue_sim * (0.5 + 0.5 * value), signature=row.get("signature"),
+                seen=int(group["seen"]) if group else 1, tasks=int(group["tasks"]) if group else 1,
+                recovered=int(group["recovered"]) if group else 0, worked=int(group["worked"]) if group else 0,
+                runs=[str(r) for r in (group["runs"] if group else [row.get("run_id")]) if r],
+                recovery_kind=best.get("recovery_kind"), concrete=best.get("concrete"),
+                fix_recovered=best.get("recovered"), run_succeeded=best.get("run_succeeded"), run_id=best.get("run_id"),
+            ))
+        matches.sort(key=lambda m: (-m.score, m.experience_id, m.failure_id))
+        return matches[: request.k]
