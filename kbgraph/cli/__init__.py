@@ -26,10 +26,6 @@ from kbgraph.progress import ProgressDisplay, progress_display, stage_reporter
 from kbgraph.settings import Settings, checked_namespace
 from kbgraph.terminal import SafeConsole, json_safe, markup_safe, plain
 
-if __name__ == "__main__":
-    # `python -m kbgraph.cli` (./kb): command modules import kbgraph.cli; make that this module, not a second copy.
-    sys.modules.setdefault("kbgraph.cli", sys.modules[__name__])
-
 app = typer.Typer(
     add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
     help="kbgraph — a knowledge-graph memory engine for LLM agents, on Neo4j.",
@@ -807,13 +803,17 @@ def demo(namespace: NamespaceOption = None, as_json: JsonOption = False) -> None
     out.print(f"done in {elapsed} s")
 
 
+# Modules under kbgraph.cli, registered in this order.
+COMMAND_MODULES: tuple[str, ...] = (
+    "learning", "mcp", "cypher", "bench.learning", "bench.online", "transfer", "report", "serve", "skills", "llm",
+)
+
+
 def _register_command_modules() -> None:
     from importlib import import_module
 
-    from kbgraph.commands import COMMAND_MODULES
-
     for name in COMMAND_MODULES:
-        import_module(f"kbgraph.commands.{name}").register(app)
+        import_module(f"kbgraph.cli.{name}").register(app)
 
 
 _register_command_modules()
@@ -865,7 +865,3 @@ def main() -> None:
         err.print(f"kbgraph: internal error: {type(exc).__name__}: {exc} (set KBGRAPH_DEBUG=1 for a traceback)",
                   markup=False, highlight=False)
         sys.exit(70)
-
-
-if __name__ == "__main__":
-    main()

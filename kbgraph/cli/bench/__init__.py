@@ -1,0 +1,1 @@
+"""``kbgraph bench …``: the benchmark commands."""
