@@ -398,7 +398,7 @@ def test_kbgraph_serve_serves_the_api_until_it_is_stopped(neo4j_target: Neo4jTar
 def test_kbgraph_imports_without_fastapi_and_serve_names_the_extra() -> None:
     blocked = "import sys; sys.modules['fastapi'] = None; sys.modules['uvicorn'] = None; "
     imported = subprocess.run([sys.executable, "-c", blocked + (
-        "import kbgraph, kbgraph.cli, kbgraph.commands.serve; assert 'kbgraph.http_api' not in sys.modules")],
+        "import kbgraph, kbgraph.cli, kbgraph.cli.serve; assert 'kbgraph.http_api' not in sys.modules")],
         capture_output=True, text=True, timeout=120)
     assert imported.returncode == 0, imported.stderr
     served = subprocess.run([sys.executable, "-c", blocked + (

@@ -5,8 +5,7 @@ parameters as ``--param name=value``, fills ``$kb`` from ``--namespace`` or the 
 read-only: a statement that would write is refused with one line, nothing is run.
 """
 
-# No ``from __future__ import annotations``: typer reads these commands' annotations at runtime,
-# and they name types imported inside register() (kbgraph.cli imports this module at its end).
+from __future__ import annotations
 
 import json
 import re
@@ -16,6 +15,9 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from kbgraph.cli._common import JsonOption, NamespaceOption, _print_json, _settings, err, out
+from kbgraph.connection import connect
+from kbgraph.errors import InvalidInputError
 from kbgraph.inspect import (
     InspectionLibrary,
     InspectionQuery,
@@ -26,6 +28,7 @@ from kbgraph.inspect import (
     load_query_file,
     parse_assignments,
 )
+from kbgraph.settings import checked_namespace
 from kbgraph.terminal import plain
 
 # Longer texts are cut in row listings and tables; --json always carries every value in full.
@@ -33,6 +36,16 @@ CELL_CHARS = 160
 TABLE_CELL_CHARS = 80
 SHORT_CELL_CHARS = 40
 _ISO_DATETIME = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)?(\[[^\]]+\])?")
+
+cypher_app = typer.Typer(
+    help="Inspection queries for people (cypher/inspect/): list them, show one, run one read-only. "
+         "Each also runs unchanged in cypher-shell and Neo4j Browser.",
+    no_args_is_help=True,
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(cypher_app, name="cypher")
 
 
 def _load(name: str, library: InspectionLibrary) -> InspectionQuery:
@@ -123,8 +136,6 @@ def _rows(count: int) -> str:
 
 
 def _print_result(result: InspectionResult) -> None:
-    from kbgraph.cli import out
-
     if not result.rows:
         out.print("(no rows)")
         return
@@ -157,82 +168,70 @@ def _print_result(result: InspectionResult) -> None:
                 out.print(f"{column}: {_caption(value)}", markup=False, highlight=False)
 
 
-def register(app: typer.Typer) -> None:
-    from kbgraph.cli import JsonOption, NamespaceOption, _print_json, _settings, err, out
+@cypher_app.command("list")
+def list_queries(as_json: JsonOption = False) -> None:
+    """The inspection queries: name, what each answers, parameters with their defaults."""
+    queries = InspectionLibrary().all()
+    if as_json:
+        _print_json([{"name": q.name, "summary": q.summary,
+                      "parameters": [p.model_dump(exclude={"browser_value"}) for p in q.parameters]}
+                     for q in queries])
+        return
+    table = Table("query", "answers", "parameters")
+    for query in queries:
+        table.add_row(query.name, query.summary, describe_parameters(query.parameters))
+    out.print(table)
+    out.print("kbgraph cypher show NAME prints one; kbgraph cypher run NAME --param name=value runs it.",
+              markup=False, highlight=False)
 
-    cypher_app = typer.Typer(
-        help="Inspection queries for people (cypher/inspect/): list them, show one, run one read-only. "
-             "Each also runs unchanged in cypher-shell and Neo4j Browser.",
-        no_args_is_help=True,
-    )
-    app.add_typer(cypher_app, name="cypher")
 
-    @cypher_app.command("list")
-    def list_queries(as_json: JsonOption = False) -> None:
-        """The inspection queries: name, what each answers, parameters with their defaults."""
-        queries = InspectionLibrary().all()
-        if as_json:
-            _print_json([{"name": q.name, "summary": q.summary,
-                          "parameters": [p.model_dump(exclude={"browser_value"}) for p in q.parameters]}
-                         for q in queries])
-            return
-        table = Table("query", "answers", "parameters")
-        for query in queries:
-            table.add_row(query.name, query.summary, describe_parameters(query.parameters))
-        out.print(table)
-        out.print("kbgraph cypher show NAME prints one; kbgraph cypher run NAME --param name=value runs it.",
-                  markup=False, highlight=False)
+@cypher_app.command("show")
+def show(
+    name: Annotated[str, typer.Argument(help="A query's name (see `kbgraph cypher list`) or a .cypher file")],
+    as_json: JsonOption = False,
+) -> None:
+    """Print a query as shipped: header, parameters, statement — ready to paste into cypher-shell or Browser."""
+    query = _load(name, InspectionLibrary())
+    if as_json:
+        _print_json(query.model_dump(exclude={"text"}))
+        return
+    out.print(query.text.rstrip(), markup=False, highlight=False)
 
-    @cypher_app.command("show")
-    def show(
-        name: Annotated[str, typer.Argument(help="A query's name (see `kbgraph cypher list`) or a .cypher file")],
-        as_json: JsonOption = False,
-    ) -> None:
-        """Print a query as shipped: header, parameters, statement — ready to paste into cypher-shell or Browser."""
-        query = _load(name, InspectionLibrary())
-        if as_json:
-            _print_json(query.model_dump(exclude={"text"}))
-            return
-        out.print(query.text.rstrip(), markup=False, highlight=False)
 
-    @cypher_app.command("run")
-    def run(
-        name: Annotated[str, typer.Argument(help="A query's name (see `kbgraph cypher list`) or a .cypher file")],
-        param: Annotated[list[str] | None, typer.Option(
-            "--param", "-p",
-            help='A parameter: NAME=VALUE (repeatable). Values are read as the parameter\'s type: numbers, '
-                 'true/false, null, JSON lists/objects, text ("…" to force text)')] = None,
-        namespace: NamespaceOption = None,
-        as_json: JsonOption = False,
-    ) -> None:
-        """Run an inspection query read-only ($kb is the namespace unless given with --param kb=…).
-        It is not confined to the namespace: any read of the database runs, so -p kb=other or a
-        query of your own reads other namespaces too. Give it to people who may read them all."""
-        from kbgraph.connection import connect
-        from kbgraph.errors import InvalidInputError
-        from kbgraph.settings import checked_namespace
-
-        query = _load(name, InspectionLibrary())
-        given = coerce_assignments(query, parse_assignments(param or []))
-        if isinstance(given.get("kb"), str):  # -p kb="" is an error, as -n "" is, never "no namespace"
-            try:
-                checked_namespace(given["kb"])
-            except InvalidInputError as invalid:
-                raise InvalidInputError([f"--param kb: {problem}" for problem in invalid.problems],
-                                        headline="cannot run the query, nothing was run") from None
-        settings = _settings(namespace)
-        if namespace is not None and given.get("kb", namespace) != namespace:
-            raise InvalidInputError([f"--namespace {namespace} and --param kb={given['kb']} disagree: give one"],
-                                    headline="cannot run the query, nothing was run")
-        query.bind(given, settings.namespace)  # a missing or unknown parameter fails before connecting
-        connection = connect(settings, quiet=True)
+@cypher_app.command("run")
+def run(
+    name: Annotated[str, typer.Argument(help="A query's name (see `kbgraph cypher list`) or a .cypher file")],
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", "-p",
+        help='A parameter: NAME=VALUE (repeatable). Values are read as the parameter\'s type: numbers, '
+             'true/false, null, JSON lists/objects, text ("…" to force text)')] = None,
+    namespace: NamespaceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Run an inspection query read-only ($kb is the namespace unless given with --param kb=…).
+    It is not confined to the namespace: any read of the database runs, so -p kb=other or a
+    query of your own reads other namespaces too. Give it to people who may read them all."""
+    query = _load(name, InspectionLibrary())
+    given = coerce_assignments(query, parse_assignments(param or []))
+    if isinstance(given.get("kb"), str):  # -p kb="" is an error, as -n "" is, never "no namespace"
         try:
-            result = InspectionRunner(connection.driver, connection.database).run(query, given, settings.namespace)
-        finally:
-            connection.driver.close()
-        if as_json:
-            _print_json(result.model_dump())
-            return
-        _print_result(result)
-        shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in result.parameters.items())
-        err.print(f"{_rows(len(result.rows))} — {query.name}({shown})", markup=False, highlight=False)
+            checked_namespace(given["kb"])
+        except InvalidInputError as invalid:
+            raise InvalidInputError([f"--param kb: {problem}" for problem in invalid.problems],
+                                    headline="cannot run the query, nothing was run") from None
+    settings = _settings(namespace)
+    if namespace is not None and given.get("kb", namespace) != namespace:
+        raise InvalidInputError([f"--namespace {namespace} and --param kb={given['kb']} disagree: give one"],
+                                headline="cannot run the query, nothing was run")
+    query.bind(given, settings.namespace)  # a missing or unknown parameter fails before connecting
+    connection = connect(settings, quiet=True)
+    try:
+        result = InspectionRunner(connection.driver, connection.database).run(query, given, settings.namespace)
+    finally:
+        connection.driver.close()
+    if as_json:
+        _print_json(result.model_dump())
+        return
+    _print_result(result)
+    shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in result.parameters.items())
+    err.print(f"{_rows(len(result.rows))} — {query.name}({shown})", markup=False, highlight=False)

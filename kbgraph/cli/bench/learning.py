@@ -20,7 +20,9 @@ from kbgraph.bench.learning import (
     save_plot,
     subset,
 )
+from kbgraph.cli._common import _print_json, _progress, _settings, add_commands, err, out
 from kbgraph.errors import InvalidInputError
+from kbgraph.kb import KnowledgeBase
 from kbgraph.progress import stage_reporter
 
 DEFAULT_NAMESPACE = "sim"
@@ -28,10 +30,8 @@ DEFAULT_PLOT = Path("kbgraph-learning.png")
 METRIC_LABELS = {"success_at_1": "success@1", "ndcg": "nDCG@10", "recall": "Recall@10", "mrr": "MRR"}
 
 
-def register(app: typer.Typer) -> None:
-    from kbgraph.cli import bench_app  # the running CLI, also under ``python -m kbgraph.cli``
-
-    bench_app.command("learning")(bench_learning)
+def register(bench_app: typer.Typer) -> None:
+    add_commands(bench_app, {"learning": bench_learning})
 
 
 def _check_arguments(namespace: str, force: bool, plot: Path, passes: int, rounds: int,
@@ -78,9 +78,6 @@ def bench_learning(
     """Learning-loop simulation: retail queries replayed as tasks with feedback and maintenance,
     pass after pass, next to a control without them; then perturbed re-ingestion, to show the
     repository stays bounded. Figures per pass and per round, and a PNG plot."""
-    from kbgraph.cli import _print_json, _progress, _settings, err
-    from kbgraph.kb import KnowledgeBase
-
     problems = _check_arguments(namespace, force, plot, passes, reingest_rounds, queries, trajectories)
     if problems:
         raise InvalidInputError(problems)
@@ -141,8 +138,6 @@ def _round_table(report: LearningReport) -> Table:
 
 
 def print_report(report: LearningReport) -> None:
-    from kbgraph.cli import out
-
     i = report.ingest
     out.print(f"namespace {report.namespace!r}: {report.trajectories} trajectories ingested in {i.seconds} s → "
               f"{i.total} experiences ({i.abstract_experiences} abstract); {report.queries} queries per pass")

@@ -13,16 +13,15 @@ import typer
 from rich.table import Table
 
 from kbgraph.bench.online import DEFAULT_PREFIX, DEFAULT_SIZES, online_namespace, run_online_benchmark
+from kbgraph.cli._common import _open, _print_json, _progress, _settings, add_commands, out
 from kbgraph.errors import InvalidInputError
 from kbgraph.progress import stage_reporter
 
 DEFAULT_DATA = Path("../shared/data")
 
 
-def register(app: typer.Typer) -> None:
-    from kbgraph.cli import bench_app  # the running CLI, also under ``python -m kbgraph.cli``
-
-    bench_app.command("online")(bench_online)
+def register(bench_app: typer.Typer) -> None:
+    add_commands(bench_app, {"online": bench_online})
 
 
 def _write_json(path: Path, report: dict[str, Any]) -> None:
@@ -70,8 +69,6 @@ def bench_online(
     """Online memory at scale, every figure in one run: batch ingest, then per size the scaled
     KB's build, search next to exact cosine, add one run next to from scratch, and mixed traffic;
     each figure with its baseline and target. Namespaces bench-online-*, cleared first and after."""
-    from kbgraph.cli import _open, _print_json, _progress, _settings, out
-
     chosen = sorted(set(sizes or DEFAULT_SIZES))
     traffic = set(concurrent_sizes if concurrent_sizes is not None else [10_000])
     problems = [f"--size {n}: must be between 100 and 1000000" for n in chosen if not 100 <= n <= 1_000_000]

@@ -1,0 +1,100 @@
+"""The ``kbgraph`` command line. Errors print as one line (``kbgraph: error: …``), never a traceback.
+
+The app and :func:`main` live here; the commands live in one module per group (``records``,
+``search``, ``learning``, ``bench``, …), and what they share (options, printers, the parsers of
+arguments) in :mod:`kbgraph.cli._common`. ``python -m kbgraph.cli`` runs :mod:`kbgraph.cli.__main__`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+import neo4j
+import typer
+from pydantic import ValidationError
+
+from kbgraph.cli import (
+    bench,
+    cypher,
+    demo,
+    learning,
+    llm,
+    mcp,
+    records,
+    report,
+    schema,
+    search,
+    serve,
+    server,
+    skills,
+    transfer,
+)
+from kbgraph.cli import eval as evaluation  # not bound as `eval`, the builtin
+from kbgraph.cli._common import err
+from kbgraph.cli.records import _print_ingest_report
+from kbgraph.errors import InvalidInputError, KbgraphError
+
+# _print_ingest_report: the ingest report's printer, which tests call directly.
+__all__ = ["_print_ingest_report", "app", "main", "quiet_driver_logs"]
+
+app = typer.Typer(
+    add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+    help="kbgraph — a knowledge-graph memory engine for LLM agents, on Neo4j.",
+)
+
+# `kbgraph --help` lists the commands, then the groups (server, schema, bench, cypher, skills,
+# llm), each in the order they are added here.
+for _register in (server.register, schema.register, records.register, search.register, evaluation.register,
+                  bench.register, demo.register, learning.register, mcp.register, cypher.register,
+                  transfer.register, report.register, serve.register, skills.register, llm.register):
+    _register(app)
+
+
+def _undecodable_argument() -> str | None:
+    """Python reads argument bytes that are not UTF-8 as lone surrogates (surrogateescape)."""
+    for index, argument in enumerate(sys.argv[1:], start=1):
+        if any("\udc80" <= char <= "\udcff" for char in argument):
+            shown = argument.encode("utf-8", "surrogateescape")[:60]
+            return f"argument {index} ({shown!r}) is not valid UTF-8 text"
+    return None
+
+
+def quiet_driver_logs() -> None:
+    """The driver logs each retry as a multi-line WARNING; a failure is reported once, by us, in
+    one line (KBGRAPH_DEBUG=1 keeps them)."""
+    if not os.environ.get("KBGRAPH_DEBUG"):
+        logging.getLogger("neo4j").setLevel(logging.ERROR)
+
+
+def main() -> None:
+    quiet_driver_logs()
+    if problem := _undecodable_argument():
+        err.print(f"kbgraph: error: {problem}", markup=False, highlight=False)
+        sys.exit(2)
+    try:
+        app()
+    except InvalidInputError as exc:
+        err.print(f"kbgraph: error: {exc}", markup=False, highlight=False)
+        sys.exit(2)
+    except KbgraphError as exc:
+        err.print(f"kbgraph: error: {exc}", markup=False, highlight=False)
+        sys.exit(1)
+    except ValidationError as exc:  # settings from flags, environment or kbgraph.toml
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False))
+        err.print(f"kbgraph: error: invalid setting: {problems}", markup=False, highlight=False)
+        sys.exit(2)
+    except neo4j.exceptions.Neo4jError as exc:
+        err.print(f"kbgraph: error: Neo4j refused a query: {exc.code}: {exc.message}", markup=False, highlight=False)
+        sys.exit(1)
+    except neo4j.exceptions.DriverError as exc:
+        err.print(f"kbgraph: error: lost Neo4j during the run ({type(exc).__name__}: {str(exc).splitlines()[0]}); "
+                  "completed batches are kept and re-running resumes", markup=False, highlight=False)
+        sys.exit(1)
+    except Exception as exc:  # a bug: say so in one line, the traceback only on request
+        if os.environ.get("KBGRAPH_DEBUG"):
+            raise
+        err.print(f"kbgraph: internal error: {type(exc).__name__}: {exc} (set KBGRAPH_DEBUG=1 for a traceback)",
+                  markup=False, highlight=False)
+        sys.exit(70)

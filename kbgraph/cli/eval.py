@@ -1,0 +1,100 @@
+"""``kbgraph eval``: retrieval quality of kbgraph next to the baselines, for the student phase
+(:mod:`kbgraph.search.evaluate`) or the teacher phase (:mod:`kbgraph.search.teacher_eval`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from kbgraph.cli._common import JsonOption, _open, _parse_assignments, _progress, add_commands, out
+from kbgraph.errors import InvalidInputError
+from kbgraph.progress import stage_reporter
+from kbgraph.terminal import json_safe
+
+
+def register(app: typer.Typer) -> None:
+    add_commands(app, {"eval": eval_command})
+
+
+def eval_command(
+    queries: Annotated[Path | None, typer.Option("--queries", help="Queries (JSON Lines: qid, query, domain, …); "
+                                                 "the student phase needs them")] = None,
+    qrels: Annotated[Path | None, typer.Option("--qrels", help="Relevance judgements (JSON Lines: qid, doc_id, rel); "
+                                               "the student phase needs them")] = None,
+    corpus: Annotated[Path, typer.Option(
+        "--corpus", help="Folder of trajectory files the KB is built from; the baselines index it, and it is "
+                         "ingested first (idempotent) so the KB and the baselines see the same data")] = Path("../shared/data/trajectories"),
+    phase: Annotated[str, typer.Option(
+        "--phase", help="student: search for a task (needs --queries and --qrels); teacher: refine every errored "
+                        "step of the corpus, leave-one-run-out")] = "student",
+    namespace: Annotated[str | None, typer.Option(
+        "--namespace", "-n", help="Namespace the corpus is built in; default: one of its own per corpus "
+                                  "(eval-<folder>-<hash>), so the KB holds exactly what the baselines index")] = None,
+    k: Annotated[int, typer.Option("--k", help="Cut-off of nDCG and Recall")] = 10,
+    setting: Annotated[list[str] | None, typer.Option("--set", help="Override a search weight: NAME=VALUE")] = None,
+    per_query: Annotated[bool, typer.Option("--per-query", help="Include each query's nDCG per system")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """nDCG@k, Recall@k and MRR of kbgraph next to TF-IDF, MiniLM cosine, the Agent KB hybrid and MiniLM over the
+    successful runs only; with --phase teacher, the failure matches and recoveries next to TF-IDF and the oracle."""
+    from kbgraph.search.evaluate import eval_namespace, run_eval
+
+    if phase not in ("student", "teacher"):
+        raise InvalidInputError([f"--phase {phase!r}: must be student or teacher"])
+    if not 1 <= k <= 1000:
+        raise InvalidInputError([f"--k {k}: must be between 1 and 1000"])
+    if phase == "student":
+        for path, what in ((queries, "--queries"), (qrels, "--qrels")):
+            if path is None:
+                raise InvalidInputError([f"{what}: required for --phase student"])
+            if not path.is_file():
+                raise InvalidInputError([f"{what} {path}: no such file"])
+    if not corpus.is_dir() or not sorted(corpus.glob("*.jsonl")):
+        raise InvalidInputError([f"--corpus {corpus}: no folder of .jsonl trajectory files there"])
+    weights = _parse_assignments(setting, "--set")
+    with _open(eval_namespace(corpus) if namespace is None else namespace) as kb, _progress() as progress:
+        on_progress = stage_reporter(progress)
+
+        kb.ingest(sorted(corpus.glob("*.jsonl")), on_progress=lambda stage, done, total: on_progress(f"ingest: {stage}", done, total))
+        if phase == "teacher":
+            from kbgraph.search.teacher import TeacherRetriever
+            from kbgraph.search.teacher_eval import run_teacher_eval
+
+            teacher = run_teacher_eval(TeacherRetriever(kb.gateway, kb.embedder, kb.namespace), corpus, on_progress)
+        else:
+            assert queries is not None and qrels is not None
+            report = run_eval(kb.student, kb.gateway, kb.embedder, queries, qrels, corpus, k=k,
+                              weights=weights or None, on_progress=on_progress, per_query=per_query)
+    if phase == "teacher":
+        _print_teacher_report(teacher, as_json)
+        return
+    if as_json:
+        sys.stdout.write(json_safe(report.model_dump_json(indent=2)) + "\n")
+        return
+    table = Table("system", f"nDCG@{k}", f"Recall@{k}", "MRR", "queries", "seconds")
+    for row in report.systems:
+        table.add_row(row.system, f"{row.ndcg:.4f}", f"{row.recall:.4f}", f"{row.mrr:.4f}", str(row.evaluated),
+                      f"{row.seconds:.1f}")
+    out.print(f"{report.queries.rsplit('/', 1)[-1]} over namespace {report.namespace!r} (corpus {corpus})")
+    out.print(table)
+    out.print(f"kbgraph − best baseline ({report.best_baseline}): {report.kbgraph_minus_best_baseline:+.4f} nDCG@{k}")
+
+
+def _print_teacher_report(report: Any, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json_safe(report.model_dump_json(indent=2)) + "\n")
+        return
+    table = Table("system", f"nDCG@{report.k} (failure matches)", "concrete recovery that went through",
+                  "… and the run succeeded", "queries", "seconds")
+    for row in report.systems:
+        table.add_row(row.system, f"{row.ndcg:.4f}", f"{row.concrete_success:.4f}", f"{row.concrete_run_success:.4f}",
+                      str(row.evaluated), f"{row.seconds:.1f}")
+    out.print(f"teacher phase over namespace {report.namespace!r} (corpus {report.corpus}): {report.queries} errored "
+              f"steps, {report.judged} of them hit by another run too (nDCG is over those)")
+    out.print(table)
+    out.print(f"kbgraph − oracle: {report.kbgraph_minus_oracle:+.4f}; kbgraph − TF-IDF: {report.kbgraph_minus_tfidf:+.4f} "
+              "(share of first recoveries of the same error that are concrete and went through)")

@@ -1,0 +1,47 @@
+"""``kbgraph serve``: the HTTP API (FastAPI, OpenAPI at /docs). See :mod:`kbgraph.http_api`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kbgraph.cli._common import NamespaceOption, add_commands, err
+from kbgraph.errors import KbgraphError
+from kbgraph.settings import Settings, checked_namespace
+
+#: What the HTTP API needs beyond kbgraph's own dependencies (the ``http`` extra).
+HTTP_PACKAGES = ("fastapi", "uvicorn", "starlette")
+
+
+def register(app: typer.Typer) -> None:
+    add_commands(app, {"serve": serve})
+
+
+def serve(
+    namespace: NamespaceOption = None,
+    host: Annotated[str, typer.Option(
+        "--host", help="Address to listen on; beyond loopback (e.g. 0.0.0.0) an API key is required")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port to listen on (0: a free one)")]
+    = 8000,
+    api_key: Annotated[str | None, typer.Option(
+        "--api-key", envvar="KBGRAPH_API_KEY", show_envvar=True,
+        help="Key clients send as 'Authorization: Bearer <key>' (optional on loopback)")] = None,
+) -> None:
+    """Serve kbgraph as an HTTP API: search, refine, steps search, feedback, adding trajectories,
+    experiences by id, stats and health. The namespace is -n unless a request's
+    X-Kbgraph-Namespace header names another. Stop with Ctrl-C."""
+    # Settings and the binding are checked before anything is loaded or connected.
+    settings = Settings() if namespace is None else Settings(namespace=checked_namespace(namespace))
+    try:
+        from kbgraph import http_api
+    except ImportError as exc:
+        if exc.name not in HTTP_PACKAGES:
+            raise
+        raise KbgraphError(f"kbgraph serve needs the 'http' extra ({exc.name} is not installed): "
+                           "pip install 'kbgraph[http]'") from None
+
+    def announce(line: str) -> None:
+        err.print(line, markup=False, highlight=False)
+
+    http_api.serve(settings, host=host, port=port, api_key=api_key, announce=announce)

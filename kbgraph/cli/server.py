@@ -1,0 +1,60 @@
+"""``kbgraph server start | reset-password | stop | status``: the managed local Neo4j (see
+:mod:`kbgraph.managed`), used when NEO4J_URI is not set."""
+
+from __future__ import annotations
+
+import typer
+
+from kbgraph.cli._common import JsonOption, _print_json, _settings, out
+from kbgraph.managed import ManagedNeo4j
+
+server_app = typer.Typer(help="The managed local Neo4j (used when NEO4J_URI is not set).", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(server_app, name="server")
+
+
+@server_app.command("start")
+def server_start(as_json: JsonOption = False) -> None:
+    """Start the managed Neo4j (downloads it from Maven Central on first use)."""
+    status = ManagedNeo4j.from_settings(_settings()).start()
+    if as_json:
+        _print_json(status.as_dict())
+    else:
+        out.print(f"Neo4j running (pid {status.pid}) — Bolt {status.bolt_uri}, Browser {status.browser_url}")
+
+
+@server_app.command("reset-password")
+def server_reset_password(as_json: JsonOption = False) -> None:
+    """Set a new password for the managed Neo4j (when its password file was lost); data is kept."""
+    server = ManagedNeo4j.from_settings(_settings())
+    status = server.reset_password()
+    if as_json:
+        _print_json(status.as_dict() | {"password_file": str(server.password_file)})
+    else:
+        out.print(f"new password written to {server.password_file} (readable by you only); Neo4j running "
+                  f"(pid {status.pid}) — Bolt {status.bolt_uri}", markup=False, highlight=False)
+
+
+@server_app.command("stop")
+def server_stop(as_json: JsonOption = False) -> None:
+    """Stop the managed Neo4j cleanly."""
+    stopped = ManagedNeo4j.from_settings(_settings()).stop()
+    if as_json:
+        _print_json({"stopped": stopped})
+    else:
+        out.print("Neo4j stopped" if stopped else "Neo4j was not running")
+
+
+@server_app.command("status")
+def server_status(as_json: JsonOption = False) -> None:
+    """Show whether the managed Neo4j runs, and where."""
+    status = ManagedNeo4j.from_settings(_settings(), quiet=True).status()
+    if as_json:
+        _print_json(status.as_dict())
+        return
+    state = f"running (pid {status.pid})" if status.running else "stopped"
+    guide = f"\n  Guide   :play {status.browser_guide_url}" if status.browser_guide_url else ""
+    out.print(f"Neo4j {status.version}: {state}\n  Bolt    {status.bolt_uri}\n  Browser {status.browser_url}{guide}\n"
+              f"  Home    {status.home}")
