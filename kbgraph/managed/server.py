@@ -8,14 +8,13 @@ credentials. The server listens on 127.0.0.1 only, with Bolt and HTTP (the Brows
 Next to it runs a small HTTP server with kbgraph's Browser style and guide
 (:mod:`kbgraph.browser`); the generated neo4j.conf makes the Browser load both on every connect.
 It starts and stops with the server, and never keeps the server from starting.
+
+Which java runs it and with which options is :mod:`kbgraph.managed.java`; the instance folder, its
+neo4j.conf and password file are :mod:`kbgraph.managed.conf`. This module runs the lifecycle.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import secrets
-import shutil
 import subprocess
 import sys
 import time
@@ -30,78 +29,42 @@ from kbgraph.browser.assets import BrowserAssets
 from kbgraph.cypher_files import query
 from kbgraph.deadline import Neo4jTimeoutError, within
 from kbgraph.errors import ManagedServerError
+from kbgraph.managed.conf import (
+    VECTOR_MERGE_FACTOR,
+    config_text,
+    generated_password,
+    prepare_directories,
+    prepare_home,
+    write_password,
+)
+from kbgraph.managed.java import (
+    ADMIN_TOOL,
+    ENTRY_POINT,
+    JVM_OPTIONS,
+    LUCENE_VECTOR_API_JAVA,
+    VECTOR_API_OPTION,
+    find_java,
+    java_feature_version,
+    probe_java_version,
+    vector_api_options,
+)
 from kbgraph.managed.runtime import NEO4J_VERSION, ensure_runtime
-# free_port is re-exported: tests and tools start throw-away servers on it.
-from kbgraph.processes import free_port as free_port
-from kbgraph.processes import port_in_use, terminate
+from kbgraph.processes import free_port, port_in_use, terminate
 from kbgraph.settings import Settings
 
-ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
-ADMIN_TOOL = "org.neo4j.cli.AdminTool"
+# Re-exported: the Java and neo4j.conf names were defined here before java.py and conf.py, and
+# tests and tools start throw-away servers on free_port.
+__all__ = [
+    "ADMIN_TOOL", "ENTRY_POINT", "JVM_OPTIONS", "LUCENE_VECTOR_API_JAVA", "RUNNING_ANSWER_TIMEOUT_S", "USERNAME",
+    "VECTOR_API_OPTION", "VECTOR_MERGE_FACTOR", "ManagedNeo4j", "ServerStatus", "configured_assets_port", "free_port",
+    "generated_password", "java_feature_version", "probe_java_version", "vector_api_options",
+]
+
 # How long a managed server that has been running for a while may take to answer before it is
 # reported as not answering (a fresh start gets the whole managed_start_timeout_s).
 RUNNING_ANSWER_TIMEOUT_S = 30.0
 USERNAME = "neo4j"
-#: Segments of one size a vector index gathers before Lucene merges them (Neo4j's default: 50).
-VECTOR_MERGE_FACTOR = 4
 
-# What Neo4j's own launcher passes to the JVM (neo4j.conf defaults of 5.26), minus what
-# would pre-touch the whole heap at start.
-JVM_OPTIONS = [
-    "-XX:+UseG1GC",
-    "-XX:-OmitStackTraceInFastThrow",
-    "-XX:+UnlockExperimentalVMOptions",
-    "-XX:+TrustFinalNonStaticFields",
-    "-XX:+DisableExplicitGC",
-    "-XX:+ExitOnOutOfMemoryError",
-    "-Djdk.nio.maxCachedBufferSize=1024",
-    "-Dio.netty.tryReflectionSetAccessible=true",
-    "-Djdk.tls.ephemeralDHKeySize=2048",
-    "-Djdk.tls.rejectClientInitiatedRenegotiation=true",
-    "-Dlog4j2.disable.jmx=true",
-    "-Dfile.encoding=UTF-8",
-    "--add-opens=java.base/java.nio=ALL-UNNAMED",
-    "--add-opens=java.base/java.io=ALL-UNNAMED",
-    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-]
-
-#: Java feature versions on which Neo4j 5.26's Lucene (9.11) runs its vector math on the JDK's
-#: vector API (SIMD), given the incubator module. On other versions it falls back to plain loops:
-#: on Java 17, half of a scaled build's server CPU is Lucene's scalar float dot product.
-LUCENE_VECTOR_API_JAVA = range(20, 23)
-VECTOR_API_OPTION = "--add-modules=jdk.incubator.vector"
-
-
-def java_feature_version(version_output: str) -> int | None:
-    """The feature version (17, 21, …) in what ``java -version`` prints, or None."""
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', version_output)
-    if match is None:
-        return None
-    major = int(match.group(1))
-    # Java 8 and older print "1.8.0_…".
-    return int(match.group(2) or 0) if major == 1 else major
-
-
-def vector_api_options(feature_version: int | None) -> list[str]:
-    """JVM options that let Lucene use the vector API on this Java, as its own startup log asks."""
-    return [VECTOR_API_OPTION] if feature_version in LUCENE_VECTOR_API_JAVA else []
-
-
-def probe_java_version(java: str) -> int | None:
-    """Runs ``java -version``; None when it cannot be read (the server then starts without extras)."""
-    try:
-        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return java_feature_version(done.stderr + done.stdout)
-
-
-
-def generated_password() -> str:
-    """A random password for user neo4j: [A-Za-z0-9_-], so it needs no quoting in neo4j-admin's
-    argument file, and never starting with '-', which neo4j-admin would read as an option (one
-    fresh start in 64 failed with its usage text before this)."""
-    return "k" + secrets.token_urlsafe(18)
 
 @dataclass(frozen=True)
 class ServerStatus:
@@ -213,13 +176,7 @@ class ManagedNeo4j:
             if self.assets_port:
                 self.browser_assets.ensure_running()
             return self.status()
-        java = shutil.which("java")
-        if java is None:
-            raise ManagedServerError("java not found: the managed Neo4j needs Java 17 or newer on PATH.")
-        java_version = probe_java_version(java)
-        if java_version is not None and java_version < 17:
-            raise ManagedServerError(
-                f"{java} is Java {java_version}: the managed Neo4j {NEO4J_VERSION} needs Java 17 or 21 first on PATH.")
+        java, java_version = find_java()
         for port in (self.bolt_port, self.http_port):
             if port_in_use(port):
                 raise ManagedServerError(
@@ -228,12 +185,12 @@ class ManagedNeo4j:
                     "KBGRAPH_MANAGED_BOLT_PORT / KBGRAPH_MANAGED_HTTP_PORT."
                 )
         lib = ensure_runtime(self.cache_dir, quiet=self.quiet)
-        self._prepare_directories()
+        prepare_directories(self.home)
         # Started first so that neo4j.conf can name the port it really got.
         assets = (self.browser_assets.start(self.assets_port, reserved=(self.bolt_port, self.http_port))
                   if self.assets_port else None)
         try:
-            self._prepare_home(java, lib, assets)
+            prepare_home(self.home, self.config_text(assets), java, lib, self.password_file)
         except BaseException:
             self.browser_assets.stop()
             raise
@@ -279,7 +236,7 @@ class ManagedNeo4j:
                     session.run(query("managed_reset_password"), password=password).consume()
         finally:
             unlocked.stop()
-        self._write_password(password)
+        write_password(self.password_file, password)
         return self.start()
 
     def stop(self, timeout_s: float = 60.0) -> bool:
@@ -297,75 +254,11 @@ class ManagedNeo4j:
         if not self.quiet:
             print(message, file=sys.stderr, flush=True)
 
-    def _prepare_directories(self) -> None:
-        for sub in ("conf", "data", "logs", "run", "import", "plugins"):
-            (self.home / sub).mkdir(parents=True, exist_ok=True)
-        os.chmod(self.home, 0o700)
-
-    def _prepare_home(self, java: str, lib: Path, assets: BrowserAssets | None) -> None:
-        (self.home / "conf" / "neo4j.conf").write_text(self.config_text(assets))
-        if not (self.home / "data" / "dbms" / "auth.ini").exists():
-            password = generated_password()
-            # Given as an @argument file (neo4j-admin reads arguments from it), never on the command
-            # line, where `ps` would show it to every user of the machine.
-            arguments = self.home / "run" / f"set-initial-password.{secrets.token_hex(4)}.args"
-            descriptor = os.open(arguments, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                with os.fdopen(descriptor, "w") as handle:
-                    handle.write(password + "\n")
-                proc = subprocess.run(
-                    [java, "-cp", f"{lib}/*", ADMIN_TOOL, "dbms", "set-initial-password", f"@{arguments}"],
-                    env={**os.environ, "NEO4J_HOME": str(self.home), "NEO4J_CONF": str(self.home / "conf")},
-                    capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                )
-            finally:
-                arguments.unlink(missing_ok=True)
-            if proc.returncode != 0:
-                raise ManagedServerError(f"setting the initial Neo4j password failed: {proc.stderr.strip()}")
-            self._write_password(password)
-
-    def _write_password(self, password: str) -> None:
-        fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(password + "\n")
-
     def config_text(self, browser_assets: BrowserAssets | None = None) -> str:
         """neo4j.conf; with ``browser_assets``, the Browser applies kbgraph's style and opens its
         guide on every connect."""
-        home = self.home
-        browser = [f"{key}={value}" for key, value in browser_assets.neo4j_settings().items()] if browser_assets else []
-        return "\n".join([
-            "# Written by kbgraph at every start; edit kbgraph's settings instead.",
-            "server.default_listen_address=127.0.0.1",
-            "server.default_advertised_address=127.0.0.1",
-            "server.bolt.enabled=true",
-            f"server.bolt.listen_address=127.0.0.1:{self.bolt_port}",
-            f"server.bolt.advertised_address=127.0.0.1:{self.bolt_port}",
-            "server.http.enabled=true",
-            f"server.http.listen_address=127.0.0.1:{self.http_port}",
-            f"server.http.advertised_address=127.0.0.1:{self.http_port}",
-            "server.https.enabled=false",
-            f"dbms.security.auth_enabled={'true' if self.auth_enabled else 'false'}",
-            f"server.memory.heap.initial_size={self.heap}",
-            f"server.memory.heap.max_size={self.heap}",
-            f"server.memory.pagecache.size={self.pagecache}",
-            f"server.directories.data={home / 'data'}",
-            f"server.directories.logs={home / 'logs'}",
-            f"server.directories.run={home / 'run'}",
-            f"server.directories.import={home / 'import'}",
-            f"server.directories.plugins={home / 'plugins'}",
-            "db.tx_log.rotation.retention_policy=2 files",
-            # Every transaction that writes vectors adds a Lucene segment to the shared vector
-            # indexes, and a query searches every segment's HNSW graph: with Neo4j's default (merge
-            # when 50 segments of one size have piled up), an agent memory written run by run
-            # reached 20-40 segments and its step search slowed sixfold. Merging at 4 keeps them few.
-            f"internal.dbms.index.vector.standard_merge_factor={VECTOR_MERGE_FACTOR}",
-            "dbms.usage_report.enabled=false",
-            # Neo4j Browser: no usage tracking (and no banner asking about it).
-            "client.allow_telemetry=false",
-            *browser,
-            "",
-        ])
+        return config_text(self.home, bolt_port=self.bolt_port, http_port=self.http_port, heap=self.heap,
+                           pagecache=self.pagecache, auth_enabled=self.auth_enabled, browser_assets=browser_assets)
 
     def _wait_until_ready(self, proc: subprocess.Popen[bytes] | None, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -427,7 +320,6 @@ class ManagedNeo4j:
         if ENTRY_POINT in cmdline and f"--home-dir={self.home}" in cmdline:
             return pid
         return None
-
 
 
 def configured_assets_port(settings: Settings) -> int:

@@ -81,11 +81,11 @@ def test_models_rebuilt_from_the_store_are_not_bounds_checked_again_but_everythi
 ) -> None:
     # What the store returns passed the check on its way in; reading it back (a search reads ~150
     # models a query) skips it. Without the STORED context every model is checked.
-    import kbgraph.models
+    import kbgraph.models._base
 
     checked: list[Any] = []
-    real = kbgraph.models.within_bounds
-    monkeypatch.setattr(kbgraph.models, "within_bounds", lambda data: checked.append(data) or real(data))
+    real = kbgraph.models._base.within_bounds
+    monkeypatch.setattr(kbgraph.models._base, "within_bounds", lambda data: checked.append(data) or real(data))
     data = {"problem": "Cancel order 7", "goal": "g", "domain": "retail", "steps": [{"action": "cancel_order"}]}
     Experience.model_validate(data)
     assert len(checked) == 2, "the experience and its step"

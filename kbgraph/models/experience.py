@@ -1,6 +1,4 @@
-"""Typed records of the knowledge graph (DESIGN §1).
-
-An :class:`Experience` is the tuple ⟨π, γ, S, C, μ, F, R⟩ of Agent KB:
+"""The experience record of Agent KB, the tuple ⟨π, γ, S, C, μ, F, R⟩, and its parts:
 
 - π ``problem`` and γ ``goal``;
 - S ``steps`` — ordered, generalised :class:`Step` records;
@@ -8,88 +6,41 @@ An :class:`Experience` is the tuple ⟨π, γ, S, C, μ, F, R⟩ of Agent KB:
 - μ metadata — ``success_rate``, ``quality``, ``efficiency``, ``generalizability``, the usage
   counters ``retrieved``/``used``/``succeeded``, timestamps, provenance (``source``, ``source_ids``
   — the runs it stands for — and ``failed_source_ids``, those of them whose outcome was a failure);
-- F ``failure_modes`` — what went wrong and how it was recovered;
-- R ``relations`` — typed, weighted edges to other experiences.
+- F ``failure_modes`` — what went wrong and how it was recovered (:class:`FailureMode`);
+- R ``relations`` — typed, weighted edges to other experiences (:class:`Relation`).
 
-Models are strict: wrong types, unknown fields, NaN/infinite numbers and oversized texts are
-rejected with the field's name. Ids are content hashes (see :mod:`kbgraph.ids`), so the same
-content written twice is the same node.
+Ids are content hashes (see :mod:`kbgraph.ids`), so the same content written twice is the same node.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from datetime import UTC, datetime
-from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from kbgraph.ids import content_hash, normalise_text
-from kbgraph.value_bounds import INT64_MAX, MAX_NESTING_DEPTH, value_problem, within_bounds
-
-#: Validation context for models rebuilt from what the store holds (already checked when written).
-STORED: dict[str, bool] = {"stored": True}
-
-# Limits: generous for real agent data, small enough that one record cannot flood the graph.
-MAX_PROBLEM_CHARS = 20_000
-MAX_TEXT_CHARS = 8_000
-MAX_STEPS = 10_000
-MAX_FAILURE_MODES = 200
-MAX_RELATIONS = 1_000
-MAX_EMBEDDING_DIM = 8_192
-MAX_TASK_CHARS = 100_000
-#: A tool's result or error as an agent received it: real ones are kilobytes (a list of flights);
-#: accepted up to this, and stored cut to STORED_OBSERVATION_CHARS (the step says how long it was).
-MAX_OBSERVATION_CHARS = 1_000_000
-STORED_OBSERVATION_CHARS = 1_000
-
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
-ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
-Unit = Annotated[float, Field(ge=0.0, le=1.0)]
-Reward = Annotated[float, Field(ge=-1.0, le=1.0)]
-Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
-Embedding = Annotated[list[float], Field(min_length=1, max_length=MAX_EMBEDDING_DIM)]
-IdText = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:\-]{1,128}$")]
-
-Kind = Literal["concrete", "abstract"]
-Status = Literal["active", "archived", "rejected"]
-Scope = Literal["shared", "private"]
-Difficulty = Literal["easy", "medium", "hard"]
-
-
-class RelationType(StrEnum):
-    """The four experience relations of Agent KB. The only relationship types a user can name."""
-
-    ABSTRACTION = "ABSTRACTION"
-    COMPOSITION = "COMPOSITION"
-    ADAPTATION = "ADAPTATION"
-    ALTERNATIVE = "ALTERNATIVE"
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=False)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _within_bounds(cls, data: Any, info: ValidationInfo) -> Any:
-        # Before pydantic recurses into it: depth, 64-bit integers, valid Unicode (value_bounds).
-        # The problem names its field path; a custom error keeps pydantic's "Value error, " off it.
-        # What the store returns passed this check on its way in (validated with context STORED:
-        # a search read ~150 models per query, ~30 µs each).
-        if isinstance(info.context, dict) and info.context.get("stored"):
-            return data
-        try:
-            return within_bounds(data)
-        except ValueError as exc:
-            raise _out_of_bounds(str(exc)) from None
-
-
-def _out_of_bounds(problem: str) -> PydanticCustomError:
-    # The problem goes in as context, not as the template: stored text may hold "{…}".
-    return PydanticCustomError("value_bounds", "{problem}", {"problem": problem})
+from kbgraph.models._base import (
+    MAX_FAILURE_MODES,
+    MAX_PROBLEM_CHARS,
+    MAX_RELATIONS,
+    MAX_STEPS,
+    MAX_TEXT_CHARS,
+    Count,
+    Difficulty,
+    Embedding,
+    IdText,
+    Kind,
+    Name,
+    RecoveryKind,
+    RelationType,
+    Reward,
+    Scope,
+    ShortText,
+    Status,
+    Unit,
+    _Strict,
+)
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -116,8 +67,6 @@ class Step(_Strict):
     observation_chars: Count | None = None
     embedding: Embedding | None = None
 
-
-RecoveryKind = Literal["retry", "repeat", "switch", "none"]
 
 
 class FailureMode(_Strict):
@@ -322,160 +271,3 @@ class Experience(_Strict):
     def context_text(self) -> str:
         return f"domain: {self.domain}; difficulty: {self.difficulty or 'unknown'}; kind: {self.kind}"
 
-
-class ConceptDocument(_Strict):
-    """A meta-concept's document (BREW): sentences under four headings."""
-
-    when_to_use: list[ShortText] = Field(default_factory=list)
-    why: list[ShortText] = Field(default_factory=list)
-    how: list[ShortText] = Field(default_factory=list)
-    pitfalls: list[ShortText] = Field(default_factory=list)
-
-    def render(self, evidence: Callable[[str], str] | None = None) -> str:
-        """The document as text, one section per heading; ``evidence`` gives what backs a sentence
-        ("6 runs, 3 tasks"), shown after it in brackets when not empty."""
-        sections = [
-            ("When to use", self.when_to_use),
-            ("Why", self.why),
-            ("How", self.how),
-            ("Pitfalls", self.pitfalls),
-        ]
-
-        def line(sentence: str) -> str:
-            backing = evidence(sentence) if evidence is not None else ""
-            return f"- {sentence}" + (f" ({backing})" if backing else "")
-
-        return "\n\n".join(
-            f"## {title}\n" + "\n".join(line(sentence) for sentence in lines) for title, lines in sections if lines
-        )
-
-
-class Concept(_Strict):
-    """A raw concept label produced while reflecting on one trajectory (BREW step 2)."""
-
-    label: Name
-    experience_id: IdText | None = None
-    embedding: Embedding | None = None
-
-    @property
-    def id(self) -> str:
-        return content_hash({"label": normalise_text(self.label).lower()}, "concept")
-
-
-class MetaConcept(_Strict):
-    """A deduplicated concept owning one document (BREW)."""
-
-    id: IdText
-    name: Name
-    document: ConceptDocument = Field(default_factory=ConceptDocument)
-    version: Count = 1
-    embedding: Embedding | None = None
-
-
-class Insight(_Strict):
-    """One sentence learned from a trajectory about a concept (and so about its meta-concept).
-    The same sentence about the same concept from several experiences is one insight."""
-
-    text: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
-    concept: Name
-    experience_id: IdText | None = None
-    meta_concept_id: IdText | None = None
-
-    @property
-    def concept_id(self) -> str:
-        return Concept(label=self.concept).id
-
-    @property
-    def id(self) -> str:
-        return content_hash({"text": normalise_text(self.text), "concept": self.concept_id}, "insight")
-
-
-RAW_ARGUMENTS = "_raw"
-
-
-class TrajectoryStep(_Strict):
-    """One raw step as an agent took it: the tool called with its concrete arguments.
-
-    Real agents' steps are untidy, and each form is accepted and represented:
-
-    - ``arguments`` as a JSON-encoded string (how tool-calling APIs hand them over) is decoded; a
-      string that is not a JSON object is kept whole as ``{"_raw": text}`` (the malformed call is
-      part of what happened — usually the tool then errored);
-    - ``thought``, ``observation`` or ``error`` that is empty or blank is absent;
-    - an ``observation`` or ``error`` that is JSON (an object or a list) is kept as its JSON text;
-    - a call with no result has no ``observation``.
-    """
-
-    action: Name
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    thought: Annotated[str, StringConstraints(max_length=MAX_PROBLEM_CHARS)] | None = None
-    observation: Annotated[str, StringConstraints(max_length=MAX_OBSERVATION_CHARS)] | None = None
-    error: Annotated[str, StringConstraints(max_length=MAX_OBSERVATION_CHARS)] | None = None
-    reward: Reward | None = None
-
-    @field_validator("arguments", mode="before")
-    @classmethod
-    def _decode_arguments(cls, value: Any) -> Any:
-        if value is None:
-            return {}
-        if isinstance(value, str):
-            try:
-                decoded = json.loads(value) if value.strip() else {}
-            except ValueError:
-                return {RAW_ARGUMENTS: value}
-            except RecursionError:  # the C decoder stops cleanly at the interpreter's limit
-                raise _out_of_bounds(f"the JSON text is nested deeper than {MAX_NESTING_DEPTH} levels") from None
-            if not isinstance(decoded, dict):
-                return {RAW_ARGUMENTS: value}
-            # Decoded here, so the bounds the record was checked against have not seen it yet:
-            # "\\udcff" or a 30-digit number inside the text would otherwise reach the driver.
-            if problem := value_problem(decoded):
-                raise _out_of_bounds(f"in the JSON text: {problem}")
-            return decoded
-        return value
-
-    @field_validator("thought", "observation", "error", mode="before")
-    @classmethod
-    def _text_or_absent(cls, value: Any) -> Any:
-        if isinstance(value, dict | list):
-            return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
-        if isinstance(value, str) and not value.strip():
-            return None
-        return value
-
-
-class Outcome(_Strict):
-    success: bool
-    reward: float | None = None
-
-
-class Trajectory(_Strict):
-    """What an agent did on one task: the reference input format (``shared/data/trajectories``)."""
-
-    id: IdText
-    source: ShortText | None = None
-    domain: Name = "general"
-    task: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TASK_CHARS)]
-    steps: Annotated[list[TrajectoryStep], Field(max_length=MAX_STEPS)] = Field(default_factory=list)
-    outcome: Outcome = Field(default_factory=lambda: Outcome(success=True))
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("task")
-    @classmethod
-    def _task_not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
-
-
-class ConceptInsight(_Strict):
-    """One reflection on a trajectory (BREW reflector): a concept label and what was learned about it.
-
-    ``worked`` says, for an insight about a fix, whether the fix went through in this run (None
-    when the insight is not about one); the run's id, task and outcome are added when it is
-    stored, so identical insights of many runs add up to evidence ("seen in 6 runs of 3 tasks,
-    the fix went through in 4")."""
-
-    concept: Name
-    insight: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
-    worked: bool | None = None
