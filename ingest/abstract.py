@@ -21,7 +21,7 @@ from kbgraph.ingest.generalise import (
 )
 from kbgraph.ingest.recovery import Recovery, error_signature, recovery_after
 from kbgraph.ingest.shapes import verb_of
-from kbgraph.models import (
+from kbgraph.core.models import (
     MAX_TEXT_CHARS,
     STORED_OBSERVATION_CHARS,
     Difficulty,
@@ -36,7 +36,7 @@ class Abstractor(Protocol):
     """Turns a raw trajectory into a generalised experience (ids and numbers as placeholders).
 
     The experience's ``source_ids`` must contain ``trajectory.id``; ``success_rate`` reflects the
-    outcome. Raises :class:`kbgraph.errors.KbgraphError` subclasses on failure, never writes.
+    outcome. Raises :class:`kbgraph.core.errors.KbgraphError` subclasses on failure, never writes.
     """
 
     name: str

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from kbgraph.llm import LLMClient, describe_validation_error
-from kbgraph.models import (
+from kbgraph.core.models import (
     Difficulty,
     Experience,
     FailureMode,

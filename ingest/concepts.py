@@ -19,8 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from kbgraph.embedders import Embedder, unit_rows
-from kbgraph.gateway import Neo4jGateway
-from kbgraph.ids import content_hash, normalise_text
+from kbgraph.store.gateway import Neo4jGateway
+from kbgraph.core.ids import content_hash, normalise_text
 from kbgraph.ingest.dedupe import (
     DEFAULT_ATTACH_THRESHOLD,
     attach,
@@ -30,7 +30,7 @@ from kbgraph.ingest.dedupe import (
     representative,
 )
 from kbgraph.ingest.integrate import DocumentRewriter, sentence_key, update_document
-from kbgraph.models import ConceptDocument
+from kbgraph.core.models import ConceptDocument
 
 Vectors = npt.NDArray[np.float32]
 

@@ -27,8 +27,8 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
-from kbgraph.experience_store import abstract_row, embedding_row
-from kbgraph.experience_store import step_rows as experience_steps
+from kbgraph.store.experiences import abstract_row, embedding_row
+from kbgraph.store.experiences import step_rows as experience_steps
 from kbgraph.ingest.concepts import ConceptStage
 from kbgraph.ingest.context import IngestContext
 from kbgraph.ingest.facts import ExperienceFacts
@@ -37,7 +37,7 @@ from kbgraph.ingest.link import ABSTRACT_SOURCE, LinkPlan, Row
 from kbgraph.ingest.link_state import LinkDelta, LinkState
 from kbgraph.ingest.merge import MergeGroup, plan_merges
 from kbgraph.ingest.report import IngestReport
-from kbgraph.models import Experience
+from kbgraph.core.models import Experience
 
 Stage = Callable[[str], AbstractContextManager[None]]
 #: The experience relations stage 7 writes (and the ingest report counts).

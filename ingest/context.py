@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from kbgraph.embedders import Embedder
-from kbgraph.experience_store import ExperienceStore
-from kbgraph.gateway import Neo4jGateway
+from kbgraph.store.experiences import ExperienceStore
+from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.ingest.facts import PgVectorCache
 from kbgraph.ingest.link_state import RememberedLinks
-from kbgraph.models import Experience
-from kbgraph.settings import Settings
-from kbgraph.writer import WriteReport
+from kbgraph.core.models import Experience
+from kbgraph.core.settings import Settings
+from kbgraph.store.writer import WriteReport
 
 __all__ = ["IngestContext"]
 
@@ -56,7 +56,7 @@ class IngestContext(Protocol):
         self, items: Iterable[Experience | Mapping[str, Any]], on_progress: Callable[[int], None] | None = None,
         labels: Sequence[str] | None = None, maintain: bool = False,
     ) -> WriteReport:
-        """Validates, embeds and writes experiences (kbgraph.writer)."""
+        """Validates, embeds and writes experiences (kbgraph.store.writer)."""
 
     def embed_missing(self, experiences: Sequence[Experience]) -> None:
         """Fills every absent embedding."""

@@ -41,7 +41,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kbgraph.models import Trajectory
+    from kbgraph.core.models import Trajectory
 
 EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 URL = re.compile(r"\b(?:https?://|www\.)[^\s)>\]]*[^\s)>\].,;:!?'\"]", re.IGNORECASE)  # no trailing punctuation

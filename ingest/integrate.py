@@ -1,6 +1,6 @@
 """Stage 5 — integration (BREW integrator): new insights update a meta-concept's document.
 
-A :class:`~kbgraph.models.ConceptDocument` holds sentences under four headings — when to use the
+A :class:`~kbgraph.core.models.ConceptDocument` holds sentences under four headings — when to use the
 concept, why, how, and pitfalls. :func:`update_document` files each new insight under the heading
 :func:`classify_insight` picks and never stores a sentence twice; it is pure and deterministic, so
 re-ingesting the same trajectories leaves documents (and their versions) unchanged.
@@ -18,8 +18,8 @@ from typing import Literal, Protocol, get_args
 import numpy as np
 import numpy.typing as npt
 
-from kbgraph.ids import normalise_text
-from kbgraph.models import ConceptDocument, Insight
+from kbgraph.core.ids import normalise_text
+from kbgraph.core.models import ConceptDocument, Insight
 
 Section = Literal["when_to_use", "why", "how", "pitfalls"]
 SECTIONS: tuple[Section, ...] = get_args(Section)

@@ -2,7 +2,7 @@
 
 The rule-based integrator appends deduplicated sentences; a model can also place each insight under
 the right heading and merge it with a sentence that says the same thing. The answer is validated
-as a :class:`kbgraph.models.ConceptDocument`, and repeated sentences are dropped afterwards
+as a :class:`kbgraph.core.models.ConceptDocument`, and repeated sentences are dropped afterwards
 whatever the model did.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from kbgraph.ids import normalise_text
+from kbgraph.core.ids import normalise_text
 from kbgraph.llm import LLMClient
-from kbgraph.models import ConceptDocument
+from kbgraph.core.models import ConceptDocument
 
 SECTIONS = ("when_to_use", "why", "how", "pitfalls")
 # An insight counts as folded in when one sentence of the answer keeps at least this share of its

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 
-from kbgraph.gateway import Neo4jGateway
+from kbgraph.store.gateway import Neo4jGateway
 
 #: How often an ingest waiting for another process asks for the lease, plus up to as much again
 #: at random (so waiters do not ask in step): the time the lease lies free between two holders is

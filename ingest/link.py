@@ -31,9 +31,9 @@ import numpy.typing as npt
 
 from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.ingest.generalise import humanise_action
-from kbgraph.ids import content_hash
+from kbgraph.core.ids import content_hash
 from kbgraph.ingest.shapes import is_subsequence, operations
-from kbgraph.models import Experience, Step
+from kbgraph.core.models import Experience, Step
 
 ABSTRACT_SOURCE = "kbgraph:abstraction"
 ALTERNATIVE_THRESHOLD = 0.8

@@ -27,10 +27,10 @@ from kbgraph.ingest.reflect import Reflector, RuleBasedReflector
 from kbgraph.ingest.reflect_llm import LLMReflector
 from kbgraph.ingest.report import LLMCounts
 from kbgraph.llm import LLMClient, LLMConfigError, LLMError, LLMStats
-from kbgraph.models import ConceptDocument, ConceptInsight, Experience, Trajectory
+from kbgraph.core.models import ConceptDocument, ConceptInsight, Experience, Trajectory
 
 if TYPE_CHECKING:
-    from kbgraph.settings import Settings
+    from kbgraph.core.settings import Settings
 
 MAX_REASON_CHARS = 300
 

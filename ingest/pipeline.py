@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kbgraph.embedders import CachedEmbedder
-from kbgraph.errors import InvalidInputError, KbgraphError
-from kbgraph.ids import normalise_text
+from kbgraph.core.errors import InvalidInputError, KbgraphError
+from kbgraph.core.ids import normalise_text
 from kbgraph.ingest.abstract import Abstractor, RuleBasedAbstractor
 from kbgraph.ingest.consolidate import Consolidation
 from kbgraph.ingest.context import IngestContext
@@ -35,8 +35,8 @@ from kbgraph.ingest.read import Record, read_records
 from kbgraph.ingest.reflect import Reflector, RuleBasedReflector
 from kbgraph.ingest.lease import IngestLease
 from kbgraph.ingest.report import IngestReport
-from kbgraph.models import ConceptInsight, Experience, Insight, Trajectory
-from kbgraph.votes import apply_votes, check_votes
+from kbgraph.core.models import ConceptInsight, Experience, Insight, Trajectory
+from kbgraph.core.votes import apply_votes, check_votes
 
 if TYPE_CHECKING:
     from kbgraph.ingest.llm_fallback import LLMStages

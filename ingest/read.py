@@ -15,12 +15,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kbgraph.errors import InvalidInputError, validation_problems
-from kbgraph.ids import content_hash
-from kbgraph.jsonl import read_jsonl
-from kbgraph.models import Experience, Trajectory
-from kbgraph.value_bounds import value_problem
-from kbgraph.votes import check_votes
+from kbgraph.core.errors import InvalidInputError, validation_problems
+from kbgraph.core.ids import content_hash
+from kbgraph.core.jsonl import read_jsonl
+from kbgraph.core.models import Experience, Trajectory
+from kbgraph.core.value_bounds import value_problem
+from kbgraph.core.votes import check_votes
 
 
 @dataclass(frozen=True)

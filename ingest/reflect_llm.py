@@ -12,11 +12,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from kbgraph.ids import normalise_text
+from kbgraph.core.ids import normalise_text
 from kbgraph.ingest.abstract_llm import render_trajectory
 from kbgraph.ingest.integrate_llm import content_words
 from kbgraph.llm import LLMClient
-from kbgraph.models import MAX_TEXT_CHARS, ConceptInsight, Experience, Name, Trajectory
+from kbgraph.core.models import MAX_TEXT_CHARS, ConceptInsight, Experience, Name, Trajectory
 
 MAX_PAIRS = 5
 # A lesson is a sentence and its concept a short phrase. Beyond these, the model has copied the

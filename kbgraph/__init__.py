@@ -6,7 +6,7 @@
         kb.add_experiences([Experience(problem="…", goal="…", steps=[Step(action="…", text="…")])])
 """
 
-from kbgraph.errors import (
+from kbgraph.core.errors import (
     EmbedderError,
     InvalidInputError,
     KbgraphError,
@@ -16,7 +16,7 @@ from kbgraph.errors import (
 )
 from kbgraph.async_kb import AsyncKnowledgeBase
 from kbgraph.kb import KbStats, KnowledgeBase, WriteReport
-from kbgraph.models import (
+from kbgraph.core.models import (
     Concept,
     ConceptDocument,
     Experience,
@@ -27,7 +27,7 @@ from kbgraph.models import (
     RelationType,
     Step,
 )
-from kbgraph.settings import Settings
+from kbgraph.core.settings import Settings
 
 __all__ = [
     "AsyncKnowledgeBase", "Concept", "ConceptDocument", "EmbedderError", "Experience", "FailureMode", "Insight", "InvalidInputError",
@@ -35,4 +35,4 @@ __all__ = [
     "Neo4jUnavailableError", "Relation", "RelationType", "SchemaError", "Settings", "Step", "WriteReport",
 ]
 
-from kbgraph.managed import ManagedNeo4j  # noqa: E402
+from kbgraph.store.managed import ManagedNeo4j  # noqa: E402

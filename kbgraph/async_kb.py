@@ -5,7 +5,7 @@
         await kb.record_feedback(retrieved=results.ids(), used=results.ids()[:1], success=True)
 
 Every method is :class:`~kbgraph.kb.KnowledgeBase`'s, with the same signature, awaited: each runs
-the one implementation of the pipeline (see :mod:`kbgraph.aio` for how) and its queries go through
+the one implementation of the pipeline (see :mod:`kbgraph.store.aio` for how) and its queries go through
 the AsyncDriver, so many searches from one event loop share the loop and the driver's connection
 pool instead of a thread each. What reads Neo4j page by page through a synchronous session (export,
 import, py2neo) stays on ``KnowledgeBase``.
@@ -20,12 +20,12 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import neo4j
 
-from kbgraph.aio import AsyncGateway, OffloadedEmbedder, run_bridged
-from kbgraph.connection import connect
+from kbgraph.store.aio import AsyncGateway, OffloadedEmbedder, run_bridged
+from kbgraph.store.connection import connect
 from kbgraph.embedders import Embedder, embedder_from_settings
 from kbgraph.kb import KnowledgeBase
-from kbgraph.schema import apply_schema
-from kbgraph.settings import Settings
+from kbgraph.store.schema import apply_schema
+from kbgraph.core.settings import Settings
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -17,10 +17,10 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from kbgraph.errors import EmbedderError
-from kbgraph.ids import text_hash
-from kbgraph.redact import redact_uri
-from kbgraph.settings import Settings
+from kbgraph.core.errors import EmbedderError
+from kbgraph.core.ids import text_hash
+from kbgraph.core.redact import redact_uri
+from kbgraph.core.settings import Settings
 
 Vectors = npt.NDArray[np.float32]
 

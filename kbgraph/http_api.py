@@ -50,9 +50,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kbgraph.errors import (EmbedderError, InvalidInputError, KbgraphError, ManagedServerError, Neo4jUnavailableError,
+from kbgraph.core.errors import (EmbedderError, InvalidInputError, KbgraphError, ManagedServerError, Neo4jUnavailableError,
                             SchemaError)
-from kbgraph.feedback import FeedbackReport
+from kbgraph.learning.feedback import FeedbackReport
 from kbgraph.ingest.report import IngestReport
 from kbgraph.kb import KbStats, KnowledgeBase
 from kbgraph.llm import LLMError
@@ -62,8 +62,8 @@ from kbgraph.mcp_server import (ExecutedStep, ExperienceDetails, ProblematicStep
 from kbgraph.search.params import SearchFilters, SearchWeights
 from kbgraph.search.steps import StepHit
 from kbgraph.search.teacher import RefineResults
-from kbgraph.settings import Settings, checked_namespace
-from kbgraph.value_bounds import value_problem, within_bounds
+from kbgraph.core.settings import Settings, checked_namespace
+from kbgraph.core.value_bounds import value_problem, within_bounds
 
 __all__ = [
     "API_PREFIX", "DEFAULT_PORT", "NAMESPACE_HEADER", "AddTrajectoriesResult", "ErrorResponse", "HealthReport",

@@ -1,7 +1,7 @@
 """The public façade: one object per (database, namespace) that agents and tools talk to. Each
-method checks its arguments and delegates: to :mod:`kbgraph.writer`, :mod:`kbgraph.ingest.pipeline`
+method checks its arguments and delegates: to :mod:`kbgraph.store.writer`, :mod:`kbgraph.ingest.pipeline`
 (this object is its :class:`~kbgraph.ingest.context.IngestContext`), :mod:`kbgraph.search`, the
-learning modules (feedback, maintenance, agents) and :mod:`kbgraph.namespace_stats`."""
+learning modules (feedback, maintenance, agents) and :mod:`kbgraph.store.namespace_stats`."""
 
 from __future__ import annotations
 
@@ -12,33 +12,33 @@ from typing import TYPE_CHECKING, Any
 
 import neo4j
 
-from kbgraph.agents import AbilityCell, AbilityMatrix, VerifiedReport, ability_matrix, add_verified, best_agents
-from kbgraph.connection import connect
+from kbgraph.learning.agents import AbilityCell, AbilityMatrix, VerifiedReport, ability_matrix, add_verified, best_agents
+from kbgraph.store.connection import connect
 from kbgraph.embedders import Embedder, embedder_from_settings
-from kbgraph.errors import InvalidInputError
-from kbgraph.experience_store import ExperienceStore
-from kbgraph.feedback import ExperienceLearningState, FeedbackEvent, FeedbackRecorder, FeedbackReport
-from kbgraph.gateway import Neo4jGateway
+from kbgraph.core.errors import InvalidInputError
+from kbgraph.store.experiences import ExperienceStore
+from kbgraph.learning.feedback import ExperienceLearningState, FeedbackEvent, FeedbackRecorder, FeedbackReport
+from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.ingest.facts import PgVectorCache
 from kbgraph.ingest.link_state import RememberedLinks
 from kbgraph.ingest.pipeline import pipeline_from_settings
 from kbgraph.ingest.read import listed_items, records_from_items
 from kbgraph.ingest.report import IngestReport
-from kbgraph.maintenance import Maintainer, MaintenanceReport
-from kbgraph.models import Experience, Trajectory
-from kbgraph.namespace_stats import KbStats, experience_count, namespace_stats
-from kbgraph.schema import IndexStatus, apply_schema, index_status
+from kbgraph.learning.maintenance import Maintainer, MaintenanceReport
+from kbgraph.core.models import Experience, Trajectory
+from kbgraph.store.namespace_stats import KbStats, experience_count, namespace_stats
+from kbgraph.store.schema import IndexStatus, apply_schema, index_status
 from kbgraph.search.params import QueryStep, SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import SearchResults
 from kbgraph.search.steps import StepHit, StepRetriever
 from kbgraph.search.student import StudentRetriever, parse_query
 from kbgraph.search.teacher import ProblematicStep, RefineResults, RefineWeights, TeacherRetriever
-from kbgraph.settings import Settings, checked_namespace
-from kbgraph.value_bounds import check_bounds
-from kbgraph.writer import ExperienceWriter, WriteReport
+from kbgraph.core.settings import Settings, checked_namespace
+from kbgraph.core.value_bounds import check_bounds
+from kbgraph.store.writer import ExperienceWriter, WriteReport
 
 if TYPE_CHECKING:
-    from kbgraph.skills_export import SkillsExportReport
+    from kbgraph.skills.export import SkillsExportReport
     from kbgraph.transfer import ExportReport, ImportReport
 
 __all__ = ["KbStats", "KnowledgeBase", "VerifiedReport", "WriteReport"]
@@ -68,7 +68,7 @@ class KnowledgeBase:
         self.settings = settings or Settings(namespace=namespace, neo4j_database=database)
         self.embedder = embedder
         self.driver = driver
-        # AsyncKnowledgeBase passes its own gateway (kbgraph.aio.AsyncGateway, on the AsyncDriver).
+        # AsyncKnowledgeBase passes its own gateway (kbgraph.store.aio.AsyncGateway, on the AsyncDriver).
         self.gateway = gateway or Neo4jGateway(driver, database, timeout_s=self.settings.query_timeout_s,
                                                bulk_timeout_s=self.settings.bulk_query_timeout_s)
         self.store = ExperienceStore(self.gateway, namespace, self.settings.write_batch_size)
@@ -276,7 +276,7 @@ class KnowledgeBase:
     # -- learning ----------------------------------------------------------------------------------
 
     def record_feedback(self, /, event: FeedbackEvent | Mapping[str, Any] | None = None, **fields: Any) -> FeedbackReport:
-        """Records what an agent did with search results, atomically (see :mod:`kbgraph.feedback`)::
+        """Records what an agent did with search results, atomically (see :mod:`kbgraph.learning.feedback`)::
 
             kb.record_feedback(retrieved=results.ids, used=[results.hits[0].id], outcome=True,
                                agent="agent-a", step_rewards=[{"experience_id": …, "order": 0, "reward": 1}])
@@ -301,7 +301,7 @@ class KnowledgeBase:
         pipeline_from_settings(self).consolidate(merge=False, run=run_id)
 
     def maintain(self, dry_run: bool = False) -> MaintenanceReport:
-        """AutoRefine maintenance now (see :mod:`kbgraph.maintenance`): merge near-duplicates and
+        """AutoRefine maintenance now (see :mod:`kbgraph.learning.maintenance`): merge near-duplicates and
         archive the experiences that keep being retrieved but do not help. ``dry_run`` returns
         exactly the changes a real run would make, with their reasons, and changes nothing."""
         return self.maintainer.run(dry_run=dry_run)
@@ -316,7 +316,7 @@ class KnowledgeBase:
     ) -> VerifiedReport:
         """EDV verify stage: stores candidate experiences according to the votes of the agents
         that executed their task — all approve: the shared bank; some: each approver's private
-        bank; none: ``rejected`` (kept for audit, never retrieved). See :mod:`kbgraph.agents`."""
+        bank; none: ``rejected`` (kept for audit, never retrieved). See :mod:`kbgraph.learning.agents`."""
         return add_verified(self._writer, items, votes)
 
     def ability_matrix(self) -> AbilityMatrix:
@@ -356,8 +356,8 @@ class KnowledgeBase:
         example runs in ``references/``. Re-exporting rewrites nothing that did not change and
         removes the folders of skills that are gone, never anything kbgraph did not write. Raises
         InvalidInputError, writing nothing, for a folder that is a file or not writable. See
-        :mod:`kbgraph.skills_export` and docs/skills.md."""
-        from kbgraph.skills_export import DEFAULT_MIN_RUNS, export_skills
+        :mod:`kbgraph.skills.export` and docs/skills.md."""
+        from kbgraph.skills.export import DEFAULT_MIN_RUNS, export_skills
 
         return export_skills(self.gateway, self.namespace, directory,
                              min_runs=DEFAULT_MIN_RUNS if min_runs is None else min_runs)
@@ -368,7 +368,7 @@ class KnowledgeBase:
         """A connected ``py2neo.Graph`` on this knowledge base's server and database, for code that
         still uses py2neo (end-of-life; needs the ``kbgraph[py2neo]`` extra). Queries through it are
         not scoped to this namespace: filter on ``kb`` yourself. What works on Neo4j 5: docs/cypher-and-browser.md, *py2neo*."""
-        from kbgraph.py2neo_bridge import py2neo_graph
+        from kbgraph.store.py2neo_bridge import py2neo_graph
 
         return py2neo_graph(self.settings.model_copy(update={"neo4j_database": self.gateway.database}))
 

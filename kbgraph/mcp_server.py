@@ -41,16 +41,16 @@ from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, ValidationError
 
-from kbgraph.errors import InvalidInputError, KbgraphError, validation_problems
-from kbgraph.feedback import FeedbackReport
+from kbgraph.core.errors import InvalidInputError, KbgraphError, validation_problems
+from kbgraph.learning.feedback import FeedbackReport
 from kbgraph.ingest.report import IngestReport
 from kbgraph.kb import KnowledgeBase
 from kbgraph.mcp_stdio import bounded_stdio_server
-from kbgraph.models import Experience, Trajectory
+from kbgraph.core.models import Experience, Trajectory
 from kbgraph.search.results import SearchHit, SearchResults
 from kbgraph.search.teacher import RefineResults
-from kbgraph.settings import Settings
-from kbgraph.value_bounds import value_problem
+from kbgraph.core.settings import Settings
+from kbgraph.core.value_bounds import value_problem
 
 __all__ = [
     "SERVER_NAME",

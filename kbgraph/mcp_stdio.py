@@ -4,7 +4,7 @@ sees it, so that no line goes unanswered.
 The SDK's own reader drops a line it cannot parse (malformed JSON, a lone surrogate, nesting deep
 enough to exhaust the recursion limit) after logging it, and the client waits for an answer that
 never comes. Here each line is read with a size bound, decoded, parsed and bounded
-(kbgraph.value_bounds) first; a line that fails gets the JSON-RPC error the specification names
+(kbgraph.core.value_bounds) first; a line that fails gets the JSON-RPC error the specification names
 (-32700 parse error, -32600 invalid request, -32602 invalid params), with the request's id when it
 could be read, and the server goes on serving.
 """
@@ -25,8 +25,8 @@ from pydantic import ValidationError
 from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream, create_context_streams
 from mcp.shared.message import SessionMessage
 
-from kbgraph.jsonl import read_bounded_line
-from kbgraph.value_bounds import MAX_NESTING_DEPTH, value_problem
+from kbgraph.core.jsonl import read_bounded_line
+from kbgraph.core.value_bounds import MAX_NESTING_DEPTH, value_problem
 
 #: A request line longer than this is refused unread (MCP tool arguments are small).
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024

@@ -8,7 +8,7 @@ printing it anywhere cannot retitle or repaint a terminal.
 from __future__ import annotations
 
 from kbgraph.search.results import ScoreBreakdown, SearchHit, SearchResults
-from kbgraph.terminal import escape_controls
+from kbgraph.core.terminal import escape_controls
 
 __all__ = ["explain_hit", "explain_results", "explain_score"]
 

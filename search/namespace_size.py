@@ -15,7 +15,7 @@ import time
 from threading import Lock
 from typing import NamedTuple
 
-from kbgraph.gateway import Neo4jGateway
+from kbgraph.store.gateway import Neo4jGateway
 
 __all__ = ["DEFAULT_EXACT_SCAN_MAX", "NamespaceSize", "Sizes"]
 
@@ -45,7 +45,7 @@ class NamespaceSize:
 
     def get(self, limit: int) -> Sizes:
         # The read happens outside the lock (never hold a lock across a gateway call: see
-        # kbgraph.aio); two callers may then both read, and the later answer stays.
+        # kbgraph.store.aio); two callers may then both read, and the later answer stays.
         with self._lock:
             now = time.monotonic()
             if limit > self._cap:

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from kbgraph.models import RelationType
+from kbgraph.core.models import RelationType
 from kbgraph.search.namespace_size import DEFAULT_EXACT_SCAN_MAX
 
 __all__ = [

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from kbgraph.models import Experience, RelationType
+from kbgraph.core.models import Experience, RelationType
 
 __all__ = ["ConceptHit", "FailedAttempt", "PathHop", "ScoreBreakdown", "SearchHit", "SearchResults", "WorkflowRuns"]
 

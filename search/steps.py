@@ -1,7 +1,7 @@
 """MAEL step-wise retrieval: the stored steps most like the one an agent is about to take, scored
 ``α·similarity + (1 − α)·reward`` (DESIGN §5; α = 0.5 by default).
 
-Rewards come from feedback (:mod:`kbgraph.feedback`, ``step_rewards``): a step that helped ranks
+Rewards come from feedback (:mod:`kbgraph.learning.feedback`, ``step_rewards``): a step that helped ranks
 above an equally similar one that hurt. Each agent draws on the shared bank and its own private
 bank (per-agent pools). Similarity is the cosine of the step texts (``action: description``).
 """
@@ -13,8 +13,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from kbgraph.embedders import Embedder
-from kbgraph.errors import InvalidInputError
-from kbgraph.gateway import Neo4jGateway
+from kbgraph.core.errors import InvalidInputError
+from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.search.namespace_size import DEFAULT_EXACT_SCAN_MAX, NamespaceSize
 from kbgraph.search.overfetch import overfetch
 from kbgraph.search.scoring import neo4j_to_cosine

@@ -31,12 +31,12 @@ from typing import Any
 import numpy as np
 
 from kbgraph.embedders import Embedder
-from kbgraph.errors import InvalidInputError, validation_problems
-from kbgraph.experience_store import experience_from_record
-from kbgraph.gateway import Neo4jGateway
+from kbgraph.core.errors import InvalidInputError, validation_problems
+from kbgraph.store.experiences import experience_from_record
+from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.ingest.facts import PgVectorCache
 from kbgraph.ingest.generalise import describe_step, generalise_text
-from kbgraph.models import RelationType
+from kbgraph.core.models import RelationType
 from kbgraph.search.handoff import hands_off
 from kbgraph.search.lexical import bm25_scores, is_verbose, lucene_query, query_terms
 from kbgraph.search.overfetch import overfetch

@@ -1,10 +1,10 @@
 """The learning loop's pure functions, kept importable from their old place: they moved to
-:mod:`kbgraph.utility` (feedback, maintenance and the agents use them too, and they sit beside
+:mod:`kbgraph.core.utility` (feedback, maintenance and the agents use them too, and they sit beside
 search, not above it)."""
 
 from __future__ import annotations
 
-from kbgraph.utility import (
+from kbgraph.core.utility import (
     CONTEXT_FACTOR_RANGE,
     MAINTENANCE_EPSILON,
     NEUTRAL_UTILITY,

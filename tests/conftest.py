@@ -20,11 +20,11 @@ from pathlib import Path
 import neo4j
 import pytest
 
-from kbgraph.connection import open_driver
+from kbgraph.store.connection import open_driver
 from kbgraph.embedders import CachedEmbedder, MiniLMEmbedder
 from kbgraph.kb import KnowledgeBase
-from kbgraph.managed.server import ManagedNeo4j, free_port
-from kbgraph.settings import Settings
+from kbgraph.store.managed.server import ManagedNeo4j, free_port
+from kbgraph.core.settings import Settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

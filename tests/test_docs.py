@@ -11,7 +11,7 @@ How each kind of fenced block is checked:
   `./kb demo`; their `:param name => value` lines (Neo4j Browser syntax) are evaluated by Neo4j as
   `RETURN value` and passed as parameters; `$kb` is that namespace.
 - ```bash / ```console lines: each is either in RUN, and runs as a subprocess (`./kb ARGS` as
-  `python -m kbgraph.cli ARGS`, as tests/kbgraph/test_cli.py does, against the test server), or in
+  `python -m kbgraph.cli ARGS`, as tests/kbgraph/cli/test_cli.py does, against the test server), or in
   NOT_RUN with the reason it is not (expensive, or standing for the reader's own file or server).
   A line in neither fails the test, so a new command cannot slip in unchecked.
 - ```json blocks parse, and a trajectory among them validates as one.
@@ -46,7 +46,7 @@ import pytest
 
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
-from kbgraph.models import Trajectory
+from kbgraph.core.models import Trajectory
 from tests.conftest import Neo4jTarget
 
 REPO = Path(__file__).resolve().parents[1]
@@ -99,7 +99,7 @@ NOT_RUN = {
                                               "the same refusal, checked by test_the_cli_refusal_matches",
     r"^kbgraph: error: inspection query 'oops'": "the output of the line above",
     r"^pip install ": "installs into the reader's environment (the development environment has the extra)",
-    r"^\./kb report ": "25–30 s each (UMAP compiles in a new process); tests/kbgraph/test_report.py covers it",
+    r"^\./kb report ": "25–30 s each (UMAP compiles in a new process); tests/kbgraph/report/test_report.py covers it",
     r"^\./kb mcp\b": "a server that runs until its client leaves; the Python example on that page starts it "
                      "through the MCP SDK and calls its tools",
     r"^\./kb server (start|stop|status|reset-password)$": "acts on the machine's managed server, not the test's",

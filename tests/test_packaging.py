@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CHECK = """
 import importlib.util, kbgraph, kbgraph.ingest, kbgraph.search
-from kbgraph.cypher_files import query, statements
+from kbgraph.store.queries import query, statements
 assert importlib.util.find_spec("ingest") is None, "a top-level ingest module is installed"
 assert importlib.util.find_spec("search") is None, "a top-level search module is installed"
 assert "RETURN 1" in query("ping") and statements("schema")
@@ -35,7 +35,7 @@ def test_the_wheel_holds_only_the_kbgraph_package(wheel: Path) -> None:
     tops = {name.split("/")[0] for name in names}
     assert tops == {"kbgraph", next(t for t in tops if t.endswith(".dist-info"))}
     for expected in ("kbgraph/ingest/__init__.py", "kbgraph/search/__init__.py", "kbgraph/cypher/schema/03_vector_indexes.cypher",
-                     "kbgraph/cypher/queries/experience_get.cypher", "kbgraph/managed/pom.xml",
+                     "kbgraph/cypher/queries/experience_get.cypher", "kbgraph/store/managed/pom.xml",
                      "kbgraph/samples/experiences.jsonl", "kbgraph/py.typed"):
         assert expected in names
 
@@ -44,7 +44,7 @@ def test_the_integrations_ship_with_their_extras_declared(wheel: Path) -> None:
     archive = zipfile.ZipFile(wheel)
     names = archive.namelist()
     for module in ("kbgraph/integrations/langgraph.py", "kbgraph/integrations/langchain.py", "kbgraph/http_api.py",
-                   "kbgraph/async_kb.py", "kbgraph/skills_export.py"):
+                   "kbgraph/async_kb.py", "kbgraph/skills/export.py"):
         assert module in names
     metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     for extra in ("langgraph", "langchain", "http", "skills"):

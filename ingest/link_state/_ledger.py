@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbgraph.ingest.link import Row
-from kbgraph.models import Experience
+from kbgraph.core.models import Experience
 
 RelationKey = tuple[str, str, str]  # (type, source id, target id)
 # Parts, in the order their rows win when two give the same relation (declared provenance over

@@ -27,7 +27,7 @@ from kbgraph.ingest.link_state._ledger import (
 )
 from kbgraph.ingest.shapes import is_subsequence, operation_shape
 from kbgraph.ingest.workflow_index import DomainWorkflows
-from kbgraph.models import Experience
+from kbgraph.core.models import Experience
 
 #: Past this many changed workflows in a domain, every COMPOSITION of the domain is planned again
 #: rather than looking for those a changed one contains (the check costs more than it saves).

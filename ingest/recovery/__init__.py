@@ -54,7 +54,7 @@ from kbgraph.ingest.recovery._changes import MAX_CHANGES_SHOWN, MAX_DEPTH, Argum
 from kbgraph.ingest.recovery._recovery import Recovery, error_signature, recovery_after
 from kbgraph.ingest.recovery._thoughts import MAX_PREPARATION, THOUGHT_CHARS, trim_thought
 from kbgraph.ingest.recovery._values import VALUE_CHARS, type_prefixes
-from kbgraph.models import RecoveryKind
+from kbgraph.core.models import RecoveryKind
 
 __all__ = [
     "MAX_CHANGES_SHOWN",

@@ -11,7 +11,7 @@ from kbgraph.ingest.generalise import CODE, EMAIL, SPACES, humanise_action, ids_
 from kbgraph.ingest.recovery._changes import MAX_CHANGES_SHOWN, ArgumentChange, argument_changes, describe_call
 from kbgraph.ingest.recovery._thoughts import next_attempt, preparation_between, thoughts_of, trim_thought
 from kbgraph.ingest.recovery._values import Run, short, type_prefixes
-from kbgraph.models import RecoveryKind, Trajectory
+from kbgraph.core.models import RecoveryKind, Trajectory
 
 _ERROR_PREFIX = re.compile(r"^\s*error\s*:\s*", re.IGNORECASE)
 

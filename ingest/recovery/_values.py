@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbgraph.ingest.generalise import IDENTIFYING, generalise_text
-from kbgraph.models import Trajectory
+from kbgraph.core.models import Trajectory
 
 #: Longest free-text argument value shown (a transfer's summary), cut at a word.
 VALUE_CHARS = 100

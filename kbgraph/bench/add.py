@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kbgraph.bench.search import percentiles
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
 
 __all__ = ["run_add_benchmark"]

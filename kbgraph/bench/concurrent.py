@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.bench.search import DEFAULT_EVAL_DIR, load_benchmark_queries, percentiles
-from kbgraph.errors import InvalidInputError, KbgraphError
+from kbgraph.core.errors import InvalidInputError, KbgraphError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.params import SearchQuery
 

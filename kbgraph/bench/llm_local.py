@@ -3,7 +3,7 @@
 Each path ingests the same runs into a namespace of its own (cleared first) through the whole
 pipeline, on the real Neo4j and embedder: the rule-based abstractor and reflector, then the LLM
 abstractor, reflector and document writer against an OpenAI-compatible endpoint (by default the
-local llama-cpp-python server of :mod:`kbgraph.local_llm`). Per path: seconds per trajectory
+local llama-cpp-python server of :mod:`kbgraph.llm.local_server`). Per path: seconds per trajectory
 (the whole ingest, divided by the runs) and per stage; for the LLM path, how each question ended
 (valid at the first try, repaired, valid after a retry, fell back to the rules: the report's
 counters) and, for every item, whether what was stored came from the model or from the rules.
@@ -20,14 +20,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.ingest.llm_fallback import LLMStages
 from kbgraph.ingest.pipeline import IngestPipeline, pipeline_from_settings
 from kbgraph.ingest.read import records_from_items
 from kbgraph.ingest.report import LLMCounts
 from kbgraph.kb import KnowledgeBase
-from kbgraph.models import ConceptDocument, ConceptInsight, Experience, Trajectory
-from kbgraph.settings import Settings
+from kbgraph.core.models import ConceptDocument, ConceptInsight, Experience, Trajectory
+from kbgraph.core.settings import Settings
 
 __all__ = ["DEFAULT_RUNS_FILE", "first_runs", "llm_shares", "run_llm_benchmark"]
 

@@ -49,9 +49,9 @@ from kbgraph.bench.add import bench_one_namespace
 from kbgraph.bench.concurrent import load_runs, run_concurrent_benchmark
 from kbgraph.bench.scale import build_scaled_kb, load_seeds
 from kbgraph.bench.search import growth_per_doubling, run_search_benchmark
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
-from kbgraph.progress import StageReporter, with_prefix
+from kbgraph.core.progress import StageReporter, with_prefix
 
 __all__ = [
     "DEFAULT_SIZES",

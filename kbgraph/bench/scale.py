@@ -27,7 +27,7 @@ relations), deterministically for a given ``seed``:
   They are written as declared edges (``inferred: false``) with the existing ``relation_upsert``.
 
 Provenance is ``source_ids = ["synthetic-<n>"]``. The experiences written count towards the
-namespace's maintenance checkpoints (kbgraph.maintenance), as ingested ones would, without
+namespace's maintenance checkpoints (kbgraph.learning.maintenance), as ingested ones would, without
 running maintenance. Writing goes through
 :meth:`~kbgraph.kb.KnowledgeBase.add_experiences` in batches; ids are content hashes, so a killed
 build re-run skips the batches already stored, and a namespace already holding N experiences and
@@ -48,11 +48,11 @@ from typing import Any
 
 import numpy as np
 
-from kbgraph.errors import InvalidInputError
-from kbgraph.experience_store import ExperienceStore
-from kbgraph.gateway import Neo4jGateway
+from kbgraph.core.errors import InvalidInputError
+from kbgraph.store.experiences import ExperienceStore
+from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.kb import KnowledgeBase
-from kbgraph.models import MAX_STEPS, Experience, FailureMode, Step
+from kbgraph.core.models import MAX_STEPS, Experience, FailureMode, Step
 
 __all__ = [
     "ScaleReport",

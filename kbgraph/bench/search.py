@@ -5,7 +5,7 @@ One run over one namespace:
 
 1. picks ``queries`` random queries (seeded) from the retrieval benchmark's query files
    (``retail_queries.jsonl`` with their executed steps, ``webarena_queries.jsonl``), each with its
-   domain and leave-one-out ``exclude`` as :mod:`kbgraph.search.evaluate` sends them;
+   domain and leave-one-out ``exclude`` as :mod:`kbgraph.search.eval.evaluate` sends them;
 2. embeds them all first, one query per call through the retriever's own query embedding and the
    bare model (no embedding cache), and reports that time apart (p50, p95, mean per query);
 3. loads every active experience's problem+goal vector of the namespace into a float32 matrix
@@ -53,12 +53,12 @@ from rich.console import Console
 from rich.table import Table
 
 from kbgraph.bench.scale import ScaleReport, build_scaled_kb, load_seeds, scaled_namespace
-from kbgraph.gateway import Neo4jGateway
+from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.kb import KnowledgeBase
-from kbgraph.models import Experience
-from kbgraph.progress import StageReporter, progress_display, stage_reporter, with_prefix
-from kbgraph.search.eval_data import load_queries
-from kbgraph.search.evaluate import search_query_for
+from kbgraph.core.models import Experience
+from kbgraph.core.progress import StageReporter, progress_display, stage_reporter, with_prefix
+from kbgraph.search.eval.data import load_queries
+from kbgraph.search.eval.evaluate import search_query_for
 from kbgraph.search.params import SearchQuery
 from kbgraph.search.student import StudentRetriever
 
@@ -293,7 +293,7 @@ def bench_search_cli(
     norm 0.3 (0.6 for problem+goal), re-normalised; and every seed relation is mirrored from each
     copy of its source to a copy of its target. Deterministic (``seed``), resumable, reused when already built.
     """
-    from kbgraph.settings import Settings
+    from kbgraph.core.settings import Settings
 
     runs: list[dict[str, Any]] = []
     seeds: list[Experience] | None = None

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from kbgraph.models import Experience, FailureMode, Relation, RelationType, Step
+from kbgraph.core.models import Experience, FailureMode, Relation, RelationType, Step
 
 ACTIONS = [
     "find_user", "get_order_details", "get_product_details", "cancel_pending_order", "return_items",

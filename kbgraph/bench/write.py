@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kbgraph.bench.synthetic import synthetic_experiences
-from kbgraph.experience_store import ExperienceStore
+from kbgraph.store.experiences import ExperienceStore
 from kbgraph.kb import KnowledgeBase
-from kbgraph.models import Experience
+from kbgraph.core.models import Experience
 
 Advance = Callable[[int], None]
 

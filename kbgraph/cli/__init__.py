@@ -34,7 +34,7 @@ from kbgraph.cli import (
 from kbgraph.cli import eval as evaluation  # not bound as `eval`, the builtin
 from kbgraph.cli._common import err
 from kbgraph.cli.records import _print_ingest_report
-from kbgraph.errors import InvalidInputError, KbgraphError
+from kbgraph.core.errors import InvalidInputError, KbgraphError
 
 # _print_ingest_report: the ingest report's printer, which tests call directly.
 __all__ = ["_print_ingest_report", "app", "main", "quiet_driver_logs"]

@@ -12,11 +12,11 @@ from typing import Annotated, Any
 
 import typer
 
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
-from kbgraph.progress import ProgressDisplay, progress_display
-from kbgraph.settings import Settings, checked_namespace
-from kbgraph.terminal import SafeConsole, json_safe
+from kbgraph.core.progress import ProgressDisplay, progress_display
+from kbgraph.core.settings import Settings, checked_namespace
+from kbgraph.core.terminal import SafeConsole, json_safe
 
 # Not a terminal (CI, pipes): do not squeeze tables into 80 columns.
 out = SafeConsole(soft_wrap=True, width=None if sys.stdout.isatty() else 160)
@@ -49,7 +49,7 @@ def _json_argument(raw: str, where: str) -> Any:
     """``raw`` decoded as JSON (json.JSONDecodeError when it is not JSON), or InvalidInputError
     naming ``where`` when it is JSON out of bounds: nested so deep the decoder itself recurses out
     (RecursionError), deeper than the models take, or an integer Neo4j cannot store."""
-    from kbgraph.value_bounds import MAX_NESTING_DEPTH, value_problem
+    from kbgraph.core.value_bounds import MAX_NESTING_DEPTH, value_problem
 
     try:
         value = json.loads(raw)

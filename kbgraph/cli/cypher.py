@@ -16,8 +16,8 @@ import typer
 from rich.table import Table
 
 from kbgraph.cli._common import JsonOption, NamespaceOption, _print_json, _settings, err, out
-from kbgraph.connection import connect
-from kbgraph.errors import InvalidInputError
+from kbgraph.store.connection import connect
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.inspect import (
     InspectionLibrary,
     InspectionQuery,
@@ -28,8 +28,8 @@ from kbgraph.inspect import (
     load_query_file,
     parse_assignments,
 )
-from kbgraph.settings import checked_namespace
-from kbgraph.terminal import plain
+from kbgraph.core.settings import checked_namespace
+from kbgraph.core.terminal import plain
 
 # Longer texts are cut in row listings and tables; --json always carries every value in full.
 CELL_CHARS = 160

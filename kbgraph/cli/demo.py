@@ -13,8 +13,8 @@ import typer
 from kbgraph.cli._common import JsonOption, NamespaceOption, _print_json, _progress, _settings, add_commands, out
 from kbgraph.cli.records import _print_stats
 from kbgraph.kb import KnowledgeBase
-from kbgraph.managed import ManagedNeo4j
-from kbgraph.terminal import markup_safe
+from kbgraph.store.managed import ManagedNeo4j
+from kbgraph.core.terminal import markup_safe
 
 
 def register(app: typer.Typer) -> None:

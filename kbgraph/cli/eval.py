@@ -1,5 +1,5 @@
 """``kbgraph eval``: retrieval quality of kbgraph next to the baselines, for the student phase
-(:mod:`kbgraph.search.evaluate`) or the teacher phase (:mod:`kbgraph.search.teacher_eval`)."""
+(:mod:`kbgraph.search.eval.evaluate`) or the teacher phase (:mod:`kbgraph.search.eval.teacher`)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import typer
 from rich.table import Table
 
 from kbgraph.cli._common import JsonOption, _open, _parse_assignments, _progress, add_commands, out
-from kbgraph.errors import InvalidInputError
-from kbgraph.progress import stage_reporter
-from kbgraph.terminal import json_safe
+from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.progress import stage_reporter
+from kbgraph.core.terminal import json_safe
 
 
 def register(app: typer.Typer) -> None:
@@ -41,7 +41,7 @@ def eval_command(
 ) -> None:
     """nDCG@k, Recall@k and MRR of kbgraph next to TF-IDF, MiniLM cosine, the Agent KB hybrid and MiniLM over the
     successful runs only; with --phase teacher, the failure matches and recoveries next to TF-IDF and the oracle."""
-    from kbgraph.search.evaluate import eval_namespace, run_eval
+    from kbgraph.search.eval.evaluate import eval_namespace, run_eval
 
     if phase not in ("student", "teacher"):
         raise InvalidInputError([f"--phase {phase!r}: must be student or teacher"])
@@ -62,7 +62,7 @@ def eval_command(
         kb.ingest(sorted(corpus.glob("*.jsonl")), on_progress=lambda stage, done, total: on_progress(f"ingest: {stage}", done, total))
         if phase == "teacher":
             from kbgraph.search.teacher import TeacherRetriever
-            from kbgraph.search.teacher_eval import run_teacher_eval
+            from kbgraph.search.eval.teacher import run_teacher_eval
 
             teacher = run_teacher_eval(TeacherRetriever(kb.gateway, kb.embedder, kb.namespace), corpus, on_progress)
         else:

@@ -9,11 +9,11 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from kbgraph.agents import check_votes
+from kbgraph.learning.agents import check_votes
 from kbgraph.cli._common import JsonOption, NamespaceOption, _open, _parse_assignments, _print_json, add_commands, out
 from kbgraph.cli.records import add_files
-from kbgraph.errors import InvalidInputError
-from kbgraph.terminal import plain
+from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.terminal import plain
 
 
 def register(app: typer.Typer) -> None:

@@ -1,6 +1,6 @@
 """``kbgraph llm local start|stop|status``: a real LLM on this machine for the LLM path (llama-cpp-python's
 OpenAI-compatible server with Gemma 3 270M, built once into kbgraph's cache; see
-:mod:`kbgraph.local_llm` and docs/llm.md)."""
+:mod:`kbgraph.llm.local_server` and docs/llm.md)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Annotated
 import typer
 
 from kbgraph.cli._common import JsonOption, _print_json, err, out
-from kbgraph.local_llm import LocalLlamaServer, LocalLlamaStatus, environment_variables
-from kbgraph.settings import Settings
+from kbgraph.llm.local_server import LocalLlamaServer, LocalLlamaStatus, environment_variables
+from kbgraph.core.settings import Settings
 
 llm_app = typer.Typer(help="The model behind the LLM path (abstractor, reflector, document writer).",
                       no_args_is_help=True)

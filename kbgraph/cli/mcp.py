@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from kbgraph.cli._common import NamespaceOption, add_commands, err
-from kbgraph.settings import Settings, checked_namespace
+from kbgraph.core.settings import Settings, checked_namespace
 
 
 def register(app: typer.Typer) -> None:

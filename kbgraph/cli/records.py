@@ -13,11 +13,11 @@ from typing import Annotated, Any
 import typer
 
 from kbgraph.cli._common import JsonOption, NamespaceOption, _open, _print_json, _progress, add_commands, err, out
-from kbgraph.errors import InvalidInputError, KbgraphError
-from kbgraph.jsonl import read_jsonl, read_jsonl_stream
+from kbgraph.core.errors import InvalidInputError, KbgraphError
+from kbgraph.core.jsonl import read_jsonl, read_jsonl_stream
 from kbgraph.kb import KnowledgeBase
-from kbgraph.progress import stage_reporter
-from kbgraph.terminal import json_safe
+from kbgraph.core.progress import stage_reporter
+from kbgraph.core.terminal import json_safe
 
 
 def register(app: typer.Typer) -> None:

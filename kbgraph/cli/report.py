@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from kbgraph.cli._common import JsonOption, NamespaceOption, _open, _print_json, add_commands, err, out
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,7 @@ import typer
 from rich.table import Table
 
 from kbgraph.cli._common import JsonOption, _open, _print_json, out
-from kbgraph.terminal import plain
+from kbgraph.core.terminal import plain
 
 schema_app = typer.Typer(help="The graph schema: constraints, vector and full-text indexes.", no_args_is_help=True)
 

@@ -19,9 +19,9 @@ from kbgraph.cli._common import (
     add_commands,
     out,
 )
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
-from kbgraph.terminal import json_safe
+from kbgraph.core.terminal import json_safe
 
 
 def register(app: typer.Typer) -> None:

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from kbgraph.cli._common import NamespaceOption, add_commands, err
-from kbgraph.errors import KbgraphError
-from kbgraph.settings import Settings, checked_namespace
+from kbgraph.core.errors import KbgraphError
+from kbgraph.core.settings import Settings, checked_namespace
 
 #: What the HTTP API needs beyond kbgraph's own dependencies (the ``http`` extra).
 HTTP_PACKAGES = ("fastapi", "uvicorn", "starlette")

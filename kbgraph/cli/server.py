@@ -1,12 +1,12 @@
 """``kbgraph server start | reset-password | stop | status``: the managed local Neo4j (see
-:mod:`kbgraph.managed`), used when NEO4J_URI is not set."""
+:mod:`kbgraph.store.managed`), used when NEO4J_URI is not set."""
 
 from __future__ import annotations
 
 import typer
 
 from kbgraph.cli._common import JsonOption, _print_json, _settings, out
-from kbgraph.managed import ManagedNeo4j
+from kbgraph.store.managed import ManagedNeo4j
 
 server_app = typer.Typer(help="The managed local Neo4j (used when NEO4J_URI is not set).", no_args_is_help=True)
 

@@ -1,5 +1,5 @@
 """``kbgraph skills export DIR``: what a namespace learnt, as Agent Skills folders (see
-:mod:`kbgraph.skills_export` and docs/skills.md). Not under ``kbgraph export``, whose argument is a file."""
+:mod:`kbgraph.skills.export` and docs/skills.md). Not under ``kbgraph export``, whose argument is a file."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import typer
 from rich.table import Table
 
 from kbgraph.cli._common import JsonOption, NamespaceOption, _open, _print_json, err, out
-from kbgraph.errors import InvalidInputError
-from kbgraph.skills_export import DEFAULT_MIN_RUNS, checked_min_runs, export_skills
-from kbgraph.skills_folder import target_problems
-from kbgraph.terminal import plain
+from kbgraph.core.errors import InvalidInputError
+from kbgraph.skills.export import DEFAULT_MIN_RUNS, checked_min_runs, export_skills
+from kbgraph.skills.folder import target_problems
+from kbgraph.core.terminal import plain
 
 skills_app = typer.Typer(help="Agent Skills: what a namespace learnt, as skill folders agents load on demand.",
                          no_args_is_help=True)

@@ -11,9 +11,9 @@ from typing import Annotated, Any
 import typer
 
 from kbgraph.cli._common import JsonOption, NamespaceOption, _open, _progress, add_commands, err, out
-from kbgraph.errors import InvalidInputError
-from kbgraph.progress import stage_reporter
-from kbgraph.terminal import json_safe
+from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.progress import stage_reporter
+from kbgraph.core.terminal import json_safe
 from kbgraph.transfer import export_to, import_file
 
 

@@ -10,9 +10,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.inspect._query import _IDENTIFIER, InspectionQuery, _refuse_constant
-from kbgraph.value_bounds import MAX_NESTING_DEPTH, value_problem
+from kbgraph.core.value_bounds import MAX_NESTING_DEPTH, value_problem
 
 _INTEGER = re.compile(r"[+-]?\d+")
 _DECIMAL = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")

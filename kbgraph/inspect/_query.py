@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kbgraph.errors import InvalidInputError, KbgraphError
+from kbgraph.core.errors import InvalidInputError, KbgraphError
 
 INSPECT_FOLDER = "inspect"
 NAMESPACE_PARAMETER = "kb"

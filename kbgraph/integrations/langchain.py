@@ -50,7 +50,7 @@ from kbgraph.mcp_server import (
     parse_trajectory,
     search_result,
 )
-from kbgraph.models import Experience, FailureMode, Step
+from kbgraph.core.models import Experience, FailureMode, Step
 from kbgraph.search.params import SearchFilters, SearchWeights
 from kbgraph.search.results import SearchHit, SearchResults
 from kbgraph.search.teacher import RefineResults

@@ -71,7 +71,7 @@ from kbgraph.search.scoring import neo4j_to_cosine
 
 if TYPE_CHECKING:
     from kbgraph.kb import KnowledgeBase
-    from kbgraph.models import Trajectory
+    from kbgraph.core.models import Trajectory
 
 RESERVED_ROOT = "kbgraph"
 TRAJECTORIES: tuple[str, ...] = (RESERVED_ROOT, "trajectories")
@@ -283,7 +283,7 @@ class KbgraphStore(BaseStore):
         conditions = dict(op.filter or {})
         unknown = set(conditions) - {"domain", "agent"}
         if unknown:
-            from kbgraph.errors import InvalidInputError
+            from kbgraph.core.errors import InvalidInputError
             raise InvalidInputError([f"filter: {key}: searching {EXPERIENCES} filters on domain and agent only"
                                      for key in sorted(unknown)], "invalid search filter")
         from kbgraph.mcp_server import search_result

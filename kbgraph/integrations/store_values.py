@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 
 #: Filter operators of ``BaseStore.search(filter=…)`` (a ``{"$op": value}`` map in a filter).
 FILTER_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")

@@ -14,7 +14,7 @@ raised at once.
 Small models ramble: they copy the prompt into a field and run out of tokens mid-string. So every
 answer is bounded (``max_tokens``; every string of the schema the model is shown is capped at
 :data:`MAX_ANSWER_STRING_CHARS`, which servers that constrain output to the schema enforce), and an
-answer that is not JSON is first repaired (:mod:`kbgraph.truncated_json`: its complete values,
+answer that is not JSON is first repaired (:mod:`kbgraph.llm.truncated_json`: its complete values,
 closed off) before it counts as malformed. ``stats`` says how each call ended: valid at the first
 try, repaired, valid after a retry, or failed.
 

@@ -1,6 +1,6 @@
 """Reading a chat completion as an answer: JSON of the asked shape, repaired when it was cut off.
 
-An answer that is not JSON is first repaired (:mod:`kbgraph.truncated_json`: its complete values,
+An answer that is not JSON is first repaired (:mod:`kbgraph.llm.truncated_json`: its complete values,
 closed off) before it counts as :class:`~kbgraph.llm._retry.Malformed`.
 """
 
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from kbgraph.llm._retry import Malformed
 from kbgraph.llm.schema import describe_validation_error
-from kbgraph.truncated_json import usable_json_object
+from kbgraph.llm.truncated_json import usable_json_object
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion

@@ -19,13 +19,13 @@ from kbgraph.llm._retry import Malformed, Transient, backoff_s, status_error
 from kbgraph.llm.errors import LLMError, LLMOutputError
 from kbgraph.llm.schema import ResponseFormat, bounded_schema, response_format_body, schema_instructions
 from kbgraph.llm.stats import LLMStats
-from kbgraph.redact import redact_uri
+from kbgraph.core.redact import redact_uri
 
 if TYPE_CHECKING:
     import openai
     from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
-    from kbgraph.settings import Settings
+    from kbgraph.core.settings import Settings
 
 DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 

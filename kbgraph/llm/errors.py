@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kbgraph.errors import KbgraphError
+from kbgraph.core.errors import KbgraphError
 
 
 class LLMError(KbgraphError):

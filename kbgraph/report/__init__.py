@@ -11,7 +11,7 @@ Two steps, kept apart so each can be tested on its own:
    charts as inline SVG drawn by matplotlib, no script, no external font, image or style sheet, so
    it opens on a machine without network. Every text that comes from the graph is escaped: problem
    texts, concept labels and domain names are user input. Control characters and bidi overrides in
-   them are shown as ``\\x1b`` / ``\\u202e`` (:func:`kbgraph.terminal.escape_controls`), in the
+   them are shown as ``\\x1b`` / ``\\u202e`` (:func:`kbgraph.core.terminal.escape_controls`), in the
    tables and in the charts' text alike.
 
 The map projects ``Concept.embedding`` (every concept gets its label's embedding at ingestion)

@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from kbgraph.errors import KbgraphError
+from kbgraph.core.errors import KbgraphError
 from kbgraph.report._model import Histogram, KbReport
 from kbgraph.report._projection import UMAP_MIN_POINTS
 from kbgraph.report._svg import (

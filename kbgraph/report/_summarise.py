@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from kbgraph.experience_store import aware_datetime
-from kbgraph.feedback import row_utility
+from kbgraph.store.experiences import aware_datetime
+from kbgraph.learning.feedback import row_utility
 from kbgraph.kb import KnowledgeBase
 from kbgraph.report._model import (
     DomainRelation,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kbgraph.report._model import ConceptMap, DomainSummary, MapPoint, UtilitySummary
-from kbgraph.terminal import escape_controls
+from kbgraph.core.terminal import escape_controls
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

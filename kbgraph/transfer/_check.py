@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from kbgraph.errors import InvalidInputError, validation_problems
-from kbgraph.jsonl import read_jsonl
+from kbgraph.core.errors import InvalidInputError, validation_problems
+from kbgraph.core.jsonl import read_jsonl
 from kbgraph.transfer._format import FORMAT_NAME, LABELS, MAX_PROBLEMS, RELATIONSHIP_TYPES, Progress
 from kbgraph.transfer._records import _DATA_RECORD, ExportHeader, NodeRecord, NodeRef, RelationshipRecord
 

@@ -21,9 +21,9 @@ from typing import IO, Any
 import neo4j
 from pydantic import BaseModel, Field
 
-from kbgraph.errors import InvalidInputError
-from kbgraph.gateway import Neo4jGateway, Row, run_named
-from kbgraph.schema import VECTOR_INDEXES
+from kbgraph.core.errors import InvalidInputError
+from kbgraph.store.gateway import Neo4jGateway, Row, run_named
+from kbgraph.store.schema import VECTOR_INDEXES
 from kbgraph.transfer._format import (
     LABELS,
     NODE_LABELS,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from kbgraph.errors import KbgraphError
+from kbgraph.core.errors import KbgraphError
 
 FORMAT_NAME: Final = "kbgraph-export"
 FORMAT_VERSION: Final = 1

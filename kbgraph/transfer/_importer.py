@@ -12,9 +12,9 @@ from pathlib import Path
 import neo4j
 from pydantic import BaseModel, Field, ValidationError
 
-from kbgraph.errors import InvalidInputError, validation_problems
-from kbgraph.gateway import Neo4jGateway, Row, run_named
-from kbgraph.jsonl import read_jsonl
+from kbgraph.core.errors import InvalidInputError, validation_problems
+from kbgraph.store.gateway import Neo4jGateway, Row, run_named
+from kbgraph.core.jsonl import read_jsonl
 from kbgraph.transfer._check import check_export_file
 from kbgraph.transfer._export import vector_dimension
 from kbgraph.transfer._format import LABELS, RELATIONSHIP_TYPES, Progress, TransferError

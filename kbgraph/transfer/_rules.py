@@ -3,7 +3,7 @@
 An export is a backup a person can edit, so an import is input like any other: a `quality` of 99,
 a negative `retrieved`, a `status` of "pwned" or a `success_rate` of "high" would be written as
 given and break `get`, search and feedback later. Each property the code reads has a rule here,
-the same ranges and enumerations as the models (kbgraph.models); properties kbgraph does not know
+the same ranges and enumerations as the models (kbgraph.core.models); properties kbgraph does not know
 (from a newer version, say) are kept as the file gives them, since nothing reads them, and
 properties starting with "_" (transaction-internal marks) are never imported.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from kbgraph.value_bounds import INT64_MAX
+from kbgraph.core.value_bounds import INT64_MAX
 
 Rule = Callable[[Any], str | None]
 

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from kbgraph.gateway import Row
+from kbgraph.store.gateway import Row
 from kbgraph.transfer._format import PLAIN_TYPES, TEMPORAL_TYPES, TransferError
 
 _DATE = r"(?P<year>[+-]?\d{4,9})-(?P<month>\d{2})-(?P<day>\d{2})"

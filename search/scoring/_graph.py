@@ -93,7 +93,7 @@ def path_score(
     ``edge_weights`` are the ``weight`` properties of the path's edges in order (each in [0, 1]);
     hops = ``len(edge_weights)``, so an empty path is the seed itself (``seed_score · trans``).
     ``hop_decay`` δ is in [0, 1]. ``types`` names each edge's relation type (e.g. a
-    :class:`~kbgraph.models.RelationType`) and ``edge_type_weights`` maps a type to its weight in
+    :class:`~kbgraph.core.models.RelationType`) and ``edge_type_weights`` maps a type to its weight in
     [0, 1]; without a mapping every type weighs 1. A mapping requires ``types`` of the same length
     as ``edge_weights``, and a type missing from it raises ValueError. ``trans`` (the reached node's
     transferability) is in [0, 1]; ``seed_score`` must be finite.

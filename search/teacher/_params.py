@@ -13,7 +13,7 @@ from pydantic import (
     BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator,
 )
 
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.ingest.abstract import classify_issue
 from kbgraph.ingest.generalise import describe_step, generalise_text, humanise_action
 from kbgraph.ingest.recovery import error_signature
@@ -223,7 +223,7 @@ def parse_refine_request(
     exclude_runs: Sequence[str] = (),
 ) -> tuple[RefineRequest, list[str]]:
     """Validates a refine call: the request and its notes (e.g. ``k`` clamped), or
-    :class:`~kbgraph.errors.InvalidInputError` listing every problem as ``where: reason``."""
+    :class:`~kbgraph.core.errors.InvalidInputError` listing every problem as ``where: reason``."""
     problems: list[str] = []
     notes: list[str] = []
 

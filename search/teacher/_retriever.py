@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from kbgraph.embedders import Embedder
-from kbgraph.gateway import Neo4jGateway, Row
+from kbgraph.store.gateway import Neo4jGateway, Row
 from kbgraph.search.namespace_size import DEFAULT_EXACT_SCAN_MAX, NamespaceSize
 from kbgraph.search.overfetch import Overfetched, overfetch
 from kbgraph.search.scoring import (
@@ -91,7 +91,7 @@ class TeacherRetriever:
         ``domain`` keeps only experiences of that domain (or those domains; case-insensitive);
         private experiences are returned only to their owner ``agent``; ``k`` (1..100, larger is clamped with a
         note) bounds each list per problematic step; ``exclude_runs`` leaves those runs out. Raises
-        :class:`~kbgraph.errors.InvalidInputError` naming every problem before anything is searched.
+        :class:`~kbgraph.core.errors.InvalidInputError` naming every problem before anything is searched.
         """
         request, notes = parse_refine_request(problematic_steps, domain=domain, k=k, agent=agent, weights=weights,
                                               exclude_runs=exclude_runs)

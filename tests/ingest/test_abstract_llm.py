@@ -11,7 +11,7 @@ import pytest
 from kbgraph.ingest.abstract import Abstractor
 from kbgraph.ingest.abstract_llm import PROMPT_BUDGET_CHARS, LLMAbstractor, render_trajectory
 from kbgraph.llm import LLMClient, LLMOutputError
-from kbgraph.models import Trajectory
+from kbgraph.core.models import Trajectory
 from tests.fakes.openai_server import FakeOpenAI, running_fake_openai
 
 # A customer-service run with a failed lookup and its recovery (as in kbgraph/samples).

@@ -2,7 +2,7 @@
 
 from kbgraph.ingest.abstract import RuleBasedAbstractor, classify_issue, problem_from_task
 from kbgraph.ingest.reflect import RuleBasedReflector
-from kbgraph.models import Trajectory
+from kbgraph.core.models import Trajectory
 
 
 def trajectory(**overrides: object) -> Trajectory:
@@ -105,7 +105,7 @@ def test_a_rule_the_agent_stated_is_learnt_under_the_change_it_made_next() -> No
 
 
 def test_a_long_result_is_stored_cut_and_says_how_long_it_was() -> None:
-    from kbgraph.models import STORED_OBSERVATION_CHARS
+    from kbgraph.core.models import STORED_OBSERVATION_CHARS
 
     flights = "[" + ", ".join(f'{{"flight_number": "HAT{i:03d}", "price": {100 + i}}}' for i in range(300)) + "]"
     exp = RuleBasedAbstractor().abstract(trajectory(steps=[

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
-from kbgraph.models import Trajectory
+from kbgraph.core.models import Trajectory
 
 
 def run(i: int, success: bool = True) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from kbgraph.ingest.link_state import LinkState, RememberedLinks
 from kbgraph.ingest.pipeline import IngestPipeline
 from kbgraph.kb import KnowledgeBase
 from kbgraph.ingest.report import IngestReport
-from kbgraph.models import Experience, Relation, Trajectory
+from kbgraph.core.models import Experience, Relation, Trajectory
 from kbgraph.transfer import export_to, import_file
 from tests.conftest import REAL_RUNS
 from tests.ingest.test_incremental import relations

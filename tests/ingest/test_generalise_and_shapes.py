@@ -12,7 +12,7 @@ from kbgraph.ingest.generalise import (
     type_name,
 )
 from kbgraph.ingest.shapes import is_subsequence, verb_shape
-from kbgraph.models import Trajectory
+from kbgraph.core.models import Trajectory
 
 
 def test_ids_emails_urls_and_codes_become_placeholders_and_amounts_and_counts_stay() -> None:

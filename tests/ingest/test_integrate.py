@@ -17,7 +17,7 @@ from kbgraph.ingest.integrate import (
     sentence_key,
     update_document,
 )
-from kbgraph.models import ConceptDocument, Insight
+from kbgraph.core.models import ConceptDocument, Insight
 
 # --- classification -------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from kbgraph.ingest.facts import ExperienceFacts, unit_vector
 from kbgraph.ingest.link_state import LinkDelta, LinkState, plan_links
 from kbgraph.ingest.merge import MergeGroup, plan_merges
 from kbgraph.ingest.read import read_records
-from kbgraph.models import Trajectory
+from kbgraph.core.models import Trajectory
 from tests.conftest import REAL_RUNS, SHARED_DATA
 
 CORPORA = [REAL_RUNS / "airline_gpt4o.jsonl", SHARED_DATA / "trajectories" / "airline.jsonl",

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kbgraph.errors import KbgraphError
+from kbgraph.core.errors import KbgraphError
 from kbgraph.ingest.abstract import RuleBasedAbstractor
 from kbgraph.ingest.abstract_llm import SYSTEM_PROMPT as ABSTRACT_PROMPT
 from kbgraph.ingest.integrate_llm import SYSTEM_PROMPT as INTEGRATE_PROMPT
@@ -19,9 +19,9 @@ from kbgraph.ingest.pipeline import IngestPipeline, pipeline_from_settings
 from kbgraph.ingest.reflect_llm import SYSTEM_PROMPT as REFLECT_PROMPT
 from kbgraph.ingest.report import IngestReport, LLMCounts
 from kbgraph.kb import KnowledgeBase
-from kbgraph.managed.server import free_port
-from kbgraph.models import Trajectory
-from kbgraph.settings import Settings
+from kbgraph.store.managed.server import free_port
+from kbgraph.core.models import Trajectory
+from kbgraph.core.settings import Settings
 from tests.conftest import REAL_RUNS
 from tests.fakes.openai_server import FakeOpenAI, ScriptedResponse, api_error, chat_completion, running_fake_openai
 

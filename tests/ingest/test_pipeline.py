@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KbStats, KnowledgeBase
 from tests.conftest import SHARED_DATA, Neo4jTarget
 
@@ -77,7 +77,7 @@ def test_paraphrased_concepts_share_a_meta_concept(kb: KnowledgeBase, tmp_path: 
         labels = {"t-ret-1": "return item", "t-ret-2": "send back a product", "t-fly": "book a flight"}
 
         def reflect(self, trajectory, experience):  # type: ignore[no-untyped-def]
-            from kbgraph.models import ConceptInsight
+            from kbgraph.core.models import ConceptInsight
 
             verb = "returned a delivered item for a refund" if "ret" in trajectory.id else "booked a flight seat"
             return [ConceptInsight(concept=self.labels[trajectory.id], insight=f"The agent {verb} successfully.")]
@@ -141,7 +141,7 @@ def test_the_llm_path_end_to_end_through_a_local_openai_compatible_server(
     from kbgraph.ingest.abstract_llm import SYSTEM_PROMPT as ABSTRACT_PROMPT
     from kbgraph.ingest.pipeline import pipeline_from_settings
     from kbgraph.ingest.reflect_llm import SYSTEM_PROMPT as REFLECT_PROMPT
-    from kbgraph.settings import Settings
+    from kbgraph.core.settings import Settings
     from tests.fakes.openai_server import api_error, running_fake_openai
 
     def answer(body: dict) -> str:  # type: ignore[type-arg]

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from kbgraph.ingest.read import read_records
-from kbgraph.models import Experience, Trajectory
+from kbgraph.core.models import Experience, Trajectory
 
 
 def write_lines(path: Path, lines: list[str | bytes]) -> Path:

@@ -13,7 +13,7 @@ import pytest
 
 from kbgraph.ingest.generalise import ids_in_trajectory, names_in_trajectory
 from kbgraph.ingest.recovery import THOUGHT_CHARS, argument_changes, error_signature, recovery_after
-from kbgraph.models import Trajectory
+from kbgraph.core.models import Trajectory
 from tests.conftest import SHARED_DATA
 
 REAL_RUNS = SHARED_DATA / "real_runs" / "airline_gpt4o.jsonl"

@@ -15,7 +15,7 @@ from kbgraph.ingest.integrate_llm import LLMDocumentWriter
 from kbgraph.ingest.reflect import Reflector
 from kbgraph.ingest.reflect_llm import LLMReflector
 from kbgraph.llm import LLMClient, LLMOutputError
-from kbgraph.models import ConceptDocument, ConceptInsight, Experience, FailureMode, Step, Trajectory
+from kbgraph.core.models import ConceptDocument, ConceptInsight, Experience, FailureMode, Step, Trajectory
 from tests.fakes.openai_server import FakeOpenAI, running_fake_openai
 
 TRAJECTORY = Trajectory.model_validate({

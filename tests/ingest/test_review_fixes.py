@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kbgraph.kb import KnowledgeBase
-from kbgraph.models import Experience, FailureMode, Relation, Step, Trajectory
+from kbgraph.core.models import Experience, FailureMode, Relation, Step, Trajectory
 from kbgraph.ingest.abstract import RuleBasedAbstractor
 from kbgraph.ingest.pipeline import IngestPipeline
 from kbgraph.ingest.reflect import RuleBasedReflector

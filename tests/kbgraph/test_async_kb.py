@@ -13,11 +13,11 @@ import neo4j
 import pytest
 
 from kbgraph import AsyncKnowledgeBase
-from kbgraph.aio import AsyncGateway, await_only, in_bridge, run_bridged
+from kbgraph.store.aio import AsyncGateway, await_only, in_bridge, run_bridged
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
-from kbgraph.managed.server import free_port
-from kbgraph.settings import Settings
+from kbgraph.store.managed.server import free_port
+from kbgraph.core.settings import Settings
 from tests.conftest import Neo4jTarget
 
 pytestmark = pytest.mark.neo4j

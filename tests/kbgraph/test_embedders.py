@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from kbgraph.embedders import CachedEmbedder, MiniLMEmbedder, OpenAIEmbedder, embedder_from_settings
-from kbgraph.errors import EmbedderError
-from kbgraph.settings import Settings
+from kbgraph.core.errors import EmbedderError
+from kbgraph.core.settings import Settings
 from tests.fakes.openai_server import running_fake_openai
 
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from kbgraph.bench.synthetic import synthetic_experiences
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
-from kbgraph.models import Experience, FailureMode, Relation, Step
+from kbgraph.core.models import Experience, FailureMode, Relation, Step
 
 EMBEDDINGS = ("pg_embedding", "structure_embedding", "context_embedding")
 

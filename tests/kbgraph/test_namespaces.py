@@ -17,10 +17,10 @@ import pytest
 from pydantic import ValidationError
 
 from kbgraph.embedders import CachedEmbedder
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
-from kbgraph.models import Experience, FailureMode, Step
-from kbgraph.settings import Settings
+from kbgraph.core.models import Experience, FailureMode, Step
+from kbgraph.core.settings import Settings
 from kbgraph.transfer import export_namespace
 from tests.conftest import Neo4jTarget
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import neo4j
 import pytest
 
-from kbgraph.connection import open_driver
+from kbgraph.store.connection import open_driver
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
 from tests.conftest import Neo4jTarget

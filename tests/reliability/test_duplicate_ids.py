@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.ingest.read import read_records
 from kbgraph.ingest.report import IngestReport
 from kbgraph.kb import KnowledgeBase

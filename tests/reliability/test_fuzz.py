@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from kbgraph.errors import KbgraphError
+from kbgraph.core.errors import KbgraphError
 from kbgraph.kb import KnowledgeBase
 from tests.conftest import REAL_RUNS
 

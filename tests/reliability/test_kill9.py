@@ -28,11 +28,11 @@ from typing import Any
 import neo4j
 import pytest
 
-from kbgraph.connection import open_driver
+from kbgraph.store.connection import open_driver
 from kbgraph.embedders import CachedEmbedder
-from kbgraph.gateway import Row
+from kbgraph.store.gateway import Row
 from kbgraph.kb import KnowledgeBase
-from kbgraph.settings import LearningSettings, Settings
+from kbgraph.core.settings import LearningSettings, Settings
 from tests.conftest import REAL_RUNS, SHARED_DATA
 from tests.reliability.snapshots import canonical
 from tests.reliability.test_merge_race import originals

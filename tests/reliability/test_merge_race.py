@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from kbgraph.errors import KbgraphError
+from kbgraph.core.errors import KbgraphError
 from kbgraph.kb import KnowledgeBase
-from kbgraph.models import Experience, Step
+from kbgraph.core.models import Experience, Step
 
 TOPICS = ["a kettle", "a lamp", "a desk", "a phone", "a bike", "a tent", "a camera", "a watch", "a sofa", "a rug",
           "a drill", "a scarf"]

@@ -16,12 +16,12 @@ from pathlib import Path
 import neo4j
 import pytest
 
-from kbgraph.deadline import Neo4jTimeoutError
-from kbgraph.connection import open_driver
+from kbgraph.store.deadline import Neo4jTimeoutError
+from kbgraph.store.connection import open_driver
 from kbgraph.embedders import CachedEmbedder
-from kbgraph.errors import ManagedServerError, Neo4jUnavailableError
+from kbgraph.core.errors import ManagedServerError, Neo4jUnavailableError
 from kbgraph.kb import KnowledgeBase
-from kbgraph.settings import Settings
+from kbgraph.core.settings import Settings
 from tests.reliability.test_fuzz_mcp import StdioPeer
 from tests.reliability.throwaway import ThrowawayNeo4j
 

@@ -7,8 +7,8 @@ import signal
 import time
 from pathlib import Path
 
-from kbgraph.managed.server import ManagedNeo4j, free_port
-from kbgraph.settings import Settings
+from kbgraph.store.managed.server import ManagedNeo4j, free_port
+from kbgraph.core.settings import Settings
 
 
 class ThrowawayNeo4j:

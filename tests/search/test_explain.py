@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kbgraph.models import Experience, FailureMode, Step
+from kbgraph.core.models import Experience, FailureMode, Step
 from kbgraph.search.explain import explain_results
 from kbgraph.search.results import ConceptHit, ScoreBreakdown, SearchHit, SearchResults
 

@@ -1,5 +1,5 @@
 """Specification of kbgraph.search.params (the weights, filters and query of student retrieval) and
-of the pure ranking expansion of kbgraph.search.evaluate. No database is needed.
+of the pure ranking expansion of kbgraph.search.eval.evaluate. No database is needed.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from kbgraph.models import RelationType
-from kbgraph.search.evaluate import expand_to_trajectories
+from kbgraph.core.models import RelationType
+from kbgraph.search.eval.evaluate import expand_to_trajectories
 from kbgraph.search.params import QueryStep, SearchFilters, SearchQuery, SearchWeights
 
 NAN, INF = float("nan"), float("inf")

@@ -8,7 +8,7 @@ import pytest
 
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
-from kbgraph.models import Experience
+from kbgraph.core.models import Experience
 from tests.search.test_student import CANCEL, RETURN, record_reads, steps
 
 

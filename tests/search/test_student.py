@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from kbgraph.embedders import CachedEmbedder
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
-from kbgraph.models import Experience, Relation, Step
+from kbgraph.core.models import Experience, Relation, Step
 from kbgraph.search import student
 from kbgraph.search.explain import explain_results
 from kbgraph.search.params import MAX_QUERY_CHARS, SearchWeights

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
-from kbgraph.models import Experience, FailureMode, Step
+from kbgraph.core.models import Experience, FailureMode, Step
 import kbgraph.search.teacher._retriever as teacher_module
 from kbgraph.search.teacher import (
     FETCH_LIMIT,

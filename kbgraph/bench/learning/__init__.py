@@ -8,7 +8,7 @@ as tasks an agent performs with kbgraph's help, and an oracle says whether the h
 2. **Passes** p = 1..P over the queries, always in file order. For each query:
    ``kb.search(query, domain="retail", steps_so_far=…, k=10, agent="sim-agent")``; its nDCG@10,
    Recall@10 and MRR against the qrels, after mapping the ranked experiences to the trajectories
-   they stand for (:func:`kbgraph.search.evaluate.expand_to_trajectories`, as ``kbgraph eval``);
+   they stand for (:func:`kbgraph.search.eval.evaluate.expand_to_trajectories`, as ``kbgraph eval``);
    the agent *uses* the top-1 hit and the **oracle** reports success iff that experience's
    state-changing action sequence (its steps' actions without get_/find_/list_/calculate/search/
    think — for an abstract experience, its own steps likewise) equals the task's, which is the

@@ -9,10 +9,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from kbgraph.bench.learning._tasks import task_sequences
-from kbgraph.errors import InvalidInputError, validation_problems
-from kbgraph.jsonl import read_jsonl
-from kbgraph.models import Trajectory
-from kbgraph.search.eval_data import EvalQuery, load_qrels, load_queries, qrels_by_query
+from kbgraph.core.errors import InvalidInputError, validation_problems
+from kbgraph.core.jsonl import read_jsonl
+from kbgraph.core.models import Trajectory
+from kbgraph.search.eval.data import EvalQuery, load_qrels, load_queries, qrels_by_query
 
 #: Where the shared data lives, relative to a checkout (as ``kbgraph eval``'s ``--corpus``).
 DEFAULT_DATA_DIR = Path("../shared/data")

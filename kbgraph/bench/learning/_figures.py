@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from kbgraph.search.metrics import evaluate
+from kbgraph.search.eval.metrics import evaluate
 
 RunName = Literal["learning", "control"]
 
@@ -49,7 +49,7 @@ class PassFigures(PassMetrics):
 
 
 def aggregate_pass(outcomes: Sequence[QueryOutcome], qrels: Mapping[str, Mapping[str, float]], k: int = 10) -> PassMetrics:
-    """success@1 over every task of the pass; nDCG@k, Recall@k and MRR (kbgraph.search.metrics)
+    """success@1 over every task of the pass; nDCG@k, Recall@k and MRR (kbgraph.search.eval.metrics)
     over the tasks whose judgements name a trajectory of the corpus."""
     judged = {o.qid: qrels[o.qid] for o in outcomes if o.qid in qrels}
     scores = evaluate({o.qid: o.ranking for o in outcomes}, judged, k)

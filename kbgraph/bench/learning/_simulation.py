@@ -30,11 +30,11 @@ from kbgraph.bench.learning._figures import (
 )
 from kbgraph.bench.learning._perturb import perturb_round, value_pools
 from kbgraph.bench.learning._tasks import oracle_success, state_changing_actions
-from kbgraph.errors import InvalidInputError, validation_problems
+from kbgraph.core.errors import InvalidInputError, validation_problems
 from kbgraph.kb import KnowledgeBase
-from kbgraph.search.eval_data import EvalQuery
-from kbgraph.search.evaluate import expand_to_trajectories, hit_sources
-from kbgraph.settings import Settings
+from kbgraph.search.eval.data import EvalQuery
+from kbgraph.search.eval.evaluate import expand_to_trajectories, hit_sources
+from kbgraph.core.settings import Settings
 
 #: Namespaces people work in: the simulation clears its namespace, so these need --force.
 PROTECTED_NAMESPACES = frozenset({"default", "demo"})

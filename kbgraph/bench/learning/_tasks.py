@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from kbgraph.errors import InvalidInputError
-from kbgraph.models import Experience
+from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.models import Experience
 
 #: Actions that only look things up (the qrels' definition of "not state-changing").
 LOOKUP_PREFIXES = ("get_", "find_", "list_", "calculate", "search", "think")

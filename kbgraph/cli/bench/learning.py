@@ -21,9 +21,9 @@ from kbgraph.bench.learning import (
     subset,
 )
 from kbgraph.cli._common import _print_json, _progress, _settings, add_commands, err, out
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
-from kbgraph.progress import stage_reporter
+from kbgraph.core.progress import stage_reporter
 
 DEFAULT_NAMESPACE = "sim"
 DEFAULT_PLOT = Path("kbgraph-learning.png")

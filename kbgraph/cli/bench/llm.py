@@ -14,10 +14,10 @@ from rich.table import Table
 from kbgraph.bench.llm_local import DEFAULT_PREFIX, DEFAULT_RUNS_FILE, first_runs, run_llm_benchmark
 from kbgraph.cli._common import JsonOption, _print_json, _progress, add_commands, out
 from kbgraph.cli.llm import local_server
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
-from kbgraph.progress import stage_reporter
-from kbgraph.settings import Settings
+from kbgraph.core.progress import stage_reporter
+from kbgraph.core.settings import Settings
 
 
 def register(bench_app: typer.Typer) -> None:

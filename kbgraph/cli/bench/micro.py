@@ -21,9 +21,9 @@ from kbgraph.cli._common import (
     err,
     out,
 )
-from kbgraph.errors import InvalidInputError
-from kbgraph.progress import stage_reporter
-from kbgraph.terminal import plain
+from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.progress import stage_reporter
+from kbgraph.core.terminal import plain
 
 
 def register(bench_app: typer.Typer) -> None:

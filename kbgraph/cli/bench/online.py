@@ -14,8 +14,8 @@ from rich.table import Table
 
 from kbgraph.bench.online import DEFAULT_PREFIX, DEFAULT_SIZES, online_namespace, run_online_benchmark
 from kbgraph.cli._common import _open, _print_json, _progress, _settings, add_commands, out
-from kbgraph.errors import InvalidInputError
-from kbgraph.progress import stage_reporter
+from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.progress import stage_reporter
 
 DEFAULT_DATA = Path("../shared/data")
 

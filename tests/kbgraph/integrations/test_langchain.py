@@ -32,7 +32,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import ValidationError
 
 from kbgraph.embedders import CachedEmbedder
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.integrations.langchain import TOOL_NAMES, KbgraphRetriever, experience_plan, kbgraph_tools
 from kbgraph.kb import KnowledgeBase
 from tests.conftest import REAL_RUNS, Neo4jTarget

@@ -18,7 +18,7 @@ from langgraph.store.base import BaseStore, InvalidNamespaceError, SearchItem
 from langgraph.store.memory import InMemoryStore
 
 from kbgraph.embedders import CachedEmbedder
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.integrations.langgraph import EXPERIENCES, TRAJECTORIES, KbgraphStore
 from kbgraph.kb import KnowledgeBase
 

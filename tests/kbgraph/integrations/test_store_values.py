@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbgraph.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.integrations.store_values import (
     check_filter,
     check_ttl,

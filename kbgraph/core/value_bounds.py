@@ -1,0 +1,74 @@
+"""Bounds every value that comes in from outside (a file line, an API call, an MCP argument) must
+keep before anything else looks at it: nesting depth, 64-bit integers and valid Unicode text.
+
+They exist because the layers behind them fail badly, not cleanly, past these limits: Python's
+JSON decoder and pydantic recurse (RecursionError at a few thousand levels), Neo4j stores integers
+in 64 bits (OverflowError in the driver) and a lone surrogate cannot be encoded as UTF-8 (an
+encoding error deep inside the Bolt connection). The walk is iterative so it cannot overflow the
+stack itself.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kbgraph.core.errors import InvalidInputError
+
+#: Deeper than any real tool argument or record; far below Python's recursion limit.
+MAX_NESTING_DEPTH = 64
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text_problem(text: str) -> str | None:
+    if text.isascii():
+        return None
+    found = _SURROGATE.search(text)
+    if found is None:
+        return None
+    return f"contains a lone surrogate ({found.group()!a}), which is not valid Unicode text"
+
+
+def _place(path: tuple[Any, ...]) -> str:
+    return ".".join(str(part) for part in path) or "(value)"
+
+
+def value_problem(value: Any, max_depth: int = MAX_NESTING_DEPTH) -> str | None:
+    """``field.path: reason`` for the first place ``value`` leaves the bounds, or None."""
+    pending: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
+    while pending:
+        item, path = pending.pop()
+        if isinstance(item, dict | list | tuple) and len(path) >= max_depth:
+            return f"{_place(path[:8])}…: nested deeper than {max_depth} levels"
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str) and (problem := _text_problem(key)):
+                    return f"{_place(path)}: a key {problem}"
+                pending.append((child, (*path, key)))
+        elif isinstance(item, list | tuple):
+            pending.extend((child, (*path, index)) for index, child in enumerate(item))
+        elif isinstance(item, str):
+            if problem := _text_problem(item):
+                return f"{_place(path)}: {problem}"
+        elif isinstance(item, int) and not isinstance(item, bool) and not INT64_MIN <= item <= INT64_MAX:
+            shown = str(item) if item.bit_length() < 200 else f"a {item.bit_length()}-bit integer"
+            return f"{_place(path)}: {shown} is outside the 64-bit integer range Neo4j stores"
+    return None
+
+
+def within_bounds(data: Any) -> Any:
+    """A pydantic ``mode="before"`` model validator's body: ``data`` unchanged, or ValueError
+    naming the first place it leaves the bounds (before pydantic recurses into it)."""
+    if isinstance(data, dict) and (problem := value_problem(data)):
+        raise ValueError(problem)
+    return data
+
+
+def check_bounds(**arguments: Any) -> None:
+    """Arguments of a call (a read, a search, a delete) keep the bounds before they reach the
+    driver: a lone surrogate would fail its UTF-8 encoding, 5,000 levels of nesting the
+    generaliser's recursion. InvalidInputError naming the first place they leave them."""
+    if problem := value_problem(arguments):
+        raise InvalidInputError([problem])

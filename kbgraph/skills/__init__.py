@@ -1,0 +1,1 @@
+"""Export of a namespace's experiences as Agent Skills folders (plan, render, write)."""

@@ -1,0 +1,311 @@
+"""A skill folder's files: ``SKILL.md`` (front matter and body) and ``references/examples.md``.
+
+The body follows what an agent needs when it picks the skill up: when to use it, what to check
+first (preconditions), the steps of the way that worked most often (and the other ways that worked),
+how and why (from the meta-concept's document, each sentence with the runs behind it), the pitfalls
+— each error agents hit, with the recovery that got past it and how often it did — and the evidence
+("worked in n of m runs", per way). ``references/examples.md`` holds example runs, step by step:
+some that worked, and some that failed with what went wrong and what the agent did next.
+
+Rendering is pure and deterministic (sorted inputs, no clock): the same namespace renders the same
+bytes, which is what makes a re-export idempotent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from kbgraph.ingest.generalise import humanise_action
+from kbgraph.search.handoff import hands_off
+from kbgraph.skills.folder import MARKER_KEY, MARKER_VALUE, NAMESPACE_KEY, SKILL_FILE
+from kbgraph.skills.names import cut, front_matter, one_line, truncate_description
+from kbgraph.skills.plan import ConceptDoc, FailureRow, Member, PlannedSkill, StepRow, Workflow, flow, title_case
+
+__all__ = ["EXAMPLES_FILE", "PitfallGroup", "RenderInput", "describe", "pitfall_groups", "render_skill",
+           "shown_members"]
+
+EXAMPLES_FILE = "references/examples.md"
+#: What a skill shows at most: other ways, example tasks, pitfalls, example runs that worked / failed.
+MAX_OTHER_WAYS, MAX_TASKS_SHOWN, MAX_PITFALLS, MAX_WORKED_EXAMPLES, MAX_FAILED_EXAMPLES = 4, 3, 8, 3, 2
+#: Characters of a task, a recovery, a tool's result quoted in a skill.
+TASK_CHARS, RECOVERY_CHARS, OBSERVATION_CHARS = 240, 360, 160
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _worked_in(worked: int, runs: int, tasks: int) -> str:
+    return f"worked in {worked} of {_plural(runs, 'run')} over {_plural(tasks, 'task')}"
+
+
+def _md(text: str) -> str:
+    """Text from the store on one Markdown line: nothing in it starts a heading, a table cell or code."""
+    return one_line(text).replace("|", "\\|").replace("`", "'")
+
+
+def _quoted(text: str, limit: int = TASK_CHARS) -> str:
+    return f"“{_md(cut(text, limit))}”"
+
+
+def _call(action: str, args: Mapping[str, str]) -> str:
+    inside = ", ".join(f"{name}: {kind}" for name, kind in sorted(args.items()))
+    return f"`{_md(action)}({_md(inside)})`"
+
+
+def _runs_in(skill: PlannedSkill) -> list[Member]:
+    """Members whose runs worked, from the best way down, one per task first."""
+    ordered = [m for w in skill.ways for m in sorted(w.members, key=lambda m: (-m.worked, -m.runs, m.id)) if m.worked]
+    first_per_task: dict[str, Member] = {}
+    for member in ordered:
+        first_per_task.setdefault(member.task_key, member)
+    shown = {m.id for m in first_per_task.values()}
+    return [*first_per_task.values(), *(m for m in ordered if m.id not in shown)]
+
+
+def _failed_examples(skill: PlannedSkill, failures: Mapping[str, Sequence[FailureRow]]) -> list[Member]:
+    """Members none of whose runs worked and that recorded what went wrong, most runs first."""
+    failed = [m for m in skill.members if not m.worked and failures.get(m.id)]
+    return sorted(failed, key=lambda m: (-m.runs, m.id))[:MAX_FAILED_EXAMPLES]
+
+
+def shown_members(skill: PlannedSkill, failures: Mapping[str, Sequence[FailureRow]]) -> list[Member]:
+    """The experiences whose steps a skill shows: its best way's representative and the example runs."""
+    return [skill.ways[0].representative, *_runs_in(skill)[:MAX_WORKED_EXAMPLES], *_failed_examples(skill, failures)]
+
+
+@dataclass(frozen=True)
+class PitfallGroup:
+    """The failure modes of one action with one (masked) error, and the best thing tried after it."""
+
+    action: str
+    error: str
+    times: int
+    runs: int
+    got_past: int
+    best: FailureRow
+
+
+def pitfall_groups(failures: Iterable[FailureRow]) -> list[PitfallGroup]:
+    """Failure modes grouped by their signature (the same error on the same action, values masked),
+    most runs first; each with how often the next step got past it and the recovery to show: one
+    that got past it in a run that then succeeded, concrete, before the rest."""
+    groups: dict[tuple[str, str], list[FailureRow]] = {}
+    for failure in failures:
+        action, error = failure.action or "", failure.description
+        if failure.signature and "|" in failure.signature:
+            action, _, error = failure.signature.partition("|")
+            error = re.sub(r"^\s*error\s*:\s*", "", error, flags=re.IGNORECASE)
+        groups.setdefault((action, one_line(error)), []).append(failure)
+    result = []
+    for (action, error), rows in groups.items():
+        best = min(rows, key=lambda f: (not f.recovered, not f.run_succeeded, not f.concrete,
+                                        f.recovery_kind in (None, "none"), f.run_id or "", f.id))
+        result.append(PitfallGroup(action, error, len(rows), len({f.run_id or f.id for f in rows}),
+                                   sum(1 for f in rows if f.recovered), best))
+    return sorted(result, key=lambda g: (-g.runs, -g.times, g.action, g.error))
+
+
+def _pitfall_line(group: PitfallGroup) -> str:
+    head = f"- **`{_md(group.action) or 'a step'}` fails with “{_md(cut(group.error, 200))}”**"
+    seen = f" — seen {_plural(group.times, 'time')} in {_plural(group.runs, 'run')}"
+    recovery = _md(cut(group.best.recovery, RECOVERY_CHARS)) if group.best.recovery else ""
+    if group.got_past:
+        what = f"; the next call got past it {group.got_past} of {group.times} times. What got past it: {recovery}"
+    else:
+        what = "; nothing the agents tried got past it" + (f". What was tried: {recovery}" if recovery else "")
+    return head + seen + what.rstrip() + ("" if what.endswith((".", "…")) else ".")
+
+
+_BEFORE = re.compile(r"^\s*before\b", re.IGNORECASE)
+
+
+@dataclass
+class RenderInput:
+    """What rendering one skill needs beyond its plan: steps and failure modes by experience id."""
+
+    namespace: str
+    steps: Mapping[str, Sequence[StepRow]]
+    failures: Mapping[str, Sequence[FailureRow]]
+
+
+def describe(skill: PlannedSkill) -> str:
+    """What the skill does and when to use it, with its evidence, within the specification's limit."""
+    domains = skill.domains
+    where = f"the {domains[0]} domain" if len(domains) == 1 else "the " + ", ".join(domains) + " domains"
+    examples = _runs_in(skill)
+    example = f", e.g. {_quoted(examples[0].problem, 200)}" if examples else ""
+    evidence = f"Learnt from real agent runs: it {_worked_in(skill.worked, skill.runs, skill.tasks)}."
+    if skill.kind == "workflow" and not skill.ways[0].operations:
+        usual = ", ".join(dict.fromkeys(skill.ways[0].usual_actions)) or "no tool calls"
+        what = f"Answer tasks in {where} by looking things up and changing nothing ({usual})."
+        when = f"Use when a task only asks for information or nothing may be changed{example}."
+    else:
+        subject = skill.concept.name if skill.concept is not None else skill.ways[0].label
+        what = (f"{title_case(subject)} in {where}: the steps that worked, what to check first, and how to "
+                "recover from the errors agents hit.")
+        when = f"Use when a task needs to {subject}{example}."
+        conditions = [s for s in (skill.concept.when_to_use if skill.concept else ()) if not _BEFORE.match(s)]
+        if conditions:
+            when += " " + conditions[0]
+    return truncate_description(" ".join([what, when, evidence]))
+
+
+def render_skill(skill: PlannedSkill, given: RenderInput) -> dict[str, str]:
+    """The files of one skill folder, by relative path: ``SKILL.md`` and ``references/examples.md``
+    (when there are example runs to show)."""
+    doc = skill.concept or ConceptDoc(id="", name="", version=0)  # a workflow skill has no document
+    metadata = {
+        MARKER_KEY: MARKER_VALUE, NAMESPACE_KEY: given.namespace,
+        "kbgraph-source": f"{'meta-concept' if skill.kind == 'concept' else 'workflow'} {skill.source_id}",
+        "kbgraph-runs": str(skill.runs), "kbgraph-worked": str(skill.worked),
+    }
+    out = [front_matter(skill.name, describe(skill), metadata), f"# {_md(skill.title)}", "",
+           f"Learnt by kbgraph from agent runs ({', '.join(skill.domains)}): it "
+           f"{_worked_in(skill.worked, skill.runs, skill.tasks)}. Identifiers, names and numbers from the runs are "
+           "shown as placeholders such as `{id}`.", ""]
+    out += _when_to_use(skill, doc) + _preconditions(skill, doc) + _steps_section(skill, given)
+    how = [s for s in doc.how if not _BEFORE.match(s)]
+    if how:
+        out += ["## How it is done", "", *[f"- {_md(doc.backed(s))}" for s in how], ""]
+    if doc.why:
+        out += ["## Why", "", *[f"- {_md(doc.backed(s))}" for s in doc.why], ""]
+    out += _pitfalls(skill, doc, given) + _evidence(skill, given)
+    files = {SKILL_FILE: ""}
+    examples = _examples(skill, given)
+    if examples:
+        out += ["## Examples", "", f"[{EXAMPLES_FILE}]({EXAMPLES_FILE}): runs that worked, step by step, and runs "
+                "that failed, with what went wrong and what the agent did next.", ""]
+        files[EXAMPLES_FILE] = examples
+    files[SKILL_FILE] = "\n".join(out).rstrip("\n") + "\n"
+    return files
+
+
+def _when_to_use(skill: PlannedSkill, doc: ConceptDoc) -> list[str]:
+    out = ["## When to use", "", *[f"- {_md(doc.backed(s))}" for s in doc.when_to_use if not _BEFORE.match(s)]]
+    tasks = _runs_in(skill)[:MAX_TASKS_SHOWN]
+    if tasks:
+        out += ["- Tasks like these, where it worked:", *[f"  - {_quoted(m.problem)}" for m in tasks]]
+    return [*out, ""]
+
+
+def _preconditions(skill: PlannedSkill, doc: ConceptDoc) -> list[str]:
+    """The document's "Before …" sentences, and what the steps shown look up before their first change."""
+    before = [s for s in (*doc.when_to_use, *doc.how) if _BEFORE.match(s)]
+    out = ["## Preconditions", "", *[f"- {_md(doc.backed(s))}" for s in before]]
+    best = skill.ways[0]
+    first_change = next((i for i, a in enumerate(best.usual_actions) if a in best.operations), None)
+    lookups = list(dict.fromkeys(best.usual_actions[:first_change])) if first_change is not None else []
+    if lookups:
+        out.append("- Read before changing anything: " + ", ".join(f"`{_md(a)}`" for a in lookups)
+                   + " (what the steps below look up before their first change).")
+    if not before and not lookups:
+        out.append("- None learnt.")
+    return [*out, ""]
+
+
+def _steps_section(skill: PlannedSkill, given: RenderInput) -> list[str]:
+    best = skill.ways[0]
+    which = "The simplest way that worked (fewest state changes)" if len(skill.ways) > 1 else "The steps that worked"
+    out = ["## Steps", "", f"{which}: it {_worked_in(best.worked, best.runs, best.tasks)}.", ""]
+    out += _steps(best, given.steps.get(best.representative.id, ()))
+    if hands_off(best.operations):
+        out += ["", "This way hands the task to a human: graded a success when nothing had to change, but the "
+                "request was passed on, not resolved. Prefer a way that resolves the task when one fits."]
+    others = [w for w in skill.ways[1:] if w.worked][:MAX_OTHER_WAYS]
+    if others:
+        out += ["", "Other ways that worked:", ""]
+        out += [f"- {_md(flow(w.usual_actions) or 'no tool calls')} — {_worked_in(w.worked, w.runs, w.tasks)}."
+                for w in others]
+    return [*out, ""]
+
+
+def _pitfalls(skill: PlannedSkill, doc: ConceptDoc, given: RenderInput) -> list[str]:
+    """Each error of the skill's runs with the recovery that got past it, then the document's
+    warnings that do not quote one of those errors (they would say the same again)."""
+    groups = pitfall_groups(f for m in skill.members for f in given.failures.get(m.id, ()))
+    out = ["## Pitfalls and recoveries", "", *[_pitfall_line(g) for g in groups[:MAX_PITFALLS]]]
+    if len(groups) > MAX_PITFALLS:
+        out.append(f"- … and {_plural(len(groups) - MAX_PITFALLS, 'other error')} seen less often.")
+    errors = [g.error.casefold() for g in groups if len(g.error) >= 8]
+    warnings = [s for s in doc.pitfalls if not any(e in s.casefold() for e in errors)]
+    out += [f"- {_md(doc.backed(s))}" for s in warnings]
+    if not groups and not warnings:
+        out.append("- No failures were recorded in the runs behind this skill.")
+    return [*out, ""]
+
+
+def _evidence(skill: PlannedSkill, given: RenderInput) -> list[str]:
+    out = ["## Evidence", "",
+           f"It {_worked_in(skill.worked, skill.runs, skill.tasks)}. A run is an agent trajectory kbgraph "
+           "ingested, or a use an agent reported through feedback; it worked when its outcome was a success.", "",
+           "| way (state changes in order) | worked | runs | tasks |", "| --- | ---: | ---: | ---: |"]
+    out += [f"| {_md(w.label)} ({_md(w.domain)}) | {w.worked} | {w.runs} | {w.tasks} |" for w in skill.ways]
+    doc = skill.concept
+    source = (f"meta-concept “{_md(doc.name)}” (`{doc.id}`, document version {doc.version})" if doc is not None
+              else f"workflow `{skill.source_id}`")
+    return [*out, "", f"Exported from kbgraph namespace `{_md(given.namespace)}`, {source}.", ""]
+
+
+def _steps(way: Workflow, steps: Sequence[StepRow]) -> list[str]:
+    """Numbered steps of the way's representative run, consecutive repeats of one call folded."""
+    by_order = list(steps) or [StepRow(i, a, humanise_action(a), {}) for i, a in enumerate(way.usual_actions)]
+    if not by_order:
+        return ["1. No tool calls: answer from what the task says."]
+    lines: list[str] = []
+    index = 0
+    while index < len(by_order):
+        step = by_order[index]
+        repeats = 1
+        while index + repeats < len(by_order) and by_order[index + repeats].action == step.action:
+            repeats += 1
+        args: dict[str, str] = {}
+        for same in by_order[index:index + repeats]:
+            args.update(same.args)
+        note = " — a state change" if step.action in way.operations else ""
+        if repeats > 1:
+            note += f" (called {repeats} times in a row in the example run)"
+        lines.append(f"{len(lines) + 1}. {_call(step.action, args)}{note}")
+        index += repeats
+    return lines
+
+
+def _examples(skill: PlannedSkill, given: RenderInput) -> str:
+    worked = _runs_in(skill)[:MAX_WORKED_EXAMPLES]
+    failed = _failed_examples(skill, given.failures)
+    if not worked and not failed:
+        return ""
+    out = [f"# Example runs: {_md(skill.title)}", "",
+           f"Runs behind the skill `{skill.name}`, as kbgraph stored them: identifiers, names and numbers are "
+           "placeholders; a tool's result is cut.", ""]
+    if worked:
+        out += ["## Runs that worked", ""]
+        for number, member in enumerate(worked, start=1):
+            out += _example(number, member, given)
+    if failed:
+        out += ["## Runs that failed", ""]
+        for number, member in enumerate(failed, start=1):
+            out += _example(number, member, given)
+            out += ["What went wrong, and what the agent did next:", ""]
+            out += [f"- step {f.step_order if f.step_order is not None else '?'}: {_md(cut(f.description, 300))} "
+                    f"— then: {_md(cut(f.recovery, RECOVERY_CHARS)) or 'nothing'}" for f in given.failures[member.id]]
+            out.append("")
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _example(number: int, member: Member, given: RenderInput) -> list[str]:
+    runs = sorted(set(member.source_ids))
+    shown = ", ".join(f"`{_md(r)}`" for r in runs[:6]) + (f" and {len(runs) - 6} more" if len(runs) > 6 else "")
+    out = [f"### {number}. {_quoted(member.problem)}", "",
+           f"- Outcome: worked in {member.worked} of {_plural(member.runs, 'run')}" + (f" ({shown})" if runs else ""),
+           f"- State changes: {_md(flow(member.operations)) or 'none'}", "", "Steps:", ""]
+    steps = given.steps.get(member.id, ())
+    for index, step in enumerate(steps, start=1):
+        out.append(f"{index}. `{_md(step.action)}` — {_md(cut(step.text, 300))}")
+        if step.observation:
+            out.append(f"   returned: {_md(cut(step.observation, OBSERVATION_CHARS))}")
+    if not steps:
+        out.append("(no tool calls)")
+    return [*out, ""]

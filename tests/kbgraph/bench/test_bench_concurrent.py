@@ -1,0 +1,51 @@
+"""The concurrent benchmark: client threads mixing searches and runs added through one
+KnowledgeBase (real Neo4j, real MiniLM). Behaviour only: no speed thresholds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kbgraph.bench.concurrent import load_runs, run_concurrent_benchmark
+from kbgraph.kb import KnowledgeBase
+from tests.conftest import SHARED_DATA, Neo4jTarget
+from tests.kbgraph.cli.test_cli import kbgraph
+
+EVAL = SHARED_DATA / "eval"
+
+
+def _runs(tmp_path: Path) -> Path:
+    runs = [{"id": f"conc-{i}", "domain": "airline",
+             "task": f"You want to cancel reservation {i} and get a refund to the original card.",
+             "steps": [{"action": "get_reservation_details", "arguments": {"reservation_id": f"R{i:05d}"}},
+                       {"action": "cancel_reservation", "arguments": {"reservation_id": f"R{i:05d}"}}],
+             "outcome": {"success": i % 3 != 0}} for i in range(6)]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    return path
+
+
+def test_clients_search_and_add_runs_at_once_and_each_run_added_is_stored(kb: KnowledgeBase, tmp_path: Path) -> None:
+    path = _runs(tmp_path)
+    kb.ingest([path])
+    report = run_concurrent_benchmark(kb, load_runs([path]), clients=(1, 3), seconds=3.0, write_share=0.3,
+                                      queries=20, eval_dir=EVAL)
+    assert [r["clients"] for r in report["rounds"]] == [1, 3]
+    for r in report["rounds"]:
+        assert r["errors"] == {}, r["errors"]
+        assert r["search"]["count"] > 0 and r["add_run"]["count"] > 0
+        assert r["operations"] == r["search"]["count"] + r["add_run"]["count"]
+        assert r["qps"] > 0 and r["search"]["p95"] >= r["search"]["p50"] > 0
+    # Every run added under a fresh id is now in some experience's provenance, and only those.
+    added = sum(r["add_run"]["count"] for r in report["rounds"])
+    sources = {s for row in kb.gateway.read("experiences_for_linking", kb=kb.namespace) for s in row["source_ids"]}
+    assert len([s for s in sources if s.startswith("bench.")]) == added
+
+
+def test_the_command_checks_its_arguments_before_connecting(neo4j_target: Neo4jTarget, tmp_path: Path) -> None:
+    done = kbgraph(neo4j_target, "bench-args", "bench", "concurrent", "-c", "0", "--seconds", "0.5",
+                   "--write-share", "2", "--corpus", str(tmp_path))
+    assert done.returncode == 2, done.stderr
+    for named in ("--clients 0", "--seconds 0.5", "--write-share 2.0", f"--corpus {tmp_path}"):
+        assert named in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,175 @@
+"""The managed Neo4j: fetched through Maven, bound to 127.0.0.1, password-protected, clean stop."""
+
+from __future__ import annotations
+
+import json
+import socket
+import stat
+import subprocess
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import neo4j
+import pytest
+
+from kbgraph.core.errors import ManagedServerError
+from kbgraph.store.managed.runtime import NEO4J_VERSION
+from kbgraph.store.managed.server import (
+    VECTOR_API_OPTION,
+    ManagedNeo4j,
+    free_port,
+    generated_password,
+    java_feature_version,
+    probe_java_version,
+    vector_api_options,
+)
+from kbgraph.core.settings import Settings
+
+
+def test_the_pinned_server_is_neo4j_5_26() -> None:
+    assert NEO4J_VERSION.startswith("5.26.")
+
+
+def test_a_generated_password_is_never_read_as_an_option_by_neo4j_admin() -> None:
+    # token_urlsafe starts with '-' one time in 64: neo4j-admin then printed its usage instead of
+    # setting the password, and a fresh machine's first `kbgraph server start` failed.
+    passwords = [generated_password() for _ in range(2000)]
+    assert all(not p.startswith("-") and len(p) >= 20 for p in passwords)
+    assert all(set(p) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") for p in passwords)
+    assert len(set(passwords)) == len(passwords)
+
+
+def test_the_config_binds_loopback_with_auth_and_sized_memory(tmp_path: Path) -> None:
+    server = ManagedNeo4j(home=tmp_path, cache_dir=tmp_path, bolt_port=17687, http_port=17474, heap="4g",
+                          pagecache="2g")
+    config = dict(line.split("=", 1) for line in server.config_text().splitlines() if "=" in line and
+                  not line.startswith("#"))
+    assert config["server.default_listen_address"] == "127.0.0.1"
+    assert config["server.bolt.listen_address"] == "127.0.0.1:17687"
+    assert config["server.http.listen_address"] == "127.0.0.1:17474"
+    assert config["server.http.enabled"] == "true" and config["server.https.enabled"] == "false"
+    assert config["dbms.security.auth_enabled"] == "true"
+    assert config["server.memory.heap.max_size"] == "4g" and config["server.memory.pagecache.size"] == "2g"
+    assert config["dbms.usage_report.enabled"] == "false"
+    # Vector indexes merge their segments early (Neo4j's default lets 49 of a size pile up, and a
+    # query searches each): the start test below shows Neo4j accepts the setting.
+    assert int(config["internal.dbms.index.vector.standard_merge_factor"]) <= 8
+
+
+def test_the_java_version_is_read_from_what_java_version_prints() -> None:
+    assert java_feature_version('openjdk version "17.0.15" 2025-04-15\nOpenJDK Runtime Environment') == 17
+    assert java_feature_version('openjdk version "21" 2023-09-19') == 21
+    assert java_feature_version('java version "1.8.0_392"') == 8
+    assert java_feature_version("something else entirely") is None
+
+
+def test_lucene_gets_the_vector_api_only_on_the_java_versions_it_can_use_it_on() -> None:
+    # Neo4j 5.26's Lucene 9.11 vectorizes on Java 20-22 with the incubator module; on 17 the
+    # module exists but Lucene does not use it, and on 23+ it asks for a newer Lucene.
+    assert vector_api_options(21) == [VECTOR_API_OPTION]
+    assert vector_api_options(20) == vector_api_options(22) == [VECTOR_API_OPTION]
+    assert vector_api_options(17) == vector_api_options(25) == vector_api_options(None) == []
+
+
+def test_the_java_on_path_is_probed_and_a_missing_one_reads_as_unknown(tmp_path: Path) -> None:
+    assert (probe_java_version("java") or 0) >= 17
+    assert probe_java_version(str(tmp_path / "no-such-java")) is None
+
+
+def test_settings_size_the_server_for_this_machine() -> None:
+    settings = Settings()
+    assert (settings.managed_heap, settings.managed_pagecache) == ("4g", "2g")
+
+
+def test_start_status_browser_stop_and_restart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every command the first start runs is recorded (and run for real): the generated password
+    # must never be on a command line, where `ps` shows it to every user.
+    commands: list[list[str]] = []
+    real_run = subprocess.run
+
+    def recording_run(args: list[str], **kwargs: Any) -> Any:
+        commands.append([str(a) for a in args])
+        return real_run(args, **kwargs)
+
+    monkeypatch.setattr("kbgraph.store.managed.server.subprocess.run", recording_run)
+    server = ManagedNeo4j(home=tmp_path / "instance", cache_dir=Settings().cache_dir, bolt_port=free_port(),
+                          http_port=free_port(), heap="1g", pagecache="256m", quiet=True)
+    assert not server.status().running
+    try:
+        status = server.start()
+        assert status.running and status.pid
+        mode = stat.S_IMODE(server.password_file.stat().st_mode)
+        assert mode == 0o600, oct(mode)
+        password = server.password()
+        assert len(password) >= 20 and password != "neo4j"
+        assert any("set-initial-password" in c for c in commands)
+        assert not any(password in argument for c in commands for argument in c)
+        assert not list((server.home / "run").glob("*.args"))  # the argument file is gone
+
+        with neo4j.GraphDatabase.driver(server.bolt_uri, auth=("neo4j", password)) as driver:
+            records, _, _ = driver.execute_query("CALL dbms.components() YIELD name, versions, edition "
+                                                 "RETURN versions[0] AS version, edition")
+        assert records[0]["version"].startswith("5.26.") and records[0]["edition"] == "community"
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.http_port}/", timeout=10) as response:
+            discovery = json.load(response)
+        assert discovery["neo4j_edition"] == "community"
+        assert discovery["bolt_direct"] == f"bolt://127.0.0.1:{server.bolt_port}"
+        with urllib.request.urlopen(server.browser_url, timeout=10) as response:
+            page = response.read().decode()
+        assert response.status == 200 and "Neo4j Browser" in page
+
+        assert server.start().pid == status.pid  # already running: nothing new is started
+    finally:
+        assert server.stop()
+    assert not server.status().running
+    assert not server.stop()  # stopping twice is harmless
+
+    again = server.start()  # the data and the password survive a restart
+    try:
+        assert again.running and server.password() == password
+    finally:
+        server.stop()
+
+
+def test_a_busy_port_is_explained(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        server = ManagedNeo4j(home=tmp_path, cache_dir=Settings().cache_dir, bolt_port=port,
+                              http_port=free_port(), quiet=True)
+        with pytest.raises(ManagedServerError, match=f"port {port} on 127.0.0.1 is already in use"):
+            server.start()
+
+
+def test_reading_the_password_before_any_start_says_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(ManagedServerError, match="kbgraph server start"):
+        ManagedNeo4j(home=tmp_path, cache_dir=tmp_path).password()
+
+
+@pytest.mark.extended  # slowest of its kind (see pyproject's addopts); ./kb test -m extended
+def test_a_lost_password_file_is_recovered_by_reset_password_and_the_data_is_kept(tmp_path: Path) -> None:
+    server = ManagedNeo4j(home=tmp_path / "instance", cache_dir=Settings().cache_dir, bolt_port=free_port(),
+                          http_port=free_port(), heap="1g", pagecache="256m", quiet=True, assets_port=0)
+    try:
+        server.start()
+        with neo4j.GraphDatabase.driver(server.bolt_uri, auth=server.auth()) as driver:
+            driver.execute_query("CREATE (:KeepMe {n: 1})")
+        old = server.password()
+        server.password_file.unlink()
+        with pytest.raises(ManagedServerError, match="reset-password"):
+            server.password()
+
+        server.reset_password()
+        new = server.password()
+        assert new != old and stat.S_IMODE(server.password_file.stat().st_mode) == 0o600
+        assert "auth_enabled=true" in (server.home / "conf" / "neo4j.conf").read_text()
+        with neo4j.GraphDatabase.driver(server.bolt_uri, auth=("neo4j", new)) as driver:
+            records, _, _ = driver.execute_query("MATCH (k:KeepMe) RETURN k.n AS n")
+        assert [r["n"] for r in records] == [1]
+        with neo4j.GraphDatabase.driver(server.bolt_uri, auth=None) as driver, pytest.raises(neo4j.exceptions.AuthError):
+            driver.execute_query("RETURN 1")
+    finally:
+        server.stop()

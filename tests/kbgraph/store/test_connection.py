@@ -1,0 +1,46 @@
+"""An unreachable or wrongly authenticated Neo4j gives one clear line, not a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from kbgraph.store.connection import open_driver
+from kbgraph.core.errors import Neo4jUnavailableError
+from kbgraph.store.managed.server import free_port
+from tests.conftest import Neo4jTarget
+
+
+def test_an_unreachable_server_names_what_was_tried() -> None:
+    uri = f"bolt://127.0.0.1:{free_port()}"
+    with pytest.raises(Neo4jUnavailableError) as caught:
+        open_driver(uri, ("neo4j", "x"), "neo4j", timeout_s=2)
+    message = str(caught.value)
+    assert uri in message and "NEO4J_URI" in message and "\n" not in message
+
+
+def test_a_wrong_password_says_which_setting_to_fix(neo4j_target: Neo4jTarget) -> None:
+    with pytest.raises(Neo4jUnavailableError, match="refused user 'neo4j': check NEO4J_USERNAME and NEO4J_PASSWORD"):
+        open_driver(neo4j_target.uri, ("neo4j", "wrong-password"), neo4j_target.database)
+
+
+def test_a_malformed_uri_is_explained() -> None:
+    with pytest.raises(Neo4jUnavailableError, match="not a Neo4j Bolt URI: use one of bolt://"):
+        open_driver("http://localhost:7474", ("neo4j", "x"), "neo4j")
+
+
+@pytest.mark.parametrize("password_ok", [False, True])
+def test_the_cli_prints_one_line_and_no_traceback(neo4j_target: Neo4jTarget, password_ok: bool) -> None:
+    env = neo4j_target.env("cli-errors")
+    if password_ok:
+        env["NEO4J_URI"] = f"bolt://127.0.0.1:{free_port()}"
+    else:
+        env["NEO4J_PASSWORD"] = "wrong-password"
+    proc = subprocess.run([sys.executable, "-m", "kbgraph.cli", "stats"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("kbgraph: error: "), proc.stderr

@@ -1,0 +1,67 @@
+"""The teacher phase on real agent runs (real Neo4j, real MiniLM): identical failure modes are one
+match with their counts, the recovery shown is concrete, and the leave-one-run-out benchmark puts
+kbgraph at the oracle, above a text retriever."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kbgraph.core.errors import InvalidInputError
+from kbgraph.kb import KnowledgeBase
+from kbgraph.search.teacher import TeacherRetriever
+from kbgraph.search.eval.teacher import run_teacher_eval
+from tests.conftest import REAL_RUNS
+
+PAYMENT = {"action": "book_reservation", "arguments": {"payment_methods": [{"payment_id": "certificate_1", "amount": 250}]},
+           "error": "Error: payment amount does not add up, total price is 420, but paid 400"}
+
+
+def test_identical_failure_modes_are_one_match_with_how_often_they_were_seen_and_fixed(real_kb: KnowledgeBase) -> None:
+    results = real_kb.refine([PAYMENT], domain="airline", k=5)
+    signatures = [f.signature for f in results.failures]
+    assert len(signatures) == len(set(signatures)), "the same failure is listed once"
+    first = results.failures[0]
+    assert first.signature == "book_reservation|error: payment amount does not add up, total price is # but paid #"
+    assert (first.seen, first.tasks) == (10, 3) and 0 < first.recovered < first.seen
+    assert first.summary.startswith("seen 10 times in 3 tasks, recovered in ")
+    # The recovery shown teaches: a retry that says what changed and how, with the agent's reasoning.
+    assert first.recovery_kind == "retry" and first.concrete and first.fix_recovered
+    assert "payment_methods[" in first.recovery and "amount" in first.recovery and "thought:" in first.recovery
+    assert "{thought}" not in first.recovery and "$305" in first.recovery  # amounts are kept
+
+
+def test_a_step_that_failed_the_same_way_is_the_best_step_match(real_kb: KnowledgeBase) -> None:
+    step = real_kb.refine([PAYMENT], domain="airline", k=3).steps[0]
+    assert step.step.action == "book_reservation" and step.breakdown.issue_similarity == 1.0
+    assert step.score > 0
+
+
+def test_a_run_left_out_is_neither_counted_nor_shown(real_kb: KnowledgeBase) -> None:
+    full = real_kb.refine([PAYMENT], domain="airline", k=5).failures[0]
+    without = real_kb.refine([PAYMENT], domain="airline", k=5, exclude_runs=["gpt4o-airline-08-t1"]).failures[0]
+    assert "gpt4o-airline-08-t1" in full.runs and "gpt4o-airline-08-t1" not in without.runs
+    assert without.seen == full.seen - 3 and without.tasks == full.tasks - 1
+
+
+def test_leave_one_run_out_kbgraph_recovers_like_the_oracle_and_above_a_text_retriever(real_kb: KnowledgeBase) -> None:
+    report = run_teacher_eval(TeacherRetriever(real_kb.gateway, real_kb.embedder, real_kb.namespace), REAL_RUNS)
+    scores = {s.system: s for s in report.systems}
+    assert report.queries == 21 and report.judged > 0
+    ours, oracle, tfidf = scores["kbgraph"], scores["oracle"], scores["tfidf_failure_text"]
+    assert ours.concrete_success >= oracle.concrete_success - 0.1
+    assert ours.concrete_success > tfidf.concrete_success
+    assert ours.ndcg >= 0.9
+    print(f"\nteacher: kbgraph nDCG@5 {ours.ndcg} share {ours.concrete_success} / {ours.concrete_run_success}; "
+          f"tfidf {tfidf.ndcg} {tfidf.concrete_success}; oracle {oracle.concrete_success} / {oracle.concrete_run_success}")
+
+
+def test_a_corpus_without_errored_steps_is_refused_by_name(kb: KnowledgeBase, tmp_path: Path) -> None:
+    (tmp_path / "ok.jsonl").write_text(json.dumps({"id": "ok-1", "domain": "airline", "task": "cancel it",
+                                                   "steps": [{"action": "cancel_reservation"}],
+                                                   "outcome": {"success": True}}) + "\n")
+    with pytest.raises(InvalidInputError) as caught:
+        run_teacher_eval(TeacherRetriever(kb.gateway, kb.embedder, kb.namespace), tmp_path)
+    assert "no step of its runs has an error" in caught.value.problems[0]
