@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from kbgraph.embedders import Embedder
-from kbgraph.errors import InvalidInputError, validation_problems
+from kbgraph.errors import InvalidInputError
 from kbgraph.experience_store import experience_from_record
 from kbgraph.gateway import Neo4jGateway
 from kbgraph.ingest.facts import PgVectorCache
@@ -41,7 +41,7 @@ from kbgraph.search.handoff import hands_off
 from kbgraph.search.lexical import bm25_scores, is_verbose, lucene_query, query_terms
 from kbgraph.search.overfetch import overfetch
 from kbgraph.search.namespace_size import NamespaceSize
-from kbgraph.search.params import MAX_K, SearchFilters, SearchQuery, SearchWeights
+from kbgraph.search.params import MAX_K, SearchFilters, SearchQuery, SearchWeights, parse_query, parse_search_options
 from kbgraph.search.results import (
     ConceptHit,
     FailedAttempt,
@@ -92,37 +92,6 @@ def _unique_ways(parts: Iterable[list[list[Any]]]) -> list[list[Any]]:
         for task_key, way, worked in part:
             seen.setdefault((task_key, tuple(way or ())), [task_key, way, worked])
     return list(seen.values())
-
-
-def parse_query(query: SearchQuery | dict[str, Any], where: str = "query") -> SearchQuery:
-    """A validated query, or InvalidInputError naming every bad field."""
-    parsed: SearchQuery = _parse(SearchQuery, query, where)
-    return parsed
-
-
-def _parse(model: Any, value: Any, where: str) -> Any:
-    from pydantic import ValidationError
-
-    if value is None or isinstance(value, model):
-        return value
-    try:
-        return model.model_validate(value)
-    except ValidationError as error:
-        raise InvalidInputError(validation_problems(where, error), "invalid search") from None
-
-
-def parse_search_options(
-    base: SearchWeights, filters: SearchFilters | dict[str, Any] | None, weights: SearchWeights | dict[str, Any] | None
-) -> tuple[SearchFilters, SearchWeights]:
-    """Validated filters and the weights in force (``base`` with ``weights`` applied), or
-    InvalidInputError naming every bad field."""
-    from pydantic import ValidationError
-
-    flt: SearchFilters = _parse(SearchFilters, filters, "filters") or SearchFilters()
-    try:
-        return flt, base.merged(weights)
-    except ValidationError as error:
-        raise InvalidInputError(validation_problems("weights", error), "invalid search") from None
 
 
 @dataclass
