@@ -20,7 +20,7 @@ from kbgraph.ingest.generalise import (
     type_name,
 )
 from kbgraph.ingest.recovery import Recovery, error_signature, recovery_after
-from kbgraph.ingest.shapes import verb_of
+from kbgraph.core.shapes import verb_of
 from kbgraph.core.models import (
     MAX_TEXT_CHARS,
     STORED_OBSERVATION_CHARS,

@@ -2,7 +2,7 @@
 
 - ABSTRACTION: concrete → the abstract experience generated for every workflow that two or more
   concrete experiences of a domain share. A workflow is what a run changed: its state-changing
-  actions in order (:func:`~kbgraph.ingest.shapes.operations`); the lookups on the way vary from
+  actions in order (:func:`~kbgraph.core.shapes.operations`); the lookups on the way vary from
   run to run. The abstract experience stands for all its instances' runs, successful and failed,
   so it can say how often the workflow worked; its steps are the way that worked most often.
 - COMPOSITION: sub-workflow → composite, when one workflow's actions appear in order inside a
@@ -32,7 +32,7 @@ import numpy.typing as npt
 from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.ingest.generalise import humanise_action
 from kbgraph.core.ids import content_hash
-from kbgraph.ingest.shapes import is_subsequence, operations
+from kbgraph.core.shapes import is_subsequence, operations
 from kbgraph.core.models import Experience, Step
 
 ABSTRACT_SOURCE = "kbgraph:abstraction"

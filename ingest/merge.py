@@ -2,7 +2,7 @@
 
 Experiences of the same kind, the same workflow and the same outcome whose problem+goal
 embeddings have cosine ≥ ``threshold`` (0.85) are one experience. The workflow is what a run
-changed (:func:`~kbgraph.ingest.shapes.operations`): two runs of one task that re-read a
+changed (:func:`~kbgraph.core.shapes.operations`): two runs of one task that re-read a
 reservation a different number of times did the same thing. Runs that all failed merge only among
 themselves, so a failed run never enters the provenance of a way that worked. Groups are the
 connected components of that relation; the canonical member (whose steps the merged experience
@@ -20,7 +20,7 @@ from typing import Any
 
 from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.ingest.link import ABSTRACT_SOURCE
-from kbgraph.ingest.shapes import operations
+from kbgraph.core.shapes import operations
 from kbgraph.ingest.vector_set import VectorSet
 
 MERGE_THRESHOLD = 0.85

@@ -32,7 +32,7 @@ from typing import Protocol
 
 from kbgraph.ingest.generalise import generalise_text, humanise_action, ids_in_trajectory, names_in_trajectory
 from kbgraph.ingest.recovery import Recovery, recovery_after, trim_thought
-from kbgraph.ingest.shapes import verb_of
+from kbgraph.core.shapes import verb_of
 from kbgraph.core.models import ConceptInsight, Experience, Trajectory, TrajectoryStep
 
 

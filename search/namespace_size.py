@@ -16,11 +16,9 @@ from threading import Lock
 from typing import NamedTuple
 
 from kbgraph.store.gateway import Neo4jGateway
+from kbgraph.core.weights import DEFAULT_EXACT_SCAN_MAX
 
 __all__ = ["DEFAULT_EXACT_SCAN_MAX", "NamespaceSize", "Sizes"]
-
-#: The default limit (nodes) at or below which a namespace is scanned exactly.
-DEFAULT_EXACT_SCAN_MAX = 2000
 
 
 class Sizes(NamedTuple):

@@ -1,23 +1,24 @@
-"""Every weight and threshold of student retrieval (DESIGN §3), and the query a caller sends.
+"""Every weight and threshold of student retrieval (DESIGN §3), the query a caller sends, and
+their validation.
 
-:class:`SearchWeights` holds the tunables; its defaults are the ones chosen by measurement on the
-development sets (``kbgraph eval``; see docs/search.md for the figures behind each).
-They can be set in settings (``[search]`` in ``kbgraph.toml`` or ``KBGRAPH_SEARCH__ALPHA=0.3``)
-and overridden per call. :class:`SearchQuery` is one request; :class:`SearchFilters` restricts
-which experiences may be returned. Validation is strict: NaN or infinite numbers, weights outside
-[0, 1] and empty queries are rejected with a message naming the field; only ``k`` above the
-maximum is clamped (with a note in the results), because asking for "everything" is a
-reasonable request that the engine answers with its most.
+:class:`SearchWeights` holds the tunables (defined in :mod:`kbgraph.core.weights`, below the settings
+that read them, and re-exported here); they can be set in settings (``[search]`` in
+``kbgraph.toml`` or ``KBGRAPH_SEARCH__ALPHA=0.3``) and overridden per call. :class:`SearchQuery`
+is one request; :class:`SearchFilters` restricts which experiences may be returned.
+:func:`parse_query` and :func:`parse_search_options` validate what a caller sends. Validation is
+strict: NaN or infinite numbers, weights outside [0, 1] and empty queries are rejected with a
+message naming the field; only ``k`` above the maximum is clamped (with a note in the results),
+because asking for "everything" is a reasonable request that the engine answers with its most.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from kbgraph.core.models import RelationType
-from kbgraph.search.namespace_size import DEFAULT_EXACT_SCAN_MAX
+from kbgraph.core.errors import InvalidInputError, validation_problems
+from kbgraph.core.weights import SearchWeights, StrictModel, Unit
 
 __all__ = [
     "MAX_K",
@@ -27,6 +28,8 @@ __all__ = [
     "SearchFilters",
     "SearchQuery",
     "SearchWeights",
+    "parse_query",
+    "parse_search_options",
 ]
 
 #: The most results one call returns; larger k is clamped to this, with a note.
@@ -36,134 +39,6 @@ MAX_K = 100
 MAX_QUERY_CHARS = 8_000
 #: The most executed steps a query may carry (the fine score averages over them).
 MAX_QUERY_STEPS = 50
-
-Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-
-def _default_edge_weights() -> dict[RelationType, float]:
-    return {
-        RelationType.ABSTRACTION: 0.9,
-        RelationType.COMPOSITION: 0.7,
-        RelationType.ADAPTATION: 0.8,
-        RelationType.ALTERNATIVE: 0.6,
-    }
-
-
-class SearchWeights(_Strict):
-    """The tunables of student retrieval. Symbols are those of DESIGN §3."""
-
-    # -- coarse: the semantic (problem+goal) and structural (workflow shape) indexes
-    structure_weight: Unit = Field(
-        default=0.8, description="ω: share of the structural index in S_coarse = (1−ω)·textual + ω·cos(structure), "
-        "textual = (1−α)·cos(pg) + α·lexical. Experiences without steps use textual alone.")
-    task_structure_weight: Unit = Field(
-        default=0.0, description="ω for a query that carries no executed steps: its words alone say what was asked, "
-        "not which workflow worked (on real runs the answer is often to refuse or transfer), so the structural index "
-        "weighs less than when the executed steps give the query a shape.")
-    structure_query_steps: bool = Field(
-        default=True, description="Append the executed actions (a -> b) to the text searched in the structural index.")
-    theta_coarse: Unit = Field(default=0.0, description="θ_coarse: candidates whose coarse score is below are dropped.")
-    # -- fine + stage blend
-    lambda_kind: Literal["exponential", "linear", "constant"] = "exponential"
-    lambda_rate: Annotated[float, Field(ge=0.0, le=10.0, allow_inf_nan=False)] = Field(
-        default=0.25, description="λ(t) = max(floor, exp(−rate·t)) with t the number of steps executed so far.")
-    lambda_floor: Unit = 0.2
-    # -- lexical
-    alpha: Unit = Field(default=0.6, description="α: weight of the lexical score within textual (BM25 over the candidates, relative to the best match).")
-    lexical_stop_words: Literal["keep", "drop", "auto"] = Field(
-        default="auto", description="English stop words in the full-text query: keep them (as the index does), "
-        "drop them, or drop them only from verbose queries (more than verbose_query_terms distinct words).")
-    verbose_query_terms: Annotated[int, Field(ge=1, le=1000)] = Field(
-        default=20, description="From this many distinct words on, a query is verbose (a story, not a request).")
-    # -- transfer, success, evidence, quality
-    tau: Annotated[float, Field(gt=0.0, le=100.0, allow_inf_nan=False)] = Field(
-        default=1.0, description="τ of trans = exp(−d_domain/τ); d_domain = 1 − cos of the two domain names' embeddings.")
-    success_floor: Unit = Field(
-        default=0.2, description="Score is multiplied by floor + (1−floor)·success_rate (Agent KB eq. 5 with a floor, so a "
-        "failed experience still surfaces, below successful ones).")
-    support_weight: Unit = Field(
-        default=0.2, description="β: added β·support, support = min(1, ln(1+n)/ln(1+n_sat)) for an experience that stands "
-        "for n successful runs (an abstract one: its instances' successful runs). More evidence, more trust.")
-    support_saturation: Annotated[int, Field(ge=1, le=1_000_000)] = 100
-    quality_weight: Unit = Field(
-        default=0.0, description="MAEL/Agent KB: score ← (1−w)·score + w·quality; quality is learnt from feedback.")
-    utility_weight: Unit = Field(
-        default=0.1, description="Agent KB D.3: score ← score·((1−w) + w·utility); utility = quality decayed since last use "
-        "plus the decayed impact of each use (see kbgraph.search.utility). Equal utilities keep the order.")
-    outcome_weight: Annotated[float, Field(ge=0.0, le=5.0)] = Field(
-        default=0.7, description="Task-conditioned feedback: score ← score·exp(w·evidence), evidence = the outcomes this "
-        "experience had on tasks like the query (reported with record_feedback(task=…)), weighted by task similarity. "
-        "0 turns it off.")
-    outcome_similarity_floor: Annotated[float, Field(ge=0.0, lt=1.0)] = Field(
-        default=0.9, description="Past tasks less similar than this (cosine) to the query do not count as evidence.")
-    workflows: bool = Field(
-        default=True, description="An abstract experience (a workflow) scores as its best-fitting instance that worked "
-        "and ranks right above it: the workflow of the run most like the task is the answer, standing for all its runs.")
-    handoff_credit: Unit = Field(
-        default=0.5, description="A way that hands the task to a human (transfer_to_human_agents, escalate_to_support) "
-        "counts each success at this weight, in its success factor and its share of its task's successes: the agent "
-        "passed the request on rather than resolving it (kbgraph.search.handoff). 1 turns it off.")
-    same_task_similarity: Unit = Field(
-        default=0.9, description="A run that only failed is shown as a failed attempt of the hit whose problem+goal is at "
-        "least this similar (cosine), instead of as a hit of its own.")
-    shared_first: bool = Field(
-        default=True, description="EDV hierarchical retrieval for a calling agent: shared experiences first, its "
-        "private ones only to fill up k. False ranks both banks together by score.")
-    # -- graph traversal
-    hop_decay: Unit = Field(default=0.8, description="δ: per-hop decay of a path score.")
-    max_hops: Annotated[int, Field(ge=0, le=3)] = 2
-    seeds: Annotated[int, Field(ge=0, le=100)] = Field(default=10, description="Top direct hits expanded along edges.")
-    neighbours_per_seed: Annotated[int, Field(ge=1, le=1000)] = 20
-    edge_weights: dict[RelationType, Unit] = Field(default_factory=_default_edge_weights)
-    # -- selection
-    mmr_lambda: Unit = Field(default=1.0, description="MMR λ over the final candidates; 1 = no diversity.")
-    threshold: Unit = Field(default=0.0, description="θ: results below this final score are not returned.")
-    candidates: Annotated[int, Field(ge=1, le=2000)] = Field(
-        default=40, description="Candidates each channel (vector, full-text, steps) contributes.")
-    step_candidates: Annotated[int, Field(ge=0, le=2000)] = Field(
-        default=10, description="Of the experiences owning a step near an executed step, how many (the nearest) join the "
-        "candidates; all of them (up to `candidates`) still give the fine score its evidence. Steps such as finding "
-        "the user start most runs of a domain, so beyond the nearest few this channel adds runs alike only in that "
-        "step, and each candidate costs its scoring facts (retail nDCG@10 0.5316 with 40, 20, 10, 5 or 0).")
-    exact_scan_max: Annotated[int, Field(ge=0, le=100_000)] = Field(
-        default=DEFAULT_EXACT_SCAN_MAX, description="A namespace with at most this many experiences (steps, for the step channel) is "
-        "scanned exactly instead of asking the shared vector indexes (HNSW, approximate, and crowded by other "
-        "namespaces): results are then exact and do not depend on what else the database holds. A scan costs about "
-        "7 µs a node on 2 cores, so 2000 nodes stay near 14 ms. 0 always asks the indexes.")
-    overfetch_limit: Annotated[int, Field(ge=1, le=100_000)] = Field(
-        default=4096, description="Most nodes asked of one index before falling back to an exact namespace scan.")
-    concepts: Annotated[int, Field(ge=0, le=20)] = Field(default=3, description="Meta-concept documents returned (BREW: 3).")
-
-    @field_validator("edge_weights", mode="before")
-    @classmethod
-    def _complete_edge_weights(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            merged: dict[Any, Any] = dict(_default_edge_weights())
-            for key, weight in value.items():
-                try:
-                    merged[RelationType(str(key).upper())] = weight
-                except ValueError:
-                    allowed = ", ".join(t.value for t in RelationType)
-                    raise ValueError(f"unknown relation {key!r} (allowed: {allowed})") from None
-            return merged
-        return value
-
-    def merged(self, overrides: SearchWeights | dict[str, Any] | None) -> SearchWeights:
-        """These weights with ``overrides`` applied (validated as a whole)."""
-        if overrides is None:
-            return self
-        changes = overrides.model_dump(exclude_unset=True) if isinstance(overrides, SearchWeights) else dict(overrides)
-        current = self.model_dump()
-        edges = changes.get("edge_weights")
-        if isinstance(edges, dict):  # name some edge types, keep the others' current weights
-            changes["edge_weights"] = {**{k.value: v for k, v in self.edge_weights.items()},
-                                       **{str(k).upper(): v for k, v in edges.items()}}
-        return SearchWeights.model_validate({**current, **changes})
-
 
 # Only active experiences are ever retrieved: archived (pruned by maintenance) and rejected
 # (EDV: no agent approved) ones stay in the graph for audit — kb.get, export and the inspection
@@ -175,7 +50,7 @@ def _active_only() -> list[Status]:
     return ["active"]
 
 
-class SearchFilters(_Strict):
+class SearchFilters(StrictModel):
     """Which experiences may be returned. The namespace is always applied (it is the KB's own)."""
 
     domains: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
@@ -188,7 +63,7 @@ class SearchFilters(_Strict):
     min_quality: Unit = 0.0
 
 
-class QueryStep(_Strict):
+class QueryStep(StrictModel):
     """One step the agent has executed so far."""
 
     action: Annotated[str, Field(min_length=1, max_length=200)]
@@ -203,7 +78,7 @@ class QueryStep(_Strict):
         return value.strip()
 
 
-class SearchQuery(_Strict):
+class SearchQuery(StrictModel):
     """One student-phase request: the task, optionally split into problem and goal, the domain the
     agent works in, the steps executed so far, and how many results to return."""
 
@@ -234,3 +109,30 @@ class SearchQuery(_Strict):
 
     def full_text(self) -> str:
         return " ".join(t for t in (self.task, self.problem, self.goal) if t)
+
+
+def parse_query(query: SearchQuery | dict[str, Any], where: str = "query") -> SearchQuery:
+    """A validated query, or InvalidInputError naming every bad field."""
+    parsed: SearchQuery = _parse(SearchQuery, query, where)
+    return parsed
+
+
+def _parse(model: Any, value: Any, where: str) -> Any:
+    if value is None or isinstance(value, model):
+        return value
+    try:
+        return model.model_validate(value)
+    except ValidationError as error:
+        raise InvalidInputError(validation_problems(where, error), "invalid search") from None
+
+
+def parse_search_options(
+    base: SearchWeights, filters: SearchFilters | dict[str, Any] | None, weights: SearchWeights | dict[str, Any] | None
+) -> tuple[SearchFilters, SearchWeights]:
+    """Validated filters and the weights in force (``base`` with ``weights`` applied), or
+    InvalidInputError naming every bad field."""
+    flt: SearchFilters = _parse(SearchFilters, filters, "filters") or SearchFilters()
+    try:
+        return flt, base.merged(weights)
+    except ValidationError as error:
+        raise InvalidInputError(validation_problems("weights", error), "invalid search") from None

@@ -19,7 +19,7 @@ from kbgraph.search.namespace_size import DEFAULT_EXACT_SCAN_MAX, NamespaceSize
 from kbgraph.search.overfetch import overfetch
 from kbgraph.search.scoring import neo4j_to_cosine
 from kbgraph.search.student import StudentRetriever
-from kbgraph.search.utility import step_score
+from kbgraph.core.utility import step_score
 
 # Candidates by similarity before the reward re-ranks them: a well-rewarded step a little further
 # away must still be in the pool.

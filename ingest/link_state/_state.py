@@ -20,7 +20,7 @@ from kbgraph.ingest.link_state._ledger import (
 )
 from kbgraph.ingest.link_state._workflows import WorkflowPlanner
 from kbgraph.ingest.merge import MERGE_THRESHOLD, MergeGroup, blocks_of, groups_of
-from kbgraph.ingest.shapes import operation_shape
+from kbgraph.core.shapes import operation_shape
 from kbgraph.ingest.vector_set import VectorSet
 from kbgraph.core.models import Experience
 

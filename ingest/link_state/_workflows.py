@@ -25,7 +25,7 @@ from kbgraph.ingest.link_state._ledger import (
     PartLedger,
     RelationKey,
 )
-from kbgraph.ingest.shapes import is_subsequence, operation_shape
+from kbgraph.core.shapes import is_subsequence, operation_shape
 from kbgraph.ingest.workflow_index import DomainWorkflows
 from kbgraph.core.models import Experience
 

@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterator
 
 from kbgraph.ingest.generalise import generalise_text, humanise_action
 from kbgraph.ingest.recovery._values import SENTENCE_END, Run, scalar, short
-from kbgraph.ingest.shapes import verb_of
+from kbgraph.core.shapes import verb_of
 from kbgraph.core.models import TrajectoryStep
 
 #: Longest thought kept (cut at the last sentence end before it).

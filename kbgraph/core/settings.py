@@ -17,8 +17,8 @@ from typing import Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from kbgraph.core.errors import InvalidInputError
-from kbgraph.search.params import SearchWeights
 from kbgraph.core.value_bounds import INT64_MAX
+from kbgraph.core.weights import SearchWeights
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,

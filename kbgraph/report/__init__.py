@@ -5,7 +5,7 @@ Two steps, kept apart so each can be tested on its own:
 
 1. :func:`build_report` reads the namespace through named queries (``cypher/queries/report_*``)
    and :meth:`KnowledgeBase.stats`, computes utility and the maintenance score in Python with the
-   learning loop's own formulas (:mod:`kbgraph.search.utility`), and projects concept embeddings
+   learning loop's own formulas (:mod:`kbgraph.core.utility`), and projects concept embeddings
    to 2-D. The result is a :class:`KbReport`, plain data.
 2. :func:`render_html` turns a :class:`KbReport` into one self-contained HTML page: inline CSS,
    charts as inline SVG drawn by matplotlib, no script, no external font, image or style sheet, so

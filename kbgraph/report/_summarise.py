@@ -1,5 +1,5 @@
 """Gathering a report: the namespace read through named queries (``cypher/queries/report_*``) and
-summarised in Python with the learning loop's own formulas (:mod:`kbgraph.search.utility`).
+summarised in Python with the learning loop's own formulas (:mod:`kbgraph.core.utility`).
 Nothing is written.
 """
 
@@ -26,7 +26,7 @@ from kbgraph.report._model import (
     UtilitySummary,
 )
 from kbgraph.report._projection import DEFAULT_MAP_LIMIT, concept_map
-from kbgraph.search.utility import maintenance_score
+from kbgraph.core.utility import maintenance_score
 
 DEFAULT_LOWEST = 20
 HISTOGRAM_BINS = 10

@@ -36,7 +36,7 @@ from kbgraph.core.errors import InvalidInputError
 
 from kbgraph.ingest.generalise import ids_in_trajectory, names_in_trajectory
 from kbgraph.ingest.recovery import error_signature, recovery_after
-from kbgraph.ingest.shapes import verb_of
+from kbgraph.core.shapes import verb_of
 from kbgraph.core.jsonl import read_jsonl
 from kbgraph.core.models import Trajectory
 from kbgraph.search.eval.metrics import evaluate

@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from kbgraph.search.scoring._checks import FloatArray, _scores, _unit_interval
 from kbgraph.search.scoring._stages import max_normalise
-from kbgraph.search.utility import NEUTRAL_UTILITY
+from kbgraph.core.utility import NEUTRAL_UTILITY
 
 
 def support_score(trajectories: int, saturation: int = 100) -> float:

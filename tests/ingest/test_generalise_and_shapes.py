@@ -11,7 +11,7 @@ from kbgraph.ingest.generalise import (
     names_in_trajectory,
     type_name,
 )
-from kbgraph.ingest.shapes import is_subsequence, verb_shape
+from kbgraph.core.shapes import is_subsequence, verb_shape
 from kbgraph.core.models import Trajectory
 
 

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from kbgraph.ingest.link import Workflow
-from kbgraph.ingest.shapes import is_subsequence
+from kbgraph.core.shapes import is_subsequence
 from kbgraph.ingest.workflow_index import DomainWorkflows, offered, required
 
 

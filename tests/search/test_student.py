@@ -14,7 +14,7 @@ from kbgraph.embedders import CachedEmbedder
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import Experience, Relation, Step
-from kbgraph.search import student
+from kbgraph.search.student import retriever
 from kbgraph.search.explain import explain_results
 from kbgraph.search.params import MAX_QUERY_CHARS, SearchWeights
 from kbgraph.search.scoring import path_score
@@ -357,11 +357,11 @@ def test_a_large_search_reads_its_facts_and_neighbours_in_two_halves_and_ranks_t
     task = "a customer wants to return a damaged item and get a refund"
     steps_so_far = [{"action": "find_user_id_by_email", "arguments": {"email": "a@b.c"}},
                     {"action": "get_order_details", "arguments": {"order_id": "#W1"}}]
-    monkeypatch.setattr(student, "SPLIT_READS_AT", 1_000_000)
+    monkeypatch.setattr(retriever, "SPLIT_READS_AT", 1_000_000)
     whole = sample_kb.search(task, k=10, steps_so_far=steps_so_far)
     asked: list[str] = []
     record_reads(sample_kb, monkeypatch, asked)
-    monkeypatch.setattr(student, "SPLIT_READS_AT", 2)
+    monkeypatch.setattr(retriever, "SPLIT_READS_AT", 2)
     halves = sample_kb.search(task, k=10, steps_so_far=steps_so_far)
     assert asked.count("search_candidates_score") == 2, "the facts, in two requests"
     assert asked.count("search_neighbours") >= 2, "each hop's neighbours, in two requests"

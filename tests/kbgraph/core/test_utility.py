@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kbgraph.search.utility import (
+from kbgraph.core.utility import (
     ability,
     bottom_fraction,
     context_factor,

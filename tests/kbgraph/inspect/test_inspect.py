@@ -40,7 +40,7 @@ from kbgraph.inspect import (
 )
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import Experience, Relation, Step
-from kbgraph.search.utility import maintenance_score
+from kbgraph.core.utility import maintenance_score
 from tests.conftest import Neo4jTarget
 
 ROOT = Path(__file__).resolve().parents[3]

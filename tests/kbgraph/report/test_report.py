@@ -33,7 +33,7 @@ from kbgraph.report import (
     summarise_utility,
     write_report,
 )
-from kbgraph.search.utility import maintenance_score
+from kbgraph.core.utility import maintenance_score
 from tests.conftest import Neo4jTarget
 
 SAMPLES = Path(__file__).resolve().parents[3] / "kbgraph" / "samples"

@@ -27,7 +27,7 @@ from skills_ref.validator import validate_metadata
 
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.core.errors import InvalidInputError, KbgraphError
-from kbgraph.ingest.shapes import operations
+from kbgraph.core.shapes import operations
 from kbgraph.kb import KnowledgeBase
 from kbgraph.skills.export import DEFAULT_MIN_RUNS, SkillsExportReport
 from kbgraph.skills.folder import MANIFEST_NAME, write_skill_folders

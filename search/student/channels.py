@@ -1,0 +1,238 @@
+"""Stage 1 of a student search: the channels that gather candidates, each from one index, over-fetched
+and filtered (5.26 indexes cannot filter). The semantic index (problem+goal), the structural index
+(workflow shape), the full-text index (BM25 over problem, goal, domain) and, when steps were
+executed, the step index each give up to ``candidates`` experiences; the meta-concept documents
+are searched alongside. The channels run concurrently: they are independent index queries, and
+overlapping their round trips is most of a search's speed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbgraph.ingest.generalise import generalise_text
+from kbgraph.search.lexical import is_verbose, lucene_query, query_terms
+from kbgraph.search.overfetch import overfetch
+from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
+from kbgraph.search.results import ConceptHit
+from kbgraph.search.scoring import neo4j_to_cosine
+from kbgraph.search.student.context import Run, SearchContext
+
+__all__ = ["Candidate", "Gathered", "StepEvidence", "concepts", "filter_params", "gather"]
+
+#: The experience vector indexes a channel may query, with the property each one covers.
+_EXPERIENCE_INDEXES = {
+    "experience_pg_embedding": "pg_embedding",
+    "experience_structure_embedding": "structure_embedding",
+}
+#: The candidate fact a vector channel's score already is.
+_KNOWN_SCORE = {"vector:experience_pg_embedding": "semantic", "vector:experience_structure_embedding": "structural"}
+
+# The share of an index's hits that pass this namespace's filters (and are in the query's
+# domain, when it names one), learnt from the previous searches: the first request asks for
+# enough to fill the candidates from the query's own domain in one round trip (a namespace
+# that is most of the database asks for little more than it needs; a small domain among many
+# asks for more), where a fixed factor would either waste or come up short.
+_DEFAULT_OVERFETCH = 4
+_MAX_FIRST_FACTOR = 8
+
+
+@dataclass
+class Candidate:
+    id: str
+    found_by: list[str] = field(default_factory=list)
+    #: BM25 of its text among the candidates (kbgraph.search.lexical.bm25_scores).
+    lexical: float = 0.0
+    facts: dict[str, Any] | None = None
+    #: Neo4j scores the vector channels already returned (no need to compute them again).
+    known: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StepEvidence:
+    """What the step index said about one executed step: the experiences it found, each with
+    its best step's cosine, and ``bound``, the cosine below which the index stopped returning
+    steps (0 when it returned every step there is). An experience it did not return has no step
+    scoring above ``bound``; the fine score uses ``bound`` for it, an upper estimate that is exact
+    when many experiences share the same step, the common case the cut-off falls on."""
+
+    rows: list[dict[str, Any]]
+    best: dict[str, float]
+    bound: float
+
+
+@dataclass
+class Gathered:
+    """What the channels found: the candidates by id, the evidence of each executed step, the
+    meta-concept search still under way, and the query's terms for the lexical score."""
+
+    candidates: dict[str, Candidate]
+    evidence: list[StepEvidence]
+    concepts: Future[list[ConceptHit]] | None
+    terms: list[str]
+
+    def add(self, rows: Iterable[dict[str, Any]], channel: str) -> None:
+        for row in rows:
+            candidate = self.candidates.setdefault(row["id"], Candidate(row["id"]))
+            if channel not in candidate.found_by:
+                candidate.found_by.append(channel)
+            if channel in _KNOWN_SCORE:
+                candidate.known[_KNOWN_SCORE[channel]] = float(row["score"])
+
+
+def filter_params(namespace: str, flt: SearchFilters, query: SearchQuery, w: SearchWeights) -> dict[str, Any]:
+    """The parameters every channel query takes: the namespace, the filters, the calling agent and
+    the query's domain."""
+    return {
+        "kb": namespace, "statuses": list(flt.statuses), "domains": flt.domains, "kinds": flt.kinds,
+        "min_success": flt.min_success, "min_quality": flt.min_quality, "agent": query.agent,
+        # Candidate generation ranks other domains' hits as scoring will: an unrelated domain
+        # (distance 1) transfers with exp(−1/τ).
+        "domain": query.domain, "other_domain": math.exp(-1.0 / w.tau),
+    }
+
+
+def gather(ctx: SearchContext, run: Run) -> Gathered:
+    """Runs the channels concurrently (each is one or a few index queries) and collects their
+    candidates; the meta-concept search is left running (:attr:`Gathered.concepts`)."""
+    q, w = run.query, run.weights
+    query_text = generalise_text(q.full_text())
+    drop_stop_words = w.lexical_stop_words == "drop" or (
+        w.lexical_stop_words == "auto" and is_verbose(query_text, w.verbose_query_terms))
+    text = lucene_query(query_text, stop_words=drop_stop_words)
+    terms = query_terms(query_text, stop_words=drop_stop_words)
+    jobs: dict[str, Future[Any]] = {}
+    executor = ctx.executor()
+    if run.pg is not None:
+        jobs["vector:experience_pg_embedding"] = executor.submit(
+            _vector_channel, ctx, run, "experience_pg_embedding", run.pg)
+    omega = w.structure_weight if run.steps else w.task_structure_weight
+    if run.task is not None and omega > 0 and ctx.domain_has_steps(q.domain):
+        jobs["vector:experience_structure_embedding"] = executor.submit(
+            _vector_channel, ctx, run, "experience_structure_embedding", run.task)
+    if text is not None and w.alpha > 0:
+        jobs["fulltext:experience_text"] = executor.submit(_fulltext_channel, ctx, run, text)
+    step_jobs = [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
+    concept_vector = run.task or run.pg
+    concept_job: Future[list[ConceptHit]] | None = None
+    if concept_vector is not None:
+        concept_job = executor.submit(concepts, ctx, concept_vector, w)
+    gathered = Gathered({}, [], concept_job, terms)
+    for channel, job in jobs.items():
+        gathered.add(job.result(), channel)
+    gathered.evidence = [job.result() for job in step_jobs]
+    for evidence in gathered.evidence:  # rows come best first
+        gathered.add(evidence.rows[: w.step_candidates], "vector:step_embedding")
+    return gathered
+
+
+def _vector_channel(ctx: SearchContext, run: Run, index: str, vector: list[float]) -> list[dict[str, Any]]:
+    if index not in _EXPERIENCE_INDEXES:  # an allow-list, never user input
+        raise ValueError(f"unknown experience index {index!r}")
+    w, params = run.weights, run.params
+
+    def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
+        row = ctx.gateway.read("search_experience_vectors", index=index, fetch=n, vector=vector,
+                               k=w.candidates, **params)[0]
+        _learn_pass_rate(ctx, index, params, int(row["fetched"]), int(row["passed_same"]))
+        return int(row["fetched"]), list(row["rows"])
+
+    if ctx.size.get(w.exact_scan_max).experiences > w.exact_scan_max:
+        first = _first_request(ctx, index, params, w.candidates, w.overfetch_limit)
+        result = overfetch(fetch, w.candidates, first=first, limit=w.overfetch_limit)
+        if not result.limit_hit:
+            return result.rows
+        run.notes.append(f"{index}: other namespaces or filters crowd the index; scanned namespace {ctx.namespace!r} exactly")
+    return ctx.gateway.read("search_experience_scan", property=_EXPERIENCE_INDEXES[index], vector=vector,
+                            k=w.candidates, **params)
+
+
+def _pass_rate_key(index: str, params: dict[str, Any]) -> tuple[Any, ...]:
+    return (index, params.get("domain"), tuple(params["statuses"]), tuple(params["domains"] or ()), tuple(params["kinds"] or ()),
+            params["min_success"], params["min_quality"], params["agent"])
+
+
+def _learn_pass_rate(ctx: SearchContext, index: str, params: dict[str, Any], fetched: int, passed: int) -> None:
+    if fetched > 0:
+        ctx.pass_rates[_pass_rate_key(index, params)] = passed / fetched
+
+
+def _first_request(ctx: SearchContext, index: str, params: dict[str, Any], wanted: int, limit: int) -> int:
+    rate = ctx.pass_rates.get(_pass_rate_key(index, params))
+    if rate is None:
+        return min(limit, wanted * _DEFAULT_OVERFETCH)
+    # The domain preference is best effort: beyond 8× the candidates, a larger HNSW search
+    # costs more latency than the few extra same-domain candidates are worth (a namespace
+    # that is a sliver of the index still grows its request until enough rows pass).
+    return min(limit, wanted * _MAX_FIRST_FACTOR, max(wanted, math.ceil(wanted * 1.5 / max(rate, 1 / limit))))
+
+
+def _fulltext_channel(ctx: SearchContext, run: Run, text: str) -> list[dict[str, Any]]:
+    w, params = run.weights, run.params
+
+    def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
+        row = ctx.gateway.read("search_experience_fulltext", text=text, fetch=n, k=w.candidates, **params)[0]
+        _learn_pass_rate(ctx, "experience_text", params, int(row["fetched"]), int(row["passed_same"]))
+        return int(row["fetched"]), list(row["rows"])
+
+    first = _first_request(ctx, "experience_text", params, w.candidates, w.overfetch_limit)
+    result = overfetch(fetch, w.candidates, first=first, limit=w.overfetch_limit)
+    if result.limit_hit:
+        run.notes.append(f"full-text channel: only {len(result.rows)} of {w.candidates} candidates within the "
+                         f"first {result.fetched} index hits (others belong to other namespaces or filters)")
+    return result.rows
+
+
+def _step_channel(ctx: SearchContext, run: Run, vector: list[float]) -> StepEvidence:
+    w, params = run.weights, run.params
+    cutoff: list[float] = [0.0]
+
+    def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
+        row = ctx.gateway.read("search_step_vectors", vector=vector, fetch=n, k=w.candidates, **params)[0]
+        cutoff[0] = float(row["cutoff"] or 0.0)
+        return int(row["fetched"]), list(row["rows"])
+
+    if ctx.size.get(w.exact_scan_max).steps <= w.exact_scan_max:
+        rows = list(ctx.gateway.read("search_step_scan", vector=vector, k=w.candidates, **params)[0]["rows"])
+        best = {r["id"]: max(0.0, neo4j_to_cosine(r["score"])) for r in rows}
+        # Every step was scored: an experience not among the k best has none above the last.
+        return StepEvidence(rows, best, min(best.values()) if len(rows) >= w.candidates else 0.0)
+    # One request, no growth: many experiences share a step (every retail task starts by
+    # finding the user), and asking for more would only confirm what the bound says.
+    first = w.candidates * 2
+    result = overfetch(fetch, w.candidates, first=first, limit=first)
+    best = {r["id"]: max(0.0, neo4j_to_cosine(r["score"])) for r in result.rows}
+    if len(result.rows) >= w.candidates:  # truncated to the k best experiences
+        bound = min(best.values())
+    elif result.exhausted:  # the index returned every step there is
+        bound = 0.0
+    else:
+        bound = max(0.0, neo4j_to_cosine(cutoff[0]))
+    return StepEvidence(result.rows, best, bound)
+
+
+def concepts(ctx: SearchContext, vector: list[float], w: SearchWeights) -> list[ConceptHit]:
+    """The meta-concept documents nearest to ``vector`` (``w.concepts`` of them)."""
+    if w.concepts == 0:
+        return []
+
+    def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
+        row = ctx.gateway.read("search_meta_concepts", kb=ctx.namespace, vector=vector, fetch=n, k=w.concepts)[0]
+        return int(row["fetched"]), list(row["rows"])
+
+    if ctx.size.get(w.exact_scan_max).meta_concepts <= w.exact_scan_max:
+        # A namespace holds tens of documents: scoring them all is one cheap request, where the
+        # shared index, crowded by other namespaces' documents, needs growing requests.
+        rows = list(ctx.gateway.read("search_meta_concepts_scan", kb=ctx.namespace, vector=vector,
+                                     k=w.concepts)[0]["rows"])
+    else:
+        rows = overfetch(fetch, w.concepts, first=w.concepts * 10, limit=w.overfetch_limit).rows
+    return [
+        ConceptHit(id=r["id"], name=r["name"], score=round(max(0.0, neo4j_to_cosine(r["score"])), 6),
+                   document=r["document"] or "", concepts=int(r["concepts"]), experiences=int(r["experiences"]))
+        for r in rows
+    ]

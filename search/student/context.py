@@ -1,0 +1,152 @@
+"""What the stages of a student search work with: :class:`SearchContext`, shared by every search of one
+retriever (the store, the embedder, the caches, the thread pool), and :class:`Run`, one search (the
+query, the weights in force, its vectors, the notes it leaves for the caller).
+
+The stages (``channels``, ``facts``, ``scores``, ``graph``, ``hits``) are functions of the two, so a
+stage can be read, and tested, without the retriever around it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kbgraph.embedders import Embedder
+from kbgraph.core.errors import InvalidInputError
+from kbgraph.store.gateway import Neo4jGateway
+from kbgraph.ingest.facts import PgVectorCache
+from kbgraph.search.namespace_size import NamespaceSize
+from kbgraph.search.params import SearchQuery, SearchWeights
+from kbgraph.search.scoring import domain_distance, transferability
+
+__all__ = ["Run", "SearchContext"]
+
+#: How long the answer "does this domain have experiences with steps?" is trusted (seconds).
+DOMAIN_STEPS_TTL = 60.0
+
+
+@dataclass
+class SearchContext:
+    """What every search of one retriever shares. Thread-safe: besides the store and the pool it holds
+    only caches (domain vectors, the indexes' pass rates, which domains have steps), whose entries a
+    concurrent search may at worst compute twice."""
+
+    gateway: Neo4jGateway
+    embedder: Embedder
+    namespace: str
+    #: Problem+goal vectors of concrete experiences (the retriever's, shared with the pipelines).
+    pg_vectors: PgVectorCache
+    size: NamespaceSize
+    utility_decay: float
+    #: The retriever's thread pool (made on first use).
+    executor: Callable[[], Executor]
+    domain_vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    pass_rates: dict[tuple[Any, ...], float] = field(default_factory=dict)
+    domain_steps: dict[str, tuple[bool, float]] = field(default_factory=dict)
+
+    def domain_has_steps(self, domain: str | None) -> bool:
+        """False when the query's domain holds no experience with steps (WebArena's, say): the
+        structural index then has nothing of that domain to find, and its request is saved."""
+        if not domain:
+            return True
+        now = time.monotonic()
+        cached = self.domain_steps.get(domain)
+        if cached is None or now - cached[1] > DOMAIN_STEPS_TTL:
+            rows = self.gateway.read("search_domain_has_steps", kb=self.namespace, domain=domain)
+            cached = (bool(rows and rows[0]["has_steps"]), now)
+            self.domain_steps[domain] = cached
+        return cached[0]
+
+    def in_halves(self, read: Callable[[list[str]], list[dict[str, Any]]], items: list[str],
+                  split: bool) -> list[dict[str, Any]]:
+        """``read(items)``'s rows; with ``split``, read as two concurrent requests, each for half of
+        ``items``: Neo4j runs a query on one core, so one large request leaves the other idle while
+        the search waits for it."""
+        if not split or len(items) < 2:
+            return read(items)
+        half = (len(items) + 1) // 2
+        second = self.executor().submit(read, items[half:])
+        return [*read(items[:half]), *second.result()]
+
+    def domain_vector(self, name: str) -> np.ndarray:
+        vector = self.domain_vectors.get(name)
+        if vector is None:
+            vector = np.asarray(self.embedder.embed([name])[0], dtype=np.float64)
+            self.domain_vectors[name] = vector
+        return vector
+
+    def trans(self, query_domain: str | None, domain: str | None, tau: float) -> float:
+        if not query_domain or not domain:
+            return 1.0
+        if query_domain.strip().casefold() == domain.strip().casefold():
+            return 1.0
+        distance = domain_distance(query_domain, domain, self.domain_vector(query_domain), self.domain_vector(domain))
+        return transferability(distance, tau)
+
+    def unit_pg_vectors(self, ids: list[str], facts: dict[str, dict[str, Any]]) -> dict[str, np.ndarray]:
+        """Unit problem+goal vectors of experiences ``ids`` (those stored with one). A concrete
+        experience's never changes (its id is its content's hash), so it is read once per process;
+        an abstract one's follows its group, so it is read each time."""
+        abstract = [i for i in ids if facts.get(i, {}).get("kind") == "abstract"]
+        return self.pg_vectors.read_through(
+            ids, lambda wanted: self.gateway.read("experience_pg_vectors", kb=self.namespace, ids=wanted), uncached=abstract)
+
+
+@dataclass
+class Run:
+    """One search: the query, the weights in force (k clamped), the parameters every channel query
+    takes (namespace, filters, domain), the query's vectors, and the notes left for the caller.
+    ``split`` is decided once the candidates are known (see kbgraph.search.student.retriever)."""
+
+    query: SearchQuery
+    weights: SearchWeights
+    k: int
+    params: dict[str, Any]
+    #: The problem+goal vector (the query has task text), against the semantic index.
+    pg: list[float] | None
+    #: The task and the workflow executed so far, against the structural index.
+    task: list[float] | None
+    #: One vector per executed step, against the step index.
+    steps: list[list[float]]
+    notes: list[str]
+    excluded: set[str] = field(default_factory=set)
+    split: bool = False
+
+    @classmethod
+    def of(cls, query: SearchQuery, weights: SearchWeights, k: int, params: dict[str, Any],
+           vectors: dict[str, Any], notes: list[str]) -> Run:
+        pg = _as_list(vectors.get("pg"))
+        task = _as_list(vectors.get("task"))
+        steps = [v for v in (_as_list(x) for x in vectors.get("steps", [])) if v is not None]
+        return cls(query, weights, k, params, pg, task, steps, notes, excluded=set(query.exclude))
+
+    @property
+    def anchor(self) -> list[float]:
+        """A real vector to compute cosines against: a query without text uses its workflow (or
+        first step); the scores that come from it are then not used (see scores.direct_breakdowns)."""
+        anchor = self.pg or self.task or (self.steps[0] if self.steps else None)
+        assert anchor is not None  # SearchQuery requires text or steps
+        return anchor
+
+    @property
+    def pg_or_anchor(self) -> list[float]:
+        return self.pg or self.anchor
+
+    @property
+    def task_or_anchor(self) -> list[float]:
+        return self.task or self.anchor
+
+
+def _as_list(vector: Any) -> list[float] | None:
+    if vector is None:
+        return None
+    values = [float(x) for x in vector]
+    if not all(math.isfinite(x) for x in values):
+        raise InvalidInputError(["query vector: contains NaN or infinite values"], "invalid search")
+    return values

@@ -1,0 +1,104 @@
+"""Stage 2 of a student search: the scoring facts of every candidate, computed in the database
+(``search_candidates_score``: cosines against the query's vectors, the inner max of the fine score,
+support, utility, outcomes), so no embedding leaves Neo4j; then the lexical score, BM25 over the
+candidates' own texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kbgraph.search.handoff import hands_off
+from kbgraph.search.lexical import bm25_scores
+from kbgraph.search.student.channels import Gathered
+from kbgraph.search.student.context import Run, SearchContext
+from kbgraph.search.task_ways import task_ways, way_share
+
+__all__ = ["attach_facts", "is_excluded", "never_worked", "read_facts"]
+
+
+def attach_facts(ctx: SearchContext, run: Run, gathered: Gathered) -> dict[str, dict[str, Any]]:
+    """Reads the candidates' scoring facts into them (with the scores the vector channels already
+    returned) and sets their lexical scores. Returns the facts of the candidates' workflows, which
+    come with theirs (for the workflow scores)."""
+    candidates, w = gathered.candidates, run.weights
+    pg, task = run.pg_or_anchor, run.task_or_anchor
+    facts_rows = read_facts(
+        ctx, list(candidates), pg, task, run.excluded, run.params, w.handoff_credit,
+        semantic_known=[c.id for c in candidates.values() if "semantic" in c.known],
+        structural_known=[c.id for c in candidates.values() if "structural" in c.known], split=run.split,
+    ) if candidates else []
+    workflow_facts: dict[str, dict[str, Any]] = {}
+    for row in facts_rows:
+        candidate = candidates.get(row["id"])
+        if candidate is None:  # the workflow of a candidate, for the workflow scores
+            workflow_facts[row["id"]] = row
+            continue
+        candidate.facts = row
+        if row["semantic"] is None and "semantic" in candidate.known:
+            row["semantic"] = candidate.known["semantic"]
+        if row["has_steps"] and row["structural"] is None and "structural" in candidate.known:
+            row["structural"] = candidate.known["structural"]
+    # Lexical: BM25 over the candidates' own texts (see kbgraph.search.lexical: the index's
+    # scores depend on every namespace of the database).
+    with_facts = [c for c in candidates.values() if c.facts is not None]
+    if gathered.terms and w.alpha > 0:
+        for c, value in zip(with_facts, bm25_scores(gathered.terms, [str(c.facts["text"]) for c in with_facts if c.facts]),
+                            strict=True):
+            c.lexical = value
+    return workflow_facts
+
+
+def read_facts(
+    ctx: SearchContext, ids: list[str], pg: list[float], task: list[float], excluded: set[str], params: dict[str, Any],
+    handoff_credit: float, semantic_known: list[str] | None = None, structural_known: list[str] | None = None,
+    split: bool = False,
+) -> list[dict[str, Any]]:
+    """Scoring facts of experiences ``ids`` (``search_candidates_score``), each with its way's
+    share of its task (:func:`~kbgraph.search.task_ways.way_share`)."""
+    def read(part: list[str]) -> list[dict[str, Any]]:
+        return ctx.gateway.read(
+            "search_candidates_score", kb=ctx.namespace, ids=part, pg=pg, task=task, exclude=sorted(excluded),
+            decay=ctx.utility_decay, statuses=params["statuses"], semantic_known=semantic_known or [],
+            structural_known=structural_known or [],
+        )
+
+    results = ctx.in_halves(read, ids, split)
+    if not results:  # none of the ids is (still) stored
+        return []
+    ways = task_ways(_unique_ways(r["ways"] for r in results), handoff_credit)
+    # A candidate deleted while the query read it has no id: it is dropped. A workflow of
+    # candidates in both halves comes back from each, the same.
+    rows: dict[str, dict[str, Any]] = {}
+    for result in results:
+        for row in result["rows"]:
+            if row["id"] is not None:
+                rows.setdefault(row["id"], row)
+    for row in rows.values():
+        row["share"] = way_share(row["task_key"], row["operations"], ways) if row["kind"] == "concrete" else 1.0
+        row["hands_off"] = hands_off(row["operations"] or ())
+    return list(rows.values())
+
+
+def _unique_ways(parts: Iterable[list[list[Any]]]) -> list[list[Any]]:
+    seen: dict[tuple[Any, ...], list[Any]] = {}
+    for part in parts:
+        for task_key, way, worked in part:
+            seen.setdefault((task_key, tuple(way or ())), [task_key, way, worked])
+    return list(seen.values())
+
+
+def is_excluded(facts: dict[str, Any], excluded: set[str]) -> bool:
+    """The query excludes this experience, or it stands only for excluded runs (e.g. the task's
+    own record)."""
+    if not excluded:
+        return False
+    if facts["id"] in excluded:
+        return True
+    return facts["kind"] != "abstract" and int(facts["runs"]) > 0 and int(facts["runs_left"]) == 0
+
+
+def never_worked(facts: dict[str, Any]) -> bool:
+    """Every run the experience stands for failed (facts without run counts are not judged)."""
+    return int(facts.get("runs") or 0) > 0 and int(facts.get("support") or 0) == 0

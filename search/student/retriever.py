@@ -1,0 +1,211 @@
+"""Student-phase retrieval over Neo4j (DESIGN §3): "what worked before for a task like this?"
+
+One search runs these stages, each a named Cypher query from ``cypher/queries/search_*.cypher`` and
+each a module of this package:
+
+1. **Channels** (``channels``) gather candidates, each from one index, over-fetched and filtered
+   (5.26 indexes cannot filter): the semantic index (problem+goal), the structural index (workflow
+   shape), the full-text index (BM25 over problem, goal, domain) and, when steps were executed, the
+   step index.
+2. **Scoring facts** (``facts``) of every candidate are computed in the database (cosines against
+   the query's vectors, the inner max of the fine score, support), so no embedding leaves Neo4j.
+3. **Direct score** (``scores``; :func:`kbgraph.search.scoring.direct_scores`): coarse, fine and the
+   λ(t) stage blend, the lexical mix α, transferability, success and support.
+4. **Traversal** (``graph``): from the best seeds along ABSTRACTION, COMPOSITION, ADAPTATION and
+   ALTERNATIVE (both directions), ``score(seed) · Π w(edge)·w(type) · δ^hops · trans`` (``path_score``).
+5. **Selection** (``hits``): threshold θ, MMR over the pool, top k; then the hits are read (without
+   embeddings) and the nearest meta-concept documents are added.
+
+Every hit carries its score breakdown, the channels or edges that found it and, when it came from
+traversal, its path. Nothing connects at import time; the gateway and the embedder are injected.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from concurrent.futures import Executor
+from contextlib import contextmanager
+from threading import Lock
+from typing import Any
+
+import numpy as np
+
+from kbgraph.embedders import Embedder
+from kbgraph.store.gateway import Neo4jGateway
+from kbgraph.ingest.facts import PgVectorCache
+from kbgraph.ingest.generalise import describe_step, generalise_text
+from kbgraph.search.namespace_size import NamespaceSize
+from kbgraph.search.params import MAX_K, SearchFilters, SearchQuery, SearchWeights, parse_query, parse_search_options
+from kbgraph.search.results import SearchResults
+from kbgraph.search.student.channels import filter_params, gather
+from kbgraph.search.student.context import Run, SearchContext
+from kbgraph.search.student.facts import attach_facts, never_worked
+from kbgraph.search.student.graph import traverse
+from kbgraph.search.student.hits import pool_of, read_hits, select
+from kbgraph.search.student.scores import score_candidates
+from kbgraph.core.utility import decay_rate_per_day
+
+__all__ = ["SPLIT_READS_AT", "StudentRetriever"]
+
+#: A search with at least this many candidates, when it is the only one under way in the process,
+#: reads their scoring facts and the neighbours of its seeds as two concurrent requests (see
+#: SearchContext.in_halves). Queries with executed steps gather ~110 candidates (and their
+#: workflows); task-only ones ~50, for which one request is quicker.
+SPLIT_READS_AT = 60
+
+
+class StudentRetriever:
+    """Runs student searches in one namespace. Thread-safe: it keeps only caches (domain vectors,
+    index pass rates) and its thread pool."""
+
+    def __init__(
+        self, gateway: Neo4jGateway, embedder: Embedder, namespace: str, weights: SearchWeights | None = None,
+        utility_half_life_days: float = 30.0, pg_vectors: PgVectorCache | None = None,
+    ):
+        self.gateway = gateway
+        self.embedder = embedder
+        self.namespace = namespace
+        self.weights = weights or SearchWeights()
+        # Problem+goal vectors of concrete experiences, shared with the KnowledgeBase's pipelines:
+        # MMR and the failed-attempt matching compare them here rather than in a query.
+        self.pg_vectors = pg_vectors if pg_vectors is not None else PgVectorCache()
+        self.utility_decay = decay_rate_per_day(utility_half_life_days)
+        # What every search's stages share: the same objects, and the caches.
+        self._context = SearchContext(
+            gateway=gateway, embedder=embedder, namespace=namespace, pg_vectors=self.pg_vectors,
+            size=NamespaceSize(gateway, namespace), utility_decay=self.utility_decay, executor=self._executor,
+        )
+        self._pool: Executor | None = None
+        self._pool_lock = Lock()
+        self._searching = 0  # searches of this retriever under way (guarded by _pool_lock)
+
+    @property
+    def namespace_size(self) -> NamespaceSize:
+        """The namespace's cached size (shared with the step search: kb.search_steps)."""
+        return self._context.size
+
+    def _executor(self) -> Executor:
+        # The channels are independent index queries; running them concurrently overlaps their
+        # round trips (threads, or the event loop's tasks under AsyncKnowledgeBase).
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = self.gateway.spawn_pool(4, "kbgraph-search")
+            return self._pool
+
+    def close(self) -> None:
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
+                self._pool = None
+
+    # -- public --------------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: SearchQuery | dict[str, Any],
+        filters: SearchFilters | dict[str, Any] | None = None,
+        weights: SearchWeights | dict[str, Any] | None = None,
+        query_vectors: dict[str, Any] | None = None,
+    ) -> SearchResults:
+        """The k best experiences for ``query`` (see the module docstring for the stages).
+
+        ``query_vectors`` lets a caller that already embedded the query (a benchmark, a batch)
+        pass ``{"pg": …, "task": …, "steps": [...]}`` and skip the embedder.
+        """
+        with self._pool_lock:
+            self._searching += 1
+        try:
+            return self._search(query, filters, weights, query_vectors)
+        finally:
+            with self._pool_lock:
+                self._searching -= 1
+
+    def _search(
+        self,
+        query: SearchQuery | dict[str, Any],
+        filters: SearchFilters | dict[str, Any] | None,
+        weights: SearchWeights | dict[str, Any] | None,
+        query_vectors: dict[str, Any] | None,
+    ) -> SearchResults:
+        q = parse_query(query)
+        flt, w = parse_search_options(self.weights, filters, weights)
+        notes: list[str] = []
+        k = q.k
+        if k > MAX_K:
+            notes.append(f"k={k} is more than one search returns; clamped to {MAX_K}")
+            k = MAX_K
+        if k > w.candidates:  # each channel must be able to fill the list on its own
+            w = w.merged({"candidates": k})
+        timings: dict[str, float] = {}
+        context = self._context
+        with _timed(timings, "embed"):
+            vectors = query_vectors or self._embed_query(q, w)
+        with _timed(timings, "retrieval"):
+            run = Run.of(q, w, k, filter_params(self.namespace, flt, q, w), vectors, notes)
+            with _timed(timings, "channels"):
+                gathered = gather(context, run)
+            with _timed(timings, "facts"):
+                # A large search alone in this process reads the scoring facts, and its seeds'
+                # neighbours, in two concurrent halves (SearchContext.in_halves); searches running
+                # side by side already keep Neo4j's cores busy, and halves would only add work.
+                run.split = len(gathered.candidates) >= SPLIT_READS_AT and self._searching == 1
+                workflow_facts = attach_facts(context, run, gathered)
+            with _timed(timings, "score"):
+                scores = score_candidates(context, run, gathered, workflow_facts)
+            with _timed(timings, "traverse"):
+                reached = traverse(context, run, scores.breakdowns)
+            with _timed(timings, "select"):
+                pool = pool_of(context, run, scores, reached)
+                chosen, attempts = select(context, run, pool)
+            with _timed(timings, "read"):
+                hits = read_hits(context, chosen, pool.entries, attempts)
+            concepts = gathered.concepts.result() if gathered.concepts is not None else []
+        return SearchResults(
+            query=q.full_text() or " → ".join(s.action for s in q.steps_so_far),
+            hits=hits, concepts=concepts, notes=notes, timings_ms=timings, candidates=len(pool.entries),
+        )
+
+    # -- query embedding -----------------------------------------------------------------------
+
+    @staticmethod
+    def step_text(action: str, arguments: dict[str, Any], text: str | None = None) -> str:
+        """The text an executed step is embedded from: the same as a stored step's."""
+        return f"{action}: {text if text is not None else describe_step(action, arguments)}"
+
+    def _embed_query(self, q: SearchQuery, w: SearchWeights) -> dict[str, Any]:
+        """The query's vectors: ``pg`` (problem+goal, against the semantic index), ``task`` (the
+        task and the workflow executed so far, against the structural index), one per step.
+
+        Query text is generalised like stored text (ids, numbers, amounts become placeholders),
+        so an order number in the question neither matches nor repels the stored placeholders.
+        """
+        pg_text = generalise_text(q.pg_text())
+        task_text = generalise_text(q.task.strip()) or pg_text
+        if q.steps_so_far and w.structure_query_steps:
+            flow = " -> ".join(s.action for s in q.steps_so_far)
+            task_text = f"{task_text}\n{flow}".strip()
+        texts = [t for t in dict.fromkeys([pg_text, task_text]) if t]
+        step_texts = [self.step_text(s.action, s.arguments, s.text) for s in q.steps_so_far]
+        rows = self.embedder.embed([*texts, *step_texts]) if texts or step_texts else np.zeros((0, 0))
+        by_text = {text: rows[i] for i, text in enumerate(texts)}
+        return {
+            "pg": by_text.get(pg_text) if pg_text else None,
+            "task": by_text.get(task_text) if task_text else None,
+            "steps": [rows[len(texts) + i] for i in range(len(step_texts))],
+        }
+
+    # -- scoring facts ---------------------------------------------------------------------------
+
+    @staticmethod
+    def never_worked(facts: dict[str, Any]) -> bool:
+        """Every run the experience stands for failed (facts without run counts are not judged)."""
+        return never_worked(facts)
+
+
+@contextmanager
+def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
+    """Records how long the block took, in milliseconds, as ``timings[stage]``."""
+    started = time.perf_counter()
+    yield
+    timings[stage] = (time.perf_counter() - started) * 1000

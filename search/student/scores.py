@@ -1,0 +1,179 @@
+"""Stage 3 of a student search: the direct score of every candidate
+(:func:`kbgraph.search.scoring.direct_scores`: coarse, fine and the λ(t) stage blend, the lexical
+mix α, transferability, success and support, times the task-conditioned feedback), and the score of
+each candidate's workflow, which ranks right above the instance that speaks for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kbgraph.core.models import RelationType
+from kbgraph.search.params import SearchWeights
+from kbgraph.search.results import PathHop, ScoreBreakdown
+from kbgraph.search.scoring import direct_scores, fit_score, lambda_schedule, neo4j_to_cosine, support_score, workflow_score
+from kbgraph.search.student.channels import Candidate, Gathered, StepEvidence
+from kbgraph.search.student.context import Run, SearchContext
+from kbgraph.search.student.facts import is_excluded, read_facts
+from kbgraph.search.student.graph import Reached
+from kbgraph.core.utility import context_factor, outcome_evidence, utility_factor
+
+__all__ = ["WORKFLOW_FIRST", "Scores", "outcome_context", "score_candidates"]
+
+#: What a workflow adds to the score of the instance that speaks for it, so it ranks right above it.
+WORKFLOW_FIRST = 1e-6
+
+
+@dataclass
+class Scores:
+    """The candidates that may be returned, their direct scores (those the coarse cut kept), and
+    the workflows scored from them: ``{abstract id: (score, breakdown, the edge from its instance)}``."""
+
+    scored: list[Candidate]
+    breakdowns: dict[str, ScoreBreakdown]
+    workflows: dict[str, tuple[float, ScoreBreakdown, Reached]]
+
+
+def score_candidates(ctx: SearchContext, run: Run, gathered: Gathered,
+                     workflow_facts: dict[str, dict[str, Any]]) -> Scores:
+    w = run.weights
+    lam = lambda_schedule(len(run.steps), w.lambda_kind, w.lambda_rate, w.lambda_floor) if run.steps else 1.0
+    scored = [c for c in gathered.candidates.values() if c.facts is not None and not is_excluded(c.facts, run.excluded)]
+    breakdowns = _direct(ctx, run, scored, gathered.evidence, lam)
+    # Workflows: each abstract experience scores as its best instance that worked.
+    workflows = _workflows(ctx, run, scored, breakdowns, workflow_facts) if w.workflows else {}
+    return Scores(scored, breakdowns, workflows)
+
+
+def _direct(
+    ctx: SearchContext, run: Run, scored: Sequence[Candidate], evidence: Sequence[StepEvidence], lam: float,
+) -> dict[str, ScoreBreakdown]:
+    """The direct score breakdown of every candidate the coarse cut keeps, by id.
+
+    ``has_text``: the query has task text (the semantic and lexical channels ran);
+    ``has_flow``: it has a vector for the structural index (task text and/or the executed
+    workflow). A query of executed steps only ranks by workflow shape and step match."""
+    if not scored:
+        return {}
+    w, domain = run.weights, run.query.domain
+    has_text, has_flow = run.pg is not None, run.task is not None
+    facts = [c.facts for c in scored if c.facts is not None]
+    semantic = np.array([neo4j_to_cosine(f["semantic"]) if has_text and f["semantic"] is not None else 0.0
+                         for f in facts])
+    has_structure = np.array([f["structural"] is not None and has_flow for f in facts])
+    structural = np.array([neo4j_to_cosine(f["structural"]) if s else 0.0 for f, s in zip(facts, has_structure)])
+    # S_fine = mean over executed steps of the best cosine among the experience's steps. The
+    # step index gives it exactly for every experience it returned for that step; any other
+    # step scores at most the index's cut-off, which stands in for it (see StepEvidence).
+    fine = np.array([
+        float(np.mean([e.best.get(f["id"], e.bound) for e in evidence])) if evidence and f["has_steps"] else 0.0
+        for f in facts
+    ])
+    trans = np.array([ctx.trans(domain, f["domain"], w.tau) for f in facts])
+    # A way that hands the task to a human counts its successes at handoff_credit (search/handoff.py).
+    success = np.clip(np.array([float(f["success_rate"]) * (w.handoff_credit if f.get("hands_off") else 1.0)
+                                for f in facts]), 0.0, 1.0)
+    support = np.array([support_score(int(f["remaining"]), w.support_saturation) for f in facts])
+    quality = np.clip(np.array([float(f["quality"]) for f in facts]), 0.0, 1.0)
+    utility = np.clip(np.array([float(f["utility"]) for f in facts]), 0.0, 1.0)
+    share = np.clip(np.array([float(f.get("share", 1.0)) for f in facts]), 0.0, 1.0)
+    # Task-conditioned feedback: outcomes on tasks like this one (only a text query has them).
+    context = np.array([outcome_context(f, w, has_text) for f in facts])
+    # Without query text, only the executed steps can rank: λ = 0 puts all weight on fine.
+    lam_used = lam if (has_text or has_flow) else 0.0
+    parts = direct_scores(
+        semantic=semantic, structural=structural, has_structure=has_structure, fine=fine,
+        lexical=np.array([c.lexical for c in scored]), trans=trans, success=success, support=support,
+        quality=quality, structure_weight=(w.structure_weight if evidence else w.task_structure_weight) if has_text else 1.0,
+        lam=lam_used, alpha=w.alpha,
+        success_floor=w.success_floor, support_weight=w.support_weight, quality_weight=w.quality_weight,
+        utility=utility, utility_weight=w.utility_weight, share=share,
+    )
+    parts["direct"] = parts["direct"] * context
+    out: dict[str, ScoreBreakdown] = {}
+    for i, c in enumerate(scored):
+        out[c.id] = ScoreBreakdown(
+            semantic=round(float(max(0.0, semantic[i])), 6),
+            structural=round(float(max(0.0, structural[i])), 6) if has_structure[i] else None,
+            coarse=round(float(parts["coarse"][i]), 6),
+            fine=round(float(fine[i]), 6) if evidence else None,
+            lam=round(lam_used, 6), stage=round(float(parts["stage"][i]), 6),
+            lexical=round(float(parts["lexical"][i]), 6), textual=round(float(parts["textual"][i]), 6),
+            trans=round(float(trans[i]), 6), success=round(float(success[i]), 6),
+            support=round(float(support[i]), 6), quality=round(float(quality[i]), 6),
+            utility=round(float(utility[i]), 6), utility_factor=round(float(parts["utility_factor"][i]), 6),
+            share=round(float(share[i]), 6), handed_off=bool(facts[i].get("hands_off")),
+            context=round(float(context[i]), 6), outcomes=len(facts[i]["outcomes"]),
+            direct=float(parts["direct"][i]), final=float(parts["direct"][i]),
+        )
+    coarse_cut = [c.id for i, c in enumerate(scored) if parts["coarse"][i] < w.theta_coarse and has_text]
+    for cut in coarse_cut:
+        del out[cut]
+    return out
+
+
+def _workflows(
+    ctx: SearchContext, run: Run, scored: Sequence[Candidate], breakdowns: dict[str, ScoreBreakdown],
+    workflow_facts: dict[str, dict[str, Any]],
+) -> dict[str, tuple[float, ScoreBreakdown, Reached]]:
+    """Abstract experiences scored from their instances (:func:`workflow_score`): each takes the
+    score of its best-fitting instance that worked (stage · trans · success factor · share,
+    plus that instance's support), with its own utility and task outcomes, and ranks right
+    above that instance: the workflow of the run most like this task is the answer, and it
+    stands for all its runs. Instances that only failed do not speak for it. The scoring facts
+    of the candidates' workflows came with theirs (``workflow_facts``); one missing there (an
+    instance's workflow made while this search ran) is read. Returns
+    ``{abstract id: (score, breakdown, the edge from that instance)}``."""
+    w, params, has_text = run.weights, run.params, run.pg is not None
+    best: dict[str, tuple[float, Candidate]] = {}
+    for c in scored:
+        facts = c.facts
+        breakdown = breakdowns.get(c.id)
+        if facts is None or breakdown is None or not facts.get("workflow") or int(facts["remaining"]) == 0:
+            continue
+        relevance = fit_score(breakdown.stage, breakdown.trans, breakdown.success, breakdown.share, w.success_floor)
+        workflow_id = facts["workflow"]["id"]
+        if workflow_id not in best or relevance > best[workflow_id][0]:
+            best[workflow_id] = (relevance, c)
+    if not best:
+        return {}
+    known = {c.id: c.facts for c in scored if c.id in best and c.facts is not None}
+    known.update({i: workflow_facts[i] for i in best if i in workflow_facts and i not in known})
+    missing = [i for i in sorted(best) if i not in known]
+    if missing:
+        known.update({row["id"]: row for row in read_facts(
+            ctx, missing, run.pg_or_anchor, run.task_or_anchor, run.excluded, params, w.handoff_credit)})
+    out: dict[str, tuple[float, ScoreBreakdown, Reached]] = {}
+    for workflow_id, (relevance, member) in best.items():
+        facts = known.get(workflow_id)
+        if facts is None or (params["domains"] is not None and facts["domain"] not in params["domains"]):
+            continue  # filtered out (status, domain)
+        support = breakdowns[member.id].support
+        utility = min(max(float(facts["utility"]), 0.0), 1.0)
+        by_utility, context = utility_factor(utility, w.utility_weight), outcome_context(facts, w, has_text)
+        # The workflow ranks right above the run that speaks for it (WORKFLOW_FIRST breaks the tie).
+        score = workflow_score(min(relevance, 1.0), support, w.support_weight) * by_utility * context + WORKFLOW_FIRST
+        b = breakdowns[member.id].model_copy(update={
+            "support": round(support, 6), "utility": round(utility, 6), "utility_factor": round(by_utility, 6),
+            "context": round(context, 6), "outcomes": len(facts["outcomes"]),
+            "quality": round(min(max(float(facts["quality"]), 0.0), 1.0), 6),
+            "workflow": round(score, 6), "direct": score, "final": score,
+        })
+        edge: dict[str, Any] = member.facts["workflow"] if member.facts else {"weight": 1.0, "reason": ""}
+        hop = PathHop(relation=RelationType.ABSTRACTION, direction="out", from_id=member.id, to_id=workflow_id,
+                      weight=min(1.0, max(0.0, float(edge["weight"]))), reason=str(edge["reason"]))
+        out[workflow_id] = (score, b, Reached(workflow_id, member.id, score, [hop], facts, score))
+    return out
+
+
+def outcome_context(facts: dict[str, Any], w: SearchWeights, has_text: bool) -> float:
+    """Task-conditioned feedback: exp(w · evidence) from the outcomes on tasks like this one."""
+    if not has_text or not facts["outcomes"]:
+        return 1.0
+    evidence = outcome_evidence([neo4j_to_cosine(o[0]) for o in facts["outcomes"]],
+                                [float(o[1]) for o in facts["outcomes"]], w.outcome_similarity_floor)
+    return context_factor(evidence, w.outcome_weight)
