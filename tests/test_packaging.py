@@ -43,7 +43,7 @@ def test_the_wheel_holds_only_the_kbgraph_package(wheel: Path) -> None:
 def test_the_integrations_ship_with_their_extras_declared(wheel: Path) -> None:
     archive = zipfile.ZipFile(wheel)
     names = archive.namelist()
-    for module in ("kbgraph/integrations/langgraph.py", "kbgraph/integrations/langchain.py", "kbgraph/http_api.py",
+    for module in ("kbgraph/integrations/langgraph.py", "kbgraph/integrations/langchain/__init__.py", "kbgraph/http_api/__init__.py",
                    "kbgraph/async_kb.py", "kbgraph/skills/export.py"):
         assert module in names
     metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()

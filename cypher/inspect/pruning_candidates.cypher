@@ -3,7 +3,7 @@
 // The active experiences agents have had a fair chance to use (retrieved at least $min_retrieved
 // times) ranked by AutoRefine's maintenance score, lowest first:
 //   score = s/(u+ε) · log(1+u) · (1 + u/(r+ε))    s = succeeded, u = used, r = retrieved, ε = $epsilon
-// (kbgraph.search.utility.maintenance_score computes the same). 0 means never used, or used and
+// (kbgraph.core.utility.maintenance_score computes the same). 0 means never used, or used and
 // never successful. `in_bottom_fraction` marks the lowest $prune_fraction of all candidates (ties
 // broken by id): the share kbgraph's maintenance archives (reversibly) when it prunes.
 //

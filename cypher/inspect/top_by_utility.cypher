@@ -1,7 +1,7 @@
 // Top experiences by utility: which active experiences of a domain are worth most now?
 //
 // One domain, or every domain when $domain is null.
-// Utility is Agent KB D.3 as kbgraph defines it (kbgraph.search.utility.utility computes the same):
+// Utility is Agent KB D.3 as kbgraph defines it (kbgraph.core.utility.utility computes the same):
 //   U = quality · exp(−λ · days since last_used_at, or created_at when never used)
 //     + usage_impact · exp(−λ · days since usage_impact_at)        clipped to [0, 1]
 // with λ = $decay_per_day. A timestamp in the future (clock skew) counts as 0 days. Both terms

@@ -193,7 +193,7 @@ class KbgraphStore(BaseStore):
                 plan.value = value_text(op.value, where)
                 plan.ttl = check_ttl(op.ttl, where)
                 if tuple(op.namespace) == TRAJECTORIES:
-                    from kbgraph.mcp_server import parse_trajectory
+                    from kbgraph.tools import parse_trajectory
                     plan.trajectory = parse_trajectory(dict(op.value))  # InvalidInputError names the field
                 if self.index_config is not None and op.index is not False:
                     fields = self._fields if op.index is None else [(p, tokenize_path(p)) for p in op.index]
@@ -220,7 +220,7 @@ class KbgraphStore(BaseStore):
             self._refresh([row["id"] for row in rows if row["ttl"] is not None and row["id"] in refreshed])
         for op in ops:
             if tuple(op.namespace) == EXPERIENCES and (experience := self.kb.get(op.key)) is not None:
-                from kbgraph.mcp_server import experience_details
+                from kbgraph.tools import experience_details
                 value = experience_details(experience, None).model_dump(mode="json")
                 found[item_id(EXPERIENCES, op.key)] = Item(namespace=EXPERIENCES, key=op.key, value=value,
                                                            created_at=experience.created_at, updated_at=experience.created_at)
@@ -286,7 +286,7 @@ class KbgraphStore(BaseStore):
             from kbgraph.core.errors import InvalidInputError
             raise InvalidInputError([f"filter: {key}: searching {EXPERIENCES} filters on domain and agent only"
                                      for key in sorted(unknown)], "invalid search filter")
-        from kbgraph.mcp_server import search_result
+        from kbgraph.tools import search_result
         results = self.kb.search(op.query, domain=conditions.get("domain"), agent=conditions.get("agent"),
                                  k=op.offset + op.limit)
         now = _now()

@@ -190,7 +190,7 @@ def test_an_outcome_given_as_a_string_is_refused_not_read_as_a_success(
 
 
 def test_an_oversized_line_is_refused_unbuffered_and_the_server_keeps_serving(peer: StdioPeer) -> None:
-    from kbgraph.mcp_stdio import MAX_MESSAGE_BYTES
+    from kbgraph.mcp_server.stdio import MAX_MESSAGE_BYTES
 
     TRIED["mcp raw line"] = TRIED.get("mcp raw line", 0) + 1
     peer.send_text('{"jsonrpc": "2.0", "id": 99, "method": "tools/list", "params": {"x": "' + "a" * MAX_MESSAGE_BYTES + '"}}')

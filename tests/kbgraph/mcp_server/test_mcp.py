@@ -26,8 +26,8 @@ from mcp.types import CallToolResult, Tool, ToolAnnotations
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
 from kbgraph.store.managed.server import free_port
-from kbgraph.mcp_server import (TOOL_NAMES, KnowledgeBaseSource, TrajectoryInput, build_server, one_line,
-                                 strict_tool)
+from kbgraph.mcp_server import TOOL_NAMES, KnowledgeBaseSource, build_server, strict_tool
+from kbgraph.tools import TrajectoryInput, one_line
 from kbgraph.core.models import Trajectory
 from kbgraph.core.settings import Settings
 from tests.conftest import Neo4jTarget

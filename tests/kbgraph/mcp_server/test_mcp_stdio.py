@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from kbgraph import mcp_stdio
-from kbgraph.mcp_stdio import check_line
+from kbgraph.mcp_server import stdio as mcp_stdio
+from kbgraph.mcp_server.stdio import check_line
 
 
 def answer(line: str) -> dict[str, Any]:

@@ -1,0 +1,114 @@
+"""Request bodies refused before an endpoint runs: over the size limit (413), or not what it takes (422).
+
+:func:`body_problem` says in one line where a body is refused — where it stops being JSON, or the
+field and why, checked again against the endpoint's model so the words are the MCP tools'.
+:class:`BodyLimit` refuses an oversized body with a JSON line rather than Starlette's plain text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ValidationError
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from kbgraph.core.value_bounds import value_problem
+from kbgraph.http_api._errors import ApiError, answer
+from kbgraph.tools import argument_problems, one_line
+
+#: Larger request bodies are refused (413): a few thousand trajectories fit in far less.
+MAX_BODY_BYTES = 32 * 1024 * 1024
+
+
+def _json_kind(value: Any) -> str:
+    kinds = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+             float: "a number", type(None): "null"}
+    return kinds.get(type(value), type(value).__name__)
+
+
+def _where_json_stops(document: str, position: int) -> str:
+    line = document.count("\n", 0, position) + 1
+    column = position - (document.rfind("\n", 0, position) + 1) + 1
+    return f"line {line}, column {column}"
+
+
+#: An endpoint's body, checked again to name its problems: the model, and whether the body is a list.
+BodyModel = tuple[type[BaseModel], bool]
+
+
+def body_problem(request: Request, exc: RequestValidationError, bodies: dict[str, BodyModel]) -> str:
+    """One line saying where the request body is refused and why (the MCP tools' wording).
+    ``bodies``: each endpoint's body by the endpoint's name."""
+    errors = list(exc.errors())
+    headline = "invalid request body, nothing was done"
+    for error in errors:
+        if error.get("type") == "json_invalid":
+            document = exc.body if isinstance(exc.body, str) else ""
+            position = error["loc"][-1] if isinstance(error["loc"][-1], int) else 0
+            return (f"{headline}: the body is not valid JSON: {error.get('ctx', {}).get('error', 'JSON decode error')} "
+                    f"at {_where_json_stops(document, position)}")
+    if isinstance(exc.body, bytes | bytearray):
+        sent = request.headers.get("content-type") or "none"
+        return f"{headline}: the body must be JSON, sent with 'Content-Type: application/json' (Content-Type: {sent})"
+    route = request.scope.get("route")
+    expected = bodies.get(getattr(route, "name", ""))
+    if any(error.get("loc") == ("body",) and error.get("type") == "missing" for error in errors):
+        return f"{headline}: the body is missing: send a JSON {'list' if expected and expected[1] else 'object'}"
+    if expected is not None:
+        model, is_list = expected
+        body = exc.body
+        if is_list and not isinstance(body, list):
+            return f"{headline}: body: expected a JSON list of trajectories (got {_json_kind(body)})"
+        if not is_list and not isinstance(body, dict):
+            return f"{headline}: body: expected a JSON object (got {_json_kind(body)})"
+        arguments: Any = {"trajectories": body} if is_list else body
+        if problem := value_problem(arguments):  # refused before the model looks: say where
+            return f"{headline}: {problem}"
+        try:
+            model.model_validate(arguments)
+        except ValidationError as error:
+            return f"{headline}: {argument_problems(error, arguments)}"
+    # Not reached for kbgraph's bodies; any other parameter is named by FastAPI's location.
+    problems = [f"{'.'.join(str(part) for part in error.get('loc', ())) or '(request)'}: {error.get('msg', 'invalid')}"
+                for error in errors]
+    return one_line(f"{headline}: " + "; ".join(problems))
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+class BodyLimit:
+    """Refuses request bodies over ``max_bytes`` with 413 and a JSON line, like every other
+    refusal (Starlette's own limit answers in plain text): at once for a declared Content-Length,
+    otherwise when the body read so far outgrows it."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    def _message(self) -> str:
+        return f"the request body is over the limit of {self.max_bytes:,} bytes: send fewer trajectories at once"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            await answer(ApiError(413, self._message()))(scope, receive, send)
+            return
+        received = 0
+
+        async def limited() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise BodyTooLarge(self._message())
+            return message
+
+        await self.app(scope, limited, send)

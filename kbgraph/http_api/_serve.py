@@ -1,0 +1,107 @@
+"""Serving the HTTP API: where it may listen (loopback, or beyond with a key) and the uvicorn loop."""
+
+from __future__ import annotations
+
+import ipaddress
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from kbgraph.core.errors import InvalidInputError, KbgraphError, Neo4jUnavailableError
+from kbgraph.core.settings import Settings
+from kbgraph.http_api._app import create_app
+from kbgraph.http_api._bodies import NAMESPACE_HEADER
+from kbgraph.kb import KnowledgeBase
+from kbgraph.tools import one_line
+
+DEFAULT_PORT = 8000
+
+
+def is_loopback(host: str) -> bool:
+    """Whether only this machine can reach ``host`` (127.0.0.0/8, ::1, localhost)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a name (or "" = every interface): it may reach beyond this machine
+        return False
+
+
+def check_bind(host: str, api_key: str | None) -> None:
+    """Refuses (InvalidInputError) an empty key, and listening beyond loopback without a key."""
+    if api_key is not None and not api_key.strip():
+        raise InvalidInputError(["api key: empty: give a key (--api-key or KBGRAPH_API_KEY), or none on loopback"],
+                                "cannot serve")
+    if api_key is None and not is_loopback(host):
+        raise InvalidInputError([
+            f"host: {host!r} is reachable beyond this machine, so an API key is required: pass --api-key or set "
+            "KBGRAPH_API_KEY (clients send 'Authorization: Bearer <key>'), or listen on 127.0.0.1"], "cannot serve")
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host``:``port`` (0: a free port), or KbgraphError saying why not."""
+    try:
+        family, _, _, _, address = socket.getaddrinfo(host.strip("[]") or None, port, type=socket.SOCK_STREAM,
+                                                      flags=socket.AI_PASSIVE)[0]
+        return socket.create_server(address[:2], family=family)
+    except (OSError, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise KbgraphError(f"cannot listen on {host}:{port}: {reason} (choose another --host or --port)") from None
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+@contextmanager
+def _stopping_is_success() -> Iterator[None]:
+    """After a graceful shutdown on SIGINT or SIGTERM, uvicorn raises the signal again for the
+    handler that was in place before it (by default: KeyboardInterrupt, or death by SIGTERM). A
+    stop that was asked for and done is a success here: that handler only notes the signal."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, lambda number, frame: None) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, api_key: str | None = None,
+          log_level: str = "info", announce: Callable[[str], None] = print) -> None:
+    """Serves the HTTP API until SIGINT/SIGTERM. Checks the binding first (:func:`check_bind`),
+    then opens the knowledge base so the first request does not wait for the model; a Neo4j that
+    is not up yet is reported and tried again on each call (``/v1/health`` says 503 meanwhile)."""
+    import uvicorn
+
+    check_bind(host, api_key)
+    sock = listen(host, port)
+    try:
+        source: KnowledgeBase | Callable[[], KnowledgeBase]
+        owned: KnowledgeBase | None = None
+        try:
+            owned = source = KnowledgeBase.from_settings(settings)
+        except Neo4jUnavailableError as exc:
+            announce(f"kbgraph serve: Neo4j is not available yet ({one_line(str(exc))}); serving anyway: "
+                     "/v1/health answers 503 and each call tries again")
+            source = lambda: KnowledgeBase.from_settings(settings)  # noqa: E731
+        bound_port = sock.getsockname()[1]
+        announce(f"kbgraph serve: {_url(host, bound_port)} (OpenAPI at /docs), namespace {settings.namespace!r} "
+                 f"unless a request's {NAMESPACE_HEADER} header names another; API key "
+                 + ("required" if api_key is not None else "not required (loopback only)"))
+        server = uvicorn.Server(uvicorn.Config(create_app(source, api_key), host=host, port=bound_port,
+                                               log_level=log_level))
+        try:
+            with _stopping_is_success():
+                server.run(sockets=[sock])
+        finally:
+            if owned is not None:
+                owned.close()
+        if not server.started:
+            raise KbgraphError("the HTTP server did not start (see the messages above)")
+    finally:
+        sock.close()

@@ -1,0 +1,82 @@
+"""The tools' inputs: what an agent passes to search, refine, record an outcome and add a trajectory.
+
+Shared by the MCP tools, the HTTP API's request bodies and the LangChain tools, so every way in
+takes the same arguments with the same descriptions (which a model reads to know what to pass).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+
+class _Input(BaseModel):
+    # Strict: a client's "yes" is not a success, nor "3" an order (lax parsing would read them so).
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ExecutedStep(_Input):
+    """A step the agent has already executed in the current task."""
+
+    action: str = Field(description="The tool or operation called, e.g. 'get_order_details'.")
+    arguments: dict[str, Any] = Field(
+        default_factory=dict, description="The arguments it was called with (values may be concrete).")
+
+
+class ProblematicStepInput(_Input):
+    """A step that went wrong: what was called, with what, and the error it produced."""
+
+    action: str = Field(description="The tool or operation called, e.g. 'find_user_by_email'.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="The arguments it was called with.")
+    error: str | None = Field(
+        default=None, description="The error message or failed observation, verbatim. Leave out if none.")
+    issue_type: str | None = Field(
+        default=None, description="A short issue class such as 'not_found' or 'permission'; classified from "
+                                  "the error when left out.")
+    text: str | None = Field(
+        default=None, description="Optional description of what the step meant to do; built from action and "
+                                  "arguments when left out.")
+
+
+class StepRewardInput(_Input):
+    """How one step of a used experience went (per-step credit, MAEL)."""
+
+    experience_id: str = Field(description="The experience whose step this is.")
+    order: int = Field(ge=0, description="The step's order within that experience (0 = first), as shown by "
+                                         "search_experiences or get_experience.")
+    reward: float = Field(ge=-1.0, le=1.0, description="-1 (harmful) … 0 (no help) … 1 (exactly right).")
+
+
+class TrajectoryStepInput(_Input):
+    """One step as the agent took it."""
+
+    action: str = Field(description="The tool or operation called.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="The arguments, concrete values included "
+                                                                        "(kbgraph generalises ids and numbers).")
+    thought: str | None = Field(default=None, description="Why the agent took this step.")
+    observation: str | None = Field(default=None, description="What the step returned.")
+    error: str | None = Field(default=None, description="The error, when the step failed.")
+    reward: float | None = Field(default=None, description="How good the step was, in [-1, 1].")
+
+
+class OutcomeInput(_Input):
+    success: bool = Field(description="Whether the task was accomplished.")
+    reward: float | None = Field(default=None, description="Optional score of the whole run.")
+
+
+class TrajectoryInput(_Input):
+    """A trajectory in kbgraph's reference format (one line of shared/data/trajectories/*.jsonl)."""
+
+    id: str = Field(description="A unique, stable id for this run: letters, digits, '_', '.', ':' or '-', at "
+                                "most 128 characters. The same id is ingested once.")
+    task: str = Field(description="The task as it was given to the agent, in words.")
+    domain: str = Field(default="general", description="The domain, e.g. 'retail', 'airline', 'banking'.")
+    source: str | None = Field(default=None, description="Where the run comes from (agent, benchmark, …).")
+    steps: list[TrajectoryStepInput] = Field(default_factory=list, description="The steps, in the order taken.")
+    outcome: OutcomeInput | None = Field(default=None, description="How it ended; a success when left out.")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Extra facts; 'adapted_from': '<trajectory id>' declares that this "
+                                          "run carried another one into a new domain.")
+
