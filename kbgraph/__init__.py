@@ -6,6 +6,7 @@
         kb.add_experiences([Experience(problem="…", goal="…", steps=[Step(action="…", text="…")])])
 """
 
+from kbgraph import _moved
 from kbgraph.core.errors import (
     EmbedderError,
     InvalidInputError,
@@ -36,3 +37,5 @@ __all__ = [
 ]
 
 from kbgraph.store.managed import ManagedNeo4j  # noqa: E402
+
+_moved.install()  # old module paths (kbgraph.gateway, …) still import, with a DeprecationWarning
