@@ -15,6 +15,7 @@ neo4j.conf and password file are :mod:`kbgraph.store.managed.conf`. This module 
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
 import sys
 import time
@@ -162,7 +163,20 @@ class ManagedNeo4j:
                             browser_guide_url=assets.guide_url if assets else None)
 
     def start(self) -> ServerStatus:
-        """Starts the server unless it already runs; returns once Bolt answers with our password."""
+        """Starts the server unless it already runs; returns once Bolt answers with our password.
+
+        Processes starting it at the same time (two commands, a test run beside an ingest) take
+        turns: the first starts it, the others find it running. Without the lock both saw no
+        server, both launched one, and the loser's pid replaced the winner's in the pid file."""
+        self.home.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.home.parent / f".{self.home.name}.start.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                return self._start_or_join()
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _start_or_join(self) -> ServerStatus:
         if (pid := self._live_pid()) is not None:
             if _is_stopped(pid):
                 raise ManagedServerError(

@@ -6,6 +6,7 @@ import json
 import socket
 import stat
 import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,31 @@ def test_start_status_browser_stop_and_restart(tmp_path: Path, monkeypatch: pyte
     again = server.start()  # the data and the password survive a restart
     try:
         assert again.running and server.password() == password
+    finally:
+        server.stop()
+
+
+def test_two_processes_starting_it_at_once_share_one_server(tmp_path: Path) -> None:
+    # Two commands started side by side (an ingest and a test run, say) both found no server;
+    # both launched one and the loser overwrote the winner's pid, leaving a server nobody knew of.
+    bolt, http = free_port(), free_port()
+    script = (
+        "import sys; from pathlib import Path; from kbgraph.core.settings import Settings; "
+        "from kbgraph.store.managed.server import ManagedNeo4j; "
+        f"s = ManagedNeo4j(home=Path({str(tmp_path / 'instance')!r}), cache_dir=Settings().cache_dir, "
+        f"bolt_port={bolt}, http_port={http}, heap='1g', pagecache='256m', quiet=True, assets_port=0); "
+        "print(s.start().pid)"
+    )
+    starters = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True) for _ in range(2)]
+    server = ManagedNeo4j(home=tmp_path / "instance", cache_dir=Settings().cache_dir, bolt_port=bolt, http_port=http,
+                          quiet=True, assets_port=0)
+    try:
+        answers = [starter.communicate(timeout=300) for starter in starters]
+        assert all(starter.returncode == 0 for starter in starters), [err for _, err in answers]
+        pids = {int(out.strip()) for out, _ in answers}
+        assert len(pids) == 1, f"two servers were started: {pids}"
+        assert server.status().pid == pids.pop()
     finally:
         server.stop()
 
