@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,6 +14,7 @@ from rich.table import Table
 
 from kbgraph.cli._common import JsonOption, _open, _parse_assignments, _progress, add_commands, out
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.kb import KnowledgeBase
 from kbgraph.core.progress import stage_reporter
 from kbgraph.core.terminal import json_safe
 
@@ -37,12 +40,25 @@ def eval_command(
     k: Annotated[int, typer.Option("--k", help="Cut-off of nDCG and Recall")] = 10,
     setting: Annotated[list[str] | None, typer.Option("--set", help="Override a search weight: NAME=VALUE")] = None,
     per_query: Annotated[bool, typer.Option("--per-query", help="Include each query's nDCG per system")] = False,
+    suite: Annotated[bool, typer.Option(
+        "--suite", help="Run every development set (the shared ones and the project's data/dev) in one table: "
+                        "kbgraph, each baseline and each ablation column")] = False,
+    sets: Annotated[str | None, typer.Option("--sets", help="With --suite: only these sets (comma-separated)")] = None,
+    ablations: Annotated[str | None, typer.Option(
+        "--ablations", help="With --suite: only these ablation columns (comma-separated; 'none' for none)")] = None,
+    data: Annotated[Path, typer.Option("--data", help="With --suite: the shared data folder (eval/, trajectories/, "
+                                       "real_runs/)")] = Path("../shared/data"),
+    dev_sets: Annotated[Path | None, typer.Option(
+        "--dev-sets", help="With --suite: the project's own development sets (default: data/dev of this checkout)")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """nDCG@k, Recall@k and MRR of kbgraph next to TF-IDF, MiniLM cosine, the Agent KB hybrid and MiniLM over the
     successful runs only; with --phase teacher, the failure matches and recoveries next to TF-IDF and the oracle."""
     from kbgraph.search.eval.evaluate import eval_namespace, run_eval
 
+    if suite:
+        _run_suite(sets, ablations, data, dev_sets, k, _parse_assignments(setting, "--set"), as_json)
+        return
     if phase not in ("student", "teacher"):
         raise InvalidInputError([f"--phase {phase!r}: must be student or teacher"])
     if not 1 <= k <= 1000:
@@ -82,6 +98,54 @@ def eval_command(
     out.print(f"{report.queries.rsplit('/', 1)[-1]} over namespace {report.namespace!r} (corpus {corpus})")
     out.print(table)
     out.print(f"kbgraph − best baseline ({report.best_baseline}): {report.kbgraph_minus_best_baseline:+.4f} nDCG@{k}")
+
+
+def _names(raw: str | None) -> list[str] | None:
+    return None if raw is None else [n.strip() for n in raw.split(",") if n.strip() and n.strip() != "none"]
+
+
+def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Path | None, k: int,
+               weights: dict[str, Any], as_json: bool) -> None:
+    from kbgraph.search.eval.suite import ABLATIONS, BASELINES, discover_sets, run_suite
+
+    chosen = _names(ablations)
+    unknown = [n for n in chosen or [] if n not in ABLATIONS]
+    if unknown:
+        raise InvalidInputError([f"--ablations: unknown {', '.join(unknown)} (known: {', '.join(ABLATIONS)})"])
+    columns = ABLATIONS if chosen is None else {n: ABLATIONS[n] for n in chosen}
+    found = discover_sets(data, dev_sets if dev_sets is not None else _checkout_dev_sets(), _names(sets))
+    with _open(None) as kb, _progress() as progress:
+        on_progress = stage_reporter(progress)
+
+        @contextmanager
+        def open_kb(namespace: str) -> Iterator[KnowledgeBase]:
+            # One driver and one embedder for every namespace of the suite.
+            other = KnowledgeBase(kb.driver, kb.embedder, namespace=namespace, database=kb.gateway.database,
+                                  settings=kb.settings.model_copy(update={"namespace": namespace}), ensure_schema=False)
+            try:
+                yield other
+            finally:
+                other.close()
+
+        report = run_suite(open_kb, kb.embedder, found, k=k, weights=weights, ablations=columns, on_progress=on_progress)
+    if as_json:
+        sys.stdout.write(json_safe(report.model_dump_json(indent=2)) + "\n")
+        return
+    table = Table("set", "queries", "kbgraph", *BASELINES, "margin", *columns)
+    for row in report.rows:
+        table.add_row(row.set, str(row.queries), f"{row.kbgraph:.3f}", *(
+            f"[bold]{row.baselines[b]:.3f}[/bold]" if b == row.best_baseline else f"{row.baselines[b]:.3f}" for b in BASELINES),
+            f"{row.margin:+.3f}", *(f"{row.ablations[a]:.3f} ({row.ablations[a] - row.kbgraph:+.3f})" for a in columns))
+    out.print(f"development suite, nDCG@{k}; margin = kbgraph − the best baseline (bold); ablation columns: kbgraph "
+              f"with that mechanism off (change from kbgraph)")
+    out.print(table)
+    out.print(f"worst set: {report.worst_set} (margin {report.worst_margin:+.4f})")
+
+
+def _checkout_dev_sets() -> Path | None:
+    """data/dev of the checkout this kbgraph runs from (absent from an installed wheel)."""
+    folder = Path(__file__).resolve().parents[2] / "data" / "dev"
+    return folder if folder.is_dir() else None
 
 
 def _print_teacher_report(report: Any, as_json: bool) -> None:

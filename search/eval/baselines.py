@@ -56,6 +56,7 @@ __all__ = [
     "document_text",
     "fuse_candidates",
     "load_documents",
+    "load_documents_from",
     "rank_queries",
     "top_k_indices",
 ]
@@ -114,10 +115,18 @@ def load_documents(directory: Path) -> list[Document]:
     """The documents of every ``*.jsonl`` file in ``directory`` (files by name, lines in order),
     each validated as a :class:`kbgraph.core.models.Trajectory`. Raises :class:`EvalDataError` listing
     every bad line (``file:line: field: reason``), a repeated id, or a directory without records."""
+    documents = load_documents_from(sorted(directory.glob("*.jsonl")))
+    if not documents:
+        raise EvalDataError([f"{directory}: no trajectories in any *.jsonl file"])
+    return documents
+
+
+def load_documents_from(paths: Sequence[Path]) -> list[Document]:
+    """The documents of these files, in the order given (lines in order); see :func:`load_documents`."""
     documents: list[Document] = []
     problems: list[str] = []
     first_seen: dict[str, str] = {}
-    for path in sorted(directory.glob("*.jsonl")):
+    for path in paths:
         for record in read_jsonl(path):
             if record.value is None:
                 problems.append(f"{record.where}: (record): {record.problem}")
@@ -133,8 +142,6 @@ def load_documents(directory: Path) -> list[Document]:
             first_seen[trajectory.id] = record.where
             text = document_text(trajectory.task, (step.action for step in trajectory.steps))
             documents.append(Document(trajectory.id, trajectory.domain, text, trajectory.outcome.success))
-    if not documents and not problems:
-        problems.append(f"{directory}: no trajectories in any *.jsonl file")
     if problems:
         raise EvalDataError(problems)
     return documents

@@ -48,14 +48,20 @@ __all__ = ["EvalReport", "SystemScores", "eval_namespace", "expand_to_trajectori
            "search_rankings"]
 
 
-def eval_namespace(corpus: Path) -> str:
-    """The namespace ``kbgraph eval`` builds ``corpus`` in: ``eval-<folder>-<hash of its path>``.
+def eval_namespace(corpus: Path, without_domain: str | None = None) -> str:
+    """The namespace ``kbgraph eval`` builds ``corpus`` in: ``eval-<folder>-<hash of its path>``;
+    with ``without_domain`` (the suite's leave-one-domain-out sets), the corpus less that domain's
+    files: ``eval-<folder>-minus-<domain>-<hash>``.
 
     The baselines index exactly the corpus; a namespace that also held other runs (the agents'
     own, another corpus evaluated before) would rank those too and compare unlike with like."""
     path = str(corpus.resolve())
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", corpus.resolve().name or "corpus")[:40]
-    return f"eval-{name}-{hashlib.sha256(path.encode()).hexdigest()[:8]}"
+    if without_domain is None:
+        return f"eval-{name}-{hashlib.sha256(path.encode()).hexdigest()[:8]}"
+    held = re.sub(r"[^A-Za-z0-9_.-]+", "-", without_domain)[:30]
+    digest = hashlib.sha256(f"{path}\n{without_domain}".encode()).hexdigest()[:8]
+    return f"eval-{name}-minus-{held}-{digest}"
 
 
 Progress = Callable[[str, int, int], None]

@@ -1,0 +1,247 @@
+"""The development suite: every development set in one run, kbgraph next to every baseline, with
+ablation columns.
+
+A default must be chosen by the **worst** set of the whole suite, never by one set's gain; this
+module puts every set in one table so that is what a reader sees. The sets:
+
+- the shared sets of ``../shared/data/eval`` (``retail``, ``webarena`` over the gold trajectories;
+  ``real_same``, ``real_other`` over the real runs);
+- the project's own sets in ``data/dev`` (short requests without executed steps per domain, the
+  leave-one-domain-out transfer set, …): every ``<name>_queries.jsonl`` with its
+  ``<name>_qrels.jsonl``, over the gold trajectories. A set whose name starts with ``lodo`` holds
+  out each query's domain: its queries are answered from a namespace built from the corpus
+  *without* the files of that domain, and the baselines index the same files.
+
+Each column of ``ABLATIONS`` runs kbgraph again on the same namespace with some weights changed
+(traversal off, workflows off, …), so a mechanism that changes no figure shows as a column equal
+to kbgraph's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from kbgraph.core.jsonl import read_jsonl
+from kbgraph.core.errors import InvalidInputError
+from kbgraph.search.eval.baselines import (
+    HybridBaseline,
+    MiniLMBaseline,
+    SuccessfulRunsBaseline,
+    TextEmbedder,
+    TfidfBaseline,
+    load_documents_from,
+    rank_queries,
+)
+from kbgraph.search.eval.data import EvalQuery, load_qrels, load_queries, qrels_by_query
+from kbgraph.search.eval.evaluate import eval_namespace, search_rankings
+from kbgraph.search.eval.metrics import evaluate
+from kbgraph.search.params import SearchWeights
+from kbgraph.search.student import StudentRetriever
+from kbgraph.store.gateway import Neo4jGateway
+
+__all__ = ["ABLATIONS", "BASELINES", "SetRow", "SuiteReport", "SuiteSet", "corpus_files", "discover_sets", "run_suite"]
+
+#: The ablation columns: kbgraph with these weights changed (on top of any --set of the run).
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "traversal_off": {"max_hops": 0},
+    "workflows_off": {"workflows": False},
+    "lexical_off": {"alpha": 0.0},
+    "structure_off": {"structure_weight": 0.0, "task_structure_weight": 0.0},
+    "outcomes_off": {"success_floor": 1.0, "support_weight": 0.0, "handoff_credit": 1.0, "outcome_weight": 0.0},
+}
+BASELINES = ("tfidf", "minilm_cosine", "agent_kb_hybrid", "success_cosine")
+#: The shared sets: name → corpus folder under the shared data root.
+SHARED_SETS = {"retail": "trajectories", "webarena": "trajectories", "real_same": "real_runs", "real_other": "real_runs"}
+
+Progress = Callable[[str, int, int], None]
+
+
+class SearchingKb(Protocol):
+    """What the suite needs of an open knowledge base."""
+
+    @property
+    def student(self) -> StudentRetriever: ...
+    @property
+    def gateway(self) -> Neo4jGateway: ...
+    def ingest(self, paths: Sequence[str | Path], skip_invalid: bool = False,
+               on_progress: Callable[[str, int, int | None], None] | None = None) -> Any: ...
+
+
+OpenKb = Callable[[str], AbstractContextManager[SearchingKb]]
+
+
+@dataclass(frozen=True)
+class SuiteSet:
+    name: str
+    queries: Path
+    qrels: Path
+    corpus: Path
+    #: Answer each query from the corpus without its own domain's files (leave-one-domain-out).
+    hold_out_domain: bool = False
+
+
+class SetRow(BaseModel):
+    set: str
+    queries: int
+    kbgraph: float
+    baselines: dict[str, float]
+    best_baseline: str
+    margin: float
+    ablations: dict[str, float] = Field(default_factory=dict)
+    seconds: float
+    namespaces: list[str]
+
+
+class SuiteReport(BaseModel):
+    k: int
+    weights: dict[str, Any]
+    ablations: dict[str, dict[str, Any]]
+    rows: list[SetRow]
+    #: The set whose margin over its best baseline is smallest, and that margin.
+    worst_set: str
+    worst_margin: float
+
+
+def discover_sets(shared_data: Path, dev_sets: Path | None, names: Sequence[str] | None = None) -> list[SuiteSet]:
+    """The suite's sets: the shared ones found under ``shared_data`` and the project's in ``dev_sets``,
+    in that order; ``names`` keeps only those (an unknown name is an error)."""
+    found: list[SuiteSet] = []
+    for name, corpus in SHARED_SETS.items():
+        queries = shared_data / "eval" / f"{name}_queries.jsonl"
+        if queries.is_file():
+            found.append(SuiteSet(name, queries, shared_data / "eval" / f"{name}_qrels.jsonl", shared_data / corpus))
+    if dev_sets is not None and dev_sets.is_dir():
+        for queries in sorted(dev_sets.glob("*_queries.jsonl")):
+            name = queries.name.removesuffix("_queries.jsonl")
+            found.append(SuiteSet(name, queries, dev_sets / f"{name}_qrels.jsonl", shared_data / "trajectories",
+                                  hold_out_domain=name.startswith("lodo")))
+    if names:
+        known = {s.name for s in found}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise InvalidInputError([f"--sets: unknown set {', '.join(unknown)} (found: {', '.join(sorted(known)) or 'none'})"])
+        found = [s for s in found if s.name in names]
+    if not found:
+        raise InvalidInputError([f"no development set found under {shared_data}/eval or {dev_sets}"])
+    return found
+
+
+def _file_domains(path: Path) -> set[str]:
+    return {str(r.value["domain"]) for r in read_jsonl(path) if isinstance(r.value, dict) and "domain" in r.value}
+
+
+def corpus_files(corpus: Path, without_domain: str | None = None) -> list[Path]:
+    """The corpus's ``*.jsonl`` files by name, less those holding ``without_domain``'s records (a
+    file that mixes that domain with others cannot be held out and is an error)."""
+    files = sorted(corpus.glob("*.jsonl"))
+    if not files:
+        raise InvalidInputError([f"{corpus}: no .jsonl trajectory files there"])
+    if without_domain is None:
+        return files
+    kept = []
+    for path in files:
+        domains = _file_domains(path)
+        if without_domain not in domains:
+            kept.append(path)
+        elif len(domains) > 1:
+            raise InvalidInputError([f"{path}: mixes {', '.join(sorted(domains))}; cannot hold out {without_domain!r}"])
+    return kept
+
+
+def _groups(suite_set: SuiteSet, queries: Sequence[EvalQuery]) -> Iterator[tuple[str | None, list[EvalQuery]]]:
+    if not suite_set.hold_out_domain:
+        yield None, list(queries)
+        return
+    for domain in sorted({q.domain for q in queries}):
+        yield domain, [q for q in queries if q.domain == domain]
+
+
+class _Baselines:
+    """The four baselines of one list of corpus files, built once per run (embedding a corpus takes
+    a while) and shared by every set over the same files."""
+
+    def __init__(self, embedder: TextEmbedder):
+        self.embedder = embedder
+        self._built: dict[tuple[Path, ...], dict[str, Any]] = {}
+
+    def of(self, files: Sequence[Path]) -> dict[str, Any]:
+        key = tuple(files)
+        if key not in self._built:
+            documents = load_documents_from(files)
+            tfidf, minilm = TfidfBaseline(documents), MiniLMBaseline(documents, self.embedder)
+            self._built[key] = {"tfidf": tfidf, "minilm_cosine": minilm, "agent_kb_hybrid": HybridBaseline(tfidf, minilm),
+                                "success_cosine": SuccessfulRunsBaseline(minilm)}
+        return self._built[key]
+
+
+def run_suite(
+    open_kb: OpenKb,
+    embedder: TextEmbedder,
+    sets: Sequence[SuiteSet],
+    k: int = 10,
+    weights: Mapping[str, Any] | None = None,
+    ablations: Mapping[str, Mapping[str, Any]] = ABLATIONS,
+    on_progress: Progress | None = None,
+) -> SuiteReport:
+    """nDCG@k of kbgraph, of each baseline and of kbgraph under each ablation, for every set."""
+    base = dict(weights or {})
+    configs: dict[str, dict[str, Any]] = {"kbgraph": base}
+    for name, change in ablations.items():
+        configs[name] = {**base, **change}
+    for name, config in configs.items():  # a bad --set fails before anything runs
+        try:
+            SearchWeights().merged(config)
+        except ValueError as error:
+            raise InvalidInputError([f"weights of {name}: {error}"]) from None
+    baselines = _Baselines(embedder)
+    ingested: set[str] = set()
+    rows: list[SetRow] = []
+    for suite_set in sets:
+        started = time.perf_counter()
+        queries = load_queries(suite_set.queries)
+        qrels = qrels_by_query(load_qrels(suite_set.qrels))
+        rankings: dict[str, dict[str, list[str]]] = {name: {} for name in [*configs, *BASELINES]}
+        namespaces: list[str] = []
+        for domain, group in _groups(suite_set, queries):
+            files = corpus_files(suite_set.corpus, domain)
+            namespace = eval_namespace(suite_set.corpus, domain)
+            namespaces.append(namespace)
+            with open_kb(namespace) as kb:
+                if namespace not in ingested:
+                    kb.ingest(files, on_progress=_stage(on_progress, f"{suite_set.name}: ingest"))
+                    ingested.add(namespace)
+                for name, config in configs.items():
+                    rankings[name].update(search_rankings(
+                        kb.student, kb.gateway, group, k, config or None,
+                        on_progress=_stage(on_progress, f"{suite_set.name}: {name}")))
+            for name, baseline in baselines.of(files).items():
+                rankings[name].update(rank_queries(baseline, group, k))
+        scores = {name: round(evaluate(ranking, qrels, k)["ndcg"], 4) for name, ranking in rankings.items()}
+        best = max(BASELINES, key=lambda name: scores[name])
+        rows.append(SetRow(
+            set=suite_set.name, queries=evaluate(rankings["kbgraph"], qrels, k)["evaluated"], kbgraph=scores["kbgraph"],
+            baselines={name: scores[name] for name in BASELINES}, best_baseline=best,
+            margin=round(scores["kbgraph"] - scores[best], 4),
+            ablations={name: scores[name] for name in ablations}, seconds=round(time.perf_counter() - started, 1),
+            namespaces=namespaces,
+        ))
+    worst = min(rows, key=lambda row: row.margin)
+    return SuiteReport(k=k, weights=base, ablations={n: dict(a) for n, a in ablations.items()}, rows=rows,
+                       worst_set=worst.set, worst_margin=worst.margin)
+
+
+def _stage(on_progress: Progress | None, label: str) -> Callable[[str, int, int | None], None] | None:
+    if on_progress is None:
+        return None
+
+    def report(stage: str, done: int, total: int | None) -> None:
+        on_progress(f"{label} ({stage})" if stage not in ("kbgraph",) else label, done, total or 0)
+
+    return report

@@ -1,0 +1,124 @@
+"""The development suite (``kbgraph eval --suite``): every set in one table, kbgraph next to every
+baseline and to itself with each mechanism switched off; leave-one-domain-out sets answered from a
+namespace that never saw the query's domain."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+
+import neo4j
+import pytest
+
+from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.settings import NAMESPACE_PATTERN
+from kbgraph.embedders import Embedder
+from kbgraph.kb import KnowledgeBase
+from kbgraph.search.eval.evaluate import eval_namespace
+from kbgraph.search.eval.suite import ABLATIONS, BASELINES, SuiteSet, corpus_files, discover_sets, run_suite
+from kbgraph.search.params import SearchWeights
+from tests.conftest import SHARED_DATA, Neo4jTarget
+
+SAMPLES = resources.files("kbgraph") / "samples"
+
+
+def _write(path: Path, rows: Sequence[Mapping[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def _sample_runs(domain: str) -> list[dict[str, object]]:
+    rows = [json.loads(line) for name in ("trajectories.jsonl", "real_runs.jsonl")
+            for line in (SAMPLES / name).read_text().splitlines() if line.strip()]
+    return [row for row in rows if row["domain"] == domain]
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    """Three single-domain files of the bundled samples: hotel runs, airline and retail trajectories."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for domain in ("hotel", "airline", "retail"):
+        _write(folder / f"{domain}.jsonl", _sample_runs(domain))
+    return folder
+
+
+def test_every_ablation_names_real_weights() -> None:
+    for name, change in ABLATIONS.items():
+        SearchWeights().merged(change)  # an unknown or out-of-range weight raises
+        assert change, name
+
+
+def test_the_suite_finds_the_shared_sets_and_the_projects_own(tmp_path: Path) -> None:
+    dev = tmp_path / "dev"
+    dev.mkdir()
+    for name in ("short_retail", "lodo"):
+        (dev / f"{name}_queries.jsonl").write_text("")
+        (dev / f"{name}_qrels.jsonl").write_text("")
+    found = {s.name: s for s in discover_sets(SHARED_DATA, dev)}
+    assert {"retail", "webarena", "real_same", "real_other", "short_retail", "lodo"} <= set(found)
+    assert found["real_same"].corpus == SHARED_DATA / "real_runs"
+    assert found["short_retail"].corpus == SHARED_DATA / "trajectories"
+    assert found["lodo"].hold_out_domain and not found["short_retail"].hold_out_domain
+    assert [s.name for s in discover_sets(SHARED_DATA, dev, ["lodo", "retail"])] == ["retail", "lodo"]
+    with pytest.raises(InvalidInputError, match="unknown set nope"):
+        discover_sets(SHARED_DATA, dev, ["nope"])
+
+
+def test_holding_out_a_domain_drops_its_files_and_names_a_namespace_of_its_own(corpus: Path, tmp_path: Path) -> None:
+    assert [p.name for p in corpus_files(corpus, "hotel")] == ["airline.jsonl", "retail.jsonl"]
+    assert len(corpus_files(corpus)) == 3
+    whole, minus = eval_namespace(corpus), eval_namespace(corpus, "hotel")
+    assert minus != whole and "minus-hotel" in minus and re.fullmatch(NAMESPACE_PATTERN, minus)
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    _write(mixed / "both.jsonl", _sample_runs("hotel") + _sample_runs("airline"))
+    with pytest.raises(InvalidInputError, match="mixes airline, hotel; cannot hold out 'hotel'"):
+        corpus_files(mixed, "hotel")
+
+
+@pytest.mark.neo4j
+def test_one_table_of_every_set_baseline_and_ablation_and_held_out_domains_stay_unseen(
+    corpus: Path, tmp_path: Path, driver: neo4j.Driver, embedder: Embedder, neo4j_target: Neo4jTarget,
+) -> None:
+    hotel = [str(row["id"]) for row in _sample_runs("hotel")]
+    airline = [str(row["id"]) for row in _sample_runs("airline")]
+    queries = [{"qid": "h1", "query": "A guest's card payment for two nights failed; book the room anyway", "domain": "hotel"},
+               {"qid": "a1", "query": "Cancel my flight reservation and refund me", "domain": "airline"}]
+    # The held-out set judges the hotel runs relevant to a hotel request: answered from a
+    # namespace without the hotel file, no system may rank one of them (nDCG 0 for all).
+    held_out = SuiteSet("lodo_test", _write(tmp_path / "lodo_queries.jsonl", queries[:1]),
+                        _write(tmp_path / "lodo_qrels.jsonl", [{"qid": "h1", "doc_id": h, "rel": 1} for h in hotel]),
+                        corpus, hold_out_domain=True)
+    plain = SuiteSet("plain", _write(tmp_path / "plain_queries.jsonl", queries[1:]),
+                     _write(tmp_path / "plain_qrels.jsonl", [{"qid": "a1", "doc_id": a, "rel": 1} for a in airline]),
+                     corpus)
+    opened: list[str] = []
+
+    @contextmanager
+    def open_kb(name: str) -> Iterator[KnowledgeBase]:
+        opened.append(name)
+        yield KnowledgeBase(driver, embedder, namespace=name, database=neo4j_target.database)
+
+    try:
+        report = run_suite(open_kb, embedder, [held_out, plain], on_progress=lambda *_: None)
+        assert [row.set for row in report.rows] == ["lodo_test", "plain"]
+        for row in report.rows:
+            assert set(row.baselines) == set(BASELINES) and set(row.ablations) == set(ABLATIONS)
+            assert row.margin == pytest.approx(row.kbgraph - max(row.baselines.values()), abs=1e-4)
+        lodo, whole = report.rows
+        assert lodo.kbgraph == 0 and all(v == 0 for v in [*lodo.baselines.values(), *lodo.ablations.values()])
+        assert whole.kbgraph > 0, "the plain set is answered from the whole corpus"
+        assert lodo.namespaces == [eval_namespace(corpus, "hotel")] and whole.namespaces == [eval_namespace(corpus)]
+        records, _, _ = driver.execute_query("MATCH (e:Experience {kb: $kb}) RETURN DISTINCT e.domain AS domain",
+                                             kb=lodo.namespaces[0], database_=neo4j_target.database)
+        domains = {r["domain"] for r in records}
+        assert domains and "hotel" not in domains
+        assert report.worst_set in {"lodo_test", "plain"}
+    finally:
+        for name in set(opened):
+            KnowledgeBase(driver, embedder, namespace=name, database=neo4j_target.database, ensure_schema=False).clear()
