@@ -24,7 +24,7 @@ from functools import lru_cache
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-__all__ = ["CHAT_WORDS", "MAX_TERMS", "bm25_scores", "is_verbose", "lucene_query", "query_terms"]
+__all__ = ["CHAT_WORDS", "MAX_TERMS", "bm25_ceiling", "bm25_scores", "is_verbose", "lucene_query", "query_terms"]
 
 #: Lucene refuses boolean queries of more than 1,024 clauses; the first 64 distinct terms of a
 #: query carry its meaning (and keep the index lookup fast).
@@ -109,3 +109,17 @@ def bm25_scores(terms: Sequence[str], documents: Sequence[str], k1: float = BM25
         norm = k1 * (1.0 - b + b * length / average)
         scores.append(sum(idf[t] * bag[t] * (k1 + 1.0) / (bag[t] + norm) for t in wanted if t in bag))
     return scores
+
+
+def bm25_ceiling(terms: Sequence[str], documents: Sequence[str], k1: float = BM25_K1, b: float = BM25_B) -> float:
+    """The BM25 a document of average length holding each query term once would get among
+    ``documents`` (:func:`bm25_scores`' statistics): ``Σ_t idf(t)``. A document's score over it is
+    the share of the query its words cover, weighted by how rare each word is: a request whose
+    words the memory does not use ("swap an item that arrived") covers little, however its best
+    candidate ranks among the others. Terms that no document holds count at their full idf."""
+    if not documents:
+        return 0.0
+    bags = [_bag(text) for text in documents]
+    count = len(documents)
+    return sum(math.log(1.0 + (count - df + 0.5) / (df + 0.5))
+               for t in dict.fromkeys(terms) for df in [sum(1 for bag in bags if t in bag)])

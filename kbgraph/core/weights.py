@@ -50,6 +50,11 @@ class SearchWeights(StrictModel):
         default=0.0, description="ω for a query that carries no executed steps: its words alone say what was asked, "
         "not which workflow worked (on real runs the answer is often to refuse or transfer), so the structural index "
         "weighs less than when the executed steps give the query a shape.")
+    intent_structure_weight: Unit = Field(
+        default=0.0, description="ω for a query without executed steps, scaled by how little of it the memory's words "
+        "cover: ω = max(task_structure_weight, intent_structure_weight·(1 − coverage)). A request in words the memory "
+        "does not use (\"swap an item that arrived for another colour\") says what kind of change it wants, which is "
+        "what a workflow's shape is; one whose words the memory holds (ids, products, places) is matched by its text.")
     structure_query_steps: bool = Field(
         default=True, description="Append the executed actions (a -> b) to the text searched in the structural index.")
     theta_coarse: Unit = Field(default=0.0, description="θ_coarse: candidates whose coarse score is below are dropped.")
@@ -60,6 +65,9 @@ class SearchWeights(StrictModel):
     lambda_floor: Unit = 0.2
     # -- lexical
     alpha: Unit = Field(default=0.6, description="α: weight of the lexical score within textual (BM25 over the candidates, relative to the best match).")
+    lexical_scale: Literal["best", "coverage"] = Field(
+        default="best", description="The lexical score relative to the best candidate's BM25 (best), or to the BM25 a "
+        "document holding every query word would get (coverage: the share of the request the text covers).")
     lexical_stop_words: Literal["keep", "drop", "auto"] = Field(
         default="auto", description="English stop words in the full-text query: keep them (as the index does), "
         "drop them, or drop them only from verbose queries (more than verbose_query_terms distinct words).")

@@ -53,7 +53,7 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "traversal_off": {"max_hops": 0},
     "workflows_off": {"workflows": False},
     "lexical_off": {"alpha": 0.0},
-    "structure_off": {"structure_weight": 0.0, "task_structure_weight": 0.0},
+    "structure_off": {"structure_weight": 0.0, "task_structure_weight": 0.0, "intent_structure_weight": 0.0},
     "outcomes_off": {"success_floor": 1.0, "support_weight": 0.0, "handoff_credit": 1.0, "outcome_weight": 0.0},
 }
 BASELINES = ("tfidf", "minilm_cosine", "agent_kb_hybrid", "success_cosine")

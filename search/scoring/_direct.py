@@ -77,6 +77,7 @@ def direct_scores(
     utility: npt.ArrayLike | None = None,
     utility_weight: float = 0.0,
     share: npt.ArrayLike | None = None,
+    lexical_normalised: bool = False,
 ) -> dict[str, FloatArray]:
     """The student-phase score of n candidates found directly by an index (DESIGN §3), vectorised.
 
@@ -135,7 +136,10 @@ def direct_scores(
     w_utility = _unit_interval(utility_weight, "utility_weight")
 
     structure = np.clip(arrays["structural"], 0.0, 1.0)
-    lexical_norm = max_normalise(arrays["lexical"]) if n else np.zeros(0)
+    if lexical_normalised:  # already a share of what the query asks (coverage), in [0, 1]
+        lexical_norm = np.clip(arrays["lexical"], 0.0, 1.0)
+    else:
+        lexical_norm = max_normalise(arrays["lexical"]) if n else np.zeros(0)
     textual = (1.0 - weight_alpha) * sem + weight_alpha * lexical_norm
     coarse = np.where(mask, (1.0 - omega) * textual + omega * structure, textual)
     stage = weight_lam * coarse + (1.0 - weight_lam) * np.clip(arrays["fine"], 0.0, 1.0)

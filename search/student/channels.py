@@ -74,6 +74,8 @@ class Gathered:
     evidence: list[StepEvidence]
     concepts: Future[list[ConceptHit]] | None
     terms: list[str]
+    #: How much of the query the best candidate's words cover (:func:`kbgraph.search.lexical.bm25_ceiling`).
+    coverage: float = 0.0
 
     def add(self, rows: Iterable[dict[str, Any]], channel: str) -> None:
         for row in rows:
@@ -110,7 +112,7 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
     if run.pg is not None:
         jobs["vector:experience_pg_embedding"] = executor.submit(
             _vector_channel, ctx, run, "experience_pg_embedding", run.pg)
-    omega = w.structure_weight if run.steps else w.task_structure_weight
+    omega = w.structure_weight if run.steps else max(w.task_structure_weight, w.intent_structure_weight)
     if run.task is not None and omega > 0 and ctx.domain_has_steps(q.domain):
         jobs["vector:experience_structure_embedding"] = executor.submit(
             _vector_channel, ctx, run, "experience_structure_embedding", run.task)

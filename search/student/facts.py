@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kbgraph.search.handoff import hands_off
-from kbgraph.search.lexical import bm25_scores
+from kbgraph.search.lexical import bm25_ceiling, bm25_scores
 from kbgraph.search.student.channels import Gathered
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.task_ways import task_ways, way_share
@@ -43,10 +43,15 @@ def attach_facts(ctx: SearchContext, run: Run, gathered: Gathered) -> dict[str, 
     # Lexical: BM25 over the candidates' own texts (see kbgraph.search.lexical: the index's
     # scores depend on every namespace of the database).
     with_facts = [c for c in candidates.values() if c.facts is not None]
-    if gathered.terms and w.alpha > 0:
-        for c, value in zip(with_facts, bm25_scores(gathered.terms, [str(c.facts["text"]) for c in with_facts if c.facts]),
-                            strict=True):
-            c.lexical = value
+    if gathered.terms and with_facts:
+        texts = [str(c.facts["text"]) for c in with_facts if c.facts]
+        ceiling = bm25_ceiling(gathered.terms, texts)
+        for c, value in zip(with_facts, bm25_scores(gathered.terms, texts), strict=True):
+            # Scored against what the query asks (its ceiling), not against the best candidate: a
+            # request none of whose words the memory uses must not lend its best match full weight.
+            c.lexical = min(1.0, value / ceiling) if ceiling > 0 and w.lexical_scale == "coverage" else value
+        gathered.coverage = max(min(1.0, c.lexical if w.lexical_scale == "coverage" else c.lexical / ceiling)
+                                if ceiling > 0 else 0.0 for c in with_facts)
     return workflow_facts
 
 

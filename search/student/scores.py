@@ -43,7 +43,7 @@ def score_candidates(ctx: SearchContext, run: Run, gathered: Gathered,
     w = run.weights
     lam = lambda_schedule(len(run.steps), w.lambda_kind, w.lambda_rate, w.lambda_floor) if run.steps else 1.0
     scored = [c for c in gathered.candidates.values() if c.facts is not None and not is_excluded(c.facts, run.excluded)]
-    breakdowns = _direct(ctx, run, scored, gathered.evidence, lam)
+    breakdowns = _direct(ctx, run, scored, gathered.evidence, lam, gathered.coverage)
     # Workflows: each abstract experience scores as its best instance that worked.
     workflows = _workflows(ctx, run, scored, breakdowns, workflow_facts) if w.workflows else {}
     return Scores(scored, breakdowns, workflows)
@@ -51,6 +51,7 @@ def score_candidates(ctx: SearchContext, run: Run, gathered: Gathered,
 
 def _direct(
     ctx: SearchContext, run: Run, scored: Sequence[Candidate], evidence: Sequence[StepEvidence], lam: float,
+    coverage: float = 0.0,
 ) -> dict[str, ScoreBreakdown]:
     """The direct score breakdown of every candidate the coarse cut keeps, by id.
 
@@ -85,10 +86,14 @@ def _direct(
     context = np.array([outcome_context(f, w, has_text) for f in facts])
     # Without query text, only the executed steps can rank: λ = 0 puts all weight on fine.
     lam_used = lam if (has_text or has_flow) else 0.0
+    # Without executed steps the query's shape comes from its words alone: the less of them the
+    # memory's texts cover, the more the request is only an intent, which the workflow shape matches.
+    no_step_omega = max(w.task_structure_weight, w.intent_structure_weight * (1.0 - coverage))
     parts = direct_scores(
         semantic=semantic, structural=structural, has_structure=has_structure, fine=fine,
         lexical=np.array([c.lexical for c in scored]), trans=trans, success=success, support=support,
-        quality=quality, structure_weight=(w.structure_weight if evidence else w.task_structure_weight) if has_text else 1.0,
+        quality=quality, structure_weight=(w.structure_weight if evidence else no_step_omega) if has_text else 1.0,
+        lexical_normalised=w.lexical_scale == "coverage",
         lam=lam_used, alpha=w.alpha,
         success_floor=w.success_floor, support_weight=w.support_weight, quality_weight=w.quality_weight,
         utility=utility, utility_weight=w.utility_weight, share=share,

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from kbgraph.search import lexical
-from kbgraph.search.lexical import MAX_TERMS, lucene_query, query_terms
+from kbgraph.search.lexical import MAX_TERMS, bm25_ceiling, bm25_scores, lucene_query, query_terms
 
 LUCENE_SPECIALS = '+-&|!(){}[]^"~*?:\\/'
 #: A term the query may contain: only characters the tokenizer keeps (lower-cased).
@@ -153,3 +153,24 @@ def test_bm25_depends_only_on_the_documents_given() -> None:
     assert lexical.bm25_scores(["return", "items"], docs) == lexical.bm25_scores(["return", "items"], list(docs))
     longer = lexical.bm25_scores(["return"], ["return item", "return item and then wait for the refund to arrive"])
     assert longer[0] > longer[1] > 0  # a longer text matching once matches less
+
+
+def test_the_ceiling_is_what_a_document_holding_every_query_word_once_would_score() -> None:
+    documents = ["return delivered order items", "cancel pending order", "exchange delivered order items",
+                 "modify pending order address"]
+    ceiling = bm25_ceiling(["cancel", "exchange"], documents)
+    scores = bm25_scores(["cancel", "exchange"], documents)
+    assert ceiling > max(scores) > 0, "no candidate holds both words: none covers the request"
+    # A word no document uses counts at its full idf: the request is covered less.
+    assert bm25_ceiling(["cancel", "swap"], documents) > bm25_ceiling(["cancel"], documents)
+    assert bm25_ceiling(["cancel"], []) == 0.0
+
+
+def test_coverage_of_a_request_in_the_memorys_words_is_high_and_of_an_intent_only_one_low() -> None:
+    documents = ["Cancel order because ordered by mistake", "Return items via credit card",
+                 "Exchange keyboard for a clicky one", "Change the address of the order"]
+    specific = ["cancel", "order", "mistake"]
+    vague = ["swap", "arrived", "colour"]
+    covered = max(bm25_scores(specific, documents)) / bm25_ceiling(specific, documents)
+    uncovered = max(bm25_scores(vague, documents), default=0.0) / bm25_ceiling(vague, documents)
+    assert covered > 0.8 and uncovered == 0.0

@@ -357,3 +357,15 @@ def test_fit_is_the_direct_score_before_its_support_bonus() -> None:
     parts = direct_scores(**args)
     fit = fit_score(parts["stage"], np.asarray(args["trans"]), np.asarray(args["success"]), np.ones(3), 0.2)
     assert parts["direct"] == approx(fit + 0.1 * np.asarray(args["support"]))
+
+
+def test_a_lexical_score_already_scaled_to_the_query_is_not_stretched_to_the_best_candidate() -> None:
+    common: dict[str, Any] = dict(semantic=[0.5, 0.5], structural=[0.0, 0.0], has_structure=[False, False],
+                                  fine=[0.0, 0.0], trans=[1.0, 1.0], success=[1.0, 1.0], support=[0.0, 0.0],
+                                  quality=[0.0, 0.0], alpha=0.5, success_floor=0.2, support_weight=0.0)
+    # The best candidate covers a tenth of the request: by coverage it lends a tenth, not all of it.
+    stretched = direct_scores(lexical=[0.1, 0.05], **common)
+    covered = direct_scores(lexical=[0.1, 0.05], lexical_normalised=True, **common)
+    assert stretched["lexical"].tolist() == approx([1.0, 0.5])
+    assert covered["lexical"].tolist() == approx([0.1, 0.05])
+    assert covered["textual"].tolist() == approx([0.5 * 0.5 + 0.5 * 0.1, 0.5 * 0.5 + 0.5 * 0.05])
