@@ -1,0 +1,148 @@
+"""Specification of the project's own development sets (data/dev): they are exactly what
+data/dev/build_sets.py makes from the shared gold trajectories, every query can be answered, the
+short requests speak as a customer would (no tool names or tool words) and each short set is big
+enough. No database, no model: files and the builder's pure functions only."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from kbgraph.search.eval.data import load_qrels, load_queries, qrels_by_query
+from tests.conftest import SHARED_DATA
+
+DEV = Path(__file__).resolve().parents[2] / "data" / "dev"
+TRAJECTORIES = SHARED_DATA / "trajectories"
+SHORT_SETS = ("short_retail", "short_airline", "short_banking")
+SETS = (*SHORT_SETS, "lodo")
+
+#: Words of the tools' names a customer would not say ("swap an item that arrived", not "exchange
+#: delivered order items"). Everyday words that tools share with customers (order, cancel, return,
+#: book, card, account, flight, refund) are allowed.
+TOOL_WORDS = frozenset({
+    "modify", "pending", "delivered", "exchange", "items", "update", "reservation", "reservations",
+    "baggages", "passengers", "submit", "apply", "discrepancy", "referral", "dispute", "human",
+    "discoverable", "unlock", "verification",
+})
+
+
+def _builder() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("build_sets", DEV / "build_sets.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+build_sets = _builder()
+
+
+@pytest.fixture(scope="module")
+def built() -> dict[str, str]:
+    if not (TRAJECTORIES / "retail_train.jsonl").is_file():
+        pytest.fail(f"the shared data is missing: {TRAJECTORIES}")
+    files: dict[str, str] = build_sets.build(TRAJECTORIES)
+    return files
+
+
+def _action_names() -> set[str]:
+    """Every tool name of the gold files: the actions and the banking tools called through them."""
+    names: set[str] = set()
+    for name in build_sets.GOLD_FILES.values():
+        for line in (TRAJECTORIES / name).read_text(encoding="utf-8").splitlines():
+            for step in json.loads(line)["steps"]:
+                names |= {step["action"], build_sets.tool_name(step)}
+    return names
+
+
+# --------------------------------------------------------------------------- the committed files
+
+
+def test_the_committed_sets_are_what_the_builder_makes(built: dict[str, str]) -> None:
+    assert sorted(built) == sorted(f"{s}_{part}.jsonl" for s in SETS for part in ("queries", "qrels"))
+    for name, text in built.items():
+        assert (DEV / name).read_text(encoding="utf-8") == text, f"{name} differs: run data/dev/build_sets.py"
+    committed = {p.name for p in DEV.glob("*_queries.jsonl")} | {p.name for p in DEV.glob("*_qrels.jsonl")}
+    assert committed == set(built), "a set file in data/dev that the builder does not make"
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_every_query_has_a_relevant_trajectory_it_does_not_exclude(name: str) -> None:
+    queries = load_queries(DEV / f"{name}_queries.jsonl")
+    judged = qrels_by_query(load_qrels(DEV / f"{name}_qrels.jsonl"))
+    assert set(judged) == {q.qid for q in queries}
+    for query in queries:
+        found = {doc for doc, rel in judged[query.qid].items() if rel > 0} - query.exclude
+        assert found, f"{name}: {query.qid} has no relevant trajectory left once its exclude list is applied"
+
+
+@pytest.mark.parametrize("name", SHORT_SETS)
+def test_each_short_set_has_30_requests_without_steps(name: str) -> None:
+    queries = load_queries(DEV / f"{name}_queries.jsonl")
+    assert len(queries) >= 30
+    assert all(q.steps_so_far is None and len(q.exclude) == 1 for q in queries)
+    assert all(len(q.query.split()) <= 35 for q in queries), "a short request is one or two sentences"
+
+
+@pytest.mark.parametrize("name", SHORT_SETS)
+def test_short_requests_name_no_tool_and_use_no_tool_word(name: str) -> None:
+    actions = {a for a in _action_names() if "_" in a}
+    phrases = actions | {a.replace("_", " ") for a in actions}
+    for query in load_queries(DEV / f"{name}_queries.jsonl"):
+        text = query.query.lower()
+        assert not [p for p in phrases if p in text], f"{query.qid} names a tool: {query.query}"
+        words = set(re.findall(r"[a-z]+", text))
+        assert not words & TOOL_WORDS, f"{query.qid} uses tool words {sorted(words & TOOL_WORDS)}: {query.query}"
+
+
+def test_lodo_excludes_the_whole_own_domain_and_judges_only_other_domains(built: dict[str, str]) -> None:
+    corpus = build_sets.load_corpus(TRAJECTORIES)
+    domain_of = {t.id: t.domain for t in corpus}
+    judged = qrels_by_query(load_qrels(DEV / "lodo_qrels.jsonl"))
+    queries = load_queries(DEV / "lodo_queries.jsonl")
+    assert {q.domain for q in queries} == {"retail", "airline", "banking"}
+    for query in queries:
+        assert query.exclude == {t.id for t in corpus if t.domain == query.domain}
+        assert all(domain_of[doc] != query.domain for doc in judged[query.qid])
+
+
+# --------------------------------------------------------------------------- the builder's rules
+
+
+def test_banking_tools_called_through_a_wrapper_count_as_themselves() -> None:
+    steps = [
+        {"action": "log_verification", "arguments": {"name": "Ana"}},
+        {"action": "unlock_discoverable_agent_tool", "arguments": {"agent_tool_name": "close_debit_card_4721"}},
+        {"action": "call_discoverable_agent_tool", "arguments": {"agent_tool_name": "get_debit_cards_by_account_id_7823"}},
+        {"action": "call_discoverable_agent_tool", "arguments": {"agent_tool_name": "close_debit_card_4721"}},
+        {"action": "call_discoverable_user_tool", "arguments": {"discoverable_tool_name": "deposit_check_3847"}},
+        {"action": "request_human_agent_transfer", "arguments": {}},
+        {"action": "transfer_to_human_agents", "arguments": {}},
+    ]
+    assert build_sets.state_changes(steps) == ("close_debit_card", "deposit_check", "transfer_to_human_agents")
+
+
+def test_a_state_change_without_a_kind_stops_the_build(tmp_path: Path) -> None:
+    for name in build_sets.GOLD_FILES.values():
+        (tmp_path / name).write_text("", encoding="utf-8")
+    record = {"id": "retail-x", "task": "t", "steps": [{"action": "teleport_order", "arguments": {}}]}
+    (tmp_path / "retail_train.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+    with pytest.raises(build_sets.BuildError, match=r"retail_train.jsonl:1: .*teleport_order"):
+        build_sets.load_corpus(tmp_path)
+
+
+def test_a_request_whose_change_nobody_else_made_is_refused(tmp_path: Path) -> None:
+    corpus = [build_sets.Trajectory("r-1", "retail", "t", ("cancel_pending_order",)),
+              build_sets.Trajectory("r-2", "retail", "t", ("return_delivered_order_items",))]
+    requests = tmp_path / "short_requests.jsonl"
+    requests.write_text(json.dumps({"qid": "q", "query": "stop my order", "domain": "retail", "source": "r-1"}) + "\n",
+                        encoding="utf-8")
+    with pytest.raises(build_sets.BuildError, match=r"short_requests.jsonl:1: source: no other retail"):
+        build_sets.short_sets(corpus, requests)
