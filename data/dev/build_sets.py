@@ -190,8 +190,10 @@ def _qrels(qid: str, relevant: Iterable[str]) -> list[str]:
     return [_line({"qid": qid, "doc_id": doc, "rel": 1}) for doc in relevant]
 
 
-def short_sets(corpus: Sequence[Trajectory], requests: Path) -> dict[str, str]:
-    """``short_<domain>_queries.jsonl`` and ``_qrels.jsonl`` for every domain of ``requests``."""
+def short_sets(corpus: Sequence[Trajectory], requests: Path, prefix: str = "short",
+               by_domain: bool = True) -> dict[str, str]:
+    """``<prefix>_<domain>_queries.jsonl`` and ``_qrels.jsonl`` for every domain of ``requests``
+    (``<prefix>_queries.jsonl`` and ``_qrels.jsonl`` for them all when not ``by_domain``)."""
     by_id = {t.id: t for t in corpus}
     queries: dict[str, list[str]] = {d: [] for d in DOMAINS}
     qrels: dict[str, list[str]] = {d: [] for d in DOMAINS}
@@ -223,8 +225,9 @@ def short_sets(corpus: Sequence[Trajectory], requests: Path) -> dict[str, str]:
         if no_change[domain] > MAX_NO_CHANGE_SHARE * len(queries[domain]):
             raise BuildError(f"{requests}: {no_change[domain]} of {len(queries[domain])} {domain} requests change "
                              f"nothing; at most {MAX_NO_CHANGE_SHARE:.0%} may")
-        files[f"short_{domain}_queries.jsonl"] = "".join(queries[domain])
-        files[f"short_{domain}_qrels.jsonl"] = "".join(qrels[domain])
+        name = f"{prefix}_{domain}" if by_domain else prefix
+        files[f"{name}_queries.jsonl"] = files.get(f"{name}_queries.jsonl", "") + "".join(queries[domain])
+        files[f"{name}_qrels.jsonl"] = files.get(f"{name}_qrels.jsonl", "") + "".join(qrels[domain])
     return files
 
 
@@ -288,7 +291,12 @@ def lodo_set(corpus: Sequence[Trajectory], requests: Path) -> dict[str, str]:
 def build(data: Path, here: Path = HERE) -> dict[str, str]:
     """Every set's file name and content, built from the gold files in ``data``."""
     corpus = load_corpus(data)
-    return {**short_sets(corpus, here / "short_requests.jsonl"), **lodo_set(corpus, here / "lodo_requests.jsonl")}
+    return {**short_sets(corpus, here / "short_requests.jsonl"),
+            # Requests that name no product, order or place: only the change they want.
+            **short_sets(corpus, here / "intent_requests.jsonl", "intent"),
+            # Requests for two or more changes at once: their answer is a composite workflow.
+            **short_sets(corpus, here / "composite_requests.jsonl", "composite", by_domain=False),
+            **lodo_set(corpus, here / "lodo_requests.jsonl")}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,7 +20,9 @@ from tests.conftest import SHARED_DATA
 DEV = Path(__file__).resolve().parents[2] / "data" / "dev"
 TRAJECTORIES = SHARED_DATA / "trajectories"
 SHORT_SETS = ("short_retail", "short_airline", "short_banking")
-SETS = (*SHORT_SETS, "lodo")
+#: Requests naming only the change they want, and requests for two or more changes at once.
+REQUEST_SETS = (*SHORT_SETS, "intent_retail", "composite")
+SETS = (*REQUEST_SETS, "lodo")
 
 #: Words of the tools' names a customer would not say ("swap an item that arrived", not "exchange
 #: delivered order items"). Everyday words that tools share with customers (order, cancel, return,
@@ -91,7 +93,13 @@ def test_each_short_set_has_30_requests_without_steps(name: str) -> None:
     assert all(len(q.query.split()) <= 35 for q in queries), "a short request is one or two sentences"
 
 
-@pytest.mark.parametrize("name", SHORT_SETS)
+def test_intent_requests_name_no_order_product_or_place() -> None:
+    queries = load_queries(DEV / "intent_retail_queries.jsonl")
+    assert len(queries) >= 20
+    assert not [q.qid for q in queries if re.search(r"#|\d", q.query)], "an intent-only request carries no id or number"
+
+
+@pytest.mark.parametrize("name", REQUEST_SETS)
 def test_short_requests_name_no_tool_and_use_no_tool_word(name: str) -> None:
     actions = {a for a in _action_names() if "_" in a}
     phrases = actions | {a.replace("_", " ") for a in actions}
