@@ -51,7 +51,7 @@ class SearchWeights(StrictModel):
         "not which workflow worked (on real runs the answer is often to refuse or transfer), so the structural index "
         "weighs less than when the executed steps give the query a shape.")
     intent_structure_weight: Unit = Field(
-        default=0.0, description="ω for a query without executed steps, scaled by how little of it the memory's words "
+        default=0.2, description="ω for a query without executed steps, scaled by how little of it the memory's words "
         "cover: ω = max(task_structure_weight, intent_structure_weight·(1 − coverage)). A request in words the memory "
         "does not use (\"swap an item that arrived for another colour\") says what kind of change it wants, which is "
         "what a workflow's shape is; one whose words the memory holds (ids, products, places) is matched by its text.")
