@@ -12,6 +12,7 @@ import typer
 
 from kbgraph.cli._common import JsonOption, NamespaceOption, _open, _progress, add_commands, err, out
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.files import check_target
 from kbgraph.core.progress import stage_reporter
 from kbgraph.core.terminal import json_safe
 from kbgraph.transfer import export_to, import_file
@@ -33,8 +34,8 @@ def export_command(
     """Write one namespace — every node with its properties and embeddings, every relationship —
     as JSON Lines that `kbgraph import` reads back. A file appears whole or not at all."""
     to_stdout = target == "-"
-    if not to_stdout and not Path(target).parent.is_dir():  # say so before connecting
-        raise InvalidInputError([f"{target}: no folder {Path(target).parent} to write it in"])
+    if not to_stdout:  # say so before connecting
+        check_target(Path(target))
     # With `-` the data owns standard output: the summary goes to standard error.
     summary = err if to_stdout else out
     with _open(namespace) as kb, _progress() as progress:

@@ -1,0 +1,66 @@
+"""Writing a file whole or not at all, and only over a file.
+
+Export and report write beside the target, then rename over it: a reader never sees half a
+file. A rename replaces whatever has the name, though: ``/dev/full``, a FIFO another process
+reads, a socket. So a target that exists must be a regular file (or a link to one), and a write
+that fails (a full disk, a file-size limit) is a one-line failure, with nothing left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, TypeVar
+
+from kbgraph.core.errors import InvalidInputError, KbgraphError
+
+T = TypeVar("T")
+
+
+def target_problem(path: Path) -> str | None:
+    """Why ``path`` may not be replaced by a written file (None when it may): a folder, a device,
+    a FIFO or a socket is refused; a missing file or a regular one (through links) is fine."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return None if path.parent.is_dir() else f"{path}: no folder {path.parent} to write it in"
+    except OSError as error:
+        return f"{path}: {error.strerror or error}"
+    if stat.S_ISDIR(mode):
+        return f"{path}: is a folder; name the file to write"
+    if not stat.S_ISREG(mode):
+        kind = ("a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
+                else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file")
+        return f"{path}: is {kind}, not a regular file; name a regular file to write"
+    return None
+
+
+def check_target(path: Path) -> None:
+    """Raises InvalidInputError when :func:`target_problem` finds one."""
+    if problem := target_problem(path):
+        raise InvalidInputError([problem])
+
+
+def write_whole(path: Path, write: Callable[[IO[str]], T], *, what: str, mode: int = 0o600) -> T:
+    """Calls ``write`` with a text file beside ``path`` (created with ``mode``: 0600 keeps a
+    namespace's task texts to its owner from the first byte), flushes it to disk and renames it
+    over ``path``; returns what ``write`` returned. An OSError on the way (a full disk, EFBIG) is
+    a KbgraphError naming ``what`` and the file; the partial file is removed in every case."""
+    check_target(path)
+    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.partial")
+    try:
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        with open(descriptor, "w", encoding="utf-8", newline="\n") as sink:
+            result = write(sink)
+            sink.flush()
+            os.fsync(sink.fileno())  # a full disk may only say so here
+        check_target(path)  # it may have become a FIFO meanwhile
+        partial.replace(path)
+        return result
+    except OSError as error:
+        raise KbgraphError(f"cannot write {what} to {path}: {error.strerror or error}") from None
+    finally:
+        partial.unlink(missing_ok=True)
