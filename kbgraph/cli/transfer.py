@@ -12,7 +12,7 @@ import typer
 
 from kbgraph.cli._common import JsonOption, NamespaceOption, _open, _progress, add_commands, err, out
 from kbgraph.core.errors import InvalidInputError
-from kbgraph.core.files import check_target
+from kbgraph.core.files import check_target, source_problem
 from kbgraph.core.progress import stage_reporter
 from kbgraph.core.terminal import json_safe
 from kbgraph.transfer import export_to, import_file
@@ -60,8 +60,8 @@ def import_command(
     """Read an export into a namespace (-n, else the configured one — not the file's). The whole
     file is checked first: a bad one writes nothing. Nodes and relationships the namespace
     already holds are left as they are; the rest is added."""
-    if not source.is_file():  # say so before connecting
-        raise InvalidInputError([f"{source}: no such file"])
+    if problem := source_problem(source):  # say so before connecting
+        raise InvalidInputError([problem])
     with _open(namespace) as kb, _progress() as progress:
         report = import_file(kb.gateway, kb.namespace, source, batch_size=kb.settings.write_batch_size,
                              on_progress=stage_reporter(progress))

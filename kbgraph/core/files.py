@@ -20,6 +20,28 @@ from kbgraph.core.errors import InvalidInputError, KbgraphError
 T = TypeVar("T")
 
 
+def _kind(mode: int) -> str:
+    return ("a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
+            else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file")
+
+
+def source_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a file that is read more than once (an export: checked
+    whole, then imported), None when it can: missing, a folder, or a device or FIFO (/dev/zero
+    exists; "no such file" would be wrong, and it never ends)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return f"{path}: no such file"
+    except OSError as error:
+        return f"{path}: {error.strerror or error}"
+    if stat.S_ISDIR(mode):
+        return f"{path}: is a folder, not a file"
+    if not stat.S_ISREG(mode):
+        return f"{path}: is {_kind(mode)}, not a regular file"
+    return None
+
+
 def target_problem(path: Path) -> str | None:
     """Why ``path`` may not be replaced by a written file (None when it may): a folder, a device,
     a FIFO or a socket is refused; a missing file or a regular one (through links) is fine."""
@@ -32,9 +54,7 @@ def target_problem(path: Path) -> str | None:
     if stat.S_ISDIR(mode):
         return f"{path}: is a folder; name the file to write"
     if not stat.S_ISREG(mode):
-        kind = ("a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
-                else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file")
-        return f"{path}: is {kind}, not a regular file; name a regular file to write"
+        return f"{path}: is {_kind(mode)}, not a regular file; name a regular file to write"
     return None
 
 

@@ -21,6 +21,10 @@ from kbgraph.core.errors import InvalidInputError
 MAX_NESTING_DEPTH = 64
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+#: The largest count a record may bring (counters, orders, lengths): exact as a float, and far
+#: enough below INT64_MAX that feedback can add to it for ever (at INT64_MAX every feedback on the
+#: experience failed with "long overflow").
+MAX_COUNT = 2**53 - 1
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError
 
-from kbgraph.core.value_bounds import INT64_MAX, vector_problem, within_bounds
+from kbgraph.core.value_bounds import MAX_COUNT, vector_problem, within_bounds
 
 #: Validation context for models rebuilt from what the store holds (already checked when written).
 STORED: dict[str, bool] = {"stored": True}
@@ -35,7 +35,7 @@ Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max
 ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 Reward = Annotated[float, Field(ge=-1.0, le=1.0)]
-Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 
 
 def _usable_vector(vector: list[float], info: ValidationInfo) -> list[float]:

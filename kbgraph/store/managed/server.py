@@ -284,10 +284,7 @@ class ManagedNeo4j:
                     within(min(15.0, max(1.0, deadline - time.monotonic())), "waiting for the managed Neo4j", ping)
                 return
             except neo4j.exceptions.AuthError as exc:
-                raise ManagedServerError(
-                    f"the managed Neo4j at {self.bolt_uri} refused the password in {self.password_file}: "
-                    f"{exc.message}. If you changed it, write the new one into that file."
-                ) from None
+                raise ManagedServerError(refused_password(self.bolt_uri, self.password_file, exc.message)) from None
             except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired, OSError,
                     Neo4jTimeoutError) as exc:
                 last_error = str(exc)
@@ -335,3 +332,11 @@ def _is_stopped(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[-1].split()[0] in ("T", "t")
+
+
+def refused_password(uri: str, password_file: Path, reason: str | None) -> str:
+    """What to do when the managed Neo4j refuses the password kbgraph keeps for it (Neo4j's own
+    reason ends with a full stop: not doubled)."""
+    reason = (reason or "authentication failure").strip().rstrip(".")
+    return (f"the managed Neo4j at {uri} refused the password in {password_file}: {reason}. "
+            "If you changed it, write the new one into that file.")

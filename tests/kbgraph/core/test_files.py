@@ -89,3 +89,15 @@ def test_an_error_inside_the_writer_leaves_no_partial_file(tmp_path: Path) -> No
     with pytest.raises(KbgraphError, match="No space left on device"):
         write_whole(tmp_path / "out", failing, what="the report")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_source_that_is_a_device_is_named_as_one_not_as_missing(tmp_path: Path) -> None:
+    from kbgraph.core.files import source_problem
+
+    assert source_problem(Path("/dev/zero")) == "/dev/zero: is a character device, not a regular file"
+    assert source_problem(tmp_path / "none") == f"{tmp_path / 'none'}: no such file"
+    assert source_problem(tmp_path) == f"{tmp_path}: is a folder, not a file"
+    os.mkfifo(tmp_path / "fifo")
+    assert source_problem(tmp_path / "fifo") == f"{tmp_path / 'fifo'}: is a FIFO, not a regular file"
+    (tmp_path / "file").write_text("x")
+    assert source_problem(tmp_path / "file") is None

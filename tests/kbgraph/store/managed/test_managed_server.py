@@ -173,3 +173,14 @@ def test_a_lost_password_file_is_recovered_by_reset_password_and_the_data_is_kep
             driver.execute_query("RETURN 1")
     finally:
         server.stop()
+
+
+def test_a_refused_password_is_one_sentence_per_reason(tmp_path: Path) -> None:
+    from kbgraph.store.managed.server import refused_password
+
+    # Neo4j's reason ends with a full stop; the message must not read "failure.. If".
+    message = refused_password("bolt://127.0.0.1:7687", tmp_path / "password",
+                               "The client is unauthorized due to authentication failure.")
+    assert ".." not in message
+    assert message.endswith("due to authentication failure. If you changed it, write the new one into that file.")
+    assert "authentication failure. If" in refused_password("bolt://x", tmp_path / "p", None)
