@@ -25,37 +25,42 @@ def _kind(mode: int) -> str:
             else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file")
 
 
+def _looked_at(path: Path) -> int | str | None:
+    """``path``'s mode (through links), None when nothing is there, or why it cannot be seen."""
+    try:
+        return path.stat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return f"{path}: {error.strerror or error}"
+
+
+def _not_regular(path: Path, mode: int) -> str | None:
+    if stat.S_ISDIR(mode):
+        return f"{path}: is a folder"
+    return None if stat.S_ISREG(mode) else f"{path}: is {_kind(mode)}, not a regular file"
+
+
 def source_problem(path: Path) -> str | None:
     """Why ``path`` cannot be read as a file that is read more than once (an export: checked
     whole, then imported), None when it can: missing, a folder, or a device or FIFO (/dev/zero
     exists; "no such file" would be wrong, and it never ends)."""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
+    mode = _looked_at(path)
+    if mode is None:
         return f"{path}: no such file"
-    except OSError as error:
-        return f"{path}: {error.strerror or error}"
-    if stat.S_ISDIR(mode):
-        return f"{path}: is a folder, not a file"
-    if not stat.S_ISREG(mode):
-        return f"{path}: is {_kind(mode)}, not a regular file"
-    return None
+    return mode if isinstance(mode, str) else _not_regular(path, mode)
 
 
 def target_problem(path: Path) -> str | None:
     """Why ``path`` may not be replaced by a written file (None when it may): a folder, a device,
     a FIFO or a socket is refused; a missing file or a regular one (through links) is fine."""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
+    mode = _looked_at(path)
+    if mode is None:
         return None if path.parent.is_dir() else f"{path}: no folder {path.parent} to write it in"
-    except OSError as error:
-        return f"{path}: {error.strerror or error}"
-    if stat.S_ISDIR(mode):
-        return f"{path}: is a folder; name the file to write"
-    if not stat.S_ISREG(mode):
-        return f"{path}: is {_kind(mode)}, not a regular file; name a regular file to write"
-    return None
+    if isinstance(mode, str):
+        return mode
+    problem = _not_regular(path, mode)
+    return None if problem is None else f"{problem}; name the regular file to write"
 
 
 def check_target(path: Path) -> None:

@@ -4,8 +4,6 @@ refuses (standard output on /dev/full) is a failure, in one line, with a non-zer
 
 from __future__ import annotations
 
-import os
-import socket
 import stat
 import subprocess
 import sys
@@ -17,6 +15,7 @@ from hypothesis import strategies as st
 
 from kbgraph.kb import KnowledgeBase
 from tests.conftest import Neo4jTarget
+from tests.kbgraph.core.test_files import non_regular
 from tests.reliability.test_fuzz import FUZZ_SEED, TRIED, fuzz_settings
 
 SAMPLES = Path(__file__).resolve().parents[2] / "kbgraph" / "samples" / "experiences.jsonl"
@@ -25,26 +24,11 @@ COMMANDS = st.sampled_from([("export", "{target}"), ("report", "-o", "{target}")
 
 
 def make_target(folder: Path, kind: str) -> Path:
-    path = folder / kind.replace(" ", "-")
-    if kind.endswith("fifo"):
-        fifo = folder / "the-fifo"
-        os.mkfifo(fifo)
-        if kind.startswith("link"):
-            path.symlink_to(fifo)
-        else:
-            path = fifo
-    elif kind == "socket":
-        server = socket.socket(socket.AF_UNIX)
-        server.bind(str(path))
-        server.close()
-    elif kind == "device":
-        try:
-            os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(1, 7))  # /dev/full's numbers
-        except PermissionError:
-            path.symlink_to("/dev/full")
-    else:
-        path.symlink_to("/dev/full")
-    return path
+    if not kind.startswith("link"):
+        return non_regular(folder, kind)
+    link = folder / kind.replace(" ", "-")
+    link.symlink_to(non_regular(folder, "fifo") if kind.endswith("fifo") else Path("/dev/full"))
+    return link
 
 
 def kbgraph(target: Neo4jTarget, namespace: str, *args: str, stdout: object = subprocess.PIPE) -> subprocess.CompletedProcess[str]:

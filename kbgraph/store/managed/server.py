@@ -223,15 +223,19 @@ class ManagedNeo4j:
     def reset_password(self) -> ServerStatus:
         """Sets a new generated password for user neo4j and writes it to the password file: the way
         out when that file was lost (Neo4j's documented recovery: restart with authentication off,
-        bound to loopback as always, ALTER USER, restart with it on). The data is kept."""
+        bound to loopback as always, ALTER USER, restart with it on). The data is kept. Without
+        authentication it listens on free ports of its own, not the usual ones that every local
+        client tries, for the few seconds it takes."""
         if not (self.home / "data").is_dir():
             raise ManagedServerError(f"no managed Neo4j at {self.home} yet: `kbgraph server start` creates one")
         self.stop()
-        unlocked = replace(self, auth_enabled=False, assets_port=0)
+        bolt = free_port(reserved=(self.bolt_port, self.http_port))
+        unlocked = replace(self, auth_enabled=False, assets_port=0, bolt_port=bolt,
+                           http_port=free_port(reserved=(self.bolt_port, self.http_port, bolt)))
         unlocked.start()
         password = generated_password()
         try:
-            with neo4j.GraphDatabase.driver(self.bolt_uri, auth=None) as driver:
+            with neo4j.GraphDatabase.driver(unlocked.bolt_uri, auth=None) as driver:
                 with driver.session(database="system") as session:
                     session.run(query("managed_reset_password"), password=password).consume()
         finally:

@@ -96,7 +96,7 @@ def test_a_source_that_is_a_device_is_named_as_one_not_as_missing(tmp_path: Path
 
     assert source_problem(Path("/dev/zero")) == "/dev/zero: is a character device, not a regular file"
     assert source_problem(tmp_path / "none") == f"{tmp_path / 'none'}: no such file"
-    assert source_problem(tmp_path) == f"{tmp_path}: is a folder, not a file"
+    assert source_problem(tmp_path) == f"{tmp_path}: is a folder"
     os.mkfifo(tmp_path / "fifo")
     assert source_problem(tmp_path / "fifo") == f"{tmp_path / 'fifo'}: is a FIFO, not a regular file"
     (tmp_path / "file").write_text("x")
