@@ -124,7 +124,9 @@ def test_an_integer_too_long_to_read_is_a_clear_error_at_every_command(
     kb.add_experiences([EXPERIENCE])
     kb.export(export)
     lines = export.read_text().splitlines()
-    lines[1] = lines[1].replace('"properties": {', f'"properties": {{"n": {digits}, ', 1)
+    node = json.loads(lines[1])
+    node["properties"]["n"] = "@digits@"
+    lines[1] = json.dumps(node).replace('"@digits@"', digits)
     (tmp_path / "edited.jsonl").write_text("\n".join(lines) + "\n")
     edited_column = lines[1].index(digits) + 1
     step = f'{{"action": "a", "arguments": {{"x": {digits}}}}}'
