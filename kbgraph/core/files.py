@@ -69,12 +69,19 @@ def check_target(path: Path) -> None:
         raise InvalidInputError([problem])
 
 
+def _refuse_non_regular(path: Path) -> None:
+    # What only a write can tell (a missing folder, no permission) is left to it: an OSError.
+    mode = _looked_at(path)
+    if isinstance(mode, int) and (problem := _not_regular(path, mode)):
+        raise InvalidInputError([f"{problem}; name the regular file to write"])
+
+
 def write_whole(path: Path, write: Callable[[IO[str]], T], *, what: str, mode: int = 0o600) -> T:
     """Calls ``write`` with a text file beside ``path`` (created with ``mode``: 0600 keeps a
     namespace's task texts to its owner from the first byte), flushes it to disk and renames it
     over ``path``; returns what ``write`` returned. An OSError on the way (a full disk, EFBIG) is
     a KbgraphError naming ``what`` and the file; the partial file is removed in every case."""
-    check_target(path)
+    _refuse_non_regular(path)
     partial = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.partial")
     try:
         descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
@@ -82,7 +89,7 @@ def write_whole(path: Path, write: Callable[[IO[str]], T], *, what: str, mode: i
             result = write(sink)
             sink.flush()
             os.fsync(sink.fileno())  # a full disk may only say so here
-        check_target(path)  # it may have become a FIFO meanwhile
+        _refuse_non_regular(path)  # it may have become a FIFO meanwhile
         partial.replace(path)
         return result
     except OSError as error:

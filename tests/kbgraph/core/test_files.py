@@ -75,7 +75,7 @@ def test_a_write_the_file_system_refuses_is_a_one_line_failure_and_the_old_file_
             "except KbgraphError as error:\n"
             "    print(error)\n"
             "    sys.exit(1)\n")
-    result = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True, text=True, timeout=900)
     assert result.returncode == 1, result.stderr
     assert result.stdout.startswith(f"cannot write the export to {target}: File too large")
     assert target.read_text() == "old\n"
