@@ -6,6 +6,7 @@ learning modules (feedback, maintenance, agents) and :mod:`kbgraph.store.namespa
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -300,11 +301,11 @@ class KnowledgeBase:
         # again. Maintenance merged by its own plan, so this pass merges nothing more.
         pipeline_from_settings(self).consolidate(merge=False, run=run_id)
 
-    def maintain(self, dry_run: bool = False) -> MaintenanceReport:
-        """AutoRefine maintenance now (see :mod:`kbgraph.learning.maintenance`): merge near-duplicates and
-        archive the experiences that keep being retrieved but do not help. ``dry_run`` returns
-        exactly the changes a real run would make, with their reasons, and changes nothing."""
-        return self.maintainer.run(dry_run=dry_run)
+    def maintain(self, dry_run: bool = False, now: datetime | None = None) -> MaintenanceReport:
+        """AutoRefine maintenance (see :mod:`kbgraph.learning.maintenance`): merge near-duplicates and archive
+        the experiences that keep being retrieved but do not help. ``dry_run`` returns exactly the changes a
+        real run at the same ``now`` (default: the clock; scores decay with time) would make, and changes nothing."""
+        return self.maintainer.run(dry_run=dry_run, now=now)
 
     def restore(self, run_id: str | None = None, ids: Sequence[str] = ()) -> list[str]:
         """Undoes pruning: archived experiences become active (searchable) again — those in

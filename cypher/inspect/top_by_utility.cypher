@@ -13,15 +13,17 @@
 // @param domain null — the domain (Experience.domain, see the `domains` query); null = every domain
 // @param decay_per_day 0.0231 — λ per day; 0.0231 ≈ ln 2 / 30, so utility halves in 30 days unused
 // @param limit 10 — how many experiences
+// @param now null — the moment utility is computed for, as a datetime; null = the server's clock now
 //
 // In cypher-shell or Neo4j Browser set the parameters first (kbgraph demo's namespace is "demo"):
 // :param kb => "default"
 // :param domain => null
 // :param decay_per_day => 0.0231
 // :param limit => 10
+// :param now => null
 MATCH (e:Experience {kb: $kb, status: 'active'})
 WHERE $domain IS NULL OR e.domain = $domain
-WITH e, datetime() AS now
+WITH e, coalesce($now, datetime()) AS now
 WITH e, now,
   CASE WHEN coalesce(e.last_used_at, e.created_at) IS NULL THEN 0.0
     ELSE duration.inSeconds(coalesce(e.last_used_at, e.created_at), now).seconds / 86400.0 END AS days_recent,

@@ -86,7 +86,10 @@ def main() -> None:
         err.print(f"kbgraph: error: invalid setting: {problems}", markup=False, highlight=False)
         sys.exit(2)
     except neo4j.exceptions.Neo4jError as exc:
-        err.print(f"kbgraph: error: Neo4j refused a query: {exc.code}: {exc.message}", markup=False, highlight=False)
+        # One line: some of Neo4j's messages quote a whole query's values (9 KB for a vector).
+        reason = (exc.message or "").strip().splitlines()[0] if (exc.message or "").strip() else "no reason given"
+        reason = reason if len(reason) <= 300 else f"{reason[:300]}… ({len(exc.message or ''):,} characters)"
+        err.print(f"kbgraph: error: Neo4j refused a query: {exc.code}: {reason}", markup=False, highlight=False)
         sys.exit(1)
     except neo4j.exceptions.DriverError as exc:
         err.print(f"kbgraph: error: lost Neo4j during the run ({type(exc).__name__}: {str(exc).splitlines()[0]}); "

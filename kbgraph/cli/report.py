@@ -10,6 +10,7 @@ import typer
 
 from kbgraph.cli._common import JsonOption, NamespaceOption, _open, _print_json, add_commands, err, out
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.files import target_problem
 
 
 def register(app: typer.Typer) -> None:
@@ -20,6 +21,8 @@ def _output_problems(path: Path) -> list[str]:
     """Why the report cannot be written to ``path`` (empty when it can)."""
     if path.is_dir():
         return [f"--output {path}: is a folder; name a file, e.g. {path / 'report.html'}"]
+    if problem := target_problem(path):
+        return [f"--output {problem}"]
     if not path.resolve().parent.is_dir():
         return [f"--output {path}: folder {path.resolve().parent} does not exist"]
     if not os.access(path.resolve().parent, os.W_OK):

@@ -20,6 +20,7 @@ from kbgraph.cli._common import (
     out,
 )
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.jsonl import json_problem
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.terminal import json_safe
 
@@ -38,7 +39,7 @@ def _parse_steps(values: list[str] | None) -> list[dict[str, Any]]:
             try:
                 arguments = _json_argument(raw, f"--step {index + 1} ({action[:60]}) arguments")
             except json.JSONDecodeError as error:
-                raise InvalidInputError([f"--step {index + 1} ({action}): arguments are not JSON: {error.msg}"]) from None
+                raise InvalidInputError([f"--step {index + 1} ({action[:60]}): arguments: {json_problem(error)}"]) from None
             if not isinstance(arguments, dict):
                 raise InvalidInputError([f"--step {index + 1} ({action}): arguments must be a JSON object"])
         steps.append({"action": action, "arguments": arguments})
@@ -101,7 +102,7 @@ def refine(
         try:
             value = _json_argument(raw, f"step {index + 1}")
         except json.JSONDecodeError as error:
-            problems.append(f"step {index + 1}: not JSON: {error.msg}")
+            problems.append(f"step {index + 1}: {json_problem(error)}")
             continue
         except InvalidInputError as invalid:
             problems += invalid.problems

@@ -12,6 +12,7 @@ import typer
 
 from kbgraph.cli._common import JsonOption, NamespaceOption, _open, _progress, add_commands, err, out
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.files import check_target, source_problem
 from kbgraph.core.progress import stage_reporter
 from kbgraph.core.terminal import json_safe
 from kbgraph.transfer import export_to, import_file
@@ -33,8 +34,8 @@ def export_command(
     """Write one namespace — every node with its properties and embeddings, every relationship —
     as JSON Lines that `kbgraph import` reads back. A file appears whole or not at all."""
     to_stdout = target == "-"
-    if not to_stdout and not Path(target).parent.is_dir():  # say so before connecting
-        raise InvalidInputError([f"{target}: no folder {Path(target).parent} to write it in"])
+    if not to_stdout:  # say so before connecting
+        check_target(Path(target))
     # With `-` the data owns standard output: the summary goes to standard error.
     summary = err if to_stdout else out
     with _open(namespace) as kb, _progress() as progress:
@@ -59,8 +60,8 @@ def import_command(
     """Read an export into a namespace (-n, else the configured one — not the file's). The whole
     file is checked first: a bad one writes nothing. Nodes and relationships the namespace
     already holds are left as they are; the rest is added."""
-    if not source.is_file():  # say so before connecting
-        raise InvalidInputError([f"{source}: no such file"])
+    if problem := source_problem(source):  # say so before connecting
+        raise InvalidInputError([problem])
     with _open(namespace) as kb, _progress() as progress:
         report = import_file(kb.gateway, kb.namespace, source, batch_size=kb.settings.write_batch_size,
                              on_progress=stage_reporter(progress))

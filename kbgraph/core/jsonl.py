@@ -12,6 +12,48 @@ from kbgraph.core.value_bounds import MAX_NESTING_DEPTH, value_problem
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 _SKIP_CHUNK = 1024 * 1024
+#: Python converts at most this many digits to an integer (sys.get_int_max_str_digits(): longer
+#: ones take quadratic time); json.loads fails past it with a ValueError that says not where.
+MAX_INT_DIGITS = 4_300
+
+
+class LongIntegerError(json.JSONDecodeError):
+    """Valid JSON holding an integer too long to read: the message says where (a client can still
+    be answered by its request's id, unlike for text that is not JSON)."""
+
+
+class _LongInteger(ValueError):
+    def __init__(self, digits: str):
+        super().__init__(digits)
+        self.digits = digits
+
+
+def _parse_int(digits: str) -> int:
+    if len(digits) > MAX_INT_DIGITS:
+        raise _LongInteger(digits)
+    return int(digits)
+
+
+def loads(text: str) -> Any:
+    """``json.loads(text)``, except that an integer too long for Python to read is a
+    json.JSONDecodeError at its position, like any other JSON problem."""
+    try:
+        return json.loads(text, parse_int=_parse_int)
+    except _LongInteger as exc:
+        digits = len(exc.digits.lstrip("-"))
+        raise LongIntegerError(f"an integer of {digits:,} digits (at most {MAX_INT_DIGITS:,} are read)",
+                                   text, max(text.find(exc.digits), 0)) from None
+
+
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """What is wrong with one line or argument of JSON, and where: ``invalid JSON at column N:
+    reason``, or that it ends too soon (an unclosed object, list or string) rather than "column 1"
+    of the line after it."""
+    text = exc.doc.rstrip()
+    if exc.pos >= len(text):
+        return f"invalid JSON: it ends after {len(text)} characters, before the value is complete ({exc.msg})"
+    line = f"line {exc.lineno} " if exc.lineno > 1 else ""
+    return f"invalid JSON at {line}column {exc.colno}: {exc.msg}"
 
 
 @dataclass(frozen=True)
@@ -62,9 +104,9 @@ def read_jsonl_stream(handle: IO[bytes], name: str) -> Iterator[JsonlRecord]:
         if not text.strip():
             continue
         try:
-            value = json.loads(text)
+            value = loads(text)
         except json.JSONDecodeError as exc:
-            yield JsonlRecord(where, None, f"invalid JSON at column {exc.colno}: {exc.msg}")
+            yield JsonlRecord(where, None, json_problem(exc))
             continue
         except RecursionError:
             yield JsonlRecord(where, None, f"nested deeper than {MAX_NESTING_DEPTH} levels")

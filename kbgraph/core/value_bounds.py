@@ -10,7 +10,9 @@ stack itself.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from kbgraph.core.errors import InvalidInputError
@@ -19,6 +21,10 @@ from kbgraph.core.errors import InvalidInputError
 MAX_NESTING_DEPTH = 64
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+#: The largest count a record may bring (counters, orders, lengths): exact as a float, and far
+#: enough below INT64_MAX that feedback can add to it for ever (at INT64_MAX every feedback on the
+#: experience failed with "long overflow").
+MAX_COUNT = 2**53 - 1
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -35,8 +41,9 @@ def _place(path: tuple[Any, ...]) -> str:
     return ".".join(str(part) for part in path) or "(value)"
 
 
-def value_problem(value: Any, max_depth: int = MAX_NESTING_DEPTH) -> str | None:
-    """``field.path: reason`` for the first place ``value`` leaves the bounds, or None."""
+def value_problem(value: Any, max_depth: int = MAX_NESTING_DEPTH, *, int64: bool = True) -> str | None:
+    """``field.path: reason`` for the first place ``value`` leaves the bounds, or None.
+    ``int64=False`` lets integers past 64 bits through (for values kept as JSON text)."""
     pending: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
     while pending:
         item, path = pending.pop()
@@ -52,7 +59,7 @@ def value_problem(value: Any, max_depth: int = MAX_NESTING_DEPTH) -> str | None:
         elif isinstance(item, str):
             if problem := _text_problem(item):
                 return f"{_place(path)}: {problem}"
-        elif isinstance(item, int) and not isinstance(item, bool) and not INT64_MIN <= item <= INT64_MAX:
+        elif int64 and isinstance(item, int) and not isinstance(item, bool) and not INT64_MIN <= item <= INT64_MAX:
             shown = str(item) if item.bit_length() < 200 else f"a {item.bit_length()}-bit integer"
             return f"{_place(path)}: {shown} is outside the 64-bit integer range Neo4j stores"
     return None
@@ -72,3 +79,32 @@ def check_bounds(**arguments: Any) -> None:
     generaliser's recursion. InvalidInputError naming the first place they leave them."""
     if problem := value_problem(arguments):
         raise InvalidInputError([problem])
+
+
+#: The largest float32, the type Neo4j's vector indexes hold: a vector's squared length must stay
+#: below it (a cosine similarity divides by the length), and above the smallest normal float32.
+_FLOAT32_MAX = 3.4028234663852886e38
+_FLOAT32_TINY = 1.1754943508222875e-38
+
+
+def vector_problem(vector: Sequence[float]) -> str | None:
+    """Why an embedding cannot be compared by cosine similarity (None when it can): NaN or an
+    infinite value, every value 0 (no direction), or values so large or so small that the length
+    over- or underflows in 32-bit floats. One such vector in a namespace used to fail every
+    search of it (``vector.similarity.cosine(): Argument a is not a valid vector``)."""
+    squares = 0.0
+    for value in vector:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"holds {type(value).__name__}, not a number"
+        if isinstance(value, int) and not -_FLOAT32_MAX < value < _FLOAT32_MAX:
+            return "holds a value too large for a 32-bit float"
+        if not math.isfinite(value):
+            return "holds NaN or infinite values"
+        squares += float(value) * float(value)
+    if squares == 0.0:
+        return "every value is 0: a vector without a direction has no cosine similarity"
+    if not math.isfinite(squares) or squares >= _FLOAT32_MAX:
+        return "values so large its length overflows 32-bit floats (as Neo4j's vector index holds them)"
+    if squares < _FLOAT32_TINY:
+        return "values so small its length rounds to 0 in 32-bit floats (as Neo4j's vector index holds them)"
+    return None

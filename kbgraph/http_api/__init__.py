@@ -38,7 +38,8 @@ from kbgraph.http_api._bodies import (API_PREFIX, NAMESPACE_HEADER, AddTrajector
                                       IngestedTrajectory, RecordOutcomeRequest, RefineStepsRequest,
                                       SearchExperiencesRequest, StepSearchRequest, StepSearchResult)
 from kbgraph.http_api._pool import NamespacePool
-from kbgraph.http_api._serve import DEFAULT_PORT, check_bind, is_loopback, listen, serve
+from kbgraph.http_api._limits import is_loopback
+from kbgraph.http_api._serve import DEFAULT_PORT, check_bind, listen, serve
 
 __all__ = [
     "API_PREFIX", "DEFAULT_PORT", "NAMESPACE_HEADER", "AddTrajectoriesResult", "ErrorResponse", "HealthReport",

@@ -15,7 +15,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.http_api._bodies import API_PREFIX
 from kbgraph.http_api._errors import ApiError, answer
-from kbgraph.http_api._limits import MAX_BODY_BYTES, BodyLimit, BodyModel, BodyTooLarge, body_problem
+from kbgraph.http_api._limits import (
+    MAX_BODY_BYTES, BodyLimit, BodyModel, BodyTooLarge, body_problem, loopback_host_header, unreadable_body,
+)
 from kbgraph.http_api._pool import NamespacePool
 from kbgraph.http_api._routes import ERRORS, HEALTH_PATH, UNAUTHORISED, Endpoints, add_health, add_routes
 from kbgraph.kb import KnowledgeBase
@@ -48,7 +50,7 @@ def create_app(
         description="Each call works in one namespace: the `X-Kbgraph-Namespace` header, or the server's own. "
                     "Errors are `{\"detail\": \"…\"}` with the same messages as the CLI and the MCP tools.",
     )
-    bearer = HTTPBearer(auto_error=False, description="The server's API key (kbgraph serve --api-key).")
+    bearer = HTTPBearer(auto_error=False, description="The server's API key (KBGRAPH_API_KEY or kbgraph serve --api-key-file).")
 
     def authorised(credentials: HTTPAuthorizationCredentials | None) -> bool:
         return api_key is None or (credentials is not None and secrets.compare_digest(
@@ -60,6 +62,10 @@ def create_app(
     async def require_key(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         # Before anything reads the body: a caller without the key learns nothing from a 422.
         path = request.url.path
+        if api_key is None and not loopback_host_header(request.headers.get("host")):
+            return answer(ApiError(403, f"Host {request.headers.get('host', '')[:100]!r} is not this machine: without "
+                                        "an API key the server answers only requests to localhost, 127.0.0.1 or "
+                                        "[::1] (a page whose name was rebound to 127.0.0.1 is refused)"))
         if api_key is None or not path.startswith(f"{API_PREFIX}/") or path == HEALTH_PATH:
             return await call_next(request)
         credentials = await bearer(request)
@@ -101,6 +107,8 @@ def add_error_handlers(app: FastAPI, bodies: dict[str, BodyModel]) -> None:
             return answer(ApiError(422, "invalid request body, nothing was done: the body is nested too deeply"))
         if isinstance(exc.__cause__, BodyTooLarge):  # the body outgrew the limit while it was read
             return answer(ApiError(413, str(exc.__cause__)))
+        if isinstance(exc.__cause__, ValueError):  # json.loads refused an integer of 5,000 digits
+            return answer(ApiError(400, unreadable_body(await request.body())))
         return answer(ApiError(exc.status_code, str(exc.detail), dict(exc.headers or {})))
 
     @app.exception_handler(Exception)

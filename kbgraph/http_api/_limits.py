@@ -7,6 +7,8 @@ field and why, checked again against the endpoint's model so the words are the M
 
 from __future__ import annotations
 
+import ipaddress
+import json
 from typing import Any
 
 from fastapi import Request
@@ -14,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from kbgraph.core.jsonl import loads
 from kbgraph.core.value_bounds import value_problem
 from kbgraph.http_api._errors import ApiError, answer
 from kbgraph.tools import argument_problems, one_line
@@ -32,6 +35,30 @@ def _where_json_stops(document: str, position: int) -> str:
     line = document.count("\n", 0, position) + 1
     column = position - (document.rfind("\n", 0, position) + 1) + 1
     return f"line {line}, column {column}"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether only this machine can reach ``host`` (127.0.0.0/8, ::1, localhost)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a name (or "" = every interface): it may reach beyond this machine
+        return False
+
+
+def loopback_host_header(value: str | None) -> bool:
+    """Whether a request's ``Host`` header names this machine (``localhost``, ``127.0.0.1``,
+    ``[::1]``, with or without a port). Without an API key only these are answered: a web page
+    whose domain is rebound to 127.0.0.1 still sends its own name (DNS rebinding)."""
+    if value is None:  # HTTP/1.0 without a Host: no browser sends that
+        return True
+    host = value.strip()
+    if host.startswith("["):  # [::1] or [::1]:8000
+        host = host[: host.find("]") + 1] if "]" in host else host
+    elif host.count(":") == 1:
+        host = host.rsplit(":", 1)[0]
+    return bool(host) and is_loopback(host)
 
 
 #: An endpoint's body, checked again to name its problems: the model, and whether the body is a list.
@@ -74,6 +101,19 @@ def body_problem(request: Request, exc: RequestValidationError, bodies: dict[str
     problems = [f"{'.'.join(str(part) for part in error.get('loc', ())) or '(request)'}: {error.get('msg', 'invalid')}"
                 for error in errors]
     return one_line(f"{headline}: " + "; ".join(problems))
+
+
+def unreadable_body(body: bytes) -> str:
+    """Why a body the JSON decoder gave up on with a bare ValueError (an integer too long for
+    Python to read) is refused, and where: it is read again, by the decoder that says where."""
+    headline = "invalid request body, nothing was done: the body is not valid JSON"
+    try:
+        loads(body.decode("utf-8"))
+    except json.JSONDecodeError as error:
+        return f"{headline}: {error.msg} at {_where_json_stops(error.doc, error.pos)}"
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        return f"{headline}: {type(error).__name__}"
+    return headline
 
 
 class BodyTooLarge(Exception):

@@ -132,7 +132,10 @@ def add_routes(endpoint: Endpoints, pool: NamespacePool) -> None:
             kb = pool.get(namespace)
             details = read_experience(kb, experience_id)
             if details is None:
-                raise ApiError(404, f"no experience {experience_id!r} in namespace {kb.namespace!r}")
+                # An id is at most 128 characters: a longer one is named by its start and length.
+                shown = repr(experience_id) if len(experience_id) <= 128 else \
+                    f"{experience_id[:40]!r}… ({len(experience_id):,} characters)"
+                raise ApiError(404, f"no experience {shown} in namespace {kb.namespace!r}")
             return details
 
         return guarded("get experience", work)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import signal
 import socket
 import threading
@@ -13,31 +12,22 @@ from kbgraph.core.errors import InvalidInputError, KbgraphError, Neo4jUnavailabl
 from kbgraph.core.settings import Settings
 from kbgraph.http_api._app import create_app
 from kbgraph.http_api._bodies import NAMESPACE_HEADER
+from kbgraph.http_api._limits import is_loopback
 from kbgraph.kb import KnowledgeBase
 from kbgraph.tools import one_line
 
 DEFAULT_PORT = 8000
 
 
-def is_loopback(host: str) -> bool:
-    """Whether only this machine can reach ``host`` (127.0.0.0/8, ::1, localhost)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:  # a name (or "" = every interface): it may reach beyond this machine
-        return False
-
-
 def check_bind(host: str, api_key: str | None) -> None:
     """Refuses (InvalidInputError) an empty key, and listening beyond loopback without a key."""
     if api_key is not None and not api_key.strip():
-        raise InvalidInputError(["api key: empty: give a key (--api-key or KBGRAPH_API_KEY), or none on loopback"],
+        raise InvalidInputError(["api key: empty: give a key (KBGRAPH_API_KEY or --api-key-file), or none on loopback"],
                                 "cannot serve")
     if api_key is None and not is_loopback(host):
         raise InvalidInputError([
-            f"host: {host!r} is reachable beyond this machine, so an API key is required: pass --api-key or set "
-            "KBGRAPH_API_KEY (clients send 'Authorization: Bearer <key>'), or listen on 127.0.0.1"], "cannot serve")
+            f"host: {host!r} is reachable beyond this machine, so an API key is required: set KBGRAPH_API_KEY or "
+            "pass --api-key-file (clients send 'Authorization: Bearer <key>'), or listen on 127.0.0.1"], "cannot serve")
 
 
 def listen(host: str, port: int) -> socket.socket:

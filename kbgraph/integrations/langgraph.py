@@ -58,8 +58,10 @@ from langgraph.store.base import (
 )
 
 from kbgraph.integrations.store_values import (
+    check_address,
     check_filter,
     check_ttl,
+    check_vectors,
     encode_path,
     item_id,
     list_namespaces,
@@ -161,6 +163,10 @@ class KbgraphStore(BaseStore):
         if not isinstance(op, (GetOp, SearchOp, PutOp, ListNamespacesOp)):
             raise ValueError(f"Unknown operation type: {type(op)}")
         validate_op_namespace(op)  # LangGraph's own rules for labels (strings, no periods, …)
+        if isinstance(op, (GetOp, PutOp)):
+            check_address(op.namespace, op.key if isinstance(op.key, str) else None)
+        elif isinstance(op, SearchOp):
+            check_address(op.namespace_prefix)
         if isinstance(op, PutOp):
             namespace = tuple(op.namespace)
             if not namespace:
@@ -203,7 +209,10 @@ class KbgraphStore(BaseStore):
                             texts.append((plan, f"{path}.{n}" if len(found) > 1 else path, text))
             planned.append(plan)
         if texts:
-            for (plan, path, _), vector in zip(texts, self._embed([t for *_, t in texts]), strict=True):
+            vectors = self._embed([t for *_, t in texts])
+            check_vectors(vectors, [f"{tuple(p.op.namespace)}/{p.op.key}: {path}" for p, path, _ in texts],
+                          self.kb.embedder.dimension)
+            for (plan, path, _), vector in zip(texts, vectors, strict=True):
                 plan.vectors.append({"id": f"{plan.id}#{path}", "field": path, "embedding": vector})
         return planned
 
@@ -331,9 +340,11 @@ class KbgraphStore(BaseStore):
         return [list(map(float, v)) for v in self.kb.embedder.embed(texts)]
 
     def _embed_query(self, text: str) -> list[float]:
-        if self._embeddings is not None:
-            return [float(x) for x in self._embeddings.embed_query(text)]
-        return self._embed([text])[0]
+        if self._embeddings is None:
+            return self._embed([text])[0]
+        vector = [float(x) for x in self._embeddings.embed_query(text)]
+        check_vectors([vector], ["query"], self.kb.embedder.dimension)
+        return vector
 
     # -- TTL -------------------------------------------------------------------------------------
 

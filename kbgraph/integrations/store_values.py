@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.value_bounds import value_problem, vector_problem
 
 #: Filter operators of ``BaseStore.search(filter=…)`` (a ``{"$op": value}`` map in a filter).
 FILTER_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
@@ -32,12 +33,55 @@ def item_id(namespace: Sequence[str], key: str) -> str:
     return encode_path(namespace) + quote(key, safe="")
 
 
+#: An item's value as JSON text: room for a long conversation, not for a file dump that would
+#: sit in every transaction and search that reads the item.
+MAX_VALUE_CHARS = 4_000_000
+#: A namespace and key, percent-encoded, make the item's indexed id: Neo4j's index keys take
+#: about 8 KB, so this many characters (some 1,300 non-ASCII ones) at most.
+MAX_ID_CHARS = 4_096
+
+
+def check_address(namespace: Sequence[str], key: str | None = None) -> None:
+    """A namespace (and key) an item can be kept under: valid Unicode (a lone surrogate cannot be
+    encoded) and short enough to be indexed. InvalidInputError naming the part otherwise."""
+    parts = [(f"namespace.{i}", label) for i, label in enumerate(namespace) if isinstance(label, str)]
+    if isinstance(key, str):
+        parts.append(("key", key))
+    problems = [f"{name}: {problem.removeprefix('(value): ')}" for name, text in parts if (problem := value_problem(text))]
+    if not problems and (length := len(item_id(namespace, key or ""))) > MAX_ID_CHARS:
+        problems.append(f"key: the namespace and key are {length:,} characters once percent-encoded, "
+                        f"over the {MAX_ID_CHARS:,} an item's id may have")
+    if problems:
+        raise InvalidInputError(problems, "invalid namespace or key, nothing was done")
+
+
 def value_text(value: Mapping[str, Any], where: str) -> str:
-    """The JSON text an item's value is stored as (a clear error names what cannot be stored)."""
+    """The JSON text an item's value is stored as (a clear error names what cannot be stored:
+    not JSON, a lone surrogate, deeper than the bounds, or longer than MAX_VALUE_CHARS)."""
+    if problem := value_problem(dict(value), int64=False):  # kept as JSON text: any integer fits
+        place = problem.replace("(value)", "value", 1) if problem.startswith("(value)") else f"value.{problem}"
+        raise InvalidInputError([f"{where}: {place}"], "the value cannot be stored, nothing was written")
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as error:
         raise InvalidInputError([f"{where}: value: {error}"], "the value cannot be stored as JSON, nothing was written") from None
+    if len(text) > MAX_VALUE_CHARS:
+        raise InvalidInputError([f"{where}: value: {len(text):,} characters of JSON, over the {MAX_VALUE_CHARS:,} "
+                                 "an item may hold"], "the value is too large, nothing was written")
+    return text
+
+
+def check_vectors(vectors: Sequence[Sequence[float]], places: Sequence[str], dimension: int) -> None:
+    """What a custom ``embed`` can get wrong, refused before anything is written: the dimension,
+    and vectors a cosine similarity cannot use (:func:`kbgraph.core.value_bounds.vector_problem`)."""
+    problems = []
+    for vector, place in zip(vectors, places, strict=True):
+        problem = (f"has {len(vector)} values, not the {dimension} of kbgraph's vector index"
+                   if len(vector) != dimension else vector_problem(vector))
+        if problem:
+            problems.append(f"{place}: the index's embed gave an unusable vector: {problem}")
+    if problems:
+        raise InvalidInputError(problems, "unusable embeddings, nothing was written")
 
 
 def check_ttl(ttl: float | None, where: str) -> float | None:

@@ -18,7 +18,8 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, GetPromptResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, ValidationError
 
 from kbgraph.core.settings import Settings
@@ -95,6 +96,14 @@ def _run(source: KnowledgeBaseSource, work: Callable[[KnowledgeBase], T]) -> T:
 
 class KbgraphMCPServer(MCPServer[Any]):
     """The SDK's server, with every tool failure answered as one line a model can act on."""
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
+                         context: Context[Any, Any] | None = None) -> GetPromptResult | InputRequiredResult:
+        # The SDK answers an unknown prompt with code 0 and a traceback on stderr; kbgraph has no
+        # prompts, so that is a bad parameter, answered like an unknown resource.
+        if self._prompt_manager.get_prompt(name) is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name[:200]!r} (kbgraph offers no prompts)")
+        return await super().get_prompt(name, arguments, context)
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None) -> CallToolResult | InputRequiredResult:

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream, create_context_streams
 from mcp.shared.message import SessionMessage
 
-from kbgraph.core.jsonl import read_bounded_line
+from kbgraph.core.jsonl import LongIntegerError, json_problem, loads, read_bounded_line
 from kbgraph.core.value_bounds import MAX_NESTING_DEPTH, value_problem
 
 #: A request line longer than this is refused unread (MCP tool arguments are small).
@@ -48,7 +48,9 @@ def _request_id(value: Any) -> Any:
     return None
 
 
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+')
+# An unterminated string runs to the end (possessively): else from each of n quotes in
+# '\\"\\"\\"…' the scan walked the rest of the message again, O(n²).
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*+(?:"|\Z)|[\[\]{}:,]|[^\s\[\]{}:,"]+')
 
 
 def _top_level_id(text: str) -> Any:
@@ -93,9 +95,11 @@ def check_line(raw: bytes, length: int) -> tuple[Any | None, str | None]:
     if not text.strip():
         return None, None
     try:
-        value = json.loads(text)
+        value = loads(text)  # an integer of 5,000 digits too: a parse error with its column
+    except LongIntegerError as exc:  # valid JSON, so the request's id can still be found
+        return None, _error(_top_level_id(text), types.INVALID_REQUEST, f"invalid request: {json_problem(exc)}")
     except json.JSONDecodeError as exc:
-        return None, _error(None, types.PARSE_ERROR, f"invalid JSON at column {exc.colno}: {exc.msg}")
+        return None, _error(None, types.PARSE_ERROR, json_problem(exc))
     except RecursionError:
         return None, _error(_top_level_id(text), types.INVALID_REQUEST, f"message nested deeper than {MAX_NESTING_DEPTH} levels")
     request_id = _request_id(value)

@@ -5,12 +5,10 @@ the graph goes through :func:`_e`.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from kbgraph.core.errors import KbgraphError
+from kbgraph.core.files import write_whole
 from kbgraph.report._model import Histogram, KbReport
 from kbgraph.report._projection import UMAP_MIN_POINTS
 from kbgraph.report._svg import (
@@ -221,24 +219,12 @@ def render_html(report: KbReport) -> str:
 
 
 def write_report(report: KbReport, path: Path) -> Path:
-    """Renders ``report`` into ``path`` (replaced whole, never left half-written); returns it absolute."""
+    """Renders ``report`` into ``path`` (replaced whole, never left half-written, mode 0600 like an
+    export: the page quotes the namespace's task texts); returns it absolute. A target that is not
+    a regular file, or a write that fails, is a KbgraphError."""
     page = render_html(report)
     target = path.resolve()
-    try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as error:  # a folder you may not write in, /proc, a full disk: one line, not a traceback
-        raise KbgraphError(f"cannot write the report to {target}: {error.strerror or error}") from None
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(page)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, target)
-    except OSError as error:
-        Path(temporary).unlink(missing_ok=True)
-        raise KbgraphError(f"cannot write the report to {target}: {error.strerror or error}") from None
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_whole(target, lambda file: file.write(page), what="the report", mode=0o600)
     return target
 
 

@@ -10,7 +10,7 @@ import re
 from functools import cache
 from importlib import resources
 
-_COMMENT = re.compile(r"^\s*//.*$", re.MULTILINE)
+_COMMENT = re.compile(r"^[ \t]*//.*$", re.MULTILINE)  # not \s*: it ran over every blank line after
 
 
 def _folder(name: str) -> resources.abc.Traversable:

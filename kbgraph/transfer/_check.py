@@ -12,6 +12,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from kbgraph.core.errors import InvalidInputError, validation_problems
+from kbgraph.core.files import source_problem
 from kbgraph.core.jsonl import read_jsonl
 from kbgraph.transfer._format import FORMAT_NAME, LABELS, MAX_PROBLEMS, RELATIONSHIP_TYPES, Progress
 from kbgraph.transfer._records import _DATA_RECORD, ExportHeader, NodeRecord, NodeRef, RelationshipRecord
@@ -186,4 +187,6 @@ def check_export_file(path: Path, dimension: int | None, on_progress: Progress |
     InvalidInputError listing every problem as ``file:line: field: reason``."""
     if not path.is_file():
         raise InvalidInputError([f"{path}: no such file"])
+    if problem := source_problem(Path(path)):
+        raise InvalidInputError([problem])
     return _FileCheck(path, dimension).run(on_progress)

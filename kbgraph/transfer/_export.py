@@ -6,12 +6,10 @@ a refused export writes nothing; a file appears whole or not at all.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import metadata
@@ -21,7 +19,8 @@ from typing import IO, Any
 import neo4j
 from pydantic import BaseModel, Field
 
-from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.errors import InvalidInputError, KbgraphError
+from kbgraph.core.files import write_whole
 from kbgraph.store.gateway import Neo4jGateway, Row, run_named
 from kbgraph.store.schema import VECTOR_INDEXES
 from kbgraph.transfer._format import (
@@ -253,25 +252,18 @@ def export_to(
     """Exports ``namespace`` to the file ``target`` (``-``: standard output). A file appears
     whole or not at all: it is written next to its final name, then renamed."""
     if str(target) == "-":
-        stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\n")
+        sys.stdout.flush()
         try:
-            return export_namespace(gateway, namespace, stdout, page_size=page_size, on_progress=on_progress)
-        finally:
-            stdout.flush()
-            stdout.detach()
+            # A copy of the descriptor: closing it (which says whether the last bytes got through,
+            # to a full disk or a closed pipe) leaves standard output itself open.
+            with open(os.dup(sys.stdout.fileno()), "w", encoding="utf-8", newline="\n") as stdout:
+                return export_namespace(gateway, namespace, stdout, page_size=page_size, on_progress=on_progress)
+        except OSError as error:
+            raise KbgraphError(f"cannot write the export to standard output: {error.strerror or error}") from None
     path = Path(target)
-    if not path.parent.is_dir():
-        raise InvalidInputError([f"{path}: no folder {path.parent} to write it in"])
-    if path.is_dir():
-        raise InvalidInputError([f"{path}: is a folder; name the file to write"])
-    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.partial")
-    try:
-        # 0600 from the first byte: an export holds every task text of the namespace.
-        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with open(descriptor, "w", encoding="utf-8", newline="\n") as sink:
-            report = export_namespace(gateway, namespace, sink, page_size=page_size, on_progress=on_progress,
-                                      file=str(path))
-        partial.replace(path)
-        return report
-    finally:
-        partial.unlink(missing_ok=True)
+
+    def write(sink: IO[str]) -> ExportReport:
+        return export_namespace(gateway, namespace, sink, page_size=page_size, on_progress=on_progress, file=str(path))
+
+    # 0600 from the first byte: an export holds every task text of the namespace.
+    return write_whole(path, write, what="the export", mode=0o600)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from kbgraph.core.value_bounds import INT64_MAX
+from kbgraph.core.value_bounds import MAX_COUNT
 
 Rule = Callable[[Any], str | None]
 
@@ -31,8 +31,8 @@ def between(low: float, high: float) -> Rule:
 
 
 def count(value: Any) -> str | None:
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= INT64_MAX:
-        return f"{value!r:.60} is not a count (a whole number ≥ 0)"
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
+        return f"{value!r:.60} is not a count (a whole number from 0 to {MAX_COUNT:,}, so that it can still grow)"
     return None
 
 

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from kbgraph.core.value_bounds import vector_problem
 from kbgraph.store.gateway import Row
 from kbgraph.transfer._format import PLAIN_TYPES, TEMPORAL_TYPES, TransferError
 
@@ -55,12 +56,17 @@ def decode_vector(value: Any) -> list[float]:
             raise ValueError(f"{len(raw)} bytes of base64: not a whole number of float32 values")
         array_ = np.frombuffer(raw, dtype="<f4")
     elif isinstance(value, list) and value and all(_scalar_kind(v) in ("integer", "float") for v in value):
-        array_ = np.asarray(value, dtype=np.float64).astype(np.float32)
+        try:
+            array_ = np.asarray(value, dtype=np.float64).astype(np.float32)
+        except OverflowError:  # an integer past the largest float
+            raise ValueError("holds a value too large for a float") from None
     else:
         raise ValueError("a vector is base64 of little-endian float32 values, or a non-empty list of numbers")
     if not np.isfinite(array_).all():
         raise ValueError("holds NaN or infinite values")
     values: list[float] = array_.astype(np.float64).tolist()
+    if problem := vector_problem(values):
+        raise ValueError(problem)
     return values
 
 

@@ -19,3 +19,14 @@ def throwaway_neo4j(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Throwa
         yield server
     finally:
         server.stop()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Every module's inputs, counted once the whole run is over (test_fuzz's own line comes
+    before the modules after it have run)."""
+    import sys
+
+    fuzz = sys.modules.get("tests.reliability.test_fuzz")
+    tried = getattr(fuzz, "TRIED", None)
+    if tried:
+        terminalreporter.write_line(f"fuzz inputs tried per door, all modules: {tried} ({sum(tried.values())} in all)")

@@ -197,3 +197,30 @@ def test_an_oversized_line_is_refused_unbuffered_and_the_server_keeps_serving(pe
     answer = peer.reply()
     assert answer["error"]["code"] == -32700 and "limit" in answer["error"]["message"], answer
     still_serving(peer)
+
+
+@fuzz_settings(8)
+@seed(FUZZ_SEED)
+@given(digits=st.integers(4_301, 200_000), where=st.sampled_from(["params", "arguments", "id"]))
+def test_an_integer_too_long_to_read_is_answered_with_its_column_and_the_server_keeps_serving(
+    peer: StdioPeer, digits: int, where: str
+) -> None:
+    TRIED["mcp long integer"] = TRIED.get("mcp long integer", 0) + 1
+    number = "7" * digits
+    request_id = number if where == "id" else 4242
+    arguments = f'{{"id": {number}}}' if where == "arguments" else '{"id": "x"}'
+    params = f'{{"name": "get_experience", "arguments": {arguments}}}' if where != "params" else f'{{"n": {number}}}'
+    line = f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/call", "params": {params}}}'
+    peer.send_text(line)
+    answer = peer.reply()
+    # The request's own id when it can be read (a 5,000-digit id cannot: null, as JSON-RPC says).
+    assert answer["id"] == (None if where == "id" else 4242), answer
+    assert answer["error"]["message"] == (f"invalid request: invalid JSON at column {line.index(number) + 1}: "
+                                          f"an integer of {digits:,} digits (at most 4,300 are read)"), answer
+    still_serving(peer)
+
+
+def test_an_unknown_prompt_is_a_bad_parameter_not_a_crash(peer: StdioPeer) -> None:
+    answer = peer.request("prompts/get", {"name": "no-such-prompt"})
+    assert answer["error"] == {"code": -32602, "message": "Unknown prompt: 'no-such-prompt' (kbgraph offers no prompts)"}
+    still_serving(peer)

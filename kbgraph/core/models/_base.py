@@ -10,10 +10,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError
 
-from kbgraph.core.value_bounds import INT64_MAX, within_bounds
+from kbgraph.core.value_bounds import MAX_COUNT, vector_problem, within_bounds
 
 #: Validation context for models rebuilt from what the store holds (already checked when written).
 STORED: dict[str, bool] = {"stored": True}
@@ -35,8 +35,18 @@ Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max
 ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 Reward = Annotated[float, Field(ge=-1.0, le=1.0)]
-Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
-Embedding = Annotated[list[float], Field(min_length=1, max_length=MAX_EMBEDDING_DIM)]
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+
+
+def _usable_vector(vector: list[float], info: ValidationInfo) -> list[float]:
+    # A zero, overflowing or tiny vector breaks every cosine search of its namespace; what the
+    # store returns passed this check on its way in.
+    if not (isinstance(info.context, dict) and info.context.get("stored")) and (problem := vector_problem(vector)):
+        raise PydanticCustomError("unusable_vector", "{problem}", {"problem": problem})
+    return vector
+
+
+Embedding = Annotated[list[float], Field(min_length=1, max_length=MAX_EMBEDDING_DIM), AfterValidator(_usable_vector)]
 IdText = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:\-]{1,128}$")]
 
 Kind = Literal["concrete", "abstract"]

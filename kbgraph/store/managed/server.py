@@ -237,15 +237,19 @@ class ManagedNeo4j:
     def reset_password(self) -> ServerStatus:
         """Sets a new generated password for user neo4j and writes it to the password file: the way
         out when that file was lost (Neo4j's documented recovery: restart with authentication off,
-        bound to loopback as always, ALTER USER, restart with it on). The data is kept."""
+        bound to loopback as always, ALTER USER, restart with it on). The data is kept. Without
+        authentication it listens on free ports of its own, not the usual ones that every local
+        client tries, for the few seconds it takes."""
         if not (self.home / "data").is_dir():
             raise ManagedServerError(f"no managed Neo4j at {self.home} yet: `kbgraph server start` creates one")
         self.stop()
-        unlocked = replace(self, auth_enabled=False, assets_port=0)
+        bolt = free_port(reserved=(self.bolt_port, self.http_port))
+        unlocked = replace(self, auth_enabled=False, assets_port=0, bolt_port=bolt,
+                           http_port=free_port(reserved=(self.bolt_port, self.http_port, bolt)))
         unlocked.start()
         password = generated_password()
         try:
-            with neo4j.GraphDatabase.driver(self.bolt_uri, auth=None) as driver:
+            with neo4j.GraphDatabase.driver(unlocked.bolt_uri, auth=None) as driver:
                 with driver.session(database="system") as session:
                     session.run(query("managed_reset_password"), password=password).consume()
         finally:
@@ -298,10 +302,7 @@ class ManagedNeo4j:
                     within(min(15.0, max(1.0, deadline - time.monotonic())), "waiting for the managed Neo4j", ping)
                 return
             except neo4j.exceptions.AuthError as exc:
-                raise ManagedServerError(
-                    f"the managed Neo4j at {self.bolt_uri} refused the password in {self.password_file}: "
-                    f"{exc.message}. If you changed it, write the new one into that file."
-                ) from None
+                raise ManagedServerError(refused_password(self.bolt_uri, self.password_file, exc.message)) from None
             except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired, OSError,
                     Neo4jTimeoutError) as exc:
                 last_error = str(exc)
@@ -349,3 +350,11 @@ def _is_stopped(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[-1].split()[0] in ("T", "t")
+
+
+def refused_password(uri: str, password_file: Path, reason: str | None) -> str:
+    """What to do when the managed Neo4j refuses the password kbgraph keeps for it (Neo4j's own
+    reason ends with a full stop: not doubled)."""
+    reason = (reason or "authentication failure").strip().rstrip(".")
+    return (f"the managed Neo4j at {uri} refused the password in {password_file}: {reason}. "
+            "If you changed it, write the new one into that file.")

@@ -134,7 +134,7 @@ def test_search_explains_its_results_and_prints_json(neo4j_target: Neo4jTarget, 
     (["search", "x", "-k", "0"], "k: Input should be greater than or equal to 1"),
     (["search", "x", "--set", "alpha=nan"], "weights: alpha"),
     (["search", "x", "--set", "alpha"], "--set 'alpha': expected name=value"),
-    (["search", "x", "--step", "get_order {not json"], "--step 1 (get_order): arguments are not JSON"),
+    (["search", "x", "--step", "get_order {not json"], "--step 1 (get_order): arguments: invalid JSON at column 2"),
     (["refine", "[1, 2]"], "step 1: must be a JSON object"),
     (["eval", "--queries", "/no/such.jsonl", "--qrels", "/no/such.jsonl"], "--queries /no/such.jsonl: no such file"),
 ])

@@ -54,3 +54,24 @@ def test_a_lone_surrogate_or_an_integer_beyond_64_bits_is_named_by_field(tmp_pat
     surrogate, huge = list(read_jsonl(path))
     assert surrogate.problem is not None and surrogate.problem.startswith("steps.0.action: contains a lone surrogate")
     assert huge.problem == "retrieved: 100000000000000000000 is outside the 64-bit integer range Neo4j stores"
+
+
+def test_an_integer_too_long_to_read_is_a_json_error_at_its_column(tmp_path: Path) -> None:
+    from kbgraph.core.jsonl import MAX_INT_DIGITS, LongIntegerError, json_problem, loads
+
+    assert loads('{"n": ' + "7" * MAX_INT_DIGITS + "}")["n"] == int("7" * MAX_INT_DIGITS)
+    for number in ("7" * 5_000, "-" + "7" * 5_000):
+        with pytest.raises(LongIntegerError) as caught:
+            loads('{"a": 1,\n "n": ' + number + "}")
+        assert json_problem(caught.value) == "invalid JSON at line 2 column 7: an integer of 5,000 digits (at most 4,300 are read)"
+    path = tmp_path / "records.jsonl"
+    path.write_text('{"a": 1}\n{"n": ' + "7" * 5_000 + "}\n")
+    [_, bad] = list(read_jsonl(path))
+    assert bad.problem == "invalid JSON at column 7: an integer of 5,000 digits (at most 4,300 are read)"
+
+
+def test_an_unterminated_object_is_said_to_end_too_soon_not_to_fail_at_column_1(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    path.write_text('{"problem": "p", "goal": "g"\n')
+    [record] = list(read_jsonl(path))
+    assert record.problem == "invalid JSON: it ends after 28 characters, before the value is complete (Expecting ',' delimiter)"

@@ -192,11 +192,17 @@ def test_values_beyond_what_neo4j_stores_are_refused_by_field_before_pydantic_re
 
 
 @pytest.mark.parametrize("field", ["retrieved", "used", "succeeded"])
-def test_counters_are_never_negative_and_their_bound_is_int64(field: str) -> None:
+def test_counters_are_never_negative_and_leave_room_to_grow(field: str) -> None:
+    # At INT64_MAX every feedback on the experience failed ("long overflow"): refused at add.
+    from kbgraph.core.value_bounds import MAX_COUNT
+
     with pytest.raises(ValidationError, match=field):
         Experience.model_validate(minimal(**{field: -1}))
-    counters = {"retrieved": 2**63 - 1, "used": 2**63 - 1, "succeeded": 2**63 - 1}
-    assert Experience.model_validate(minimal(**counters)).retrieved == 2**63 - 1
+    for too_large in (MAX_COUNT + 1, 2**63 - 1):
+        with pytest.raises(ValidationError, match=f"(?s){field}.*less than or equal to {MAX_COUNT}"):
+            Experience.model_validate(minimal(**{field: too_large}))
+    counters = {"retrieved": MAX_COUNT, "used": MAX_COUNT, "succeeded": MAX_COUNT}
+    assert Experience.model_validate(minimal(**counters)).retrieved == MAX_COUNT
 
 
 @pytest.mark.parametrize(("arguments", "message"), [

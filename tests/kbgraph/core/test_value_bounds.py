@@ -94,3 +94,26 @@ def test_models_rebuilt_from_the_store_are_not_bounds_checked_again_but_everythi
     assert checked == []
     with pytest.raises(ValidationError):  # the model's own rules still hold
         Experience.model_validate({**data, "problem": ""}, context=STORED)
+
+
+@pytest.mark.parametrize(("vector", "problem"), [
+    ([0.0, 0.0, 0.0], "every value is 0"),
+    ([0.1, float("nan")], "NaN or infinite"),
+    ([float("-inf"), 0.1], "NaN or infinite"),
+    ([1e308, 1e308], "length overflows 32-bit floats"),
+    ([1e20, 1.0], "length overflows 32-bit floats"),
+    ([1e-30, 1e-30], "length rounds to 0 in 32-bit floats"),
+    ([10**400, 1], "too large for a 32-bit float"),
+    ([True, 1.0], "holds bool, not a number"),
+])
+def test_a_vector_cosine_cannot_use_is_named(vector: list[float], problem: str) -> None:
+    from kbgraph.core.value_bounds import vector_problem
+
+    assert problem in (vector_problem(vector) or "")
+
+
+def test_a_real_embedding_is_usable() -> None:
+    from kbgraph.core.value_bounds import vector_problem
+
+    assert vector_problem([0.03, -0.2, 0.5] * 128) is None
+    assert vector_problem([1e-10] * 384) is None  # small but its length is a normal float32

@@ -328,6 +328,39 @@ def test_on_loopback_a_server_without_a_key_asks_for_none(direct_kb: KnowledgeBa
         assert "securitySchemes" not in httpx.get(f"{url}/openapi.json").json().get("components", {})
 
 
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:8000", "127.0.0.1.nip.io", "0.0.0.0", ""])
+def test_without_a_key_a_request_to_another_host_name_is_refused(direct_kb: KnowledgeBase, host: str) -> None:
+    # DNS rebinding: a page at evil.example whose name now resolves to 127.0.0.1 sends its own name.
+    with serving(create_app(direct_kb, None)) as url:
+        refused = [httpx.get(f"{url}{path}", headers={"Host": host}) for path in ("/v1/stats", "/v1/health", "/docs")]
+        answered = [httpx.get(f"{url}/v1/stats", headers={"Host": name})
+                    for name in ("localhost", "localhost:8000", "127.0.0.1", "[::1]:8000")]
+    for answer in refused:
+        assert answer.status_code == 403 and "is not this machine" in detail(answer)
+    assert [answer.status_code for answer in answered] == [200] * 4
+
+
+def test_with_a_key_any_host_name_is_answered(base_url: str) -> None:
+    answer = httpx.get(f"{base_url}/v1/stats", headers={"Host": "kb.example.org", "Authorization": f"Bearer {API_KEY}"})
+    assert answer.status_code == 200
+
+
+def test_a_404_names_a_very_long_id_by_its_start_and_length(client: httpx.Client) -> None:
+    answer = client.get(f"/v1/experiences/{'x' * 10_000}")  # under uvicorn's 16 KB request line
+    assert answer.status_code == 404
+    assert detail(answer).startswith(f"no experience '{'x' * 40}'… (10,000 characters) in namespace")
+
+
+def test_an_integer_too_long_to_read_is_400_saying_where(client: httpx.Client, direct_kb: KnowledgeBase) -> None:
+    experiences = direct_kb.count()
+    body = '{"task": "return an item",\n "k": ' + "7" * 5000 + "}"
+    answer = client.post("/v1/search", content=body.encode(), headers={"Content-Type": JSON})
+    assert answer.status_code == 400, answer.text
+    assert detail(answer) == ("invalid request body, nothing was done: the body is not valid JSON: an integer of "
+                              "5,000 digits (at most 4,300 are read) at line 2, column 7")
+    assert direct_kb.count() == experiences
+
+
 @pytest.mark.parametrize(("host", "loopback"), [
     ("127.0.0.1", True), ("127.8.9.10", True), ("::1", True), ("[::1]", True), ("localhost", True),
     ("0.0.0.0", False), ("::", False), ("", False), ("192.168.1.20", False), ("example.org", False),
@@ -338,7 +371,7 @@ def test_listening_beyond_loopback_needs_a_key(host: str, loopback: bool) -> Non
     if loopback:
         check_bind(host, None)
     else:
-        with pytest.raises(InvalidInputError, match="an API key is required: pass --api-key or set KBGRAPH_API_KEY"):
+        with pytest.raises(InvalidInputError, match="an API key is required: set KBGRAPH_API_KEY or pass --api-key-file"):
             check_bind(host, None)
 
 
@@ -366,6 +399,22 @@ def test_kbgraph_serve_refuses_to_listen_beyond_loopback_without_a_key(neo4j_tar
     assert lines[0] == "kbgraph: error: cannot serve:"
     assert f"host: '{host}' is reachable beyond this machine, so an API key is required" in lines[1]
     assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_kbgraph_serve_refuses_a_key_on_the_command_line_and_reads_one_from_a_file(
+    neo4j_target: Neo4jTarget, tmp_path: Path
+) -> None:
+    unreachable = {"NEO4J_URI": f"bolt://127.0.0.1:{free_port()}"}
+    shown = kbgraph_command(neo4j_target, "unused", "serve", "--host", "0.0.0.0", "--api-key", "s3cret", **unreachable)
+    assert shown.returncode == 2, shown.stderr
+    assert "--api-key: a key on the command line is visible to every user of this machine" in shown.stderr
+    assert "s3cret" not in shown.stderr and "Traceback" not in shown.stderr
+    missing = kbgraph_command(neo4j_target, "unused", "serve", "--api-key-file", str(tmp_path / "none"), **unreachable)
+    assert missing.returncode == 2 and f"--api-key-file {tmp_path / 'none'}: cannot read it" in missing.stderr
+    (tmp_path / "empty").write_text("\n")
+    empty = kbgraph_command(neo4j_target, "unused", "serve", "--host", "0.0.0.0", "--api-key-file",
+                            str(tmp_path / "empty"), **unreachable)
+    assert empty.returncode == 2 and "api key: empty" in empty.stderr
 
 
 def test_kbgraph_serve_serves_the_api_until_it_is_stopped(neo4j_target: Neo4jTarget, http_namespace: str,

@@ -41,6 +41,7 @@ from kbgraph.inspect import (
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import Experience, Relation, Step
 from kbgraph.core.utility import maintenance_score
+from kbgraph.learning.feedback import FeedbackRecorder
 from tests.conftest import Neo4jTarget
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -202,15 +203,19 @@ def test_the_sample_files_answer_unchanged_as_statements(inspected: Inspected) -
 
 
 def test_top_by_utility_ranks_a_domain_by_decayed_utility_as_python_computes_it(inspected: Inspected) -> None:
-    rows = inspected.run("top_by_utility", domain="retail", decay_per_day=math.log(2) / 30, limit=50)
+    # One clock for the feedback and the query: days_idle must not depend on how long the run took.
+    now = TEN_DAYS_AGO + timedelta(days=10)
+    rows = inspected.run("top_by_utility", domain="retail", decay_per_day=math.log(2) / 30, limit=50, now=now)
     assert rows and all(r["domain"] == "retail" for r in rows)
     assert [r["utility"] for r in rows] == sorted((r["utility"] for r in rows), reverse=True)
     by_id = {r["id"]: r for r in rows}
-    states = inspected.kb.learning_state([inspected.alternative_a, inspected.alternative_b])
+    kb = inspected.kb
+    states = FeedbackRecorder(kb.gateway, kb.namespace, kb.settings.learning).counters(
+        [inspected.alternative_a, inspected.alternative_b], now=now)
     for state in states:
         assert by_id[state.id]["utility"] == pytest.approx(state.utility, abs=1e-4)
     # b was used ten days ago: quality and usage impact decayed by 2^(−10/30).
-    assert by_id[inspected.alternative_b]["days_idle"] == pytest.approx(10, abs=0.01)
+    assert by_id[inspected.alternative_b]["days_idle"] == 10
     assert len(inspected.run("top_by_utility", limit=3)) == 3
     assert {r["domain"] for r in inspected.run("top_by_utility", limit=200)} >= {"retail", "banking", "inspect-to"}
 

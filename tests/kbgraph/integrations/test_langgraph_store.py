@@ -325,6 +325,40 @@ def test_bad_input_names_what_is_wrong_and_writes_nothing(store: KbgraphStore) -
     assert store.search(("n",)) == []
 
 
+BAD_VECTORS = {"all zero": lambda dim: [0.0] * dim, "NaN": lambda dim: [float("nan")] * dim,
+               "overflowing length": lambda dim: [1e308] * dim, "too few values": lambda dim: [0.1] * (dim - 1)}
+
+
+@pytest.mark.parametrize("kind", list(BAD_VECTORS))
+def test_a_custom_embed_giving_an_unusable_vector_is_refused_and_nothing_is_written(kb: KnowledgeBase, kind: str) -> None:
+    dim = kb.embedder.dimension
+    good = KbgraphStore(kb, index={"dims": dim, "fields": ["text"]})
+    good.put(("n",), "kept", {"text": "a reservation to cancel"})
+    bad = KbgraphStore(kb, index={"dims": dim, "fields": ["text"],
+                                  "embed": lambda texts: [BAD_VECTORS[kind](dim) for _ in texts]})
+    with pytest.raises(InvalidInputError, match=r"\('n',\)/new: text: the index's embed gave an unusable vector"):
+        bad.put(("n",), "new", {"text": "anything"})
+    with pytest.raises(InvalidInputError, match="query: the index's embed gave an unusable vector"):
+        bad.search(("n",), query="anything")
+    # The namespace's searches still work: nothing unusable reached the vector index.
+    assert [item.key for item in good.search(("n",), query="cancel a reservation")] == ["kept"]
+
+
+def test_a_lone_surrogate_an_overlong_key_or_a_huge_value_is_refused_cleanly(store: KbgraphStore) -> None:
+    from kbgraph.integrations.store_values import MAX_VALUE_CHARS
+    with pytest.raises(InvalidInputError, match="key: contains a lone surrogate"):
+        store.put(("n",), "a\udcffb", {"text": "x"})
+    with pytest.raises(InvalidInputError, match="namespace.0: contains a lone surrogate"):
+        store.get(("\ud800",), "k")
+    with pytest.raises(InvalidInputError, match=r"value.text: contains a lone surrogate"):
+        store.put(("n",), "k", {"text": "bad \udcff"})
+    with pytest.raises(InvalidInputError, match="key: the namespace and key are 100,002 characters"):
+        store.put(("n",), "k" * 100_000, {"text": "x"})
+    with pytest.raises(InvalidInputError, match="over the 4,000,000 an item may hold"):
+        store.put(("n",), "k", {"text": "x" * MAX_VALUE_CHARS})
+    assert store.search(("n",)) == []
+
+
 def test_an_index_of_another_dimension_is_refused(kb: KnowledgeBase) -> None:
     with pytest.raises(ValueError, match="dims 768"):
         KbgraphStore(kb, index={"dims": 768, "fields": ["text"]})

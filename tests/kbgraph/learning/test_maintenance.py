@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import neo4j
+import pytest
 
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
@@ -208,9 +209,11 @@ def test_on_real_runs_the_dry_run_predicts_the_active_set_exactly(real_kb: Knowl
     judged = sorted(active_ids(kb))[:12]
     with_record(kb, {i: (8, 0, 0) for i in judged[:3]} | {i: (6, 3, 3) for i in judged[3:]})
     before = active_ids(kb)
-    dry = kb.maintain(dry_run=True)
+    # One clock for the plan and the run: scores decay with time, and a loaded machine is slow.
+    now = datetime.now(UTC)
+    dry = kb.maintain(dry_run=True, now=now)
     assert dry.merged > 0 and any(c.stage == "relink" for c in dry.changes), "merges that reshape workflows"
-    real = kb.maintain()
+    real = kb.maintain(now=now)
     assert [c.model_dump() for c in real.changes] == [c.model_dump() for c in dry.changes]
     gone = {c.id for c in real.changes if c.action in ("merge", "archive")}
     back = {c.id for c in real.changes if c.action in ("create", "restore")}
@@ -274,3 +277,15 @@ def test_ingesting_trajectories_counts_towards_the_checkpoints(kb: KnowledgeBase
     assert report.experiences_new >= 10 and report.maintenance_run is not None
     state = kb.gateway.read("kb_state_get", kb=kb.namespace)[0]
     assert state["added_total"] == report.experiences_new and state["maintenance_runs"] == 1
+
+
+def test_maintenance_against_a_dead_server_raises_kbgraphs_error(embedder: CachedEmbedder) -> None:
+    from kbgraph.core.errors import Neo4jUnavailableError
+    from kbgraph.core.processes import free_port
+
+    # Nothing listens on the port: what a server killed mid-session looks like to the driver.
+    with neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{free_port()}", auth=("neo4j", "x"),
+                                    max_transaction_retry_time=1, connection_timeout=2) as dead:
+        kb = KnowledgeBase(dead, embedder, namespace="dead", ensure_schema=False)
+        with pytest.raises(Neo4jUnavailableError, match=r"lost Neo4j during maintenance \(ServiceUnavailable"):
+            kb.maintain()

@@ -573,6 +573,8 @@ def _edited(lines: list[str], label: str, edit: Callable[[dict[str, Any]], None]
 @pytest.mark.parametrize(("label", "name", "value", "message"), [
     ("Experience", "quality", 99, "properties.quality: 99 is not a number in [0, 1]"),
     ("Experience", "retrieved", -5, "properties.retrieved: -5 is not a count"),
+    # At INT64_MAX every later feedback failed with "long overflow": a count must leave room to grow.
+    ("Experience", "used", 2**63 - 1, "properties.used: 9223372036854775807 is not a count"),
     ("Experience", "status", "pwned", "properties.status: 'pwned' is not one of active, archived, rejected"),
     ("Experience", "success_rate", "high", "properties.success_rate: 'high' is not a number in [0, 1]"),
     ("Experience", "succeeded", 10**6, "properties.succeeded: 1000000 is more than used"),

@@ -16,6 +16,7 @@ import http.server
 import os
 import signal
 import sys
+import urllib.parse
 from functools import partial
 from pathlib import Path
 from types import FrameType
@@ -45,6 +46,13 @@ class CorsAssetHandler(http.server.SimpleHTTPRequestHandler):
         self.send_response(204)
         self.send_header("Content-Length", "0")
         self.end_headers()
+
+    def send_head(self) -> Any:
+        # A NUL in the path (%00) made os.stat raise ValueError and the connection close unanswered.
+        if "\x00" in urllib.parse.unquote(self.path.split("?", 1)[0].split("#", 1)[0]):
+            self.send_error(404, "no such file")
+            return None
+        return super().send_head()
 
     def list_directory(self, path: str | os.PathLike[str]) -> None:
         self.send_error(404, "no listings here")

@@ -180,6 +180,9 @@ def test_the_asset_server_serves_its_files_to_any_origin_and_nothing_else(tmp_pa
         assert http("GET", assets.base_url + "/")[0] == 404  # no listing
         assert http("GET", assets.base_url + "/../password")[0] == 404
         assert http("GET", assets.base_url + "/%2e%2e/password")[0] == 404
+        # A NUL in the path once closed the connection without an answer; the server lives on.
+        assert http("GET", assets.base_url + "/kbgraph%00.grass")[0] == 404
+        assert http("GET", assets.style_url)[0] == 200
     finally:
         assert server.stop()
     assert server.running() is None and not server.stop()

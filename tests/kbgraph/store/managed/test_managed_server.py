@@ -7,6 +7,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -188,7 +189,27 @@ def test_a_lost_password_file_is_recovered_by_reset_password_and_the_data_is_kep
         with pytest.raises(ManagedServerError, match="reset-password"):
             server.password()
 
-        server.reset_password()
+        # While authentication is off, nothing answers on the usual Bolt port a local client tries.
+        answered_without_auth: list[bool] = []
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.is_set():
+                try:
+                    with neo4j.GraphDatabase.driver(server.bolt_uri, auth=None, connection_timeout=1) as driver:
+                        driver.execute_query("RETURN 1")
+                    answered_without_auth.append(True)
+                except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError):
+                    done.wait(0.1)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            server.reset_password()
+        finally:
+            done.set()
+            watcher.join(30)
+        assert not answered_without_auth
         new = server.password()
         assert new != old and stat.S_IMODE(server.password_file.stat().st_mode) == 0o600
         assert "auth_enabled=true" in (server.home / "conf" / "neo4j.conf").read_text()
@@ -199,3 +220,14 @@ def test_a_lost_password_file_is_recovered_by_reset_password_and_the_data_is_kep
             driver.execute_query("RETURN 1")
     finally:
         server.stop()
+
+
+def test_a_refused_password_is_one_sentence_per_reason(tmp_path: Path) -> None:
+    from kbgraph.store.managed.server import refused_password
+
+    # Neo4j's reason ends with a full stop; the message must not read "failure.. If".
+    message = refused_password("bolt://127.0.0.1:7687", tmp_path / "password",
+                               "The client is unauthorized due to authentication failure.")
+    assert ".." not in message
+    assert message.endswith("due to authentication failure. If you changed it, write the new one into that file.")
+    assert "authentication failure. If" in refused_password("bolt://x", tmp_path / "p", None)
