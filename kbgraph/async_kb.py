@@ -139,6 +139,22 @@ class AsyncKnowledgeBase:
     best_agents = _awaited(KnowledgeBase.best_agents)
     learning_state = _awaited(KnowledgeBase.learning_state)
 
+    # -- code written against KnowledgeBase ------------------------------------------------------
+
+    async def run(self, fn: Callable[Concatenate[KnowledgeBase, P], R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        """``fn(kb, *args, **kwargs)`` for a function written against :class:`KnowledgeBase` (kbgraph's
+        agent tools, its LangGraph store), run as the methods here run: on the loop, its queries
+        through the AsyncDriver. ``fn`` must not ingest: see :meth:`run_ingesting`."""
+        return await run_bridged(fn, self._kb, *args, **kwargs)
+
+    async def run_ingesting(self, fn: Callable[Concatenate[KnowledgeBase, P], R], /, *args: P.args,
+                            **kwargs: P.kwargs) -> R:
+        """:meth:`run` for a function that may ingest: it waits for the namespace's ingest turn in
+        this process, as :meth:`add_trajectories` does (two ingests on one loop would otherwise
+        wait for each other on the loop's own thread)."""
+        async with self._ingesting:
+            return await run_bridged(fn, self._kb, *args, **kwargs)
+
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def close(self) -> None:

@@ -41,7 +41,7 @@ class KbgraphRetriever(BaseRetriever):
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
     ) -> list[Document]:
-        # kbgraph has no async API yet: the synchronous search runs in a worker thread, so the
-        # event loop keeps serving while Neo4j answers.
+        # Over a KnowledgeBase the synchronous search runs in a worker thread, so the event loop
+        # keeps serving while Neo4j answers.
         return await asyncio.to_thread(self._get_relevant_documents, query, run_manager=run_manager.get_sync())
 
