@@ -2,7 +2,7 @@
 
     async with await AsyncKnowledgeBase.from_settings(namespace="my-agent") as kb:
         results = await kb.search("refund a damaged item", domain="retail")
-        await kb.record_feedback(retrieved=results.ids(), used=results.ids()[:1], success=True)
+        await kb.record_feedback(retrieved=results.ids(), used=results.ids()[:1], outcome=True)
 
 Every method is :class:`~kbgraph.kb.KnowledgeBase`'s, with the same signature, awaited: each runs
 the one implementation of the pipeline (see :mod:`kbgraph.store.aio` for how) and its queries go through

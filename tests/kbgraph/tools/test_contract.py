@@ -28,7 +28,7 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.mcp_server import build_server
 from kbgraph.tools import (SEARCH_OPTIONS, SPECS, TOOL_NAMES, TOOLS, AddTrajectoryArgs, kbgraph_version, run_tool)
 
-pytestmark = [pytest.mark.neo4j, pytest.mark.slow, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.neo4j, pytest.mark.slow, pytest.mark.timeout(600)]
 
 SAMPLES = Path(__file__).resolve().parents[3] / "kbgraph" / "samples" / "trajectories.jsonl"
 TRAJECTORIES = {record["id"]: record for record in map(json.loads, SAMPLES.read_text().splitlines())}
@@ -40,16 +40,18 @@ ROUTES = {"search_experiences": ("POST", "/v1/search"), "refine_steps": ("POST",
 
 
 def inlined(schema: Any, definitions: dict[str, Any]) -> Any:
-    """``schema`` with every ``$ref`` replaced by what it names, and without titles (each way in
-    names its models its own way; what a model reads is the rest)."""
+    """``schema`` with every ``$ref`` replaced by what it names, without titles (each way in names
+    its models its own way) and without ``"default": null`` (FastAPI leaves it out; ``required``
+    says the same): what is left is what a model reads."""
     if isinstance(schema, list):
         return [inlined(item, definitions) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    if "$ref" in schema:
-        return inlined(definitions[schema["$ref"].rsplit("/", 1)[-1]], definitions)
+    if "$ref" in schema:  # what the reference names, with what stands beside it (the field's description)
+        named = inlined(definitions[schema["$ref"].rsplit("/", 1)[-1]], definitions)
+        return {**named, **inlined({key: value for key, value in schema.items() if key != "$ref"}, definitions)}
     return {key: inlined(value, definitions) for key, value in schema.items()
-            if key not in ("title", "$defs") and not (key == "properties" and not isinstance(value, dict))}
+            if key not in ("title", "$defs") and not (key == "default" and value is None)}
 
 
 def plain(schema: dict[str, Any]) -> dict[str, Any]:
