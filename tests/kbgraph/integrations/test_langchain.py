@@ -162,6 +162,8 @@ def test_the_retriever_passes_its_options_to_the_search(airline_kb: KnowledgeBas
 def test_bad_retriever_options_are_refused_when_it_is_built_naming_the_field(airline_kb: KnowledgeBase) -> None:
     with pytest.raises(ValidationError, match=r"filters\.min_success"):
         KbgraphRetriever(kb=airline_kb, filters={"min_success": 2})
+    with pytest.raises(ValidationError, match=r"k\n  Input should be less than or equal to 100"):
+        KbgraphRetriever(kb=airline_kb, k=101)
     with pytest.raises(ValidationError, match=r"\bk\b"):
         KbgraphRetriever(kb=airline_kb, k=0)
     with pytest.raises(InvalidInputError, match="nothing to search for"):
