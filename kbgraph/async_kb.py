@@ -2,7 +2,7 @@
 
     async with await AsyncKnowledgeBase.from_settings(namespace="my-agent") as kb:
         results = await kb.search("refund a damaged item", domain="retail")
-        await kb.record_feedback(retrieved=results.ids(), used=results.ids()[:1], success=True)
+        await kb.record_feedback(retrieved=results.ids(), used=results.ids()[:1], outcome=True)
 
 Every method is :class:`~kbgraph.kb.KnowledgeBase`'s, with the same signature, awaited: each runs
 the one implementation of the pipeline (see :mod:`kbgraph.store.aio` for how) and its queries go through
@@ -138,6 +138,22 @@ class AsyncKnowledgeBase:
     ability_matrix = _awaited(KnowledgeBase.ability_matrix)
     best_agents = _awaited(KnowledgeBase.best_agents)
     learning_state = _awaited(KnowledgeBase.learning_state)
+
+    # -- code written against KnowledgeBase ------------------------------------------------------
+
+    async def run(self, fn: Callable[Concatenate[KnowledgeBase, P], R], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        """``fn(kb, *args, **kwargs)`` for a function written against :class:`KnowledgeBase` (kbgraph's
+        agent tools, its LangGraph store), run as the methods here run: on the loop, its queries
+        through the AsyncDriver. ``fn`` must not ingest: see :meth:`run_ingesting`."""
+        return await run_bridged(fn, self._kb, *args, **kwargs)
+
+    async def run_ingesting(self, fn: Callable[Concatenate[KnowledgeBase, P], R], /, *args: P.args,
+                            **kwargs: P.kwargs) -> R:
+        """:meth:`run` for a function that may ingest: it waits for the namespace's ingest turn in
+        this process, as :meth:`add_trajectories` does (two ingests on one loop would otherwise
+        wait for each other on the loop's own thread)."""
+        async with self._ingesting:
+            return await run_bridged(fn, self._kb, *args, **kwargs)
 
     # -- lifecycle -------------------------------------------------------------------------------
 

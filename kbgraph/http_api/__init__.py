@@ -1,15 +1,19 @@
 """kbgraph over HTTP: the façade's calls as a FastAPI application (``kbgraph serve``).
 
-Every endpoint is one call of :class:`~kbgraph.kb.KnowledgeBase`, the same calls the MCP tools
-make (:mod:`kbgraph.mcp_server`), with the same request models, result models and messages (the
-contract both share, :mod:`kbgraph.tools`):
+The five agent tools are endpoints whose bodies are the tools' arguments and whose answers are the
+tools' answers, the contract the MCP server and the LangChain tools share (:mod:`kbgraph.tools`),
+with the same messages:
 
-- ``POST /v1/search`` — student phase: experiences that worked for tasks like this one;
-- ``POST /v1/refine`` — teacher phase: help for the steps that are going wrong;
+- ``POST /v1/search`` — ``search_experiences``: experiences that worked for tasks like this one;
+- ``POST /v1/refine`` — ``refine_steps``: the next step, and help for the steps that went wrong;
+- ``POST /v1/feedback`` — ``record_outcome``: what the agent used and how the task ended;
+- ``POST /v1/trajectory`` — ``add_trajectory``: ingest one run;
+- ``GET /v1/experiences/{id}`` — ``get_experience``: one experience in full, without its embeddings;
+
+and HTTP adds:
+
 - ``POST /v1/steps/search`` — stored steps like the one about to be taken (MAEL);
-- ``POST /v1/feedback`` — what the agent did with the results and how the task ended;
 - ``POST /v1/trajectories`` — ingest a JSON list of runs (idempotent, all or nothing);
-- ``GET /v1/experiences/{id}`` — one experience in full, without its embeddings;
 - ``GET /v1/stats`` — counts of the namespace;
 - ``GET /v1/health`` — whether Neo4j answers (200) or not (503).
 
@@ -34,15 +38,15 @@ KnowledgeBase per namespace), ``_errors`` (failures as statuses), ``_limits`` (r
 from __future__ import annotations
 
 from kbgraph.http_api._app import create_app
-from kbgraph.http_api._bodies import (API_PREFIX, NAMESPACE_HEADER, AddTrajectoriesResult, ErrorResponse, HealthReport,
-                                      IngestedTrajectory, RecordOutcomeRequest, RefineStepsRequest,
-                                      SearchExperiencesRequest, StepSearchRequest, StepSearchResult)
+from kbgraph.http_api._bodies import (API_PREFIX, NAMESPACE_HEADER, AddTrajectoriesResult, ErrorResponse,
+                                      HealthReport, IngestedTrajectory, SearchExperiencesRequest, StepSearchRequest,
+                                      StepSearchResult)
 from kbgraph.http_api._pool import NamespacePool
 from kbgraph.http_api._limits import is_loopback
 from kbgraph.http_api._serve import DEFAULT_PORT, check_bind, listen, serve
 
 __all__ = [
-    "API_PREFIX", "DEFAULT_PORT", "NAMESPACE_HEADER", "AddTrajectoriesResult", "ErrorResponse", "HealthReport",
-    "IngestedTrajectory", "NamespacePool", "RecordOutcomeRequest", "RefineStepsRequest", "SearchExperiencesRequest",
-    "StepSearchRequest", "StepSearchResult", "check_bind", "create_app", "is_loopback", "listen", "serve",
+    "API_PREFIX", "DEFAULT_PORT", "NAMESPACE_HEADER", "AddTrajectoriesResult", "ErrorResponse",
+    "HealthReport", "IngestedTrajectory", "NamespacePool", "SearchExperiencesRequest", "StepSearchRequest",
+    "StepSearchResult", "check_bind", "create_app", "is_loopback", "listen", "serve",
 ]

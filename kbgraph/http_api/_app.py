@@ -3,13 +3,16 @@
 # No ``from __future__ import annotations``, as in _routes: FastAPI reads handlers' annotations at run time.
 import logging
 import secrets
+from importlib import resources
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kbgraph.core.errors import InvalidInputError
@@ -21,8 +24,11 @@ from kbgraph.http_api._limits import (
 from kbgraph.http_api._pool import NamespacePool
 from kbgraph.http_api._routes import ERRORS, HEALTH_PATH, UNAUTHORISED, Endpoints, add_health, add_routes
 from kbgraph.kb import KnowledgeBase
+from kbgraph.tools import kbgraph_version
 
 logger = logging.getLogger(__name__)
+#: Where /docs loads Swagger UI's script, style and icon from: this server, never a CDN.
+DOCS_ASSETS = "/docs-assets"
 
 
 def create_app(
@@ -45,7 +51,7 @@ def create_app(
         pool.close()
 
     app = FastAPI(
-        title="kbgraph", version="1", lifespan=lifespan,
+        title="kbgraph", version=kbgraph_version(), lifespan=lifespan, docs_url=None, redoc_url=None,
         summary="A knowledge-graph memory for LLM agents: search past experiences, learn from trajectories.",
         description="Each call works in one namespace: the `X-Kbgraph-Namespace` header, or the server's own. "
                     "Errors are `{\"detail\": \"…\"}` with the same messages as the CLI and the MCP tools.",
@@ -87,7 +93,25 @@ def create_app(
         return authorised(await bearer(request))
 
     add_health(app, pool, key_given)
+    add_docs(app)
     return app
+
+
+def add_docs(app: FastAPI) -> None:
+    """``/docs``: Swagger UI from files installed with kbgraph's ``http`` extra (the fastapi-offline
+    package ships them), so the page works on a machine without internet; FastAPI's own page
+    loads them from a CDN."""
+    app.mount(DOCS_ASSETS, StaticFiles(directory=str(resources.files("fastapi_offline") / "static")),
+              name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(openapi_url=f"{root}{app.openapi_url}", title=f"{app.title} API",
+                                   swagger_js_url=f"{root}{DOCS_ASSETS}/swagger-ui-bundle.js",
+                                   swagger_css_url=f"{root}{DOCS_ASSETS}/swagger-ui.css",
+                                   swagger_favicon_url=f"{root}{DOCS_ASSETS}/favicon.png",
+                                   swagger_ui_parameters={"validatorUrl": None})  # no badge from a remote validator
 
 
 def add_error_handlers(app: FastAPI, bodies: dict[str, BodyModel]) -> None:

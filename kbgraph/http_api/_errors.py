@@ -18,7 +18,7 @@ from kbgraph.core.errors import (EmbedderError, InvalidInputError, ManagedServer
                                  SchemaError)
 from kbgraph.http_api._bodies import ErrorResponse
 from kbgraph.llm import LLMError
-from kbgraph.tools import failure_message, one_line
+from kbgraph.tools import UnknownExperienceError, failure_message, one_line
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -40,6 +40,8 @@ def api_error(exc: Exception) -> ApiError | None:
         return exc
     if isinstance(exc, InvalidInputError):
         return ApiError(422, one_line(str(exc)))
+    if isinstance(exc, UnknownExperienceError):
+        return ApiError(404, str(exc))
     if isinstance(exc, Neo4jUnavailableError | EmbedderError | SchemaError | ManagedServerError):
         return ApiError(503, one_line(str(exc)))
     if isinstance(exc, LLMError):  # the model behind the LLM path failed: an upstream of ours

@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kbgraph.core.jsonl import loads
 from kbgraph.core.value_bounds import value_problem
+from kbgraph.http_api._bodies import API_PREFIX
 from kbgraph.http_api._errors import ApiError, answer
 from kbgraph.tools import argument_problems, one_line
 
@@ -129,8 +130,11 @@ class BodyLimit:
         self.app = app
         self.max_bytes = max_bytes
 
-    def _message(self) -> str:
-        return f"the request body is over the limit of {self.max_bytes:,} bytes: send fewer trajectories at once"
+    def _message(self, path: str) -> str:
+        advice = {f"{API_PREFIX}/trajectories": "send fewer trajectories at once",
+                  f"{API_PREFIX}/trajectory": "send a shorter trajectory (fewer or shorter steps)"}.get(
+            path.rstrip("/"), "send a shorter body (a task, steps and ids fit in far less)")
+        return f"the request body is over the limit of {self.max_bytes:,} bytes: {advice}"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -138,7 +142,7 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.max_bytes:
-            await answer(ApiError(413, self._message()))(scope, receive, send)
+            await answer(ApiError(413, self._message(scope.get("path", ""))))(scope, receive, send)
             return
         received = 0
 
@@ -148,7 +152,7 @@ class BodyLimit:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:
-                    raise BodyTooLarge(self._message())
+                    raise BodyTooLarge(self._message(scope.get("path", "")))
             return message
 
         await self.app(scope, limited, send)

@@ -8,23 +8,23 @@ the seven calls and :func:`add_health` the open health check, all over one :clas
 # No ``from __future__ import annotations``: FastAPI reads the endpoints' annotations at run time,
 # and the endpoints are closures over the application's namespace pool.
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 from fastapi import FastAPI, Header, Request, Response
 from fastapi.params import Depends
 from starlette.concurrency import run_in_threadpool
 
-from kbgraph.http_api._bodies import (API_PREFIX, NAMESPACE_HEADER, AddTrajectoriesResult, ErrorResponse, HealthReport,
-                                      IngestedTrajectory, RecordOutcomeRequest, RefineStepsRequest,
-                                      SearchExperiencesRequest, StepSearchRequest, StepSearchResult, TrajectoryBatch)
+from kbgraph.http_api._bodies import (API_PREFIX, NAMESPACE_HEADER, AddTrajectoriesResult, ErrorResponse,
+                                      HealthReport, IngestedTrajectory, SearchExperiencesRequest, StepSearchRequest,
+                                      StepSearchResult, TrajectoryBatch)
 from kbgraph.http_api._errors import ApiError, api_error, guarded
 from kbgraph.http_api._limits import BodyModel
 from kbgraph.http_api._pool import NamespacePool
 from kbgraph.kb import KbStats
 from kbgraph.learning.feedback import FeedbackReport
-from kbgraph.search.teacher import RefineResults
-from kbgraph.tools import (ExperienceDetails, SearchExperiencesResult, TrajectoryInput, experiences_holding,
-                           read_experience, search_result, trajectory_payload)
+from kbgraph.tools import (AddTrajectoryArgs, AddTrajectoryResult, ExperienceDetails, GetExperienceArgs,
+                           RecordOutcomeArgs, RefineStepsArgs, RefineStepsResult, SearchExperiencesResult,
+                           TrajectoryInput, experiences_holding, run_tool, trajectory_payload)
 
 T = TypeVar("T")
 HEALTH_PATH = f"{API_PREFIX}/health"
@@ -65,28 +65,22 @@ class Endpoints:
 
 
 def add_routes(endpoint: Endpoints, pool: NamespacePool) -> None:
-    """The seven calls: search, refine, step search, feedback, trajectories, one experience, stats."""
+    """The contract's five tools (search, refine, feedback, one trajectory, one experience), and
+    HTTP's own: step search, a list of trajectories, stats."""
 
     @endpoint("POST", "/search", "search_experiences", (SearchExperiencesRequest, False))
     def search_experiences(request: SearchExperiencesRequest, namespace: Namespace = None) -> SearchExperiencesResult:
-        """Experiences that worked for tasks like this one, each with its steps, pitfalls and why it
-        matched, plus concept documents. Pass ``steps_so_far`` while executing."""
-        def work() -> SearchExperiencesResult:
-            kb = pool.get(namespace)
-            return search_result(kb.search(
-                request.task, problem=request.problem, goal=request.goal, domain=request.domain,
-                steps_so_far=[s.model_dump() for s in request.steps_so_far], k=request.k, agent=request.agent,
-                exclude=request.exclude, filters=request.filters, weights=request.weights))
+        """The search_experiences tool: experiences that worked for tasks like this one, each with its
+        steps, pitfalls and why it matched, plus concept documents. Pass ``steps_so_far`` while
+        executing; ``problem``, ``goal``, ``exclude``, ``filters`` and ``weights`` are HTTP's own."""
+        return cast(SearchExperiencesResult, guarded("search", lambda: run_tool(
+            pool.get(namespace), "search_experiences", request)))
 
-        return guarded("search", work)
-
-    @endpoint("POST", "/refine", "refine_steps", (RefineStepsRequest, False))
-    def refine_steps(request: RefineStepsRequest, namespace: Namespace = None) -> RefineResults:
-        """For steps going wrong: stored steps that did the same thing successfully, and past
-        failures like these with how they were recovered."""
-        steps = [s.model_dump(exclude_none=True) for s in request.problematic_steps]
-        return guarded("refine", lambda: pool.get(namespace).refine(
-            steps, domain=request.domain, k=request.k, agent=request.agent))
+    @endpoint("POST", "/refine", "refine_steps", (RefineStepsArgs, False))
+    def refine_steps(request: RefineStepsArgs, namespace: Namespace = None) -> RefineStepsResult:
+        """The refine_steps tool: the plans matching the task and the steps taken, each with its next
+        step and the pitfalls known there, and past failures like the failed steps with their recoveries."""
+        return cast(RefineStepsResult, guarded("refine", lambda: run_tool(pool.get(namespace), "refine_steps", request)))
 
     @endpoint("POST", "/steps/search", "search_steps", (StepSearchRequest, False))
     def search_steps(request: StepSearchRequest, namespace: Namespace = None) -> StepSearchResult:
@@ -95,13 +89,20 @@ def add_routes(endpoint: Endpoints, pool: NamespacePool) -> None:
             request.action, request.arguments, text=request.text, domain=request.domain, agent=request.agent,
             k=request.k, alpha=request.alpha)))
 
-    @endpoint("POST", "/feedback", "record_outcome", (RecordOutcomeRequest, False), "learning")
-    def record_outcome(request: RecordOutcomeRequest, namespace: Namespace = None) -> FeedbackReport:
-        """What the agent did with search results and how the task ended: experiences that help
-        rise in later searches, ones that do not sink. Unknown ids: 422, nothing written."""
-        fields = request.model_dump(exclude={"step_rewards"})
-        fields["step_rewards"] = [r.model_dump() for r in request.step_rewards]
-        return guarded("feedback", lambda: pool.get(namespace).record_feedback(**fields))
+    @endpoint("POST", "/feedback", "record_outcome", (RecordOutcomeArgs, False), "learning")
+    def record_outcome(request: RecordOutcomeArgs, namespace: Namespace = None) -> FeedbackReport:
+        """The record_outcome tool: what the agent did with search results and how the task ended:
+        experiences that help rise in later searches, ones that do not sink. Unknown ids: 422,
+        nothing written."""
+        return cast(FeedbackReport, guarded("feedback", lambda: run_tool(pool.get(namespace), "record_outcome",
+                                                                         request)))
+
+    @endpoint("POST", "/trajectory", "add_trajectory", (AddTrajectoryArgs, False), "learning")
+    def add_trajectory(request: AddTrajectoryArgs, namespace: Namespace = None) -> AddTrajectoryResult:
+        """The add_trajectory tool: one run, ``{"trajectory": {…}}``, through the whole pipeline.
+        Adding the same id again changes nothing."""
+        return cast(AddTrajectoryResult, guarded("add trajectory", lambda: run_tool(
+            pool.get(namespace), "add_trajectory", request)))
 
     @endpoint("POST", "/trajectories", "add_trajectories", (TrajectoryBatch, True), "learning")
     def add_trajectories(trajectories: list[TrajectoryInput], namespace: Namespace = None) -> AddTrajectoriesResult:
@@ -118,27 +119,18 @@ def add_routes(endpoint: Endpoints, pool: NamespacePool) -> None:
             holders = {tid: experiences_holding(kb, tid) for tid in ids}
             return AddTrajectoriesResult(
                 trajectories=[IngestedTrajectory(trajectory_id=tid, experience_ids=holders[tid]) for tid in ids],
-                new_experiences=report.experiences_new, already_ingested=report.records_already_ingested,
-                report=report)
+                experiences_new=report.experiences_new, new_experiences=report.experiences_new,
+                already_ingested=report.records_already_ingested, report=report)
 
         return guarded("add trajectories", work)
 
-    @endpoint("GET", "/experiences/{experience_id}", "get_experience", tag="read",
+    @endpoint("GET", "/experiences/{id}", "get_experience", tag="read",
               more_responses={404: {"model": ErrorResponse, "description": "No such experience."}})
-    def get_experience(experience_id: str, namespace: Namespace = None) -> ExperienceDetails:
-        """One experience in full: every step, failure modes and recoveries, relations, counters
-        and learnt quality (no embeddings)."""
-        def work() -> ExperienceDetails:
-            kb = pool.get(namespace)
-            details = read_experience(kb, experience_id)
-            if details is None:
-                # An id is at most 128 characters: a longer one is named by its start and length.
-                shown = repr(experience_id) if len(experience_id) <= 128 else \
-                    f"{experience_id[:40]!r}… ({len(experience_id):,} characters)"
-                raise ApiError(404, f"no experience {shown} in namespace {kb.namespace!r}")
-            return details
-
-        return guarded("get experience", work)
+    def get_experience(id: str, namespace: Namespace = None) -> ExperienceDetails:  # noqa: A002 - the tool's name
+        """The get_experience tool (its ``id`` in the path): one experience in full, every step,
+        failure modes and recoveries, relations, counters and learnt quality (no embeddings)."""
+        return cast(ExperienceDetails, guarded("get experience", lambda: run_tool(
+            pool.get(namespace), "get_experience", GetExperienceArgs(id=id))))
 
     @endpoint("GET", "/stats", "stats", tag="read")
     def stats(namespace: Namespace = None) -> KbStats:

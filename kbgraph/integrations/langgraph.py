@@ -57,6 +57,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
+from kbgraph.integrations.store_sweeper import TtlSweeper
 from kbgraph.integrations.store_values import (
     check_address,
     check_filter,
@@ -71,8 +72,10 @@ from kbgraph.integrations.store_values import (
 from kbgraph.search.overfetch import overfetch
 from kbgraph.search.scoring import neo4j_to_cosine
 
+from kbgraph.async_kb import AsyncKnowledgeBase
+from kbgraph.kb import KnowledgeBase
+
 if TYPE_CHECKING:
-    from kbgraph.kb import KnowledgeBase
     from kbgraph.core.models import Trajectory
 
 RESERVED_ROOT = "kbgraph"
@@ -80,6 +83,9 @@ TRAJECTORIES: tuple[str, ...] = (RESERVED_ROOT, "trajectories")
 EXPERIENCES: tuple[str, ...] = (RESERVED_ROOT, "experiences")
 
 __all__ = ["EXPERIENCES", "TRAJECTORIES", "KbgraphStore"]
+
+_ASYNC_ONLY = ("KbgraphStore over an AsyncKnowledgeBase answers the async methods only (aget, aput, asearch, "
+               "adelete, alist_namespaces, abatch): pass a KnowledgeBase for the synchronous ones")
 
 
 @dataclass
@@ -94,7 +100,9 @@ class _Put:
 
 class KbgraphStore(BaseStore):
     """LangGraph's ``BaseStore`` over an open :class:`~kbgraph.kb.KnowledgeBase` (its namespace,
-    driver and embedder); see the module docstring.
+    driver and embedder); see the module docstring. Over an :class:`~kbgraph.AsyncKnowledgeBase`
+    the async methods (``aget``, ``aput``, ``asearch``, ``abatch`` …) run on the event loop and
+    the synchronous ones are refused.
 
     ``index``: LangGraph's ``IndexConfig`` — ``fields`` (JSON paths of the value to embed, default
     the whole value), ``dims`` (must equal the embedder's) and optionally ``embed`` (any embedder
@@ -105,9 +113,10 @@ class KbgraphStore(BaseStore):
 
     supports_ttl = True
 
-    def __init__(self, kb: KnowledgeBase, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
-                 exact_scan_max: int = 2000, overfetch_limit: int = 4096):
-        self.kb = kb
+    def __init__(self, kb: KnowledgeBase | AsyncKnowledgeBase, *, index: IndexConfig | None = None,
+                 ttl: TTLConfig | None = None, exact_scan_max: int = 2000, overfetch_limit: int = 4096):
+        self._async = kb if isinstance(kb, AsyncKnowledgeBase) else None
+        self._kb = kb if isinstance(kb, KnowledgeBase) else None
         self.ttl_config = ttl
         self.exact_scan_max = exact_scan_max
         self.overfetch_limit = overfetch_limit
@@ -122,16 +131,40 @@ class KbgraphStore(BaseStore):
             embed = index.get("embed")
             self._embeddings = ensure_embeddings(embed) if embed is not None else None
             self._fields = [(p, tokenize_path(p) if p != "$" else p) for p in (index.get("fields") or ["$"])]
-        self._sweeper: threading.Thread | None = None
-        self._stop_sweeping = threading.Event()
+        self._sweeper = TtlSweeper(self.sweep_ttl)
 
     # -- BaseStore -------------------------------------------------------------------------------
+
+    @property
+    def kb(self) -> KnowledgeBase:
+        if self._kb is None:
+            raise TypeError(_ASYNC_ONLY)
+        return self._kb
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Runs the operations in order; as in LangGraph's stores, reads see the state before this
         batch's puts, and of two puts to one item the last wins. Every put is checked (namespace,
         value, TTL, trajectory) before anything is written."""
+        if self._async is not None:
+            raise TypeError(_ASYNC_ONLY)
+        return self._batch(list(ops))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        if self._async is None:
+            # A KnowledgeBase's driver and embedder are synchronous: the batch runs in a worker
+            # thread so the event loop stays free.
+            return await asyncio.get_running_loop().run_in_executor(None, self._batch, ops)
+        ingests = any(isinstance(op, PutOp) and tuple(op.namespace) == TRAJECTORIES for op in ops)
+        return await (self._async.run_ingesting if ingests else self._async.run)(self._batch_over, ops)
+
+    def _batch_over(self, kb: KnowledgeBase, ops: list[Op]) -> list[Result]:
+        # The AsyncKnowledgeBase's own KnowledgeBase: its queries go through the AsyncDriver, so
+        # it answers inside AsyncKnowledgeBase.run only (which batch refuses to leave).
+        self._kb = kb
+        return self._batch(ops)
+
+    def _batch(self, ops: list[Op]) -> list[Result]:
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
         for op in ops:
             self._check(op)
@@ -150,11 +183,6 @@ class KbgraphStore(BaseStore):
                 results[i] = self._list_namespaces(op)
         self._write(planned)
         return results
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        # kbgraph's driver and embedder are synchronous: the batch runs in a worker thread so the
-        # event loop stays free.
-        return await asyncio.get_running_loop().run_in_executor(None, self.batch, list(ops))
 
     # -- checks ----------------------------------------------------------------------------------
 
@@ -350,34 +378,20 @@ class KbgraphStore(BaseStore):
 
     def sweep_ttl(self) -> int:
         """Deletes the items whose TTL has run out; returns how many (they are already invisible)."""
+        if self._async is not None:
+            raise TypeError(_ASYNC_ONLY)
         return int(self.kb.gateway.write("store_sweep", kb=self.kb.namespace, now=_now())[0]["swept"])
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> threading.Thread:
         """Sweeps expired items every ``sweep_interval_minutes`` (default: the TTL config's, else
         5) in a daemon thread until :meth:`stop_ttl_sweeper`."""
-        if self._sweeper is not None and self._sweeper.is_alive():
-            return self._sweeper
-        minutes = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes") or 5
-        self._stop_sweeping.clear()
-
-        def sweep() -> None:
-            while not self._stop_sweeping.wait(float(minutes) * 60):
-                try:
-                    self.sweep_ttl()
-                except Exception:  # noqa: BLE001 - a failed sweep is retried at the next interval
-                    continue
-
-        self._sweeper = threading.Thread(target=sweep, name="kbgraph-store-ttl-sweeper", daemon=True)
-        self._sweeper.start()
-        return self._sweeper
+        if self._async is not None:
+            raise TypeError(_ASYNC_ONLY)
+        return self._sweeper.start(sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes") or 5)
 
     def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
         """Stops the sweeper; True when it has stopped within ``timeout`` seconds."""
-        self._stop_sweeping.set()
-        if self._sweeper is None:
-            return True
-        self._sweeper.join(timeout)
-        return not self._sweeper.is_alive()
+        return self._sweeper.stop(timeout)
 
 
 def _now() -> datetime:

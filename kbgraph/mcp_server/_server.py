@@ -1,7 +1,7 @@
 """The MCP server: kbgraph's five tools over one namespace, on the SDK's :class:`MCPServer`.
 
-:func:`build_server` registers the tools (their arguments strict, :mod:`._arguments`; their answers
-:mod:`kbgraph.tools`' views), :class:`KbgraphMCPServer` answers every failure in one line, and
+:func:`build_server` registers the contract's tools (:data:`kbgraph.tools.TOOLS`, their arguments
+strict, :mod:`._arguments`), :class:`KbgraphMCPServer` answers every failure in one line, and
 :func:`serve_stdio` serves them over the checked stdio transport (:mod:`.stdio`).
 """
 
@@ -12,36 +12,32 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS, CallToolResult, GetPromptResult, InputRequiredResult, ToolAnnotations
-from pydantic import Field, StrictBool, StrictFloat, StrictInt, ValidationError
+from mcp.types import INVALID_PARAMS, CallToolResult, GetPromptResult, InputRequiredResult
+from pydantic import BaseModel, ValidationError
 
 from kbgraph.core.settings import Settings
 from kbgraph.kb import KnowledgeBase
-from kbgraph.learning.feedback import FeedbackReport
-from kbgraph.mcp_server._arguments import strict_tool, tool_errors
+from kbgraph.mcp_server._arguments import contract_tool, tool_errors
 from kbgraph.mcp_server.stdio import bounded_stdio_server
-from kbgraph.search.teacher import RefineResults
-from kbgraph.tools import (AddTrajectoryResult, ExecutedStep, ExperienceDetails, ProblematicStepInput,
-                           SearchExperiencesResult, StepRewardInput, TrajectoryInput, argument_problems,
-                           ingest_trajectory, one_line, parse_trajectory, read_experience, search_result)
+from kbgraph.tools import (TOOL_NAMES, TOOLS, AddTrajectoryArgs, ToolArguments, argument_problems, kbgraph_version,
+                           one_line, parse_trajectory, run_tool)
 
 SERVER_NAME = "kbgraph"
-TOOL_NAMES = ("search_experiences", "refine_steps", "record_outcome", "add_trajectory", "get_experience")
 
 INSTRUCTIONS = """\
 kbgraph is a memory of what agents did before: experiences (problem, goal, generalised steps,
 pitfalls and their recoveries) and concept documents, learnt from past trajectories.
 - Before planning a task, call search_experiences with the task in words (and your domain).
-- When a step fails while executing, call refine_steps with that step and its error.
-- When the task ends, call record_outcome with the ids you were shown (retrieved), the ones you
-  followed (used) and whether it succeeded, so useful experiences rank higher next time.
+- While executing, call refine_steps with the task and the steps taken so far (a failed one with
+  its error): it gives the next step, its pitfalls, and how failures like yours were fixed.
+- When the task ends, call record_outcome with the ids you followed (used), those you were shown
+  (retrieved) and the outcome, so useful experiences rank higher next time.
 - To teach kbgraph a new task, call add_trajectory with what you did, step by step.
 - get_experience returns one experience in full, by id."""
 
@@ -133,111 +129,23 @@ def build_server(
     default_agent: str | None = None,
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING",
 ) -> MCPServer[Any]:
-    """The MCP server with kbgraph's five tools. ``default_agent`` is the agent name used when a
-    call names none (it decides which private experiences are visible and whose ability is updated)."""
+    """The MCP server with the contract's five tools (:data:`kbgraph.tools.TOOLS`). ``default_agent``
+    is the agent name used when a call names none (it decides which private experiences are
+    visible and whose ability is updated)."""
     kb_source = KnowledgeBaseSource.given(source) if isinstance(source, KnowledgeBase) else source
-    tools: list[Tool] = []
 
-    def register(annotations: ToolAnnotations) -> Callable[[Callable[..., T]], Callable[..., T]]:
-        def add(fn: Callable[..., T]) -> Callable[..., T]:
-            tools.append(strict_tool(fn, annotations))
-            return fn
+    def work(name: str) -> Callable[[ToolArguments], BaseModel]:
+        def run(arguments: ToolArguments) -> BaseModel:
+            with tool_errors():  # a trajectory is checked before the knowledge base is even opened
+                if isinstance(arguments, AddTrajectoryArgs):
+                    parse_trajectory(arguments.trajectory)
+            return _run(kb_source, lambda kb: run_tool(kb, name, arguments, default_agent=default_agent))
 
-        return add
+        return run
 
-    def agent_or_default(agent: str | None) -> str | None:
-        return agent if agent is not None else default_agent
-
-    @register(ToolAnnotations(title="Search past experiences", read_only_hint=True,
-                              open_world_hint=False))
-    def search_experiences(
-        task: Annotated[str, Field(description="The task you are about to do, in words (the user's request or "
-                                               "your summary of it). Must not be empty unless steps_so_far is given.")],
-        domain: Annotated[str | None, Field(description="Your domain, e.g. 'retail'; experiences from other "
-                                                        "domains are discounted, not excluded.")] = None,
-        steps_so_far: Annotated[list[ExecutedStep] | None, Field(
-            description="Steps you have already executed, in order; they shift the match from the task "
-                        "description to the workflow.")] = None,
-        k: Annotated[int, Field(ge=1, description="How many experiences to return (at most 100).")] = 5,
-        agent: Annotated[str | None, Field(description="Your agent name: also searches your private "
-                                                       "experiences.")] = None,
-    ) -> SearchExperiencesResult:
-        """Find experiences that worked before for tasks like this one, with their steps, known pitfalls
-        and why each matched, plus concept documents. Call it before planning a task."""
-        steps = [s.model_dump() for s in steps_so_far or ()]
-        return _run(kb_source, lambda kb: search_result(
-            kb.search(task, domain=domain, steps_so_far=steps, k=k, agent=agent_or_default(agent))))
-
-    @register(ToolAnnotations(title="Get help with failing steps", read_only_hint=True,
-                              open_world_hint=False))
-    def refine_steps(
-        problematic_steps: Annotated[list[ProblematicStepInput], Field(
-            min_length=1, description="The steps that went wrong, each with its action, arguments and error.")],
-        domain: Annotated[str | None, Field(description="Only experiences of this domain.")] = None,
-        k: Annotated[int, Field(ge=1, description="Matches per problematic step (at most 100).")] = 5,
-        agent: Annotated[str | None, Field(description="Your agent name: also searches your private "
-                                                       "experiences.")] = None,
-    ) -> RefineResults:
-        """For steps that are going wrong while you execute a task: stored steps that did the same thing
-        successfully, and past failures like yours with how they were recovered."""
-        steps = [s.model_dump(exclude_none=True) for s in problematic_steps]
-        return _run(kb_source, lambda kb: kb.refine(steps, domain=domain, k=k, agent=agent_or_default(agent)))
-
-    @register(ToolAnnotations(title="Record how a task went", read_only_hint=False,
-                              destructive_hint=False, idempotent_hint=False, open_world_hint=False))
-    def record_outcome(
-        retrieved: Annotated[list[str] | None, Field(
-            description="Ids of experiences you were shown (search_experiences' retrieved_ids).")] = None,
-        used: Annotated[list[str] | None, Field(description="Ids of the experiences you actually followed.")] = None,
-        outcome: Annotated[StrictBool | StrictFloat | StrictInt | None, Field(
-            description="How the task ended: true/false, or a score in [0, 1] (0.5 or more counts as a "
-                        "success). Leave out to record use before the task has ended.")] = None,
-        agent: Annotated[str | None, Field(description="Your agent name (updates your ability record).")] = None,
-        domain: Annotated[str | None, Field(description="The task's domain; by default the one most used "
-                                                        "experiences come from.")] = None,
-        step_rewards: Annotated[list[StepRewardInput] | None, Field(
-            description="Optional credit for individual steps of the experiences you used.")] = None,
-        task: Annotated[str | None, Field(
-            description="The task you were doing, in words (the text you searched with). With it, the outcome "
-                        "is remembered for tasks like this one: what failed here is avoided next time.")] = None,
-    ) -> FeedbackReport:
-        """Report what you did with search results and how the task ended. Experiences that help rise in
-        later searches; ones that do not, sink. Call it once when a task ends."""
-        rewards = [r.model_dump() for r in step_rewards or ()]
-        return _run(kb_source, lambda kb: kb.record_feedback(
-            retrieved=list(retrieved or ()), used=list(used or ()), outcome=outcome,
-            agent=agent_or_default(agent), domain=domain, step_rewards=rewards, task=task))
-
-    @register(ToolAnnotations(title="Learn from a trajectory", read_only_hint=False,
-                              destructive_hint=False, idempotent_hint=True, open_world_hint=False))
-    def add_trajectory(
-        trajectory: Annotated[TrajectoryInput, Field(description="What an agent did on one task, step by step.")],
-    ) -> AddTrajectoryResult:
-        """Teach kbgraph a task you (or another agent) carried out: it is generalised into an experience,
-        merged with look-alikes, linked and reflected into concept documents. Adding the same id again
-        changes nothing."""
-        with tool_errors():  # checked before the knowledge base is even opened
-            parsed = parse_trajectory(trajectory)
-        return _run(kb_source, lambda kb: ingest_trajectory(kb, parsed))
-
-    @register(ToolAnnotations(title="Read one experience", read_only_hint=True,
-                              open_world_hint=False))
-    def get_experience(
-        id: Annotated[str, Field(description="The experience id, as returned by search_experiences.")],
-    ) -> ExperienceDetails:
-        """One experience in full: problem, goal, every step, failure modes and recoveries, relations to
-        other experiences, counters and learnt quality."""
-
-        def read(kb: KnowledgeBase) -> ExperienceDetails:
-            details = read_experience(kb, id)
-            if details is None:
-                raise ToolError(f"no experience {id!r} in namespace {kb.namespace!r}")
-            return details
-
-        return _run(kb_source, read)
-
+    tools = [contract_tool(spec, work(spec.name)) for spec in TOOLS]
     return KbgraphMCPServer(SERVER_NAME, title="kbgraph experience memory", instructions=INSTRUCTIONS,
-                            log_level=log_level, tools=tools)
+                            version=kbgraph_version(), log_level=log_level, tools=tools)
 
 
 def serve_stdio(settings: Settings, *, default_agent: str | None = None) -> None:

@@ -110,7 +110,7 @@ def ingest_trajectory(kb: KnowledgeBase, trajectory: Trajectory) -> AddTrajector
     # The abstracted experience may have been merged into a look-alike: find the experiences whose
     # provenance names this trajectory.
     return AddTrajectoryResult(trajectory_id=trajectory.id, experience_ids=experiences_holding(kb, trajectory.id),
-                               new_experiences=report.experiences_new,
+                               experiences_new=report.experiences_new,
                                already_ingested=report.records_already_ingested > 0, report=report)
 
 

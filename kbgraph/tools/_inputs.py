@@ -11,7 +11,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 
-
 class _Input(BaseModel):
     # Strict: a client's "yes" is not a success, nor "3" an order (lax parsing would read them so).
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -25,19 +24,15 @@ class ExecutedStep(_Input):
         default_factory=dict, description="The arguments it was called with (values may be concrete).")
 
 
-class ProblematicStepInput(_Input):
-    """A step that went wrong: what was called, with what, and the error it produced."""
+class TakenStep(_Input):
+    """A step executed in the current task, with its error when it failed."""
 
-    action: str = Field(description="The tool or operation called, e.g. 'find_user_by_email'.")
+    action: str = Field(min_length=1, description="The tool or operation called, e.g. 'update_reservation_flights'.")
     arguments: dict[str, Any] = Field(default_factory=dict, description="The arguments it was called with.")
-    error: str | None = Field(
-        default=None, description="The error message or failed observation, verbatim. Leave out if none.")
+    error: str | None = Field(default=None, description="The error it returned, verbatim; leave out if it worked.")
     issue_type: str | None = Field(
         default=None, description="A short issue class such as 'not_found' or 'permission'; classified from "
                                   "the error when left out.")
-    text: str | None = Field(
-        default=None, description="Optional description of what the step meant to do; built from action and "
-                                  "arguments when left out.")
 
 
 class StepRewardInput(_Input):

@@ -18,6 +18,7 @@ from kbgraph.core.errors import KbgraphError
 #: Problems shown in one error line; the rest are counted.
 MAX_PROBLEMS_SHOWN = 5
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
+_WHOLE = "(arguments)"
 
 
 def failure_message(exc: Exception) -> str | None:
@@ -74,7 +75,7 @@ def _input_path(loc: tuple[str | int, ...], arguments: Any, missing: bool) -> st
         elif not (missing and position == len(loc) - 1):
             continue
         parts.append(_place(part))
-    return ".".join(parts) or "(arguments)"
+    return ".".join(parts) or _WHOLE
 
 
 def argument_problems(error: ValidationError, arguments: Any) -> str:
@@ -88,7 +89,9 @@ def argument_problems(error: ValidationError, arguments: Any) -> str:
             reasons[path].append(reason)
         if item["type"].endswith("_type"):  # the kind of value that was refused, never the value itself
             given.setdefault(path, f" (got {json_type(item['input'])})")
-    problems = [f"{path}: {found[0]}" + "".join(", or " + other.removeprefix("Input should be ") for other in found[1:])
+    # A check across fields (a blank task with no steps) has no path: its reason names the fields.
+    problems = [("" if path == _WHOLE else f"{path}: ") + found[0]
+                + "".join(", or " + other.removeprefix("Input should be ") for other in found[1:])
                 + given.get(path, "") for path, found in reasons.items()]
     more = len(problems) - MAX_PROBLEMS_SHOWN
     return one_line("; ".join(problems[:MAX_PROBLEMS_SHOWN]) + (f"; … and {more} more" if more > 0 else ""))

@@ -17,7 +17,6 @@ MAX_SOURCE_IDS_SHOWN = 50
 MAX_PITFALLS_PER_HIT = 5
 
 
-
 class StepView(BaseModel):
     order: int | None = Field(description="Position in the workflow, 0 = first.")
     action: str
@@ -117,7 +116,7 @@ class AddTrajectoryResult(BaseModel):
     trajectory_id: str
     experience_ids: list[str] = Field(
         description="The experiences that now stand for this trajectory (after merging with look-alikes).")
-    new_experiences: int = Field(description="Experiences this call created.")
+    experiences_new: int = Field(description="Experiences this call created (the report's experiences_new).")
     already_ingested: bool = Field(description="True when this trajectory id had been ingested before "
                                                "(nothing changed).")
     report: IngestReport

@@ -13,7 +13,7 @@ from langchain_core.documents import Document
 
 from kbgraph.core.models import Experience, FailureMode, Step
 from kbgraph.search.results import SearchHit, SearchResults
-from kbgraph.tools import MAX_PITFALLS_PER_HIT, search_result
+from kbgraph.tools import MAX_PITFALLS_PER_HIT, evidence_line, search_result
 
 
 def _step_line(position: int, step: Step) -> str:
@@ -39,20 +39,6 @@ def _distinct_pitfalls(failures: list[FailureMode], limit: int) -> list[FailureM
             seen.add((failure.description, failure.recovery))
             kept.append(failure)
     return kept[:limit]
-
-
-def evidence_line(hit: SearchHit) -> str:
-    exp = hit.experience
-    parts: list[str] = []
-    if hit.runs:
-        parts.append(f"worked in {hit.runs_succeeded} of {hit.runs} run{'s' if hit.runs != 1 else ''}")
-    workflow = hit.workflow
-    if workflow is not None and (workflow.id != hit.id or exp.kind == "abstract"):
-        parts.append(f"this workflow worked in {workflow.succeeded} of {workflow.runs} runs over {workflow.tasks} "
-                     f"task{'s' if workflow.tasks != 1 else ''}")
-    if not parts:
-        parts.append(f"success rate {exp.success_rate:.2f}")
-    return "; ".join(parts)
 
 
 def experience_plan(hit: SearchHit) -> str:

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from kbgraph.integrations.langchain._documents import documents_of
 from kbgraph.kb import KnowledgeBase
-from kbgraph.search.params import SearchFilters, SearchWeights
+from kbgraph.search.params import MAX_K, SearchFilters, SearchWeights
 from kbgraph.search.results import SearchResults
 
 
@@ -24,7 +24,7 @@ class KbgraphRetriever(BaseRetriever):
     """
 
     kb: KnowledgeBase
-    k: int = Field(default=5, ge=1, description="How many experiences to return (above 100: 100, with a note).")
+    k: int = Field(default=5, ge=1, le=MAX_K, description=f"How many experiences to return (at most {MAX_K}).")
     domain: str | None = Field(default=None, description="The agent's domain: others are discounted, not excluded.")
     agent: str | None = Field(default=None, description="Also search this agent's private experiences.")
     filters: SearchFilters | None = None
@@ -41,7 +41,7 @@ class KbgraphRetriever(BaseRetriever):
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
     ) -> list[Document]:
-        # kbgraph has no async API yet: the synchronous search runs in a worker thread, so the
-        # event loop keeps serving while Neo4j answers.
+        # Over a KnowledgeBase the synchronous search runs in a worker thread, so the event loop
+        # keeps serving while Neo4j answers.
         return await asyncio.to_thread(self._get_relevant_documents, query, run_manager=run_manager.get_sync())
 

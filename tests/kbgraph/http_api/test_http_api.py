@@ -33,6 +33,7 @@ from kbgraph.embedders import CachedEmbedder
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.http_api import NAMESPACE_HEADER, check_bind, create_app, is_loopback, listen
 from kbgraph.kb import KnowledgeBase
+from kbgraph.tools import RefineStepsArgs, refine_steps
 from kbgraph.store.managed.server import free_port
 from kbgraph.core.settings import Settings
 from tests.conftest import Neo4jTarget
@@ -137,14 +138,15 @@ def test_adding_trajectories_ingests_them_once_and_names_the_experiences_that_st
     client: httpx.Client, added: dict[str, Any], direct_kb: KnowledgeBase
 ) -> None:
     assert [t["trajectory_id"] for t in added["trajectories"]] == list(ADDED)
-    assert added["new_experiences"] == 3 and added["already_ingested"] == 0
+    assert added["experiences_new"] == 3 and added["already_ingested"] == 0
+    assert added["new_experiences"] == 3, "the name /v1 answered with before, deprecated, kept until kbgraph 0.2"
     assert added["report"]["records_read"] == 3
     stored = direct_kb.get(experience_of(added, "sample-retail-001"))
     assert stored is not None and "sample-retail-001" in stored.source_ids
     count = direct_kb.count()
 
     again = client.post("/v1/trajectories", json=[TRAJECTORIES["sample-retail-001"]]).json()
-    assert again["already_ingested"] == 1 and again["new_experiences"] == 0
+    assert again["already_ingested"] == 1 and again["experiences_new"] == again["new_experiences"] == 0
     assert again["trajectories"] == [t for t in added["trajectories"] if t["trajectory_id"] == "sample-retail-001"]
     assert direct_kb.count() == count
 
@@ -183,17 +185,17 @@ def test_concurrent_searches_each_get_the_same_answer(client: httpx.Client, adde
     assert answers[0] and all(answer == answers[0] for answer in answers)
 
 
-def test_refine_finds_failures_like_the_one_going_wrong_with_their_recovery(
+def test_refine_gives_the_next_step_and_failures_like_the_one_going_wrong_with_their_recovery(
     client: httpx.Client, added: dict[str, Any], direct_kb: KnowledgeBase
 ) -> None:
-    step = {"action": "find_user_by_email", "arguments": {"email": "someone@example.org"},
-            "error": "UserNotFound: no user with email someone@example.org"}
-    found = client.post("/v1/refine", json={"problematic_steps": [step], "domain": "retail"})
+    request = {"task": RETURN_TASK, "domain": "retail", "steps_taken": [
+        {"action": "find_user_by_email", "arguments": {"email": "someone@example.org"},
+         "error": "UserNotFound: no user with email someone@example.org"}]}
+    found = client.post("/v1/refine", json=request)
     assert found.status_code == 200, found.text
     recovered_by = experience_of(added, "sample-retail-002")
-    assert recovered_by in found.json()["experiences"]
-    assert any(f["experience_id"] == recovered_by and f["recovery"] for f in found.json()["failures"])
-    assert found.json() == direct_kb.refine([step], domain="retail").model_dump(mode="json")
+    assert any(r["experience_id"] == recovered_by and r["recovery"] for r in found.json()["recoveries"])
+    assert found.json() == refine_steps(direct_kb, RefineStepsArgs.model_validate(request)).model_dump(mode="json")
 
 
 def test_steps_search_answers_what_kb_search_steps_finds(
@@ -482,9 +484,15 @@ JSON = "application/json"
      "steps_so_far.0.action: Field required"),
     ("/v1/search", '{"task": "\\ud800"}', JSON, "task: contains a lone surrogate"),
     ("/v1/search", "[" * 100_000 + "]" * 100_000, JSON, "the body is nested too deeply"),
-    ("/v1/search", '{"task": ""}', JSON, "invalid search: query: (record): Value error, nothing to search for"),
+    ("/v1/search", '{"task": ""}', JSON,
+     "invalid request body, nothing was done: task is blank: give the task in words, or steps_so_far"),
+    ("/v1/search", '{"task": "x", "k": 101}', JSON, "k: Input should be less than or equal to 100"),
+    ("/v1/steps/search", '{"action": "x", "k": 101}', JSON, "k: Input should be less than or equal to 100"),
     ("/v1/search", '{"task": "x", "filters": {"kinds": ["weird"]}}', JSON, "filters.kinds.0: Input should be"),
-    ("/v1/refine", '{"problematic_steps": []}', JSON, "problematic_steps: List should have at least 1 item"),
+    ("/v1/refine", '{"problematic_steps": []}', JSON, "problematic_steps is now steps_taken (with task)"),
+    ("/v1/refine", '{"task": "x", "k": 101}', JSON, "k: Input should be less than or equal to 100"),
+    ("/v1/trajectory", '{"trajectory": {"id": "t-1", "task": "   "}}', JSON,
+     "invalid trajectory, nothing was written: trajectory: task: must not be blank"),
     ("/v1/steps/search", '{"action": "x", "alpha": 2}', JSON, "alpha: Input should be less than or equal to 1"),
     ("/v1/feedback", '{"used": ["exp-x"], "outcome": "yes"}', JSON,
      "outcome: Input should be a valid boolean, or a valid number, or a valid integer (got a string)"),
@@ -520,9 +528,13 @@ def test_a_body_over_the_limit_is_413_whether_its_length_is_declared_or_not(dire
         streamed = httpx.post(f"{url}/v1/search", content=iter([b'{"task": "', b"x" * 2000, b'"}']),
                               headers=json_headers)  # chunked: no Content-Length
         within = httpx.post(f"{url}/v1/search", json={"task": "return an item"})
+        runs = httpx.post(f"{url}/v1/trajectories", json=[{"id": "t-1", "task": "x" * 2000}])
     for answer in (declared, streamed):
         assert answer.status_code == 413
-        assert detail(answer) == "the request body is over the limit of 1,000 bytes: send fewer trajectories at once"
+        assert detail(answer) == ("the request body is over the limit of 1,000 bytes: send a shorter body (a task, "
+                                  "steps and ids fit in far less)")
+    assert runs.status_code == 413
+    assert detail(runs) == "the request body is over the limit of 1,000 bytes: send fewer trajectories at once"
     assert within.status_code == 200
 
 
@@ -594,8 +606,8 @@ def test_a_bug_is_a_500_line_without_its_text_and_the_server_keeps_serving() -> 
 def test_the_openapi_schema_is_generated_from_kbgraphs_models(base_url: str) -> None:
     schema = httpx.get(f"{base_url}/openapi.json").json()
     models = set(schema["components"]["schemas"])
-    assert {"SearchExperiencesRequest", "SearchExperiencesResult", "ExperienceHit", "RefineStepsRequest",
-            "RefineResults", "StepSearchRequest", "StepSearchResult", "RecordOutcomeRequest", "FeedbackReport",
+    assert {"SearchExperiencesRequest", "SearchExperiencesResult", "ExperienceHit", "RefineStepsArgs",
+            "RefineStepsResult", "StepSearchRequest", "StepSearchResult", "RecordOutcomeArgs", "FeedbackReport",
             "TrajectoryInput", "AddTrajectoriesResult", "IngestReport", "ExperienceDetails", "KbStats",
             "HealthReport", "ErrorResponse"} <= models
     assert "HTTPValidationError" not in models  # refusals are ErrorResponse, one line
@@ -604,20 +616,34 @@ def test_the_openapi_schema_is_generated_from_kbgraphs_models(base_url: str) -> 
                   for method, operation in item.items()}
     assert set(operations) == {
         ("POST", "/v1/search"), ("POST", "/v1/refine"), ("POST", "/v1/steps/search"), ("POST", "/v1/feedback"),
-        ("POST", "/v1/trajectories"), ("GET", "/v1/experiences/{experience_id}"), ("GET", "/v1/stats"),
+        ("POST", "/v1/trajectory"), ("POST", "/v1/trajectories"), ("GET", "/v1/experiences/{id}"), ("GET", "/v1/stats"),
         ("GET", "/v1/health")}
     search = operations[("POST", "/v1/search")]
     assert search["requestBody"]["content"][JSON]["schema"] == {"$ref": "#/components/schemas/SearchExperiencesRequest"}
     assert search["responses"]["200"]["content"][JSON]["schema"] == {
         "$ref": "#/components/schemas/SearchExperiencesResult"}
     assert {"401", "422", "503"} <= set(search["responses"])
-    assert "404" in operations[("GET", "/v1/experiences/{experience_id}")]["responses"]
+    assert "404" in operations[("GET", "/v1/experiences/{id}")]["responses"]
     assert NAMESPACE_HEADER in [p["name"] for p in search["parameters"]]
     assert operations[("POST", "/v1/trajectories")]["requestBody"]["content"][JSON]["schema"]["type"] == "array"
     assert "security" not in operations[("GET", "/v1/health")]
-    for name in ("SearchExperiencesRequest", "RefineStepsRequest", "StepSearchRequest", "RecordOutcomeRequest"):
+    for name in ("SearchExperiencesRequest", "RefineStepsArgs", "StepSearchRequest", "RecordOutcomeArgs"):
         for field, spec in schema["components"]["schemas"][name]["properties"].items():
             assert spec.get("description"), f"{name}.{field} has no description"
+
+
+def test_the_docs_page_loads_swagger_ui_from_the_server_itself(direct_kb: KnowledgeBase) -> None:
+    # Offline, a page loading Swagger UI from a CDN is blank: every URL it names is this server's.
+    with serving(create_app(direct_kb, None)) as url:
+        page = httpx.get(f"{url}/docs")
+        assert page.status_code == 200
+        urls = re.findall(r"""(?:src|href|url)\s*[:=]\s*['"]([^'"]+)['"]""", page.text)
+        assert len(urls) >= 4 and all(u.startswith("/") and not u.startswith("//") for u in urls), urls
+        assert "http://" not in page.text and "https://" not in page.text
+        for asset in urls:
+            fetched = httpx.get(f"{url}{asset}")
+            assert fetched.status_code == 200 and fetched.content, asset
+        assert b"SwaggerUIBundle" in httpx.get(f"{url}/docs-assets/swagger-ui-bundle.js").content
 
 
 # -- the documentation --------------------------------------------------------------------------------

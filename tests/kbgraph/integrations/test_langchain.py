@@ -31,6 +31,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import ValidationError
 
+from kbgraph import AsyncKnowledgeBase
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.integrations.langchain import TOOL_NAMES, KbgraphRetriever, experience_plan, kbgraph_tools
@@ -161,6 +162,8 @@ def test_the_retriever_passes_its_options_to_the_search(airline_kb: KnowledgeBas
 def test_bad_retriever_options_are_refused_when_it_is_built_naming_the_field(airline_kb: KnowledgeBase) -> None:
     with pytest.raises(ValidationError, match=r"filters\.min_success"):
         KbgraphRetriever(kb=airline_kb, filters={"min_success": 2})
+    with pytest.raises(ValidationError, match=r"k\n  Input should be less than or equal to 100"):
+        KbgraphRetriever(kb=airline_kb, k=101)
     with pytest.raises(ValidationError, match=r"\bk\b"):
         KbgraphRetriever(kb=airline_kb, k=0)
     with pytest.raises(InvalidInputError, match="nothing to search for"):
@@ -183,7 +186,7 @@ def test_the_async_retriever_gives_the_sync_documents_and_runs_searches_side_by_
 # -- the tools, invoked directly ---------------------------------------------------------------------
 
 
-def test_the_four_tools_have_typed_schemas_a_model_can_fill_in(airline_kb: KnowledgeBase) -> None:
+def test_the_five_tools_have_typed_schemas_a_model_can_fill_in(airline_kb: KnowledgeBase) -> None:
     tools = kbgraph_tools(airline_kb)
     assert tuple(t.name for t in tools) == TOOL_NAMES
     for tool in tools:
@@ -194,7 +197,8 @@ def test_the_four_tools_have_typed_schemas_a_model_can_fill_in(airline_kb: Knowl
             assert prop.get("description"), f"{tool.name}.{name} has no description"
     required = {t.name: set(convert_to_openai_tool(t)["function"]["parameters"].get("required", [])) for t in tools}
     assert required == {"search_experiences": {"task"}, "refine_steps": {"task"},
-                        "record_outcome": {"used", "success"}, "add_trajectory": {"trajectory"}}
+                        "record_outcome": {"used", "outcome"}, "add_trajectory": {"trajectory"},
+                        "get_experience": {"id"}}
 
 
 def test_search_experiences_answers_json_for_the_model_and_a_dict_for_code(airline_kb: KnowledgeBase) -> None:
@@ -220,6 +224,30 @@ def test_the_tools_answer_the_same_from_async_code(airline_kb: KnowledgeBase) ->
         return list(await asyncio.gather(search.ainvoke(args), search.ainvoke(args)))
 
     assert asyncio.run(twice()) == [search.invoke(args)] * 2
+
+
+def test_over_an_async_knowledge_base_the_tools_are_awaited_and_answer_as_over_a_sync_one(
+    airline_kb: KnowledgeBase, neo4j_target: Neo4jTarget, embedder: CachedEmbedder,
+) -> None:
+    args = {"task": CHANGE_TASK, "domain": "airline", "k": 3}
+    expected = tools_of(airline_kb)["search_experiences"].invoke(args)
+
+    async def over_async() -> tuple[list[Any], str]:
+        driver = neo4j.AsyncGraphDatabase.driver(neo4j_target.uri, auth=(neo4j_target.username, neo4j_target.password))
+        async with await AsyncKnowledgeBase.connect(driver, embedder, namespace=airline_kb.namespace,
+                                                    database=neo4j_target.database, owns_driver=True) as akb:
+            tools = {tool.name: tool for tool in kbgraph_tools(akb)}
+            answers = await asyncio.gather(*(tools["search_experiences"].ainvoke(args) for _ in range(3)))
+            refused = await tools["record_outcome"].ainvoke({"type": "tool_call", "id": "c1", "name": "record_outcome",
+                                                             "args": {"used": ["exp_missing"], "outcome": True}})
+            with pytest.raises(TypeError, match="call it with ainvoke"):
+                tools["search_experiences"].invoke(args)
+            return list(answers), str(refused.content)
+
+    answers, refused = asyncio.run(over_async())
+    assert answers == [expected] * 3
+    assert refused == (f"record_outcome: invalid input, nothing was written: feedback: experience 'exp_missing': "
+                       f"not in namespace '{airline_kb.namespace}'")
 
 
 def test_refine_steps_gives_the_next_step_of_each_plan_and_its_pitfalls(airline_kb: KnowledgeBase) -> None:
@@ -254,7 +282,7 @@ def test_record_outcome_records_the_feedback_in_neo4j(kb: KnowledgeBase) -> None
     kb.add_trajectories(CANCEL)
     shown = kb.search(CANCEL_TASK, k=3).ids()
     tool = tools_of(kb, agent="agent-lc")["record_outcome"]
-    report = call(tool, {"used": shown[:1], "retrieved": shown, "success": True, "task": CANCEL_TASK}).artifact
+    report = call(tool, {"used": shown[:1], "retrieved": shown, "outcome": True, "task": CANCEL_TASK}).artifact
     assert (report["retrieved"], report["used"], report["outcome"], report["agent"]) == (len(shown), 1, 1.0, "agent-lc")
     used = kb.learning_state(shown[:1])[0]
     assert (used.retrieved, used.used, used.succeeded) == (1, 1, 1)
@@ -279,8 +307,10 @@ def test_add_trajectory_ingests_the_run_and_search_finds_it(kb: KnowledgeBase) -
     ("refine_steps", {"task": "x", "steps_taken": [{"action": "a", "error": 7}]}, "steps_taken.0.error",
      "valid string (got an integer)"),
     ("refine_steps", {"steps_taken": []}, "task", "Field required"),
-    ("record_outcome", {"used": ["exp_1"], "success": "yes"}, "success", "valid boolean (got a string)"),
-    ("record_outcome", {"used": ["exp_1"], "success": True, "outcom": True}, "outcom", "Extra inputs are not permitted"),
+    ("record_outcome", {"used": ["exp_1"], "outcome": "yes"}, "outcome", "valid boolean, or a valid number, or a valid "
+                                                                     "integer (got a string)"),
+    ("record_outcome", {"used": ["exp_1"], "outcome": True, "outcom": True}, "outcom", "Extra inputs are not permitted"),
+    ("search_experiences", {"task": "cancel", "k": 1000}, "k", "less than or equal to 100"),
     ("add_trajectory", {"trajectory": {"task": "x", "steps": [{"actio": "a"}]}}, "trajectory.id", "Field required"),
 ])
 def test_invalid_arguments_come_back_as_an_error_naming_the_field(
@@ -297,7 +327,7 @@ def test_input_kbgraph_refuses_comes_back_as_its_one_line_message_and_writes_not
     kb.add_trajectories(CANCEL)
     before = namespace_census(kb)
     tools = tools_of(kb)
-    unknown = call(tools["record_outcome"], {"used": ["exp_missing"], "success": True})
+    unknown = call(tools["record_outcome"], {"used": ["exp_missing"], "outcome": True})
     assert unknown.status == "error"
     assert str(unknown.content) == (f"record_outcome: invalid input, nothing was written: feedback: experience "
                                     f"'exp_missing': not in namespace '{kb.namespace}'")
@@ -305,7 +335,8 @@ def test_input_kbgraph_refuses_comes_back_as_its_one_line_message_and_writes_not
     assert bad_id.status == "error" and str(bad_id.content).startswith(
         "add_trajectory: invalid trajectory, nothing was written: trajectory: id: String should match pattern")
     blank = call(tools["search_experiences"], {"task": "  "})
-    assert blank.status == "error" and "nothing to search for" in str(blank.content)
+    assert blank.status == "error" and str(blank.content) == (
+        "search_experiences: invalid arguments, nothing was done: task is blank: give the task in words, or steps_so_far")
     assert namespace_census(kb) == before
 
 
@@ -356,7 +387,7 @@ def test_a_langgraph_agent_searches_records_its_outcome_and_teaches_a_new_run(kb
         assert isinstance(last, ToolMessage) and last.status == "success", last.content
         if last.name == "search_experiences":
             found = json.loads(str(last.content))  # what a model reads: the JSON text
-            return tool_call("record_outcome", {"used": [found["experiences"][0]["id"]], "success": True,
+            return tool_call("record_outcome", {"used": [found["experiences"][0]["id"]], "outcome": True,
                                                 "retrieved": found["retrieved_ids"], "task": CANCEL_TASK,
                                                 "agent": "agent-lc"}, "c2")
         if last.name == "record_outcome":
@@ -390,7 +421,7 @@ def test_in_a_graph_invalid_tool_arguments_become_error_tool_messages_and_nothin
     def script(messages: Sequence[BaseMessage]) -> AIMessage:
         if isinstance(messages[-1], HumanMessage):  # two bad calls at once: ToolNode runs both
             return AIMessage(content="", tool_calls=[
-                {"name": "record_outcome", "args": {"used": used, "success": "yes"}, "id": "c1", "type": "tool_call"},
+                {"name": "record_outcome", "args": {"used": used, "outcome": "yes"}, "id": "c1", "type": "tool_call"},
                 {"name": "add_trajectory", "args": {"trajectory": {**NEW_RUN, "steps": [{"action": ""}]}},
                  "id": "c2", "type": "tool_call"},
             ])
@@ -401,7 +432,8 @@ def test_in_a_graph_invalid_tool_arguments_become_error_tool_messages_and_nothin
     errors = {m.name: m for m in final["messages"] if isinstance(m, ToolMessage)}
     assert {name: m.status for name, m in errors.items()} == {"record_outcome": "error", "add_trajectory": "error"}
     assert str(errors["record_outcome"].content) == (
-        "record_outcome: invalid arguments, nothing was done: success: Input should be a valid boolean (got a string)")
+        "record_outcome: invalid arguments, nothing was done: outcome: Input should be a valid boolean, or a valid number, "
+        "or a valid integer (got a string)")
     assert str(errors["add_trajectory"].content).startswith("add_trajectory: invalid trajectory, nothing was written: "
                                                             "trajectory: steps.0.action: ")
     assert final["messages"][-1].content == "I will fix my arguments.", "the graph went on: the model saw the errors"

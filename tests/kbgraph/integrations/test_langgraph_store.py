@@ -17,10 +17,12 @@ import pytest
 from langgraph.store.base import BaseStore, InvalidNamespaceError, SearchItem
 from langgraph.store.memory import InMemoryStore
 
+from kbgraph import AsyncKnowledgeBase
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.integrations.langgraph import EXPERIENCES, TRAJECTORIES, KbgraphStore
 from kbgraph.kb import KnowledgeBase
+from tests.conftest import Neo4jTarget
 
 pytestmark = pytest.mark.neo4j
 
@@ -416,6 +418,37 @@ def test_the_async_methods_give_the_same_results(store: KbgraphStore) -> None:
     assert got is not None and got.value == {"text": "plays the violin"}
     assert found[0].key == "k" and found[0].namespace == ("a", "b")
     assert namespaces == [("a", "b"), ("a", "c")]
+
+
+def test_over_an_async_knowledge_base_the_async_methods_work_and_the_sync_ones_say_what_to_pass(
+    kb: KnowledgeBase, neo4j_target: Neo4jTarget, embedder: CachedEmbedder,
+) -> None:
+    trajectory = _sample_trajectory()
+
+    async def scenario() -> tuple[Any, list[SearchItem], list[SearchItem], list[str]]:
+        driver = neo4j.AsyncGraphDatabase.driver(neo4j_target.uri, auth=(neo4j_target.username, neo4j_target.password))
+        async with await AsyncKnowledgeBase.connect(driver, embedder, namespace=kb.namespace,
+                                                    database=neo4j_target.database, owns_driver=True) as akb:
+            store = KbgraphStore(akb, index={"dims": embedder.dimension, "fields": ["text"]})
+            await asyncio.gather(store.aput(("a", "b"), "k", {"text": "plays the violin"}),
+                                 store.aput(TRAJECTORIES, trajectory["id"], trajectory),
+                                 *(store.aput(("a", "c"), f"k{i}", {"text": TEXTS[i]}) for i in range(3)))
+            got = await store.aget(("a", "b"), "k")
+            found = await store.asearch(("a",), query="plays the violin", limit=2)
+            experiences = await store.asearch(EXPERIENCES, query=trajectory["task"], limit=3)
+            refused = []
+            for sync_call in (lambda: store.get(("a", "b"), "k"), lambda: store.put(("a",), "x", {}), store.sweep_ttl):
+                with pytest.raises(TypeError) as raised:
+                    sync_call()
+                refused.append(str(raised.value))
+            return got, found, experiences, refused
+
+    got, found, experiences, refused = asyncio.run(scenario())
+    assert got is not None and got.value == {"text": "plays the violin"}
+    assert found[0].key == "k" and found[0].namespace == ("a", "b")
+    assert [item.key for item in experiences] == kb.search(trajectory["task"], k=3).ids() != []
+    assert set(refused) == {"KbgraphStore over an AsyncKnowledgeBase answers the async methods only (aget, aput, "
+                            "asearch, adelete, alist_namespaces, abatch): pass a KnowledgeBase for the synchronous ones"}
 
 
 # -- the documentation ---------------------------------------------------------------------------------

@@ -21,13 +21,13 @@ import neo4j
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
-from mcp.types import CallToolResult, Tool, ToolAnnotations
+from mcp.types import CallToolResult, Tool
 
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
 from kbgraph.store.managed.server import free_port
-from kbgraph.mcp_server import TOOL_NAMES, KnowledgeBaseSource, build_server, strict_tool
-from kbgraph.tools import TrajectoryInput, one_line
+from kbgraph.mcp_server import TOOL_NAMES, KnowledgeBaseSource, build_server, contract_tool
+from kbgraph.tools import SPECS, TrajectoryInput, kbgraph_version, one_line
 from kbgraph.core.models import Trajectory
 from kbgraph.core.settings import Settings
 from tests.conftest import Neo4jTarget
@@ -133,14 +133,14 @@ def test_the_server_offers_the_five_tools_with_described_inputs_and_output_schem
     assert tools["search_experiences"].input_schema["required"] == ["task"]
     assert set(tools["search_experiences"].input_schema["properties"]) == {"task", "domain", "steps_so_far", "k",
                                                                            "agent"}
-    assert tools["refine_steps"].input_schema["required"] == ["problematic_steps"]
+    assert tools["refine_steps"].input_schema["required"] == ["task"]
     assert tools["add_trajectory"].input_schema["required"] == ["trajectory"]
     assert tools["get_experience"].input_schema["required"] == ["id"]
-    assert "required" not in tools["record_outcome"].input_schema  # every part of a report is optional
+    assert tools["record_outcome"].input_schema["required"] == ["used", "outcome"]
 
     hit = tools["search_experiences"].output_schema["$defs"]["ExperienceHit"]["properties"]
     assert {"id", "problem", "goal", "domain", "steps", "score", "found_by", "explanation"} <= set(hit)
-    assert {"experience_ids", "new_experiences", "report"} <= set(tools["add_trajectory"].output_schema["properties"])
+    assert {"experience_ids", "experiences_new", "report"} <= set(tools["add_trajectory"].output_schema["properties"])
 
     assert tools["search_experiences"].annotations.read_only_hint is True
     assert tools["get_experience"].annotations.read_only_hint is True
@@ -160,14 +160,14 @@ def test_add_trajectory_ingests_it_and_names_the_experience_that_stands_for_it(
 ) -> None:
     first = added["sample-retail-001"]
     assert first["trajectory_id"] == "sample-retail-001"
-    assert first["new_experiences"] == 1 and first["already_ingested"] is False
+    assert first["experiences_new"] == 1 and first["already_ingested"] is False
     assert first["report"]["records_read"] == 1
     stored = direct_kb.get(experience_of(added, "sample-retail-001"))
     assert stored is not None and "sample-retail-001" in stored.source_ids
     assert [s.action for s in stored.steps][:2] == ["find_user_by_email", "get_order_details"]
 
     again = client.result("add_trajectory", {"trajectory": TRAJECTORIES["sample-retail-001"]})
-    assert again["already_ingested"] is True and again["new_experiences"] == 0
+    assert again["already_ingested"] is True and again["experiences_new"] == 0
     assert again["experience_ids"] == first["experience_ids"]
 
 
@@ -220,18 +220,17 @@ def test_record_outcome_updates_the_counters_and_quality(
     assert {s["id"]: s["used"] for s in report["experiences"]}[used] == after[used].used
 
 
-def test_refine_steps_returns_failures_like_the_one_going_wrong_with_their_recovery(
+def test_refine_steps_returns_the_next_step_and_failures_like_the_one_going_wrong_with_their_recovery(
     client: McpClient, added: dict[str, Any]
 ) -> None:
     found = client.result("refine_steps", {
-        "problematic_steps": [{"action": "find_user_by_email", "arguments": {"email": "someone@example.org"},
-                               "error": "UserNotFound: no user with email someone@example.org"}],
-        "domain": "retail",
+        "task": "A customer wants to return a delivered item and get a refund", "domain": "retail",
+        "steps_taken": [{"action": "find_user_by_email", "arguments": {"email": "someone@example.org"},
+                         "error": "UserNotFound: no user with email someone@example.org"}],
     })
     recovered_by = experience_of(added, "sample-retail-002")
-    assert recovered_by in found["experiences"]
-    assert any(f["experience_id"] == recovered_by and f["recovery"] for f in found["failures"])
-    assert found["steps"] and found["steps"][0]["step"]["action"] == "find_user_by_email"
+    assert any(r["experience_id"] == recovered_by and r["recovery"] and r["step"] == 0 for r in found["recoveries"])
+    assert found["next"] and found["next"][0]["next_step"]["action"] == "find_user_by_email"  # the failed step is next
 
 
 def test_get_experience_returns_it_in_full_without_embeddings(client: McpClient, added: dict[str, Any]) -> None:
@@ -251,7 +250,8 @@ def test_get_experience_returns_it_in_full_without_embeddings(client: McpClient,
 
 @pytest.mark.parametrize(("tool", "arguments", "message"), [
     ("get_experience", {"id": "exp-does-not-exist"}, "no experience 'exp-does-not-exist' in namespace"),
-    ("search_experiences", {"task": ""}, "invalid search"),
+    ("search_experiences", {"task": ""}, "task is blank: give the task in words, or steps_so_far"),
+    ("search_experiences", {"task": "return an item", "k": 101}, "k: Input should be less than or equal to 100"),
     ("search_experiences", {"task": "return an item", "k": 0}, "greater than or equal to 1"),
     ("add_trajectory", {"trajectory": {"id": "bad id!", "task": "   "}}, "trajectory: id: String should match"),
     ("add_trajectory", {"trajectory": {"id": "t-1", "task": "   "}}, "trajectory: task: must not be blank"),
@@ -259,7 +259,7 @@ def test_get_experience_returns_it_in_full_without_embeddings(client: McpClient,
      "trajectory.steps.0.action"),
     ("record_outcome", {"used": ["exp-does-not-exist"], "outcome": True}, "experience 'exp-does-not-exist': not in"),
     ("record_outcome", {"used": [], "outcome": 1.5}, "outcome"),
-    ("refine_steps", {"problematic_steps": []}, "problematic_steps"),
+    ("refine_steps", {"task": " "}, "task is blank: give the task in words, or steps_taken"),
     ("no_such_tool", {}, "no_such_tool"),
 ])
 def test_bad_input_comes_back_as_a_tool_error_naming_the_problem(
@@ -339,13 +339,14 @@ def error_line(outcome: CallToolResult) -> str:
     ("record_outcome", {"used": ["e-1"], "outcome": "null"}, "outcome"),
     ("record_outcome", {"used": "e-1", "outcome": True}, "used"),
     ("record_outcome", {"retrieved": "null", "used": ["e-1"], "outcome": True}, "retrieved"),
-    ("record_outcome", {"used": ["e-1"], "outcom": True}, "outcom"),
-    ("record_outcome", {"step_rewards": [{"experience_id": "e-1", "order": "0", "reward": 1}]}, "step_rewards.0.order"),
+    ("record_outcome", {"used": ["e-1"], "outcome": True, "outcom": True}, "outcom"),
+    ("record_outcome", {"used": ["e-1"], "outcome": True,
+                        "step_rewards": [{"experience_id": "e-1", "order": "0", "reward": 1}]}, "step_rewards.0.order"),
     ("search_experiences", {"task": "return an item", "k": "10"}, "k"),
     ("search_experiences", {"task": "return an item", "k": True}, "k"),
     ("search_experiences", {"task": "return an item", "k": 3.0}, "k"),
     ("search_experiences", {"task": 5}, "task"),
-    ("refine_steps", {"problematic_steps": [{"action": "a"}], "k": "2"}, "k"),
+    ("refine_steps", {"task": "x", "steps_taken": [{"action": "a"}], "k": "2"}, "k"),
     ("get_experience", {"id": ["e-1"]}, "id"),
     ("add_trajectory", {"trajectory": {"id": "t-1", "task": "x", "outcome": {"success": "yes"}}},
      "trajectory.outcome.success"),
@@ -365,13 +366,26 @@ def test_arguments_are_strict_so_text_is_never_read_as_a_boolean_a_number_or_nul
 def test_a_list_sent_as_a_json_string_is_read_as_the_list_and_text_stays_text() -> None:
     # Some clients send lists and objects as JSON strings: kept. A text field keeps its text,
     # even one that reads as JSON ("null" is a domain name here, not a missing domain).
-    def probe(retrieved: list[str] | None = None, domain: str | None = None, k: int = 5) -> str:
-        return ""
+    metadata = contract_tool(SPECS["record_outcome"], lambda arguments: arguments).fn_metadata
+    validated = metadata.validate_arguments({"used": '["a"]', "retrieved": '["a", "b"]', "outcome": True,
+                                             "domain": "null"})["arguments"]
+    assert (validated.used, validated.retrieved, validated.domain) == (["a"], ["a", "b"], "null")
+    search = contract_tool(SPECS["search_experiences"], lambda arguments: arguments).fn_metadata
+    assert search.validate_arguments({"task": '["x"]'})["arguments"].task == '["x"]'
 
-    metadata = strict_tool(probe, ToolAnnotations()).fn_metadata
-    assert metadata.validate_arguments({"retrieved": '["a", "b"]', "domain": "null"}) == {
-        "retrieved": ["a", "b"], "domain": "null", "k": 5}
-    assert metadata.validate_arguments({"domain": '["x"]'})["domain"] == '["x"]'
+
+def test_the_server_names_kbgraphs_version_and_describes_tools_without_source_indentation() -> None:
+    server = build_server(KnowledgeBaseSource(lambda: KnowledgeBase.__new__(KnowledgeBase)))
+
+    async def listed() -> tuple[str, list[Tool]]:
+        async with Client(server) as session:
+            return session.server_info.version, (await session.list_tools()).tools
+
+    version, tools = anyio.run(listed)
+    assert version == kbgraph_version() != ""
+    for tool in tools:
+        assert tool.description == SPECS[tool.name].description
+        assert all(line == line.lstrip() for line in (tool.description or "").splitlines()), tool.description
 
 
 def test_a_bug_in_a_tool_is_one_line_without_its_text_and_the_server_keeps_serving() -> None:

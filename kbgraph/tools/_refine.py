@@ -1,5 +1,5 @@
-"""refine_steps' answer: the plans matching the task and the steps taken, each with its next step
-and the pitfalls known there, and past failures like the failed steps with their recoveries.
+"""refine_steps: the plans matching the task and the steps taken, each with its next step and the
+pitfalls known there, and past failures like the failed steps with their recoveries.
 """
 
 from __future__ import annotations
@@ -8,16 +8,33 @@ import re
 
 from pydantic import BaseModel, Field
 
+from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.models import FailureMode, Step
-from kbgraph.integrations.langchain._arguments import RefineStepsArgs, TakenStep
-from kbgraph.integrations.langchain._documents import evidence_line
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.results import SearchHit
 from kbgraph.search.teacher import RefineResults
-from kbgraph.tools import MAX_PITFALLS_PER_HIT, PitfallView, StepView, step_view
+from kbgraph.tools._arguments import RefineStepsArgs
+from kbgraph.tools._convert import step_view
+from kbgraph.tools._inputs import TakenStep
+from kbgraph.tools._views import MAX_PITFALLS_PER_HIT, PitfallView, StepView
 
 #: Steps of a plan shown after the next one in refine_steps (the rest is in search_experiences).
 MAX_STEPS_AFTER_NEXT = 5
+
+
+def evidence_line(hit: SearchHit) -> str:
+    """How often a hit worked: 'worked in 3 of 4 runs', and over its workflow's tasks."""
+    exp = hit.experience
+    parts: list[str] = []
+    if hit.runs:
+        parts.append(f"worked in {hit.runs_succeeded} of {hit.runs} run{'s' if hit.runs != 1 else ''}")
+    workflow = hit.workflow
+    if workflow is not None and (workflow.id != hit.id or exp.kind == "abstract"):
+        parts.append(f"this workflow worked in {workflow.succeeded} of {workflow.runs} runs over {workflow.tasks} "
+                     f"task{'s' if workflow.tasks != 1 else ''}")
+    if not parts:
+        parts.append(f"success rate {exp.success_rate:.2f}")
+    return "; ".join(parts)
 
 
 class WayForward(BaseModel):
@@ -64,6 +81,7 @@ def _steps_matched(steps: list[Step], taken: list[str]) -> int:
             position = found + 1
     return position
 
+
 def _pitfalls_at(step: Step, own: list[FailureMode], found: list[SearchHit]) -> list[PitfallView]:
     """The failures known at ``step``: the plan's own at that step, then those of the same action in
     the other plans found (a pitfall seen in another task's run is still one to avoid here)."""
@@ -104,6 +122,11 @@ def _recoveries(refined: RefineResults, failed: list[int], taken: list[TakenStep
     ]
 
 
+def _renumbered(text: str, failed: list[int]) -> str:
+    """kb.refine numbers the failed steps among themselves; the caller numbers all the steps taken."""
+    return re.sub(r"problematic_steps\[(\d+)\]", lambda m: f"steps_taken.{failed[int(m.group(1))]}", text)
+
+
 def refine_steps(kb: KnowledgeBase, args: RefineStepsArgs, agent: str | None = None) -> RefineStepsResult:
     """What to do next in a task, given the steps taken so far: the plans that match the task and
     those steps (:meth:`KnowledgeBase.search` with ``steps_so_far``), each lined up with the steps
@@ -117,13 +140,13 @@ def refine_steps(kb: KnowledgeBase, args: RefineStepsArgs, agent: str | None = N
     recoveries: list[Recovery] = []
     notes = list(results.notes)
     if failed:
-        refined = kb.refine([{"action": args.steps_taken[i].action, "arguments": args.steps_taken[i].arguments,
-                              "error": args.steps_taken[i].error} for i in failed],
-                            domain=args.domain, k=args.k, agent=agent)
+        try:
+            refined = kb.refine([args.steps_taken[i].model_dump(exclude_none=True) for i in failed],
+                                domain=args.domain, k=args.k, agent=agent)
+        except InvalidInputError as error:
+            raise InvalidInputError([_renumbered(problem, failed) for problem in error.problems],
+                                    "invalid steps_taken, nothing was done") from None
         recoveries = _recoveries(refined, failed, args.steps_taken)
-        # refine numbers the failed steps among themselves; the caller numbers all the steps taken.
-        notes += [re.sub(r"^problematic_steps\[(\d+)\]", lambda m: f"steps_taken[{failed[int(m.group(1))]}]", note)
-                  for note in refined.notes]
+        notes += [_renumbered(note, failed) for note in refined.notes]
     return RefineStepsResult(next=[_way_forward(hit, taken, results.hits) for hit in results.hits],
                              recoveries=recoveries, retrieved_ids=results.ids(), notes=notes)
-
