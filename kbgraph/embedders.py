@@ -234,6 +234,15 @@ class CachedEmbedder(WrappingEmbedder):
         return np.stack([found[k] for k in keys]).astype(np.float32)
 
 
+def load_model(embedder: Embedder) -> None:
+    """Loads a local model now rather than at the first text it embeds, so that what is timed after
+    this call is the work alone; an embedder behind an API has nothing to load."""
+    while isinstance(embedder, WrappingEmbedder):
+        embedder = embedder.inner
+    if isinstance(embedder, MiniLMEmbedder):
+        embedder._load()
+
+
 def embedder_from_settings(settings: Settings) -> Embedder:
     """The configured embedder, wrapped in the on-disk cache."""
     inner: Embedder
