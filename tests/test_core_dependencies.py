@@ -27,14 +27,18 @@ SAMPLES = REPO / "kbgraph" / "samples" / "trajectories.jsonl"
 
 #: Runs a module as `python -m` would, with the modules named in argv[1] (comma-separated) unimportable.
 WITHOUT_EXTRAS = """
-import importlib.abc, runpy, sys
+import runpy, sys
 blocked = set(sys.argv[1].split(","))
-class Blocked(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.split(".")[0] in blocked:
-            raise ModuleNotFoundError(f"No module named {name!r} (not a core dependency)", name=name)
-        return None
-sys.meta_path.insert(0, Blocked())
+class Hidden:  # every finder in turn, blind to the blocked modules: they read as not installed
+    def __init__(self, finder):
+        self.finder = finder
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in blocked or not hasattr(self.finder, "find_spec"):
+            return None
+        return self.finder.find_spec(name, path, target)
+    def __getattr__(self, attribute):
+        return getattr(self.finder, attribute)
+sys.meta_path[:] = [Hidden(finder) for finder in sys.meta_path]
 sys.argv = sys.argv[2:]
 runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True) if sys.argv[0] != "-c" else exec(sys.argv[1])
 """

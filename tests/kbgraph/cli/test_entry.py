@@ -21,7 +21,7 @@ def test_the_help_names_the_command_kbgraph_whichever_way_it_was_started() -> No
     top, search = run_cli("--help"), run_cli("search", "--help")
     assert top.returncode == 0 and search.returncode == 0, top.stderr + search.stderr
     assert "Usage: kbgraph [OPTIONS] COMMAND [ARGS]..." in top.stdout
-    assert "Usage: kbgraph search [OPTIONS] [TASK]" in search.stdout
+    assert "Usage: kbgraph search [OPTIONS]" in search.stdout
     assert "python -m" not in top.stdout + search.stdout
 
 
