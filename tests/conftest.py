@@ -43,10 +43,16 @@ NEO4J_FIXTURES = frozenset({"neo4j_target", "throwaway_neo4j"})
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by -m
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if NEO4J_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.neo4j)
+    # `extended` tests run only when -m names them (see pyproject's addopts).
+    if "extended" not in (config.getoption("markexpr") or ""):
+        extended = [item for item in items if item.get_closest_marker("extended")]
+        if extended:
+            config.hook.pytest_deselected(items=extended)
+            items[:] = [item for item in items if not item.get_closest_marker("extended")]
 
 
 @pytest.fixture(autouse=True)

@@ -184,10 +184,35 @@ def not_run_reason(page: str, lines: list[str], fence: int) -> str | None:
 def shell_lines(block: Block) -> list[str]:
     """A bash/console block's commands, continuations joined, comments and blank lines dropped. In
     a console block with `$ ` prompts the prompted lines are the commands, the rest their output."""
-    lines = [line for raw in block.text.replace("\\\n", " ").splitlines() if (line := raw_command(raw))]
+    lines = [line for raw in logical_lines(block.text) if (line := raw_command(raw))]
     if block.language == "console" and any(line.startswith("$ ") for line in lines):
         return [line for line in lines if line.startswith("$ ")]
     return lines
+
+
+def logical_lines(text: str) -> list[str]:
+    """The shell's lines: a backslash-newline continues a line, and so does a quote left open (a
+    JSON body written over several lines)."""
+    lines: list[str] = []
+    current, quote = "", None
+    for raw in text.replace("\\\n", " ").splitlines():
+        current = f"{current} {raw.strip()}" if current else raw
+        escaped = False
+        for index, char in enumerate(raw):
+            if escaped:
+                escaped = False
+            elif char == "\\" and quote != "'":
+                escaped = True
+            elif quote:
+                quote = None if char == quote else quote
+            elif char in "'\"":
+                quote = char
+            elif char == "#" and (index == 0 or raw[index - 1].isspace()):
+                break  # a comment: its quotes are not the shell's
+        if quote is None:
+            lines.append(current)
+            current = ""
+    return [*lines, current] if current else lines
 
 
 def raw_command(raw: str) -> str:

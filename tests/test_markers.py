@@ -42,3 +42,17 @@ def test_an_unmarked_test_that_starts_a_managed_server_fails_saying_so(tmp_path:
                                 str(tmp_path / "test_starts_a_server.py"))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "starts a Neo4j server but is not marked neo4j" in done.stdout
+
+
+def test_extended_tests_run_only_when_the_marker_expression_names_them() -> None:
+    managed = "tests/kbgraph/store/managed/test_managed_server.py"
+    extended = "test_a_lost_password_file_is_recovered_by_reset_password_and_the_data_is_kept"
+
+    def kept(*marker: str) -> set[str]:
+        collected = pytest_in_subprocess("--collect-only", "-q", *marker, managed)
+        assert collected.returncode == 0, collected.stdout + collected.stderr
+        return {line.split("::")[1] for line in collected.stdout.splitlines() if "::" in line}
+
+    assert extended not in kept() and "test_a_busy_port_is_explained" in kept()
+    assert extended not in kept("-m", "not slow")  # another expression does not bring them back
+    assert kept("-m", "extended") == {extended}
