@@ -1,1 +1,1 @@
-"""kbgraph.ingest — the ingestion pipeline of DESIGN §2 (trajectories → experiences), one module per stage."""
+"""kbgraph.ingest — the ingestion pipeline of docs/design.md §2 (trajectories → experiences), one module per stage."""

@@ -1,4 +1,4 @@
-"""The ingestion pipeline of DESIGN §2, in two passes.
+"""The ingestion pipeline of docs/design.md §2, in two passes.
 
 Pass 1 streams the input in batches: read → abstract → reflect → write experiences, concepts
 and insights. Every write is a MERGE on a content hash, and trajectories already in some

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbgraph.core.errors import EmbedderError
+from kbgraph.core.extras import require
 from kbgraph.core.ids import text_hash
 from kbgraph.core.redact import redact_uri
 from kbgraph.core.settings import Settings
@@ -114,6 +115,7 @@ class OpenAIEmbedder:
         self, model: str, dimension: int, base_url: str | None = None, api_key: str | None = None,
         timeout_s: float = 30.0, batch_size: int = 256, max_retries: int = 3,
     ):
+        require("openai", "llm", 'OpenAI embeddings (embedder = "openai")')
         self.model = model
         self._dimension = dimension
         self.base_url = base_url
@@ -230,6 +232,15 @@ class CachedEmbedder(WrappingEmbedder):
         self.hits += len(keys) - len(missing)
         self.misses += len(missing)
         return np.stack([found[k] for k in keys]).astype(np.float32)
+
+
+def load_model(embedder: Embedder) -> None:
+    """Loads a local model now rather than at the first text it embeds, so that what is timed after
+    this call is the work alone; an embedder behind an API has nothing to load."""
+    while isinstance(embedder, WrappingEmbedder):
+        embedder = embedder.inner
+    if isinstance(embedder, MiniLMEmbedder):
+        embedder._load()
 
 
 def embedder_from_settings(settings: Settings) -> Embedder:

@@ -220,7 +220,7 @@ class KnowledgeBase:
         ``steps_so_far`` (``{"action": …, "arguments": {…}}``) shift the score from the
         problem-goal match to the step match as they accumulate (λ(t)). ``filters`` restrict
         domains, kinds, statuses, minimum success or quality; ``weights`` override any setting
-        of DESIGN §3 for this call (see :class:`kbgraph.search.params.SearchWeights`).
+        of docs/design.md §3 for this call (see :class:`kbgraph.search.params.SearchWeights`).
         Raises InvalidInputError for an empty or absurd query (k < 1, NaN weights, 100 kB text);
         k above 100 is clamped with a note in ``results.notes``.
         """

@@ -1,1 +1,1 @@
-"""kbgraph.search — retrieval of DESIGN §3: pure scoring functions apart from the Neo4j retrieval that runs them."""
+"""kbgraph.search — retrieval of docs/design.md §3: pure scoring functions apart from the Neo4j retrieval that runs them."""

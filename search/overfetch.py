@@ -1,7 +1,7 @@
 """Adaptive over-fetching for index queries that cannot filter.
 
 Neo4j 5.26's vector and full-text indexes return the nearest nodes of the whole database; the
-namespace, status and the caller's filters are applied afterwards (DESIGN §1). Asking for just
+namespace, status and the caller's filters are applied afterwards (docs/design.md §1). Asking for just
 ``k`` nodes would starve the result list whenever other namespaces or filtered-out nodes crowd
 the top of the index. So a query asks for ``first`` nodes, and when fewer than ``k`` survive the
 filters while the index still had more to give, asks again for ``growth`` times as many, up to

@@ -1,4 +1,4 @@
-"""Every weight and threshold of student retrieval (DESIGN §3), the query a caller sends, and
+"""Every weight and threshold of student retrieval (docs/design.md §3), the query a caller sends, and
 their validation.
 
 :class:`SearchWeights` holds the tunables (defined in :mod:`kbgraph.core.weights`, below the settings

@@ -12,7 +12,7 @@ __all__ = ["ConceptHit", "FailedAttempt", "PathHop", "ScoreBreakdown", "SearchHi
 
 
 class ScoreBreakdown(BaseModel):
-    """The parts of one result's score (DESIGN §3). Similarities are cosines clamped to [0, 1].
+    """The parts of one result's score (docs/design.md §3). Similarities are cosines clamped to [0, 1].
 
     ``textual`` = (1−α)·semantic + α·lexical; ``coarse`` = (1−ω)·textual + ω·structural;
     ``stage`` = λ·coarse + (1−λ)·fine; ``direct`` = stage · trans · success_factor + β·support,

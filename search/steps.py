@@ -1,5 +1,5 @@
 """MAEL step-wise retrieval: the stored steps most like the one an agent is about to take, scored
-``α·similarity + (1 − α)·reward`` (DESIGN §5; α = 0.5 by default).
+``α·similarity + (1 − α)·reward`` (docs/design.md §5; α = 0.5 by default).
 
 Rewards come from feedback (:mod:`kbgraph.learning.feedback`, ``step_rewards``): a step that helped ranks
 above an equally similar one that hurt. Each agent draws on the shared bank and its own private

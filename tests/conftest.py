@@ -1,6 +1,11 @@
 """Shared fixtures: one real Neo4j 5.26 server for the session, the real MiniLM embedder, and a
 fresh namespace per test (deleted afterwards).
 
+A test that uses a Neo4j server — through any fixture that leads to ``neo4j_target`` or to
+``throwaway_neo4j`` (tests/reliability) — is marked ``neo4j`` at collection, so that
+``./kb test -m "not neo4j"`` runs the others without starting one. A test that starts a managed
+server by itself must carry ``@pytest.mark.neo4j``; one that does not fails, saying so.
+
 The server is, in order of preference:
 1. the one at NEO4J_URI (with NEO4J_USERNAME / NEO4J_PASSWORD / NEO4J_DATABASE), when set;
 2. a neo4j:5.26-community container through testcontainers, when a Docker engine answers;
@@ -31,6 +36,37 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 REAL_RUNS = SHARED_DATA / "real_runs"
+
+
+#: The fixtures that start or reach a Neo4j server: a test whose fixtures lead to one is marked neo4j.
+NEO4J_FIXTURES = frozenset({"neo4j_target", "throwaway_neo4j"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by -m
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if NEO4J_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.neo4j)
+    # `extended` tests run only when -m names them (see pyproject's addopts).
+    if "extended" not in (config.getoption("markexpr") or ""):
+        extended = [item for item in items if item.get_closest_marker("extended")]
+        if extended:
+            config.hook.pytest_deselected(items=extended)
+            items[:] = [item for item in items if not item.get_closest_marker("extended")]
+
+
+@pytest.fixture(autouse=True)
+def neo4j_only_when_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test not marked neo4j that starts a managed server fails before the server starts: unmarked,
+    it would start one under ``-m "not neo4j"``."""
+    if request.node.get_closest_marker("neo4j") is not None:
+        return
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        pytest.fail(f"{request.node.nodeid} starts a Neo4j server but is not marked neo4j: add @pytest.mark.neo4j",
+                    pytrace=False)
+
+    monkeypatch.setattr("kbgraph.store.managed.server.ensure_runtime", refuse)
 
 
 @dataclass(frozen=True)

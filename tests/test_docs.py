@@ -3,14 +3,20 @@ stays true.
 
 How each kind of fenced block is checked:
 
+- Every page is covered: the README and each docs/*.md, found by name (a new page is run too).
 - ```python blocks run in order, one shared scope per page (a block may use names an earlier
   block of its page set), in a temporary working directory, with NEO4J_URI & co. pointing at the
-  test server. A ```text block that directly follows a python block is what that block prints:
-  the printed lines must match it line for line, where "…" stands for any text.
+  test server and KBGRAPH_NAMESPACE at a fresh namespace. A ```text block that directly follows a
+  python block is what that block prints: the printed lines must match it line for line, where
+  "…" stands for any text. A block that cannot run here says so on the line before its fence,
+  with the reason: ``<!-- docs-test: not run: needs … -->``; the reason is required.
+- A page whose examples talk to a server (docs/http.md: ``kbgraph serve``) gets one, started for
+  its test on a free port, as the page tells the reader to (PAGE_SERVERS).
 - ```cypher blocks run read-only (in a READ transaction) on a namespace holding the sample data of
   `./kb demo`; their `:param name => value` lines (Neo4j Browser syntax) are evaluated by Neo4j as
   `RETURN value` and passed as parameters; `$kb` is that namespace.
-- ```bash / ```console lines: each is either in RUN, and runs as a subprocess (`./kb ARGS` as
+- ```bash / ```console lines (in a console block with `$ ` prompts, only the prompted lines;
+  the others are what they print): each is either in RUN, and runs as a subprocess (`./kb ARGS` as
   `python -m kbgraph.cli ARGS`, as tests/kbgraph/cli/test_cli.py does, against the test server), or in
   NOT_RUN with the reason it is not (expensive, or standing for the reader's own file or server).
   A line in neither fails the test, so a new command cannot slip in unchecked.
@@ -31,8 +37,11 @@ import io
 import json
 import re
 import shlex
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -51,20 +60,18 @@ from tests.conftest import Neo4jTarget
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: The pages whose examples this file runs, in this order (the README first: its output is shown
-#: for the sample data as `./kb demo` leaves it).
-PAGES = (
-    "README.md", "docs/index.md", "docs/concepts.md", "docs/ingestion.md", "docs/search.md", "docs/learning.md",
-    "docs/agents.md", "docs/cypher-and-browser.md", "docs/mcp.md", "docs/operations.md", "docs/cli.md",
-    "docs/performance.md",
-)
+#: The pages whose examples this file runs: the README first (its output is shown for the sample
+#: data as `./kb demo` leaves it), then every page of docs/.
+PAGES = ("README.md", *sorted(f"docs/{page.name}" for page in (REPO / "docs").glob("*.md")))
 #: Pages linked from these before they exist (being written at the same time); nothing else may be missing.
-PAGES_BEING_WRITTEN = {"docs/llm.md"}
+PAGES_BEING_WRITTEN: set[str] = set()
+#: The marker on the line before a python block's fence that keeps it from running, with its reason.
+NOT_RUN_MARKER = re.compile(r"^\s*<!--\s*docs-test:\s*not run:\s*(?P<reason>.*?)\s*-->\s*$")
 
 #: Namespace names in the examples that stand for the sample data of `./kb demo`, per page ("*": all).
 SAMPLE_DATA_NAMES = {"*": ("demo", "my-agents"), "docs/operations.md": ("my-agent",)}
 #: Namespace names in the examples that get a fresh namespace of their own.
-FRESH_NAMES = ("my-agent", "staging", "team")
+FRESH_NAMES = ("my-agent", "staging", "team", "team-a", "team-b", "airline-runs", "llm-demo", "default")
 #: The MCP example's server command, as a reader would fill it in.
 KB_SCRIPT_PLACEHOLDER = "/absolute/path/to/kbgraph/kb"
 
@@ -97,13 +104,22 @@ NOT_RUN = {
     r"^\./kb cypher run \./my_question\.cypher ": "a query file of the reader's",
     r"^\$ \./kb cypher run \./oops\.cypher$": "the file is only sketched; the Python example above it prints "
                                               "the same refusal, checked by test_the_cli_refusal_matches",
-    r"^kbgraph: error: inspection query 'oops'": "the output of the line above",
     r"^pip install ": "installs into the reader's environment (the development environment has the extra)",
     r"^\./kb report ": "25–30 s each (UMAP compiles in a new process); tests/kbgraph/report/test_report.py covers it",
     r"^\./kb mcp\b": "a server that runs until its client leaves; the Python example on that page starts it "
                      "through the MCP SDK and calls its tools",
     r"^\./kb server (start|stop|status|reset-password)$": "acts on the machine's managed server, not the test's",
     r"^export NEO4J_URI=": "placeholders for the reader's server and credentials",
+    r"^\$ kbgraph serve\b": "a server that runs until stopped; this file starts it for docs/http.md's Python "
+                           "examples (PAGE_SERVERS), and tests/kbgraph/http_api cover its options",
+    r"^\$ export KBGRAPH_(URL|API_KEY)=": "the reader's server and key; PAGE_SERVERS sets both for the page",
+    r"^(ID=\$\()?curl ": "the same calls as the page's Python examples, which run against the page's server",
+    r"^\./kb llm local (start|stop)$": "builds and runs a local LLM server (minutes); tests/kbgraph/llm cover it",
+    r"^head -n 5 \.\./shared/data/real_runs/.* \| \./kb ingest - -n llm-demo": "the LLM path on the local server "
+                                                                               "(minutes per run)",
+    r"^\$ kbgraph ingest \.\./shared/data/real_runs/": "the shared data: a minute; tests/kbgraph/skills export "
+                                                      "the real runs",
+    r"^\$ kbgraph skills export ": "the Python examples of the page run the same export (kb.export_skills)",
     r"^(cp docker/|docker compose )": "needs a Docker engine (there is none here)",
     r"^cp -a ~/\.cache/kbgraph/neo4j/instance ": "copies the reader's managed server folder",
     r"^\./kb export - -n my-agent \| gzip ": "the export above, to standard output through the shell's gzip",
@@ -119,6 +135,7 @@ class Block:
     text: str
     line: int  # 1-based line of the opening fence
     output: str | None = None  # the ```text block right after a python block
+    not_run: str | None = None  # why the block is not run (its NOT_RUN_MARKER), or None: it runs
 
 
 def read_blocks(page: str) -> list[Block]:
@@ -149,13 +166,53 @@ def read_blocks(page: str) -> list[Block]:
             following = found[position + 1]
             if following[0] == "text" and all(not line.strip() for line in lines[end + 1:following[2]]):
                 output = following[1]
-        blocks.append(Block(page, language, text, start + 1, output))
+        blocks.append(Block(page, language, text, start + 1, output, not_run_reason(page, lines, start)))
     return blocks
 
 
+def not_run_reason(page: str, lines: list[str], fence: int) -> str | None:
+    """The reason given by a NOT_RUN_MARKER on the non-blank line before the fence at ``fence``."""
+    before = next((line for line in reversed(lines[:fence]) if line.strip()), "")
+    if "docs-test:" not in before:
+        return None
+    marker = NOT_RUN_MARKER.match(before)
+    assert marker and marker.group("reason"), (
+        f"{page}:{fence}: write the marker as <!-- docs-test: not run: REASON -->, with the reason")
+    return marker.group("reason")
+
+
 def shell_lines(block: Block) -> list[str]:
-    """A bash/console block's lines, continuations joined, comments and blank lines dropped."""
-    return [line for raw in block.text.replace("\\\n", " ").splitlines() if (line := raw_command(raw))]
+    """A bash/console block's commands, continuations joined, comments and blank lines dropped. In
+    a console block with `$ ` prompts the prompted lines are the commands, the rest their output."""
+    lines = [line for raw in logical_lines(block.text) if (line := raw_command(raw))]
+    if block.language == "console" and any(line.startswith("$ ") for line in lines):
+        return [line for line in lines if line.startswith("$ ")]
+    return lines
+
+
+def logical_lines(text: str) -> list[str]:
+    """The shell's lines: a backslash-newline continues a line, and so does a quote left open (a
+    JSON body written over several lines)."""
+    lines: list[str] = []
+    current, quote = "", None
+    for raw in text.replace("\\\n", " ").splitlines():
+        current = f"{current} {raw.strip()}" if current else raw
+        escaped = False
+        for index, char in enumerate(raw):
+            if escaped:
+                escaped = False
+            elif char == "\\" and quote != "'":
+                escaped = True
+            elif quote:
+                quote = None if char == quote else quote
+            elif char in "'\"":
+                quote = char
+            elif char == "#" and (index == 0 or raw[index - 1].isspace()):
+                break  # a comment: its quotes are not the shell's
+        if quote is None:
+            lines.append(current)
+            current = ""
+    return [*lines, current] if current else lines
 
 
 def raw_command(raw: str) -> str:
@@ -261,18 +318,54 @@ def world(neo4j_target: Neo4jTarget, driver: neo4j.Driver, embedder: CachedEmbed
 
 
 @pytest.fixture
-def page_environment(world: DocsWorld, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+def page_environment(world: DocsWorld, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                     request: pytest.FixtureRequest) -> Path:
     """What a reader's shell would hold: the test server's settings; a scratch working directory.
-    ``KnowledgeBase.from_settings`` is handed the session's MiniLM (the embedder it would build, with
+    ``KnowledgeBase.from_settings`` (and the async one) is handed the session's MiniLM (the embedder it would build, with
     the same on-disk cache, whose model is loaded already) instead of loading the model again per page."""
-    monkeypatch.setattr("kbgraph.kb.embedder_from_settings", lambda settings: world.embedder)
+    for module in ("kbgraph.kb", "kbgraph.async_kb"):
+        monkeypatch.setattr(f"{module}.embedder_from_settings", lambda settings: world.embedder)
     for name, value in world.target.env(world.samples).items():
         if name.startswith("NEO4J_"):
             monkeypatch.setenv(name, value)
-    monkeypatch.delenv("KBGRAPH_NAMESPACE", raising=False)
+    # Examples that name no namespace use the configured one: a fresh namespace of the page's.
+    monkeypatch.setenv("KBGRAPH_NAMESPACE", world.names_for(request.node.callspec.params["page"])["default"])
     monkeypatch.delenv("KBGRAPH_CONFIG", raising=False)
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@contextlib.contextmanager
+def http_server(world: DocsWorld, names: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """`kbgraph serve` on a free port with an API key, as docs/http.md starts it, and the page's
+    KBGRAPH_URL / KBGRAPH_API_KEY pointing at it."""
+    key = uuid.uuid4().hex
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "kbgraph.cli", "serve", "--port", str(port), "--api-key", key, "-n", names["default"]],
+        env=world.target.env(names["default"]), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/health", timeout=5):
+                    break
+            except OSError:
+                assert server.poll() is None, f"kbgraph serve exited: {server.stderr.read() if server.stderr else ''}"
+                assert time.monotonic() < deadline, "kbgraph serve did not answer within 120 s"
+                time.sleep(0.5)
+        monkeypatch.setenv("KBGRAPH_URL", f"http://127.0.0.1:{port}")
+        monkeypatch.setenv("KBGRAPH_API_KEY", key)
+        yield
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+#: Pages whose examples talk to a server the page tells the reader to start first.
+PAGE_SERVERS = {"docs/http.md": http_server}
 
 
 # -- running the blocks --------------------------------------------------------------------------
@@ -283,6 +376,8 @@ def run_python(blocks: list[Block], names: dict[str, str]) -> None:
     scope: dict[str, Any] = {"__name__": "__docs__"}
     try:
         for block in blocks:
+            if block.not_run:
+                continue
             where = f"{block.page}:{block.line}"
             buffer = io.StringIO()
             try:
@@ -358,10 +453,14 @@ def start_commands(world: DocsWorld, blocks: list[Block], names: dict[str, str],
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_every_example_of_the_page_runs_and_prints_what_it_shows(page: str, world: DocsWorld, page_environment: Path) -> None:
+def test_every_example_of_the_page_runs_and_prints_what_it_shows(
+    page: str, world: DocsWorld, page_environment: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     blocks = read_blocks(page)
     names = world.names_for(page)
-    run_python([block for block in blocks if block.language == "python"], names)
+    server = PAGE_SERVERS.get(page)
+    with server(world, names, monkeypatch) if server else contextlib.nullcontext():
+        run_python([block for block in blocks if block.language == "python"], names)
     # The shell lines on the page's own namespaces may read what the python blocks wrote.
     commands = world.started[page] + start_commands(world, blocks, names, page_environment, needs_python=True)
     for block in blocks:
@@ -415,3 +514,21 @@ def test_the_readme_keeps_the_two_commands_word_for_word() -> None:
     readme = (REPO / "README.md").read_text()
     assert "```bash\n./kb demo    # 1." in readme and "\n./kb test    # 2." in readme
     assert (REPO / ".ci" / "run").read_text().rstrip().endswith("exec ./kb test")
+
+
+def test_a_block_marked_not_run_is_skipped_with_its_reason_and_a_marker_without_one_is_refused(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("<!-- docs-test: not run: needs an API key -->\n```python\nraise SystemExit\n```\n\n"
+                    "```python\nprint(1)\n```\n")
+    first, second = read_blocks(str(page))
+    assert (first.not_run, second.not_run) == ("needs an API key", None)
+    run_python([first], {})  # skipped: it would raise
+    page.write_text("<!-- docs-test: skip -->\n```python\nprint(1)\n```\n")
+    with pytest.raises(AssertionError, match="with the reason"):
+        read_blocks(str(page))
+
+
+def test_python_blocks_that_are_not_run_stay_rare() -> None:
+    skipped = [f"{block.page}:{block.line} ({block.not_run})" for page in PAGES for block in read_blocks(page)
+               if block.language == "python" and block.not_run]
+    assert len(skipped) <= 2, f"make these run in the test instead: {skipped}"

@@ -1,4 +1,5 @@
-// Node counts by label in namespace $kb, each label counted through its own kb index.
+// Node counts by label in namespace $kb, each label counted through its own kb index (every
+// label kbgraph writes: a label left out here reads as an empty namespace in `kbgraph stats`).
 CALL () {
   MATCH (n:Experience {kb: $kb}) RETURN 'Experience' AS label, count(n) AS count
   UNION ALL MATCH (n:Step {kb: $kb}) RETURN 'Step' AS label, count(n) AS count
@@ -11,6 +12,8 @@ CALL () {
   UNION ALL MATCH (n:IngestedRecord {kb: $kb}) RETURN 'IngestedRecord' AS label, count(n) AS count
   UNION ALL MATCH (n:KbState {kb: $kb}) RETURN 'KbState' AS label, count(n) AS count
   UNION ALL MATCH (n:Outcome {kb: $kb}) RETURN 'Outcome' AS label, count(n) AS count
+  UNION ALL MATCH (n:StoreItem {kb: $kb}) RETURN 'StoreItem' AS label, count(n) AS count
+  UNION ALL MATCH (n:StoreVector {kb: $kb}) RETURN 'StoreVector' AS label, count(n) AS count
 }
 WITH label, count
 WHERE count > 0

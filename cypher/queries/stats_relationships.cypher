@@ -5,6 +5,7 @@ CALL () {
   UNION ALL MATCH (:Concept {kb: $kb})-[r]->() RETURN type(r) AS type, count(r) AS count
   UNION ALL MATCH (:Insight {kb: $kb})-[r]->() RETURN type(r) AS type, count(r) AS count
   UNION ALL MATCH (:Agent {kb: $kb})-[r]->() RETURN type(r) AS type, count(r) AS count
+  UNION ALL MATCH (:StoreItem {kb: $kb})-[r]->() RETURN type(r) AS type, count(r) AS count
 }
 WITH type, sum(count) AS count
 WHERE count > 0

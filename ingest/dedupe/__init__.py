@@ -14,7 +14,7 @@ the order the concepts arrive in.
 3. :func:`cluster_concepts` — groups of indices. Exact duplicates (same label up to case and white
    space) are collapsed first, so they always land together. Every group obeys complete linkage at
    a cosine threshold (all pairs similar, no chaining). Small sets are clustered that way directly;
-   large ones are first cut into dense regions by UMAP + HDBSCAN (DESIGN §2.4), then clustered region
+   large ones are first cut into dense regions by UMAP + HDBSCAN (docs/design.md §2.4), then clustered region
    by region, and groups split by a region boundary are stitched back together.
 4. :func:`representative` — the member that names the group's MetaConcept.
 5. :func:`attach` — incremental ingests: the nearest existing meta-concept, when close enough.

@@ -43,13 +43,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
 
 from kbgraph.bench.add import bench_one_namespace
 from kbgraph.bench.concurrent import load_runs, run_concurrent_benchmark
 from kbgraph.bench.scale import build_scaled_kb, load_seeds
 from kbgraph.bench.search import growth_per_doubling, run_search_benchmark
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.extras import require
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.progress import StageReporter, with_prefix
 
@@ -194,6 +194,7 @@ def wait_for_quiet_machine(limit_s: float = 120.0, busy_percent: float = 25.0, q
     or more, on the cores the next measurement needs: a search measured meanwhile measures that
     (at 10,000 a query with executed steps then took up to 158 ms instead of ~70). A server on
     another machine does not show here, and nothing is waited for."""
+    psutil = require("psutil", "bench", "waiting for a quiet machine")
     started = time.perf_counter()
     calm = 0
     while calm < quiet_seconds and time.perf_counter() - started < limit_s:

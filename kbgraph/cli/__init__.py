@@ -74,7 +74,8 @@ def main() -> None:
         err.print(f"kbgraph: error: {problem}", markup=False, highlight=False)
         sys.exit(2)
     try:
-        app()
+        # `python -m kbgraph.cli` (what ./kb runs) would otherwise name itself that way in --help.
+        app(prog_name="kbgraph")
     except InvalidInputError as exc:
         err.print(f"kbgraph: error: {exc}", markup=False, highlight=False)
         sys.exit(2)

@@ -6,8 +6,10 @@ imports no command module, so the CLI has no import cycle."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -35,6 +37,25 @@ def _settings(namespace: str | None = None) -> Settings:
 
 def _open(namespace: str | None) -> KnowledgeBase:
     return KnowledgeBase.from_settings(_settings(namespace))
+
+
+def seconds_since_start() -> float | None:
+    """Wall seconds since this process started (Python's own start-up and every import included),
+    from Linux's /proc; None where that cannot be read."""
+    try:
+        after_name = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return max(0.0, uptime - int(after_name[19]) / os.sysconf("SC_CLK_TCK"))  # field 22: starttime
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def startup_and_search(startup_s: float | None, search_ms: float) -> str:
+    """The line that tells a command's start-up from its search, which a person timing the command
+    would otherwise read as one."""
+    startup = f"start-up {startup_s:.1f} s" if startup_s is not None else "start-up"
+    return (f"{startup} (Python and kbgraph's imports, the Neo4j connection, loading the embedding model), "
+            f"then the search {search_ms:.0f} ms")
 
 
 def _print_json(value: Any) -> None:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from kbgraph.cli._common import NamespaceOption, add_commands, err
+from kbgraph.core.extras import require
 from kbgraph.core.settings import Settings, checked_namespace
 
 
@@ -22,6 +23,7 @@ def mcp(
 ) -> None:
     """Serve kbgraph as an MCP server over stdio (tools: search_experiences, refine_steps,
     record_outcome, add_trajectory, get_experience). Stdout carries only the protocol."""
+    require("mcp", "mcp", "kbgraph mcp")
     from kbgraph.mcp_server import serve_stdio
 
     # Settings are read now, so a bad configuration fails at start-up; Neo4j and the

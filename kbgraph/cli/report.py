@@ -11,6 +11,7 @@ import typer
 from kbgraph.cli._common import JsonOption, NamespaceOption, _open, _print_json, add_commands, err, out
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.files import target_problem
+from kbgraph.core.extras import require
 
 
 def register(app: typer.Typer) -> None:
@@ -40,6 +41,7 @@ def report(
     clusters and the utility distribution. Prints the file's path."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    require("matplotlib", "report", "kbgraph report")
     from kbgraph.report import STAGES, build_report, default_report_path, write_report
 
     if output is not None and (problems := _output_problems(output)):

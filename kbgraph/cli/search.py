@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Annotated, Any
 
 import typer
@@ -18,9 +19,12 @@ from kbgraph.cli._common import (
     _settings,
     add_commands,
     out,
+    seconds_since_start,
+    startup_and_search,
 )
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.jsonl import json_problem
+from kbgraph.embedders import load_model
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.terminal import json_safe
 
@@ -75,7 +79,11 @@ def search(
     query = parse_query({"task": task, "domain": domain, "steps_so_far": steps, "k": k})
     parsed_filters, effective = parse_search_options(settings.search, filters, weights or None)
     with KnowledgeBase.from_settings(settings) as kb:
+        load_model(kb.embedder)  # so that the search's own time is not the model's loading
+        ready = time.perf_counter()
+        startup_s = seconds_since_start()
         results = kb.student.search(query, filters=parsed_filters, weights=effective)
+        search_ms = (time.perf_counter() - ready) * 1000
     if as_json:
         sys.stdout.write(json_safe(results.model_dump_json(indent=2)) + "\n")
         return
@@ -83,6 +91,7 @@ def search(
 
     omega = effective.structure_weight if steps else effective.task_structure_weight
     out.print(explain_results(results, effective.alpha, omega), markup=False, highlight=False)
+    out.print(startup_and_search(startup_s, search_ms), markup=False, highlight=False)
 
 
 def refine(

@@ -50,7 +50,7 @@ def _neo4j_env(name: str) -> AliasChoices:
 
 
 class LearningSettings(BaseModel):
-    """The learning loop and maintenance (DESIGN §4–5): ``[learning]`` in kbgraph.toml, or
+    """The learning loop and maintenance (docs/design.md §4–5): ``[learning]`` in kbgraph.toml, or
     ``KBGRAPH_LEARNING__QUALITY_RATE=0.3``."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -151,7 +151,7 @@ class Settings(BaseSettings):
     # Unset: the server's default (reasoning models accept no other). 0 for repeatable answers.
     llm_temperature: float | None = Field(default=None, ge=0.0, le=2.0)
 
-    # Retrieval: every weight and threshold of DESIGN §3 (``[search]`` in kbgraph.toml, or
+    # Retrieval: every weight and threshold of docs/design.md §3 (``[search]`` in kbgraph.toml, or
     # KBGRAPH_SEARCH__ALPHA=0.3); each search call may override them.
     search: SearchWeights = Field(default_factory=SearchWeights)
     learning: LearningSettings = Field(default_factory=LearningSettings)

@@ -1,4 +1,4 @@
-"""Pure functions of the learning loop (DESIGN §4–5): quality, utility with time decay, the
+"""Pure functions of the learning loop (docs/design.md §4–5): quality, utility with time decay, the
 AutoRefine maintenance score, the EDV verdict, the ability estimate and MAEL's step score.
 
 Nothing here touches the database; :mod:`kbgraph.learning.feedback`, :mod:`kbgraph.learning.maintenance` and

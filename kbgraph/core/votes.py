@@ -1,4 +1,4 @@
-"""The EDV vote rules (DESIGN §5), pure: which votes are valid, and what a candidate experience
+"""The EDV vote rules (docs/design.md §5), pure: which votes are valid, and what a candidate experience
 becomes under them — unanimous approval → one shared experience; partial → one private copy per
 approver (``scope='private'``, ``owner_agent``); none → one ``rejected`` experience, kept for audit
 and never retrieved. Votes stay on the nodes (``approved_by``/``rejected_by``).

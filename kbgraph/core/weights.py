@@ -1,4 +1,4 @@
-"""The tunables of student retrieval (DESIGN §3): :class:`SearchWeights` and its defaults.
+"""The tunables of student retrieval (docs/design.md §3): :class:`SearchWeights` and its defaults.
 
 They live in the core, below both the settings (``[search]`` in ``kbgraph.toml`` or
 ``KBGRAPH_SEARCH__ALPHA=0.3``) and the search that reads them, so the settings need not import a
@@ -40,7 +40,7 @@ def _default_edge_weights() -> dict[RelationType, float]:
 
 
 class SearchWeights(StrictModel):
-    """The tunables of student retrieval. Symbols are those of DESIGN §3."""
+    """The tunables of student retrieval. Symbols are those of docs/design.md §3."""
 
     # -- coarse: the semantic (problem+goal) and structural (workflow shape) indexes
     structure_weight: Unit = Field(

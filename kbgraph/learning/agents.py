@@ -1,4 +1,4 @@
-"""Several agents (DESIGN §5): EDV verification into shared and private banks, and the ability
+"""Several agents (docs/design.md §5): EDV verification into shared and private banks, and the ability
 matrix that says which agent should take a task.
 
 - :func:`add_verified` stores candidate experiences according to the votes of the agents that

@@ -1,5 +1,5 @@
 """Feedback: what agents report after a search — which experiences were retrieved, which they
-used, how the task ended, and how each step they followed went (DESIGN §4, MAEL).
+used, how the task ended, and how each step they followed went (docs/design.md §4, MAEL).
 
 One call is one event and one write transaction: the retrieved/used/succeeded counters, the
 quality EMA (Agent KB D.1), the usage impact behind utility (D.3), last-used time, per-step

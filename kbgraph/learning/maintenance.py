@@ -1,4 +1,4 @@
-"""Maintenance (DESIGN §4, AutoRefine): keep the store healthy as it grows.
+"""Maintenance (docs/design.md §4, AutoRefine): keep the store healthy as it grows.
 
 One run plans, then (unless it is a dry run) applies exactly the plan:
 

@@ -19,6 +19,7 @@ from kbgraph.llm._retry import Malformed, Transient, backoff_s, status_error
 from kbgraph.llm.errors import LLMError, LLMOutputError
 from kbgraph.llm.schema import ResponseFormat, bounded_schema, response_format_body, schema_instructions
 from kbgraph.llm.stats import LLMStats
+from kbgraph.core.extras import require
 from kbgraph.core.redact import redact_uri
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ class LLMClient:
         system_role: bool = True,
         temperature: float | None = None,
     ):
+        require("openai", "llm", 'the LLM path (abstractor or reflector = "llm")')
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         if max_tokens is not None and max_tokens < 1:

@@ -18,7 +18,7 @@ from kbgraph.store.gateway import Neo4jGateway, Row
 from kbgraph.core.models import STORED, Experience, FailureMode, Relation, Step
 from kbgraph.core.shapes import operations
 
-# Learning state: set when an experience is created, owned by feedback afterwards (DESIGN §4).
+# Learning state: set when an experience is created, owned by feedback afterwards (docs/design.md §4).
 LEARNING_FIELDS = ("quality", "retrieved", "used", "succeeded", "created_at", "last_used_at", "status")
 CONTENT_FIELDS = (
     "problem", "goal", "domain", "difficulty", "kind", "efficiency", "generalizability",

@@ -1,4 +1,4 @@
-"""Pure scoring functions of kbgraph's retrieval (DESIGN §3), testable without a database.
+"""Pure scoring functions of kbgraph's retrieval (docs/design.md §3), testable without a database.
 
 Every function here is a formula from the design or a seed paper, with the formula cited in its
 docstring. Nothing here reads, writes or connects; the retrieval module runs these over the rows

@@ -1,4 +1,4 @@
-"""The student phase's direct score of a candidate (DESIGN §3): every part of relevance and weight
+"""The student phase's direct score of a candidate (docs/design.md §3): every part of relevance and weight
 put together, with the support bonus, quality, utility and the share of its way."""
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def direct_scores(
     share: npt.ArrayLike | None = None,
     lexical_normalised: bool = False,
 ) -> dict[str, FloatArray]:
-    """The student-phase score of n candidates found directly by an index (DESIGN §3), vectorised.
+    """The student-phase score of n candidates found directly by an index (docs/design.md §3), vectorised.
 
     With every similarity a cosine clamped to [0, 1]::
 

@@ -1,4 +1,4 @@
-"""Diversity of the final candidates (DESIGN §3): Maximal Marginal Relevance (AutoRefine §3)."""
+"""Diversity of the final candidates (docs/design.md §3): Maximal Marginal Relevance (AutoRefine §3)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def mmr(
     k: int,
     lam: float = 0.5,
 ) -> list[int]:
-    """Maximal Marginal Relevance selection (AutoRefine §3; DESIGN §3 uses λ ≈ 0.5)::
+    """Maximal Marginal Relevance selection (AutoRefine §3; docs/design.md §3 uses λ ≈ 0.5)::
 
         MMR(p_j) = λ·rel(p_j) − (1−λ)·max_{p_s ∈ selected} cos(p_j, p_s)
 

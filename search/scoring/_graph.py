@@ -1,4 +1,4 @@
-"""What a relevant candidate's score is weighted by (DESIGN §3): transferability across domains
+"""What a relevant candidate's score is weighted by (docs/design.md §3): transferability across domains
 (Agent KB eq. 4), success (eq. 5), reward (MAEL), and the decay along a graph path from a seed."""
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def path_score(
     types: Sequence[str] | None = None,
     trans: float = 1.0,
 ) -> float:
-    """Score of a node reached from a seed over a path (DESIGN §3, graph traversal)::
+    """Score of a node reached from a seed over a path (docs/design.md §3, graph traversal)::
 
         score(seed) · Π_i [ w(edge_i) · type_weight(type_i) ] · δ^hops · trans(node)
 

@@ -1,4 +1,4 @@
-"""The student phase's relevance before weighting (DESIGN §3): the coarse and fine scores, their
+"""The student phase's relevance before weighting (docs/design.md §3): the coarse and fine scores, their
 stage blend λ(t) (Agent KB §A.1), and the hybrid of lexical and semantic scores (Agent KB §E.2)."""
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ def coarse_score(query_pg: npt.ArrayLike, candidate_pg: npt.ArrayLike) -> float:
 
 
 def fine_score(query_steps: npt.ArrayLike, candidate_steps: npt.ArrayLike) -> float:
-    """Fine (step-level) score ``S_fine = (1/m) Σ_j max_ℓ cos(s_ℓ, ŝ_j)`` (Agent KB §A.1, DESIGN §3).
+    """Fine (step-level) score ``S_fine = (1/m) Σ_j max_ℓ cos(s_ℓ, ŝ_j)`` (Agent KB §A.1, docs/design.md §3).
 
     ``query_steps`` is the m×d matrix of the steps executed so far ``ŝ_1..ŝ_m``; ``candidate_steps``
     the n×d matrix of a candidate experience's steps ``s_1..s_n``. A 1-d vector counts as one step.
     Each executed step is matched to its most similar candidate step; the mean over the m executed
-    steps (the paper sums; DESIGN divides by m) keeps the score in [0, 1]. Each cosine is clamped
+    steps (the paper sums; docs/design.md divides by m) keeps the score in [0, 1]. Each cosine is clamped
     at 0 first, so an executed step with no positively similar candidate step contributes 0.
 
     Returns 0.0 when either side has no steps (nothing executed yet, or a step-less experience).

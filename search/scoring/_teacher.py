@@ -1,4 +1,4 @@
-"""The teacher phase's formulas (DESIGN §3, teacher phase; Agent KB eqs. 6–9): how a stored step
+"""The teacher phase's formulas (docs/design.md §3, teacher phase; Agent KB eqs. 6–9): how a stored step
 is compared with a problematic step, and how the comparisons make one score per experience.
 
 :mod:`kbgraph.search.teacher` runs them over the rows Neo4j returns; its docstring says how

@@ -1,4 +1,4 @@
-"""Similarities between vectors (DESIGN §1, §3): Neo4j's index score back to a cosine, the plain
+"""Similarities between vectors (docs/design.md §1, §3): Neo4j's index score back to a cosine, the plain
 cosine, and the problem-goal vector of Agent KB §A.1."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from kbgraph.search.scoring._checks import SIMILARITY_SLACK, FloatArray, _finite
 def neo4j_to_cosine(score: float) -> float:
     """Converts a Neo4j cosine vector-index score back to the cosine: ``cos = 2·score − 1``.
 
-    Neo4j reports cosine similarity as ``score = (1 + cos) / 2`` in [0, 1] (DESIGN §1); scores must
+    Neo4j reports cosine similarity as ``score = (1 + cos) / 2`` in [0, 1] (docs/design.md §1); scores must
     be converted before they are mixed with anything else. A score outside [0, 1] by more than the
     rounding slack raises ValueError; the result is clamped to [-1, 1] to absorb float32 rounding.
     """

@@ -1,4 +1,4 @@
-"""Student-phase retrieval (DESIGN §3): :class:`StudentRetriever`, the task-level search.
+"""Student-phase retrieval (docs/design.md §3): :class:`StudentRetriever`, the task-level search.
 
 The retriever (``retriever``) runs a search as a sequence of stages, one module each, all
 functions of the retriever's shared :class:`~kbgraph.search.student.context.SearchContext` and of

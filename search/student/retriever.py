@@ -1,4 +1,4 @@
-"""Student-phase retrieval over Neo4j (DESIGN §3): "what worked before for a task like this?"
+"""Student-phase retrieval over Neo4j (docs/design.md §3): "what worked before for a task like this?"
 
 One search runs these stages, each a named Cypher query from ``cypher/queries/search_*.cypher`` and
 each a module of this package:

@@ -1,4 +1,4 @@
-"""Teacher phase of retrieval (DESIGN §3; Agent KB eqs. 6–9): help for the steps that went wrong.
+"""Teacher phase of retrieval (docs/design.md §3; Agent KB eqs. 6–9): help for the steps that went wrong.
 
 While an agent executes, it hands kbgraph its *problematic steps* — the action it took, the
 arguments, and the error it got (or just an issue type). :meth:`TeacherRetriever.refine` answers

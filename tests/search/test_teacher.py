@@ -1,4 +1,4 @@
-"""Specification of the teacher phase, ``TeacherRetriever.refine`` (DESIGN §3, Agent KB eqs. 6–9).
+"""Specification of the teacher phase, ``TeacherRetriever.refine`` (docs/design.md §3, Agent KB eqs. 6–9).
 
 An agent stuck on a step asks: who failed like this before, and how did they recover? Every test
 writes a few hand-made experiences to a fresh namespace of the real Neo4j, embedded by the real

@@ -22,6 +22,7 @@ from kbgraph.bench.learning import (
 )
 from kbgraph.cli._common import _print_json, _progress, _settings, add_commands, err, out
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.extras import require
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.progress import stage_reporter
 
@@ -78,6 +79,7 @@ def bench_learning(
     """Learning-loop simulation: retail queries replayed as tasks with feedback and maintenance,
     pass after pass, next to a control without them; then perturbed re-ingestion, to show the
     repository stays bounded. Figures per pass and per round, and a PNG plot."""
+    require("matplotlib", "bench", "kbgraph bench learning (its plot)")
     problems = _check_arguments(namespace, force, plot, passes, reingest_rounds, queries, trajectories)
     if problems:
         raise InvalidInputError(problems)

@@ -15,6 +15,7 @@ from rich.table import Table
 from kbgraph.bench.online import DEFAULT_PREFIX, DEFAULT_SIZES, online_namespace, run_online_benchmark
 from kbgraph.cli._common import _open, _print_json, _progress, _settings, add_commands, out
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.extras import require
 from kbgraph.core.progress import stage_reporter
 
 DEFAULT_DATA = Path("../shared/data")
@@ -69,6 +70,7 @@ def bench_online(
     """Online memory at scale, every figure in one run: batch ingest, then per size the scaled
     KB's build, search next to exact cosine, add one run next to from scratch, and mixed traffic;
     each figure with its baseline and target. Namespaces bench-online-*, cleared first and after."""
+    require("psutil", "bench", "kbgraph bench online")
     chosen = sorted(set(sizes or DEFAULT_SIZES))
     traffic = set(concurrent_sizes if concurrent_sizes is not None else [10_000])
     problems = [f"--size {n}: must be between 100 and 1000000" for n in chosen if not 100 <= n <= 1_000_000]

@@ -1,4 +1,4 @@
-"""Typed records of the knowledge graph (DESIGN §1).
+"""Typed records of the knowledge graph (docs/design.md §1).
 
 - :mod:`~kbgraph.core.models.experience`: the :class:`Experience` ⟨π, γ, S, C, μ, F, R⟩ of Agent KB
   with its :class:`Step`, :class:`FailureMode` and :class:`Relation` records;

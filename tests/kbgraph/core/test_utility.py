@@ -1,4 +1,4 @@
-"""The learning loop's pure formulas (DESIGN §4–5), without a database."""
+"""The learning loop's pure formulas (docs/design.md §4–5), without a database."""
 
 from __future__ import annotations
 

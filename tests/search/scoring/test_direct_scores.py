@@ -1,7 +1,7 @@
 """Specification of the student phase's direct score (kbgraph.search.scoring): ``support_score``,
 ``direct_scores`` and ``mmr_from_similarity``, against values worked out by hand.
 
-The formulas (DESIGN §3), with every similarity clamped to [0, 1]::
+The formulas (docs/design.md §3), with every similarity clamped to [0, 1]::
 
     lexical = minmax(raw full-text scores)
     textual = (1−α)·semantic + α·lexical

@@ -247,6 +247,7 @@ def managed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrowserTarget]
             server.stop()
 
 
+@pytest.mark.neo4j  # the module's own managed server
 def test_the_managed_server_serves_its_style_and_guide_and_tells_the_browser_where(managed: BrowserTarget) -> None:
     status = managed.server.status()
     assert status.running and status.browser_guide_url is not None
@@ -279,6 +280,7 @@ def artifacts_dir() -> Path:
     reason="Chromium is not installed and `./kb test` could not install Debian's chromium and chromium-driver "
            f"(see {Settings().cache_dir / 'apt-chromium.log'})",
 )
+@pytest.mark.neo4j  # the module's own managed server
 def test_the_browser_logs_in_applies_the_style_and_draws_the_memory_as_a_graph(
     managed: BrowserTarget, embedder: CachedEmbedder, namespace: str, tmp_path: Path
 ) -> None:
@@ -365,6 +367,7 @@ def test_the_browser_logs_in_applies_the_style_and_draws_the_memory_as_a_graph(
         print(f"\nNeo4j Browser screenshot: {kept} (and {screenshot})")
 
 
+@pytest.mark.neo4j  # the module's own managed server
 def test_stopping_the_server_stops_its_asset_server(managed: BrowserTarget) -> None:
     """Runs last in this module: it stops the module's server."""
     guide_url = managed.server.status().browser_guide_url

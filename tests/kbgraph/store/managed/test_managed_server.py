@@ -84,6 +84,7 @@ def test_settings_size_the_server_for_this_machine() -> None:
     assert (settings.managed_heap, settings.managed_pagecache) == ("4g", "2g")
 
 
+@pytest.mark.neo4j  # starts a managed server of its own
 def test_start_status_browser_stop_and_restart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Every command the first start runs is recorded (and run for real): the generated password
     # must never be on a command line, where `ps` shows it to every user.
@@ -177,6 +178,7 @@ def test_reading_the_password_before_any_start_says_what_to_do(tmp_path: Path) -
 
 
 @pytest.mark.extended  # slowest of its kind (see pyproject's addopts); ./kb test -m extended
+@pytest.mark.neo4j  # starts a managed server of its own
 def test_a_lost_password_file_is_recovered_by_reset_password_and_the_data_is_kept(tmp_path: Path) -> None:
     server = ManagedNeo4j(home=tmp_path / "instance", cache_dir=Settings().cache_dir, bolt_port=free_port(),
                           http_port=free_port(), heap="1g", pagecache="256m", quiet=True, assets_port=0)
