@@ -115,7 +115,7 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
         jobs["vector:experience_structure_embedding"] = executor.submit(
             _vector_channel, ctx, run, "experience_structure_embedding", run.task)
     if text is not None and w.alpha > 0:
-        jobs["fulltext:experience_text"] = executor.submit(_fulltext_channel, ctx, run, text)
+        jobs["fulltext:experience_text"] = executor.submit(_fulltext_channel, ctx, run, text, terms)
     step_jobs = [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
     concept_vector = run.task or run.pg
     concept_job: Future[list[ConceptHit]] | None = None
@@ -171,8 +171,10 @@ def _first_request(ctx: SearchContext, index: str, params: dict[str, Any], wante
     return min(limit, wanted * _MAX_FIRST_FACTOR, max(wanted, math.ceil(wanted * 1.5 / max(rate, 1 / limit))))
 
 
-def _fulltext_channel(ctx: SearchContext, run: Run, text: str) -> list[dict[str, Any]]:
+def _fulltext_channel(ctx: SearchContext, run: Run, text: str, terms: list[str]) -> list[dict[str, Any]]:
     w, params = run.weights, run.params
+    if ctx.size.get(w.exact_scan_max).experiences <= w.exact_scan_max:
+        return _lexical_scan(ctx, run, terms)
 
     def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
         row = ctx.gateway.read("search_experience_fulltext", text=text, fetch=n, k=w.candidates, **params)[0]
@@ -185,6 +187,22 @@ def _fulltext_channel(ctx: SearchContext, run: Run, text: str) -> list[dict[str,
         run.notes.append(f"full-text channel: only {len(result.rows)} of {w.candidates} candidates within the "
                          f"first {result.fetched} index hits (others belong to other namespaces or filters)")
     return result.rows
+
+
+def _lexical_scan(ctx: SearchContext, run: Run, terms: list[str]) -> list[dict[str, Any]]:
+    """The full-text channel of a namespace small enough to scan: its own texts scored by BM25 with
+    its own statistics (:class:`~kbgraph.search.lexical.LexicalCorpus`), ranked as the index query
+    ranks them (another domain than the query's discounted), the ``candidates`` best."""
+    params = run.params
+    rows = ctx.gateway.read("search_experience_texts", **params)
+    corpus = ctx.lexical_corpus(rows)
+    domain, other = params["domain"], float(params["other_domain"])
+    ranked = sorted(
+        ((score * (1.0 if domain is None or rows[i]["domain"] == domain else other), rows[i]["id"], score)
+         for i, score in corpus.scores(terms).items() if score > 0),
+        key=lambda item: (-item[0], item[1]),
+    )
+    return [{"id": hit_id, "score": score} for _, hit_id, score in ranked[: run.weights.candidates]]
 
 
 def _step_channel(ctx: SearchContext, run: Run, vector: list[float]) -> StepEvidence:
