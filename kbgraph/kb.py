@@ -28,6 +28,7 @@ from kbgraph.learning.maintenance import Maintainer, MaintenanceReport
 from kbgraph.core.models import Experience, Trajectory
 from kbgraph.store.namespace_stats import KbStats, experience_count, namespace_stats
 from kbgraph.store.schema import IndexStatus, apply_schema, index_status
+from kbgraph.search.candidates import ScanPolicy
 from kbgraph.search.params import QueryStep, SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import SearchResults
 from kbgraph.search.steps import StepHit, StepRetriever
@@ -265,7 +266,8 @@ class KnowledgeBase:
         α·similarity + (1−α)·reward (α from ``learning.step_alpha``, 0.5), from the shared bank
         and ``agent``'s private one. See :mod:`kbgraph.search.steps`."""
         check_bounds(action=action, arguments=dict(arguments or {}), text=text, domain=domain, agent=agent)
-        return StepRetriever(self.gateway, self.embedder, self.namespace, self.student.namespace_size).search(
+        return StepRetriever(self.gateway, self.embedder, self.namespace, self.student.namespace_size,
+                             ScanPolicy.of(self.settings.search)).search(
             action, dict(arguments or {}), text=text, domain=domain, agent=agent, k=k,
             alpha=self.settings.learning.step_alpha if alpha is None else alpha)
 

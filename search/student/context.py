@@ -22,6 +22,7 @@ from kbgraph.embedders import Embedder
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.ingest.facts import PgVectorCache
+from kbgraph.search.candidates import PassRates
 from kbgraph.search.lexical import LexicalCorpus
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import SearchQuery, SearchWeights
@@ -51,7 +52,7 @@ class SearchContext:
     #: The retriever's thread pool (made on first use).
     executor: Callable[[], Executor]
     domain_vectors: dict[str, np.ndarray] = field(default_factory=dict)
-    pass_rates: dict[tuple[Any, ...], float] = field(default_factory=dict)
+    pass_rates: PassRates = field(default_factory=PassRates)
     domain_steps: dict[str, tuple[bool, float]] = field(default_factory=dict)
     lexical: dict[tuple[tuple[str, ...], ...], LexicalCorpus] = field(default_factory=dict)
     _lexical_lock: Lock = field(default_factory=Lock)
