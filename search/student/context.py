@@ -57,15 +57,15 @@ class SearchContext:
     lexical: dict[tuple[tuple[str, ...], ...], LexicalCorpus] = field(default_factory=dict)
     _lexical_lock: Lock = field(default_factory=Lock)
 
-    def lexical_corpus(self, rows: Sequence[dict[str, Any]]) -> LexicalCorpus:
-        """The BM25 index of the texts ``rows`` (``id``, ``domain``, ``problem``, ``goal``, as
+    def lexical_corpus(self, rows: Sequence[tuple[str, ...]]) -> LexicalCorpus:
+        """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal)``, as
         search_experience_texts reads them): built once for the same texts, so a write to the
         namespace (a text, an experience or a filtered property that changed) makes a new one."""
-        key = tuple((str(r["id"]), str(r["domain"]), str(r["problem"]), str(r["goal"])) for r in rows)
+        key = tuple(rows)
         with self._lexical_lock:
             corpus = self.lexical.get(key)
         if corpus is None:  # built outside the lock; two searches may build it both
-            corpus = LexicalCorpus([(problem, goal, domain) for _, domain, problem, goal in key])
+            corpus = LexicalCorpus([(problem, goal, domain) for _, domain, problem, goal in rows])
             with self._lexical_lock:
                 self.lexical[key] = corpus
                 while len(self.lexical) > LEXICAL_CORPORA:
