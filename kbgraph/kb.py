@@ -28,7 +28,6 @@ from kbgraph.learning.maintenance import Maintainer, MaintenanceReport
 from kbgraph.core.models import Experience, Trajectory
 from kbgraph.store.namespace_stats import KbStats, experience_count, namespace_stats
 from kbgraph.store.schema import IndexStatus, apply_schema, index_status
-from kbgraph.search.candidates import ScanPolicy
 from kbgraph.search.params import QueryStep, SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import SearchResults
 from kbgraph.search.steps import StepHit, StepRetriever
@@ -267,7 +266,7 @@ class KnowledgeBase:
         and ``agent``'s private one. See :mod:`kbgraph.search.steps`."""
         check_bounds(action=action, arguments=dict(arguments or {}), text=text, domain=domain, agent=agent)
         return StepRetriever(self.gateway, self.embedder, self.namespace, self.student.namespace_size,
-                             ScanPolicy.of(self.settings.search)).search(
+                             self.settings.search).search(
             action, dict(arguments or {}), text=text, domain=domain, agent=agent, k=k,
             alpha=self.settings.learning.step_alpha if alpha is None else alpha)
 

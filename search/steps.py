@@ -17,6 +17,7 @@ from kbgraph.core.errors import InvalidInputError
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.search.candidates import FIRST_FACTOR, ScanPolicy, nearest
 from kbgraph.search.namespace_size import NamespaceSize
+from kbgraph.search.params import SearchWeights
 from kbgraph.search.scoring import neo4j_to_cosine
 from kbgraph.search.student import StudentRetriever
 from kbgraph.core.utility import step_score
@@ -45,13 +46,14 @@ class StepHit(BaseModel):
 
 class StepRetriever:
     def __init__(self, gateway: Neo4jGateway, embedder: Embedder, namespace: str, size: NamespaceSize | None = None,
-                 policy: ScanPolicy | None = None):
+                 weights: SearchWeights | None = None):
         self.gateway = gateway
         self.embedder = embedder
         self.namespace = namespace
         self.size = size or NamespaceSize(gateway, namespace)
-        #: When the namespace's steps are scanned exactly (see kbgraph.search.candidates).
-        self.policy = policy or ScanPolicy()
+        #: When the namespace's steps are scanned exactly: the search settings' exact_scan_max and
+        #: overfetch_limit (see kbgraph.search.candidates).
+        self.policy = ScanPolicy.of(weights or SearchWeights())
 
     def search(
         self, action: str, arguments: dict[str, Any] | None = None, *, text: str | None = None,
