@@ -22,6 +22,7 @@ from kbgraph.bench.synthetic import synthetic_experiences
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import Experience
+from kbgraph.core.settings import Settings
 from tests.conftest import REAL_RUNS, SHARED_DATA
 
 #: The crowd: this many experiences of another tenant (random vectors, so writing them runs no
@@ -87,6 +88,10 @@ def crowd_experiences(own: list[str]) -> list[Experience]:
 def test_a_namespace_ranks_the_same_whatever_another_namespace_holds(
     kb: KnowledgeBase, driver: neo4j.Driver, embedder: CachedEmbedder,
 ) -> None:
+    # Utility decays with the time since an experience was made or used, so every score drifts
+    # by a few millionths while the test runs; without decay, time takes no part.
+    kb = KnowledgeBase(driver, embedder, namespace=kb.namespace, database=kb.gateway.database,
+                       settings=Settings(learning={"utility_half_life_days": 0}))
     real = (REAL_RUNS / "airline_gpt4o.jsonl").read_text().splitlines()[:REAL_SLICE]
     retail = (SHARED_DATA / "trajectories" / "retail_train.jsonl").read_text().splitlines()[:RETAIL_SLICE]
     kb.add_trajectories([json.loads(line) for line in [*real, *retail]])
