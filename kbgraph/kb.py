@@ -262,11 +262,11 @@ class KnowledgeBase:
         self, action: str, arguments: Mapping[str, Any] | None = None, *, text: str | None = None,
         domain: str | None = None, agent: str | None = None, k: int = 5, alpha: float | None = None,
     ) -> list[StepHit]:
-        """MAEL step-wise retrieval: stored steps like the one about to be taken, scored
-        α·similarity + (1−α)·reward (α from ``learning.step_alpha``, 0.5), from the shared bank
-        and ``agent``'s private one. See :mod:`kbgraph.search.steps`."""
+        """MAEL step-wise retrieval: stored steps like the one about to be taken, scored α·similarity
+        + (1−α)·reward (α: ``learning.step_alpha``), shared bank and ``agent``'s (kbgraph.search.steps)."""
         check_bounds(action=action, arguments=dict(arguments or {}), text=text, domain=domain, agent=agent)
-        return StepRetriever(self.gateway, self.embedder, self.namespace, self.student.namespace_size).search(
+        steps = StepRetriever(self.gateway, self.embedder, self.namespace, self.student.namespace_size, self.settings.search)
+        return steps.search(
             action, dict(arguments or {}), text=text, domain=domain, agent=agent, k=k,
             alpha=self.settings.learning.step_alpha if alpha is None else alpha)
 

@@ -12,6 +12,12 @@ same namespace and query ranked differently as other tenants came and went (0.39
 on the real runs after another namespace was ingested). :func:`bm25_scores` scores the candidates
 of one search with statistics from those candidates alone: a term shared by most of them weighs
 little, one that singles a few out weighs much, and nothing outside the namespace takes part.
+
+Finding the candidates has the same trouble: the index's top hits are the database's, crowded by
+other namespaces' texts. For a namespace small enough to scan, :class:`LexicalCorpus` is the
+index, made of the namespace's own texts: the channel then takes the namespace's best texts by
+BM25 with the namespace's own statistics, as Lucene scores a multi-field index (each field scored
+on its own, the fields summed), and the answer is the same whatever else the database holds.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ from functools import lru_cache
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-__all__ = ["CHAT_WORDS", "MAX_TERMS", "bm25_ceiling", "bm25_scores", "is_verbose", "lucene_query", "query_terms"]
+__all__ = ["CHAT_WORDS", "MAX_TERMS", "LexicalCorpus", "bm25_ceiling", "bm25_scores", "is_verbose", "lucene_query",
+           "query_terms"]
 
 #: Lucene refuses boolean queries of more than 1,024 clauses; the first 64 distinct terms of a
 #: query carry its meaning (and keep the index lookup fast).
@@ -123,3 +130,45 @@ def bm25_ceiling(terms: Sequence[str], documents: Sequence[str], k1: float = BM2
     count = len(documents)
     return sum(math.log(1.0 + (count - df + 0.5) / (df + 0.5))
                for t in dict.fromkeys(terms) for df in [sum(1 for bag in bags if t in bag)])
+
+
+class LexicalCorpus:
+    """An in-memory BM25 index of documents made of fields (an experience's problem, goal and
+    domain): per field, an inverted index ``term → [(document, term frequency)]`` and the field's
+    lengths. :meth:`scores` is Lucene's multi-field BM25 with statistics from these documents alone:
+    ``Σ_field Σ_t idf_field(t) · tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen_field))``, where a
+    field's document count is the documents that have the field. Read-only once built (thread-safe)."""
+
+    def __init__(self, documents: Sequence[Sequence[str]], k1: float = BM25_K1, b: float = BM25_B):
+        self.size = len(documents)
+        self.k1, self.b = k1, b
+        fields = max((len(d) for d in documents), default=0)
+        self._postings: list[dict[str, list[tuple[int, int]]]] = [{} for _ in range(fields)]
+        self._norms: list[list[float]] = []
+        self._counts: list[int] = []
+        for f in range(fields):
+            lengths = []
+            for i, document in enumerate(documents):
+                bag = _bag(document[f]) if f < len(document) else Counter()
+                lengths.append(sum(bag.values()))
+                for term, tf in bag.items():
+                    self._postings[f].setdefault(term, []).append((i, tf))
+            counted = [n for n in lengths if n > 0]
+            average = sum(counted) / len(counted) if counted else 1.0
+            # The per-document part of the denominator, computed once for every query.
+            self._norms.append([k1 * (1.0 - b + b * n / average) for n in lengths])
+            self._counts.append(len(counted))
+
+    def scores(self, terms: Sequence[str]) -> dict[int, float]:
+        """BM25 of every document holding at least one of ``terms``, by its position."""
+        out: dict[int, float] = {}
+        for f, postings in enumerate(self._postings):
+            norms, count = self._norms[f], self._counts[f]
+            for term in dict.fromkeys(terms):
+                found = postings.get(term)
+                if not found:
+                    continue
+                idf = math.log(1.0 + (count - len(found) + 0.5) / (len(found) + 0.5))
+                for i, tf in found:
+                    out[i] = out.get(i, 0.0) + idf * tf * (self.k1 + 1.0) / (tf + norms[i])
+        return out

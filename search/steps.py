@@ -15,8 +15,9 @@ from pydantic import BaseModel, Field
 from kbgraph.embedders import Embedder
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.store.gateway import Neo4jGateway
-from kbgraph.search.namespace_size import DEFAULT_EXACT_SCAN_MAX, NamespaceSize
-from kbgraph.search.overfetch import overfetch
+from kbgraph.search.candidates import FIRST_FACTOR, ScanPolicy, nearest
+from kbgraph.search.namespace_size import NamespaceSize
+from kbgraph.search.params import SearchWeights
 from kbgraph.search.scoring import neo4j_to_cosine
 from kbgraph.search.student import StudentRetriever
 from kbgraph.core.utility import step_score
@@ -25,7 +26,6 @@ from kbgraph.core.utility import step_score
 # away must still be in the pool.
 POOL_PER_RESULT = 5
 MIN_POOL = 50
-OVERFETCH_LIMIT = 4096
 
 
 class StepHit(BaseModel):
@@ -45,11 +45,15 @@ class StepHit(BaseModel):
 
 
 class StepRetriever:
-    def __init__(self, gateway: Neo4jGateway, embedder: Embedder, namespace: str, size: NamespaceSize | None = None):
+    def __init__(self, gateway: Neo4jGateway, embedder: Embedder, namespace: str, size: NamespaceSize | None = None,
+                 weights: SearchWeights | None = None):
         self.gateway = gateway
         self.embedder = embedder
         self.namespace = namespace
         self.size = size or NamespaceSize(gateway, namespace)
+        #: When the namespace's steps are scanned exactly: the search settings' exact_scan_max and
+        #: overfetch_limit (see kbgraph.search.candidates).
+        self.policy = ScanPolicy.of(weights or SearchWeights())
 
     def search(
         self, action: str, arguments: dict[str, Any] | None = None, *, text: str | None = None,
@@ -67,16 +71,18 @@ class StepRetriever:
         vector = self.embedder.embed([StudentRetriever.step_text(action.strip(), arguments or {}, text)])[0].tolist()
         pool = max(k * POOL_PER_RESULT, MIN_POOL)
 
+        filters = {"kb": self.namespace, "vector": vector, "k": pool, "domains": [domain] if domain else None,
+                   "agent": agent}
+
         def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
-            row = self.gateway.read("steps_search", kb=self.namespace, vector=vector, fetch=n, k=pool,
-                                    domains=[domain] if domain else None, agent=agent)[0]
+            row = self.gateway.read("steps_search", fetch=n, **filters)[0]
             return int(row["fetched"]), list(row["rows"])
 
-        if self.size.get(DEFAULT_EXACT_SCAN_MAX).steps <= DEFAULT_EXACT_SCAN_MAX:  # small: exact, on its own
-            rows = list(self.gateway.read("steps_scan", kb=self.namespace, vector=vector, k=pool,
-                                          domains=[domain] if domain else None, agent=agent)[0]["rows"])
-        else:
-            rows = overfetch(fetch, pool, pool * 4, OVERFETCH_LIMIT).rows
+        def scan() -> list[dict[str, Any]]:  # exact, and the namespace's own
+            return list(self.gateway.read("steps_scan", **filters)[0]["rows"])
+
+        rows = nearest(self.policy, self.size.get(self.policy.exact_scan_max).steps, pool, scan=scan, fetch=fetch,
+                       first=pool * FIRST_FACTOR).rows
         scored = []
         for row in rows:
             similarity = min(max(neo4j_to_cosine(float(row["score"])), 0.0), 1.0)

@@ -25,7 +25,8 @@ Search without a query lists the newest items first (``InMemoryStore`` keeps ins
 the order is not part of ``BaseStore``'s contract). Filters apply in kbgraph after the items under
 the prefix are read, so a filtered search reads the whole prefix; a query over more than
 ``exact_scan_max`` items asks the vector index first and falls back to the exact scan when the
-index cannot fill the page.
+index cannot fill the page (:mod:`kbgraph.search.candidates`; both limits default to the
+knowledge base's search settings).
 """
 
 from __future__ import annotations
@@ -34,8 +35,6 @@ import asyncio
 import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from langgraph.store.base import (
@@ -58,6 +57,7 @@ from langgraph.store.base import (
 )
 
 from kbgraph.integrations.store_sweeper import TtlSweeper
+from kbgraph.integrations.store_rows import PlannedPut, item_of, now as _now
 from kbgraph.integrations.store_values import (
     check_address,
     check_filter,
@@ -69,7 +69,7 @@ from kbgraph.integrations.store_values import (
     matches_filter,
     value_text,
 )
-from kbgraph.search.overfetch import overfetch
+from kbgraph.search.candidates import ScanPolicy, nearest
 from kbgraph.search.scoring import neo4j_to_cosine
 
 from kbgraph.async_kb import AsyncKnowledgeBase
@@ -88,16 +88,6 @@ _ASYNC_ONLY = ("KbgraphStore over an AsyncKnowledgeBase answers the async method
                "adelete, alist_namespaces, abatch): pass a KnowledgeBase for the synchronous ones")
 
 
-@dataclass
-class _Put:
-    op: PutOp
-    id: str
-    value: str | None = None
-    ttl: float | None = None
-    vectors: list[dict[str, Any]] = field(default_factory=list)
-    trajectory: Trajectory | None = None  # a put into TRAJECTORIES, checked once, ingested at the write
-
-
 class KbgraphStore(BaseStore):
     """LangGraph's ``BaseStore`` over an open :class:`~kbgraph.kb.KnowledgeBase` (its namespace,
     driver and embedder); see the module docstring. Over an :class:`~kbgraph.AsyncKnowledgeBase`
@@ -114,12 +104,12 @@ class KbgraphStore(BaseStore):
     supports_ttl = True
 
     def __init__(self, kb: KnowledgeBase | AsyncKnowledgeBase, *, index: IndexConfig | None = None,
-                 ttl: TTLConfig | None = None, exact_scan_max: int = 2000, overfetch_limit: int = 4096):
+                 ttl: TTLConfig | None = None, exact_scan_max: int | None = None, overfetch_limit: int | None = None):
         self._async = kb if isinstance(kb, AsyncKnowledgeBase) else None
         self._kb = kb if isinstance(kb, KnowledgeBase) else None
         self.ttl_config = ttl
-        self.exact_scan_max = exact_scan_max
-        self.overfetch_limit = overfetch_limit
+        self.exact_scan_max = kb.settings.search.exact_scan_max if exact_scan_max is None else exact_scan_max
+        self.overfetch_limit = kb.settings.search.overfetch_limit if overfetch_limit is None else overfetch_limit
         self.index_config = dict(index) if index is not None else None
         self._embeddings: Any = None
         self._fields: list[tuple[str, Any]] = []
@@ -216,13 +206,13 @@ class KbgraphStore(BaseStore):
             if op.limit < 0 or op.offset < 0:
                 raise ValueError(f"limit and offset are not negative (limit {op.limit}, offset {op.offset})")
 
-    def _plan_puts(self, puts: list[PutOp]) -> list[_Put]:
+    def _plan_puts(self, puts: list[PutOp]) -> list[PlannedPut]:
         """Everything a put writes, computed (and checked) before the first write."""
-        planned: list[_Put] = []
-        texts: list[tuple[_Put, str, str]] = []
+        planned: list[PlannedPut] = []
+        texts: list[tuple[PlannedPut, str, str]] = []
         for op in puts:
             where = f"{tuple(op.namespace)}/{op.key}"
-            plan = _Put(op, item_id(op.namespace, op.key))
+            plan = PlannedPut(op, item_id(op.namespace, op.key))
             if op.value is not None:
                 plan.value = value_text(op.value, where)
                 plan.ttl = check_ttl(op.ttl, where)
@@ -252,7 +242,7 @@ class KbgraphStore(BaseStore):
         if plain:
             wanted = sorted({item_id(op.namespace, op.key) for op in plain})
             rows = self.kb.gateway.read("store_get", kb=self.kb.namespace, wanted=wanted, now=_now())
-            found.update((row["id"], _item(row)) for row in rows)
+            found.update((row["id"], item_of(row)) for row in rows)
             refreshed = {item_id(op.namespace, op.key) for op in plain if op.refresh_ttl}
             self._refresh([row["id"] for row in rows if row["ttl"] is not None and row["id"] in refreshed])
         for op in ops:
@@ -278,38 +268,46 @@ class KbgraphStore(BaseStore):
         path = encode_path(prefix)
         vector = self._embed_query(op.query) if op.query and self.index_config is not None else None
         params = {"kb": self.kb.namespace, "prefix": path, "now": _now()}
-        rows: list[dict[str, Any]] | None = None
-        if vector is not None and self._count(path) > self.exact_scan_max:
+        if vector is not None:
             rows = self._nearest(op, vector, params)
-        if rows is None:
-            paged = vector is None and not op.filter
-            rows = self.kb.gateway.read("store_search_scan", vector=vector, skip=op.offset if paged else 0,
-                                        limit=op.limit if paged else None, **params)
-            rows = [r for r in rows if matches_filter(json.loads(r["value"]), op.filter)]
-            if vector is not None:  # best first (stable: ties stay newest first); items without vectors last
-                scored = sorted((r for r in rows if r["score"] is not None), key=lambda r: -float(r["score"]))
-                rows = scored + [r for r in rows if r["score"] is None]
-            if not paged:
-                rows = rows[op.offset: op.offset + op.limit]
-        items = [_item(row, score=neo4j_to_cosine(row["score"]) if row.get("score") is not None else None)
+        elif op.filter:
+            rows = self._scan(op, None, params)[op.offset: op.offset + op.limit]
+        else:
+            rows = self._scan(op, None, params)  # read as the page itself
+        items = [item_of(row, score=neo4j_to_cosine(row["score"]) if row.get("score") is not None else None)
                  for row in rows]
         if op.refresh_ttl:
             self._refresh([r["id"] for r in rows if r["ttl"] is not None])
         return items
 
-    def _nearest(self, op: SearchOp, vector: list[float], params: dict[str, Any]) -> list[dict[str, Any]] | None:
-        """The page from the vector index, or None when the index cannot fill it (too many other
-        namespaces' items, or the filter keeps too few): the exact scan then answers."""
+    def _nearest(self, op: SearchOp, vector: list[float], params: dict[str, Any]) -> list[dict[str, Any]]:
+        """The page, best first: the exact scan of the prefix when it holds at most
+        ``exact_scan_max`` items, else the vector index, falling back to the scan when the index
+        cannot fill the page (other namespaces' items, or a filter that keeps too few)."""
         wanted = op.offset + op.limit
 
         def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
             row = self.kb.gateway.read("store_search_vectors", fetch=n, vector=vector, **params)[0]
             return int(row["fetched"]), [r for r in row["rows"] if matches_filter(json.loads(r["value"]), op.filter)]
 
-        result = overfetch(fetch, wanted, first=min(self.overfetch_limit, max(wanted * 4, 40)), limit=self.overfetch_limit)
-        if len(result.rows) < wanted:
-            return None
-        return list(result.rows[op.offset: wanted])
+        rows = nearest(ScanPolicy(self.exact_scan_max, self.overfetch_limit), self._count(params["prefix"]), wanted,
+                       scan=lambda: self._scan(op, vector, params), fetch=fetch, first=max(wanted * 4, 40),
+                       fall_back=True).rows
+        return list(rows[op.offset: wanted])
+
+    def _scan(self, op: SearchOp, vector: list[float] | None, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every item under the prefix that passes the filter, best first for a query (stable: ties
+        stay newest first; items without vectors last), newest first without one. Without a query or
+        a filter, only the page is read."""
+        paged = vector is None and not op.filter
+        rows: list[dict[str, Any]] = self.kb.gateway.read(
+            "store_search_scan", vector=vector, skip=op.offset if paged else 0, limit=op.limit if paged else None,
+            **params)
+        rows = [r for r in rows if matches_filter(json.loads(r["value"]), op.filter)]
+        if vector is not None:
+            scored = sorted((r for r in rows if r["score"] is not None), key=lambda r: -float(r["score"]))
+            rows = scored + [r for r in rows if r["score"] is None]
+        return rows
 
     def _count(self, path: str) -> int:
         return int(self.kb.gateway.read("store_count", kb=self.kb.namespace, prefix=path)[0]["items"])
@@ -343,7 +341,7 @@ class KbgraphStore(BaseStore):
 
     # -- writes ----------------------------------------------------------------------------------
 
-    def _write(self, planned: list[_Put]) -> None:
+    def _write(self, planned: list[PlannedPut]) -> None:
         if not planned:
             return
         trajectories = [p.trajectory for p in planned if p.trajectory is not None]
@@ -393,19 +391,3 @@ class KbgraphStore(BaseStore):
         """Stops the sweeper; True when it has stopped within ``timeout`` seconds."""
         return self._sweeper.stop(timeout)
 
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _native(value: Any) -> datetime:
-    return value.to_native() if hasattr(value, "to_native") else value  # type: ignore[no-any-return]
-
-
-def _item(row: Mapping[str, Any], score: float | None = None) -> Any:
-    """An ``Item`` from a row (a ``SearchItem`` when the row comes from a search)."""
-    fields = {"namespace": tuple(row["namespace"]), "key": row["key"], "value": json.loads(row["value"]),
-              "created_at": _native(row["created_at"]), "updated_at": _native(row["updated_at"])}
-    if "score" in row:
-        return SearchItem(score=score, **fields)
-    return Item(**fields)

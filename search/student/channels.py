@@ -1,9 +1,11 @@
-"""Stage 1 of a student search: the channels that gather candidates, each from one index, over-fetched
-and filtered (5.26 indexes cannot filter). The semantic index (problem+goal), the structural index
-(workflow shape), the full-text index (BM25 over problem, goal, domain) and, when steps were
-executed, the step index each give up to ``candidates`` experiences; the meta-concept documents
-are searched alongside. The channels run concurrently: they are independent index queries, and
-overlapping their round trips is most of a search's speed.
+"""Stage 1 of a student search: the channels that gather candidates. The semantic index
+(problem+goal), the structural index (workflow shape), the full-text index (BM25 over problem, goal,
+domain) and, when steps were executed, the step index each give up to ``candidates`` experiences;
+the meta-concept documents are searched alongside. Each asks :mod:`kbgraph.search.candidates`: a
+namespace at or under ``exact_scan_max`` nodes is scanned exactly (the lexical channel scores the
+namespace's own texts with its own BM25 statistics), a larger one over-fetches the shared index. The
+channels run concurrently: they are independent queries, and overlapping their round trips is most
+of a search's speed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from kbgraph.ingest.generalise import generalise_text
 from kbgraph.search.lexical import is_verbose, lucene_query, query_terms
-from kbgraph.search.overfetch import overfetch
+from kbgraph.search.candidates import ScanPolicy, nearest
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import ConceptHit
 from kbgraph.search.scoring import neo4j_to_cosine
@@ -31,15 +33,6 @@ _EXPERIENCE_INDEXES = {
 }
 #: The candidate fact a vector channel's score already is.
 _KNOWN_SCORE = {"vector:experience_pg_embedding": "semantic", "vector:experience_structure_embedding": "structural"}
-
-# The share of an index's hits that pass this namespace's filters (and are in the query's
-# domain, when it names one), learnt from the previous searches: the first request asks for
-# enough to fill the candidates from the query's own domain in one round trip (a namespace
-# that is most of the database asks for little more than it needs; a small domain among many
-# asks for more), where a fixed factor would either waste or come up short.
-_DEFAULT_OVERFETCH = 4
-_MAX_FIRST_FACTOR = 8
-
 
 @dataclass
 class Candidate:
@@ -117,7 +110,7 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
         jobs["vector:experience_structure_embedding"] = executor.submit(
             _vector_channel, ctx, run, "experience_structure_embedding", run.task)
     if text is not None and w.alpha > 0:
-        jobs["fulltext:experience_text"] = executor.submit(_fulltext_channel, ctx, run, text)
+        jobs["fulltext:experience_text"] = executor.submit(_fulltext_channel, ctx, run, text, terms)
     step_jobs = [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
     concept_vector = run.task or run.pg
     concept_job: Future[list[ConceptHit]] | None = None
@@ -140,17 +133,19 @@ def _vector_channel(ctx: SearchContext, run: Run, index: str, vector: list[float
     def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
         row = ctx.gateway.read("search_experience_vectors", index=index, fetch=n, vector=vector,
                                k=w.candidates, **params)[0]
-        _learn_pass_rate(ctx, index, params, int(row["fetched"]), int(row["passed_same"]))
+        ctx.pass_rates.learn(_pass_rate_key(index, params), int(row["fetched"]), int(row["passed_same"]))
         return int(row["fetched"]), list(row["rows"])
 
-    if ctx.size.get(w.exact_scan_max).experiences > w.exact_scan_max:
-        first = _first_request(ctx, index, params, w.candidates, w.overfetch_limit)
-        result = overfetch(fetch, w.candidates, first=first, limit=w.overfetch_limit)
-        if not result.limit_hit:
-            return result.rows
+    def scan() -> list[dict[str, Any]]:
+        return ctx.gateway.read("search_experience_scan", property=_EXPERIENCE_INDEXES[index], vector=vector,
+                                k=w.candidates, **params)
+
+    result = nearest(ScanPolicy.of(w), ctx.size.get(w.exact_scan_max).experiences, w.candidates, scan=scan,
+                     fetch=fetch, first=ctx.pass_rates.first(_pass_rate_key(index, params), w.candidates, w.overfetch_limit),
+                     fall_back=True)
+    if result.fell_back:
         run.notes.append(f"{index}: other namespaces or filters crowd the index; scanned namespace {ctx.namespace!r} exactly")
-    return ctx.gateway.read("search_experience_scan", property=_EXPERIENCE_INDEXES[index], vector=vector,
-                            k=w.candidates, **params)
+    return result.rows
 
 
 def _pass_rate_key(index: str, params: dict[str, Any]) -> tuple[Any, ...]:
@@ -158,35 +153,39 @@ def _pass_rate_key(index: str, params: dict[str, Any]) -> tuple[Any, ...]:
             params["min_success"], params["min_quality"], params["agent"])
 
 
-def _learn_pass_rate(ctx: SearchContext, index: str, params: dict[str, Any], fetched: int, passed: int) -> None:
-    if fetched > 0:
-        ctx.pass_rates[_pass_rate_key(index, params)] = passed / fetched
-
-
-def _first_request(ctx: SearchContext, index: str, params: dict[str, Any], wanted: int, limit: int) -> int:
-    rate = ctx.pass_rates.get(_pass_rate_key(index, params))
-    if rate is None:
-        return min(limit, wanted * _DEFAULT_OVERFETCH)
-    # The domain preference is best effort: beyond 8× the candidates, a larger HNSW search
-    # costs more latency than the few extra same-domain candidates are worth (a namespace
-    # that is a sliver of the index still grows its request until enough rows pass).
-    return min(limit, wanted * _MAX_FIRST_FACTOR, max(wanted, math.ceil(wanted * 1.5 / max(rate, 1 / limit))))
-
-
-def _fulltext_channel(ctx: SearchContext, run: Run, text: str) -> list[dict[str, Any]]:
+def _fulltext_channel(ctx: SearchContext, run: Run, text: str, terms: list[str]) -> list[dict[str, Any]]:
     w, params = run.weights, run.params
 
     def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
         row = ctx.gateway.read("search_experience_fulltext", text=text, fetch=n, k=w.candidates, **params)[0]
-        _learn_pass_rate(ctx, "experience_text", params, int(row["fetched"]), int(row["passed_same"]))
+        ctx.pass_rates.learn(_pass_rate_key("experience_text", params), int(row["fetched"]), int(row["passed_same"]))
         return int(row["fetched"]), list(row["rows"])
 
-    first = _first_request(ctx, "experience_text", params, w.candidates, w.overfetch_limit)
-    result = overfetch(fetch, w.candidates, first=first, limit=w.overfetch_limit)
+    # No fall-back scan above exact_scan_max: reading every text of a large namespace costs more
+    # than the few candidates the index could not give.
+    result = nearest(ScanPolicy.of(w), ctx.size.get(w.exact_scan_max).experiences, w.candidates,
+                     scan=lambda: _lexical_scan(ctx, run, terms), fetch=fetch,
+                     first=ctx.pass_rates.first(_pass_rate_key("experience_text", params), w.candidates, w.overfetch_limit))
     if result.limit_hit:
         run.notes.append(f"full-text channel: only {len(result.rows)} of {w.candidates} candidates within the "
                          f"first {result.fetched} index hits (others belong to other namespaces or filters)")
     return result.rows
+
+
+def _lexical_scan(ctx: SearchContext, run: Run, terms: list[str]) -> list[dict[str, Any]]:
+    """The full-text channel of a namespace small enough to scan: its own texts scored by BM25 with
+    its own statistics (:class:`~kbgraph.search.lexical.LexicalCorpus`), ranked as the index query
+    ranks them (another domain than the query's discounted), the ``candidates`` best."""
+    params = run.params
+    rows = [tuple(str(value) for value in row) for row in ctx.gateway.read("search_experience_texts", **params)[0]["rows"]]
+    corpus = ctx.lexical_corpus(rows)
+    domain, other = params["domain"], float(params["other_domain"])
+    ranked = sorted(
+        ((score * (1.0 if domain is None or rows[i][1] == domain else other), rows[i][0], score)
+         for i, score in corpus.scores(terms).items() if score > 0),
+        key=lambda item: (-item[0], item[1]),
+    )
+    return [{"id": hit_id, "score": score} for _, hit_id, score in ranked[: run.weights.candidates]]
 
 
 def _step_channel(ctx: SearchContext, run: Run, vector: list[float]) -> StepEvidence:
@@ -198,19 +197,19 @@ def _step_channel(ctx: SearchContext, run: Run, vector: list[float]) -> StepEvid
         cutoff[0] = float(row["cutoff"] or 0.0)
         return int(row["fetched"]), list(row["rows"])
 
-    if ctx.size.get(w.exact_scan_max).steps <= w.exact_scan_max:
-        rows = list(ctx.gateway.read("search_step_scan", vector=vector, k=w.candidates, **params)[0]["rows"])
-        best = {r["id"]: max(0.0, neo4j_to_cosine(r["score"])) for r in rows}
-        # Every step was scored: an experience not among the k best has none above the last.
-        return StepEvidence(rows, best, min(best.values()) if len(rows) >= w.candidates else 0.0)
-    # One request, no growth: many experiences share a step (every retail task starts by
-    # finding the user), and asking for more would only confirm what the bound says.
+    def scan() -> list[dict[str, Any]]:
+        return list(ctx.gateway.read("search_step_scan", vector=vector, k=w.candidates, **params)[0]["rows"])
+
+    # Above exact_scan_max steps, one request and no growth: many experiences share a step (every
+    # retail task starts by finding the user), and asking for more would only confirm what the
+    # bound says.
     first = w.candidates * 2
-    result = overfetch(fetch, w.candidates, first=first, limit=first)
+    result = nearest(ScanPolicy.of(w), ctx.size.get(w.exact_scan_max).steps, w.candidates, scan=scan, fetch=fetch,
+                     first=first, limit=first)
     best = {r["id"]: max(0.0, neo4j_to_cosine(r["score"])) for r in result.rows}
     if len(result.rows) >= w.candidates:  # truncated to the k best experiences
         bound = min(best.values())
-    elif result.exhausted:  # the index returned every step there is
+    elif result.exact or result.exhausted:  # every step there is was scored
         bound = 0.0
     else:
         bound = max(0.0, neo4j_to_cosine(cutoff[0]))
@@ -226,13 +225,14 @@ def concepts(ctx: SearchContext, vector: list[float], w: SearchWeights) -> list[
         row = ctx.gateway.read("search_meta_concepts", kb=ctx.namespace, vector=vector, fetch=n, k=w.concepts)[0]
         return int(row["fetched"]), list(row["rows"])
 
-    if ctx.size.get(w.exact_scan_max).meta_concepts <= w.exact_scan_max:
+    def scan() -> list[dict[str, Any]]:
         # A namespace holds tens of documents: scoring them all is one cheap request, where the
         # shared index, crowded by other namespaces' documents, needs growing requests.
-        rows = list(ctx.gateway.read("search_meta_concepts_scan", kb=ctx.namespace, vector=vector,
+        return list(ctx.gateway.read("search_meta_concepts_scan", kb=ctx.namespace, vector=vector,
                                      k=w.concepts)[0]["rows"])
-    else:
-        rows = overfetch(fetch, w.concepts, first=w.concepts * 10, limit=w.overfetch_limit).rows
+
+    rows = nearest(ScanPolicy.of(w), ctx.size.get(w.exact_scan_max).meta_concepts, w.concepts, scan=scan,
+                   fetch=fetch, first=w.concepts * 10, fall_back=True).rows
     return [
         ConceptHit(id=r["id"], name=r["name"], score=round(max(0.0, neo4j_to_cosine(r["score"])), 6),
                    document=r["document"] or "", concepts=int(r["concepts"]), experiences=int(r["experiences"]))

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from threading import Lock
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,8 @@ from kbgraph.embedders import Embedder
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.ingest.facts import PgVectorCache
+from kbgraph.search.candidates import PassRates
+from kbgraph.search.lexical import LexicalCorpus
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import SearchQuery, SearchWeights
 from kbgraph.search.scoring import domain_distance, transferability
@@ -29,6 +32,8 @@ __all__ = ["Run", "SearchContext"]
 
 #: How long the answer "does this domain have experiences with steps?" is trusted (seconds).
 DOMAIN_STEPS_TTL = 60.0
+#: Lexical corpora kept (one per set of filters in use; a namespace's searches mostly use one).
+LEXICAL_CORPORA = 4
 
 
 @dataclass
@@ -47,8 +52,25 @@ class SearchContext:
     #: The retriever's thread pool (made on first use).
     executor: Callable[[], Executor]
     domain_vectors: dict[str, np.ndarray] = field(default_factory=dict)
-    pass_rates: dict[tuple[Any, ...], float] = field(default_factory=dict)
+    pass_rates: PassRates = field(default_factory=PassRates)
     domain_steps: dict[str, tuple[bool, float]] = field(default_factory=dict)
+    lexical: dict[tuple[tuple[str, ...], ...], LexicalCorpus] = field(default_factory=dict)
+    _lexical_lock: Lock = field(default_factory=Lock)
+
+    def lexical_corpus(self, rows: Sequence[tuple[str, ...]]) -> LexicalCorpus:
+        """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal)``, as
+        search_experience_texts reads them): built once for the same texts, so a write to the
+        namespace (a text, an experience or a filtered property that changed) makes a new one."""
+        key = tuple(rows)
+        with self._lexical_lock:
+            corpus = self.lexical.get(key)
+        if corpus is None:  # built outside the lock; two searches may build it both
+            corpus = LexicalCorpus([(problem, goal, domain) for _, domain, problem, goal in rows])
+            with self._lexical_lock:
+                self.lexical[key] = corpus
+                while len(self.lexical) > LEXICAL_CORPORA:
+                    del self.lexical[next(iter(self.lexical))]
+        return corpus
 
     def domain_has_steps(self, domain: str | None) -> bool:
         """False when the query's domain holds no experience with steps (WebArena's, say): the

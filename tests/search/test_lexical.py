@@ -174,3 +174,38 @@ def test_coverage_of_a_request_in_the_memorys_words_is_high_and_of_an_intent_onl
     covered = max(bm25_scores(specific, documents)) / bm25_ceiling(specific, documents)
     uncovered = max(bm25_scores(vague, documents), default=0.0) / bm25_ceiling(vague, documents)
     assert covered > 0.8 and uncovered == 0.0
+
+
+# --- the namespace's own index (LexicalCorpus) ----------------------------------------------------
+
+FLIGHTS = ["cancel flight reservation", "change flight date", "flight baggage allowance", "refund flight insurance"]
+
+
+def test_a_corpus_of_one_field_scores_as_bm25_over_the_same_documents() -> None:
+    corpus = lexical.LexicalCorpus([(text,) for text in FLIGHTS])
+    expected = lexical.bm25_scores(["flight", "insurance"], FLIGHTS)
+    assert corpus.scores(["flight", "insurance"]) == {i: pytest.approx(s) for i, s in enumerate(expected)}
+
+
+def test_a_corpus_of_fields_sums_each_fields_bm25_with_that_fields_statistics() -> None:
+    problems = ["Cancel my flight", "Return the lamp", "Cancel the order"]
+    domains = ["airline", "retail", "retail"]
+    corpus = lexical.LexicalCorpus(list(zip(problems, domains, strict=True)))
+    terms = ["cancel", "retail"]
+    by_field = [lexical.bm25_scores(terms, problems), lexical.bm25_scores(terms, domains)]
+    assert corpus.scores(terms) == {i: pytest.approx(by_field[0][i] + by_field[1][i]) for i in range(3)}
+
+
+def test_only_documents_holding_a_term_are_scored() -> None:
+    corpus = lexical.LexicalCorpus([(text,) for text in FLIGHTS])
+    assert set(corpus.scores(["refund", "hotel"])) == {3}
+    assert corpus.scores(["hotel"]) == {}
+    assert lexical.LexicalCorpus([]).scores(["flight"]) == {}
+
+
+def test_an_empty_field_takes_no_part_in_that_fields_statistics() -> None:
+    """Lucene counts a field's documents among those that have it: a goal left empty neither
+    shortens the average goal nor counts as a goal without the term."""
+    with_empty = lexical.LexicalCorpus([("cancel flight", "get a refund"), ("change date", ""), ("book seat", "")])
+    without = lexical.LexicalCorpus([("cancel flight", "get a refund")])
+    assert with_empty.scores(["refund"])[0] == pytest.approx(without.scores(["refund"])[0])

@@ -37,7 +37,8 @@ def test_a_small_namespace_is_scanned_exactly_whatever_else_the_database_holds(
         assert "steps_scan" in asked and "steps_search" not in asked
 
         asked.clear()  # a namespace above the limit asks the shared index
-        monkeypatch.setattr("kbgraph.search.steps.DEFAULT_EXACT_SCAN_MAX", 0)
+        search = kb.settings.search.model_copy(update={"exact_scan_max": 0})  # the setting is honoured
+        monkeypatch.setattr(kb, "settings", kb.settings.model_copy(update={"search": search}))
         answer()  # (what it finds there depends on the other namespaces: the defect the scan avoids)
         assert "steps_search" in asked and "steps_scan" not in asked
     finally:

@@ -12,6 +12,7 @@ import pytest
 
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.settings import Settings
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import Experience, Relation, Step
 from kbgraph.search.student import retriever
@@ -229,7 +230,10 @@ def test_a_small_namespace_is_scanned_exactly_whatever_else_the_database_holds(
 ) -> None:
     # HNSW is approximate and shared by every namespace: the candidates (and with them the fine
     # score and the lexical statistics) of a small namespace changed with what other namespaces
-    # held. Below exact_scan_max nodes, every channel scans the namespace instead.
+    # held. Below exact_scan_max nodes, every channel scans the namespace instead. (Utility without
+    # decay: otherwise every score drifts by millionths while the crowd is written.)
+    kb = KnowledgeBase(driver, embedder, namespace=kb.namespace, database=kb.gateway.database,
+                       settings=Settings(learning={"utility_half_life_days": 0}))
     kb.add_experiences([CANCEL, RETURN, FLIGHT])
     query = {"domain": "retail", "steps_so_far": [{"action": "get_order_details", "arguments": {"order_id": "#W1"}}]}
 

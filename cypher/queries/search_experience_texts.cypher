@@ -1,0 +1,17 @@
+// Student search, lexical channel by exact scan: the texts the full-text index experience_text
+// holds (problem, goal, domain) of every experience of namespace $kb that passes the filters
+// ($statuses, $domains, $kinds, $min_success, $min_quality, scope / $agent, as in
+// search_experience_fulltext), in id order, as one row (`rows`: [id, domain, problem, goal] each;
+// one row of lists travels faster than a record per experience). kbgraph scores them with BM25 over the namespace's
+// own texts (kbgraph.search.lexical.LexicalCorpus): the full-text index's top hits and its term
+// statistics are the whole database's, crowded by other namespaces. Used for a namespace small
+// enough to scan (search_namespace_size).
+MATCH (e:Experience {kb: $kb})
+WHERE e.status IN $statuses
+  AND ($domains IS NULL OR e.domain IN $domains)
+  AND ($kinds IS NULL OR e.kind IN $kinds)
+  AND coalesce(e.success_rate, 0.0) >= $min_success
+  AND coalesce(e.quality, 0.0) >= $min_quality
+  AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
+WITH e ORDER BY e.id
+RETURN collect([e.id, e.domain, coalesce(e.problem, ''), coalesce(e.goal, '')]) AS rows;
