@@ -45,7 +45,7 @@ in 15"). The *error class* is the same error on any action (the signature's mess
 :func:`error_class`); every failure of the query's class is a match, near or not. For each class
 and kind of recovery (retry, repeat, switch, none) the namespace is counted: how many times it
 followed the error and how many times it *worked* (the fix went through and the run then
-succeeded): "this kind of recovery (retry) worked 3 of 4 times on this error", also as
+succeeded): "a retry worked 3 of 4 times on this error (…)", also as
 ``recovery_tried`` / ``recovery_worked``. The matches of the query's class come first, ranked by
 the recovery each shows: one that worked, then a concrete one (it names what to do), then the
 kind's evidence ``(worked + 1) / (tried + 2)`` once it worked, 0 while it never did

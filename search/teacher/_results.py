@@ -113,15 +113,15 @@ class FailureMatch(BaseModel):
     @property
     def summary(self) -> str:
         """"seen 24 times in 6 tasks, recovered in 15 (the run then succeeded in 9); a retry worked 3 of
-        4 times on this error: the fix went through and the run then succeeded"."""
+        4 times on this error (the fix went through and the run then succeeded)"."""
         times = "once" if self.seen == 1 else f"{self.seen} times"
         tasks = "1 task" if self.tasks == 1 else f"{self.tasks} tasks"
         text = f"seen {times} in {tasks}, recovered in {self.recovered} (the run then succeeded in {self.worked})"
         kind = _KIND_WORDS.get(self.recovery_kind or "")
         if kind and self.recovery_tried:
             times = "time" if self.recovery_tried == 1 else "times"
-            text += (f"; {kind} worked {self.recovery_worked} of {self.recovery_tried} {times} on this error: "
-                     "the fix went through and the run then succeeded")
+            text += (f"; {kind} worked {self.recovery_worked} of {self.recovery_tried} {times} on this error "
+                     "(the fix went through and the run then succeeded)")
         return text
 
 

@@ -82,7 +82,7 @@ def test_a_recovery_followed_by_success_on_another_action_ranks_above_a_nearer_o
     # the fix went through and the run then succeeded.
     assert (first.recovery_tried, first.recovery_worked) == (second.recovery_tried, second.recovery_worked) == (3, 1)
     assert first.summary == ("seen once in 1 task, recovered in 1 (the run then succeeded in 1); a retry worked 1 of 3 "
-                             "times on this error: the fix went through and the run then succeeded")
+                             "times on this error (the fix went through and the run then succeeded)")
     # Another error comes after every failure of the query's class, whatever its recovery.
     assert third.run_id == "run-other" and not third.same_class and third.error_class == "flight not available on"
 
