@@ -169,7 +169,7 @@ def failure_matches(
         )
         worked, concrete, evidence, same_call, _ = _shown_key(str(shown.get("recovery_kind")), shown, count)
         # Same class first, ranked by what worked and how often; every other match by its score.
-        key = (same, same and worked, same and concrete, evidence if same else 0.0, same and same_call, match.score)
-        ranked.append((key, match))
+        order = (same, same and worked, same and concrete, evidence if same else 0.0, same and same_call, match.score)
+        ranked.append((order, match))
     ranked.sort(key=lambda r: (tuple(-float(x) for x in r[0]), r[1].experience_id, r[1].failure_id))
     return [match for _, match in ranked[:k]]
