@@ -50,6 +50,9 @@ def eval_command(
                                        "real_runs/)")] = Path("../shared/data"),
     dev_sets: Annotated[Path | None, typer.Option(
         "--dev-sets", help="With --suite: the project's own development sets (default: data/dev of this checkout)")] = None,
+    split: Annotated[str | None, typer.Option(
+        "--split", help="teacher: the runs of the tasks at even (or odd) positions are the memory, the errored "
+                        "steps of the others the queries; default: leave one run out")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """nDCG@k, Recall@k and MRR of kbgraph next to TF-IDF, MiniLM cosine, the Agent KB hybrid and MiniLM over the
@@ -61,6 +64,8 @@ def eval_command(
         return
     if phase not in ("student", "teacher"):
         raise InvalidInputError([f"--phase {phase!r}: must be student or teacher"])
+    if split is not None and (phase != "teacher" or split not in ("even", "odd")):
+        raise InvalidInputError([f"--split {split!r}: must be even or odd, and only with --phase teacher"])
     if not 1 <= k <= 1000:
         raise InvalidInputError([f"--k {k}: must be between 1 and 1000"])
     if phase == "student":
@@ -78,9 +83,10 @@ def eval_command(
         kb.ingest(sorted(corpus.glob("*.jsonl")), on_progress=lambda stage, done, total: on_progress(f"ingest: {stage}", done, total))
         if phase == "teacher":
             from kbgraph.search.teacher import TeacherRetriever
-            from kbgraph.search.eval.teacher import run_teacher_eval
+            from kbgraph.search.eval.teacher import SPLITS, run_teacher_eval
 
-            teacher = run_teacher_eval(TeacherRetriever(kb.gateway, kb.embedder, kb.namespace), corpus, on_progress)
+            teacher = run_teacher_eval(TeacherRetriever(kb.gateway, kb.embedder, kb.namespace), corpus, on_progress,
+                                       split=None if split is None else SPLITS[SPLITS.index(split)])
         else:
             assert queries is not None and qrels is not None
             report = run_eval(kb.student, kb.gateway, kb.embedder, queries, qrels, corpus, k=k,
@@ -152,13 +158,17 @@ def _print_teacher_report(report: Any, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json_safe(report.model_dump_json(indent=2)) + "\n")
         return
-    table = Table("system", f"nDCG@{report.k} (failure matches)", "concrete recovery that went through",
-                  "… and the run succeeded", "queries", "seconds")
+    table = Table("system", f"nDCG@{report.k} (failure matches)", "same error class",
+                  "concrete recovery that went through", "… and the run succeeded (good)", "queries", "seconds")
     for row in report.systems:
-        table.add_row(row.system, f"{row.ndcg:.4f}", f"{row.concrete_success:.4f}", f"{row.concrete_run_success:.4f}",
-                      str(row.evaluated), f"{row.seconds:.1f}")
+        table.add_row(row.system, f"{row.ndcg:.4f}", f"{row.same_class:.4f}", f"{row.concrete_success:.4f}",
+                      f"{row.concrete_run_success:.4f}", str(row.evaluated), f"{row.seconds:.1f}")
+    memory = ("every other run" if report.split is None
+              else f"the {report.memory_runs} runs of the tasks at {report.split} positions")
     out.print(f"teacher phase over namespace {report.namespace!r} (corpus {report.corpus}): {report.queries} errored "
-              f"steps, {report.judged} of them hit by another run too (nDCG is over those)")
+              f"steps asked of {memory}, {report.judged} of them of an error class the memory holds too "
+              "(nDCG is over those)")
     out.print(table)
     out.print(f"kbgraph − oracle: {report.kbgraph_minus_oracle:+.4f}; kbgraph − TF-IDF: {report.kbgraph_minus_tfidf:+.4f} "
-              "(share of first recoveries of the same error that are concrete and went through)")
+              "(share of first failure matches of the same error class with a concrete recovery from a run that then "
+              "succeeded)")

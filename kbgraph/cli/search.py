@@ -139,7 +139,8 @@ def refine(
                       f"{match.step.action}: sim {b.sim_step:.2f} · issue {b.issue_match:.2f} · precision {b.precision:.2f}"
                       f" — {match.goal[:80]}", markup=False, highlight=False)
         for failure in (f for f in results.failures if f.query_step == index):
-            out.print(f"  failed the same way ({failure.score:.3f}): {failure.description[:160]}"
+            how = "the same error" if failure.same_class else "a failure like it"
+            out.print(f"  {how} ({failure.score:.3f}): {failure.description[:160]}"
                       f"\n      {failure.summary}"
                       f"\n      recovery ({failure.run_id or failure.experience_id}): {failure.recovery[:400]}",
                       markup=False, highlight=False)

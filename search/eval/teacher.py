@@ -1,25 +1,31 @@
 """The teacher-phase benchmark: "what went wrong at a step like this, and how was it fixed?"
 
-Built leave-one-run-out from the runs of a corpus: every step that errored is a query (its
-action, arguments and error, as an agent would hand it to ``refine``), asked of the knowledge base
-with that run left out (``exclude_runs``). What counts:
+Every step that errored is a query (its action, arguments and error, as an agent would hand it to
+``refine``), asked of the knowledge base with its own run left out (``exclude_runs``). With a
+``split``, the tasks of the corpus (in order of first appearance) are halved: the runs of the
+tasks at even positions are the memory and the errored steps of the others the queries
+(``split="even"``), or the reverse (``"odd"``); every query then leaves out every run of its half,
+so no figure can lean on a run of the task asked about. What counts:
 
 - **nDCG@5 of the failure matches**: the runs the ranked failure matches stand for (a match of
-  identical failure modes stands for all their runs, nearest group first), judged relevant when
-  the run hit the same error on the same action (the same :func:`error_signature`). Queries whose
-  error no other run hit have no relevant run; they are left out of nDCG (and counted).
-- **the share of answers whose first recovery is concrete and followed by success**: the first
-  failure match is the same error on the same action, and its recovery names a fix (what changed,
-  what was called instead, or the agent's reasoning) and that fix went through. Over every query.
-  The stricter share where the run then succeeded as well is reported beside it (on the real
-  runs most errors happen in runs that later failed for other reasons).
+  identical failure modes stands for all their runs, in order), judged relevant when the run hit
+  an error of the same **error class** (:func:`~kbgraph.search.teacher.error_class`: the same
+  error, values masked, on any action). Queries whose class no memory run hit have no relevant
+  run; they are left out of nDCG (and counted).
+- Of the **first** failure match, over every query: **same** — it is of the query's error class;
+  **concrete** — and its recovery names a fix (what changed, what was called instead, or the
+  agent's reasoning) that went through; **good** — and its run then succeeded as well: the
+  issue's "first failure match of the same error class, from a run that then succeeded, with a
+  concrete recovery".
 
 Next to kbgraph, in the same run: **TF-IDF over the failure text** — each errored step of every
-other run is a document (``action + error``), and what such a retriever can hand back as the
+memory run is a document (``action + error``), and what such a retriever can hand back as the
 recovery is the step that came next in that run (a memory without recovery extraction): it is
 concrete when that next step is the fix itself (the same call with changed arguments, or
-another state-changing call) and went through — and the **oracle**: another run that hit the
-same error and recovered from it concretely exists (the best share any system can reach).
+another state-changing call) and went through; **TF-IDF + kbgraph recoveries**, the same first
+document with kbgraph's recovery of it — and the **oracle**: whether a memory run hit the same
+error class at all, with a concrete recovery, and with one from a run that then succeeded (the
+best share any system can reach).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -40,12 +47,17 @@ from kbgraph.core.shapes import verb_of
 from kbgraph.core.jsonl import read_jsonl
 from kbgraph.core.models import Trajectory
 from kbgraph.search.eval.metrics import evaluate
-from kbgraph.search.teacher import TeacherRetriever
+from kbgraph.search.teacher import TeacherRetriever, error_class
 
-__all__ = ["TeacherEvalReport", "TeacherQuery", "TeacherSystemScores", "run_teacher_eval", "teacher_queries"]
+__all__ = ["SPLITS", "Split", "TeacherEvalReport", "TeacherQuery", "TeacherSystemScores", "memory_runs", "run_teacher_eval",
+           "teacher_queries"]
 
 Progress = Callable[[str, int, int], None]
 K = 5
+
+
+Split = Literal["even", "odd"]
+SPLITS: tuple[Split, ...] = ("even", "odd")
 
 
 @dataclass(frozen=True)
@@ -54,24 +66,32 @@ class TeacherQuery:
 
     qid: str
     run_id: str
+    task: str
     domain: str
     action: str
     arguments: dict[str, object]
     error: str
     signature: str
+    error_class: str | None
+    run_succeeded: bool
     #: Its own recovery: concrete, and the fix went through; and the run then succeeded as well.
     useful: bool
     useful_run: bool
     #: The step right after it is that fix (what a retriever without recovery extraction shows).
     next_is_fix: bool
 
+    def same_class(self, other_class: str | None) -> bool:
+        return self.error_class is not None and other_class == self.error_class
+
 
 class TeacherSystemScores(BaseModel):
     system: str
     ndcg: float
-    #: Answers whose first recovery is of the same error, concrete, and its fix went through.
+    #: Answers whose first failure match is of the query's error class.
+    same_class: float
+    #: … and its recovery is concrete, and its fix went through.
     concrete_success: float
-    #: The same, and the run then succeeded as well.
+    #: … and its run then succeeded as well ("good").
     concrete_run_success: float
     evaluated: int
     seconds: float
@@ -81,11 +101,14 @@ class TeacherEvalReport(BaseModel):
     corpus: str
     namespace: str
     k: int
+    #: None: leave one run out; "even"/"odd": the runs of those tasks are the memory.
+    split: Split | None = None
+    memory_runs: int
     queries: int
-    #: Queries whose error another run hit (the ones nDCG is computed over).
+    #: Queries whose error class a memory run hit too (the ones nDCG is computed over).
     judged: int
     systems: list[TeacherSystemScores]
-    #: kbgraph's share minus the oracle's, and minus TF-IDF's.
+    #: kbgraph's "good" share minus the oracle's, and minus TF-IDF's.
     kbgraph_minus_oracle: float
     kbgraph_minus_tfidf: float
 
@@ -121,72 +144,95 @@ def teacher_queries(runs: Sequence[Trajectory]) -> list[TeacherQuery]:
             if step.error is None:
                 continue
             recovery = recovery_after(run, index, names, ids)
+            signature = error_signature(step.action, step.error)
             queries.append(TeacherQuery(
-                qid=f"{run.id}#{index}", run_id=run.id, domain=run.domain, action=step.action,
-                arguments=dict(step.arguments), error=step.error, signature=error_signature(step.action, step.error),
+                qid=f"{run.id}#{index}", run_id=run.id, task=run.task, domain=run.domain, action=step.action,
+                arguments=dict(step.arguments), error=step.error, signature=signature,
+                error_class=error_class(signature), run_succeeded=run.outcome.success,
                 useful=recovery.concrete, useful_run=recovery.concrete and recovery.run_succeeded,
                 next_is_fix=_next_is_fix(run, index),
             ))
     return queries
 
 
-def _relevant(queries: Sequence[TeacherQuery]) -> dict[str, dict[str, float]]:
-    return {q.qid: {o.run_id: 1.0 for o in queries if o.signature == q.signature and o.run_id != q.run_id}
-            for q in queries}
+def memory_runs(runs: Sequence[Trajectory], split: Split | None) -> set[str]:
+    """The runs a query may be answered from (besides leaving its own out): all of them, or those
+    of the tasks at even (``"even"``) or odd (``"odd"``) positions in order of first appearance."""
+    if split is None:
+        return {run.id for run in runs}
+    if split not in SPLITS:
+        raise InvalidInputError([f"split {split!r}: must be one of {', '.join(SPLITS)}, or none"])
+    position = {task: i for i, task in enumerate(dict.fromkeys(run.task for run in runs))}
+    return {run.id for run in runs if position[run.task] % 2 == SPLITS.index(split)}
 
 
-Answers = dict[str, tuple[bool, bool]]  # qid → (useful, useful and the run succeeded)
+#: qid → (same error class, … with a concrete recovery that went through, … and the run then succeeded)
+Answers = dict[str, tuple[bool, bool, bool]]
+#: qid → the errored steps of the memory it may be answered from (its own run left out)
+Memory = dict[str, list[TeacherQuery]]
 
 
-def _kbgraph(retriever: TeacherRetriever, queries: Sequence[TeacherQuery], on_progress: Progress | None
-             ) -> tuple[dict[str, list[str]], Answers]:
+def _answer(query: TeacherQuery, cls: str | None, concrete: bool, run_succeeded: bool) -> tuple[bool, bool, bool]:
+    same = query.same_class(cls)
+    return same, same and concrete, same and concrete and run_succeeded
+
+
+def _kbgraph(retriever: TeacherRetriever, queries: Sequence[TeacherQuery], left_out: Sequence[str],
+             on_progress: Progress | None) -> tuple[dict[str, list[str]], Answers]:
     rankings: dict[str, list[str]] = {}
     answers: Answers = {}
     for done, query in enumerate(queries, 1):
         results = retriever.refine([{"action": query.action, "arguments": query.arguments, "error": query.error}],
-                                   domain=query.domain, k=K, exclude_runs=[query.run_id])
+                                   domain=query.domain, k=K, exclude_runs=[query.run_id, *left_out])
         ranked = list(dict.fromkeys(r for match in results.failures for r in match.runs if r != query.run_id))
         rankings[query.qid] = ranked[:K]
         first = results.failures[0] if results.failures else None
-        useful = bool(first and first.signature == query.signature and first.concrete and first.fix_recovered)
-        answers[query.qid] = (useful, useful and bool(first and first.run_succeeded))
+        answers[query.qid] = (_answer(query, error_class(first.signature), bool(first.concrete and first.fix_recovered),
+                                      bool(first.run_succeeded)) if first else (False, False, False))
         if on_progress is not None:
             on_progress("teacher", done, len(queries))
     return rankings, answers
 
 
-def _tfidf(queries: Sequence[TeacherQuery]) -> tuple[dict[str, list[str]], Answers]:
-    """Each other run's errored steps ranked by TF-IDF cosine of ``action + error``; the answer is
-    the first one's recovery."""
-    texts = [f"{q.action} {q.error}" for q in queries]
-    vectorizer = TfidfVectorizer()
-    matrix = vectorizer.fit_transform(texts)
+def _tfidf(queries: Sequence[TeacherQuery], memory: Memory) -> tuple[dict[str, list[str]], Answers, Answers]:
+    """Each memory errored step ranked by TF-IDF cosine of ``action + error``; the answer is the first
+    one's next step, and (second answers) kbgraph's recovery of that first one."""
+    steps = list({o.qid: o for o in [*queries, *(o for m in memory.values() for o in m)]}.values())
+    row = {o.qid: i for i, o in enumerate(steps)}
+    matrix = TfidfVectorizer().fit_transform([f"{o.action} {o.error}" for o in steps])
     scores = (matrix @ matrix.T).toarray()
     rankings: dict[str, list[str]] = {}
     answers: Answers = {}
-    for i, query in enumerate(queries):
-        order = sorted((j for j in range(len(queries)) if queries[j].run_id != query.run_id),
-                       key=lambda j: (-scores[i, j], j))
-        ranked: list[str] = []
-        for j in order:
-            if queries[j].run_id not in ranked:
-                ranked.append(queries[j].run_id)
-        rankings[query.qid] = ranked[:K]
-        top = queries[order[0]] if order else None
-        useful = top is not None and top.signature == query.signature and top.next_is_fix
-        answers[query.qid] = (useful, useful and bool(top and top.useful_run))
-    return rankings, answers
+    recoveries: Answers = {}
+    for query in queries:
+        i = row[query.qid]
+        order = sorted(memory[query.qid], key=lambda o: (-scores[i, row[o.qid]], row[o.qid]))
+        rankings[query.qid] = list(dict.fromkeys(o.run_id for o in order))[:K]
+        top = order[0] if order else None
+        answers[query.qid] = (_answer(query, top.error_class, top.next_is_fix, top.run_succeeded) if top
+                              else (False, False, False))
+        recoveries[query.qid] = (_answer(query, top.error_class, top.useful, top.useful_run) if top
+                                 else (False, False, False))
+    return rankings, answers, recoveries
 
 
 def run_teacher_eval(
-    retriever: TeacherRetriever, corpus: Path, on_progress: Progress | None = None,
+    retriever: TeacherRetriever, corpus: Path, on_progress: Progress | None = None, split: Split | None = None,
 ) -> TeacherEvalReport:
-    """The teacher benchmark over ``corpus`` (already ingested into the retriever's namespace)."""
-    queries = teacher_queries(_runs(corpus))
+    """The teacher benchmark over ``corpus`` (already ingested into the retriever's namespace),
+    leave-one-run-out, or over a ``split`` of its tasks (module docstring)."""
+    runs = _runs(corpus)
+    remembered = memory_runs(runs, split)
+    steps = teacher_queries(runs)
+    queries = [q for q in steps if split is None or q.run_id not in remembered]
     if not queries:
         raise InvalidInputError([f"--corpus {corpus}: no step of its runs has an error; the teacher phase asks "
-                                 "about errored steps (a step's 'error' field)"], headline="nothing to evaluate")
-    relevant = _relevant(queries)
+                                 "about errored steps (a step's 'error' field)" if not steps else
+                                 f"--corpus {corpus}: no errored step in the runs left for queries by split {split}"],
+                                headline="nothing to evaluate")
+    left_out = sorted({run.id for run in runs} - remembered)
+    memory: Memory = {q.qid: [o for o in steps if o.run_id in remembered and o.run_id != q.run_id] for q in queries}
+    relevant = {q.qid: {o.run_id: 1.0 for o in memory[q.qid] if q.same_class(o.error_class)} for q in queries}
     judged = {qid: rel for qid, rel in relevant.items() if rel}
     systems: list[TeacherSystemScores] = []
 
@@ -195,27 +241,27 @@ def run_teacher_eval(
         count = max(len(queries), 1)
         systems.append(TeacherSystemScores(
             system=name, ndcg=round(result["ndcg"], 4), evaluated=len(queries), seconds=round(seconds, 2),
-            concrete_success=round(sum(a[0] for a in answers.values()) / count, 4),
-            concrete_run_success=round(sum(a[1] for a in answers.values()) / count, 4)))
+            **{field: round(sum(a[i] for a in answers.values()) / count, 4)
+               for i, field in enumerate(("same_class", "concrete_success", "concrete_run_success"))}))
 
     started = time.perf_counter()
-    rankings, answers = _kbgraph(retriever, queries, on_progress)
+    rankings, answers = _kbgraph(retriever, queries, left_out, on_progress)
     score("kbgraph", rankings, answers, time.perf_counter() - started)
     started = time.perf_counter()
-    rankings, answers = _tfidf(queries)
+    rankings, answers, recoveries = _tfidf(queries, memory)
     score("tfidf_failure_text", rankings, answers, time.perf_counter() - started)
     # The same ranking with kbgraph's recovery of its first document: what the extraction adds.
-    first = {q.qid: next((o for o in queries if o.run_id == (rankings[q.qid] or [""])[0] and o.signature == q.signature), None)
-             for q in queries}
-    score("tfidf + kbgraph recoveries", rankings,
-          {qid: (o is not None and o.useful, o is not None and o.useful_run) for qid, o in first.items()}, 0.0)
-    others = {q.qid: [o for o in queries if o.signature == q.signature and o.run_id != q.run_id] for q in queries}
-    oracle = {qid: (any(o.useful for o in same), any(o.useful_run for o in same)) for qid, same in others.items()}
+    score("tfidf + kbgraph recoveries", rankings, recoveries, 0.0)
+    oracle: Answers = {}
+    for query in queries:
+        same = [o for o in memory[query.qid] if query.same_class(o.error_class)]
+        oracle[query.qid] = (bool(same), any(o.useful for o in same), any(o.useful_run for o in same))
     score("oracle", {q: sorted(rel) for q, rel in relevant.items()}, oracle, 0.0)
     by_name = {s.system: s for s in systems}
     return TeacherEvalReport(
-        corpus=str(corpus), namespace=retriever.namespace, k=K, queries=len(queries), judged=len(judged),
-        systems=systems,
-        kbgraph_minus_oracle=round(by_name["kbgraph"].concrete_success - by_name["oracle"].concrete_success, 4),
-        kbgraph_minus_tfidf=round(by_name["kbgraph"].concrete_success - by_name["tfidf_failure_text"].concrete_success, 4),
+        corpus=str(corpus), namespace=retriever.namespace, k=K, split=split, memory_runs=len(remembered),
+        queries=len(queries), judged=len(judged), systems=systems,
+        kbgraph_minus_oracle=round(by_name["kbgraph"].concrete_run_success - by_name["oracle"].concrete_run_success, 4),
+        kbgraph_minus_tfidf=round(by_name["kbgraph"].concrete_run_success
+                                  - by_name["tfidf_failure_text"].concrete_run_success, 4),
     )

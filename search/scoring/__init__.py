@@ -20,7 +20,7 @@ Conventions shared by all functions:
 The formulas come in families, one module each: :mod:`._vectors` (Neo4j scores, cosines, the
 problem-goal vector), :mod:`._stages` (coarse, fine, the stage blend λ(t), lexical normalisation
 and the hybrid score), :mod:`._graph` (transferability, success, reward, path decay),
-:mod:`._diversity` (MMR), :mod:`._teacher` (the teacher phase's step and issue scores) and
+:mod:`._diversity` (MMR), :mod:`._teacher` (the teacher phase's step, issue and failure scores, and the evidence of a recovery) and
 :mod:`._direct` (the student phase's direct score). :mod:`._checks` holds the checks above.
 """
 
@@ -34,8 +34,8 @@ from kbgraph.search.scoring._stages import (
     LambdaKind, coarse_score, fine_score, hybrid_score, lambda_schedule, max_normalise, minmax_normalise, stage_blend,
 )
 from kbgraph.search.scoring._teacher import (
-    UNKNOWN_ISSUE_TYPES, IssueWeights, execution_similarity, issue_match, issue_similarity, step_similarity,
-    teacher_step_score,
+    UNKNOWN_ISSUE_TYPES, IssueWeights, execution_similarity, failure_score, issue_match, issue_similarity,
+    recovery_evidence, step_similarity, teacher_step_score,
 )
 from kbgraph.search.scoring._vectors import combine_problem_goal, cosine_similarity, neo4j_to_cosine
 
@@ -51,6 +51,7 @@ __all__ = [
     "direct_scores",
     "domain_distance",
     "execution_similarity",
+    "failure_score",
     "fine_score",
     "fit_score",
     "hybrid_score",
@@ -64,6 +65,7 @@ __all__ = [
     "mmr_from_similarity",
     "neo4j_to_cosine",
     "path_score",
+    "recovery_evidence",
     "stage_blend",
     "step_similarity",
     "success_weight",

@@ -128,3 +128,26 @@ def execution_similarity(
     union = ours | theirs
     jaccard = len(ours & theirs) / len(union) if union else 1.0
     return 0.5 * float(same_action) + 0.5 * jaccard
+
+
+def recovery_evidence(worked: int, tried: int) -> float:
+    """How far a kind of recovery can be trusted on an error class, from counts alone: Laplace's
+    rule of succession ``(worked + 1) / (tried + 2)`` — the chance the next try works given it
+    worked ``worked`` of ``tried`` times, the posterior mean under a uniform prior, no fitted
+    constant — once it has worked at all; 0 while it never has, however often it was tried (fewer
+    failures are not evidence of success: "0 of 1" is no better than "0 of 5"). 2/3 for 1 of 1
+    and for 3 of 4, 10/12 for 9 of 10, 1/6 for 1 of 10. ``0 ≤ worked ≤ tried`` must hold."""
+    if isinstance(worked, bool) or isinstance(tried, bool) or not isinstance(worked, int) or not isinstance(tried, int):
+        raise ValueError(f"worked and tried must be integers, got {worked!r} and {tried!r}")
+    if not 0 <= worked <= tried:
+        raise ValueError(f"need 0 <= worked <= tried, got worked={worked}, tried={tried}")
+    return (worked + 1) / (tried + 2) if worked else 0.0
+
+
+def failure_score(cosine: float, issue_sim: float, evidence: float) -> float:
+    """A failure match's score: ``cosine · sim(issue types) · (0.5 + 0.5 · evidence)``, where
+    ``evidence`` (:func:`recovery_evidence`) is how often the recovery shown, of its kind, worked
+    on that error class: a failure whose kind of fix tends to work counts for more, one never
+    fixed still counts half. ``cosine`` is clamped to [0, 1]; the others must be in [0, 1]."""
+    return (_similarity(cosine, "cosine") * _unit_interval(issue_sim, "issue_sim")
+            * (0.5 + 0.5 * _unit_interval(evidence, "evidence")))

@@ -41,11 +41,21 @@ carry an ``error`` or an ``issue_type``: the stored failure modes nearest to the
 as ingestion embeds failure modes (``"{issue_type}: {humanised action} failed: {generalised
 error}"``). Identical failure modes — the same error on the same action, values masked (their
 ``signature``) — are one match, counted over the namespace ("seen 24 times in 6 tasks, recovered
-in 15"), showing the group's most useful recovery: concrete and followed by a run that
-succeeded, else a concrete retry of the same call, else any concrete one or a fix that went
-through. A match scores ``cosine · sim(issue types) · (0.5 + 0.5 · value)``, the value of that
-recovery (1, 2/3, 1/3 or 0), so the errors that were fixed come first. Precision is deliberately *not* applied: an experience that failed overall
-can still show how a failure was recovered, and its recovery is what this channel returns.
+in 15"). The *error class* is the same error on any action (the signature's message,
+:func:`error_class`); every failure of the query's class is a match, near or not. For each class
+and kind of recovery (retry, repeat, switch, none) the namespace is counted: how many times it
+followed the error and how many times it *worked* (the fix went through and the run then
+succeeded): "a retry worked 3 of 4 times on this error (…)", also as
+``recovery_tried`` / ``recovery_worked``. The matches of the query's class come first, ranked by
+the recovery each shows: one that worked, then a concrete one (it names what to do), then the
+kind's evidence ``(worked + 1) / (tried + 2)`` once it worked, 0 while it never did
+(:func:`~kbgraph.search.scoring.recovery_evidence`, Laplace's rule of succession: counts, no
+fitted constant), then — when no count decides — one that called the failed action again (a
+retry or repeat fixed this error, where a switch went around it), then similarity; a group shows
+its member by the same rule. The other matches follow by score, ``cosine · sim(issue types) · (0.5 +
+0.5 · evidence)``, where the same error class counts as the same issue. Precision is deliberately
+*not* applied: an experience that failed overall can still show how a failure was recovered, and
+its recovery is what this channel returns.
 
 Each experience's overall score is the larger of its best step-channel score and
 ``failure_weight ·`` its best failure score; :attr:`RefineResults.experiences` ranks by it.
@@ -57,13 +67,15 @@ query over-fetches (:func:`kbgraph.search.overfetch.overfetch`: ``8·k`` nodes f
 and every candidate in the final window is re-scored before the top ``k`` are kept.
 
 The package: :mod:`._params` holds the request (problematic steps, weights, validation),
-:mod:`._results` what comes back, :mod:`._retriever` the retrieval; the formulas are
+:mod:`._results` what comes back, :mod:`._retriever` the retrieval, :mod:`._failures` the
+criticism channel's groups, counts and order; the formulas are
 :mod:`kbgraph.search.scoring`'s (its teacher family).
 """
 
 from __future__ import annotations
 
 from kbgraph.search.scoring import UNKNOWN_ISSUE_TYPES, execution_similarity, issue_similarity
+from kbgraph.search.teacher._failures import error_class
 from kbgraph.search.teacher._params import (
     ERROR_CHARS, MAX_ACTION_CHARS, MAX_K, MAX_NAME_CHARS, MAX_PROBLEMATIC_STEPS, MAX_TEXT_CHARS, ProblematicStep,
     RefineRequest, RefineWeights, failure_query_text, parse_refine_request, step_query_text,
@@ -72,8 +84,8 @@ from kbgraph.search.teacher._results import (
     VIA_FAILURE, VIA_STEP, FailureMatch, MatchedStep, RefineResults, StepMatch, StepScore,
 )
 from kbgraph.search.teacher._retriever import (
-    FAILURE_QUERY, FETCH_LIMIT, FIRST_FACTOR, GROUP_QUERY, MIN_WINDOW, SCAN_QUERIES, STEP_QUERY, WINDOW_FACTOR,
-    TeacherRetriever,
+    FAILURE_QUERY, FETCH_LIMIT, FIRST_FACTOR, GROUP_QUERY, MIN_WINDOW, SCAN_QUERIES, SIGNATURE_QUERY, STEP_QUERY,
+    WINDOW_FACTOR, TeacherRetriever,
 )
 
 __all__ = [
@@ -89,6 +101,7 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "MIN_WINDOW",
     "SCAN_QUERIES",
+    "SIGNATURE_QUERY",
     "STEP_QUERY",
     "UNKNOWN_ISSUE_TYPES",
     "VIA_FAILURE",
@@ -103,6 +116,7 @@ __all__ = [
     "StepMatch",
     "StepScore",
     "TeacherRetriever",
+    "error_class",
     "execution_similarity",
     "failure_query_text",
     "issue_similarity",

@@ -75,16 +75,21 @@ class FailureMatch(BaseModel):
     issue_type: str | None
     recovery: str
     step_order: int | None
-    #: Cosine between the query's failure text and the failure mode (negative counts as 0).
+    #: Cosine between the query's failure text and the nearest failure mode of the match's group
+    #: (negative counts as 0).
     cosine: float
     issue_similarity: float
-    #: ``cosine · issue_similarity · (0.5 + 0.5 · recovery value)``, the value of the group's best
-    #: recovery: 1 concrete and followed by a run that succeeded, 2/3 a concrete retry, 1/3 another
-    #: concrete recovery or a fix that went through, 0 none.
+    #: ``cosine · issue_similarity · (0.5 + 0.5 · evidence)``, the evidence being
+    #: ``(recovery_worked + 1) / (recovery_tried + 2)``, or 0 while ``recovery_worked`` is 0. Failures of the query's error class come
+    #: first whatever their score (``same_class``), ranked by what worked (see ``refine``).
     score: float
     via: Literal["vector:failure_mode_embedding"] = VIA_FAILURE
     #: The error on that action with values masked: identical failure modes share it and are one match.
     signature: str | None = None
+    #: The error whatever the action (the signature's message): what evidence is counted over;
+    #: ``same_class`` when it is the query's.
+    error_class: str | None = None
+    same_class: bool = False
     #: Identical failure modes in the namespace: how many, in how many tasks, how many fixes went
     #: through, how many of those runs then succeeded, and the runs they come from.
     seen: int = 1
@@ -99,13 +104,29 @@ class FailureMatch(BaseModel):
     fix_recovered: bool | None = None
     run_succeeded: bool | None = None
     run_id: str | None = None
+    #: The evidence for the recovery shown: how many failures of this error class, on any action,
+    #: were followed by a recovery of its kind, and in how many of them the fix went through and
+    #: the run then succeeded.
+    recovery_tried: int = 0
+    recovery_worked: int = 0
 
     @property
     def summary(self) -> str:
-        """"seen 24 times in 6 tasks, recovered in 15 (the run then succeeded in 9)"."""
+        """"seen 24 times in 6 tasks, recovered in 15 (the run then succeeded in 9); a retry worked 3 of
+        4 times on this error (the fix went through and the run then succeeded)"."""
         times = "once" if self.seen == 1 else f"{self.seen} times"
         tasks = "1 task" if self.tasks == 1 else f"{self.tasks} tasks"
-        return f"seen {times} in {tasks}, recovered in {self.recovered} (the run then succeeded in {self.worked})"
+        text = f"seen {times} in {tasks}, recovered in {self.recovered} (the run then succeeded in {self.worked})"
+        kind = _KIND_WORDS.get(self.recovery_kind or "")
+        if kind and self.recovery_tried:
+            times = "time" if self.recovery_tried == 1 else "times"
+            text += (f"; {kind} worked {self.recovery_worked} of {self.recovery_tried} {times} on this error "
+                     "(the fix went through and the run then succeeded)")
+        return text
+
+
+#: How the evidence of a recovery names its kind.
+_KIND_WORDS: Final = {"retry": "a retry", "repeat": "repeating the call", "switch": "switching to another call"}
 
 
 class RefineResults(BaseModel):
@@ -114,7 +135,8 @@ class RefineResults(BaseModel):
     - ``steps``: up to ``k`` experiences per problematic step (each with its best-matching stored
       step), ordered by ``query_step``, then score (best first), then experience id.
     - ``failures``: up to ``k`` failure modes per problematic step that carries an error or issue
-      type, in the same order.
+      type, ordered by ``query_step``, then those of the step's error class first (the recovery
+      that worked, then a concrete one, then the kind that worked most often), then score.
     - ``experiences``: up to ``k`` experience ids over both channels, best first, ranked by
       ``max(step score, failure_weight · failure score)`` over every problematic step.
     - ``notes``: what was adjusted or could not be done (k clamped, issue types classified,

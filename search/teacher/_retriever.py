@@ -20,6 +20,7 @@ from kbgraph.search.scoring import (
 from kbgraph.search.teacher._params import (
     ProblematicStep, RefineRequest, RefineWeights, failure_query_text, parse_refine_request, step_query_text,
 )
+from kbgraph.search.teacher._failures import error_class, failure_matches, read_groups
 from kbgraph.search.teacher._results import FailureMatch, MatchedStep, RefineResults, StepMatch, StepScore
 
 #: Over-fetching: the index is first asked for ``FIRST_FACTOR · k`` nodes, at most ``FETCH_LIMIT``.
@@ -40,6 +41,7 @@ FAILURE_QUERY = "refine_failure_vectors"
 #: The exact-scan variants of the two channels (same parameters and rows).
 SCAN_QUERIES: Final = {STEP_QUERY: "refine_step_scan", FAILURE_QUERY: "refine_failure_scan"}
 GROUP_QUERY = "refine_failure_groups"
+SIGNATURE_QUERY = "refine_failure_signatures"
 
 
 def _argument_names(args_schema: Any) -> list[str]:
@@ -208,30 +210,15 @@ class TeacherRetriever:
         nearest: dict[str, Row] = {}
         for row in rows:
             nearest.setdefault(str(row.get("signature") or row["failure_id"]), row)
-        signatures = [key for key, row in nearest.items() if row.get("signature")]
-        groups = {g["signature"]: g for g in self.gateway.read(
-            GROUP_QUERY, kb=self.namespace, signatures=signatures, vector=vector, domains=request.domains,
-            agent=request.agent, exclude_runs=request.exclude_runs)} if signatures else {}
-        matches: list[FailureMatch] = []
-        for key, row in nearest.items():
-            group = groups.get(key)
-            best: Row = group["best"] if group else row
-            cosine = _cosine(row["score"])
-            issue_sim = issue_similarity(step.issue_type, best.get("issue_type"), request.weights,
-                                         same_error=bool(key) and key == step.signature)
-            value = int(group["value"]) / 3 if group else 0.0
-            matches.append(FailureMatch(
-                experience_id=str(best["experience_id"]), problem=str(best.get("problem") or ""),
-                goal=str(best.get("goal") or ""), domain=str(best.get("domain") or ""), query_step=index,
-                failure_id=str(best["failure_id"]), description=str(best.get("description") or ""),
-                issue_type=best.get("issue_type"), recovery=str(best.get("recovery") or ""),
-                step_order=best.get("step_order"), cosine=cosine, issue_similarity=issue_sim,
-                score=cosine * issue_sim * (0.5 + 0.5 * value), signature=row.get("signature"),
-                seen=int(group["seen"]) if group else 1, tasks=int(group["tasks"]) if group else 1,
-                recovered=int(group["recovered"]) if group else 0, worked=int(group["worked"]) if group else 0,
-                runs=[str(r) for r in (group["runs"] if group else [row.get("run_id")]) if r],
-                recovery_kind=best.get("recovery_kind"), concrete=best.get("concrete"),
-                fix_recovered=best.get("recovered"), run_succeeded=best.get("run_succeeded"), run_id=best.get("run_id"),
-            ))
-        matches.sort(key=lambda m: (-m.score, m.experience_id, m.failure_id))
-        return matches[: request.k]
+        # Every group of the error classes involved (the query's and those near it), so that the
+        # evidence for a kind of recovery counts every failure of its class, near the query or not.
+        filters = {"kb": self.namespace, "domains": request.domains, "agent": request.agent,
+                   "exclude_runs": request.exclude_runs}
+        classes = {error_class(step.signature)} | {error_class(r.get("signature")) for r in nearest.values()}
+        classes.discard(None)
+        wanted = {str(r["signature"]) for r in self.gateway.read(SIGNATURE_QUERY, **filters)
+                  if error_class(r["signature"]) in classes} if classes else set()
+        signatures = sorted(wanted | {key for key, row in nearest.items() if row.get("signature")})
+        groups = read_groups(self.gateway.read(GROUP_QUERY, signatures=signatures, vector=vector, **filters)
+                             ) if signatures else {}
+        return failure_matches(index, step, nearest, groups, request.weights, request.k)

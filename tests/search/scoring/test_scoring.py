@@ -16,6 +16,7 @@ from kbgraph.search.scoring import (
     combine_problem_goal,
     cosine_similarity,
     domain_distance,
+    failure_score,
     fine_score,
     hybrid_score,
     issue_match,
@@ -25,6 +26,7 @@ from kbgraph.search.scoring import (
     mmr,
     neo4j_to_cosine,
     path_score,
+    recovery_evidence,
     stage_blend,
     step_similarity,
     success_weight,
@@ -520,3 +522,28 @@ class TestTeacherPhase:
             teacher_step_score([0.5], [0.5], precision=NAN)
         with pytest.raises(ValueError, match=r"issue_matches must be in \[0, 1\]"):
             teacher_step_score([0.5], [1.5])
+
+
+# ----------------------------------------------------------------------------- teacher: evidence of a recovery
+
+
+class TestRecoveryEvidence:
+    def test_is_the_rule_of_succession_once_it_worked(self) -> None:
+        assert recovery_evidence(3, 4) == approx(2 / 3) == approx(recovery_evidence(1, 1))
+        assert recovery_evidence(9, 10) > recovery_evidence(3, 4) > recovery_evidence(1, 3) > recovery_evidence(1, 10)
+        assert recovery_evidence(1, 10) == approx(1 / 6)
+
+    def test_a_recovery_that_never_worked_has_no_evidence_however_rarely_tried(self) -> None:
+        assert recovery_evidence(0, 0) == recovery_evidence(0, 1) == recovery_evidence(0, 5) == 0.0
+
+    @pytest.mark.parametrize("worked, tried", [(2, 1), (-1, 0), (1.0, 2), (True, 2)])
+    def test_rejects_counts_that_are_not_counts(self, worked: object, tried: int) -> None:
+        with pytest.raises(ValueError):
+            recovery_evidence(worked, tried)  # type: ignore[arg-type]
+
+    def test_failure_score_weighs_similarity_by_evidence(self) -> None:
+        assert failure_score(0.8, 1.0, 1.0) == approx(0.8)
+        assert failure_score(0.8, 0.5, 0.0) == approx(0.2)  # never fixed still counts half
+        assert failure_score(-0.3, 1.0, 1.0) == 0.0  # a negative cosine is no evidence
+        with pytest.raises(ValueError):
+            failure_score(0.8, 1.5, 0.5)

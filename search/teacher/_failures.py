@@ -1,0 +1,175 @@
+"""The criticism channel's answer: failure modes like the query's failure, identical ones as one
+match, ranked so that among failures of the query's error class the recovery that worked comes
+first, by counted evidence, before similarity breaks ties.
+
+**Error class** (:func:`error_class`): the message of an error signature — values masked,
+lower-cased, without the action and a leading ``"error:"``. "The same error on the same action"
+(the signature) makes one group, one match; "the same error on any action" (the class) is what a
+recovery's evidence is counted over, and what the query is compared with: a gift card that does
+not cover the price when booking and when changing flights are one class.
+
+**Evidence**: for every class and kind of recovery (retry, repeat, switch, none), how many of its
+failure modes in the namespace were followed by that kind, and in how many of those the fix went
+through and the run then succeeded (it *worked*). Every failure of a class is counted, not only
+those near the query.
+
+**Order** of one problematic step's matches: those of the query's error class first, and among
+them the one whose recovery shown worked, then a concrete one, then the one whose kind has more
+counted evidence (:func:`~kbgraph.search.scoring.recovery_evidence`: the rule of succession once
+it worked, 0 while it never did), then — when no count decides — one that called the failed
+action again (retry, repeat: it fixed this error, where a switch went around it), then the
+score; after them the others, by score, ``cosine · sim(issue types) · (0.5 + 0.5 · evidence)``
+(:func:`~kbgraph.search.scoring.failure_score`). The recovery a match shows is chosen by the same
+rule among its group's members.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbgraph.search.scoring import failure_score, issue_similarity, neo4j_to_cosine, recovery_evidence
+from kbgraph.search.teacher._params import ProblematicStep, RefineWeights
+from kbgraph.search.teacher._results import FailureMatch
+from kbgraph.store.gateway import Row
+
+_LEADING_ERROR = re.compile(r"^\s*error\b\s*[:\-]?\s*", re.IGNORECASE)
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def error_class(signature: str | None) -> str | None:
+    """The error class of an error signature (``action|masked message``): its words — the message
+    without the tokens that hold no letter (the masked values: ``#``, ``'…'``, ``@``, ``#-#-#``; so
+    "payment method certificate_… not found" and "payment method not found" are one class), without
+    a leading ``"error:"`` and end punctuation. None without a signature, or when no word is left
+    (a bare code says nothing of what went wrong)."""
+    if not signature or "|" not in signature:
+        return None
+    words = " ".join(token for token in signature.split("|", 1)[1].lower().split() if _LETTER.search(token))
+    return _LEADING_ERROR.sub("", words).strip(" \t.!:;,") or None
+
+
+@dataclass(frozen=True)
+class KindCount:
+    """How often a kind of recovery followed an error class, and how often it worked."""
+
+    tried: int = 0
+    worked: int = 0
+
+    def __add__(self, other: KindCount) -> KindCount:
+        return KindCount(self.tried + other.tried, self.worked + other.worked)
+
+    @property
+    def evidence(self) -> float:
+        return recovery_evidence(self.worked, self.tried)
+
+
+@dataclass
+class Group:
+    """Identical failure modes (one signature), from the rows of ``refine_failure_groups``."""
+
+    signature: str
+    kinds: dict[str, Row] = field(default_factory=dict)
+
+    @property
+    def error_class(self) -> str | None:
+        return error_class(self.signature)
+
+    def total(self, column: str) -> int:
+        return sum(int(row[column]) for row in self.kinds.values())
+
+    @property
+    def tasks(self) -> int:
+        return len({str(t) for row in self.kinds.values() for t in row["task_keys"]})
+
+    @property
+    def runs(self) -> list[str]:
+        return sorted({str(r) for row in self.kinds.values() for r in row["runs"] if r})
+
+    @property
+    def nearest(self) -> float:
+        return max(float(row["nearest"]) for row in self.kinds.values())
+
+
+def read_groups(rows: Iterable[Row]) -> dict[str, Group]:
+    groups: dict[str, Group] = {}
+    for row in rows:
+        signature = str(row["signature"])
+        groups.setdefault(signature, Group(signature)).kinds[str(row["kind"])] = row
+    return groups
+
+
+def class_counts(groups: Iterable[Group]) -> dict[tuple[str, str], KindCount]:
+    """(error class, recovery kind) → counts, summed over every group of the class."""
+    counts: dict[tuple[str, str], KindCount] = {}
+    for group in groups:
+        cls = group.error_class
+        if cls is None:
+            continue
+        for kind, row in group.kinds.items():
+            key = (cls, kind)
+            counts[key] = counts.get(key, KindCount()) + KindCount(int(row["tried"]), int(row["worked"]))
+    return counts
+
+
+#: Recovery kinds that call the failed action again: they fixed this error, where a switch went around it.
+SAME_CALL = frozenset({"retry", "repeat"})
+
+
+def _shown_key(kind: str, member: Mapping[str, Any], count: KindCount) -> tuple[bool, bool, float, bool, float]:
+    """Which member a group shows, and which same-class match comes first: it worked, it is
+    concrete, its kind's counted evidence; without evidence, the same call again; then similarity."""
+    return (bool(member.get("worked")), bool(member.get("concrete")), count.evidence, kind in SAME_CALL,
+            float(member.get("score") or 0))
+
+
+def failure_matches(
+    index: int, step: ProblematicStep, nearest: Mapping[str, Row], groups: Mapping[str, Group],
+    weights: RefineWeights, k: int,
+) -> list[FailureMatch]:
+    """One problematic step's failure matches, best first (see the module docstring).
+
+    ``nearest``: the nearest window row per group key (a signature, or the failure id of a failure
+    mode without one); ``groups``: every group of the classes involved, by signature."""
+    query_class = error_class(step.signature)
+    counts = class_counts(groups.values())
+    keys = list(nearest) + [s for s, g in groups.items() if s not in nearest and query_class is not None
+                            and g.error_class == query_class]
+    ranked: list[tuple[tuple[bool, bool, bool, float, bool, float], FailureMatch]] = []
+    for key in keys:
+        group = groups.get(key)
+        if group is None:  # a failure mode without a signature: no group, no counts
+            row, count, cls = nearest[key], KindCount(), None
+            shown: Mapping[str, Any] = row
+            cosine = max(0.0, neo4j_to_cosine(float(row["score"])))
+        else:
+            cls = group.error_class
+            kind, shown = max(((kind, row["best"]) for kind, row in group.kinds.items()),
+                              key=lambda kb: _shown_key(kb[0], kb[1], counts.get((str(cls), kb[0]), KindCount())))
+            count = counts.get((str(cls), kind), KindCount())
+            cosine = max(0.0, neo4j_to_cosine(group.nearest))
+        same = query_class is not None and cls == query_class
+        issue_sim = issue_similarity(step.issue_type, shown.get("issue_type"), weights, same_error=same)
+        match = FailureMatch(
+            experience_id=str(shown["experience_id"]), problem=str(shown.get("problem") or ""),
+            goal=str(shown.get("goal") or ""), domain=str(shown.get("domain") or ""), query_step=index,
+            failure_id=str(shown["failure_id"]), description=str(shown.get("description") or ""),
+            issue_type=shown.get("issue_type"), recovery=str(shown.get("recovery") or ""),
+            step_order=shown.get("step_order"), cosine=cosine, issue_similarity=issue_sim,
+            score=failure_score(cosine, issue_sim, count.evidence), signature=key if group else None,
+            error_class=cls, same_class=same,
+            seen=group.total("tried") if group else 1, tasks=group.tasks if group else 1,
+            recovered=group.total("recovered") if group else 0, worked=group.total("worked") if group else 0,
+            runs=group.runs if group else [str(r) for r in [shown.get("run_id")] if r],
+            recovery_kind=shown.get("recovery_kind"), concrete=shown.get("concrete"),
+            fix_recovered=shown.get("recovered"), run_succeeded=shown.get("run_succeeded"), run_id=shown.get("run_id"),
+            recovery_tried=count.tried, recovery_worked=count.worked,
+        )
+        worked, concrete, evidence, same_call, _ = _shown_key(str(shown.get("recovery_kind")), shown, count)
+        # Same class first, ranked by what worked and how often; every other match by its score.
+        order = (same, same and worked, same and concrete, evidence if same else 0.0, same and same_call, match.score)
+        ranked.append((order, match))
+    ranked.sort(key=lambda r: (tuple(-float(x) for x in r[0]), r[1].experience_id, r[1].failure_id))
+    return [match for _, match in ranked[:k]]
