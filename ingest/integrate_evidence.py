@@ -199,7 +199,7 @@ class Statement:
         section = str(data["section"])
         if section not in SECTIONS:
             raise ValueError(f"section {section!r} is not one of {', '.join(SECTIONS)}")
-        return cls(section, str(data["domain"]), str(data["text"]),  # type: ignore[arg-type]
+        return cls(section, str(data["domain"]), str(data["text"]),
                    Evidence(*(frozenset(map(str, data.get(k) or ())) for k in
                               ("runs", "tasks", "succeeded", "went_through"))),
                    tuple(map(str, data.get("sources") or ())))

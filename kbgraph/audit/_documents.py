@@ -30,8 +30,8 @@ from kbgraph.ingest.integrate_evidence import (
 
 __all__ = ["DocumentInput", "audit_document", "plain_evidence"]
 
-_CLAIMS = (
-    # (pattern, what the evidence must be for the words to be true)
+#: (words of a line, what the evidence must be for them to be true, what they claim)
+_CLAIMS: tuple[tuple[re.Pattern[str], Callable[[Evidence, re.Match[str]], bool], str], ...] = (
     (re.compile(r"got past it(?! \d)"), lambda e, m: bool(e.went_through), "says it got past the error"),
     (re.compile(r"did not help"), lambda e, m: not e.went_through, "says it did not help"),
     (re.compile(r"went through in (\d+) of (\d+)"),

@@ -10,8 +10,11 @@ import pytest
 
 from kbgraph.kb import KnowledgeBase
 
-OPERATIONS = {"book reservation", "cancel reservation", "update reservation flights", "update reservation baggages",
-              "transfer to human agents", "send certificate"}
+#: The operations the runs teach something about. (Update reservation baggages is not one: the one
+#: lesson filed under it was a rule about cancelling, stated before a run changed its bags; a rule
+#: is filed under the operation it names, and that run never cancelled.)
+OPERATIONS = {"book reservation", "cancel reservation", "update reservation flights", "transfer to human agents",
+              "send certificate"}
 
 
 @pytest.fixture
@@ -49,5 +52,6 @@ def test_documents_teach_fixes_preconditions_and_rules_with_their_evidence(docum
     everything = "\n".join(documents.values())
     assert "Rule the agent applied:" in everything and "cannot" in everything
     lines = [line for line in everything.splitlines() if line.startswith("- ")]
-    assert lines and all(re.search(r"\(\d+ runs?, \d+ tasks?", line) for line in lines), "every line shows its evidence"
+    assert lines and all(re.search(r"\((?:seen only in failed runs: )?\d+ runs?, \d+ tasks?", line) for line in lines), \
+        "every line shows its evidence"
     assert "check the preconditions before trying it" not in everything and "{thought}" not in everything
