@@ -23,10 +23,10 @@ those counts):
 - **how**, from runs that succeeded: the call that made the change, with its argument names;
 - **the agent's rules**, from its thoughts: a sentence that states a rule ("basic economy tickets
   cannot be cancelled", "… is only allowed within 24 hours"), not a plan ("I need to …"),
-  generalised, filed under the state change it is about: the first change the run made from there
-  on whose operation the rule names ("cannot be cancelled" → cancel reservation), or the next
-  change when it names none. A rule about an operation the run never went on to do is not kept
-  (it would be filed under another action).
+  generalised, filed under the state change it is about: the run's next change of the operation
+  the rule names first ("cannot be cancelled due to a change of plans" → cancel reservation), or
+  the next change when it names none. A rule about an operation the run never went on to do is
+  not kept (it would be filed under another action).
 
 Runs without steps teach nothing here, and nothing is said that a run did not show.
 """

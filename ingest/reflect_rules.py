@@ -67,15 +67,14 @@ def action_verb(action: str) -> str | None:
 
 def rule_operation(rule: str, actions: Sequence[str]) -> str | None:
     """The action a rule stated before ``actions`` (the run's remaining calls) is about: the first
-    state change with the first verb the rule names that the run went on to do ("… cannot be
-    cancelled due to a change of plans": cancel before update); the first state change when it
-    names none; None when it names only operations the run did not go on to do, or the run changes
-    nothing more."""
+    state change of the operation the rule names first ("… cannot be cancelled due to a change of
+    plans" is about cancelling); the first state change when it names none; None when the run did
+    not go on to do what it names, or changes nothing more."""
     changes = [a for a in actions if verb_of(a) != "lookup"]
     named = verbs_in_order(rule)
     if not named:
         return changes[0] if changes else None
-    return next((a for verb in named for a in changes if action_verb(a) == verb), None)
+    return next((a for a in changes if action_verb(a) == named[0]), None)
 
 
 def about_actions(text: str, actions: Iterable[str]) -> bool:
