@@ -24,8 +24,9 @@ those counts):
 - **the agent's rules**, from its thoughts: a sentence that states a rule ("basic economy tickets
   cannot be cancelled", "… is only allowed within 24 hours"), not a plan ("I need to …"),
   generalised, filed under the state change it is about: the run's next change of the operation
-  the rule names first ("cannot be cancelled due to a change of plans" → cancel reservation), or
-  the next change when it names none. A rule about an operation the run never went on to do is
+  its "cannot / only / must" governs, else the one it names first ("it was created more than 24
+  hours ago, so it cannot be canceled due to a change of plans" → cancel reservation), or the next
+  change when it names none. A rule about an operation the run never went on to do is
   not kept (it would be filed under another action).
 
 Runs without steps teach nothing here, and nothing is said that a run did not show.

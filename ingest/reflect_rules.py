@@ -18,13 +18,15 @@ from kbgraph.core.shapes import verb_of
 from kbgraph.ingest.generalise import humanise_action
 from kbgraph.ingest.operations import operation_key
 
-__all__ = ["LOOKUP_VERBS", "about_actions", "action_verb", "rule_operation", "verbs_in_order", "verbs_named"]
+__all__ = ["LOOKUP_VERBS", "about_actions", "action_verb", "rule_operation", "rule_verb", "verbs_in_order", "verbs_named"]
 
 #: Operation verbs that change nothing: a sentence naming only these is about no state change.
 LOOKUP_VERBS = frozenset({"get", "verify", "think", "calculate", "request"})
 #: Verbs that name the same change from another side (an upgrade of a cabin is an update).
 _SAME_CHANGE = {"upgrade": "update", "downgrade": "update", "add": "update", "remove": "update", "refund": "cancel"}
 _WORD = re.compile(r"[a-z]+")
+#: The verb a rule's modal governs: "cannot be cancelled", "can only be changed", "must not book".
+_GOVERNED = re.compile(r"\b(?:cannot|can't|can not|not|only|must|may|allowed to)\s+(?:not\s+)?(?:be\s+)?([a-z]+)")
 _SUFFIXES = (("lled", "l"), ("led", "l"), ("ied", "y"), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e"),
              ("es", ""), ("s", ""))
 
@@ -65,16 +67,27 @@ def action_verb(action: str) -> str | None:
     return _change(key.verb) if key is not None and key.verb not in LOOKUP_VERBS else None
 
 
+def rule_verb(rule: str) -> str | None:
+    """The operation a rule is about: the verb its "cannot / only / must … be" governs ("it was
+    created more than 24 hours ago, so it cannot be canceled due to a change of plans": cancel), or
+    else the first it names."""
+    for word in _GOVERNED.findall(rule.lower()):
+        verb = _word_verb(word)
+        if verb is not None and verb not in LOOKUP_VERBS:
+            return _change(verb)
+    named = verbs_in_order(rule)
+    return named[0] if named else None
+
+
 def rule_operation(rule: str, actions: Sequence[str]) -> str | None:
     """The action a rule stated before ``actions`` (the run's remaining calls) is about: the first
-    state change of the operation the rule names first ("… cannot be cancelled due to a change of
-    plans" is about cancelling); the first state change when it names none; None when the run did
-    not go on to do what it names, or changes nothing more."""
+    state change of the operation it is about (:func:`rule_verb`); the first state change when it
+    names none; None when the run did not go on to do what it is about, or changes nothing more."""
     changes = [a for a in actions if verb_of(a) != "lookup"]
-    named = verbs_in_order(rule)
-    if not named:
+    verb = rule_verb(rule)
+    if verb is None:
         return changes[0] if changes else None
-    return next((a for a in changes if action_verb(a) == named[0]), None)
+    return next((a for a in changes if action_verb(a) == verb), None)
 
 
 def about_actions(text: str, actions: Iterable[str]) -> bool:
