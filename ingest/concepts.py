@@ -3,7 +3,7 @@
 Incremental (after every ingest): insights not yet attached to a meta-concept are gathered; their
 concepts attach to the nearest existing meta-concept when close enough, the rest are clustered
 among themselves (UMAP + HDBSCAN, or the small-input fallback) into new meta-concepts; every
-touched document takes the new insights. Full (``recluster``): every meta-concept is dropped and
+touched document is rebuilt from the evidence of all its insights (ingest/integrate_evidence.py). Full (``recluster``): every meta-concept is dropped and
 rebuilt from all concepts and insights. Either way the result is computed first and written in
 ONE transaction, so an interrupted run leaves the previous state and a re-run redoes it whole.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -29,8 +29,14 @@ from kbgraph.ingest.dedupe import (
     concept_vectors,
     representative,
 )
-from kbgraph.ingest.integrate import DocumentRewriter, sentence_key, update_document
-from kbgraph.core.models import ConceptDocument
+from kbgraph.ingest.integrate_evidence import (
+    DocumentRewriter,
+    EvidencedDocument,
+    InsightEvidence,
+    Statement,
+    build_document,
+    evidence_rows,
+)
 
 Vectors = npt.NDArray[np.float32]
 
@@ -58,12 +64,6 @@ def meta_concept_id(label: str) -> str:
     return content_hash({"label": normalise_text(label).lower()}, "meta")
 
 
-def _document_of(row: dict[str, Any] | None) -> ConceptDocument:
-    if row is None:
-        return ConceptDocument()
-    return ConceptDocument(**{k: list(row.get(k) or []) for k in ("when_to_use", "why", "how", "pitfalls")})
-
-
 class ConceptStage:
     def __init__(
         self, gateway: Neo4jGateway, namespace: str, embedder: Embedder,
@@ -83,7 +83,6 @@ class ConceptStage:
         if not rows:
             return result
         concepts: dict[str, _Concept] = {}
-        new_insights: dict[str, list[str]] = defaultdict(list)  # concept id → insight texts
         for row in rows:
             concept = concepts.get(row["concept_id"])
             if concept is None:
@@ -92,7 +91,6 @@ class ConceptStage:
                 concepts[concept.id] = concept
             concept.insights.append(row["text"])
             concept.actions += [a for a in row["actions"] or [] if a not in concept.actions]
-            new_insights[concept.id].append(row["text"])
         result.concepts, result.insights = len(concepts), len(rows)
 
         metas = {} if full else {m["id"]: m for m in self.gateway.read("meta_concepts_all", kb=self.namespace)}
@@ -127,30 +125,27 @@ class ConceptStage:
                     entry["vectors"].append(centroid)
                     entry["size"] += len(group)
 
-        # Documents: every meta-concept that receives insights in this run.
-        by_meta: dict[str, list[str]] = defaultdict(list)
+        # Documents: every meta-concept that receives insights in this run, rebuilt from the
+        # evidence of all its insights (ingest/integrate_evidence.py): where a statement stands
+        # follows what backs it, and that changes as runs come in.
         joined: dict[str, int] = defaultdict(int)  # concepts newly assigned to each meta-concept
         for concept in concepts.values():
             assert concept.meta_id is not None
-            by_meta[concept.meta_id] += new_insights[concept.id]
             if concept.id in newly_assigned:
                 joined[concept.meta_id] += 1
-        evidence = self._evidence(sorted(concepts), sorted(by_meta))
+        touched = sorted({c.meta_id for c in concepts.values() if c.meta_id is not None})
+        evidence = self._evidence(concepts, touched)
         upserts: list[dict[str, Any]] = []
-        for meta_id in sorted(by_meta):
+        for meta_id in touched:
             existing = metas.get(meta_id)
             fresh = new_metas.get(meta_id)
             name = existing["name"] if existing else fresh["name"] if fresh else meta_id
-            before = _document_of(existing)
-            document, changed = update_document(before, by_meta[meta_id], embed=self.embedder.embed)
-            if changed and self.document_writer is not None:
-                # The writer folds in only what survived deduplication; the update afterwards
-                # enforces the section caps and drops any sentence the model repeated.
-                known = {line for section in before.model_dump().values() for line in section}
-                surviving = [line for section in document.model_dump().values() for line in section
-                             if line not in known]
-                document, _ = update_document(self.document_writer.rewrite(name, before, surviving), [])
-            rendered = document.render(evidence)
+            before = EvidencedDocument.from_json(existing.get("statements") if existing else None)
+            document = build_document(evidence.get(meta_id, []), embed=self.embedder.embed,
+                                      reword=self._reworder(name, before))
+            rendered = document.render()
+            said = [(s.domain, s.section, s.text) for s in document.statements]
+            changed = said != [(s.domain, s.section, s.text) for s in before.statements]
             if existing is not None and not changed and rendered == existing.get("document"):
                 continue  # nothing new: the same sentences with the same evidence
             if existing is not None:
@@ -165,10 +160,10 @@ class ConceptStage:
             result.documents_updated += 1
             upserts.append({
                 "id": meta_id, "name": name, "embedding": embedding.tolist(), "version": version, "size": size,
-                "document": rendered, **document.model_dump(),
+                "document": rendered, "statements": document.statements_json(), **document.sections().model_dump(),
             })
         result.meta_concepts_new = len(new_metas)
-        result.meta_concept_ids = sorted(by_meta)
+        result.meta_concept_ids = touched
         links = [{"concept_id": c.id, "meta_id": c.meta_id} for c in sorted(concepts.values(), key=lambda c: c.id)]
         calls: list[tuple[str, dict[str, Any]]] = []
         if full:
@@ -179,28 +174,37 @@ class ConceptStage:
         self.gateway.write_all(calls)
         return result
 
-    def _evidence(self, concept_ids: list[str], meta_ids: list[str]) -> Callable[[str], str]:
-        """What backs each sentence of the documents being written: the runs and tasks its insights
-        were learnt from, and how many of those runs then succeeded ("6 runs, 3 tasks, 2 succeeded";
-        a sentence seen in one run says so too)."""
-        runs: dict[str, set[str]] = defaultdict(set)
-        tasks: dict[str, set[str]] = defaultdict(set)
-        succeeded: dict[str, set[str]] = defaultdict(set)
-        for row in self.gateway.read("insight_evidence", kb=self.namespace, concept_ids=concept_ids, meta_ids=meta_ids):
-            key = sentence_key(row["text"])
-            runs[key].update(row["runs"])
-            tasks[key].update(row["tasks"])
-            succeeded[key].update(row["succeeded"])
+    def _evidence(self, concepts: dict[str, _Concept], meta_ids: list[str]) -> dict[str, list[InsightEvidence]]:
+        """The insights of each meta-concept in ``meta_ids``, with what backs them per domain: those
+        of the concepts read in this run (where they are assigned now) and those of the concepts
+        the meta-concepts already hold."""
+        by_meta: dict[str, list[InsightEvidence]] = defaultdict(list)
+        rows = self.gateway.read("insight_evidence", kb=self.namespace, concept_ids=sorted(concepts), meta_ids=meta_ids)
+        seen: set[tuple[str, str]] = set()
+        for row in rows:
+            concept = concepts.get(row["concept_id"])
+            meta_id = concept.meta_id if concept is not None else row["meta_id"]
+            if meta_id is None or (row["concept_id"], row["text"]) in seen:
+                continue  # a concept read both ways is counted once
+            seen.add((row["concept_id"], row["text"]))
+            by_meta[meta_id] += evidence_rows(row)
+        return by_meta
 
-        def backing(sentence: str) -> str:
-            key = sentence_key(sentence)
-            n, t, s = len(runs.get(key, ())), len(tasks.get(key, ())), len(succeeded.get(key, ()))
-            if not n:
-                return ""
-            text = f"{n} run{'s' if n != 1 else ''}, {t} task{'s' if t != 1 else ''}"
-            return text if s == n else f"{text}, {s} succeeded"
+    def _reworder(self, name: str, before: EvidencedDocument) -> Callable[[list[Statement]], list[Statement]] | None:
+        """With a document writer: the statements reworded, each only once — a statement that
+        stands where it stood, for the same sentences, keeps the wording it was given then."""
+        writer = self.document_writer
+        if writer is None:
+            return None
+        known = {(s.domain, s.section, s.sources): s.text for s in before.statements}
 
-        return backing
+        def reword(statements: list[Statement]) -> list[Statement]:
+            new = [s for s in statements if (s.domain, s.section, s.sources) not in known]
+            texts = dict(zip((id(s) for s in new), writer.reword(name, new), strict=True)) if new else {}
+            return [replace(s, text=texts.get(id(s)) or known.get((s.domain, s.section, s.sources), s.text))
+                    for s in statements]
+
+        return reword
 
     def _cluster_vectors(self, concepts: list[_Concept]) -> Vectors:
         """Label embedding mixed with the embedding of what was learned about the concept, so

@@ -32,7 +32,7 @@ from kbgraph.store.experiences import step_rows as experience_steps
 from kbgraph.ingest.concepts import ConceptStage
 from kbgraph.ingest.context import IngestContext
 from kbgraph.ingest.facts import ExperienceFacts
-from kbgraph.ingest.integrate import DocumentRewriter
+from kbgraph.ingest.integrate_evidence import DocumentRewriter
 from kbgraph.ingest.link import ABSTRACT_SOURCE, LinkPlan, Row
 from kbgraph.ingest.link_state import LinkDelta, LinkState
 from kbgraph.ingest.merge import MergeGroup, plan_merges

@@ -5,15 +5,17 @@ concept, why, how, and pitfalls. :func:`update_document` files each new insight 
 :func:`classify_insight` picks and never stores a sentence twice; it is pure and deterministic, so
 re-ingesting the same trajectories leaves documents (and their versions) unchanged.
 
-An LLM can instead rewrite the whole document (``kbgraph.ingest.integrate_llm``) behind the
-:class:`DocumentRewriter` protocol defined here.
+The pipeline builds documents from the evidence of their insights
+(:mod:`kbgraph.ingest.integrate_evidence`), which files each statement with :func:`classify_insight`
+first and then by what backs it; :func:`update_document` is the evidence-free update, for callers
+that hold sentences only.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Literal, Protocol, get_args
+from typing import Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -35,16 +37,6 @@ DEFAULT_MAX_PER_SECTION = 12
 #: distinct advice about the same task (median 0.62, max 0.83): 0.9 drops 8 of the 10 paraphrases
 #: and none of the distinct advice. Missing a paraphrase costs a line; dropping advice loses it.
 DEFAULT_NEAR_DUPLICATE = 0.9
-
-
-class DocumentRewriter(Protocol):
-    """Rewrites a meta-concept's document to take in new insights (BREW's IntegAgent).
-
-    ``name`` is the meta-concept's name. The result replaces the document; callers may still pass it
-    through :func:`update_document` with no insights to enforce the section cap and drop repeats.
-    """
-
-    def rewrite(self, name: str, document: ConceptDocument, new_insights: Sequence[str]) -> ConceptDocument: ...
 
 
 # --- classification ----------------------------------------------------------------------------

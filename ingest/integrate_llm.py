@@ -1,9 +1,11 @@
-"""Stage 5 with a model (BREW integrator): fold new insights into a meta-concept's document.
+"""Stage 5 with a model (BREW integrator): the statements of a meta-concept's document, reworded.
 
-The rule-based integrator appends deduplicated sentences; a model can also place each insight under
-the right heading and merge it with a sentence that says the same thing. The answer is validated
-as a :class:`kbgraph.core.models.ConceptDocument`, and repeated sentences are dropped afterwards
-whatever the model did.
+The document is built from evidence (:mod:`kbgraph.ingest.integrate_evidence`): which statements it
+has, where each stands and what backs it follow from the runs. The model only rewords each
+statement so that it reads well — one sentence per statement, in order — and says nothing about how
+things went: the evidence is shown beside every statement, counted from the runs. An answer with
+another number of sentences, one that drops a statement's content or one that adds an outcome the
+statement did not state is refused (and retried, then the rule-based wording is kept).
 """
 
 from __future__ import annotations
@@ -11,39 +13,38 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from kbgraph.core.ids import normalise_text
-from kbgraph.llm import LLMClient
-from kbgraph.core.models import ConceptDocument
+from pydantic import BaseModel, ConfigDict
 
-SECTIONS = ("when_to_use", "why", "how", "pitfalls")
-# An insight counts as folded in when one sentence of the answer keeps at least this share of its
-# content words (merging rewords; a guide that lost the insight keeps few of them).
+from kbgraph.core.ids import normalise_text
+from kbgraph.core.models import ShortText
+from kbgraph.ingest.integrate_evidence import Statement
+from kbgraph.llm import LLMClient
+
+# A statement counts as reworded when its sentence keeps at least this share of its content words
+# (rewording keeps most; a sentence about something else keeps few of them).
 KEPT_WORDS_SHARE = 0.5
 _CONTENT_WORD = re.compile(r"[a-z][a-z'-]{3,}")
 
+#: Words that claim how something went; a rewording must not add them (the evidence says it).
+_OUTCOME_WORDS = re.compile(r"\b(got past|succeed\w*|success\w*|worked|works|helped|did not help|solved|fixed)\b",
+                            re.IGNORECASE)
+
 SYSTEM_PROMPT = """\
-You maintain a short guide about one concept in an AI agent's memory. It has four sections, each a \
-list of sentences: when_to_use (situations where the concept applies), why (what it achieves or \
-prevents), how (what to do, in order), pitfalls (mistakes to avoid). Fold the new insights into \
-the guide: put each under the section where it belongs, and when a sentence already says the same \
-thing, keep one sentence (merged if the insight adds something) instead of repeating it. Keep \
-every point of the current guide that is still valid. One idea per sentence, general: no names, \
-ids, numbers, emails or urls. Answer with the whole updated guide."""
+You edit a short guide about one concept in an AI agent's memory. Each of its statements is given \
+with its number, the section it stands in (when_to_use, why, how, pitfalls) and what backs it. \
+Reword every statement so that an agent reads it easily: one clear, general sentence each (no \
+names, ids, numbers, emails or urls), with the same meaning. Do not merge, drop, add or reorder \
+statements, and do not say whether something worked, helped or succeeded, nor how often: the \
+evidence is shown beside each statement. Answer {"statements": [...]} with one sentence per \
+statement, in the same order."""
 
 
-def dedupe_sentences(document: ConceptDocument) -> ConceptDocument:
-    """The document without blank sentences or a sentence seen before (in any section)."""
-    seen: set[str] = set()
-    sections: dict[str, list[str]] = {}
-    for section in SECTIONS:
-        kept = []
-        for sentence in getattr(document, section):
-            key = normalise_text(sentence).lower()
-            if key and key not in seen:
-                seen.add(key)
-                kept.append(normalise_text(sentence))
-        sections[section] = kept
-    return ConceptDocument(**sections)
+class RewordAnswer(BaseModel):
+    """One sentence per statement, in order."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    statements: list[ShortText]
 
 
 def content_words(text: str) -> set[str]:
@@ -51,37 +52,35 @@ def content_words(text: str) -> set[str]:
     return set(_CONTENT_WORD.findall(text.lower()))
 
 
-def missing_insight(document: ConceptDocument, insights: Sequence[str]) -> str | None:
-    """The first new insight no sentence of ``document`` keeps (see :data:`KEPT_WORDS_SHARE`), said
-    as a problem of the answer; None when every one is there."""
-    sentences = [content_words(line) for section in SECTIONS for line in getattr(document, section)]
-    for insight in insights:
-        words = content_words(insight)
-        if words and not any(len(words & sentence) >= KEPT_WORDS_SHARE * len(words) for sentence in sentences):
-            return f"answer drops the new insight {insight!r}: fold every new insight into the guide"
+def reword_problem(statements: Sequence[Statement], answer: RewordAnswer) -> str | None:
+    """Why an answer is not a rewording of ``statements`` (None when it is)."""
+    if len(answer.statements) != len(statements):
+        return f"answer has {len(answer.statements)} statements for {len(statements)}: reword each one, in order"
+    for index, (statement, text) in enumerate(zip(statements, answer.statements, strict=True)):
+        words = content_words(statement.text)
+        if words and len(words & content_words(text)) < KEPT_WORDS_SHARE * len(words):
+            return f"answer.statements.{index}: {text!r} drops what {statement.text!r} says"
+        added = set(m.lower() for m in _OUTCOME_WORDS.findall(text)) - set(
+            m.lower() for m in _OUTCOME_WORDS.findall(statement.text))
+        if added:
+            return f"answer.statements.{index}: says {', '.join(sorted(added))!r}; the evidence says how it went"
     return None
 
 
 class LLMDocumentWriter:
-    """Rewrites a meta-concept's document with a chat model."""
+    """Rewords a meta-concept's statements with a chat model (the :class:`DocumentRewriter` of the
+    LLM path)."""
 
     name = "llm"
 
     def __init__(self, llm: LLMClient):
         self.llm = llm
 
-    def rewrite(self, name: str, document: ConceptDocument, new_insights: Sequence[str]) -> ConceptDocument:
-        insights = [normalise_text(i) for i in new_insights if i.strip()]
-        if not insights:
-            return document  # nothing to fold in: no reason to pay for a call
-
-        def check(answer: ConceptDocument) -> str | None:
-            if not any(getattr(answer, section) for section in SECTIONS):
-                return "answer has no sentences in any section"
-            return missing_insight(answer, insights)
-
-        user = "\n".join([
-            f"Concept: {name}", "", "Current guide:", document.model_dump_json(indent=2), "",
-            "New insights:", *(f"- {insight}" for insight in insights),
-        ])
-        return dedupe_sentences(self.llm.complete_json(SYSTEM_PROMPT, user, ConceptDocument, check))
+    def reword(self, name: str, statements: Sequence[Statement]) -> list[str]:
+        if not statements:
+            return []
+        user = "\n".join([f"Concept: {name}", "", "Statements:", *(
+            f"{n}. [{s.section}] {s.text} ({s.evidence.describe(s.text, s.section) or 'no runs'})"
+            for n, s in enumerate(statements, start=1))])
+        answer = self.llm.complete_json(SYSTEM_PROMPT, user, RewordAnswer, lambda a: reword_problem(statements, a))
+        return [normalise_text(text) for text in answer.statements]

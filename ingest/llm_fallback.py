@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING
 
 from kbgraph.ingest.abstract import Abstractor, RuleBasedAbstractor
 from kbgraph.ingest.abstract_llm import LLMAbstractor
-from kbgraph.ingest.integrate import update_document
+from kbgraph.ingest.integrate_evidence import Statement
 from kbgraph.ingest.integrate_llm import LLMDocumentWriter
 from kbgraph.ingest.reflect import Reflector, RuleBasedReflector
 from kbgraph.ingest.reflect_llm import LLMReflector
 from kbgraph.ingest.report import LLMCounts
 from kbgraph.llm import LLMClient, LLMConfigError, LLMError, LLMStats
-from kbgraph.core.models import ConceptDocument, ConceptInsight, Experience, Trajectory
+from kbgraph.core.models import ConceptInsight, Experience, Trajectory
 
 if TYPE_CHECKING:
     from kbgraph.core.settings import Settings
@@ -126,8 +126,8 @@ class ReflectorWithFallback:
 
 
 class DocumentWriterWithFallback:
-    """The LLM document writer; the rule-based update (each insight filed under its section) for a
-    document it cannot rewrite."""
+    """The LLM document writer; the rule-based wording (the statements as the evidence made them)
+    for a document it cannot reword."""
 
     name = "llm"
 
@@ -136,9 +136,9 @@ class DocumentWriterWithFallback:
         self.llm = primary.llm
         self.stages = stages
 
-    def rewrite(self, name: str, document: ConceptDocument, new_insights: Sequence[str]) -> ConceptDocument:
+    def reword(self, name: str, statements: Sequence[Statement]) -> list[str]:
         try:
-            return self.primary.rewrite(name, document, new_insights)
+            return self.primary.reword(name, statements)
         except LLMError as exc:
             self.stages.fall_back("integrate", exc)
-        return update_document(document, new_insights)[0]
+        return [statement.text for statement in statements]

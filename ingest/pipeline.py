@@ -30,7 +30,7 @@ from kbgraph.core.ids import normalise_text
 from kbgraph.ingest.abstract import Abstractor, RuleBasedAbstractor
 from kbgraph.ingest.consolidate import Consolidation
 from kbgraph.ingest.context import IngestContext
-from kbgraph.ingest.integrate import DocumentRewriter
+from kbgraph.ingest.integrate_evidence import DocumentRewriter
 from kbgraph.ingest.read import Record, read_records
 from kbgraph.ingest.reflect import Reflector, RuleBasedReflector
 from kbgraph.ingest.lease import IngestLease

@@ -9,18 +9,25 @@ the same, so that many runs add up to evidence (the pipeline stores, per insight
 tasks it came from, whether its fix went through and whether the run succeeded; documents show
 those counts):
 
-- **error → fix**, from every errored step and what followed it (:mod:`kbgraph.ingest.recovery`):
-  "When book reservation fails with “payment amount does not add up, total price is #, but paid
-  #”, retrying it with changed payment_methods[].amount got past it" (the next call no longer hit
-  that error) — or "… did not help", or
-  "… the agent switched to transfer to human agents" — with the error's values masked and the
-  changed arguments named, not their values;
+- **error → what the agent did next**, from every errored step and what followed it
+  (:mod:`kbgraph.ingest.recovery`): "When book reservation fails with “payment amount does not
+  add up, total price is #, but paid #”, the agent retried it with changed
+  payment_methods[].amount" — or "… repeated it unchanged", "… switched to transfer to human
+  agents", "… nothing was tried after it" — with the error's values masked and the changed
+  arguments named, not their values. The sentence says what was done, never how it went: whether
+  the next call went through (``worked``) and whether the run succeeded are the evidence of each
+  run, added up and said beside it by the document ("the retried call went through in 4 of 4; the
+  run still failed in all 4");
 - **preconditions**, from runs that succeeded: what was read before a state change ("Before
   cancel reservation, get reservation details");
 - **how**, from runs that succeeded: the call that made the change, with its argument names;
 - **the agent's rules**, from its thoughts: a sentence that states a rule ("basic economy tickets
   cannot be cancelled", "… is only allowed within 24 hours"), not a plan ("I need to …"),
-  generalised, filed under the state change the run made next (none: not kept).
+  generalised, filed under the state change it is about: the run's next change of the operation
+  its "cannot / only / must" governs, else the one it names first ("it was created more than 24
+  hours ago, so it cannot be canceled due to a change of plans" → cancel reservation), or the next
+  change when it names none. A rule about an operation the run never went on to do is
+  not kept (it would be filed under another action).
 
 Runs without steps teach nothing here, and nothing is said that a run did not show.
 """
@@ -32,6 +39,7 @@ from typing import Protocol
 
 from kbgraph.ingest.generalise import generalise_text, humanise_action, ids_in_trajectory, names_in_trajectory
 from kbgraph.ingest.recovery import Recovery, recovery_after, trim_thought
+from kbgraph.ingest.reflect_rules import rule_operation
 from kbgraph.core.shapes import verb_of
 from kbgraph.core.models import ConceptInsight, Experience, Trajectory, TrajectoryStep
 
@@ -67,16 +75,17 @@ def masked_error(error: str, names: frozenset[str] = frozenset(), ids: frozenset
 
 
 def fix_phrase(recovery: Recovery) -> str:
-    """What the agent did about an error, as a lesson: the same words whenever it did the same."""
+    """What the agent did about an error, in the same words whenever it did the same, and nothing
+    about how it went (that is evidence, counted per run)."""
     if recovery.kind == "retry":
         paths = sorted({_INDEX.sub("[]", c.path) for c in recovery.changes})
         what = ", ".join(paths[:4]) + (" and more" if len(paths) > 4 else "")
-        return f"retrying it with changed {what}" if what else "retrying it"
+        return f"the agent retried it with changed {what}" if what else "the agent retried it"
     if recovery.kind == "repeat":
-        return "repeating it unchanged"
+        return "the agent repeated it unchanged"
     if recovery.kind == "switch" and recovery.action:
-        return f"switching to {humanise_action(recovery.action)}"
-    return "nothing"
+        return f"the agent switched to {humanise_action(recovery.action)}"
+    return "nothing was tried after it"
 
 
 def _thought_rules(step: TrajectoryStep, names: frozenset[str], ids: frozenset[str]) -> list[str]:
@@ -119,25 +128,16 @@ class RuleBasedReflector:
             if step.error:
                 recovery = recovery_after(trajectory, index, names, ids)
                 error = masked_error(step.error, names, ids)
-                phrase = fix_phrase(recovery)
                 when = f"When {operation} fails with “{error}”"
-                if recovery.kind == "none":
-                    add(operation, f"{when}, nothing was tried after it.")
-                elif recovery.kind == "switch":
-                    add(operation, f"{when}, the agent switched to {humanise_action(recovery.action or '')}.",
-                        worked=recovery.recovered)
-                elif recovery.got_past:
-                    # The next call no longer hit this error, whether it then went through or
-                    # stopped at another error (a failure mode with its own insight): the lesson
-                    # is the change, and runs that show it add up under one sentence.
-                    add(operation, f"{when}, {phrase} got past it.", worked=True)
-                else:
-                    add(operation, f"{when}, {phrase} did not help.", worked=False)
-            upcoming = next((humanise_action(s.action) for s in steps[index:] if verb_of(s.action) != "lookup"), None)
-            if upcoming is not None and rules < RULES_PER_RUN:
-                for rule in _thought_rules(step, names, ids)[: RULES_PER_RUN - rules]:
-                    add(upcoming, f"Rule the agent applied: {rule}")
-                    rules += 1
+                # worked: the next call went through (None when nothing was tried).
+                add(operation, f"{when}, {fix_phrase(recovery)}.",
+                    worked=None if recovery.kind == "none" else recovery.recovered)
+            if rules < RULES_PER_RUN:
+                for rule in _thought_rules(step, names, ids):
+                    about = rule_operation(rule, [s.action for s in steps[index:]])
+                    if about is not None and rules < RULES_PER_RUN:
+                        add(humanise_action(about), f"Rule the agent applied: {rule}")
+                        rules += 1
             if not changes_state:
                 if step.action not in ("think", "calculate") and not step.error:
                     read.append(humanise_action(step.action))

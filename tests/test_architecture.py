@@ -32,6 +32,7 @@ LAYERS: dict[str, tuple[int, str]] = {
     "kbgraph.learning": (5, "learning"),
     "kbgraph.transfer": (6, "exchange"),
     "kbgraph.skills": (6, "exchange"),
+    "kbgraph.audit": (6, "exchange"),
     "kbgraph": (7, "façade"),  # kbgraph/__init__, kb.py, async_kb.py
     "kbgraph.tools": (8, "tools"),
     "kbgraph.cli": (9, "ways in"),

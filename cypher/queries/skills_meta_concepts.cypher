@@ -1,4 +1,5 @@
-// Skills export: every meta-concept of namespace $kb with its document's sections, and what backs
+// Skills export: every meta-concept of namespace $kb with its document's sections and statements
+// (JSON, with their evidence), and, for a document written before statements were kept, what backs
 // each sentence: per insight of its concepts, the text and the runs, tasks and succeeded runs it
 // was learnt from (as insight_evidence reads them).
 MATCH (m:MetaConcept {kb: $kb})
@@ -11,5 +12,5 @@ CALL (m) {
 }
 RETURN m.id AS id, m.name AS name, coalesce(m.version, 1) AS version,
   coalesce(m.when_to_use, []) AS when_to_use, coalesce(m.why, []) AS why, coalesce(m.how, []) AS how,
-  coalesce(m.pitfalls, []) AS pitfalls, insights
+  coalesce(m.pitfalls, []) AS pitfalls, m.statements AS statements, insights
 ORDER BY id;

@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.ingest.integrate_evidence import Statement
 from kbgraph.ingest.llm_fallback import LLMStages
 from kbgraph.ingest.pipeline import IngestPipeline, pipeline_from_settings
 from kbgraph.ingest.read import records_from_items
 from kbgraph.ingest.report import LLMCounts
 from kbgraph.kb import KnowledgeBase
-from kbgraph.core.models import ConceptDocument, ConceptInsight, Experience, Trajectory
+from kbgraph.core.models import ConceptInsight, Experience, Trajectory
 from kbgraph.core.settings import Settings
 
 __all__ = ["DEFAULT_RUNS_FILE", "first_runs", "llm_shares", "run_llm_benchmark"]
@@ -99,12 +100,11 @@ class _Recorder:
             lambda pairs: [f"{p.concept}: {p.insight}" for p in pairs])
         return pairs
 
-    def rewrite(self, name: str, document: ConceptDocument, insights: Sequence[str]) -> ConceptDocument:
+    def reword(self, name: str, statements: Sequence[Statement]) -> list[str]:
         assert self.writer is not None
         writer = self.writer
-        rewritten: ConceptDocument = self._call("integrate", name, lambda: writer.rewrite(name, document, insights),
-                                                lambda d: d.model_dump())
-        return rewritten
+        reworded: list[str] = self._call("integrate", name, lambda: writer.reword(name, statements), list)
+        return reworded
 
     def _call(self, stage: str, item: str, produce: Callable[[], Any], shown: Callable[[Any], Any]) -> Any:
         before = self._fell_back(stage)

@@ -16,6 +16,7 @@ import typer
 from pydantic import ValidationError
 
 from kbgraph.cli import (
+    audit,
     bench,
     cypher,
     demo,
@@ -48,7 +49,7 @@ app = typer.Typer(
 # llm), each in the order they are added here.
 for _register in (server.register, schema.register, records.register, search.register, evaluation.register,
                   bench.register, demo.register, learning.register, mcp.register, cypher.register,
-                  transfer.register, report.register, serve.register, skills.register, llm.register):
+                  transfer.register, report.register, serve.register, skills.register, llm.register, audit.register):
     _register(app)
 
 

@@ -31,12 +31,13 @@ from kbgraph.core.errors import InvalidInputError
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.skills.folder import target_problems, write_skill_folders
 from kbgraph.skills.plan import (
-    DEFAULT_MIN_RUNS, Abstract, FailureRow, SkillKind, SkippedCandidate, StepRow, concept_from_row, failure_from_row,
-    group_workflows, member_from_row, plan_skills, step_from_row,
+    DEFAULT_MIN_RUNS, Abstract, FailureRow, SkillKind, SkillPlan, SkippedCandidate, StepRow, concept_from_row,
+    failure_from_row, group_workflows, member_from_row, plan_skills, step_from_row,
 )
 from kbgraph.skills.render import RenderInput, render_skill, shown_members
 
-__all__ = ["DEFAULT_MIN_RUNS", "ExportedSkill", "SkillsExportReport", "SkippedCandidate", "export_skills"]
+__all__ = ["DEFAULT_MIN_RUNS", "ExportedSkill", "SkillsExportReport", "SkippedCandidate", "export_skills",
+           "read_skills"]
 
 #: Ids per query when reading the details of the experiences a skill shows.
 BATCH = 500
@@ -91,6 +92,29 @@ def _batched(ids: Sequence[str]) -> Iterable[list[str]]:
         yield list(ids[start:start + BATCH])
 
 
+def read_skills(gateway: Neo4jGateway, namespace: str, min_runs: int,
+                stage: Callable[[str], None] = lambda _: None) -> tuple[SkillPlan, RenderInput]:
+    """The skills of ``namespace`` at the threshold, and what rendering them needs (read, not
+    written: the export writes them, the audit checks them)."""
+    stage("reading")
+    members = [member_from_row(r) for r in gateway.read("skills_experiences", kb=namespace)]
+    abstracts = {str(r["id"]): Abstract(str(r["id"]), int(r["used"]), int(r["succeeded"]))
+                 for r in gateway.read("skills_abstract_experiences", kb=namespace)}
+    concepts = [concept_from_row(r) for r in gateway.read("skills_meta_concepts", kb=namespace)]
+    plan = plan_skills(concepts, group_workflows(members, abstracts), min_runs)
+
+    stage("details")
+    failures: dict[str, list[FailureRow]] = {}
+    for ids in _batched(sorted({m.id for skill in plan.skills for m in skill.members})):
+        for row in gateway.read("skills_failure_modes", kb=namespace, ids=ids):
+            failures.setdefault(str(row["experience_id"]), []).append(failure_from_row(row))
+    steps: dict[str, list[StepRow]] = {}
+    for ids in _batched(sorted({m.id for skill in plan.skills for m in shown_members(skill, failures)})):
+        for row in gateway.read("skills_experience_steps", kb=namespace, ids=ids):
+            steps[str(row["id"])] = [step_from_row(s) for s in row["steps"]]
+    return plan, RenderInput(namespace, steps, failures)
+
+
 def export_skills(
     gateway: Neo4jGateway, namespace: str, directory: str | os.PathLike[str], *, min_runs: int = DEFAULT_MIN_RUNS,
     on_stage: Callable[[str], None] | None = None,
@@ -107,25 +131,9 @@ def export_skills(
         raise InvalidInputError(problems, headline="cannot export skills, nothing was written")
     stage = on_stage or (lambda _: None)
 
-    stage("reading")
-    members = [member_from_row(r) for r in gateway.read("skills_experiences", kb=namespace)]
-    abstracts = {str(r["id"]): Abstract(str(r["id"]), int(r["used"]), int(r["succeeded"]))
-                 for r in gateway.read("skills_abstract_experiences", kb=namespace)}
-    concepts = [concept_from_row(r) for r in gateway.read("skills_meta_concepts", kb=namespace)]
-    plan = plan_skills(concepts, group_workflows(members, abstracts), threshold)
-
-    stage("details")
-    failures: dict[str, list[FailureRow]] = {}
-    for ids in _batched(sorted({m.id for skill in plan.skills for m in skill.members})):
-        for row in gateway.read("skills_failure_modes", kb=namespace, ids=ids):
-            failures.setdefault(str(row["experience_id"]), []).append(failure_from_row(row))
-    steps: dict[str, list[StepRow]] = {}
-    for ids in _batched(sorted({m.id for skill in plan.skills for m in shown_members(skill, failures)})):
-        for row in gateway.read("skills_experience_steps", kb=namespace, ids=ids):
-            steps[str(row["id"])] = [step_from_row(s) for s in row["steps"]]
+    plan, given = read_skills(gateway, namespace, threshold, stage)
 
     stage("writing")
-    given = RenderInput(namespace, steps, failures)
     rendered = {skill.name: render_skill(skill, given) for skill in plan.skills}
     outcome = write_skill_folders(target, namespace, rendered)
     return SkillsExportReport(

@@ -27,10 +27,12 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from kbgraph.ingest.generalise import humanise_action
-from kbgraph.ingest.integrate import sentence_key
+from kbgraph.ingest.integrate import SECTIONS, Section, sentence_key
+from kbgraph.ingest.integrate_evidence import Evidence, EvidencedDocument, Statement
+from kbgraph.ingest.reflect_rules import action_verb, verbs_named
 from kbgraph.skills.names import unique_names
 
-__all__ = ["DEFAULT_MIN_RUNS", "Abstract", "Backing", "ConceptDoc", "FailureRow", "Member", "PlannedSkill",
+__all__ = ["DEFAULT_MIN_RUNS", "Abstract", "ConceptDoc", "FailureRow", "Member", "PlannedSkill",
            "SkillKind", "SkillPlan", "SkippedCandidate", "StepRow", "Workflow", "flow", "group_workflows",
            "plan_skills", "title_case"]
 
@@ -90,36 +92,22 @@ class Abstract:
 
 
 @dataclass(frozen=True)
-class Backing:
-    """What backs one sentence of a document: runs, tasks and succeeded runs it was learnt from."""
-
-    runs: int
-    tasks: int
-    succeeded: int
-
-    def __str__(self) -> str:
-        text = f"{self.runs} run{'s' if self.runs != 1 else ''}, {self.tasks} task{'s' if self.tasks != 1 else ''}"
-        return text if self.succeeded == self.runs else f"{text}, {self.succeeded} succeeded"
-
-
-@dataclass(frozen=True)
 class ConceptDoc:
-    """A meta-concept and its document (BREW), each sentence with what backs it."""
+    """A meta-concept and its document (BREW): its statements, each where its evidence put it, for
+    the domain of the runs behind it, with that evidence (:mod:`kbgraph.ingest.integrate_evidence`)."""
 
     id: str
     name: str
     version: int
-    when_to_use: tuple[str, ...] = ()
-    why: tuple[str, ...] = ()
-    how: tuple[str, ...] = ()
-    pitfalls: tuple[str, ...] = ()
-    backing: Mapping[str, Backing] = field(default_factory=dict)
+    statements: tuple[Statement, ...] = ()
 
-    def backed(self, sentence: str) -> str:
-        """The sentence, with its evidence in brackets when known."""
-        found = self.backing.get(sentence_key(sentence))
-        return f"{sentence} ({found})" if found is not None and found.runs else sentence
+    def of(self, section: Section, domain: str) -> list[Statement]:
+        """The statements of one section for ``domain`` (and those of no known domain)."""
+        return [s for s in self.statements if s.section == section and s.domain in (domain, "")]
 
+    def for_domain(self, domain: str) -> ConceptDoc:
+        return ConceptDoc(self.id, self.name, self.version,
+                          tuple(s for s in self.statements if s.domain in (domain, "")))
 
 @dataclass(frozen=True)
 class StepRow:
@@ -161,20 +149,20 @@ def member_from_row(row: Mapping[str, Any]) -> Member:
 
 
 def concept_from_row(row: Mapping[str, Any]) -> ConceptDoc:
-    runs: dict[str, set[str]] = {}
-    tasks: dict[str, set[str]] = {}
-    succeeded: dict[str, set[str]] = {}
-    for insight in row["insights"]:
-        key = sentence_key(insight["text"])
-        runs.setdefault(key, set()).update(insight["runs"])
-        tasks.setdefault(key, set()).update(insight["tasks"])
-        succeeded.setdefault(key, set()).update(insight["succeeded"])
-    return ConceptDoc(
-        id=str(row["id"]), name=str(row["name"]), version=int(row["version"]),
-        when_to_use=tuple(row["when_to_use"]), why=tuple(row["why"]), how=tuple(row["how"]),
-        pitfalls=tuple(row["pitfalls"]),
-        backing={key: Backing(len(runs[key]), len(tasks[key]), len(succeeded[key])) for key in runs},
-    )
+    """A meta-concept as the skills query reads it: its statements with their evidence; a document
+    written before statements were kept has its sentences backed by the insights that say them, for
+    no particular domain."""
+    statements = EvidencedDocument.from_json(row.get("statements")).statements
+    if not row.get("statements"):
+        backing: dict[str, Evidence] = {}
+        for insight in row["insights"]:
+            key = sentence_key(insight["text"])
+            backing[key] = backing.get(key, Evidence()) | Evidence(
+                frozenset(insight["runs"]), frozenset(insight["tasks"]), frozenset(insight["succeeded"]))
+        statements = tuple(Statement(section, "", text, backing.get(sentence_key(text), Evidence()),
+                                     (sentence_key(text),))
+                           for section in SECTIONS for text in row[section])
+    return ConceptDoc(id=str(row["id"]), name=str(row["name"]), version=int(row["version"]), statements=statements)
 
 
 def _args_of(raw: Any) -> dict[str, str]:
@@ -335,6 +323,17 @@ class PlannedSkill:
             return self.title
         return f"{self.ways[0].domain} {self.ways[0].label}"
 
+    @cached_property
+    def own_actions(self) -> frozenset[str]:
+        """The actions a skill speaks for, so that its pitfalls are about them: a workflow's every
+        call; for a meta-concept, the look-ups of its ways and the state changes of the operation
+        it names ("cancel reservation": cancel_reservation, not the update its runs also made)."""
+        actions = {a for m in self.members for a in m.actions}
+        named = verbs_named(self.concept.name) if self.concept is not None else frozenset()
+        if not named:
+            return frozenset(actions)
+        return frozenset(a for a in actions if action_verb(a) is None or action_verb(a) in named)
+
 
 @dataclass
 class SkillPlan:
@@ -353,12 +352,18 @@ def plan_skills(concepts: Sequence[ConceptDoc], workflows: Sequence[Workflow], m
     skipped: list[SkippedCandidate] = []
     for concept in concepts:
         ways = sorted((w for w in workflows if any(concept.id in m.meta_ids for m in w.members)), key=Workflow.rank)
-        candidate = PlannedSkill("concept", concept.id, title_case(concept.name), ways, concept)
-        if ways and candidate.worked >= min_runs:
-            skills.append(candidate)
-        else:
-            skipped.append(SkippedCandidate(kind="concept", source_id=concept.id, title=candidate.title,
-                                            runs=candidate.runs, worked=candidate.worked))
+        domains = sorted({w.domain for w in ways}) or [""]
+        for domain in domains:
+            # A meta-concept whose runs span domains is one skill per domain: what an agent of one
+            # domain learns from another's steps is noise.
+            title = title_case(concept.name) + (f" ({domain})" if len(domains) > 1 else "")
+            mine = [w for w in ways if w.domain == domain]
+            candidate = PlannedSkill("concept", concept.id, title, mine, concept.for_domain(domain))
+            if mine and candidate.worked >= min_runs:
+                skills.append(candidate)
+            else:
+                skipped.append(SkippedCandidate(kind="concept", source_id=concept.id, title=candidate.title,
+                                                runs=candidate.runs, worked=candidate.worked))
     covered = {w.key for skill in skills for w in skill.ways}
     for workflow in workflows:
         if workflow.key in covered:

@@ -18,19 +18,23 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kbgraph.ingest.generalise import humanise_action
+from kbgraph.ingest.integrate_evidence import statement_kind
+from kbgraph.ingest.reflect_rules import about_actions, verbs_named
 from kbgraph.search.handoff import hands_off
 from kbgraph.skills.folder import MARKER_KEY, MARKER_VALUE, NAMESPACE_KEY, SKILL_FILE
 from kbgraph.skills.names import cut, front_matter, one_line, truncate_description
 from kbgraph.skills.plan import ConceptDoc, FailureRow, Member, PlannedSkill, StepRow, Workflow, flow, title_case
 
-__all__ = ["EXAMPLES_FILE", "PitfallGroup", "RenderInput", "describe", "pitfall_groups", "render_skill",
-           "shown_members"]
+__all__ = ["EXAMPLES_FILE", "PitfallGroup", "RenderInput", "changes_nothing", "describe", "example_tasks",
+           "pitfall_groups", "render_skill", "shown_members", "when_to_use"]
 
 EXAMPLES_FILE = "references/examples.md"
 #: What a skill shows at most: other ways, example tasks, pitfalls, example runs that worked / failed.
 MAX_OTHER_WAYS, MAX_TASKS_SHOWN, MAX_PITFALLS, MAX_WORKED_EXAMPLES, MAX_FAILED_EXAMPLES = 4, 3, 8, 3, 2
 #: Characters of a task, a recovery, a tool's result quoted in a skill.
 TASK_CHARS, RECOVERY_CHARS, OBSERVATION_CHARS = 240, 360, 160
+#: Characters of the task a description quotes.
+DESCRIPTION_TASK_CHARS = 200
 
 
 def _plural(n: int, word: str) -> str:
@@ -84,7 +88,9 @@ class PitfallGroup:
     error: str
     times: int
     runs: int
+    #: Times the next call went through; runs that then succeeded.
     got_past: int
+    run_succeeded: int
     best: FailureRow
 
 
@@ -104,7 +110,8 @@ def pitfall_groups(failures: Iterable[FailureRow]) -> list[PitfallGroup]:
         best = min(rows, key=lambda f: (not f.recovered, not f.run_succeeded, not f.concrete,
                                         f.recovery_kind in (None, "none"), f.run_id or "", f.id))
         result.append(PitfallGroup(action, error, len(rows), len({f.run_id or f.id for f in rows}),
-                                   sum(1 for f in rows if f.recovered), best))
+                                   sum(1 for f in rows if f.recovered),
+                                   len({f.run_id or f.id for f in rows if f.run_succeeded}), best))
     return sorted(result, key=lambda g: (-g.runs, -g.times, g.action, g.error))
 
 
@@ -112,14 +119,13 @@ def _pitfall_line(group: PitfallGroup) -> str:
     head = f"- **`{_md(group.action) or 'a step'}` fails with “{_md(cut(group.error, 200))}”**"
     seen = f" — seen {_plural(group.times, 'time')} in {_plural(group.runs, 'run')}"
     recovery = _md(cut(group.best.recovery, RECOVERY_CHARS)) if group.best.recovery else ""
+    outcome = (f"; the next call went through {group.got_past} of {group.times} times, and the run then "
+               f"succeeded in {group.run_succeeded} of {_plural(group.runs, 'run')}")
     if group.got_past:
-        what = f"; the next call got past it {group.got_past} of {group.times} times. What got past it: {recovery}"
+        what = f"{outcome}. What went through: {recovery}"
     else:
-        what = "; nothing the agents tried got past it" + (f". What was tried: {recovery}" if recovery else "")
+        what = f"{outcome}" + (f". What was tried: {recovery}" if recovery else "")
     return head + seen + what.rstrip() + ("" if what.endswith((".", "…")) else ".")
-
-
-_BEFORE = re.compile(r"^\s*before\b", re.IGNORECASE)
 
 
 @dataclass
@@ -131,32 +137,68 @@ class RenderInput:
     failures: Mapping[str, Sequence[FailureRow]]
 
 
+def _asks_for(skill: PlannedSkill, member: Member, limit: int = TASK_CHARS) -> bool:
+    """Whether a task, as far as a skill quotes it (``limit`` characters), asks for what a
+    meta-concept skill does (its operation's verb), or the skill names no operation."""
+    named = verbs_named(skill.concept.name) if skill.concept is not None else frozenset()
+    return not named or bool(named & verbs_named(cut(member.problem, limit)))
+
+
+def example_tasks(skill: PlannedSkill) -> list[Member]:
+    """The runs a skill quotes as tasks where it worked: for a meta-concept, the tasks that ask for
+    its operation first (a task where the cancellation came about on the way is a weaker example)."""
+    return sorted(_runs_in(skill), key=lambda m: not _asks_for(skill, m))
+
+
+def changes_nothing(skill: PlannedSkill) -> bool:
+    return skill.kind == "workflow" and not skill.ways[0].operations
+
+
+def when_to_use(skill: PlannedSkill) -> str:
+    """The "use when" of a skill, from the tasks where it worked: a way that changed nothing is for
+    tasks that only ask for information only when its tasks did; when they asked for changes, it
+    is what worked when those changes were not to be made."""
+    examples = example_tasks(skill)
+    if changes_nothing(skill):
+        asked = sorted({v for m in examples for v in verbs_named(m.problem)})
+        if not asked:
+            return "Use when a task only asks for information: in the runs where it worked, nothing had to change"
+        return ("Use when a task asks for a change that is not to be made, or only for information: in the runs "
+                f"where it worked the tasks asked to {', '.join(asked)}, and changing nothing was what succeeded")
+    subject = skill.concept.name if skill.concept is not None else skill.ways[0].label
+    return f"Use when a task needs to {subject}"
+
+
 def describe(skill: PlannedSkill) -> str:
     """What the skill does and when to use it, with its evidence, within the specification's limit."""
     domains = skill.domains
     where = f"the {domains[0]} domain" if len(domains) == 1 else "the " + ", ".join(domains) + " domains"
-    examples = _runs_in(skill)
-    example = f", e.g. {_quoted(examples[0].problem, 200)}" if examples else ""
+    fitting = [m for m in example_tasks(skill) if changes_nothing(skill) or _asks_for(skill, m, DESCRIPTION_TASK_CHARS)]
+    example = f", e.g. {_quoted(fitting[0].problem, DESCRIPTION_TASK_CHARS)}" if fitting else ""
     evidence = f"Learnt from real agent runs: it {_worked_in(skill.worked, skill.runs, skill.tasks)}."
-    if skill.kind == "workflow" and not skill.ways[0].operations:
+    when = f"{when_to_use(skill)}{example}."
+    if changes_nothing(skill):
         usual = ", ".join(dict.fromkeys(skill.ways[0].usual_actions)) or "no tool calls"
         what = f"Answer tasks in {where} by looking things up and changing nothing ({usual})."
-        when = f"Use when a task only asks for information or nothing may be changed{example}."
     else:
         subject = skill.concept.name if skill.concept is not None else skill.ways[0].label
         what = (f"{title_case(subject)} in {where}: the steps that worked, what to check first, and how to "
                 "recover from the errors agents hit.")
-        when = f"Use when a task needs to {subject}{example}."
-        conditions = [s for s in (skill.concept.when_to_use if skill.concept else ()) if not _BEFORE.match(s)]
+        conditions = [st.line for st in _doc(skill).of("when_to_use", domains[0])]
         if conditions:
             when += " " + conditions[0]
     return truncate_description(" ".join([what, when, evidence]))
 
 
+def _doc(skill: PlannedSkill) -> ConceptDoc:
+    return skill.concept or ConceptDoc(id="", name="", version=0)  # a workflow skill has no document
+
+
 def render_skill(skill: PlannedSkill, given: RenderInput) -> dict[str, str]:
     """The files of one skill folder, by relative path: ``SKILL.md`` and ``references/examples.md``
     (when there are example runs to show)."""
-    doc = skill.concept or ConceptDoc(id="", name="", version=0)  # a workflow skill has no document
+    doc = _doc(skill)
+    domain = skill.domains[0]
     metadata = {
         MARKER_KEY: MARKER_VALUE, NAMESPACE_KEY: given.namespace,
         "kbgraph-source": f"{'meta-concept' if skill.kind == 'concept' else 'workflow'} {skill.source_id}",
@@ -167,11 +209,11 @@ def render_skill(skill: PlannedSkill, given: RenderInput) -> dict[str, str]:
            f"{_worked_in(skill.worked, skill.runs, skill.tasks)}. Identifiers, names and numbers from the runs are "
            "shown as placeholders such as `{id}`.", ""]
     out += _when_to_use(skill, doc) + _preconditions(skill, doc) + _steps_section(skill, given)
-    how = [s for s in doc.how if not _BEFORE.match(s)]
+    how = [s for s in doc.of("how", domain) if statement_kind(s.text) != "precondition"]
     if how:
-        out += ["## How it is done", "", *[f"- {_md(doc.backed(s))}" for s in how], ""]
-    if doc.why:
-        out += ["## Why", "", *[f"- {_md(doc.backed(s))}" for s in doc.why], ""]
+        out += ["## How it is done", "", *[f"- {_md(s.line)}" for s in how], ""]
+    if why := doc.of("why", domain):
+        out += ["## Why", "", *[f"- {_md(s.line)}" for s in why], ""]
     out += _pitfalls(skill, doc, given) + _evidence(skill, given)
     files = {SKILL_FILE: ""}
     examples = _examples(skill, given)
@@ -184,17 +226,21 @@ def render_skill(skill: PlannedSkill, given: RenderInput) -> dict[str, str]:
 
 
 def _when_to_use(skill: PlannedSkill, doc: ConceptDoc) -> list[str]:
-    out = ["## When to use", "", *[f"- {_md(doc.backed(s))}" for s in doc.when_to_use if not _BEFORE.match(s)]]
-    tasks = _runs_in(skill)[:MAX_TASKS_SHOWN]
+    domain = skill.domains[0]
+    out = ["## When to use", "", f"- {when_to_use(skill)}.",
+           *[f"- {_md(s.line)}" for s in doc.of("when_to_use", domain) if statement_kind(s.text) != "precondition"]]
+    tasks = example_tasks(skill)[:MAX_TASKS_SHOWN]
     if tasks:
         out += ["- Tasks like these, where it worked:", *[f"  - {_quoted(m.problem)}" for m in tasks]]
     return [*out, ""]
 
 
 def _preconditions(skill: PlannedSkill, doc: ConceptDoc) -> list[str]:
-    """The document's "Before …" sentences, and what the steps shown look up before their first change."""
-    before = [s for s in (*doc.when_to_use, *doc.how) if _BEFORE.match(s)]
-    out = ["## Preconditions", "", *[f"- {_md(doc.backed(s))}" for s in before]]
+    """The document's "Before …" statements, and what the steps shown look up before their first change."""
+    domain = skill.domains[0]
+    before = [s for s in (*doc.of("when_to_use", domain), *doc.of("how", domain))
+              if statement_kind(s.text) == "precondition"]
+    out = ["## Preconditions", "", *[f"- {_md(s.line)}" for s in before]]
     best = skill.ways[0]
     first_change = next((i for i, a in enumerate(best.usual_actions) if a in best.operations), None)
     lookups = list(dict.fromkeys(best.usual_actions[:first_change])) if first_change is not None else []
@@ -223,15 +269,19 @@ def _steps_section(skill: PlannedSkill, given: RenderInput) -> list[str]:
 
 
 def _pitfalls(skill: PlannedSkill, doc: ConceptDoc, given: RenderInput) -> list[str]:
-    """Each error of the skill's runs with the recovery that got past it, then the document's
-    warnings that do not quote one of those errors (they would say the same again)."""
-    groups = pitfall_groups(f for m in skill.members for f in given.failures.get(m.id, ()))
+    """Each error of the skill's own actions in its runs, with what the agents did next, then the
+    document's pitfalls about those actions that do not quote one of those errors (they would say
+    the same again)."""
+    own = skill.own_actions
+    groups = [g for g in pitfall_groups(f for m in skill.members for f in given.failures.get(m.id, ()))
+              if g.action in own]
     out = ["## Pitfalls and recoveries", "", *[_pitfall_line(g) for g in groups[:MAX_PITFALLS]]]
     if len(groups) > MAX_PITFALLS:
         out.append(f"- … and {_plural(len(groups) - MAX_PITFALLS, 'other error')} seen less often.")
     errors = [g.error.casefold() for g in groups if len(g.error) >= 8]
-    warnings = [s for s in doc.pitfalls if not any(e in s.casefold() for e in errors)]
-    out += [f"- {_md(doc.backed(s))}" for s in warnings]
+    warnings = [s for s in doc.of("pitfalls", skill.domains[0])
+                if about_actions(s.text, own) and not any(e in s.text.casefold() for e in errors)]
+    out += [f"- {_md(s.line)}" for s in warnings]
     if not groups and not warnings:
         out.append("- No failures were recorded in the runs behind this skill.")
     return [*out, ""]

@@ -95,7 +95,7 @@ NODE_RULES: Final[dict[str, dict[str, Rule]]] = {
         "recovered": flag, "run_succeeded": flag, "concrete": flag,
     },
     "MetaConcept": {"name": text(1), "size": count, "version": count, "how": texts, "why": texts,
-                    "pitfalls": texts, "when_to_use": texts},
+                    "pitfalls": texts, "when_to_use": texts, "statements": text()},
     "Insight": {"text": text(1), "runs": texts, "tasks": texts, "succeeded": texts, "worked": texts},
     "Outcome": {"outcome": UNIT, "at": datetime_value, "task": text(), "agent": text()},
     "IngestedRecord": {"ingested_at": datetime_value, "fingerprint": text(1)},

@@ -104,6 +104,20 @@ def test_a_rule_the_agent_stated_is_learnt_under_the_change_it_made_next() -> No
         (p.concept, p.insight) for p in pairs]  # the plan ("I need to …") is not a rule
 
 
+def test_a_rule_is_filed_under_the_operation_it_names_or_not_at_all() -> None:
+    rule = "It was created more than 24 hours ago, so it cannot be cancelled due to a change of plans."
+    steps = [{"action": "get_reservation_details", "arguments": {"reservation_id": "ABC"}, "thought": rule},
+             {"action": "update_reservation_flights", "arguments": {"reservation_id": "ABC", "cabin": "economy"}}]
+    cancel = {"action": "cancel_reservation", "arguments": {"reservation_id": "ABC"}}
+    for later, concept in (([cancel], "cancel reservation"), ([], None)):
+        traj = trajectory(steps=[*steps, *later])
+        filed = [p.concept for p in RuleBasedReflector().reflect(traj, RuleBasedAbstractor().abstract(traj))
+                 if p.insight.startswith("Rule the agent applied:")]
+        # About cancelling (what "cannot" governs), not creating or the update the run made next; not
+        # kept when the run never cancelled.
+        assert filed == ([concept] if concept else []), later
+
+
 def test_a_long_result_is_stored_cut_and_says_how_long_it_was() -> None:
     from kbgraph.core.models import STORED_OBSERVATION_CHARS
 

@@ -11,7 +11,6 @@ import pytest
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.ingest.integrate import (
     DEFAULT_MAX_PER_SECTION,
-    DocumentRewriter,
     Section,
     classify_insight,
     sentence_key,
@@ -204,19 +203,3 @@ def test_near_duplicates_with_the_real_minilm(embedder: CachedEmbedder) -> None:
         "The return tool can be called only once per order.",
     ]
 
-
-# --- the LLM rewriter's interface -----------------------------------------------------------------
-
-
-class AppendingRewriter:
-    """The smallest DocumentRewriter: files the insights like update_document does."""
-
-    def rewrite(self, name: str, document: ConceptDocument, new_insights: Sequence[str]) -> ConceptDocument:
-        updated: ConceptDocument = update_document(document, new_insights)[0]
-        return updated
-
-
-def test_a_rewriter_takes_the_name_document_and_new_insights() -> None:
-    rewriter: DocumentRewriter = AppendingRewriter()
-    result = rewriter.rewrite("return item", ConceptDocument(), ["Never return a pending order."])
-    assert result.pitfalls == ["Never return a pending order."]

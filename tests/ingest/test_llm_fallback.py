@@ -5,12 +5,14 @@ scripted OpenAI-compatible server, with real agent runs."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from kbgraph.audit import audit_namespace
 from kbgraph.core.errors import KbgraphError
 from kbgraph.ingest.abstract import RuleBasedAbstractor
 from kbgraph.ingest.abstract_llm import SYSTEM_PROMPT as ABSTRACT_PROMPT
@@ -61,8 +63,10 @@ def good_reflection(run: dict[str, Any]) -> str:
 
 
 def good_document(prompt: str) -> str:
-    insights = [line[2:] for line in prompt.split("New insights:\n", 1)[1].splitlines() if line.startswith("- ")]
-    return json.dumps({"when_to_use": [], "why": [], "how": insights, "pitfalls": []})
+    """Each statement reworded: its words kept, without the evidence shown beside it."""
+    statements = [re.sub(r"^\d+\. \[\w+\] ", "", line).rsplit(" (", 1)[0]
+                  for line in prompt.split("Statements:\n", 1)[1].splitlines() if re.match(r"^\d+\. ", line)]
+    return json.dumps({"statements": [f"In short: {s}" for s in statements]})
 
 
 def rambling(prompt: str) -> ScriptedResponse:
@@ -188,6 +192,30 @@ def test_each_item_ends_one_way_and_the_report_counts_them(kb: KnowledgeBase, fa
     fallen = Trajectory.model_validate(RUNS[3])
     assert experiences["gpt4o-airline-06-t0"].problem == RuleBasedAbstractor().abstract(fallen).problem
     assert_whole(kb, report)
+
+
+def test_the_llm_path_writes_from_the_same_evidence_and_passes_the_audit(kb: KnowledgeBase, fake: FakeOpenAI) -> None:
+    """The model rewords each statement; where it stands and what backs it stay the evidence's. A
+    rewording that claims an outcome ("got past it") is refused and asked again."""
+    boasted: Counter[str] = Counter()
+
+    def answer(stage: str, run: dict[str, Any], prompt: str) -> ScriptedResponse:
+        if stage == "abstract":
+            return 200, chat_completion(good_abstraction(run))
+        if stage == "reflect":
+            return 200, chat_completion(good_reflection(run))
+        statements = json.loads(good_document(prompt))["statements"]
+        if not boasted["asked"]:  # the first answer claims what the runs do not show
+            boasted["asked"] += 1
+            return 200, chat_completion(json.dumps({"statements": [f"{s} This got past it." for s in statements]}))
+        return 200, chat_completion(json.dumps({"statements": statements}))
+
+    script(fake, answer)
+    report = ingest(llm_pipeline(kb, fake.base_url))
+    assert report.llm["integrate"].retried == 1 and report.llm["integrate"].fell_back == 0
+    documents = "\n".join(row["document"] for row in kb.gateway.read("meta_concepts_all", kb=kb.namespace))
+    assert "got past it" not in documents and "- In short: " in documents
+    assert audit_namespace(kb.gateway, kb.namespace, kb.embedder.embed).findings == []
 
 
 def test_an_endpoint_that_is_down_falls_back_for_every_item(kb: KnowledgeBase) -> None:

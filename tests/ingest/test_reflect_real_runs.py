@@ -10,8 +10,11 @@ import pytest
 
 from kbgraph.kb import KnowledgeBase
 
-OPERATIONS = {"book reservation", "cancel reservation", "update reservation flights", "update reservation baggages",
-              "transfer to human agents", "send certificate"}
+#: The operations the runs teach something about. (Update reservation baggages is not one: the one
+#: lesson filed under it was a rule about cancelling, stated before a run changed its bags; a rule
+#: is filed under the operation it names, and that run never cancelled.)
+OPERATIONS = {"book reservation", "cancel reservation", "update reservation flights", "transfer to human agents",
+              "send certificate"}
 
 
 @pytest.fixture
@@ -37,14 +40,18 @@ def test_each_operation_has_its_own_document_about_it(documents: dict[str, str])
 
 def test_documents_teach_fixes_preconditions_and_rules_with_their_evidence(documents: dict[str, str]) -> None:
     flights = documents["update reservation flights"]
-    assert re.search(r"When update reservation flights fails with “payment method not found”, retrying it with "
-                     r"changed payment_id got past it\. \(4 runs, 2 tasks\)", flights), flights
-    assert re.search(r"Before update reservation flights, get reservation details\. \(\d+ runs, \d+ tasks\)", flights)
+    assert re.search(r"When update reservation flights fails with “payment method not found”, the agent retried it "
+                     r"with changed payment_id\. \(4 runs, 2 tasks; the retried call went through in 3 of 4; the run "
+                     r"then succeeded in all 4\)", flights), flights
+    assert re.search(r"Before update reservation flights, get reservation details\. \(\d+ runs, \d+ tasks, all succeeded\)",
+                     flights)
     booking = documents["book reservation"]
     assert "payment amount does not add up, total price is # but paid #" in booking
-    assert re.search(r"\(\d+ runs?, \d+ tasks?, 0 succeeded\)", booking), "failed runs say so"
+    assert re.search(r"the run still failed in all \d+\)", booking), "failed runs say so"
+    assert "## How" not in booking, "no run of it succeeded: nothing to follow"
     everything = "\n".join(documents.values())
     assert "Rule the agent applied:" in everything and "cannot" in everything
     lines = [line for line in everything.splitlines() if line.startswith("- ")]
-    assert lines and all(re.search(r"\(\d+ runs?, \d+ tasks?", line) for line in lines), "every line shows its evidence"
+    assert lines and all(re.search(r"\((?:seen only in failed runs: )?\d+ runs?, \d+ tasks?", line) for line in lines), \
+        "every line shows its evidence"
     assert "check the preconditions before trying it" not in everything and "{thought}" not in everything

@@ -1,0 +1,343 @@
+"""Stage 5 from evidence: a meta-concept's document, every statement where its evidence puts it.
+
+A document is rebuilt from all the insights of its meta-concept, each with what backs it — the
+runs it was learnt from, their tasks, the runs that then succeeded and, for an error and what the
+agent did next, the runs where the next call went through — split by the domain of those runs:
+
+- **Placed by evidence.** A statement stands under *When to use*, *Why* or *How* only when at
+  least one run behind it reached its goal, and says how many did. What only failed runs showed is
+  a pitfall, said as such ("seen only in failed runs"). An error and what followed it is always a
+  pitfall; its sentence says what the agent did, not how it went, and the evidence says that
+  separately: "the retried call went through in 4 of 4; the run still failed in all 4".
+- **Rules merged like concepts.** Rules the agents stated (and an LLM reflector's lessons) that say
+  the same in other words — cosine of their embeddings at least :data:`DUPLICATE_RULE_SIMILARITY`
+  — are one statement: the wording backed by the most runs stands for all of them, with their
+  evidence summed and the sentences it stands for kept (``sources``). The templated statements
+  ("Before X, Y.", "To X, call …", "When X fails with …") are never merged: two of them that read
+  alike still name different calls.
+- **Scoped by domain.** A meta-concept whose runs span domains gets one part per domain, each with
+  the statements of that domain's runs: a step seen in one banking run is not a "how" of airline.
+
+Everything here is pure and deterministic (same insights, same document). The audit
+(:mod:`kbgraph.audit`) checks the stored documents against the graph by the same rules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from kbgraph.core.models import ConceptDocument
+from kbgraph.ingest.integrate import SECTIONS, EmbedFn, Section, classify_insight, sentence_key
+
+__all__ = ["DUPLICATE_RULE_SIMILARITY", "DocumentRewriter", "MAX_PER_SECTION", "RULE_PREFIX", "EvidencedDocument", "Evidence",
+           "InsightEvidence", "Kind", "Statement", "build_document", "evidence_rows", "merge_rules",
+           "placed_section", "rule_core", "statement_kind"]
+
+#: Cosine (all-MiniLM-L6-v2, without the "Rule the agent applied:" prefix) from which two rules are
+#: one. Measured on the rules the real airline runs give "cancel reservation" (tests/ingest/
+#: test_integrate_evidence.py keeps them): the two pairs that state one policy in other words meet
+#: at 0.89 ("… basic economy … created more than 24 hours ago without travel insurance, so it cannot
+#: be canceled for a refund" twice) and 0.79 ("cannot be canceled for a refund unless the airline
+#: cancels the flight" / "cannot be cancelled without a valid reason like airline cancellation");
+#: the closest pair that says different things at 0.68 ("business class … can always be cancelled,
+#: economy … if travel insurance is purchased" / "basic economy … cannot be cancelled unless within
+#: 24 hours"). Concept deduplication attaches labels at 0.6; rules are sentences about one
+#: operation, whose neighbours share more words, so they need more.
+DUPLICATE_RULE_SIMILARITY = 0.75
+#: Statements per section and domain: a document is read by an agent in its prompt.
+MAX_PER_SECTION = 12
+RULE_PREFIX = "Rule the agent applied: "
+
+Kind = Literal["precondition", "call", "recovery", "rule", "lesson"]
+_KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = (
+    ("precondition", re.compile(r"^Before [^,]+, ")),
+    ("call", re.compile(r"^To [^,]+, call ")),
+    ("recovery", re.compile(r"^When [^“]+ fails with “")),
+    ("rule", re.compile(r"^" + re.escape(RULE_PREFIX))),
+)
+_RETRY = re.compile(r", the agent (retried it|repeated it)\b")
+_SWITCH = re.compile(r", the agent switched to\b")
+
+
+class DocumentRewriter(Protocol):
+    """Rewords a meta-concept's statements (BREW's IntegAgent, e.g. with an LLM): one sentence per
+    statement, in order. Where a statement stands and what backs it are not the writer's to change:
+    those follow the evidence."""
+
+    def reword(self, name: str, statements: Sequence[Statement]) -> list[str]: ...
+
+
+def statement_kind(text: str) -> Kind:
+    """What kind of statement ``text`` is: one of the reflector's templates, or a free lesson."""
+    return next((kind for kind, pattern in _KINDS if pattern.search(text)), "lesson")
+
+
+def rule_core(text: str) -> str:
+    """What a rule says, without the prefix every rule shares (it would make all rules look alike)."""
+    return text[len(RULE_PREFIX):] if text.startswith(RULE_PREFIX) else text
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What backs a statement: the runs, their tasks, the runs that succeeded and the runs whose
+    next call after an error went through (sets of ids, so that merging adds up without counting
+    a run twice)."""
+
+    runs: frozenset[str] = frozenset()
+    tasks: frozenset[str] = frozenset()
+    succeeded: frozenset[str] = frozenset()
+    went_through: frozenset[str] = frozenset()
+
+    def __or__(self, other: Evidence) -> Evidence:
+        return Evidence(self.runs | other.runs, self.tasks | other.tasks, self.succeeded | other.succeeded,
+                        self.went_through | other.went_through)
+
+    def describe(self, text: str, section: Section) -> str:
+        """The evidence as the document shows it after ``text``, in words that match what it says."""
+        n, s, w = len(self.runs), len(self.succeeded & self.runs), len(self.went_through & self.runs)
+        base = f"{_plural(n, 'run')}, {_plural(len(self.tasks), 'task')}"
+        if not n:
+            return ""
+        if statement_kind(text) == "recovery":
+            parts = [base]
+            if _RETRY.search(text):
+                parts.append(f"the retried call went through in {w} of {n}")
+            elif _SWITCH.search(text):
+                parts.append(f"the call it switched to went through in {w} of {n}")
+            parts.append(_run_outcome(s, n))
+            return "; ".join(parts)
+        if section == "pitfalls" and not s:
+            return f"seen only in failed runs: {base}"
+        return f"{base}, {'all' if s == n else s} succeeded"
+
+
+def _run_outcome(succeeded: int, runs: int) -> str:
+    if runs == 1:
+        return "the run then succeeded" if succeeded else "the run still failed"
+    if succeeded == 0:
+        return f"the run still failed in all {runs}"
+    if succeeded == runs:
+        return f"the run then succeeded in all {runs}"
+    return f"the run then succeeded in {succeeded} of {runs}"
+
+
+@dataclass(frozen=True)
+class InsightEvidence:
+    """One insight's text with the evidence of its runs in one domain."""
+
+    text: str
+    domain: str
+    evidence: Evidence
+
+
+def evidence_rows(row: Mapping[str, Any]) -> list[InsightEvidence]:
+    """An insight as the store reads it (``text``, ``runs``, ``tasks``, ``succeeded``, ``worked``
+    and ``origins``: the domain, runs and task of each experience it came from), one entry per
+    domain of its runs. A run no origin names belongs to the first origin's domain."""
+    origins = [o for o in row.get("origins") or [] if o and o.get("domain") is not None]
+    origins.sort(key=lambda o: (str(o["domain"]), str(o.get("task") or "")))
+    fallback = str(origins[0]["domain"]) if origins else "general"
+    run_domain = {str(r): str(o["domain"]) for o in origins for r in o.get("runs") or []}
+    task_domain = {str(o.get("task")): str(o["domain"]) for o in origins if o.get("task") is not None}
+    by_domain: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for name, values in (("runs", row["runs"]), ("succeeded", row["succeeded"]), ("went_through", row["worked"])):
+        for run in values:
+            by_domain[run_domain.get(str(run), fallback)][name].add(str(run))
+    for task in row["tasks"]:
+        by_domain[task_domain.get(str(task), fallback)]["tasks"].add(str(task))
+    return [InsightEvidence(str(row["text"]), domain, Evidence(
+        frozenset(sets["runs"]), frozenset(sets["tasks"]), frozenset(sets["succeeded"]), frozenset(sets["went_through"])))
+        for domain, sets in sorted(by_domain.items()) if sets["runs"]]
+
+
+def placed_section(text: str, evidence: Evidence) -> Section:
+    """Where a statement belongs: an error and what followed it under pitfalls; otherwise the
+    section its words call for (:func:`classify_insight`), but never *When to use*, *Why* or *How*
+    without a run that succeeded."""
+    kind = statement_kind(text)
+    if kind == "recovery":
+        return "pitfalls"
+    section: Section = "how" if kind in ("precondition", "call") else classify_insight(text)
+    return section if section == "pitfalls" or evidence.succeeded & evidence.runs else "pitfalls"
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One sentence of a document: where it stands, for which domain, what backs it, and the
+    insight sentences (keys) it stands for."""
+
+    section: Section
+    domain: str
+    text: str
+    evidence: Evidence
+    sources: tuple[str, ...]
+
+    @property
+    def line(self) -> str:
+        backing = self.evidence.describe(self.text, self.section)
+        return f"{self.text} ({backing})" if backing else self.text
+
+    def as_json(self) -> dict[str, Any]:
+        e = self.evidence
+        return {"section": self.section, "domain": self.domain, "text": self.text, "sources": list(self.sources),
+                "runs": sorted(e.runs), "tasks": sorted(e.tasks), "succeeded": sorted(e.succeeded),
+                "went_through": sorted(e.went_through)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Statement:
+        section = str(data["section"])
+        if section not in SECTIONS:
+            raise ValueError(f"section {section!r} is not one of {', '.join(SECTIONS)}")
+        return cls(section, str(data["domain"]), str(data["text"]),
+                   Evidence(*(frozenset(map(str, data.get(k) or ())) for k in
+                              ("runs", "tasks", "succeeded", "went_through"))),
+                   tuple(map(str, data.get("sources") or ())))
+
+
+_TITLES: dict[Section, str] = {"when_to_use": "When to use", "why": "Why", "how": "How", "pitfalls": "Pitfalls"}
+
+
+@dataclass(frozen=True)
+class EvidencedDocument:
+    """A meta-concept's statements, by domain and section."""
+
+    statements: tuple[Statement, ...] = ()
+    domain_runs: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def domains(self) -> list[str]:
+        return sorted({s.domain for s in self.statements})
+
+    def sections(self) -> ConceptDocument:
+        """The four lists of sentences (every domain's), as the meta-concept's properties keep them."""
+        lists: dict[str, list[str]] = {section: [] for section in SECTIONS}
+        seen: set[str] = set()
+        for statement in self.statements:
+            if sentence_key(statement.text) not in seen:
+                seen.add(sentence_key(statement.text))
+                lists[statement.section].append(statement.text)
+        return ConceptDocument(**lists)
+
+    def render(self) -> str:
+        """The document as an agent reads it: one part per domain when it spans several."""
+        domains = self.domains
+        parts = []
+        for domain in domains:
+            mine = [s for s in self.statements if s.domain == domain]
+            depth = "##" if len(domains) == 1 else "###"
+            body = "\n\n".join(
+                f"{depth} {_TITLES[section]}\n" + "\n".join(f"- {s.line}" for s in mine if s.section == section)
+                for section in SECTIONS if any(s.section == section for s in mine))
+            if len(domains) > 1:
+                runs = self.domain_runs.get(domain, 0)
+                body = f"## In {domain} ({_plural(runs, 'run')})\n\n{body}"
+            parts.append(body)
+        return "\n\n".join(parts)
+
+    def statements_json(self) -> str:
+        return json.dumps([s.as_json() for s in self.statements], ensure_ascii=False, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | None) -> EvidencedDocument:
+        if not text:
+            return cls()
+        statements = tuple(Statement.from_json(s) for s in json.loads(text))
+        return cls(statements, _runs_per_domain(statements))
+
+
+def _runs_per_domain(statements: Iterable[Statement]) -> dict[str, int]:
+    runs: dict[str, set[str]] = defaultdict(set)
+    for statement in statements:
+        runs[statement.domain] |= statement.evidence.runs
+    return {domain: len(r) for domain, r in runs.items()}
+
+
+def _support(text: str, evidence: Evidence) -> tuple[int, int, int, str]:
+    return (-len(evidence.runs), -len(evidence.succeeded), len(text), text)
+
+
+def merge_rules(
+    items: Sequence[tuple[str, Evidence]], embed: EmbedFn | None, threshold: float = DUPLICATE_RULE_SIMILARITY,
+) -> list[tuple[str, Evidence, tuple[str, ...]]]:
+    """``items`` (sentence, evidence) with exact repeats and, among rules and free lessons, near
+    duplicates merged: most-supported first, each joins the first kept statement it is at least
+    ``threshold`` close to, or stands for itself. So every statement merged is that close to the
+    wording that stands for it, and no two statements kept are that close to each other."""
+    exact: dict[str, tuple[str, Evidence, list[str]]] = {}
+    for text, evidence in items:
+        key = sentence_key(text)
+        if key in exact:
+            best, known, keys = exact[key]
+            exact[key] = (min(best, text), known | evidence, keys)
+        else:
+            exact[key] = (text, evidence, [key])
+    ordered = sorted(exact.values(), key=lambda e: _support(e[0], e[1]))
+    free = [i for i, (text, _, _) in enumerate(ordered) if statement_kind(text) in ("rule", "lesson")]
+    if embed is None or len(free) < 2:
+        return [(text, evidence, tuple(keys)) for text, evidence, keys in ordered]
+    vectors = np.asarray(embed([rule_core(ordered[i][0]) for i in free]), dtype=np.float64)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    vectors = vectors / norms
+    into: dict[int, int] = {}
+    heads: list[int] = []
+    for row, index in enumerate(free):
+        head = next((h for h in heads if float(vectors[free.index(h)] @ vectors[row]) >= threshold), None)
+        if head is None:
+            heads.append(index)
+        else:
+            into[index] = head
+    merged: dict[int, tuple[str, Evidence, list[str]]] = {}
+    for index, (text, evidence, keys) in enumerate(ordered):
+        head = into.get(index, index)
+        if head in merged:
+            best, known, all_keys = merged[head]
+            merged[head] = (best, known | evidence, all_keys + keys)
+        else:
+            merged[head] = (text, evidence, list(keys))
+    return [(text, evidence, tuple(sorted(keys))) for text, evidence, keys in merged.values()]
+
+
+def build_document(
+    insights: Iterable[InsightEvidence], *, embed: EmbedFn | None = None,
+    threshold: float = DUPLICATE_RULE_SIMILARITY, max_per_section: int = MAX_PER_SECTION,
+    reword: Callable[[list[Statement]], list[Statement]] | None = None,
+) -> EvidencedDocument:
+    """The document the insights make (module docstring). ``reword`` may reword the placed
+    statements (an LLM writer); it returns them in the same order, with the same sections,
+    domains, evidence and sources."""
+    by_domain: dict[str, list[tuple[str, Evidence]]] = defaultdict(list)
+    for insight in insights:
+        by_domain[insight.domain].append((insight.text, insight.evidence))
+    statements: list[Statement] = []
+    for domain in sorted(by_domain):
+        placed: dict[Section, list[Statement]] = defaultdict(list)
+        for text, evidence, sources in merge_rules(by_domain[domain], embed, threshold):
+            section = placed_section(text, evidence)
+            placed[section].append(Statement(section, domain, text, evidence, sources))
+        for section in SECTIONS:
+            chosen = sorted(placed[section], key=lambda s: _order(s))[:max_per_section]
+            statements += chosen
+    if reword is not None and statements:
+        reworded = reword(statements)
+        if len(reworded) != len(statements):
+            raise ValueError(f"reword returned {len(reworded)} statements for {len(statements)}")
+        statements = [replace(old, text=new.text) for old, new in zip(statements, reworded, strict=True)]
+    return EvidencedDocument(tuple(statements), _runs_per_domain(statements))
+
+
+def _order(statement: Statement) -> tuple[int, int, int, str]:
+    """Preconditions before the call; then the best supported first; the text decides the rest."""
+    kind_rank = {"precondition": 0, "call": 1}.get(statement_kind(statement.text), 2)
+    return (kind_rank, -len(statement.evidence.succeeded), -len(statement.evidence.runs), statement.text)

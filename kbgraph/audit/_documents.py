@@ -1,0 +1,175 @@
+"""The checks of a meta-concept's document: each statement against the insights behind it, whose
+evidence is recounted here from the graph's rows — not taken from what the document says.
+
+A statement stands for the insight sentences its ``sources`` name (a document written before
+statements kept them stands for its own sentence, in no particular domain). Its evidence is theirs,
+in its domain's runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kbgraph.audit._findings import Check, Finding
+from kbgraph.ingest.integrate import EmbedFn, sentence_key
+from kbgraph.ingest.integrate_evidence import (
+    DUPLICATE_RULE_SIMILARITY,
+    Evidence,
+    Statement,
+    evidence_rows,
+    rule_core,
+    statement_kind,
+)
+
+__all__ = ["DocumentInput", "audit_document", "plain_evidence"]
+
+#: (words of a line, what the evidence must be for them to be true, what they claim)
+_CLAIMS: tuple[tuple[re.Pattern[str], Callable[[Evidence, re.Match[str]], bool], str], ...] = (
+    (re.compile(r"got past it(?! \d)"), lambda e, m: bool(e.went_through), "says it got past the error"),
+    (re.compile(r"did not help"), lambda e, m: not e.went_through, "says it did not help"),
+    (re.compile(r"went through in (\d+) of (\d+)"),
+     lambda e, m: (int(m[1]), int(m[2])) == (len(e.went_through & e.runs), len(e.runs)), "counts calls that went through"),
+    (re.compile(r"still failed"), lambda e, m: not e.succeeded, "says the run still failed"),
+    (re.compile(r"succeeded in (\d+) of (\d+)"),
+     lambda e, m: (int(m[1]), int(m[2])) == (len(e.succeeded & e.runs), len(e.runs)), "counts runs that succeeded"),
+    (re.compile(r"\((?:seen only in failed runs: )?(\d+) runs?,"), lambda e, m: int(m[1]) == len(e.runs),
+     "counts the runs behind it"),
+    (re.compile(r"seen only in failed runs"), lambda e, m: not e.succeeded, "says only failed runs showed it"),
+)
+
+
+@dataclass(frozen=True)
+class DocumentInput:
+    """A stored document: its meta-concept's name, its statements, the text an agent reads and the
+    rows of the insights of its concepts (as the query ``insight_evidence`` reads them)."""
+
+    name: str
+    statements: Sequence[Statement]
+    rendered: str
+    insights: Sequence[Mapping[str, Any]]
+
+
+def plain_evidence(evidence: Evidence, domains: Sequence[str] = ()) -> str:
+    """Evidence as a finding states it: every count, whatever the statement says."""
+    text = (f"{len(evidence.runs)} runs, {len(evidence.tasks)} tasks, {len(evidence.succeeded & evidence.runs)} "
+            f"succeeded, the next call went through in {len(evidence.went_through & evidence.runs)}")
+    return text + (f"; runs of {', '.join(domains)}" if domains else "")
+
+
+class _Recount:
+    """The evidence of each insight sentence, per domain, from the rows."""
+
+    def __init__(self, rows: Sequence[Mapping[str, Any]]):
+        self.by_key: dict[str, dict[str, Evidence]] = defaultdict(dict)
+        for row in rows:
+            for part in evidence_rows(row):
+                known = self.by_key[sentence_key(part.text)]
+                known[part.domain] = known.get(part.domain, Evidence()) | part.evidence
+
+    def per_domain(self, statement: Statement) -> dict[str, Evidence]:
+        result: dict[str, Evidence] = {}
+        for key in statement.sources or (sentence_key(statement.text),):
+            for domain, evidence in self.by_key.get(key, {}).items():
+                result[domain] = result.get(domain, Evidence()) | evidence
+        return result
+
+    def of(self, statement: Statement) -> Evidence:
+        parts = self.per_domain(statement)
+        if statement.domain:
+            return parts.get(statement.domain, Evidence())
+        total = Evidence()
+        for evidence in parts.values():
+            total = total | evidence
+        return total
+
+
+def audit_document(document: DocumentInput, embed: EmbedFn | None,
+                   threshold: float = DUPLICATE_RULE_SIMILARITY) -> list[Finding]:
+    """What in ``document`` its evidence does not bear out (see :data:`kbgraph.audit.CHECKS`)."""
+    where = f"document “{document.name}”"
+    recount = _Recount(document.insights)
+    findings: list[Finding] = []
+
+    def found(check: Check, statement: Statement, detail: str) -> None:
+        findings.append(Finding(check=check, where=where, statement=statement.text, detail=detail,
+                                evidence=plain_evidence(recount.of(statement), sorted(recount.per_domain(statement)))))
+
+    for statement in document.statements:
+        evidence = recount.of(statement)
+        if statement.section != "pitfalls" and not evidence.succeeded & evidence.runs:
+            found("how-from-failed-runs", statement,
+                  f"stands under {statement.section.replace('_', ' ')}, but no run that succeeded backs it")
+        line = next((ln[2:] for ln in _part(document.rendered, statement.domain).splitlines()
+                     if ln[2:].startswith(statement.text)), "")
+        for pattern, holds, claim in _CLAIMS:
+            match = pattern.search(line)
+            if match and not holds(evidence, match):
+                found("outcome-wording", statement, f"the document {claim} (“{match[0]}”); its runs do not")
+    _cross_domain(document, recount, found)
+    if embed is not None:
+        findings += _duplicates(document, recount, embed, threshold, where)
+    return findings
+
+
+def _part(rendered: str, domain: str) -> str:
+    """The part of a rendered document about ``domain`` (the whole when it has no parts)."""
+    start = rendered.find(f"## In {domain} (") if domain else -1
+    if start < 0:
+        return rendered
+    end = rendered.find("\n## In ", start + 1)
+    return rendered[start:] if end < 0 else rendered[start:end]
+
+
+def _cross_domain(document: DocumentInput, recount: _Recount, found: Callable[[Check, Statement, str], None]) -> None:
+    """Statements shown for a domain whose runs did not show them; a document spanning domains without
+    a part for each."""
+    domains = sorted({s.domain for s in document.statements if s.domain})
+    for domain in domains:
+        if len(domains) > 1 and f"## In {domain} " not in document.rendered:
+            found("cross-domain-how", next(s for s in document.statements if s.domain == domain),
+                  f"the document spans {', '.join(domains)} but has no part for {domain}")
+    scoped = [s for s in document.statements if s.section != "pitfalls"]
+    unscoped_domains: dict[str, int] = defaultdict(int)
+    for statement in scoped:
+        parts = recount.per_domain(statement)
+        if statement.domain:
+            if parts and statement.domain not in parts:
+                found("cross-domain-how", statement,
+                      f"shown for {statement.domain}, but learnt from runs of {', '.join(sorted(parts))}")
+        else:
+            for domain, evidence in parts.items():
+                unscoped_domains[domain] += len(evidence.runs)
+    if len(unscoped_domains) > 1:  # a document without domains whose advice comes from several
+        main = max(sorted(unscoped_domains), key=lambda d: unscoped_domains[d])
+        for statement in scoped:
+            parts = recount.per_domain(statement)
+            if not statement.domain and parts and main not in parts:
+                found("cross-domain-how", statement,
+                      f"learnt from runs of {', '.join(sorted(parts))} in a document mostly about {main}, "
+                      "with no part per domain")
+
+
+def _duplicates(document: DocumentInput, recount: _Recount, embed: EmbedFn, threshold: float,
+                where: str) -> list[Finding]:
+    rules = [s for s in document.statements if statement_kind(s.text) in ("rule", "lesson")]
+    if len(rules) < 2:
+        return []
+    vectors = np.asarray(embed([rule_core(s.text) for s in rules]), dtype=np.float64)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    findings = []
+    for (i, a), (j, b) in itertools.combinations(enumerate(rules), 2):
+        similarity = float(vectors[i] @ vectors[j])
+        if a.domain == b.domain and similarity >= threshold:
+            findings.append(Finding(
+                check="duplicate-rules", where=where, statement=f"{a.text} ≈ {b.text}",
+                evidence=f"{plain_evidence(recount.of(a))} / {plain_evidence(recount.of(b))}",
+                detail=f"two statements say the same (cosine {similarity:.2f} ≥ {threshold}): one statement with "
+                       "their evidence summed"))
+    return findings

@@ -1,0 +1,186 @@
+"""The audit catches each thing a document or a skill can say against its evidence — each check on a
+document or skill built to contain the problem — and finds nothing in one built from the evidence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbgraph.audit import DocumentInput, Finding, audit_document, audit_skill
+from kbgraph.embedders import CachedEmbedder
+from kbgraph.ingest.integrate import sentence_key
+from kbgraph.ingest.integrate_evidence import Evidence, Statement, build_document, evidence_rows
+from kbgraph.skills.plan import ConceptDoc, FailureRow, Member, group_workflows, plan_skills
+from kbgraph.skills.render import RenderInput, render_skill
+
+
+def insight(text: str, runs: list[str], succeeded: list[str], worked: list[str] | None = None,
+            domain: str = "airline") -> dict[str, Any]:
+    """An insight as the query insight_evidence reads it."""
+    return {"text": text, "runs": runs, "tasks": [f"task-{r}" for r in runs], "succeeded": succeeded,
+            "worked": worked or [], "origins": [{"domain": domain, "runs": runs, "task": f"task-{r}"} for r in runs]}
+
+
+def old_document(name: str, sections: dict[str, list[str]], rendered: str, rows: list[dict[str, Any]]) -> DocumentInput:
+    """A document as kbgraph wrote it before statements kept their evidence: sentences only."""
+    statements = [Statement(section, "", text, Evidence(), (sentence_key(text),))  # type: ignore[arg-type]
+                  for section, texts in sections.items() for text in texts]
+    return DocumentInput(name, statements, rendered, rows)
+
+
+def checks(findings: list[Finding]) -> list[str]:
+    return sorted(f.check for f in findings)
+
+
+RULE = ("Rule the agent applied: According to the policy, business class reservations can always be cancelled, and "
+        "economy class reservations can be cancelled if travel insurance is purchased.")
+CALL = "To cancel reservation, call cancel_reservation with reservation_id."
+
+
+def test_a_how_backed_only_by_failed_runs_is_found_with_its_evidence() -> None:
+    rows = [insight(RULE, ["f1"], []), insight(CALL, ["s1", "s2"], ["s1", "s2"])]
+    document = old_document("cancel reservation", {"how": [CALL, RULE]},
+                            f"## How\n- {CALL} (2 runs, 2 tasks)\n- {RULE} (1 run, 1 task, 0 succeeded)", rows)
+    [finding] = audit_document(document, embed=None)
+    assert (finding.check, finding.statement, finding.where) == ("how-from-failed-runs", RULE,
+                                                                "document “cancel reservation”")
+    assert finding.evidence.startswith("1 runs, 1 tasks, 0 succeeded")
+
+
+GOT_PAST = ("When update reservation flights fails with “gift card balance is not enough”, retrying it with changed "
+            "payment_id got past it.")
+
+
+def test_got_past_it_where_no_call_went_through_is_contradictory_wording() -> None:
+    rows = [insight(GOT_PAST, ["f1", "f2", "f3", "f4"], [], worked=[])]
+    document = old_document("update reservation flights", {"pitfalls": [GOT_PAST]},
+                            f"## Pitfalls\n- {GOT_PAST} (4 runs, 2 tasks, 0 succeeded)", rows)
+    assert checks(audit_document(document, embed=None)) == ["outcome-wording"]
+    rows = [insight(GOT_PAST, ["f1", "f2"], [], worked=["f1"])]
+    honest = old_document("update reservation flights", {"pitfalls": [GOT_PAST]},
+                          f"## Pitfalls\n- {GOT_PAST} (2 runs, 2 tasks)", rows)
+    assert checks(audit_document(honest, embed=None)) == []
+
+
+def test_counts_a_line_states_are_checked_against_the_runs() -> None:
+    text = "When book reservation fails with “x”, the agent retried it with changed amount."
+    rows = [insight(text, ["f1", "f2"], ["f2"], worked=["f1"])]
+    statement = Statement("pitfalls", "airline", text, Evidence(), (sentence_key(text),))
+    lying = f"## Pitfalls\n- {text} (2 runs, 2 tasks; the retried call went through in 2 of 2; the run still failed in all 2)"
+    document = DocumentInput("book reservation", [statement], lying, rows)
+    assert checks(audit_document(document, embed=None)) == ["outcome-wording", "outcome-wording"]
+
+
+DUPLICATES = ["Rule the agent applied: It cannot be canceled for a refund unless the airline cancels the flight.",
+              "Rule the agent applied: It cannot be cancelled without a valid reason like airline cancellation."]
+
+
+def test_two_wordings_of_one_rule_are_duplicates(embedder: CachedEmbedder) -> None:
+    rows = [insight(DUPLICATES[0], ["r1"], ["r1"]), insight(DUPLICATES[1], ["r2"], ["r2"])]
+    document = old_document("cancel reservation", {"pitfalls": DUPLICATES},
+                            "## Pitfalls\n" + "\n".join(f"- {d} (1 run, 1 task)" for d in DUPLICATES), rows)
+    [finding] = audit_document(document, embed=embedder.embed)
+    assert finding.check == "duplicate-rules" and DUPLICATES[0] in finding.statement and DUPLICATES[1] in finding.statement
+    merged = build_document([p for row in rows for p in evidence_rows(row)], embed=embedder.embed)
+    assert audit_document(DocumentInput("cancel reservation", merged.statements, merged.render(), rows),
+                          embed=embedder.embed) == []
+
+
+def test_one_domains_steps_in_another_domains_document_are_found() -> None:
+    steps = {"Before send confirmation, get reservation details.": "airline",
+             "Before send confirmation, get order details.": "retail",
+             "Before send confirmation, check return eligibility.": "retail",
+             "Before send confirmation, get balance.": "banking"}
+    rows = [insight(text, [f"{domain}-{n}"], [f"{domain}-{n}"], domain=domain)
+            for n, (text, domain) in enumerate(steps.items())]
+    document = old_document("send confirmation", {"how": list(steps)},
+                            "## How\n" + "\n".join(f"- {s} (1 run, 1 task)" for s in steps), rows)
+    found = audit_document(document, embed=None)
+    assert checks(found) == ["cross-domain-how", "cross-domain-how"]
+    assert {f.statement for f in found} == {"Before send confirmation, get reservation details.",
+                                            "Before send confirmation, get balance."}
+    scoped = build_document([p for row in rows for p in evidence_rows(row)])
+    assert audit_document(DocumentInput("send confirmation", scoped.statements, scoped.render(), rows), None) == []
+    flattened = scoped.render().replace("## In ", "## Also ")
+    assert set(checks(audit_document(DocumentInput("send confirmation", scoped.statements, flattened, rows), None))) \
+        == {"cross-domain-how"}
+
+
+# -- skills -----------------------------------------------------------------------------------------
+
+
+def member(id: str, problem: str, actions: tuple[str, ...], ops: tuple[str, ...], metas: tuple[str, ...] = ()) -> Member:
+    return Member(id=id, problem=problem, domain="airline", actions=actions, operations=ops, task_key=id,
+                  source_ids=(f"{id}-r",), failed_source_ids=frozenset(), meta_ids=metas)
+
+
+def failure(experience: str, action: str, error: str) -> FailureRow:
+    return FailureRow(experience_id=experience, id=f"fm-{experience}", description=error, action=action,
+                      signature=f"{action}|{error}", recovery="retried it", recovery_kind="retry", recovered=True,
+                      concrete=True, run_id=f"{experience}-r", run_succeeded=True, step_order=2)
+
+
+def cancel_skill() -> tuple[Any, dict[str, str]]:
+    """A concept skill whose runs also updated flights and hit an error there."""
+    actions = ("get_reservation_details", "update_reservation_flights", "cancel_reservation")
+    members = [member("a", "You want to cancel your reservation.", actions, actions[1:], ("m",)),
+               member("b", "Cancel my flight, please.", actions, actions[1:], ("m",))]
+    rule = "Rule the agent applied: Basic economy cannot be cancelled after 24 hours."
+    doc = build_document([p for row in [insight(rule, ["a-r"], ["a-r"])] for p in evidence_rows(row)])
+    concept = ConceptDoc("m", "cancel reservation", 1, doc.statements)
+    [skill] = plan_skills([concept], group_workflows(members), min_runs=1).skills
+    given = RenderInput("ns", {}, {"a": [failure("a", "update_reservation_flights", "payment method not found"),
+                                         failure("a", "cancel_reservation", "reservation is basic economy")]})
+    return skill, render_skill(skill, given)
+
+
+def test_a_skill_built_from_the_evidence_has_no_findings() -> None:
+    skill, files = cancel_skill()
+    assert "`cancel_reservation` fails with" in files["SKILL.md"]
+    assert "update_reservation_flights` fails" not in files["SKILL.md"], "another action's error is not its pitfall"
+    assert audit_skill(skill, files, []) == []
+
+
+def with_line(files: dict[str, str], heading: str, line: str) -> dict[str, str]:
+    return {**files, "SKILL.md": files["SKILL.md"].replace(f"## {heading}\n\n", f"## {heading}\n\n{line}\n", 1)}
+
+
+def test_a_pitfall_about_another_action_is_found() -> None:
+    skill, files = cancel_skill()
+    error = "- **`update_reservation_flights` fails with “payment method not found”** — seen 1 time in 1 run."
+    [finding] = audit_skill(skill, with_line(files, "Pitfalls and recoveries", error), [])
+    assert finding.check == "pitfall-about-another-action" and "update_reservation_flights" in finding.detail
+    rule = "- Rule the agent applied: The flights cannot be changed to another cabin. (1 run, 1 task, all succeeded)"
+    [finding] = audit_skill(skill, with_line(files, "Pitfalls and recoveries", rule), [])
+    assert finding.check == "pitfall-about-another-action" and "update" in finding.detail
+
+
+def test_got_past_it_without_a_call_that_went_through_is_found_in_a_skill() -> None:
+    skill, files = cancel_skill()
+    line = "- **`cancel_reservation` fails with “x”** — seen 4 times in 4 runs; the next call got past it."
+    assert checks(audit_skill(skill, with_line(files, "Pitfalls and recoveries", line), [])) == ["outcome-wording"]
+
+
+def test_a_when_to_use_its_examples_contradict_is_found() -> None:
+    members = [member("a", "You want to cancel your flights. You insist to cancel and have the refund.",
+                      ("get_reservation_details",), ())]
+    [skill] = plan_skills([], group_workflows(members), min_runs=1).skills
+    files = render_skill(skill, RenderInput("ns", {}, {}))
+    assert audit_skill(skill, files, []) == [], "its when to use follows the tasks where it worked"
+    claim = "- Use when a task only asks for information or nothing may be changed."
+    [finding] = audit_skill(skill, with_line(files, "When to use", claim), [])
+    assert finding.check == "when-to-use-contradicted" and "cancel" in finding.evidence
+    skill, files = cancel_skill()
+    described = files["SKILL.md"].replace("Use when a task needs to cancel reservation, e.g. “You want to cancel your "
+                                          "reservation.”", "Use when a task needs to cancel reservation, e.g. "
+                                          "“You want to book a flight.”")
+    assert described != files["SKILL.md"]
+    assert checks(audit_skill(skill, {**files, "SKILL.md": described}, [])) == ["when-to-use-contradicted"]
+
+
+def test_a_documents_finding_follows_its_statement_into_the_skill() -> None:
+    skill, files = cancel_skill()
+    statement = "Rule the agent applied: Basic economy cannot be cancelled after 24 hours."
+    finding = Finding(check="how-from-failed-runs", where="document “cancel reservation”", statement=statement,
+                      evidence="1 runs", detail="…")
+    [again] = audit_skill(skill, files, [finding])
+    assert again.where == f"skill {skill.name}" and again.statement == statement
