@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
+from kbgraph.ingest.integrate_evidence import Evidence, Statement
 from kbgraph.ingest.integrate_llm import LLMDocumentWriter
 from kbgraph.ingest.reflect import Reflector
 from kbgraph.ingest.reflect_llm import LLMReflector
 from kbgraph.llm import LLMClient, LLMOutputError
-from kbgraph.core.models import ConceptDocument, ConceptInsight, Experience, FailureMode, Step, Trajectory
+from kbgraph.core.models import ConceptInsight, Experience, FailureMode, Step, Trajectory
 from tests.fakes.openai_server import FakeOpenAI, running_fake_openai
 
 TRAJECTORY = Trajectory.model_validate({
@@ -113,45 +114,41 @@ def test_a_pair_without_an_insight_is_reported_never_returned(fake: FakeOpenAI) 
 
 # Document writer (integrator) ---------------------------------------------------------------------
 
-DOCUMENT = ConceptDocument(
-    when_to_use=["A customer asks to return an item."],
-    how=["Check eligibility before starting the return."],
-)
+def _statements() -> list[Statement]:
+    """Two placed statements as the evidence pass builds them: a how that worked, a pitfall."""
+    worked = Evidence(frozenset({"r1", "r2"}), frozenset({"t1"}), frozenset({"r1", "r2"}), frozenset())
+    failed = Evidence(frozenset({"r3"}), frozenset({"t2"}), frozenset(), frozenset())
+    return [Statement("how", "retail", "Check return eligibility before starting the return.", worked, ("a",)),
+            Statement("pitfalls", "retail", "Never promise a refund before checking the return window.", failed, ("b",))]
 
 
-def test_new_insights_are_folded_into_the_document(fake: FakeOpenAI) -> None:
-    rewritten = {"when_to_use": ["A customer asks to return an item."], "why": [],
-                 "how": ["Check eligibility before starting the return."],
-                 "pitfalls": ["Promising a refund before the return window is checked."]}
-    fake.chat_answer = lambda body: json.dumps(rewritten)
-    document = LLMDocumentWriter(llm_for(fake)).rewrite(
-        "return a delivered item", DOCUMENT, ["Never promise a refund before checking the return window."])
-    assert document == ConceptDocument.model_validate(rewritten)
+def test_the_model_rewords_each_statement_in_order(fake: FakeOpenAI) -> None:
+    reworded = ["Check the return eligibility before the return starts.",
+                "Do not promise a refund before the return window is checked."]
+    fake.chat_answer = lambda body: json.dumps({"statements": reworded})
+    assert LLMDocumentWriter(llm_for(fake)).reword("return a delivered item", _statements()) == reworded
     prompt = fake.chat_requests[0]["messages"][1]["content"]
-    assert "Concept: return a delivered item" in prompt and "Check eligibility before starting" in prompt
-    assert "- Never promise a refund before checking the return window." in prompt
+    assert "Concept: return a delivered item" in prompt and "[pitfalls] Never promise a refund" in prompt
 
 
-def test_sentences_the_model_repeats_are_kept_once(fake: FakeOpenAI) -> None:
-    fake.chat_answer = lambda body: json.dumps({
-        "when_to_use": ["A customer asks to return an item."],
-        "how": ["Check eligibility first.", "check  eligibility first."], "pitfalls": ["Check eligibility first."],
-    })
-    document = LLMDocumentWriter(llm_for(fake)).rewrite("returns", DOCUMENT, ["Check eligibility first."])
-    assert document.how == ["Check eligibility first."] and document.pitfalls == []
-
-
-def test_no_new_insights_means_no_call(fake: FakeOpenAI) -> None:
-    assert LLMDocumentWriter(llm_for(fake)).rewrite("returns", DOCUMENT, ["  "]) == DOCUMENT
+def test_no_statements_means_no_call(fake: FakeOpenAI) -> None:
+    assert LLMDocumentWriter(llm_for(fake)).reword("returns", []) == []
     assert fake.chat_requests == []
 
 
-def test_a_document_with_unknown_sections_or_no_sentences_is_reported(fake: FakeOpenAI) -> None:
-    answers: list[dict[str, Any]] = [{"how": ["x"], "examples": ["y"]}, {"when_to_use": [], "how": []}]
-    fake.chat_answer = lambda body: json.dumps(answers.pop(0))
-    with pytest.raises(LLMOutputError, match="answer has no sentences"):
-        LLMDocumentWriter(llm_for(fake)).rewrite("returns", DOCUMENT, ["Check eligibility first."])
-    assert len(fake.chat_requests) == 2  # the unknown section was asked again, then given up
+def test_a_rewording_that_drops_what_a_statement_says_or_claims_an_outcome_is_refused(fake: FakeOpenAI) -> None:
+    dropped = {"statements": ["Be careful.", "Do not promise a refund before the return window is checked."]}
+    fake.chat_answer = lambda body: json.dumps(dropped)
+    with pytest.raises(LLMOutputError, match="drops what"):
+        LLMDocumentWriter(llm_for(fake)).reword("returns", _statements())
+
+
+
+
+
+
+
+
 
 
 # What a small model writes when it rambles: well-formed JSON that is no lesson ---------------------
@@ -170,20 +167,8 @@ def test_a_concept_copied_from_the_instructions_is_malformed(fake: FakeOpenAI) -
         LLMReflector(llm_for(fake)).reflect(TRAJECTORY, EXPERIENCE)
 
 
-def test_a_document_that_drops_a_new_insight_is_malformed(fake: FakeOpenAI) -> None:
-    fake.chat_answer = lambda body: json.dumps({"when_to_use": ["When to use"], "why": ["When to use"],
-                                                "how": ["How to use"], "pitfalls": ["Pitfall 1: When to use"]})
-    with pytest.raises(LLMOutputError, match="answer drops the new insight 'Never promise a refund"):
-        LLMDocumentWriter(llm_for(fake)).rewrite(
-            "returns", DOCUMENT, ["Never promise a refund before checking the return window."])
 
 
-def test_an_insight_merged_in_other_words_counts_as_folded_in(fake: FakeOpenAI) -> None:
-    fake.chat_answer = lambda body: json.dumps({**DOCUMENT.model_dump(),
-                                                "pitfalls": ["Promising a refund before the return window is checked."]})
-    document = LLMDocumentWriter(llm_for(fake)).rewrite(
-        "returns", DOCUMENT, ["Never promise a refund before checking the return window."])
-    assert document.pitfalls == ["Promising a refund before the return window is checked."]
 
 
 def test_an_insight_that_restates_the_instructions_is_malformed(fake: FakeOpenAI) -> None:
