@@ -157,13 +157,14 @@ DOCS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "async.md"
 
 
 def test_the_example_of_the_async_page_runs(neo4j_target: Neo4jTarget, namespace: str, kb: KnowledgeBase,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+                                            capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     import re
 
     (block,) = re.findall(r"```python\n(.*?)```", DOCS_PAGE.read_text(encoding="utf-8"), flags=re.S)
-    settings = Settings(neo4j_uri=neo4j_target.uri, neo4j_username=neo4j_target.username,
-                        neo4j_password=neo4j_target.password, neo4j_database=neo4j_target.database, namespace=namespace)
-    exec(compile(block, str(DOCS_PAGE), "exec"), {"settings": settings})  # noqa: S102 - the page's own example
+    # The page configures itself as a reader's program would: from the environment.
+    for name, value in neo4j_target.env(namespace).items():
+        monkeypatch.setenv(name, value)
+    exec(compile(block, str(DOCS_PAGE), "exec"), {})  # noqa: S102 - the page's own example
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == 4 and all("→ ['exp_" in line for line in printed[:3]) and printed[3] == "1"
     assert kb.learning_state(kb.search("cancel a pending order", domain="retail", k=1).ids())[0].used == 1

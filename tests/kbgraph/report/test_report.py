@@ -390,7 +390,7 @@ def test_the_cli_writes_the_file_and_prints_its_path(kb: KnowledgeBase, neo4j_ta
 def test_the_cli_refuses_an_output_it_cannot_write_before_connecting(
     neo4j_target: Neo4jTarget, namespace: str, tmp_path: Path
 ) -> None:
-    for output, reason in ((tmp_path / "missing" / "r.html", "does not exist"), (tmp_path, "is a folder")):
+    for output, reason in ((tmp_path / "missing" / "r.html", "no folder"), (tmp_path, "is a folder")):
         result = kbgraph(neo4j_target, namespace, "report", "-o", str(output), cwd=tmp_path)
         assert result.returncode == 2
         assert reason in result.stderr and "Traceback" not in result.stderr
