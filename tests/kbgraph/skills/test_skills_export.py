@@ -480,11 +480,18 @@ def code_blocks(language: str) -> list[str]:
     return re.findall(rf"^```{language}\n(.*?)^```", DOCS.read_text(encoding="utf-8"), flags=re.DOTALL | re.MULTILINE)
 
 
-def test_every_python_example_of_the_docs_runs(runs_kb: KnowledgeBase, tmp_path: Path) -> None:
+def test_every_python_example_of_the_docs_runs(runs_kb: KnowledgeBase, tmp_path: Path, neo4j_target: Neo4jTarget,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     blocks = code_blocks("python")
     assert len(blocks) >= 2
-    scope: dict[str, Any] = {"__name__": "docs_skills", "kb": runs_kb, "skills_dir": tmp_path / "skills"}
+    # The page opens its own knowledge base on the demo's namespace and writes to ./skills, as a
+    # reader would: here that namespace is the real runs' of this test, and ./skills is tmp_path's.
+    for name, value in neo4j_target.env(runs_kb.namespace).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    scope: dict[str, Any] = {"__name__": "docs_skills"}
     for index, block in enumerate(blocks):
+        block = block.replace('namespace="demo"', f'namespace="{runs_kb.namespace}"')
         try:
             exec(compile(block, f"docs/skills.md python block {index + 1}", "exec"), scope)
         except Exception as exc:
