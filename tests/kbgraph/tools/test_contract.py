@@ -157,7 +157,7 @@ def contract_kb(driver: Any, embedder: Any, neo4j_target: Any) -> Iterator[Knowl
 
 @pytest.fixture(scope="module")
 def ways(contract_kb: KnowledgeBase) -> Iterator[list[Way]]:
-    with start_blocking_portal() as portal, TestClient(create_app(contract_kb, None)) as http:
+    with start_blocking_portal() as portal, TestClient(create_app(contract_kb, None), base_url="http://localhost") as http:
         with portal.wrap_async_context_manager(Client(build_server(contract_kb))) as mcp:
             yield [McpWay(portal, mcp), HttpWay(http), LangChainWay(kbgraph_tools(contract_kb))]
 
