@@ -89,6 +89,8 @@ RUN = (
 )
 #: Shell lines deliberately not run, and why.
 NOT_RUN = {
+    r"^\./kb audit -n airline-runs( --json)?$": "audits the namespace the reader filled with the real runs (an ingest "
+                                              "of minutes); tests/kbgraph/audit audits the real runs themselves",
     r"^\./kb demo$": "sets up and fills the reader's `demo` namespace; the module fixture runs the same ingest "
                      "of the same sample files",
     r"^(KBGRAPH_FUZZ_EXAMPLES=\d+ )?\./kb test\b": "the test suite itself (20 minutes; reliability runs longer)",
