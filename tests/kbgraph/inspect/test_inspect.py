@@ -355,7 +355,9 @@ def test_name_value_pairs_must_be_well_formed() -> None:
 
 def test_defaults_and_the_namespace_fill_what_is_not_given() -> None:
     top = LIBRARY.get("top_by_utility")
-    assert top.bind({}, namespace="tenant") == {"kb": "tenant", "domain": None, "decay_per_day": 0.0231, "limit": 10}
+    # `now` defaults to the database's clock (None); a caller (maintenance's dry run) may pass its own.
+    assert top.bind({}, namespace="tenant") == {"kb": "tenant", "domain": None, "decay_per_day": 0.0231, "limit": 10,
+                                                "now": None}
     assert top.bind({"kb": "other", "limit": 3}, namespace="tenant")["kb"] == "other"
     assert LIBRARY.get("index_status").bind({}, namespace="tenant") == {}, "only the parameters a query uses"
 
