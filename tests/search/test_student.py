@@ -376,7 +376,9 @@ def test_a_large_search_reads_its_facts_and_neighbours_in_two_halves_and_ranks_t
     assert any(h.path for h in whole.hits) and any(h.experience.kind == "abstract" for h in whole.hits)
     assert [(h.id, h.found_by, [p.to_id for p in h.path]) for h in halves.hits] == \
         [(h.id, h.found_by, [p.to_id for p in h.path]) for h in whole.hits]
-    assert [h.score for h in halves.hits] == pytest.approx([h.score for h in whole.hits], abs=1e-6)
+    # Scores are rounded to 1e-6 and utility decays with the time between the two searches: equal
+    # within a few millionths, whatever the machine's speed.
+    assert [h.score for h in halves.hits] == pytest.approx([h.score for h in whole.hits], abs=1e-5)
     # Searches running side by side keep Neo4j's cores busy: then one request each.
     asked.clear()
     sample_kb.student._searching += 1  # another search under way in this process
