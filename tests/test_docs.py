@@ -346,8 +346,10 @@ def http_server(world: DocsWorld, names: dict[str, str], monkeypatch: pytest.Mon
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = subprocess.Popen(
-        [sys.executable, "-m", "kbgraph.cli", "serve", "--port", str(port), "--api-key", key, "-n", names["default"]],
-        env=world.target.env(names["default"]), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        [sys.executable, "-m", "kbgraph.cli", "serve", "--port", str(port), "-n", names["default"]],
+        # The key as the page gives it: in the environment, never on a command line ps shows.
+        env={**world.target.env(names["default"]), "KBGRAPH_API_KEY": key},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
         while True:
