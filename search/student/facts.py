@@ -46,12 +46,13 @@ def attach_facts(ctx: SearchContext, run: Run, gathered: Gathered) -> dict[str, 
     if gathered.terms and with_facts:
         texts = [str(c.facts["text"]) for c in with_facts if c.facts]
         ceiling = bm25_ceiling(gathered.terms, texts)
-        for c, value in zip(with_facts, bm25_scores(gathered.terms, texts), strict=True):
-            # Scored against what the query asks (its ceiling), not against the best candidate: a
-            # request none of whose words the memory uses must not lend its best match full weight.
-            c.lexical = min(1.0, value / ceiling) if ceiling > 0 and w.lexical_scale == "coverage" else value
-        gathered.coverage = max(min(1.0, c.lexical if w.lexical_scale == "coverage" else c.lexical / ceiling)
-                                if ceiling > 0 else 0.0 for c in with_facts)
+        raw = bm25_scores(gathered.terms, texts)
+        # How much of the request the best candidate covers; with lexical_scale=coverage every
+        # candidate is scored that way (against the request, not against the best candidate).
+        gathered.coverage = min(1.0, max(raw) / ceiling) if ceiling > 0 else 0.0
+        scale = ceiling if ceiling > 0 and w.lexical_scale == "coverage" else None
+        for c, value in zip(with_facts, raw, strict=True):
+            c.lexical = value if scale is None else min(1.0, value / scale)
     return workflow_facts
 
 
