@@ -109,7 +109,12 @@ class SearchWeights(StrictModel):
         "private ones only to fill up k. False ranks both banks together by score.")
     # -- graph traversal
     hop_decay: Unit = Field(default=0.8, description="δ: per-hop decay of a path score.")
-    max_hops: Annotated[int, Field(ge=0, le=3)] = 2
+    max_hops: Annotated[int, Field(ge=0, le=3)] = Field(
+        default=0, description="Hops of graph traversal from the best direct hits (ADAPTATION, COMPOSITION, "
+        "ALTERNATIVE; workflows rank through their instances, not through traversal). 0: traversal takes no part in "
+        "the ranking, because on no development set did it change a figure, and no variant tried lifted a set "
+        "without lowering another (docs/search.md). 1-3 opt in, e.g. for a sparse knowledge base whose direct "
+        "channels find little.")
     seeds: Annotated[int, Field(ge=0, le=100)] = Field(default=10, description="Top direct hits expanded along edges.")
     neighbours_per_seed: Annotated[int, Field(ge=1, le=1000)] = 20
     edge_weights: dict[RelationType, Unit] = Field(default_factory=_default_edge_weights)

@@ -117,7 +117,7 @@ def test_a_hit_reachable_only_through_an_edge_is_found_with_its_path(kb: Knowled
     kb.add_experiences([reached, *distractors])
     kb.add_experiences([seed])
     query = {"task": "cancel an order", "k": 3}
-    weights = {"alpha": 0.0, "candidates": 3}
+    weights = {"alpha": 0.0, "candidates": 3, "max_hops": 2}  # traversal is opt-in
     results = kb.student.search(query, weights=weights, query_vectors={"pg": basis(0), "task": basis(0), "steps": []})
     by_id = {h.id: h for h in results.hits}
     assert results.ids()[:2] == [seed.key, reached.key]
@@ -133,11 +133,11 @@ def test_a_hit_reachable_only_through_an_edge_is_found_with_its_path(kb: Knowled
     assert hit.score == pytest.approx(expected, abs=1e-5) and hit.breakdown.hops == 1
     assert hit.breakdown.path == pytest.approx(expected, abs=1e-5)
     assert "ADAPTATION" in explain_results(results)
-    # Traversal respects the filters, and can be switched off.
+    # Traversal respects the filters, and is off by default.
     filtered = kb.student.search(query, weights=weights, filters={"domains": ["retail"]},
                                  query_vectors={"pg": basis(0), "task": basis(0), "steps": []})
     assert reached.key not in filtered.ids()
-    flat = kb.student.search(query, weights={**weights, "max_hops": 0},
+    flat = kb.student.search(query, weights={"alpha": 0.0, "candidates": 3},
                              query_vectors={"pg": basis(0), "task": basis(0), "steps": []})
     assert reached.key not in flat.ids()
 
@@ -366,11 +366,12 @@ def test_a_large_search_reads_its_facts_and_neighbours_in_two_halves_and_ranks_t
     steps_so_far = [{"action": "find_user_id_by_email", "arguments": {"email": "a@b.c"}},
                     {"action": "get_order_details", "arguments": {"order_id": "#W1"}}]
     monkeypatch.setattr(retriever, "SPLIT_READS_AT", 1_000_000)
-    whole = sample_kb.search(task, k=10, steps_so_far=steps_so_far)
+    traversal = {"max_hops": 2}
+    whole = sample_kb.search(task, k=10, steps_so_far=steps_so_far, weights=traversal)
     asked: list[str] = []
     record_reads(sample_kb, monkeypatch, asked)
     monkeypatch.setattr(retriever, "SPLIT_READS_AT", 2)
-    halves = sample_kb.search(task, k=10, steps_so_far=steps_so_far)
+    halves = sample_kb.search(task, k=10, steps_so_far=steps_so_far, weights=traversal)
     assert asked.count("search_candidates_score") == 2, "the facts, in two requests"
     assert asked.count("search_neighbours") >= 2, "each hop's neighbours, in two requests"
     assert any(h.path for h in whole.hits) and any(h.experience.kind == "abstract" for h in whole.hits)
