@@ -18,9 +18,8 @@ from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.search.candidates import FIRST_FACTOR, ScanPolicy, nearest
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import SearchWeights
-from kbgraph.search.scoring import neo4j_to_cosine
+from kbgraph.search.scoring import neo4j_to_cosine, step_score
 from kbgraph.search.student import StudentRetriever
-from kbgraph.core.utility import step_score
 
 # Candidates by similarity before the reward re-ranks them: a well-rewarded step a little further
 # away must still be in the pool.
