@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -67,7 +68,7 @@ def grid(kb: KnowledgeBase, driver: neo4j.Driver, neo4j_target: Neo4jTarget) -> 
     return moment, rows
 
 
-def _within_the_clock(cypher: dict[str, float], rows: dict[str, dict[str, Any]], decay: float,
+def _off_by_more_than_the_clock(cypher: dict[str, float], rows: dict[str, dict[str, Any]], decay: float,
                       before: datetime, after: datetime) -> list[str]:
     """The grid points whose Cypher utility (clipped, as the search clips it) differs from Python's
     at ``before`` by more than the clock can explain (the query ran by ``after``; whole seconds)."""
@@ -82,34 +83,31 @@ def _within_the_clock(cypher: dict[str, float], rows: dict[str, dict[str, Any]],
     return wrong
 
 
-@pytest.mark.parametrize("decay", DECAYS)
-def test_the_student_search_reads_the_utility_python_computes(
-    kb: KnowledgeBase, grid: tuple[datetime, dict[str, dict[str, Any]]], decay: float,
-) -> None:
-    _, rows = grid
-    before = datetime.now(UTC)
-    [result] = kb.gateway.read(
-        "search_candidates_score", kb=kb.namespace, ids=list(rows), statuses=["active"], exclude=[],
-        pg=[1.0, 0.0], task=[1.0, 0.0], semantic_known=list(rows), structural_known=list(rows), decay=decay)
-    after = datetime.now(UTC)
-    cypher = {r["id"]: float(r["utility"]) for r in result["rows"]}
-    assert set(cypher) == set(rows)
-    assert not _within_the_clock(cypher, rows, decay, before, after)
+#: The parameters of each search query that reads utility, for the grid's experiences ``ids``.
+SEARCH_QUERIES: dict[str, Callable[[list[str]], dict[str, Any]]] = {
+    # the student search's scoring facts of its candidates (the cosines are not asked for)
+    "search_candidates_score": lambda ids: {
+        "ids": ids, "statuses": ["active"], "exclude": [], "pg": [1.0, 0.0], "task": [1.0, 0.0],
+        "semantic_known": ids, "structural_known": ids},
+    # graph traversal: every grid experience is an ALTERNATIVE of the seed
+    "search_neighbours": lambda ids: {
+        "seeds": ["seed"], "pg": [1.0, 0.0], "per_seed": len(ids) + 1, "statuses": ["active"], "domains": None,
+        "kinds": None, "min_success": 0.0, "min_quality": 0.0, "agent": None},
+}
 
 
 @pytest.mark.parametrize("decay", DECAYS)
-def test_graph_traversal_reads_the_utility_python_computes(
-    kb: KnowledgeBase, grid: tuple[datetime, dict[str, dict[str, Any]]], decay: float,
+@pytest.mark.parametrize("query", sorted(SEARCH_QUERIES))
+def test_the_search_reads_the_utility_python_computes(
+    kb: KnowledgeBase, grid: tuple[datetime, dict[str, dict[str, Any]]], query: str, decay: float,
 ) -> None:
     _, rows = grid
     before = datetime.now(UTC)
-    [result] = kb.gateway.read(
-        "search_neighbours", kb=kb.namespace, seeds=["seed"], pg=[1.0, 0.0], per_seed=len(rows) + 1, decay=decay,
-        statuses=["active"], domains=None, kinds=None, min_success=0.0, min_quality=0.0, agent=None)
+    [result] = kb.gateway.read(query, kb=kb.namespace, decay=decay, **SEARCH_QUERIES[query](list(rows)))
     after = datetime.now(UTC)
     cypher = {r["id"]: float(r["utility"]) for r in result["rows"]}
     assert set(cypher) == set(rows)
-    assert not _within_the_clock(cypher, rows, decay, before, after)
+    assert not _off_by_more_than_the_clock(cypher, rows, decay, before, after)
 
 
 @pytest.mark.parametrize("decay", DECAYS)
