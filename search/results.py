@@ -19,7 +19,7 @@ class ScoreBreakdown(BaseModel):
     then blended with quality and scaled by ``utility_factor`` = (1−w_u) + w_u·utility, utility
     being Agent KB D.3's learnt, time-decayed value (see :func:`kbgraph.search.scoring.direct_scores`),
     and by ``context`` = exp(w·evidence), the outcomes this experience had on tasks like this one
-    (``outcomes`` of them counted; see :func:`kbgraph.core.utility.outcome_evidence`).
+    (``outcomes`` of them counted; see :func:`kbgraph.search.scoring.outcome_evidence`).
     A result reached over edges scores ``path`` = score(seed) · Π w(edge)·w(type) · δ^hops · trans;
     ``final`` is the larger of ``direct`` and ``path``.
     """

@@ -1,5 +1,5 @@
 """MAEL step-wise retrieval: the stored steps most like the one an agent is about to take, scored
-``α·similarity + (1 − α)·reward`` (docs/design.md §5; α = 0.5 by default).
+``α·similarity + (1 − α)·reward`` (docs/design.md §5; α is ``learning.step_alpha``, 0.5 by default).
 
 Rewards come from feedback (:mod:`kbgraph.learning.feedback`, ``step_rewards``): a step that helped ranks
 above an equally similar one that hurt. Each agent draws on the shared bank and its own private
@@ -18,9 +18,8 @@ from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.search.candidates import FIRST_FACTOR, ScanPolicy, nearest
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import SearchWeights
-from kbgraph.search.scoring import neo4j_to_cosine
+from kbgraph.search.scoring import neo4j_to_cosine, step_score
 from kbgraph.search.student import StudentRetriever
-from kbgraph.core.utility import step_score
 
 # Candidates by similarity before the reward re-ranks them: a well-rewarded step a little further
 # away must still be in the pool.
@@ -57,8 +56,11 @@ class StepRetriever:
 
     def search(
         self, action: str, arguments: dict[str, Any] | None = None, *, text: str | None = None,
-        domain: str | None = None, agent: str | None = None, k: int = 5, alpha: float = 0.5,
+        domain: str | None = None, agent: str | None = None, k: int = 5, alpha: float,
     ) -> list[StepHit]:
+        """The ``k`` stored steps most like ``action`` (with ``arguments`` and ``text``) by
+        :func:`~kbgraph.search.scoring.step_score`; ``alpha`` is the caller's setting
+        (``learning.step_alpha``), never a default of its own."""
         problems = []
         if not action or not action.strip():
             problems.append("steps search: action: must not be blank")

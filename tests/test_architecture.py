@@ -7,11 +7,16 @@ The layers, lowest first (docs/architecture.md explains each):
 A module may import its own layer and the layers below it, never above. The ways in (CLI, MCP
 server, HTTP API, report, inspection, integrations, benchmarks) do not import one another, except
 that the CLI launches all of them. Imports inside functions and under TYPE_CHECKING count too.
+
+The scoring formulas (``kbgraph.search.scoring``) are the reference of how kbgraph ranks, so each
+function the package exports must be used by the code outside it: a formula only its tests call is a
+second version of one the searches write elsewhere.
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
 from functools import cache
 from pathlib import Path
 
@@ -154,3 +159,43 @@ def test_the_list_of_long_modules_only_shrinks() -> None:
     short_now = sorted(name for name in KNOWN_LONG_MODULES
                        if name not in modules or len(modules[name].read_text().splitlines()) <= MAX_LINES)
     assert not short_now, "no longer over the limit, so remove from KNOWN_LONG_MODULES: " + ", ".join(short_now)
+
+
+SCORING = "kbgraph.search.scoring"
+
+
+def scoring_names_used(module: str, path: Path) -> set[str]:
+    """The names of kbgraph.search.scoring that ``path`` imports (``from kbgraph.search.scoring[._x]
+    import name``, or ``scoring.name`` after importing the package) and then uses."""
+    tree = ast.parse(path.read_text(), str(path))
+    imported: dict[str, str] = {}  # local name -> scoring name
+    packages: set[str] = set()  # local names of the package itself
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(SCORING):
+            imported.update({alias.asname or alias.name: alias.name for alias in node.names})
+        elif isinstance(node, ast.ImportFrom) and node.module == "kbgraph.search":
+            packages.update(alias.asname or alias.name for alias in node.names if alias.name == "scoring")
+        elif isinstance(node, ast.Import):
+            packages.update(alias.asname for alias in node.names if alias.name == SCORING and alias.asname)
+    used: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in imported:
+            used.add(imported[node.id])
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in packages:
+            used.add(node.attr)
+    return used
+
+
+def test_every_exported_scoring_formula_is_used_outside_scoring_and_tests() -> None:
+    import kbgraph.search.scoring as scoring
+
+    used: set[str] = set()
+    for module, path in source_files().items():
+        if module != SCORING and not module.startswith(SCORING + "."):
+            used |= scoring_names_used(module, path)
+    formulas = {name for name in scoring.__all__ if inspect.isfunction(getattr(scoring, name))}
+    assert len(formulas) > 10, "the check would pass vacuously: kbgraph.search.scoring exports formulas"
+    unused = sorted(formulas - used)
+    assert not unused, (
+        "exported by kbgraph.search.scoring but used by no code outside it (tests do not count): "
+        + ", ".join(unused) + ". Call it where the search computes the same thing, or delete it with its tests.")

@@ -16,8 +16,10 @@
 // successful runs outside $exclude] of each way its concrete experiences of $statuses took;
 // kbgraph.search.task_ways turns them into each candidate's share (and discounts the ways that
 // hand the task to a human, read from the operations by kbgraph.search.handoff).
-// utility (Agent KB D.3, unclipped): quality decayed at $decay per day since the last use (or the
-// creation), plus the usage impact decayed since it was last brought up to date.
+// utility (Agent KB D.3, unclipped; kbgraph.core.utility.utility clips it): quality decayed at $decay
+// per day since the last use (or the creation), plus the usage impact decayed since it was last
+// brought up to date; a time in the future (clock skew) counts as 0 days. The same in
+// search_neighbours; tests/search/scoring/test_utility_in_cypher.py pins both to the Python.
 // outcomes: [Neo4j cosine of the task an agent used it for against $pg, that outcome], from the
 // task-conditioned feedback (Outcome nodes).
 UNWIND $ids AS id
@@ -49,7 +51,9 @@ WITH ways, e, EXISTS { (e)-[:HAS_STEP]->() } AS has_steps,
 WITH ways, e, has_steps,
   reduce(acc = [], m IN members | acc + coalesce(m.source_ids, [])) AS sources,
   reduce(acc = [], m IN members | acc + coalesce(m.failed_source_ids, [])) AS failed
-WITH ways, e, has_steps, sources, [s IN sources WHERE NOT s IN failed] AS worked
+WITH ways, e, has_steps, sources, [s IN sources WHERE NOT s IN failed] AS worked,
+  duration.inSeconds(coalesce(e.last_used_at, e.created_at, datetime()), datetime()).seconds / 86400.0 AS idle,
+  duration.inSeconds(coalesce(e.usage_impact_at, datetime()), datetime()).seconds / 86400.0 AS since_impact
 WITH ways, collect({id: e.id, kind: e.kind, domain: e.domain, scope: coalesce(e.scope, 'shared'),
   task_key: e.task_key, operations: e.operations,
   text: left(e.problem + '\n' + coalesce(e.goal, '') + '\n' + e.domain, 4000),
@@ -64,9 +68,7 @@ WITH ways, collect({id: e.id, kind: e.kind, domain: e.domain, scope: coalesce(e.
   structural: CASE WHEN has_steps AND e.structure_embedding IS NOT NULL AND NOT e.id IN $structural_known
     THEN vector.similarity.cosine(e.structure_embedding, $task) END,
   has_steps: has_steps,
-  utility: coalesce(e.quality, 0.5)
-    * exp(-$decay * duration.inSeconds(coalesce(e.last_used_at, e.created_at, datetime()), datetime()).seconds / 86400.0)
-  + coalesce(e.usage_impact, 0.0)
-    * exp(-$decay * duration.inSeconds(coalesce(e.usage_impact_at, datetime()), datetime()).seconds / 86400.0),
+  utility: coalesce(e.quality, 0.5) * exp(-$decay * CASE WHEN idle > 0 THEN idle ELSE 0.0 END)
+    + coalesce(e.usage_impact, 0.0) * exp(-$decay * CASE WHEN since_impact > 0 THEN since_impact ELSE 0.0 END),
   outcomes: [(e)-[:HAD_OUTCOME]->(o:Outcome) | [vector.similarity.cosine(o.embedding, $pg), o.outcome]]}) AS rows
 RETURN ways, rows;

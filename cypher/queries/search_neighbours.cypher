@@ -27,14 +27,15 @@ CALL (n) {
   RETURN reduce(acc = 0, m IN members | acc + size(coalesce(m.source_ids, []))) AS runs,
     reduce(acc = 0, m IN members | acc + size(coalesce(m.failed_source_ids, []))) AS failed
 }
+// utility as in search_candidates_score (Agent KB D.3, unclipped), decaying at $decay per day
+WITH seed, s, r, n, semantic, runs, failed,
+  duration.inSeconds(coalesce(n.last_used_at, n.created_at, datetime()), datetime()).seconds / 86400.0 AS idle,
+  duration.inSeconds(coalesce(n.usage_impact_at, datetime()), datetime()).seconds / 86400.0 AS since_impact
 // One row: `rows`, a map per (seed, edge, reached node).
 RETURN collect({seed: seed, relation: type(r), outgoing: startNode(r) = s, weight: coalesce(r.weight, 1.0),
   reason: coalesce(r.reason, ''), id: n.id, kind: n.kind, domain: n.domain,
   success_rate: coalesce(n.success_rate, 1.0), quality: coalesce(n.quality, 0.5), semantic: semantic,
   support: runs - failed, runs: runs,
   scope: coalesce(n.scope, 'shared'),
-  // utility (Agent KB D.3, unclipped), as in search_candidates_score, decaying at $decay per day
-  utility: coalesce(n.quality, 0.5)
-    * exp(-$decay * duration.inSeconds(coalesce(n.last_used_at, n.created_at, datetime()), datetime()).seconds / 86400.0)
-  + coalesce(n.usage_impact, 0.0)
-    * exp(-$decay * duration.inSeconds(coalesce(n.usage_impact_at, datetime()), datetime()).seconds / 86400.0)}) AS rows;
+  utility: coalesce(n.quality, 0.5) * exp(-$decay * CASE WHEN idle > 0 THEN idle ELSE 0.0 END)
+    + coalesce(n.usage_impact, 0.0) * exp(-$decay * CASE WHEN since_impact > 0 THEN since_impact ELSE 0.0 END)}) AS rows;

@@ -1,16 +1,18 @@
 """Pure functions of the learning loop (docs/design.md §4–5): quality, utility with time decay, the
-AutoRefine maintenance score, the EDV verdict, the ability estimate and MAEL's step score.
+AutoRefine maintenance score, the EDV verdict and the ability estimate.
 
 Nothing here touches the database; :mod:`kbgraph.learning.feedback`, :mod:`kbgraph.learning.maintenance` and
-:mod:`kbgraph.learning.agents` apply them, and search ranks by them (the Cypher files compute the same
-formulas in the database where a value must be read and written in one transaction). They sit
-below both, so neither imports the other for them.
+:mod:`kbgraph.learning.agents` apply them (the Cypher files compute the same formulas in the database
+where a value must be read and written in one transaction). How a learnt value weighs a search score
+(the utility factor, the task-conditioned context factor, MAEL's step score) is a ranking formula,
+in :mod:`kbgraph.search.scoring`, which reads utility through the Cypher of the search queries
+(pinned equal to :func:`utility` by tests/search/scoring/test_utility_in_cypher.py).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Literal
 
@@ -83,14 +85,6 @@ def utility(
 NEUTRAL_UTILITY = 0.5
 
 
-def utility_factor(value: float, weight: float) -> float:
-    """How utility scales a search score: ``(1 − w) + w·U/U₀``, U₀ = 0.5 the utility of a new
-    experience, so an experience without feedback keeps its score (factor 1), a reinforced one
-    gains up to ×(1 + w) and a failing or long-unused one loses up to ×(1 − w). Equal utilities
-    leave the ranking alone; w = 0 turns the factor off."""
-    return (1.0 - _unit(weight, "utility weight")) + weight * min(max(value, 0.0), 1.0) / NEUTRAL_UTILITY
-
-
 def maintenance_score(succeeded: int, used: int, retrieved: int, epsilon: float = MAINTENANCE_EPSILON) -> float:
     """AutoRefine eq. 1: ``s/(u+ε) · log(1+u) · (1 + u/(r+ε))``.
 
@@ -156,51 +150,8 @@ def ability(successes: int, attempts: int, prior_successes: float = 1.0, prior_a
     return (successes + prior_successes) / (attempts + prior_attempts)
 
 
-def reward_to_unit(reward: float | None, neutral: float = 0.5) -> float:
-    """A step reward in [−1, 1] on the [0, 1] scale of similarities; unknown → ``neutral``."""
-    if reward is None:
-        return neutral
-    return (min(max(reward, -1.0), 1.0) + 1.0) / 2.0
-
-
-def step_score(similarity: float, reward: float | None, alpha: float = 0.5) -> float:
-    """MAEL step-wise retrieval: ``α·similarity + (1 − α)·reward`` (reward mapped to [0, 1])."""
-    _unit(alpha, "alpha")
-    return alpha * similarity + (1.0 - alpha) * reward_to_unit(reward)
-
-
 def running_mean(mean: float | None, count: int, value: float) -> tuple[float, int]:
     """The mean after one more value (a step's reward over every report of it)."""
     if mean is None or count <= 0:
         return value, 1
     return (mean * count + value) / (count + 1), count + 1
-
-
-def outcome_evidence(similarities: Sequence[float], outcomes: Sequence[float], floor: float = 0.9,
-                     sharpness: float = 4.0) -> float:
-    """What this experience's past outcomes on tasks like the query say (task-conditioned feedback):
-    ``Σ w_i·(2·outcome_i − 1)`` with ``w_i = ((cos_i − floor)/(1 − floor))^sharpness`` for the
-    outcomes whose task has cosine ``cos_i`` > ``floor`` with the query, 0 otherwise. The same task
-    weighs 1; a merely related one next to nothing — an experience that failed someone else's
-    kind of task is not held against this one."""
-    if len(similarities) != len(outcomes):
-        raise ValueError("one similarity per outcome")
-    if not 0.0 <= floor < 1.0:
-        raise ValueError(f"floor must be in [0, 1), not {floor!r}")
-    evidence = 0.0
-    for cosine, outcome in zip(similarities, outcomes, strict=True):
-        if cosine > floor:
-            weight = min((cosine - floor) / (1.0 - floor), 1.0) ** sharpness
-            evidence += weight * (2.0 * _unit(outcome, "outcome") - 1.0)
-    return evidence
-
-
-# The context factor's range: four failures on this very task cost at most ×0.25.
-CONTEXT_FACTOR_RANGE = (0.25, 4.0)
-
-
-def context_factor(evidence: float, strength: float) -> float:
-    """How past outcomes on similar tasks scale a search score: ``exp(strength·evidence)``, in
-    [0.25, 4]. One failure on the same task with strength 0.7 halves the score; one success doubles it."""
-    low, high = CONTEXT_FACTOR_RANGE
-    return min(max(math.exp(strength * evidence), low), high)

@@ -70,25 +70,6 @@ def _scores(values: npt.ArrayLike, name: str) -> FloatArray:
     return array
 
 
-def _rows(values: npt.ArrayLike, name: str) -> FloatArray:
-    """A matrix of row vectors; an empty input is a 0×0 matrix, a 1-d vector is one row."""
-    array = _array(values, name)
-    if array.size == 0:
-        return np.zeros((0, 0), dtype=np.float64)
-    if array.ndim == 1:
-        array = array.reshape(1, -1)
-    if array.ndim != 2:
-        raise ValueError(f"{name} must be a matrix of row vectors, got shape {array.shape}")
-    return array
-
-
-def _unit_rows(rows: FloatArray) -> FloatArray:
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0  # a zero row stays zero: cosine 0 with everything
-    unit: FloatArray = rows / norms
-    return unit
-
-
 def _same_dimension(a: FloatArray, b: FloatArray, a_name: str, b_name: str) -> None:
     if a.shape[-1] != b.shape[-1]:
         raise ValueError(

@@ -10,17 +10,17 @@ import numpy as np
 import numpy.typing as npt
 
 from kbgraph.search.scoring._checks import FloatArray, _scores, _unit_interval
+from kbgraph.search.scoring._learnt import utility_factor
 from kbgraph.search.scoring._stages import max_normalise
-from kbgraph.core.utility import NEUTRAL_UTILITY
 
 
-def support_score(trajectories: int, saturation: int = 100) -> float:
+def support_score(trajectories: int, saturation: int) -> float:
     """Evidence behind an experience: ``min(1, ln(1+n) / ln(1+n_sat))`` for one that stands for
     ``n`` trajectories (its sources; an abstract experience: its instances' sources).
 
     Logarithmic, because the tenth confirming trajectory adds less trust than the second, and
-    saturating at ``saturation`` so the most common workflow cannot outgrow relevance. n ≥ 0,
-    saturation ≥ 1, else ValueError.
+    saturating at ``saturation`` (``SearchWeights.support_saturation``) so the most common workflow
+    cannot outgrow relevance. n ≥ 0, saturation ≥ 1, else ValueError.
     """
     if isinstance(trajectories, bool) or int(trajectories) != trajectories or trajectories < 0:
         raise ValueError(f"trajectories must be an integer >= 0, got {trajectories!r}")
@@ -39,7 +39,7 @@ def fit_score(stage: Any, trans: Any, success: Any, share: Any, success_floor: f
     return stage * trans * (success_floor + (1.0 - success_floor) * success) * share
 
 
-def workflow_score(evidence: float, support: float, support_weight: float = 0.1) -> float:
+def workflow_score(evidence: float, support: float, support_weight: float) -> float:
     """The student-phase score of a workflow (an abstract experience) from its instances::
 
         score(W) = stage(m*)·trans(m*)·(floor + (1−floor)·success(m*))·share(m*) + β·support(m*)
@@ -49,7 +49,8 @@ def workflow_score(evidence: float, support: float, support_weight: float = 0.1)
     instance, because the workflow fits a task exactly as well as its closest run did: the workflow
     of the run most like this task is the answer. Measured on the development sets, adding the
     popularity of the whole workflow instead (the support of all its runs) ranked the most common
-    way first on every vague request (retail 0.538 against 0.557, real runs same). All in [0, 1].
+    way first on every vague request (retail 0.538 against 0.557, real runs same). All in [0, 1];
+    ``support_weight`` is β (``SearchWeights.support_weight``).
     """
     fit = _unit_interval(evidence, "evidence")
     trust = _unit_interval(support, "support")
@@ -68,16 +69,16 @@ def direct_scores(
     success: npt.ArrayLike,
     support: npt.ArrayLike,
     quality: npt.ArrayLike,
-    structure_weight: float = 0.5,
-    lam: float = 1.0,
-    alpha: float = 0.5,
-    success_floor: float = 0.2,
-    support_weight: float = 0.1,
-    quality_weight: float = 0.0,
+    structure_weight: float,
+    lam: float,
+    alpha: float,
+    success_floor: float,
+    support_weight: float,
+    quality_weight: float,
+    utility_weight: float,
+    lexical_normalised: bool,
     utility: npt.ArrayLike | None = None,
-    utility_weight: float = 0.0,
     share: npt.ArrayLike | None = None,
-    lexical_normalised: bool = False,
 ) -> dict[str, FloatArray]:
     """The student-phase score of n candidates found directly by an index (docs/design.md §3), vectorised.
 
@@ -93,7 +94,8 @@ def direct_scores(
 
     The full-text index covers the same fields as the semantic index (problem, goal), so the
     lexical channel is mixed into that one, and the structural index (workflow shape) stands
-    beside both. ``support`` is :func:`support_score` per candidate; it is a bonus, so ``direct``
+    beside both. ``fine`` is :func:`fine_score` per candidate, ``support`` :func:`support_score`
+    and the utility factor :func:`utility_factor`; support is a bonus, so ``direct``
     may exceed 1 by up to β (only the ranking matters). Returns every part by name
     (``lexical``, ``textual``, ``coarse``, ``stage``, ``success_factor``, ``direct``) so results
     can explain themselves. ``share`` is how often an experience's way solved its task relative to
@@ -102,6 +104,9 @@ def direct_scores(
     likely answer to a task like it (transferring gets 1/3); a task solved four ways once each
     leaves them all at 1. The utility factor multiplies, so experiences of equal utility (a KB
     without feedback) keep their order; ``utility`` defaults to 1 for every candidate.
+    ``lexical_normalised``: ``lexical`` is already a share of what the query asks (coverage, in
+    [0, 1]) rather than raw BM25. The weights come from ``SearchWeights`` (ω, λ(t) and whether the
+    lexical score is normalised are decided per query by the student search); there is no default.
     Shapes must agree; weights in [0, 1]; NaN anywhere raises ValueError.
     """
     sem = np.clip(_scores(semantic, "semantic"), 0.0, 1.0)
@@ -146,14 +151,14 @@ def direct_scores(
     success_factor = floor + (1.0 - floor) * arrays["success"]
     direct = fit_score(stage, arrays["trans"], arrays["success"], arrays["share"], floor) + beta * arrays["support"]
     direct = (1.0 - w_quality) * direct + w_quality * arrays["quality"]
-    utility_factor = (1.0 - w_utility) + w_utility * arrays["utility"] / NEUTRAL_UTILITY
-    direct = direct * utility_factor
+    by_utility = utility_factor(arrays["utility"], w_utility)
+    direct = direct * by_utility
     return {
         "lexical": lexical_norm,
         "textual": textual,
         "coarse": coarse,
         "stage": stage,
         "success_factor": success_factor,
-        "utility_factor": utility_factor,
+        "utility_factor": by_utility,
         "direct": direct,
     }

@@ -7,7 +7,7 @@ import operator
 import numpy as np
 import numpy.typing as npt
 
-from kbgraph.search.scoring._checks import _rows, _scores, _unit_interval, _unit_rows
+from kbgraph.search.scoring._checks import _scores, _unit_interval
 
 
 def _count(k: int) -> int:
@@ -23,44 +23,23 @@ def _count(k: int) -> int:
     return count
 
 
-def mmr(
-    candidate_scores: npt.ArrayLike,
-    candidate_vectors: npt.ArrayLike,
-    k: int,
-    lam: float = 0.5,
-) -> list[int]:
-    """Maximal Marginal Relevance selection (AutoRefine §3; docs/design.md §3 uses λ ≈ 0.5)::
-
-        MMR(p_j) = λ·rel(p_j) − (1−λ)·max_{p_s ∈ selected} cos(p_j, p_s)
-
-    Greedy: the first pick is the most relevant candidate, then each pick maximises MMR over the
-    rest. ``candidate_scores`` are the n relevance scores, ``candidate_vectors`` the n×d embeddings
-    in the same order. Returns the indices of up to ``k`` candidates in the order picked (all of
-    them when k ≥ n; ``[]`` when k = 0). Ties go to the lowest index, so the result is
-    deterministic. k < 0, λ outside [0, 1], NaN/inf or mismatched shapes raise ValueError.
-    """
-    count = _count(k)
-    weight = _unit_interval(lam, "lam")
-    relevance = _scores(candidate_scores, "candidate_scores")
-    vectors = _rows(candidate_vectors, "candidate_vectors")
-    n = relevance.size
-    if vectors.shape[0] != n:
-        raise ValueError(f"{n} candidate_scores but {vectors.shape[0]} candidate_vectors")
-    if n == 0 or count == 0:
-        return []
-    unit = _unit_rows(vectors)
-    return mmr_from_similarity(relevance, unit @ unit.T, count, weight)
-
-
 def mmr_from_similarity(
     candidate_scores: npt.ArrayLike,
     similarity: npt.ArrayLike,
     k: int,
-    lam: float = 0.5,
+    lam: float,
 ) -> list[int]:
-    """:func:`mmr` given the n×n cosine similarity matrix of the candidates instead of their
-    vectors (retrieval computes it inside Neo4j, so no embedding has to travel). Same greedy
-    selection, tie-breaking and validation; the matrix must be n×n and finite.
+    """Maximal Marginal Relevance selection (AutoRefine §3; docs/design.md §3)::
+
+        MMR(p_j) = λ·rel(p_j) − (1−λ)·max_{p_s ∈ selected} sim(p_j, p_s)
+
+    Greedy: the first pick is the most relevant candidate, then each pick maximises MMR over the
+    rest. ``candidate_scores`` are the n relevance scores, ``similarity`` the n×n cosine similarity
+    matrix of the candidates (retrieval computes it from their problem+goal vectors), ``lam`` λ
+    (``SearchWeights.mmr_lambda``; 1 is plain relevance order). Returns the indices of up to ``k``
+    candidates in the order picked (all of them when k ≥ n; ``[]`` when k = 0). Ties go to the
+    lowest index, so the result is deterministic. k < 0, λ outside [0, 1], NaN/inf or a matrix
+    that is not n×n raise ValueError.
     """
     count = _count(k)
     weight = _unit_interval(lam, "lam")

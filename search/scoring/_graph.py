@@ -1,5 +1,6 @@
 """What a relevant candidate's score is weighted by (docs/design.md §3): transferability across domains
-(Agent KB eq. 4), success (eq. 5), reward (MAEL), and the decay along a graph path from a seed."""
+(Agent KB eq. 4) and the decay along a graph path from a seed. Success (eq. 5) is weighed in
+:func:`~kbgraph.search.scoring.fit_score`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy.typing as npt
 
-from kbgraph.search.scoring._checks import _finite, _similarity, _unit_interval
+from kbgraph.search.scoring._checks import _finite, _unit_interval
 from kbgraph.search.scoring._vectors import cosine_similarity
 
 
@@ -37,11 +38,11 @@ def domain_distance(
     return min(2.0, max(0.0, 1.0 - cosine_similarity(query_vector, candidate_vector)))
 
 
-def transferability(domain_distance: float, tau: float = 1.0) -> float:
+def transferability(domain_distance: float, tau: float) -> float:
     """Transferability ``trans = exp(−d_domain / τ)`` (Agent KB eq. 4), in (0, 1].
 
     ``domain_distance`` must be finite and ≥ 0 (0 → trans 1); the temperature ``tau`` finite and
-    > 0 (larger τ forgives domain differences more).
+    > 0 (``SearchWeights.tau``; a larger τ forgives domain differences more).
     """
     distance = _finite(domain_distance, "domain_distance")
     if distance < 0:
@@ -52,36 +53,13 @@ def transferability(domain_distance: float, tau: float = 1.0) -> float:
     return math.exp(-distance / temperature)
 
 
-def success_weight(score: float, success: float, trans: float = 1.0) -> float:
-    """``S_final = S_workflow · trans · E.μ.success`` (Agent KB eq. 5).
-
-    ``success`` (an experience's success rate) and ``trans`` (see :func:`transferability`) must be
-    in [0, 1]; ``score`` must be finite.
-    """
-    return (
-        _finite(score, "score")
-        * _unit_interval(trans, "trans")
-        * _unit_interval(success, "success")
-    )
-
-
-def mael_step_score(similarity: float, reward: float, alpha: float = 0.5) -> float:
-    """MAEL step-wise retrieval score ``α·similarity(s_t, s_j) + (1−α)·reward(s_j)`` (α = 0.5).
-
-    ``similarity`` is a cosine, clamped to [0, 1]; ``reward`` is used as given (finite; kbgraph
-    stores step rewards in [-1, 1]); ``alpha`` in [0, 1].
-    """
-    weight = _unit_interval(alpha, "alpha")
-    return weight * _similarity(similarity, "similarity") + (1.0 - weight) * _finite(reward, "reward")
-
-
 # --------------------------------------------------------------------------- graph traversal
 
 
 def path_score(
     seed_score: float,
     edge_weights: Sequence[float],
-    hop_decay: float = 0.8,
+    hop_decay: float,
     edge_type_weights: Mapping[str, float] | None = None,
     types: Sequence[str] | None = None,
     trans: float = 1.0,
@@ -92,7 +70,7 @@ def path_score(
 
     ``edge_weights`` are the ``weight`` properties of the path's edges in order (each in [0, 1]);
     hops = ``len(edge_weights)``, so an empty path is the seed itself (``seed_score · trans``).
-    ``hop_decay`` δ is in [0, 1]. ``types`` names each edge's relation type (e.g. a
+    ``hop_decay`` δ (``SearchWeights.hop_decay``) is in [0, 1]. ``types`` names each edge's relation type (e.g. a
     :class:`~kbgraph.core.models.RelationType`) and ``edge_type_weights`` maps a type to its weight in
     [0, 1]; without a mapping every type weighs 1. A mapping requires ``types`` of the same length
     as ``edge_weights``, and a type missing from it raises ValueError. ``trans`` (the reached node's

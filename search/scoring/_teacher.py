@@ -45,13 +45,12 @@ def issue_match(issue_similarity: float, resolution_effectiveness: float) -> flo
     )
 
 
-def step_similarity(
-    func_sim: float, exec_sim: float, w_func: float = 0.5, w_exec: float = 0.5
-) -> float:
+def step_similarity(func_sim: float, exec_sim: float, w_func: float, w_exec: float) -> float:
     """``sim_step = w_func·sim_func + w_exec·sim_exec`` (Agent KB eq. 8).
 
     ``func_sim`` compares the steps' functional purpose, ``exec_sim`` their execution details; both
-    are cosines clamped to [0, 1]. The weights must be finite and ≥ 0, not both 0; they are divided
+    are cosines clamped to [0, 1]. The weights (``RefineWeights.w_func``, ``w_exec``) must be finite
+    and ≥ 0, not both 0; they are divided
     by their sum (so (2, 1) means (2/3, 1/3)), which keeps the result in [0, 1].
     """
     wf, we = _finite(w_func, "w_func"), _finite(w_exec, "w_exec")
@@ -66,7 +65,7 @@ def step_similarity(
 def teacher_step_score(
     step_similarities: npt.ArrayLike,
     issue_matches: npt.ArrayLike,
-    precision: float = 1.0,
+    precision: float,
 ) -> float:
     """Teacher step score of one experience for one problematic step s_p (Agent KB eqs. 6–7)::
 
@@ -75,7 +74,9 @@ def teacher_step_score(
     weighted by the experience's ``Precision(E_i)`` (Agent KB §A.1 refinement retrieval).
     ``step_similarities`` (from :func:`step_similarity`) and ``issue_matches`` (from
     :func:`issue_match`) hold one value per step of the experience, in the same order; both must be
-    in [0, 1], as must ``precision``. An experience without steps scores 0.0.
+    in [0, 1], as must ``precision``. An experience without steps scores 0.0. kbgraph's precision
+    is a stored step's (see :mod:`kbgraph.search.teacher`), so the teacher scores each step with
+    this and takes the max itself, the earliest step winning a tie.
     """
     weight = _unit_interval(precision, "precision")
     sims = _scores(step_similarities, "step_similarities")

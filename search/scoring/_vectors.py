@@ -1,12 +1,12 @@
-"""Similarities between vectors (docs/design.md §1, §3): Neo4j's index score back to a cosine, the plain
-cosine, and the problem-goal vector of Agent KB §A.1."""
+"""Similarities between vectors (docs/design.md §1, §3): Neo4j's index score back to a cosine, and the
+plain cosine (of two domain names' embeddings, for :func:`~kbgraph.search.scoring.domain_distance`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
 
-from kbgraph.search.scoring._checks import SIMILARITY_SLACK, FloatArray, _finite, _same_dimension, _vector
+from kbgraph.search.scoring._checks import SIMILARITY_SLACK, _finite, _same_dimension, _vector
 
 
 def neo4j_to_cosine(score: float) -> float:
@@ -30,17 +30,3 @@ def cosine_similarity(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
     if norm == 0.0:
         return 0.0
     return min(1.0, max(-1.0, float(left @ right) / norm))
-
-
-def combine_problem_goal(problem: npt.ArrayLike, goal: npt.ArrayLike) -> FloatArray:
-    """The problem-goal vector ``r = f(π) + f(γ)`` (Agent KB §A.1), scaled to unit length.
-
-    Cosine ignores scale, so the unit scaling does not change :func:`coarse_score`; it only makes
-    the vector fit a cosine index. A zero sum stays the zero vector.
-    """
-    p, g = _vector(problem, "problem"), _vector(goal, "goal")
-    _same_dimension(p, g, "problem", "goal")
-    total = p + g
-    norm = float(np.linalg.norm(total))
-    combined: FloatArray = total / norm if norm > 0 else total
-    return combined

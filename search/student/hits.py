@@ -15,12 +15,11 @@ import numpy as np
 from kbgraph.store.experiences import experience_from_record
 from kbgraph.search.params import SearchWeights
 from kbgraph.search.results import FailedAttempt, ScoreBreakdown, SearchHit, WorkflowRuns
-from kbgraph.search.scoring import mmr_from_similarity, neo4j_to_cosine, support_score
+from kbgraph.search.scoring import mmr_from_similarity, neo4j_to_cosine, support_score, utility_factor
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.facts import never_worked
 from kbgraph.search.student.graph import Reached
 from kbgraph.search.student.scores import Scores
-from kbgraph.core.utility import utility_factor
 
 __all__ = ["Pool", "pool_of", "read_hits", "select"]
 

@@ -15,12 +15,14 @@ import numpy as np
 from kbgraph.core.models import RelationType
 from kbgraph.search.params import SearchWeights
 from kbgraph.search.results import PathHop, ScoreBreakdown
-from kbgraph.search.scoring import direct_scores, fit_score, lambda_schedule, neo4j_to_cosine, support_score, workflow_score
+from kbgraph.search.scoring import (
+    context_factor, direct_scores, fine_score, fit_score, lambda_schedule, neo4j_to_cosine, outcome_evidence,
+    support_score, utility_factor, workflow_score,
+)
 from kbgraph.search.student.channels import Candidate, Gathered, StepEvidence
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.facts import is_excluded, read_facts
 from kbgraph.search.student.graph import Reached
-from kbgraph.core.utility import context_factor, outcome_evidence, utility_factor
 
 __all__ = ["WORKFLOW_FIRST", "Scores", "outcome_context", "score_candidates"]
 
@@ -70,10 +72,8 @@ def _direct(
     # S_fine = mean over executed steps of the best cosine among the experience's steps. The
     # step index gives it exactly for every experience it returned for that step; any other
     # step scores at most the index's cut-off, which stands in for it (see StepEvidence).
-    fine = np.array([
-        float(np.mean([e.best.get(f["id"], e.bound) for e in evidence])) if evidence and f["has_steps"] else 0.0
-        for f in facts
-    ])
+    fine = np.array([fine_score([e.best.get(f["id"], e.bound) for e in evidence]) if f["has_steps"] else 0.0
+                     for f in facts])
     trans = np.array([ctx.trans(domain, f["domain"], w.tau) for f in facts])
     # A way that hands the task to a human counts its successes at handoff_credit (search/handoff.py).
     success = np.clip(np.array([float(f["success_rate"]) * (w.handoff_credit if f.get("hands_off") else 1.0)

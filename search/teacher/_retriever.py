@@ -177,10 +177,9 @@ class TeacherRetriever:
             floored = w.precision_floor + (1.0 - w.precision_floor) * success
             # A stored step that failed carries its run's outcome in its resolution effectiveness.
             precisions = [1.0 if c[0].get("resolution_effectiveness") is not None else floored for c in candidates]
-            values = [c[3] * c[5] * p for c, p in zip(candidates, precisions, strict=True)]
+            values = [teacher_step_score([c[3]], [c[5]], p) for c, p in zip(candidates, precisions, strict=True)]
             best = max(range(len(candidates)), key=lambda i: (values[i], -(candidates[i][0].get("order") or 0)))
-            precision = precisions[best]
-            score = teacher_step_score([candidates[best][3]], [candidates[best][5]], precision)
+            precision, score = precisions[best], values[best]
             # The stored step that attains the max (ties: the earliest step).
             row, sim_func, sim_exec, sim_step, issue_sim, match = candidates[best]
             matches.append(StepMatch(

@@ -10,7 +10,6 @@ import pytest
 from kbgraph.core.utility import (
     ability,
     bottom_fraction,
-    context_factor,
     days_between,
     decay_rate_per_day,
     decayed,
@@ -19,13 +18,9 @@ from kbgraph.core.utility import (
     impact_after_use,
     maintenance_score,
     next_growth_checkpoint,
-    outcome_evidence,
     quality_update,
-    reward_to_unit,
     running_mean,
-    step_score,
     utility,
-    utility_factor,
 )
 
 
@@ -77,16 +72,6 @@ def test_days_between_ignores_unknown_and_future_times() -> None:
     assert decayed(1.0, -5, 0.1) == 1.0
 
 
-def test_utility_factor_is_neutral_for_an_experience_without_feedback() -> None:
-    assert utility_factor(0.5, 0.0) == 1.0 and utility_factor(0.9, 0.0) == 1.0
-    assert utility_factor(0.5, 0.5) == pytest.approx(1.0)
-    assert utility_factor(1.0, 0.5) == pytest.approx(1.5)
-    assert utility_factor(0.0, 0.5) == pytest.approx(0.5)
-    assert utility_factor(0.0, 1.0) == 0.0
-    with pytest.raises(ValueError):
-        utility_factor(0.5, 1.1)
-
-
 def test_maintenance_score_is_autorefine_equation_one() -> None:
     s, u, r, eps = 3, 4, 10, 0.01
     assert maintenance_score(s, u, r) == pytest.approx(s / (u + eps) * math.log(1 + u) * (1 + u / (r + eps)))
@@ -133,33 +118,8 @@ def test_ability_is_smoothed_towards_one_half() -> None:
         ability(3, 2)
 
 
-def test_mael_step_score_mixes_similarity_and_reward() -> None:
-    assert reward_to_unit(-1.0) == 0.0 and reward_to_unit(1.0) == 1.0 and reward_to_unit(None) == 0.5
-    assert step_score(0.8, 1.0, alpha=0.5) == pytest.approx(0.9)
-    assert step_score(0.8, -1.0, alpha=0.5) == pytest.approx(0.4)
-    assert step_score(0.8, None, alpha=1.0) == pytest.approx(0.8)
-
-
 def test_running_mean_counts_every_report() -> None:
     mean, n = running_mean(None, 0, 1.0)
     mean, n = running_mean(mean, n, 0.0)
     mean, n = running_mean(mean, n, -1.0)
     assert (mean, n) == (pytest.approx(0.0), 3)
-
-
-def test_outcome_evidence_counts_outcomes_on_tasks_like_the_query() -> None:
-    assert outcome_evidence([1.0], [0.0]) == pytest.approx(-1.0)
-    assert outcome_evidence([1.0, 1.0], [1.0, 0.0]) == pytest.approx(0.0)
-    assert outcome_evidence([0.9], [1.0], floor=0.8, sharpness=4) == pytest.approx(0.5 ** 4)
-    assert outcome_evidence([0.79, 0.2], [0.0, 0.0]) == 0.0, "other kinds of tasks are not evidence"
-    assert outcome_evidence([], []) == 0.0
-    with pytest.raises(ValueError):
-        outcome_evidence([1.0], [])
-
-
-def test_context_factor_halves_after_a_failure_on_the_same_task_and_is_bounded() -> None:
-    assert context_factor(0.0, 0.7) == 1.0
-    assert context_factor(-1.0, 0.7) == pytest.approx(math.exp(-0.7))
-    assert context_factor(1.0, 0.7) == pytest.approx(math.exp(0.7))
-    assert context_factor(-10.0, 0.7) == 0.25 and context_factor(10.0, 0.7) == 4.0
-    assert context_factor(-3.0, 0.0) == 1.0

@@ -5,31 +5,24 @@ Vectors are tiny (2-d or 3-d) so the arithmetic fits in a comment. No database i
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
 import pytest
 
 from kbgraph.core.models import RelationType
+import kbgraph.search.scoring as scoring
 from kbgraph.search.scoring import (
-    coarse_score,
-    combine_problem_goal,
-    cosine_similarity,
     domain_distance,
     failure_score,
     fine_score,
-    hybrid_score,
     issue_match,
     lambda_schedule,
-    mael_step_score,
-    minmax_normalise,
-    mmr,
     neo4j_to_cosine,
     path_score,
     recovery_evidence,
-    stage_blend,
     step_similarity,
-    success_weight,
     teacher_step_score,
     transferability,
 )
@@ -58,109 +51,37 @@ class TestNeo4jToCosine:
             neo4j_to_cosine(bad)
 
 
-# ----------------------------------------------------------------------------- coarse
-
-
-class TestCoarseScore:
-    def test_identical_vectors_score_one(self) -> None:
-        assert coarse_score([0.6, 0.8], [0.6, 0.8]) == approx(1.0)
-
-    def test_orthogonal_vectors_score_zero(self) -> None:
-        assert coarse_score([1.0, 0.0], [0.0, 1.0]) == 0.0
-
-    def test_hand_computed_cosine(self) -> None:
-        # cos((1,0), (0.6,0.8)) = 0.6 / (1·1) = 0.6
-        assert coarse_score([1.0, 0.0], [0.6, 0.8]) == approx(0.6)
-        # length does not matter: (2,0) vs (3,4): 6 / (2·5) = 0.6
-        assert coarse_score([2.0, 0.0], [3.0, 4.0]) == approx(0.6)
-
-    def test_opposite_meaning_is_clamped_to_zero(self) -> None:
-        # cos = −1, documented as "no similarity"
-        assert coarse_score([1.0, 0.0], [-1.0, 0.0]) == 0.0
-
-    def test_problem_and_goal_are_summed_before_the_cosine(self) -> None:
-        # r̂ = f(π̂)+f(γ̂) = (1,0,0)+(0,1,0) = (1,1,0) → unit (1/√2, 1/√2, 0)
-        query = combine_problem_goal([1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
-        assert query == approx([1 / math.sqrt(2), 1 / math.sqrt(2), 0.0])
-        # r = (1,0,0)+(0,0,1) = (1,0,1); cos((1,1,0),(1,0,1)) = 1 / (√2·√2) = 0.5
-        candidate = combine_problem_goal([1.0, 0.0, 0.0], [0.0, 0.0, 1.0])
-        assert coarse_score(query, candidate) == approx(0.5)
-
-    def test_zero_vector_has_no_similarity(self) -> None:
-        assert coarse_score([0.0, 0.0], [1.0, 0.0]) == 0.0
-
-    def test_dimension_mismatch_is_an_error(self) -> None:
-        with pytest.raises(ValueError, match="different dimensions"):
-            coarse_score([1.0, 0.0], [1.0, 0.0, 0.0])
-
-    def test_nan_is_rejected(self) -> None:
-        with pytest.raises(ValueError, match="query_pg contains NaN"):
-            coarse_score([NAN, 0.0], [1.0, 0.0])
-
-
-def test_cosine_similarity_is_not_clamped() -> None:
-    # cos((1,0), (−0.6,0.8)) = −0.6
-    assert cosine_similarity([1.0, 0.0], [-0.6, 0.8]) == approx(-0.6)
-
-
 # ----------------------------------------------------------------------------- fine
 
 
 class TestFineScore:
-    def test_mean_over_executed_steps_of_best_match(self) -> None:
-        executed = [[1.0, 0.0], [0.0, 1.0]]  # ŝ_1, ŝ_2 (m = 2)
-        candidate = [[1.0, 0.0], [0.6, 0.8], [-1.0, 0.0]]  # s_1, s_2, s_3 (n = 3)
-        # ŝ_1: cos with s_1..s_3 = 1, 0.6, −1 → max 1
-        # ŝ_2: cos with s_1..s_3 = 0, 0.8,  0 → max 0.8
-        # S_fine = (1 + 0.8) / 2 = 0.9
-        assert fine_score(executed, candidate) == approx(0.9)
+    def test_mean_over_executed_steps_of_their_best_match(self) -> None:
+        # ŝ_1's best candidate step has cosine 1, ŝ_2's 0.8: S_fine = (1 + 0.8) / 2 = 0.9
+        assert fine_score([1.0, 0.8]) == approx(0.9)
 
-    def test_single_executed_step(self) -> None:
-        # m = 1: ŝ = (0.6,0.8); cos with s_1=(1,0) is 0.6, with s_2=(0,1) is 0.8 → 0.8 / 1
-        assert fine_score([[0.6, 0.8]], [[1.0, 0.0], [0.0, 1.0]]) == approx(0.8)
-        # a bare 1-d vector is one step
-        assert fine_score([0.6, 0.8], [[1.0, 0.0], [0.0, 1.0]]) == approx(0.8)
-
-    def test_identical_steps_score_one(self) -> None:
-        steps = [[1.0, 0.0], [0.0, 1.0]]
-        assert fine_score(steps, steps) == approx(1.0)
-
-    def test_orthogonal_steps_score_zero(self) -> None:
-        assert fine_score([[1.0, 0.0]], [[0.0, 1.0]]) == 0.0
+    def test_divided_by_m_so_it_stays_in_the_unit_interval(self) -> None:
+        assert fine_score([1.0, 1.0, 1.0]) == 1.0  # the paper's plain sum would be 3
 
     def test_negative_cosines_count_as_zero(self) -> None:
-        # ŝ_1 = (1,0): best cos = max(−1, −0.6) = −0.6 → clipped to 0
-        # ŝ_2 = (0,1): best cos = max(0, 0.8) = 0.8
-        # S_fine = (0 + 0.8) / 2 = 0.4
-        assert fine_score([[1.0, 0.0], [0.0, 1.0]], [[-1.0, 0.0], [-0.6, 0.8]]) == approx(0.4)
+        # best cosines −0.6 and 0.8: (0 + 0.8) / 2 = 0.4
+        assert fine_score([-0.6, 0.8]) == approx(0.4)
 
-    def test_normalised_by_m_so_stays_in_unit_interval(self) -> None:
-        executed = np.eye(3)  # m = 3 orthonormal steps, all present in the candidate
-        assert fine_score(executed, np.eye(3)) == approx(1.0)  # the paper's plain sum would be 3
+    def test_nothing_executed_scores_zero(self) -> None:
+        assert fine_score([]) == 0.0
 
-    @pytest.mark.parametrize(
-        ("query", "candidate"),
-        [([], [[1.0, 0.0]]), ([[1.0, 0.0]], []), ([], []), (np.zeros((0, 2)), [[1.0, 0.0]])],
-    )
-    def test_no_steps_on_either_side_scores_zero(self, query: object, candidate: object) -> None:
-        assert fine_score(query, candidate) == 0.0  # type: ignore[arg-type]
-
-    def test_dimension_mismatch_is_an_error(self) -> None:
-        with pytest.raises(ValueError, match="different dimensions"):
-            fine_score([[1.0, 0.0]], [[1.0, 0.0, 0.0]])
-
-    def test_infinite_values_are_rejected(self) -> None:
-        with pytest.raises(ValueError, match="candidate_steps contains NaN or infinite"):
-            fine_score([[1.0, 0.0]], [[INF, 0.0]])
+    @pytest.mark.parametrize("bad", [NAN, INF, 1.5])
+    def test_rejects_what_is_not_a_cosine(self, bad: float) -> None:
+        with pytest.raises(ValueError, match=r"best_cosines\[1\]"):
+            fine_score([0.5, bad])
 
 
-# ----------------------------------------------------------------------------- λ(t) and the blend
+# ----------------------------------------------------------------------------- λ(t)
 
 
 class TestLambdaSchedule:
     @pytest.mark.parametrize("kind", ["exponential", "linear", "constant"])
     def test_nothing_executed_means_coarse_only(self, kind: str) -> None:
-        assert lambda_schedule(0, kind=kind) == 1.0  # type: ignore[arg-type]
+        assert lambda_schedule(0, kind=kind, rate=0.25, floor=0.2) == 1.0  # type: ignore[arg-type]
 
     def test_exponential(self) -> None:
         # max(floor, exp(−rate·t)): exp(−0.5·2) = e^−1 ≈ 0.3679
@@ -176,12 +97,7 @@ class TestLambdaSchedule:
 
     def test_constant_is_a_fixed_blend_once_a_step_has_run(self) -> None:
         # λ(t>0) = max(floor, 1 − rate) = 1 − 0.4 = 0.6, whatever t
-        assert [lambda_schedule(t, kind="constant", rate=0.4) for t in (1, 2, 50)] == approx([0.6] * 3)
-
-    def test_defaults(self) -> None:
-        # exponential, rate 0.25, floor 0.2: exp(−0.25·4) = e^−1 ≈ 0.368; exp(−0.25·20) ≈ 0.0067 → 0.2
-        assert lambda_schedule(4) == approx(math.exp(-1.0))
-        assert lambda_schedule(20) == 0.2
+        assert [lambda_schedule(t, kind="constant", rate=0.4, floor=0.2) for t in (1, 2, 50)] == approx([0.6] * 3)
 
     @pytest.mark.parametrize("kind", ["exponential", "linear", "constant"])
     @pytest.mark.parametrize("floor", [0.0, 0.3])
@@ -193,7 +109,7 @@ class TestLambdaSchedule:
             assert values[-1] == approx(floor, abs=1e-3)  # exp(−0.3·29) ≈ 1.7e-4
 
     def test_rate_zero_keeps_coarse_only(self) -> None:
-        assert lambda_schedule(7, kind="exponential", rate=0.0) == 1.0
+        assert lambda_schedule(7, kind="exponential", rate=0.0, floor=0.2) == 1.0
 
     @pytest.mark.parametrize(
         ("kwargs", "message"),
@@ -207,83 +123,9 @@ class TestLambdaSchedule:
         ],
     )
     def test_rejects_bad_settings(self, kwargs: dict[str, object], message: str) -> None:
+        arguments: dict[str, object] = {"kind": "exponential", "rate": 0.25, "floor": 0.2, **kwargs}
         with pytest.raises(ValueError, match=message):
-            lambda_schedule(**kwargs)  # type: ignore[arg-type]
-
-
-class TestStageBlend:
-    def test_hand_computed(self) -> None:
-        # 0.25·0.8 + 0.75·0.4 = 0.2 + 0.3 = 0.5
-        assert stage_blend(0.8, 0.4, 0.25) == approx(0.5)
-
-    def test_extremes(self) -> None:
-        assert stage_blend(0.8, 0.4, 1.0) == 0.8  # λ = 1: coarse only
-        assert stage_blend(0.8, 0.4, 0.0) == 0.4  # λ = 0: fine only
-
-    @pytest.mark.parametrize("lam", [-0.1, 1.1, NAN])
-    def test_rejects_lambda_outside_unit_interval(self, lam: float) -> None:
-        with pytest.raises(ValueError, match="lam"):
-            stage_blend(0.8, 0.4, lam)
-
-
-# ----------------------------------------------------------------------------- hybrid
-
-
-class TestMinmaxNormalise:
-    def test_hand_computed(self) -> None:
-        # min 2, max 6: (2,4,6) → (0, 2/4, 4/4)
-        assert minmax_normalise([2.0, 4.0, 6.0]) == approx([0.0, 0.5, 1.0])
-
-    def test_positive_ties_become_ones(self) -> None:
-        assert minmax_normalise([3.2, 3.2]) == approx([1.0, 1.0])
-        assert minmax_normalise([7.0]) == approx([1.0])  # a single lexical hit is the best one
-
-    def test_zero_ties_become_zeros(self) -> None:
-        assert minmax_normalise([0.0, 0.0, 0.0]) == approx([0.0, 0.0, 0.0])  # nothing matched
-
-    def test_empty(self) -> None:
-        assert minmax_normalise([]).shape == (0,)
-
-    def test_nan_rejected(self) -> None:
-        with pytest.raises(ValueError, match="scores contains NaN"):
-            minmax_normalise([1.0, NAN])
-
-
-class TestHybridScore:
-    def test_hand_computed_with_default_alpha(self) -> None:
-        semantic = [0.8, 0.4, 0.6]
-        lexical = [10.0, 2.0, 6.0]  # min-max → (1, 0, 0.5)
-        # 0.5·1 + 0.5·0.8 = 0.9;  0.5·0 + 0.5·0.4 = 0.2;  0.5·0.5 + 0.5·0.6 = 0.55
-        assert hybrid_score(semantic, lexical) == approx([0.9, 0.2, 0.55])
-
-    def test_alpha_weighs_the_lexical_part(self) -> None:
-        # α = 0.25: 0.25·1 + 0.75·0.8 = 0.85;  0.25·0 + 0.75·0.4 = 0.3
-        assert hybrid_score([0.8, 0.4], [5.0, 1.0], alpha=0.25) == approx([0.85, 0.3])
-        assert hybrid_score([0.8, 0.4], [5.0, 1.0], alpha=0.0) == approx([0.8, 0.4])  # semantic only
-        assert hybrid_score([0.8, 0.4], [5.0, 1.0], alpha=1.0) == approx([1.0, 0.0])  # lexical only
-
-    def test_normalisation_on_ties(self) -> None:
-        # equal positive lexical scores → 1s: 0.5·1 + 0.5·0.8 = 0.9, 0.5·1 + 0.5·0.4 = 0.7
-        assert hybrid_score([0.8, 0.4], [2.5, 2.5]) == approx([0.9, 0.7])
-        # no lexical match at all → 0s: 0.5·0 + 0.5·s
-        assert hybrid_score([0.8, 0.4], [0.0, 0.0]) == approx([0.4, 0.2])
-
-    def test_negative_semantic_cosine_counts_as_zero(self) -> None:
-        # semantic −0.5 → 0; lexical (4, 0) → (1, 0): 0.5·1 + 0 = 0.5; 0.5·0 + 0.5·0.6 = 0.3
-        assert hybrid_score([-0.5, 0.6], [4.0, 0.0]) == approx([0.5, 0.3])
-
-    def test_mismatched_lengths_are_an_error(self) -> None:
-        with pytest.raises(ValueError, match="same candidates"):
-            hybrid_score([0.8, 0.4], [1.0])
-
-    @pytest.mark.parametrize("alpha", [NAN, -0.5, 2.0])
-    def test_rejects_bad_alpha(self, alpha: float) -> None:
-        with pytest.raises(ValueError, match="alpha"):
-            hybrid_score([0.8], [1.0], alpha=alpha)
-
-    def test_rejects_nan_lexical(self) -> None:
-        with pytest.raises(ValueError, match="lexical contains NaN"):
-            hybrid_score([0.8], [NAN])
+            lambda_schedule(**arguments)  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------------- transferability
@@ -323,41 +165,13 @@ class TestDomainDistanceAndTransferability:
             transferability(distance, tau)
 
 
-# ----------------------------------------------------------------------------- success and reward
-
-
-class TestSuccessAndReward:
-    def test_success_weight_eq5(self) -> None:
-        # S_final = S · trans · success = 0.8 · 0.5 · 0.75 = 0.3
-        assert success_weight(0.8, success=0.75, trans=0.5) == approx(0.3)
-        assert success_weight(0.8, success=0.75) == approx(0.6)  # trans defaults to 1
-        assert success_weight(0.8, success=0.0) == 0.0  # a never-successful experience drops out
-
-    @pytest.mark.parametrize("success", [1.2, -0.1, NAN])
-    def test_success_must_be_a_rate(self, success: float) -> None:
-        with pytest.raises(ValueError, match="success"):
-            success_weight(0.8, success=success)
-
-    def test_mael_step_score(self) -> None:
-        # α·sim + (1−α)·reward = 0.5·0.8 + 0.5·0.4 = 0.6
-        assert mael_step_score(0.8, 0.4) == approx(0.6)
-        # α = 0.25: 0.25·0.8 + 0.75·0.4 = 0.2 + 0.3 = 0.5
-        assert mael_step_score(0.8, 0.4, alpha=0.25) == approx(0.5)
-        # negative cosine → 0; a negative reward is kept: 0.5·0 + 0.5·(−1) = −0.5
-        assert mael_step_score(-0.3, -1.0) == approx(-0.5)
-
-    def test_mael_rejects_nan_reward(self) -> None:
-        with pytest.raises(ValueError, match="reward must be finite"):
-            mael_step_score(0.8, NAN)
-
-
 # ----------------------------------------------------------------------------- graph paths
 
 
 class TestPathScore:
     def test_seed_alone_is_seed_times_trans(self) -> None:
-        assert path_score(0.9, []) == 0.9
-        assert path_score(0.9, [], trans=0.5) == approx(0.45)
+        assert path_score(0.9, [], hop_decay=0.8) == 0.9
+        assert path_score(0.9, [], hop_decay=0.8, trans=0.5) == approx(0.45)
 
     def test_hand_computed_two_hop_path(self) -> None:
         weights = {"ABSTRACTION": 1.0, "ALTERNATIVE": 0.5}
@@ -385,13 +199,13 @@ class TestPathScore:
 
     def test_unknown_type_is_an_error(self) -> None:
         with pytest.raises(ValueError, match="no weight for edge type 'COMPOSITION'"):
-            path_score(1.0, [0.5], edge_type_weights={"ABSTRACTION": 1.0}, types=["COMPOSITION"])
+            path_score(1.0, [0.5], 0.8, edge_type_weights={"ABSTRACTION": 1.0}, types=["COMPOSITION"])
 
     def test_types_must_match_edges(self) -> None:
         with pytest.raises(ValueError, match="types has 1 entries but the path has 2 edges"):
-            path_score(1.0, [0.5, 0.5], types=["ABSTRACTION"])
+            path_score(1.0, [0.5, 0.5], 0.8, types=["ABSTRACTION"])
         with pytest.raises(ValueError, match="needs the types"):
-            path_score(1.0, [0.5], edge_type_weights={"ABSTRACTION": 1.0})
+            path_score(1.0, [0.5], 0.8, edge_type_weights={"ABSTRACTION": 1.0})
 
     @pytest.mark.parametrize(
         ("kwargs", "message"),
@@ -405,66 +219,9 @@ class TestPathScore:
         ],
     )
     def test_rejects_nan_and_out_of_range_weights(self, kwargs: dict[str, object], message: str) -> None:
-        arguments: dict[str, object] = {"seed_score": 1.0, **kwargs}
+        arguments: dict[str, object] = {"seed_score": 1.0, "hop_decay": 0.8, **kwargs}
         with pytest.raises(ValueError, match=message):
             path_score(**arguments)  # type: ignore[arg-type]
-
-
-# ----------------------------------------------------------------------------- MMR
-
-
-class TestMMR:
-    # 0: the best match; 1: a near-duplicate of 0; 2: different and a little less relevant.
-    SCORES = [0.9, 0.85, 0.7]
-    VECTORS = [[1.0, 0.0], [0.99, 0.141], [0.0, 1.0]]
-
-    def test_second_pick_is_diverse_not_the_near_duplicate(self) -> None:
-        # pick 1: argmax relevance → 0
-        # pick 2, λ = 0.5: cand 1: 0.5·0.85 − 0.5·cos(v1,v0) ≈ 0.425 − 0.5·0.990 ≈ −0.070
-        #                  cand 2: 0.5·0.70  − 0.5·cos(v2,v0) = 0.35 − 0 = 0.35  → 2
-        # pick 3: only 1 is left
-        assert mmr(self.SCORES, self.VECTORS, k=3) == [0, 2, 1]
-
-    def test_lambda_one_is_plain_relevance_order(self) -> None:
-        assert mmr(self.SCORES, self.VECTORS, k=3, lam=1.0) == [0, 1, 2]
-
-    def test_k_limits_and_k_beyond_n_returns_everything(self) -> None:
-        assert mmr(self.SCORES, self.VECTORS, k=1) == [0]
-        assert mmr(self.SCORES, self.VECTORS, k=0) == []
-        assert mmr(self.SCORES, self.VECTORS, k=10) == [0, 2, 1]
-        assert mmr([], np.zeros((0, 2)), k=3) == []
-
-    def test_ties_go_to_the_lowest_index(self) -> None:
-        # identical scores and identical vectors: every MMR value ties at each pick
-        assert mmr([0.5, 0.5, 0.5], [[1.0, 0.0]] * 3, k=3) == [0, 1, 2]
-        # orthogonal vectors, equal relevance: no penalty differs, so index order again
-        assert mmr([0.5, 0.5, 0.5], np.eye(3), k=3) == [0, 1, 2]
-
-    def test_hand_computed_three_way_choice(self) -> None:
-        scores = [1.0, 0.8, 0.6]
-        vectors = [[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]]
-        # pick 1 → 0. pick 2 (λ = 0.5): cand 1: 0.4 − 0.5·0.6 = 0.1; cand 2: 0.3 − 0.5·0 = 0.3 → 2
-        # pick 3 → 1 (the only one left)
-        assert mmr(scores, vectors, k=3) == [0, 2, 1]
-        # λ = 0.8: cand 1: 0.64 − 0.2·0.6 = 0.52; cand 2: 0.48 − 0 = 0.48 → 1
-        assert mmr(scores, vectors, k=2, lam=0.8) == [0, 1]
-
-    @pytest.mark.parametrize("k", [-1, -10])
-    def test_negative_k_is_rejected(self, k: int) -> None:
-        with pytest.raises(ValueError, match="k must be >= 0"):
-            mmr(self.SCORES, self.VECTORS, k=k)
-
-    def test_bad_inputs_are_rejected(self) -> None:
-        with pytest.raises(ValueError, match="candidate_scores contains NaN"):
-            mmr([0.9, NAN], [[1.0, 0.0], [0.0, 1.0]], k=1)
-        with pytest.raises(ValueError, match="candidate_vectors contains NaN"):
-            mmr([0.9, 0.8], [[1.0, 0.0], [INF, 1.0]], k=1)
-        with pytest.raises(ValueError, match="2 candidate_scores but 1 candidate_vectors"):
-            mmr([0.9, 0.8], [[1.0, 0.0]], k=1)
-        with pytest.raises(ValueError, match="lam"):
-            mmr([0.9], [[1.0, 0.0]], k=1, lam=NAN)
-        with pytest.raises(ValueError, match="k must be an integer"):
-            mmr([0.9], [[1.0, 0.0]], k=1.5)  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------------- teacher phase
@@ -483,7 +240,7 @@ class TestTeacherPhase:
 
     def test_step_similarity_eq8(self) -> None:
         # 0.5·0.8 + 0.5·0.4 = 0.6;  0.7·1.0 + 0.3·0.5 = 0.85
-        assert step_similarity(0.8, 0.4) == approx(0.6)
+        assert step_similarity(0.8, 0.4, w_func=0.5, w_exec=0.5) == approx(0.6)
         assert step_similarity(1.0, 0.5, w_func=0.7, w_exec=0.3) == approx(0.85)
         # weights are divided by their sum: (2, 1) ≡ (2/3, 1/3): (2·0.9 + 1·0.3)/3 = 0.7
         assert step_similarity(0.9, 0.3, w_func=2.0, w_exec=1.0) == approx(0.7)
@@ -501,27 +258,27 @@ class TestTeacherPhase:
         matches = [0.2, 1.0, 0.5]
         # products: 0.18, 0.6, 0.4 → max 0.6; · Precision 0.5 = 0.3
         assert teacher_step_score(sims, matches, precision=0.5) == approx(0.3)
-        assert teacher_step_score(sims, matches) == approx(0.6)  # precision defaults to 1
+        assert teacher_step_score(sims, matches, precision=1.0) == approx(0.6)
 
     def test_teacher_step_score_composed_from_eq8_and_eq9(self) -> None:
         # step 1: sim_step = 0.5·1.0 + 0.5·0.6 = 0.8; issue_match = 1 · 0.5 = 0.5 → 0.4
         # step 2: sim_step = 0.5·0.4 + 0.5·0.4 = 0.4; issue_match = 1 · 1.0 = 1.0 → 0.4
         # step 3: sim_step = 0.5·0.9 + 0.5·0.9 = 0.9; issue_match = 0 · 1.0 = 0   → 0
-        sims = [step_similarity(1.0, 0.6), step_similarity(0.4, 0.4), step_similarity(0.9, 0.9)]
+        sims = [step_similarity(1.0, 0.6, 0.5, 0.5), step_similarity(0.4, 0.4, 0.5, 0.5), step_similarity(0.9, 0.9, 0.5, 0.5)]
         matches = [issue_match(1.0, 0.5), issue_match(1.0, 1.0), issue_match(0.0, 1.0)]
         # max 0.4 · precision 0.75 = 0.3
         assert teacher_step_score(sims, matches, precision=0.75) == approx(0.3)
 
     def test_experience_without_steps_scores_zero(self) -> None:
-        assert teacher_step_score([], []) == 0.0
+        assert teacher_step_score([], [], precision=1.0) == 0.0
 
     def test_teacher_step_score_rejects_bad_inputs(self) -> None:
         with pytest.raises(ValueError, match="one value per step"):
-            teacher_step_score([0.5, 0.5], [0.5])
+            teacher_step_score([0.5, 0.5], [0.5], precision=1.0)
         with pytest.raises(ValueError, match="precision"):
             teacher_step_score([0.5], [0.5], precision=NAN)
         with pytest.raises(ValueError, match=r"issue_matches must be in \[0, 1\]"):
-            teacher_step_score([0.5], [1.5])
+            teacher_step_score([0.5], [1.5], precision=1.0)
 
 
 # ----------------------------------------------------------------------------- teacher: evidence of a recovery
@@ -547,3 +304,26 @@ class TestRecoveryEvidence:
         assert failure_score(-0.3, 1.0, 1.0) == 0.0  # a negative cosine is no evidence
         with pytest.raises(ValueError):
             failure_score(0.8, 1.5, 0.5)
+
+
+# ----------------------------------------------------------------------------- no second default
+
+
+#: Numbers a formula may default: conventions of the formula, not tunables of a search.
+NOT_TUNABLES = {
+    ("domain_distance", "unknown"): "the distance of two unrelated (orthogonal) domains",
+    ("path_score", "trans"): "a reached node's own transferability; the student search multiplies it in after the path",
+}
+
+
+def test_no_formula_defaults_a_tunable() -> None:
+    """A weight of a formula comes from ``SearchWeights`` or ``RefineWeights`` at the call, so a
+    formula never holds a second default that could disagree with them."""
+    defaulted = sorted(
+        f"{name}({parameter.name}={parameter.default!r})"
+        for name in scoring.__all__ if inspect.isfunction(function := getattr(scoring, name))
+        for parameter in inspect.signature(function).parameters.values()
+        if isinstance(parameter.default, (int, float, str)) and not isinstance(parameter.default, bool)
+        and (name, parameter.name) not in NOT_TUNABLES
+    )
+    assert not defaulted, "take these from the weights at the call instead: " + ", ".join(defaulted)

@@ -1,0 +1,126 @@
+"""Utility (Agent KB D.3) is written twice: :func:`kbgraph.core.utility.utility` in Python, for the
+learning loop, and in the Cypher the searches read it through (``search_candidates_score``,
+``search_neighbours``) and the inspection query ``top_by_utility``. Here the Cypher copies are run
+against a real Neo4j on a grid of inputs — quality, usage impact, time since the last use and
+since the impact, missing values and times in the future — and must give what Python gives.
+
+The search queries decay up to the database's clock (``datetime()``, whole seconds), so they are
+compared within what the clock can have moved while the query ran: utility changes by at most
+λ·(|quality| + |impact|) a day.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import neo4j
+import pytest
+
+from kbgraph.core.utility import days_between, utility
+from kbgraph.inspect import InspectionLibrary
+from kbgraph.kb import KnowledgeBase
+from tests.conftest import Neo4jTarget
+
+QUALITIES = [None, 0.0, 0.3, 0.9]
+IMPACTS = [None, -0.4, 0.25, 0.8]  # 0.9 + 0.8 is above 1: clipped
+#: Days before the grid's moment: None = never used (created_at counts) / no impact recorded; < 0 = future.
+LAST_USED = [None, 0.0, 2.25, 30.0, 400.0, -3.0]
+IMPACT_AT = [None, 12.5, -1.0]
+CREATED_DAYS_AGO = 45.0
+DECAYS = [0.0, math.log(2) / 30, 0.5]
+
+
+def _ago(moment: datetime, days: float | None) -> datetime | None:
+    return None if days is None else moment - timedelta(days=days)
+
+
+def _expected(row: dict[str, Any], now: datetime, decay: float) -> float:
+    """What Python computes for one grid node: the learning loop's utility, missing quality 0.5."""
+    quality = 0.5 if row["quality"] is None else row["quality"]
+    recent = row["last_used_at"] or row["created_at"]
+    return utility(quality, days_between(recent, now), decay, row["usage_impact"] or 0.0,
+                   days_between(row["usage_impact_at"], now))
+
+
+@pytest.fixture
+def grid(kb: KnowledgeBase, driver: neo4j.Driver, neo4j_target: Neo4jTarget) -> tuple[datetime, dict[str, dict[str, Any]]]:
+    """A seed and one experience per point of the grid, each an ALTERNATIVE of the seed. Times are
+    whole seconds from ``moment``, the grid's reference time."""
+    moment = datetime.now(UTC).replace(microsecond=0)
+    rows = {}
+    for i, (quality, impact, used, impact_at) in enumerate(itertools.product(QUALITIES, IMPACTS, LAST_USED, IMPACT_AT)):
+        rows[f"grid-{i}"] = {
+            "id": f"grid-{i}", "quality": quality, "usage_impact": impact, "last_used_at": _ago(moment, used),
+            "usage_impact_at": None if impact is None else _ago(moment, impact_at),
+            "created_at": _ago(moment, CREATED_DAYS_AGO),
+        }
+    driver.execute_query(
+        "CREATE (seed:Experience {kb: $kb, id: 'seed', kind: 'concrete', status: 'active', domain: 'grid', "
+        "problem: 'seed', goal: 'seed', created_at: $moment}) "
+        "WITH seed UNWIND $rows AS row "
+        "CREATE (e:Experience {kb: $kb, kind: 'concrete', status: 'active', domain: 'grid', problem: 'p', goal: 'g'}) "
+        "SET e += row CREATE (seed)-[:ALTERNATIVE {weight: 1.0, reason: 'grid'}]->(e)",
+        kb=kb.namespace, moment=moment, rows=list(rows.values()), database_=neo4j_target.database)
+    return moment, rows
+
+
+def _off_by_more_than_the_clock(cypher: dict[str, float], rows: dict[str, dict[str, Any]], decay: float,
+                      before: datetime, after: datetime) -> list[str]:
+    """The grid points whose Cypher utility (clipped, as the search clips it) differs from Python's
+    at ``before`` by more than the clock can explain (the query ran by ``after``; whole seconds)."""
+    elapsed_days = ((after - before).total_seconds() + 1.0) / 86_400
+    wrong = []
+    for node_id, row in rows.items():
+        value = min(max(cypher[node_id], 0.0), 1.0)
+        expected = _expected(row, before, decay)
+        slack = decay * (abs(row["quality"] if row["quality"] is not None else 0.5) + abs(row["usage_impact"] or 0.0))
+        if abs(value - expected) > slack * elapsed_days + 1e-12:
+            wrong.append(f"{row}: cypher {value}, python {expected}")
+    return wrong
+
+
+#: The parameters of each search query that reads utility, for the grid's experiences ``ids``.
+SEARCH_QUERIES: dict[str, Callable[[list[str]], dict[str, Any]]] = {
+    # the student search's scoring facts of its candidates (the cosines are not asked for)
+    "search_candidates_score": lambda ids: {
+        "ids": ids, "statuses": ["active"], "exclude": [], "pg": [1.0, 0.0], "task": [1.0, 0.0],
+        "semantic_known": ids, "structural_known": ids},
+    # graph traversal: every grid experience is an ALTERNATIVE of the seed
+    "search_neighbours": lambda ids: {
+        "seeds": ["seed"], "pg": [1.0, 0.0], "per_seed": len(ids) + 1, "statuses": ["active"], "domains": None,
+        "kinds": None, "min_success": 0.0, "min_quality": 0.0, "agent": None},
+}
+
+
+@pytest.mark.parametrize("decay", DECAYS)
+@pytest.mark.parametrize("query", sorted(SEARCH_QUERIES))
+def test_the_search_reads_the_utility_python_computes(
+    kb: KnowledgeBase, grid: tuple[datetime, dict[str, dict[str, Any]]], query: str, decay: float,
+) -> None:
+    _, rows = grid
+    before = datetime.now(UTC)
+    [result] = kb.gateway.read(query, kb=kb.namespace, decay=decay, **SEARCH_QUERIES[query](list(rows)))
+    after = datetime.now(UTC)
+    cypher = {r["id"]: float(r["utility"]) for r in result["rows"]}
+    assert set(cypher) == set(rows)
+    assert not _off_by_more_than_the_clock(cypher, rows, decay, before, after)
+
+
+@pytest.mark.parametrize("decay", DECAYS)
+def test_top_by_utility_gives_the_utility_python_computes_at_the_same_moment(
+    kb: KnowledgeBase, driver: neo4j.Driver, neo4j_target: Neo4jTarget,
+    grid: tuple[datetime, dict[str, dict[str, Any]]], decay: float,
+) -> None:
+    moment, rows = grid
+    records, _, _ = driver.execute_query(
+        InspectionLibrary().get("top_by_utility").text, kb=kb.namespace, domain="grid", decay_per_day=decay,
+        limit=len(rows) + 1, now=moment, database_=neo4j_target.database, routing_=neo4j.RoutingControl.READ)
+    cypher = {r["id"]: float(r["utility"]) for r in records if r["id"] != "seed"}
+    assert set(cypher) == set(rows)
+    wrong = [f"{rows[i]}: cypher {value}, python {_expected(rows[i], moment, decay)}"
+             for i, value in cypher.items() if value != pytest.approx(_expected(rows[i], moment, decay), abs=1e-12)]
+    assert not wrong
