@@ -194,15 +194,12 @@ def test_the_same_input_always_gives_the_same_groups() -> None:
     assert cluster_concepts(vectors, labels, random_state=42) == first
 
 
-def test_a_few_thousand_concepts_cluster_in_seconds() -> None:
-    cluster_concepts(*planted_families(families=12, size=5, spread=0.05, seed=1)[:2])  # numba JIT warm-up
+def test_a_few_thousand_concepts_cluster_into_their_planted_families() -> None:
+    # How long it takes depends on the machine: a test checks what comes out, not when (issue 35).
     vectors, labels, truth = planted_families(families=500, size=6, spread=0.025, dim=384, seed=2)
-    started = time.perf_counter()
     groups = cluster_concepts(vectors, labels)
-    elapsed = time.perf_counter() - started
     assert_is_partition(groups, 3000)
     assert len(groups) == 500
-    assert elapsed < 20, f"{elapsed:.1f}s for 3000 concepts (about 2 s measured on 2 idle cores)"
 
 
 def spy(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
