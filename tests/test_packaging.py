@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Neo4jTarget
+
 ROOT = Path(__file__).resolve().parents[1]
 CHECK = """
 import importlib.util, kbgraph, kbgraph.ingest, kbgraph.search
@@ -85,3 +87,38 @@ def test_the_tests_run_this_checkout() -> None:
     import kbgraph.ingest
 
     assert Path(kbgraph.ingest.__file__).resolve() == ROOT / "ingest" / "__init__.py"
+
+
+FRESH_SEARCH = """
+from kbgraph import KnowledgeBase, Settings
+
+kb = KnowledgeBase.from_settings(Settings())
+kb.add_trajectories([
+    {"id": "r1", "domain": "retail", "task": "Return the headphones from order #W1 for a refund",
+     "steps": [{"action": "get_order_details", "arguments": {"order_id": "#W1"}},
+               {"action": "return_delivered_order_items", "arguments": {"order_id": "#W1"}}]},
+    {"id": "r2", "domain": "retail", "task": "Cancel order #W2, ordered by mistake",
+     "steps": [{"action": "cancel_pending_order", "arguments": {"order_id": "#W2"}}]},
+])
+hits = kb.search("I want my money back for the headphones", domain="retail", k=2).hits
+print(hits[0].experience.problem)
+kb.clear()
+"""
+
+
+@pytest.mark.extended  # a fresh virtualenv downloads torch: minutes; ./kb test -m extended
+def test_pip_install_without_extras_in_a_fresh_virtualenv_imports_and_searches(
+    wheel: Path, tmp_path: Path, neo4j_target: Neo4jTarget,
+) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True, timeout=1800)
+    listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], check=True, capture_output=True,
+                            text=True, timeout=120).stdout.lower()
+    for extra_only in ("fastapi", "mcp", "langgraph", "matplotlib", "psutil", "openai"):
+        assert f"{extra_only}==" not in listed, f"{extra_only} came with a plain install"
+    result = subprocess.run([str(python), "-c", FRESH_SEARCH], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                            env={**neo4j_target.env("fresh-venv-check"), "HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "Return the headphones from order {id} for a refund"
