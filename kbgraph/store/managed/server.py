@@ -201,7 +201,8 @@ class ManagedNeo4j:
             if port_in_use(port):
                 raise ManagedServerError(
                     f"port {port} on 127.0.0.1 is already in use by another program, so the managed "
-                    "Neo4j cannot listen there. Stop that program, or choose other ports with "
+                    "Neo4j cannot listen there. Stop that program (the managed Neo4j of the other line? "
+                    "`kbgraph server stop` with that KBGRAPH_NEO4J_VERSION), or choose other ports with "
                     "KBGRAPH_MANAGED_BOLT_PORT / KBGRAPH_MANAGED_HTTP_PORT."
                 )
         lib = ensure_runtime(self.cache_dir, quiet=self.quiet, line=self.line)
