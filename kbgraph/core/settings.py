@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator
 
@@ -47,7 +47,7 @@ MAX_TIMEOUT_S = 7 * 24 * 3600.0
 
 #: The Neo4j release lines kbgraph's managed server can run (:mod:`kbgraph.store.managed.lines`).
 Neo4jLineName = Literal["5.26", "2026.09"]
-NEO4J_LINES: tuple[Neo4jLineName, ...] = ("5.26", "2026.09")
+NEO4J_LINES: tuple[Neo4jLineName, ...] = get_args(Neo4jLineName)
 DEFAULT_NEO4J_LINE: Neo4jLineName = "5.26"
 
 

@@ -24,11 +24,10 @@ def test_each_setting_value_names_a_line_pinned_to_a_release_of_it() -> None:
     assert (OLD.min_java, NEW.min_java) == (17, 21)
 
 
-def test_the_lines_are_cached_apart_and_5_26_keeps_its_cache(tmp_path: Path) -> None:
-    assert runtime_dir(tmp_path, OLD) != runtime_dir(tmp_path, NEW)
-    assert runtime_dir(tmp_path, NEW).name.startswith("runtime-2026.09.0-")
-    # The 5.26 pom is byte for byte the one before lines existed: its cached runtime stays valid.
-    assert runtime_dir(tmp_path, OLD).name == "runtime-5.26.30-948776d08af9"
+def test_the_lines_are_cached_apart_each_by_its_release_and_pom(tmp_path: Path) -> None:
+    assert runtime_dir(tmp_path, OLD).name.startswith(f"runtime-{OLD.version}-")
+    assert runtime_dir(tmp_path, NEW).name.startswith(f"runtime-{NEW.version}-")
+    assert runtime_dir(tmp_path, OLD).parent == runtime_dir(tmp_path, NEW).parent == tmp_path / "neo4j"
 
 
 def test_lucene_gets_the_vector_api_on_the_javas_each_line_can_use_it_on() -> None:
