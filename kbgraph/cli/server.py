@@ -61,10 +61,12 @@ def server_status_command(as_json: JsonOption = False) -> None:
     guide = f"\n  Guide   :play {status['browser_guide_url']}" if status["browser_guide_url"] else ""
     out.print(f"managed Neo4j {status['version']} (line {status['line']}): {state}\n  Bolt    {status['bolt_uri']}\n"
               f"  Browser {status['browser_url']}{guide}\n  Home    {status['home']}", markup=False, highlight=False)
-    where = "the managed server" if status["uses"] == "managed" else status["neo4j_uri"]
+    if status["uses"] != "managed":
+        uses = f"kbgraph uses {status['neo4j_uri']}"
+    else:
+        uses = "kbgraph uses the managed server" if status["running"] else "kbgraph's managed server would start"
     java = f"Java {status['java']}" if status["java"] else "Java unknown"
     vector = ", Lucene vector API on" if status.get("vector_api") else ""
-    out.print(f"kbgraph uses {where}: Neo4j {status['neo4j_version'] or 'unknown'} on {java}{vector}",
-              markup=False, highlight=False)
+    out.print(f"{uses}: Neo4j {status['neo4j_version'] or 'unknown'} on {java}{vector}", markup=False, highlight=False)
     if status.get("error"):
         out.print(f"  ({status['error']})", markup=False, highlight=False)
