@@ -1,5 +1,6 @@
-"""Shared fixtures: one real Neo4j 5.26 server for the session, the real MiniLM embedder, and a
-fresh namespace per test (deleted afterwards).
+"""Shared fixtures: one real Neo4j server for the session (5.26, or 2026.09 with
+KBGRAPH_NEO4J_VERSION=2026.09), the real MiniLM embedder, and a fresh namespace per test (deleted
+afterwards).
 
 A test that uses a Neo4j server — through any fixture that leads to ``neo4j_target`` or to
 ``throwaway_neo4j`` (tests/reliability) — is marked ``neo4j`` at collection, so that
@@ -8,8 +9,8 @@ server by itself must carry ``@pytest.mark.neo4j``; one that does not fails, say
 
 The server is, in order of preference:
 1. the one at NEO4J_URI (with NEO4J_USERNAME / NEO4J_PASSWORD / NEO4J_DATABASE), when set;
-2. a neo4j:5.26-community container through testcontainers, when a Docker engine answers;
-3. kbgraph's managed server, started on free ports with a throw-away data directory.
+2. a neo4j:<line>-community container through testcontainers, when a Docker engine answers;
+3. kbgraph's managed server of that line, started on free ports with a throw-away data directory.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import pytest
 from kbgraph.store.connection import open_driver
 from kbgraph.embedders import CachedEmbedder, MiniLMEmbedder
 from kbgraph.kb import KnowledgeBase
+from kbgraph.store.managed.lines import LINES
 from kbgraph.store.managed.server import ManagedNeo4j, free_port
 from kbgraph.core.settings import Settings
 
@@ -106,13 +108,15 @@ def neo4j_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neo4jTarg
     if docker_engine_answers():
         from testcontainers.neo4j import Neo4jContainer
 
-        with Neo4jContainer("neo4j:5.26-community", password="kbgraph-test-password") as container:
+        image = f"neo4j:{Settings().neo4j_version}-community"
+        with Neo4jContainer(image, password="kbgraph-test-password") as container:
             yield Neo4jTarget(container.get_connection_url(), "neo4j", "kbgraph-test-password", "neo4j",
                               "testcontainers")
         return
     server = ManagedNeo4j(
         home=tmp_path_factory.mktemp("neo4j-home"), cache_dir=Settings().cache_dir,
         bolt_port=free_port(), http_port=free_port(), heap="3g", pagecache="1g", quiet=True,
+        line=LINES[Settings().neo4j_version],
     )
     server.start()
     try:

@@ -38,6 +38,7 @@ def test_the_wheel_holds_only_the_kbgraph_package(wheel: Path) -> None:
     assert tops == {"kbgraph", next(t for t in tops if t.endswith(".dist-info"))}
     for expected in ("kbgraph/ingest/__init__.py", "kbgraph/search/__init__.py", "kbgraph/cypher/schema/03_vector_indexes.cypher",
                      "kbgraph/cypher/queries/experience_get.cypher", "kbgraph/store/managed/pom.xml",
+                     "kbgraph/store/managed/pom-2026.09.xml",
                      "kbgraph/samples/experiences.jsonl", "kbgraph/py.typed"):
         assert expected in names
 

@@ -18,6 +18,7 @@ from kbgraph.core.jsonl import read_jsonl, read_jsonl_stream
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.progress import stage_reporter
 from kbgraph.core.terminal import json_safe
+from kbgraph.store.server_info import server_info
 
 
 def register(app: typer.Typer) -> None:
@@ -177,13 +178,17 @@ def get(experience_id: str, namespace: NamespaceOption = None, embeddings: bool 
 
 
 def stats(namespace: NamespaceOption = None, as_json: JsonOption = False) -> None:
-    """Counts of the knowledge base: experiences, nodes by label, relationships by type."""
+    """Counts of the knowledge base: experiences, nodes by label, relationships by type; and which Neo4j
+    (release, edition, Java) holds it."""
     with _open(namespace) as kb:
         result = kb.stats()
+        server = server_info(kb.gateway)
     if as_json:
-        _print_json(result.model_dump())
+        _print_json(result.model_dump() | {"server": server.as_dict()})
         return
     _print_stats(result.model_dump())
+    out.print(f"  server: Neo4j {server.neo4j_version} {server.edition} on Java {server.java or 'unknown'}",
+              markup=False, highlight=False)
 
 
 def _print_stats(s: dict[str, Any]) -> None:

@@ -7,6 +7,7 @@ import typer
 
 from kbgraph.cli._common import JsonOption, _print_json, _settings, out
 from kbgraph.store.managed import ManagedNeo4j
+from kbgraph.store.server_info import server_status
 
 server_app = typer.Typer(help="The managed local Neo4j (used when NEO4J_URI is not set).", no_args_is_help=True)
 
@@ -22,7 +23,8 @@ def server_start(as_json: JsonOption = False) -> None:
     if as_json:
         _print_json(status.as_dict())
     else:
-        out.print(f"Neo4j running (pid {status.pid}) — Bolt {status.bolt_uri}, Browser {status.browser_url}")
+        out.print(f"Neo4j {status.version} running (pid {status.pid}) — Bolt {status.bolt_uri}, "
+                  f"Browser {status.browser_url}")
 
 
 @server_app.command("reset-password")
@@ -48,13 +50,23 @@ def server_stop(as_json: JsonOption = False) -> None:
 
 
 @server_app.command("status")
-def server_status(as_json: JsonOption = False) -> None:
-    """Show whether the managed Neo4j runs, and where."""
-    status = ManagedNeo4j.from_settings(_settings(), quiet=True).status()
+def server_status_command(as_json: JsonOption = False) -> None:
+    """Show whether the managed Neo4j runs and where, and which Neo4j and Java kbgraph uses (asked of
+    the running server: the managed one, or the one at NEO4J_URI)."""
+    status = server_status(_settings())
     if as_json:
-        _print_json(status.as_dict())
+        _print_json(status)
         return
-    state = f"running (pid {status.pid})" if status.running else "stopped"
-    guide = f"\n  Guide   :play {status.browser_guide_url}" if status.browser_guide_url else ""
-    out.print(f"Neo4j {status.version}: {state}\n  Bolt    {status.bolt_uri}\n  Browser {status.browser_url}{guide}\n"
-              f"  Home    {status.home}")
+    state = f"running (pid {status['pid']})" if status["running"] else "stopped"
+    guide = f"\n  Guide   :play {status['browser_guide_url']}" if status["browser_guide_url"] else ""
+    out.print(f"managed Neo4j {status['version']} (line {status['line']}): {state}\n  Bolt    {status['bolt_uri']}\n"
+              f"  Browser {status['browser_url']}{guide}\n  Home    {status['home']}", markup=False, highlight=False)
+    if status["uses"] != "managed":
+        uses = f"kbgraph uses {status['neo4j_uri']}"
+    else:
+        uses = "kbgraph uses the managed server" if status["running"] else "kbgraph's managed server would start"
+    java = f"Java {status['java']}" if status["java"] else "Java unknown"
+    vector = ", Lucene vector API on" if status.get("vector_api") else ""
+    out.print(f"{uses}: Neo4j {status['neo4j_version'] or 'unknown'} on {java}{vector}", markup=False, highlight=False)
+    if status.get("error"):
+        out.print(f"  ({status['error']})", markup=False, highlight=False)

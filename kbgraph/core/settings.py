@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator
 
@@ -43,6 +43,12 @@ def config_file_path() -> Path | None:
 #: The longest any timeout may be: a week is past any real call, and beyond ~1e9 s the platform's
 #: timers overflow (KBGRAPH_QUERY_TIMEOUT_S=inf or 1e300 once ended in an OverflowError).
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
+
+
+#: The Neo4j release lines kbgraph's managed server can run (:mod:`kbgraph.store.managed.lines`).
+Neo4jLineName = Literal["5.26", "2026.09"]
+NEO4J_LINES: tuple[Neo4jLineName, ...] = get_args(Neo4jLineName)
+DEFAULT_NEO4J_LINE: Neo4jLineName = "5.26"
 
 
 def _neo4j_env(name: str) -> AliasChoices:
@@ -160,6 +166,10 @@ class Settings(BaseSettings):
     # 2-core / 24 GiB machine: the JVM heap holds query state, the page cache the store files;
     # vector indexes live in the OS file cache, so most RAM is deliberately left to the OS.
     managed_home: Path | None = None
+    # Which Neo4j the managed server runs: 5.26 LTS on Java 17+, or 2026.09 on Java 21+ (env
+    # KBGRAPH_NEO4J_VERSION; never NEO4J_VERSION, which Neo4j's own images set to their release).
+    # Each line has its own runtime in the cache and its own instance folder.
+    neo4j_version: Neo4jLineName = DEFAULT_NEO4J_LINE
     managed_bolt_port: int = Field(default=7687, ge=1, le=65535)
     managed_http_port: int = Field(default=7474, ge=1, le=65535)
     managed_heap: str = Field(default="4g", pattern=r"^\d+[mg]$")
@@ -186,7 +196,12 @@ class Settings(BaseSettings):
 
     @property
     def managed_instance_dir(self) -> Path:
-        return self.managed_home or self.cache_dir / "neo4j" / "instance"
+        """``managed_home``, else one folder per line: a store that Neo4j 2026 has opened is upgraded
+        and 5.26 cannot read it again (5.26 keeps the folder it always had)."""
+        if self.managed_home:
+            return self.managed_home
+        suffix = "" if self.neo4j_version == "5.26" else f"-{self.neo4j_version}"
+        return self.cache_dir / "neo4j" / f"instance{suffix}"
 
     @classmethod
     def settings_customise_sources(

@@ -40,13 +40,17 @@ def connect(settings: Settings, quiet: bool = False) -> Connection:
         uri, auth = server.bolt_uri, server.auth()
         browser: str | None = server.browser_url
     else:
-        assert settings.neo4j_uri is not None
-        uri = settings.neo4j_uri
-        password = settings.neo4j_password.get_secret_value() if settings.neo4j_password else ""
-        auth = (settings.neo4j_username, password)
+        uri, auth = users_server(settings)
         browser = None
     driver = open_driver(uri, auth, settings.neo4j_database, settings.connect_timeout_s, settings.retry_time_s)
     return Connection(driver, settings.neo4j_database, uri, browser, auth)
+
+
+def users_server(settings: Settings) -> tuple[str, tuple[str, str]]:
+    """The URI and credentials of the server at NEO4J_URI (set)."""
+    assert settings.neo4j_uri is not None
+    password = settings.neo4j_password.get_secret_value() if settings.neo4j_password else ""
+    return settings.neo4j_uri, (settings.neo4j_username, password)
 
 
 def open_driver(

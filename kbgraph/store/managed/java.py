@@ -1,22 +1,29 @@
 """The Java side of the managed Neo4j: which java runs it, and with which JVM options.
 
-Neo4j 5.26 needs Java 17 or newer. On the Java versions where its Lucene can run vector math on
-the JDK's vector API (SIMD), the server is started with the incubator module that enables it.
+Each release line (:mod:`kbgraph.store.managed.lines`) names the Java versions it supports and those
+on which its Lucene can run vector math on the JDK's vector API (SIMD); on those the server is
+started with the incubator module that enables it. The java is chosen among ``$JAVA_HOME``, the
+one on PATH and the JDKs installed in the usual folders, so that 5.26 (Java 17) and 2026.09
+(Java 21+) can both run on one machine without anyone switching JDKs.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterable
+from glob import glob
 
 from kbgraph.core.errors import ManagedServerError
-from kbgraph.store.managed.runtime import NEO4J_VERSION
+from kbgraph.store.managed.lines import DEFAULT_LINE, Neo4jLine
 
-ENTRY_POINT = "org.neo4j.server.CommunityEntryPoint"
+#: The default line's entry point (each line names its own).
+ENTRY_POINT = DEFAULT_LINE.entry_point
 ADMIN_TOOL = "org.neo4j.cli.AdminTool"
 
-# What Neo4j's own launcher passes to the JVM (neo4j.conf defaults of 5.26), minus what
+# What Neo4j's own launcher passes to the JVM (neo4j.conf defaults of 5.26 and 2026.09), minus what
 # would pre-touch the whole heap at start.
 JVM_OPTIONS = [
     "-XX:+UseG1GC",
@@ -36,11 +43,14 @@ JVM_OPTIONS = [
     "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
 ]
 
-#: Java feature versions on which Neo4j 5.26's Lucene (9.11) runs its vector math on the JDK's
-#: vector API (SIMD), given the incubator module. On other versions it falls back to plain loops:
-#: on Java 17, half of a scaled build's server CPU is Lucene's scalar float dot product.
-LUCENE_VECTOR_API_JAVA = range(20, 23)
+#: The default line's vector-API Java versions (each line names its own).
+LUCENE_VECTOR_API_JAVA = DEFAULT_LINE.vector_api_java
 VECTOR_API_OPTION = "--add-modules=jdk.incubator.vector"
+
+#: Where JDKs are installed besides $JAVA_HOME and PATH: Debian/Ubuntu/Fedora packages and Adoptium's
+#: (/usr/lib/jvm), SDKMAN, and macOS.
+JDK_GLOBS = ("/usr/lib/jvm/*/bin/java", os.path.expanduser("~/.sdkman/candidates/java/*/bin/java"),
+             "/Library/Java/JavaVirtualMachines/*/Contents/Home/bin/java")
 
 
 def java_feature_version(version_output: str) -> int | None:
@@ -53,9 +63,9 @@ def java_feature_version(version_output: str) -> int | None:
     return int(match.group(2) or 0) if major == 1 else major
 
 
-def vector_api_options(feature_version: int | None) -> list[str]:
+def vector_api_options(feature_version: int | None, line: Neo4jLine = DEFAULT_LINE) -> list[str]:
     """JVM options that let Lucene use the vector API on this Java, as its own startup log asks."""
-    return [VECTOR_API_OPTION] if feature_version in LUCENE_VECTOR_API_JAVA else []
+    return [VECTOR_API_OPTION] if feature_version in line.vector_api_java else []
 
 
 def probe_java_version(java: str) -> int | None:
@@ -67,14 +77,39 @@ def probe_java_version(java: str) -> int | None:
     return java_feature_version(done.stderr + done.stdout)
 
 
-def find_java() -> tuple[str, int | None]:
-    """The java on PATH and its feature version (None: unknown); ManagedServerError when there is
-    none, or it is older than Neo4j needs."""
-    java = shutil.which("java")
-    if java is None:
-        raise ManagedServerError("java not found: the managed Neo4j needs Java 17 or newer on PATH.")
-    java_version = probe_java_version(java)
-    if java_version is not None and java_version < 17:
-        raise ManagedServerError(
-            f"{java} is Java {java_version}: the managed Neo4j {NEO4J_VERSION} needs Java 17 or 21 first on PATH.")
-    return java, java_version
+def java_candidates() -> list[str]:
+    """The javas to consider, in order of preference when they serve a line equally well:
+    $JAVA_HOME's, PATH's, then the installed JDKs (each once, by its real path)."""
+    found: list[str] = []
+    home = os.environ.get("JAVA_HOME")
+    on_path = shutil.which("java")
+    installed = sorted(path for pattern in JDK_GLOBS for path in glob(pattern))
+    for java in [os.path.join(home, "bin", "java") if home else None, on_path, *installed]:
+        if java and os.access(java, os.X_OK) and os.path.realpath(java) not in map(os.path.realpath, found):
+            found.append(java)
+    return found
+
+
+def choose_java(probed: Iterable[tuple[str, int | None]], line: Neo4jLine) -> tuple[str, int | None] | None:
+    """The best (java, feature version) for ``line`` among ``probed`` (in order of preference): one on
+    which Lucene vectorises first, then one the release supports, then any new enough. A java whose
+    version cannot be read is used only when nothing else is known to fit. None: no java fits."""
+    fitting = [(java, version) for java, version in probed if version is None or version >= line.min_java]
+    # min() keeps the first of equals, so the order of preference decides between them.
+    return min(fitting, key=lambda jv: (jv[1] is None, jv[1] not in line.vector_api_java, jv[1] not in line.java),
+               default=None)
+
+
+def find_java(line: Neo4jLine = DEFAULT_LINE) -> tuple[str, int | None]:
+    """The java to run ``line`` with and its feature version (None: unknown); ManagedServerError
+    when none is installed, or all are older than the release needs."""
+    probed = [(java, probe_java_version(java)) for java in java_candidates()]
+    chosen = choose_java(probed, line)
+    if chosen is not None:
+        return chosen
+    needs = f"the managed Neo4j {line.version} needs Java {line.min_java} or newer"
+    if not probed:
+        raise ManagedServerError(f"java not found: {needs} (on PATH, in JAVA_HOME or under /usr/lib/jvm).")
+    seen = ", ".join(f"{java} (Java {version})" for java, version in probed)
+    raise ManagedServerError(f"{needs}; found only {seen}. Install a JDK {line.java.start}–{line.java.stop - 1} "
+                             "or set JAVA_HOME to one.")

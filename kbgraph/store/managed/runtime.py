@@ -1,7 +1,8 @@
 """Obtains the Neo4j server and Browser jars from Maven Central and caches them.
 
-The cache entry is keyed by the pom's content, so changing a version in ``pom.xml`` fetches a new
-runtime while old checkouts keep theirs. Installs are atomic (copy into a temporary folder, then
+Each release line has its own pom (:mod:`kbgraph.store.managed.lines`). The cache entry is keyed by
+the pom's content, so changing a version in a pom fetches a new runtime while old checkouts keep
+theirs, and the two lines never share one. Installs are atomic (copy into a temporary folder, then
 rename) and serialised by a file lock, so parallel processes never see half a runtime.
 """
 
@@ -9,28 +10,27 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
-from importlib import resources
 from pathlib import Path
 
 from kbgraph.core.errors import ManagedServerError
+from kbgraph.store.managed.lines import DEFAULT_LINE, Neo4jLine
 
-_POM = resources.files("kbgraph.store.managed") / "pom.xml"
-NEO4J_VERSION = re.search(r"<neo4j.version>([^<]+)<", _POM.read_text()).group(1)  # type: ignore[union-attr]
-
-
-def runtime_dir(cache_dir: Path) -> Path:
-    key = hashlib.sha256(_POM.read_bytes()).hexdigest()[:12]
-    return cache_dir / "neo4j" / f"runtime-{NEO4J_VERSION}-{key}"
+#: The release the default line pins.
+NEO4J_VERSION = DEFAULT_LINE.version
 
 
-def ensure_runtime(cache_dir: Path, quiet: bool = False) -> Path:
+def runtime_dir(cache_dir: Path, line: Neo4jLine = DEFAULT_LINE) -> Path:
+    key = hashlib.sha256(line.pom_bytes()).hexdigest()[:12]
+    return cache_dir / "neo4j" / f"runtime-{line.version}-{key}"
+
+
+def ensure_runtime(cache_dir: Path, quiet: bool = False, line: Neo4jLine = DEFAULT_LINE) -> Path:
     """Returns the folder of jars to put on the classpath, downloading them on first use."""
-    target = runtime_dir(cache_dir)
+    target = runtime_dir(cache_dir, line)
     if (target / ".complete").exists():
         return target / "lib"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -46,14 +46,14 @@ def ensure_runtime(cache_dir: Path, quiet: bool = False) -> Path:
             )
         if not quiet:
             print(
-                f"kbgraph: fetching Neo4j {NEO4J_VERSION} and the Neo4j Browser from Maven Central "
+                f"kbgraph: fetching Neo4j {line.version} and the Neo4j Browser from Maven Central "
                 f"into {target} (first run only)…",
                 file=sys.stderr,
                 flush=True,
             )
         work = Path(tempfile.mkdtemp(prefix=".runtime-", dir=target.parent))
         try:
-            (work / "pom.xml").write_bytes(_POM.read_bytes())
+            (work / "pom.xml").write_bytes(line.pom_bytes())
             proc = subprocess.run(
                 [mvn, "-B", "-q", "-f", str(work / "pom.xml"), "dependency:copy-dependencies",
                  f"-DoutputDirectory={work / 'lib'}", "-DincludeScope=runtime"],

@@ -49,7 +49,8 @@ from kbgraph.store.managed.java import (
     probe_java_version,
     vector_api_options,
 )
-from kbgraph.store.managed.runtime import NEO4J_VERSION, ensure_runtime
+from kbgraph.store.managed.lines import DEFAULT_LINE, LINES, Neo4jLine
+from kbgraph.store.managed.runtime import ensure_runtime
 from kbgraph.core.processes import free_port, port_in_use, terminate
 from kbgraph.core.settings import Settings
 
@@ -74,9 +75,10 @@ class ServerStatus:
     bolt_uri: str
     browser_url: str
     home: Path
-    version: str = NEO4J_VERSION
+    version: str = DEFAULT_LINE.version
     # Where kbgraph's Browser guide is served (None: the asset server is not running).
     browser_guide_url: str | None = None
+    line: str = DEFAULT_LINE.name
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -87,6 +89,7 @@ class ServerStatus:
             "browser_guide_url": self.browser_guide_url,
             "home": str(self.home),
             "version": self.version,
+            "line": self.line,
         }
 
 
@@ -104,6 +107,8 @@ class ManagedNeo4j:
     assets_port: int = DEFAULT_ASSETS_PORT
     # False only while reset_password runs (loopback only, for the seconds it takes).
     auth_enabled: bool = True
+    # Which Neo4j release it runs (settings.neo4j_version).
+    line: Neo4jLine = DEFAULT_LINE
 
     @classmethod
     def from_settings(cls, settings: Settings, quiet: bool = False) -> ManagedNeo4j:
@@ -117,6 +122,7 @@ class ManagedNeo4j:
             start_timeout_s=settings.managed_start_timeout_s,
             quiet=quiet,
             assets_port=configured_assets_port(settings),
+            line=LINES[settings.neo4j_version],
         )
 
     # -- addresses and credentials -------------------------------------------------------------
@@ -159,8 +165,8 @@ class ManagedNeo4j:
     def status(self) -> ServerStatus:
         pid = self._live_pid()
         assets = self.browser_assets.running() if pid is not None else None
-        return ServerStatus(pid is not None, pid, self.bolt_uri, self.browser_url, self.home,
-                            browser_guide_url=assets.guide_url if assets else None)
+        return ServerStatus(pid is not None, pid, self.bolt_uri, self.browser_url, self.home, self.line.version,
+                            browser_guide_url=assets.guide_url if assets else None, line=self.line.name)
 
     def start(self) -> ServerStatus:
         """Starts the server unless it already runs; returns once Bolt answers with our password.
@@ -190,15 +196,16 @@ class ManagedNeo4j:
             if self.assets_port:
                 self.browser_assets.ensure_running()
             return self.status()
-        java, java_version = find_java()
+        java, java_version = find_java(self.line)
         for port in (self.bolt_port, self.http_port):
             if port_in_use(port):
                 raise ManagedServerError(
                     f"port {port} on 127.0.0.1 is already in use by another program, so the managed "
-                    "Neo4j cannot listen there. Stop that program, or choose other ports with "
+                    "Neo4j cannot listen there. Stop that program (the managed Neo4j of the other line? "
+                    "`kbgraph server stop` with that KBGRAPH_NEO4J_VERSION), or choose other ports with "
                     "KBGRAPH_MANAGED_BOLT_PORT / KBGRAPH_MANAGED_HTTP_PORT."
                 )
-        lib = ensure_runtime(self.cache_dir, quiet=self.quiet)
+        lib = ensure_runtime(self.cache_dir, quiet=self.quiet, line=self.line)
         prepare_directories(self.home)
         # Started first so that neo4j.conf can name the port it really got.
         assets = (self.browser_assets.start(self.assets_port, reserved=(self.bolt_port, self.http_port))
@@ -208,14 +215,14 @@ class ManagedNeo4j:
         except BaseException:
             self.browser_assets.stop()
             raise
-        vector_api = vector_api_options(java_version)
+        vector_api = vector_api_options(java_version, self.line)
         on_java = "" if java_version is None else f" on Java {java_version}{', vector API on' if vector_api else ''}"
-        self._say(f"kbgraph: starting Neo4j {NEO4J_VERSION} ({self.home}){on_java} …")
+        self._say(f"kbgraph: starting Neo4j {self.line.version} ({self.home}){on_java} …")
         log = open(self.home / "logs" / "console.log", "ab")
         try:
             proc = subprocess.Popen(
                 [java, f"-Xms{self.heap}", f"-Xmx{self.heap}", *JVM_OPTIONS, *vector_api, "-cp", f"{lib}/*",
-                 ENTRY_POINT, f"--home-dir={self.home}", f"--config-dir={self.home / 'conf'}"],
+                 self.line.entry_point, f"--home-dir={self.home}", f"--config-dir={self.home / 'conf'}"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, cwd=self.home,
             )
@@ -331,8 +338,9 @@ class ManagedNeo4j:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
         except OSError:
             return None
-        # A recycled pid belongs to someone else: only our entry point with our home counts.
-        if ENTRY_POINT in cmdline and f"--home-dir={self.home}" in cmdline:
+        # A recycled pid belongs to someone else: only a Neo4j entry point with our home counts (of
+        # either line, so that a server started before neo4j_version changed can still be stopped).
+        if any(line.entry_point in cmdline for line in LINES.values()) and f"--home-dir={self.home}" in cmdline:
             return pid
         return None
 

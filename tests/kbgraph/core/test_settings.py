@@ -13,7 +13,7 @@ from kbgraph.core.settings import Settings
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in ("NEO4J_URI", "NEO4J_USERNAME", "NEO4J_PASSWORD", "NEO4J_DATABASE", "KBGRAPH_CONFIG",
-                 "KBGRAPH_NAMESPACE", "KBGRAPH_EMBEDDER"):
+                 "KBGRAPH_NAMESPACE", "KBGRAPH_EMBEDDER", "KBGRAPH_NEO4J_VERSION", "KBGRAPH_MANAGED_HOME"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
 
@@ -22,6 +22,25 @@ def test_without_neo4j_uri_the_managed_server_is_used() -> None:
     settings = Settings()
     assert settings.uses_managed_server
     assert settings.namespace == "default" and settings.embedding_dimension == 384
+
+
+def test_the_managed_neo4j_line_is_chosen_by_kbgraph_neo4j_version_each_with_its_own_instance(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert Settings().neo4j_version == "5.26"
+    assert Settings(cache_dir=tmp_path).managed_instance_dir == tmp_path / "neo4j" / "instance"
+    # Neo4j's own images set NEO4J_VERSION to their release: it must not choose kbgraph's line.
+    monkeypatch.setenv("NEO4J_VERSION", "2026.09")
+    assert Settings().neo4j_version == "5.26"
+    monkeypatch.setenv("KBGRAPH_NEO4J_VERSION", "2026.09")
+    settings = Settings(cache_dir=tmp_path)
+    # A store that 2026 has opened cannot be opened by 5.26 again: the lines never share one.
+    assert settings.neo4j_version == "2026.09"
+    assert settings.managed_instance_dir == tmp_path / "neo4j" / "instance-2026.09"
+    assert Settings(managed_home=tmp_path / "mine").managed_instance_dir == tmp_path / "mine"
+    monkeypatch.setenv("KBGRAPH_NEO4J_VERSION", "4.4")
+    with pytest.raises(ValidationError, match="neo4j_version"):
+        Settings()
 
 
 def test_neo4j_uses_its_own_environment_variable_names(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -457,13 +457,17 @@ DOCS_PAGE = Path(__file__).resolve().parents[3] / "docs" / "frameworks-langgraph
 
 
 def test_the_examples_of_the_langgraph_page_run(
-    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    kb: KnowledgeBase, neo4j_target: Neo4jTarget, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
     import re
 
     blocks = re.findall(r"```python\n(.*?)```", DOCS_PAGE.read_text(encoding="utf-8"), flags=re.S)
     assert len(blocks) == 3
     monkeypatch.chdir(DOCS_PAGE.parents[1])
+    # The page's KnowledgeBase.from_settings() reaches the test's server, as a reader's reaches
+    # theirs: not the machine's managed one (of whichever line, on whatever ports).
+    for name in ("NEO4J_URI", "NEO4J_USERNAME", "NEO4J_PASSWORD", "NEO4J_DATABASE"):
+        monkeypatch.setenv(name, neo4j_target.env(kb.namespace)[name])
     scope: dict[str, Any] = {"kb": kb}
     for block in blocks:
         exec(compile(block, str(DOCS_PAGE), "exec"), scope)  # noqa: S102 - the page's own examples

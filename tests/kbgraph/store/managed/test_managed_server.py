@@ -16,6 +16,7 @@ import neo4j
 import pytest
 
 from kbgraph.core.errors import ManagedServerError
+from kbgraph.store.managed.lines import LINES
 from kbgraph.store.managed.runtime import NEO4J_VERSION
 from kbgraph.store.managed.server import (
     VECTOR_API_OPTION,
@@ -96,8 +97,10 @@ def test_start_status_browser_stop_and_restart(tmp_path: Path, monkeypatch: pyte
         return real_run(args, **kwargs)
 
     monkeypatch.setattr("kbgraph.store.managed.server.subprocess.run", recording_run)
+    # The line the suite runs on (KBGRAPH_NEO4J_VERSION): each line is started, served and restarted.
+    line = LINES[Settings().neo4j_version]
     server = ManagedNeo4j(home=tmp_path / "instance", cache_dir=Settings().cache_dir, bolt_port=free_port(),
-                          http_port=free_port(), heap="1g", pagecache="256m", quiet=True)
+                          http_port=free_port(), heap="1g", pagecache="256m", quiet=True, line=line)
     assert not server.status().running
     try:
         status = server.start()
@@ -113,7 +116,8 @@ def test_start_status_browser_stop_and_restart(tmp_path: Path, monkeypatch: pyte
         with neo4j.GraphDatabase.driver(server.bolt_uri, auth=("neo4j", password)) as driver:
             records, _, _ = driver.execute_query("CALL dbms.components() YIELD name, versions, edition "
                                                  "RETURN versions[0] AS version, edition")
-        assert records[0]["version"].startswith("5.26.") and records[0]["edition"] == "community"
+        assert records[0]["version"] == line.version and records[0]["edition"] == "community"
+        assert status.version == line.version and status.line == line.name
 
         with urllib.request.urlopen(f"http://127.0.0.1:{server.http_port}/", timeout=10) as response:
             discovery = json.load(response)
