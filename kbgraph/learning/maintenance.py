@@ -280,12 +280,14 @@ class Maintainer:
         ])[0]
         return [row["id"] for row in rows]
 
-    def after_growth(self, added: int) -> MaintenanceReport | None:
-        """Counts ``added`` new experiences; runs maintenance when the total crosses 10, 20, 40, …
-        (``maintenance_first_checkpoint``; 0 turns automatic runs off)."""
+    def after_growth(self) -> MaintenanceReport | None:
+        """Runs maintenance when the experiences counted since the last check (written with
+        ``count_growth``, kbgraph.store.writer) took the total across 10, 20, 40, …
+        (``maintenance_first_checkpoint``; 0 turns automatic runs off). What an ingest that
+        crashed counted is checked by the next one, so a resumed ingest runs what a clean one would."""
         first = self.settings.maintenance_first_checkpoint
         # Written even when nothing was added, so every ingested namespace has its state node.
-        row = self.gateway.write("kb_state_growth", kb=self.namespace, added=max(added, 0))[0]
+        row = self.gateway.write("kb_state_growth", kb=self.namespace, added=0)[0]
         if first <= 0 or not growth_checkpoint_reached(int(row["before"]), int(row["after"]), first):
             return None
         reached = next_growth_checkpoint(int(row["after"]), first) // 2
