@@ -33,11 +33,9 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-import neo4j
 import numpy as np
 from pydantic import BaseModel, Field
 
-from kbgraph.core.errors import Neo4jUnavailableError
 from kbgraph.store.gateway import Neo4jGateway, Row
 from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.ingest.link import ABSTRACT_SOURCE
@@ -231,15 +229,8 @@ class Maintainer:
 
     def run(self, dry_run: bool = False, trigger: str = "on demand", now: datetime | None = None) -> MaintenanceReport:
         """Plans and, unless ``dry_run``, applies the plan: merges and archives in one transaction.
-        A Neo4j lost on the way (after the driver's retries) is kbgraph's Neo4jUnavailableError."""
-        try:
-            return self._run(dry_run, trigger, now or datetime.now(UTC))
-        except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired) as exc:
-            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            raise Neo4jUnavailableError(f"lost Neo4j during maintenance ({type(exc).__name__}: {reason}): run it "
-                                        "again once Neo4j answers") from exc
-
-    def _run(self, dry_run: bool, trigger: str, now: datetime) -> MaintenanceReport:
+        A Neo4j lost on the way (after the retries) is the gateway's Neo4jUnavailableError."""
+        now = now or datetime.now(UTC)
         report, groups = self.plan(now, trigger, dry_run)
         if dry_run:
             return report
