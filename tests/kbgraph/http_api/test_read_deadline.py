@@ -6,16 +6,15 @@ is 1 s here; the socket waits up to 120 s for the close, so the machine's speed 
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
-import uvicorn
 
 from kbgraph.core.errors import Neo4jUnavailableError
-from kbgraph.http_api import create_app, listen, server_config
+from kbgraph.http_api import create_app
 from kbgraph.kb import KnowledgeBase
+from tests.kbgraph.http_api.test_http_api import serving
 
 pytestmark = [pytest.mark.timeout(300)]
 
@@ -28,19 +27,9 @@ def no_neo4j() -> KnowledgeBase:
 
 @pytest.fixture(scope="module")
 def address() -> Iterator[tuple[str, int]]:
-    sock = listen("127.0.0.1", 0)
-    server = uvicorn.Server(server_config(create_app(no_neo4j, None), log_level="warning", read_timeout_s=1.0))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        while not server.started:  # bounded by the module's timeout
-            assert thread.is_alive(), "uvicorn stopped before it started"
-            time.sleep(0.01)
-        yield sock.getsockname()[:2]
-    finally:
-        server.should_exit = True
-        thread.join()
-        sock.close()
+    with serving(create_app(no_neo4j, None), read_timeout_s=1.0) as url:
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        yield host, int(port)
 
 
 def sent_then_answer(address: tuple[str, int], data: bytes) -> bytes:
