@@ -79,8 +79,8 @@ class _TaskFuture(concurrent.futures.Future[Any]):
         return await_only(self._task) if not self._task.done() else self._task.result()
 
 
-async def run_named_async(runner: neo4j.AsyncSession | neo4j.AsyncTransaction | neo4j.AsyncManagedTransaction, name: str,
-                          params: dict[str, Any]) -> list[Row]:
+async def run_named_async(runner: neo4j.AsyncSession | neo4j.AsyncTransaction | neo4j.AsyncManagedTransaction,
+                          name: str, params: dict[str, Any]) -> list[Row]:
     """:func:`kbgraph.store.gateway.run_named` on the async driver."""
     return [row_of(record) async for record in await runner.run(query(name), quiet(params))]
 

@@ -77,7 +77,8 @@ def quiet(params: dict[str, Any]) -> dict[str, Any]:
             for key, value in params.items()}
 
 
-def run_named(runner: neo4j.Session | neo4j.Transaction | neo4j.ManagedTransaction, name: str, params: dict[str, Any]) -> list[Row]:
+def run_named(runner: neo4j.Session | neo4j.Transaction | neo4j.ManagedTransaction, name: str,
+              params: dict[str, Any]) -> list[Row]:
     """The rows of named query ``name`` run in ``runner`` (a session: one auto-commit query; a
     transaction: one statement of it), its parameters sent :func:`quiet`."""
     return [row_of(record) for record in runner.run(query(name), quiet(params))]
