@@ -86,12 +86,17 @@ class IngestLease:
         # lease lapses.
         self.gateway.write("ingest_lease_renew", kb=self.namespace, owner=self.owner, until=self._until()[1])
 
-    def release(self) -> None:
+    def release(self, retry: bool = True) -> None:
+        """Gives the lease back; ``retry=False`` (after a failure) tries once: when the failure
+        was Neo4j lost, another round of retries would only delay its report by ``retry_time_s``."""
         if self._stop_heartbeat is not None:
             self._stop_heartbeat()
             self._stop_heartbeat = None
         try:
-            self.gateway.write("ingest_lease_release", kb=self.namespace, owner=self.owner)
+            if retry:
+                self.gateway.write("ingest_lease_release", kb=self.namespace, owner=self.owner)
+            else:
+                self.gateway.write_once("ingest_lease_release", kb=self.namespace, owner=self.owner)
         except Exception:  # Neo4j gone: the lease lapses after ttl_s by itself
             pass
         finally:
@@ -105,4 +110,4 @@ class IngestLease:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
-        self.release()
+        self.release(retry=error is None)

@@ -37,6 +37,7 @@ from kbgraph.ingest.lease import IngestLease
 from kbgraph.ingest.report import IngestReport
 from kbgraph.core.models import ConceptInsight, Experience, Insight, Trajectory
 from kbgraph.core.votes import apply_votes, check_votes
+from kbgraph.store.writer import ExperienceWriter
 
 if TYPE_CHECKING:
     from kbgraph.ingest.llm_fallback import LLMStages
@@ -256,7 +257,10 @@ class IngestPipeline:
         if not experiences:
             return len(batch)
         with self._stage("write"):
-            written = self.kb.add_experiences(experiences, labels=labels)
+            # Counted towards the maintenance checkpoints as they are written (the check is the
+            # façade's, after the ingest): what a crashed run wrote stays counted.
+            written = ExperienceWriter(self.kb.store, self.kb.embedder).add(experiences, labels=labels,
+                                                                             count_growth=True)
             report.experiences_new += written.new
             report.experiences_existing += written.existing
             calls: list[tuple[str, dict[str, Any]]] = []

@@ -128,9 +128,9 @@ class KnowledgeBase:
         towards the growth checkpoints at which maintenance runs by itself, as ingested ones do;
         by default ready-made experiences are kept exactly as written.
         """
-        report = self._writer.add(items, on_progress, labels)
+        report = self._writer.add(items, on_progress, labels, count_growth=maintain)
         if maintain:
-            self.maintainer.after_growth(report.new)
+            self.maintainer.after_growth()
         return report
 
     @property
@@ -161,7 +161,7 @@ class KnowledgeBase:
 
     def _grown(self, report: IngestReport) -> IngestReport:
         """Runs maintenance when an ingest grew the namespace past a checkpoint (AutoRefine)."""
-        maintenance = self.maintainer.after_growth(report.experiences_new)
+        maintenance = self.maintainer.after_growth()  # the pipeline counted its experiences as it wrote them
         if maintenance is not None:
             report.maintenance_run = maintenance.run_id
         return report

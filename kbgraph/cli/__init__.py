@@ -7,7 +7,6 @@ arguments) in :mod:`kbgraph.cli._common`. ``python -m kbgraph.cli`` runs :mod:`k
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 
@@ -36,9 +35,10 @@ from kbgraph.cli import eval as evaluation  # not bound as `eval`, the builtin
 from kbgraph.cli._common import err
 from kbgraph.cli.records import _print_ingest_report
 from kbgraph.core.errors import InvalidInputError, KbgraphError
+from kbgraph.store.connection import quiet_driver_log
 
 # _print_ingest_report: the ingest report's printer, which tests call directly.
-__all__ = ["_print_ingest_report", "app", "main", "quiet_driver_logs"]
+__all__ = ["_print_ingest_report", "app", "main"]
 
 app = typer.Typer(
     add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
@@ -62,15 +62,8 @@ def _undecodable_argument() -> str | None:
     return None
 
 
-def quiet_driver_logs() -> None:
-    """The driver logs each retry as a multi-line WARNING; a failure is reported once, by us, in
-    one line (KBGRAPH_DEBUG=1 keeps them)."""
-    if not os.environ.get("KBGRAPH_DEBUG"):
-        logging.getLogger("neo4j").setLevel(logging.ERROR)
-
-
 def main() -> None:
-    quiet_driver_logs()
+    quiet_driver_log()  # a failure is reported once, by us, in one line
     if problem := _undecodable_argument():
         err.print(f"kbgraph: error: {problem}", markup=False, highlight=False)
         sys.exit(2)

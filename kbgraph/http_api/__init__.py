@@ -32,12 +32,14 @@ FastAPI is imported in this package only: kbgraph imports without the ``http`` e
 
 The package's modules: ``_bodies`` (requests, results, errors as models), ``_pool`` (a
 KnowledgeBase per namespace), ``_errors`` (failures as statuses), ``_limits`` (refused bodies),
-``_routes`` (the endpoints), ``_app`` (create_app: key, limit, handlers) and ``_serve``.
+``_routes`` (the endpoints), ``_app`` (create_app: key, limit, handlers), ``_deadline`` (how long a
+request may take to arrive: uvicorn's config) and ``_serve``.
 """
 
 from __future__ import annotations
 
 from kbgraph.http_api._app import create_app
+from kbgraph.http_api._deadline import READ_TIMEOUT_S, server_config
 from kbgraph.http_api._bodies import (API_PREFIX, NAMESPACE_HEADER, AddTrajectoriesResult, ErrorResponse,
                                       HealthReport, IngestedTrajectory, SearchExperiencesRequest, StepSearchRequest,
                                       StepSearchResult)
@@ -46,7 +48,7 @@ from kbgraph.http_api._limits import is_loopback
 from kbgraph.http_api._serve import DEFAULT_PORT, check_bind, listen, serve
 
 __all__ = [
-    "API_PREFIX", "DEFAULT_PORT", "NAMESPACE_HEADER", "AddTrajectoriesResult", "ErrorResponse",
+    "API_PREFIX", "DEFAULT_PORT", "NAMESPACE_HEADER", "READ_TIMEOUT_S", "AddTrajectoriesResult", "ErrorResponse",
     "HealthReport", "IngestedTrajectory", "NamespacePool", "SearchExperiencesRequest", "StepSearchRequest",
-    "StepSearchResult", "check_bind", "create_app", "is_loopback", "listen", "serve",
+    "StepSearchResult", "check_bind", "create_app", "is_loopback", "listen", "serve", "server_config",
 ]

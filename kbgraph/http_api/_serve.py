@@ -65,8 +65,11 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = DEFAULT_PO
           log_level: str = "info", announce: Callable[[str], None] = print) -> None:
     """Serves the HTTP API until SIGINT/SIGTERM. Checks the binding first (:func:`check_bind`),
     then opens the knowledge base so the first request does not wait for the model; a Neo4j that
-    is not up yet is reported and tried again on each call (``/v1/health`` says 503 meanwhile)."""
+    is not up yet is reported and tried again on each call (``/v1/health`` says 503 meanwhile).
+    Each request must arrive within READ_TIMEOUT_S (kbgraph.http_api._deadline)."""
     import uvicorn
+
+    from kbgraph.http_api._deadline import server_config
 
     check_bind(host, api_key)
     sock = listen(host, port)
@@ -83,8 +86,8 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = DEFAULT_PO
         announce(f"kbgraph serve: {_url(host, bound_port)} (OpenAPI at /docs), namespace {settings.namespace!r} "
                  f"unless a request's {NAMESPACE_HEADER} header names another; API key "
                  + ("required" if api_key is not None else "not required (loopback only)"))
-        server = uvicorn.Server(uvicorn.Config(create_app(source, api_key), host=host, port=bound_port,
-                                               log_level=log_level))
+        server = uvicorn.Server(server_config(create_app(source, api_key), host=host, port=bound_port,
+                                              log_level=log_level))
         try:
             with _stopping_is_success():
                 server.run(sockets=[sock])

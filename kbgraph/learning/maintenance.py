@@ -33,11 +33,9 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-import neo4j
 import numpy as np
 from pydantic import BaseModel, Field
 
-from kbgraph.core.errors import Neo4jUnavailableError
 from kbgraph.store.gateway import Neo4jGateway, Row
 from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.ingest.link import ABSTRACT_SOURCE
@@ -231,15 +229,8 @@ class Maintainer:
 
     def run(self, dry_run: bool = False, trigger: str = "on demand", now: datetime | None = None) -> MaintenanceReport:
         """Plans and, unless ``dry_run``, applies the plan: merges and archives in one transaction.
-        A Neo4j lost on the way (after the driver's retries) is kbgraph's Neo4jUnavailableError."""
-        try:
-            return self._run(dry_run, trigger, now or datetime.now(UTC))
-        except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired) as exc:
-            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            raise Neo4jUnavailableError(f"lost Neo4j during maintenance ({type(exc).__name__}: {reason}): run it "
-                                        "again once Neo4j answers") from exc
-
-    def _run(self, dry_run: bool, trigger: str, now: datetime) -> MaintenanceReport:
+        A Neo4j lost on the way (after the retries) is the gateway's Neo4jUnavailableError."""
+        now = now or datetime.now(UTC)
         report, groups = self.plan(now, trigger, dry_run)
         if dry_run:
             return report
@@ -280,12 +271,14 @@ class Maintainer:
         ])[0]
         return [row["id"] for row in rows]
 
-    def after_growth(self, added: int) -> MaintenanceReport | None:
-        """Counts ``added`` new experiences; runs maintenance when the total crosses 10, 20, 40, …
-        (``maintenance_first_checkpoint``; 0 turns automatic runs off)."""
+    def after_growth(self) -> MaintenanceReport | None:
+        """Runs maintenance when the experiences counted since the last check (written with
+        ``count_growth``, kbgraph.store.writer) took the total across 10, 20, 40, …
+        (``maintenance_first_checkpoint``; 0 turns automatic runs off). What an ingest that
+        crashed counted is checked by the next one, so a resumed ingest runs what a clean one would."""
         first = self.settings.maintenance_first_checkpoint
         # Written even when nothing was added, so every ingested namespace has its state node.
-        row = self.gateway.write("kb_state_growth", kb=self.namespace, added=max(added, 0))[0]
+        row = self.gateway.write("kb_state_growth", kb=self.namespace, added=0)[0]
         if first <= 0 or not growth_checkpoint_reached(int(row["before"]), int(row["after"]), first):
             return None
         reached = next_growth_checkpoint(int(row["after"]), first) // 2

@@ -8,7 +8,6 @@ strict, :mod:`._arguments`), :class:`KbgraphMCPServer` answers every failure in 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from mcp.types import INVALID_PARAMS, CallToolResult, GetPromptResult, InputRequ
 from pydantic import BaseModel, ValidationError
 
 from kbgraph.core.settings import Settings
+from kbgraph.store.connection import quiet_driver_log
 from kbgraph.kb import KnowledgeBase
 from kbgraph.mcp_server._arguments import contract_tool, tool_errors
 from kbgraph.mcp_server.stdio import bounded_stdio_server
@@ -152,8 +152,7 @@ def serve_stdio(settings: Settings, *, default_agent: str | None = None) -> None
     """Serves over stdin/stdout until the client closes stdin. File descriptor 1 points at stderr
     while serving, so nothing but protocol reaches stdout; logs go to stderr. Every line gets an
     answer, a malformed one a JSON-RPC error (kbgraph.mcp_server.stdio)."""
-    if not os.environ.get("KBGRAPH_DEBUG"):  # retries are reported once, as the tool's error
-        logging.getLogger("neo4j").setLevel(logging.ERROR)
+    quiet_driver_log()  # retries and lost connections are reported once, as the tool's error
     source = KnowledgeBaseSource.from_settings(settings)
     server = build_server(source, default_agent=default_agent)
 

@@ -27,7 +27,7 @@ import neo4j
 from kbgraph.store.queries import query
 from kbgraph.store.deadline import timed_out
 from kbgraph.embedders import Embedder, Vectors, WrappingEmbedder
-from kbgraph.store.gateway import PING_TIMEOUT_S, Neo4jGateway, Row, quiet, retried_async, row_of
+from kbgraph.store.gateway import PING_TIMEOUT_S, Neo4jGateway, Row, guarded, quiet, retried_async, row_of
 
 T = TypeVar("T")
 
@@ -79,8 +79,8 @@ class _TaskFuture(concurrent.futures.Future[Any]):
         return await_only(self._task) if not self._task.done() else self._task.result()
 
 
-async def run_named_async(runner: neo4j.AsyncSession | neo4j.AsyncManagedTransaction, name: str,
-                          params: dict[str, Any]) -> list[Row]:
+async def run_named_async(runner: neo4j.AsyncSession | neo4j.AsyncTransaction | neo4j.AsyncManagedTransaction,
+                          name: str, params: dict[str, Any]) -> list[Row]:
     """:func:`kbgraph.store.gateway.run_named` on the async driver."""
     return [row_of(record) async for record in await runner.run(query(name), quiet(params))]
 
@@ -156,39 +156,37 @@ class AsyncGateway(Neo4jGateway):
             async with self._session(default_access_mode=neo4j.READ_ACCESS) as session:
                 return await run_named_async(session, name, params)
 
-        return self._await(self._bounded(self.timeout_s, name, retried_async(once, self.retry_time_s)))
+        return guarded(name, lambda: self._await(self._bounded(self.timeout_s, name,
+                                                                retried_async(once, self.retry_time_s))))
 
-    def write_all(
-        self, calls: Sequence[tuple[str, dict[str, Any]]],
-        verify: Callable[[list[list[Row]]], None] | None = None,
-    ) -> list[list[Row]]:
-        async def work(tx: neo4j.AsyncManagedTransaction) -> list[list[Row]]:
-            results = []
-            for name, params in calls:
-                results.append(await run_named_async(tx, name, params))
-            if verify is not None:
-                verify(results)
-            return results
-
+    def _write(self, calls: Sequence[tuple[str, dict[str, Any]]], verify: Callable[[list[list[Row]]], None] | None,
+               retry_time_s: float) -> list[list[Row]]:
+        """As :meth:`Neo4jGateway._write`: one explicit transaction, retried by us."""
         async def transaction() -> list[list[Row]]:
-            async with self._session() as session:
-                return await session.execute_write(work)
+            async with self._session() as session, await session.begin_transaction() as tx:
+                results = [await run_named_async(tx, name, params) for name, params in calls]
+                if verify is not None:
+                    verify(results)
+                await tx.commit()
+                return results
 
-        return self._await(self._bounded(self.timeout_s, calls[0][0] if calls else "write", transaction()))
+        what = calls[0][0] if calls else "write"
+        return guarded(what, lambda: self._await(self._bounded(self.timeout_s, what,
+                                                                retried_async(transaction, retry_time_s))))
 
     def auto_commit(self, name: str, **params: Any) -> list[Row]:
         async def statement() -> list[Row]:
             async with self._session() as session:
                 return await run_named_async(session, name, params)
 
-        return self._await(self._bounded(self.bulk_timeout_s, name, statement()))
+        return guarded(name, lambda: self._await(self._bounded(self.bulk_timeout_s, name, statement())))
 
     def run_statement(self, statement: str, params: dict[str, Any]) -> None:
         async def run() -> None:
             async with self._session() as session:
                 await (await session.run(statement, quiet(params))).consume()
 
-        self._await(run())
+        guarded("a schema statement", lambda: self._await(run()))
 
     def pause(self, seconds: float) -> None:
         self._await(asyncio.sleep(seconds))

@@ -7,6 +7,8 @@ and how to fix it.
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 from dataclasses import dataclass
 
@@ -121,3 +123,23 @@ def _first_line(exc: BaseException) -> str:
     if errno:
         return errno.group(1).lower()
     return text.splitlines()[0][:200].rstrip(":")
+
+
+class _AtDebug(logging.Handler):
+    """Hands each record of the driver's loggers to ``kbgraph.neo4j`` at DEBUG."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        logging.getLogger("kbgraph.neo4j").debug("%s: %s", record.name, record.getMessage())
+
+
+def quiet_driver_log() -> None:
+    """Sends the driver's log (a WARNING per retry, an ERROR per defunct connection: "Failed to
+    read from defunct connection …") to the ``kbgraph.neo4j`` logger at DEBUG instead of stderr,
+    where it would print beside the one line in which the CLI and the MCP server report the
+    failure. KBGRAPH_DEBUG=1 leaves the driver's log as it is. Calling it again changes nothing."""
+    if os.environ.get("KBGRAPH_DEBUG"):
+        return
+    driver_log = logging.getLogger("neo4j")
+    if not any(isinstance(handler, _AtDebug) for handler in driver_log.handlers):
+        driver_log.addHandler(_AtDebug())
+    driver_log.propagate = False  # not to the root logger's handlers, nor Python's last resort

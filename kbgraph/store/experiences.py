@@ -178,7 +178,7 @@ class ExperienceStore:
 
     def write(
         self, experiences: Sequence[Experience], existing: set[str] | None = None, on_batch: Progress | None = None,
-        where: Mapping[str, str] | None = None,
+        where: Mapping[str, str] | None = None, count_growth: bool = False,
     ) -> None:
         """Writes fully validated, fully embedded experiences (see KnowledgeBase.add_experiences).
 
@@ -189,6 +189,10 @@ class ExperienceStore:
         race: KnowledgeBase.add_experiences checks first) rolls its batch back with an
         InvalidInputError naming it (by ``where`` it was given, id → label); batches committed
         before stay.
+
+        With ``count_growth`` each batch's new experiences count towards the namespace's
+        maintenance checkpoints in the transaction that writes them (kb_state_growth_counted), so a
+        crash after a batch leaves the count with the batch.
         """
         kb = self.namespace
         existing = existing or set()
@@ -207,6 +211,8 @@ class ExperienceStore:
             calls: list[tuple[str, dict[str, Any]]] = []
             if claims:
                 calls.append(("experience_content_claims", {"kb": kb, "rows": claims}))
+            if count_growth:
+                calls.append(("kb_state_growth_counted", {"kb": kb, "ids": [e.key for e in batch]}))
             calls.append(("experience_upsert", {"kb": kb, "rows": [experience_row(e) for e in batch]}))
             if steps:
                 calls.append(("step_upsert", {"kb": kb, "rows": steps}))

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import neo4j
 
+from kbgraph.core.errors import Neo4jUnavailableError
 from kbgraph.store.queries import query
 from kbgraph.store.deadline import within
 
@@ -76,7 +77,8 @@ def quiet(params: dict[str, Any]) -> dict[str, Any]:
             for key, value in params.items()}
 
 
-def run_named(runner: neo4j.Session | neo4j.ManagedTransaction, name: str, params: dict[str, Any]) -> list[Row]:
+def run_named(runner: neo4j.Session | neo4j.Transaction | neo4j.ManagedTransaction, name: str,
+              params: dict[str, Any]) -> list[Row]:
     """The rows of named query ``name`` run in ``runner`` (a session: one auto-commit query; a
     transaction: one statement of it), its parameters sent :func:`quiet`."""
     return [row_of(record) for record in runner.run(query(name), quiet(params))]
@@ -140,6 +142,26 @@ async def retried_async(
             await sleep(wait)
 
 
+#: What the driver raises when the server is gone (after our retries): a connection refused or
+#: lost, a routing table with no member, a commit whose outcome is unknown (IncompleteCommit).
+LOST = (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired)
+
+
+def lost_neo4j(what: str, error: BaseException) -> Neo4jUnavailableError:
+    """kbgraph's error, in one line, for a Neo4j lost during ``what`` (a query's name)."""
+    reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:200].rstrip(":")
+    return Neo4jUnavailableError(f"lost Neo4j during {what} ({type(error).__name__}: {reason}): what was committed "
+                                 "is kept; run it again once Neo4j answers")
+
+
+def guarded(what: str, call: Callable[[], T]) -> T:
+    """``call()``, with the driver's lost-server errors raised as :func:`lost_neo4j`'s."""
+    try:
+        return call()
+    except LOST as error:
+        raise lost_neo4j(what, error) from error
+
+
 def driver_retry_time_s(driver: neo4j.Driver, default: float = 30.0) -> float:
     """The ``max_transaction_retry_time`` ``driver`` was made with. The driver keeps it in a
     private attribute; a driver without it (another version, a wrapper) gets the driver's
@@ -153,17 +175,24 @@ class Neo4jGateway:
     """Every ``timeout_s`` a read or write transaction is still running (``bulk_timeout_s`` for
     statements that batch themselves, ``CALL … IN TRANSACTIONS``), the server is pinged: a call on
     a server that answers is awaited, one on a server that stopped answering fails (see
-    kbgraph.store.deadline for why this is kept on our side of the connection)."""
+    kbgraph.store.deadline for why this is kept on our side of the connection).
+
+    Reads and write transactions are retried by :func:`retried`, not by the driver's managed
+    transactions: the driver starts its clock at the first failure and may sleep past the end
+    (1 + 2 + 4 + 8 s ±20 % for 10 s), ours stops at ``retry_time_s``. A server lost for good is
+    kbgraph's :class:`Neo4jUnavailableError` (:func:`lost_neo4j`), from every call."""
 
     def __init__(self, driver: neo4j.Driver, database: str = "neo4j", *, timeout_s: float | None = 20.0,
-                 bulk_timeout_s: float | None = 600.0, retry_time_s: float | None = None):
+                 bulk_timeout_s: float | None = 600.0, retry_time_s: float | None = None,
+                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic):
         self.driver = driver
         self.database = database
         self.timeout_s = timeout_s
         self.bulk_timeout_s = bulk_timeout_s
-        #: How long reads are retried (see :func:`retried`): by default the driver's own
-        #: ``max_transaction_retry_time``, so a read gives up when a managed transaction would.
+        #: How long reads and writes are retried (see :func:`retried`): by default the driver's own
+        #: ``max_transaction_retry_time`` (KBGRAPH_RETRY_TIME_S when kbgraph opened the driver).
         self.retry_time_s = retry_time_s if retry_time_s is not None else driver_retry_time_s(driver)
+        self.sleep, self.clock = sleep, clock  # the retries' (a test counts them instead of waiting)
 
     def session(self, **config: Any) -> neo4j.Session:
         """A session that shares the driver's bookmark manager with every other session here and
@@ -175,7 +204,7 @@ class Neo4jGateway:
 
     def bounded(self, what: str, call: Callable[[], T]) -> T:
         """``call()`` (driver work of its own, e.g. a paged export) under this gateway's bound."""
-        return within(self.timeout_s, what, call, self.answers)
+        return guarded(what, lambda: within(self.timeout_s, what, call, self.answers))
 
     def answers(self) -> bool:
         """Whether the server still answers a trivial query (within PING_TIMEOUT_S): tells a long
@@ -203,11 +232,20 @@ class Neo4jGateway:
             with self.session(default_access_mode=neo4j.READ_ACCESS) as session:
                 return run_named(session, name, params)
 
-        return within(self.timeout_s, name, lambda: retried(once, self.retry_time_s), self.answers)
+        return guarded(name, lambda: within(self.timeout_s, name, lambda: self._retried(once, self.retry_time_s),
+                                            self.answers))
+
+    def _retried(self, call: Callable[[], T], retry_time_s: float) -> T:
+        return retried(call, retry_time_s, self.sleep, self.clock)
 
     def write(self, name: str, **params: Any) -> list[Row]:
         """Runs a named query in its own write transaction."""
         return self.write_all([(name, params)])[-1]
+
+    def write_once(self, name: str, **params: Any) -> list[Row]:
+        """:meth:`write` tried once, not retried: bookkeeping after a failure (giving a lease
+        back), which would otherwise add a second ``retry_time_s`` to the failure's."""
+        return self._write([(name, params)], None, 0.0)[-1]
 
     def write_all(
         self, calls: Sequence[tuple[str, dict[str, Any]]],
@@ -215,18 +253,22 @@ class Neo4jGateway:
     ) -> list[list[Row]]:
         """Runs several named queries in ONE write transaction: all of them land, or none.
         ``verify`` sees the results before the commit; whatever it raises rolls everything back."""
+        return self._write(calls, verify, self.retry_time_s)
 
-        def work(tx: neo4j.ManagedTransaction) -> list[list[Row]]:
-            results = [run_named(tx, name, params) for name, params in calls]
-            if verify is not None:
-                verify(results)
-            return results
-
+    def _write(self, calls: Sequence[tuple[str, dict[str, Any]]], verify: Callable[[list[list[Row]]], None] | None,
+               retry_time_s: float) -> list[list[Row]]:
         def transaction() -> list[list[Row]]:
-            with self.session() as session:
-                return session.execute_write(work)
+            # An explicit transaction: the driver does not retry it (see the class's docstring).
+            with self.session() as session, session.begin_transaction() as tx:
+                results = [run_named(tx, name, params) for name, params in calls]
+                if verify is not None:
+                    verify(results)
+                tx.commit()
+                return results
 
-        return within(self.timeout_s, calls[0][0] if calls else "write", transaction, self.answers)
+        what = calls[0][0] if calls else "write"
+        return guarded(what, lambda: within(self.timeout_s, what, lambda: self._retried(transaction, retry_time_s),
+                                            self.answers))
 
     def auto_commit(self, name: str, **params: Any) -> list[Row]:
         """For queries that manage their own transactions (``CALL … IN TRANSACTIONS``)."""
@@ -234,13 +276,16 @@ class Neo4jGateway:
             with self.session() as session:
                 return run_named(session, name, params)
 
-        return within(self.bulk_timeout_s, name, statement, self.answers)
+        return guarded(name, lambda: within(self.bulk_timeout_s, name, statement, self.answers))
 
     def run_statement(self, statement: str, params: dict[str, Any]) -> None:
         """One statement that is not a named query (the schema files'), in an auto-commit
         transaction, unbounded (creating an index waits for nothing else)."""
-        with self.session() as session:
-            session.run(statement, quiet(params)).consume()
+        def run() -> None:
+            with self.session() as session:
+                session.run(statement, quiet(params)).consume()
+
+        guarded("a schema statement", run)
 
     # How shared code waits and runs things side by side: threads here, the event loop's tasks in
     # kbgraph.store.aio.AsyncGateway (so the same code serves KnowledgeBase and AsyncKnowledgeBase).
@@ -249,9 +294,10 @@ class Neo4jGateway:
         time.sleep(seconds)
 
     def every(self, seconds: float, call: Callable[[], Any]) -> Callable[[], None]:
-        """Calls ``call()`` every ``seconds`` in the background until the returned stop() (which
-        waits for a call under way); an exception ends the repetition quietly (the caller's own
-        work notices what caused it)."""
+        """Calls ``call()`` every ``seconds`` in the background until the returned stop(); an
+        exception ends the repetition quietly (the caller's own work notices what caused it).
+        stop() does not wait for a call under way: on a lost server that call may be retrying,
+        and its caller's failure should not wait for it (it ends by itself)."""
         stopped = threading.Event()
 
         def repeat() -> None:
@@ -263,12 +309,7 @@ class Neo4jGateway:
 
         thread = threading.Thread(target=repeat, name="kbgraph-every", daemon=True)
         thread.start()
-
-        def stop() -> None:
-            stopped.set()
-            thread.join()
-
-        return stop
+        return stopped.set
 
     def spawn_pool(self, workers: int, name: str) -> Executor:
         """An executor for independent queries run side by side (the driver's pool gives each

@@ -127,16 +127,18 @@ class ExperienceWriter:
 
     def add(
         self, items: Iterable[Experience | Mapping[str, Any]], on_progress: Progress | None = None,
-        labels: Sequence[str] | None = None,
+        labels: Sequence[str] | None = None, count_growth: bool = False,
     ) -> WriteReport:
         """Validates, embeds and writes; nothing is written when any item is invalid.
-        ``on_progress`` gets the number of experiences each committed batch wrote."""
+        ``on_progress`` gets the number of experiences each committed batch wrote. With
+        ``count_growth`` the new ones count towards the maintenance checkpoints as they are
+        written (ExperienceStore.write); checking whether one was crossed is the caller's."""
         experiences = self.validate(items, labels)
         where, stored = self._refuse_changed_content(experiences, labels)
         unique = _combine_duplicates(experiences)
         existing = {e.key for e in unique if e.key in stored}
         self.embed_missing([e for e in unique if e.key not in existing])
-        self.store.write(unique, existing, on_batch=on_progress, where=where)
+        self.store.write(unique, existing, on_batch=on_progress, where=where, count_growth=count_growth)
         return WriteReport(
             received=len(experiences), new=len(unique) - len(existing), existing=len(existing),
             ids=[e.key for e in experiences],

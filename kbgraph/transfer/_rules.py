@@ -102,8 +102,9 @@ NODE_RULES: Final[dict[str, dict[str, Rule]]] = {
     "StoreItem": {"path": text(1), "key": text(1), "namespace": texts, "value": text(), "created_at": datetime_value,
                   "updated_at": datetime_value, "expires_at": datetime_value, "ttl_minutes": number},
     "StoreVector": {"field": text(1)},
-    "KbState": {"added_total": count, "maintenance_runs": count, "last_maintenance_archived": count,
-                "last_maintenance_merged": count, "last_maintenance_at": datetime_value, "relink_pending": text(1),
+    "KbState": {"added_total": count, "growth_checked": count, "maintenance_runs": count,
+                "last_maintenance_archived": count, "last_maintenance_merged": count,
+                "last_maintenance_at": datetime_value, "relink_pending": text(1),
                 "ingest_owner": text(1), "ingest_lease_until": datetime_value,
                 "facts_version": text(1)},
 }

@@ -75,6 +75,56 @@ def test_a_crash_between_an_experience_and_its_concepts_is_repaired_by_the_next_
         clean.ingest([path])
         assert kb.stats().nodes == clean.stats().nodes
         assert kb.stats().relationships == clean.stats().relationships
+        # The experiences the crashed run wrote count towards the maintenance checkpoints, and the
+        # checkpoint they crossed runs maintenance once, as in the clean run (issue 35 item 6).
+        assert growth_state(kb) == growth_state(clean)
+        assert growth_state(clean)["maintenance_runs"] == 1
+    finally:
+        clean.clear()
+
+
+def growth_state(kb: KnowledgeBase) -> dict[str, object]:
+    row = kb.gateway.read("kb_state_get", kb=kb.namespace)[0]
+    return {"added_total": row["added_total"], "maintenance_runs": row["maintenance_runs"],
+            "last_maintenance_trigger": row["last_maintenance_trigger"]}
+
+
+def test_an_ingest_crashed_after_some_batches_then_run_again_counts_its_growth_as_a_clean_one(
+    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A crash after the third batch's marker commits (records 1–3 done, the rest never read):
+    the re-run writes the rest, and the namespace's growth total and maintenance runs equal those
+    of one clean ingest."""
+    path = SAMPLES / "trajectories.jsonl"
+    original = kb.gateway.write_all
+    marked = 0
+
+    def crash_after_three_batches(calls, verify=None):  # type: ignore[no-untyped-def]
+        nonlocal marked
+        if any(name == "ingested_records_mark" for name, _ in calls):
+            marked += 1
+            if marked > 3:
+                raise RuntimeError("killed")
+        return original(calls, verify)
+
+    small = kb.settings.model_copy(update={"write_batch_size": 4})
+    crashing = KnowledgeBase(kb.driver, kb.embedder, namespace=kb.namespace, settings=small,
+                             database=kb.gateway.database)
+    monkeypatch.setattr(crashing.gateway, "write_all", crash_after_three_batches)
+    with pytest.raises(RuntimeError):
+        crashing.ingest([path])
+    assert 0 < kb.count() and growth_state(kb)["maintenance_runs"] == 0  # the crash came before the check
+    resumed = KnowledgeBase(kb.driver, kb.embedder, namespace=kb.namespace, settings=small,
+                            database=kb.gateway.database)
+    report = resumed.ingest([path])
+    assert report.records_already_ingested == 12
+    clean = KnowledgeBase(kb.driver, kb.embedder, namespace=kb.namespace + "-clean", settings=small,
+                          database=kb.gateway.database)
+    try:
+        clean_report = clean.ingest([path])
+        assert clean_report.maintenance_run is not None and report.maintenance_run is not None
+        assert growth_state(resumed) == growth_state(clean)
+        assert growth_state(clean)["added_total"] == clean_report.experiences_new
     finally:
         clean.clear()
 

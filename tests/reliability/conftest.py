@@ -30,3 +30,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     tried = getattr(fuzz, "TRIED", None)
     if tried:
         terminalreporter.write_line(f"fuzz inputs tried per door, all modules: {tried} ({sum(tried.values())} in all)")
+    # The kill -9 module's own print is captured by pytest: its figures are written here, uncaptured.
+    kill9 = sys.modules.get("tests.reliability.test_kill9")
+    faults, timings = getattr(kill9, "FAULTS", None), getattr(kill9, "TIMINGS", None)
+    if faults:
+        terminalreporter.write_line(
+            f"feedback events across kill -9: {faults['feedback events confirmed']} confirmed, "
+            f"{faults['feedback events counted']} counted "
+            f"({faults['feedback counter increments counted twice (resent after a lost reply)']} counter increments "
+            "counted twice: resent after a lost reply)")
+        terminalreporter.write_line(f"faults injected: {dict(faults)}")
+    if timings:
+        terminalreporter.write_line(f"fault timings: {timings}")

@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from tests.reliability.test_fuzz import TRIED
 
@@ -57,3 +58,29 @@ def test_long_repetitive_text_is_abstracted_and_reflected_within_a_cpu_budget() 
     assert done.returncode == 0 and lines[-1:] == ["done"], (
         f"over {CPU_SECONDS_EACH} CPU seconds (or failed) on {LENGTH:,} characters of "
         f"{json.loads(lines[-1]) if lines else '?'!r} repeated: {done.stderr[-2000:]}")
+
+
+AUDIT_CHILD = textwrap.dedent("""
+    import resource, sys
+    sys.path.insert(0, sys.argv[2])
+    from kbgraph.audit import audit_skill
+    from tests.kbgraph.audit.test_audit_checks import cancel_skill
+
+    skill, files = cancel_skill()
+    line = "  - " + "\\u201c" * int(sys.argv[1])  # opening quotes that no closing one follows
+    files = {**files, "SKILL.md": files["SKILL.md"].replace("## When to use\\n\\n", f"## When to use\\n\\n{line}\\n", 1)}
+    used = resource.getrusage(resource.RUSAGE_SELF).ru_utime
+    resource.setrlimit(resource.RLIMIT_CPU, (int(used) + 5, resource.RLIM_INFINITY))
+    audit_skill(skill, files, [])
+    print("done", flush=True)
+""")
+
+
+def test_a_skill_file_with_a_long_line_of_quotes_is_audited_within_a_cpu_budget() -> None:
+    """The skill audit's quote pattern read such a line from every “ to its end: ~43 CPU seconds
+    for 100,000 of them; linear, it takes milliseconds (the budget is 5 CPU seconds)."""
+    TRIED["long repetitive text"] = TRIED.get("long repetitive text", 0) + 1
+    root = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run([sys.executable, "-c", AUDIT_CHILD, str(LENGTH), root], capture_output=True, text=True,
+                          timeout=3600)
+    assert done.returncode == 0 and done.stdout.splitlines()[-1:] == ["done"], done.stderr[-2000:]

@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import neo4j
@@ -22,6 +24,7 @@ from kbgraph.embedders import CachedEmbedder
 from kbgraph.core.errors import ManagedServerError, Neo4jUnavailableError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.settings import Settings
+from kbgraph.store.gateway import Neo4jGateway
 from tests.reliability.test_fuzz_mcp import StdioPeer
 from tests.reliability.throwaway import ThrowawayNeo4j
 
@@ -159,3 +162,85 @@ def test_a_frozen_managed_server_is_named_at_once_with_the_way_to_resume_it(runn
         assert time.monotonic() - started < SLACK_S
     finally:
         running.thaw(pid)
+
+
+# -- a server killed in the middle of an ingest (issue 35 item 9) ------------------------------
+
+RUNS = Path(__file__).resolve().parents[2] / "kbgraph" / "samples" / "trajectories.jsonl"
+
+
+def kill_once_records_are_marked(server: ThrowawayNeo4j, namespace: str, still_running: Callable[[], bool],
+                                 killing: threading.Event | None = None) -> None:
+    """kill -9 once the ingest of ``namespace`` committed 3 records (it writes 3 a transaction);
+    ``killing`` is set just before."""
+    cypher = "MATCH (r:IngestedRecord {kb: $kb}) RETURN count(r) AS n"
+    with neo4j.GraphDatabase.driver(server.uri, auth=server.auth,
+                                    notifications_disabled_classifications=["UNRECOGNIZED"]) as observer:
+        while still_running():
+            if observer.execute_query(cypher, kb=namespace).records[0]["n"] >= 3:
+                if killing is not None:
+                    killing.set()
+                server.kill()
+                return
+            time.sleep(0.02)
+    raise AssertionError("the ingest ended before the fault")
+
+
+def test_an_ingest_whose_server_is_killed_mid_way_waits_at_most_the_retry_time_in_all(
+    running: ThrowawayNeo4j, embedder: CachedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The waits between attempts after the kill — ours and any of the driver's own retries —
+    add up to at most retry_time_s: no second round for giving the lease back, no driver schedule
+    that sleeps past it. Waits are recorded, not slept (the clock the retries read moves by them),
+    so this holds however slow the machine; the lease's heartbeat is set not to beat meanwhile."""
+    from neo4j._sync.work import session as driver_session
+
+    waits: list[float] = []  # every wait, for the clock the retries read
+    after_kill: list[float] = []
+    killing = threading.Event()
+
+    def wait(seconds: float) -> None:
+        waits.append(seconds)
+        if killing.is_set():
+            after_kill.append(seconds)
+
+    monkeypatch.setattr(driver_session, "sleep", wait)
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    settings = Settings(namespace=namespace, write_batch_size=3, retry_time_s=BOUND_S, ingest_lease_s=3600.0)
+    driver = open_driver(running.uri, running.auth, "neo4j", BOUND_S, BOUND_S)
+    gateway = Neo4jGateway(driver, "neo4j", retry_time_s=BOUND_S, sleep=wait,
+                           clock=lambda: time.monotonic() + sum(waits))
+    kb = KnowledgeBase(driver, embedder, namespace=namespace, settings=settings, owns_driver=True, gateway=gateway)
+    failures: list[BaseException] = []
+
+    def ingest() -> None:
+        try:
+            kb.ingest([RUNS])
+        except BaseException as exc:  # inspected below
+            failures.append(exc)
+
+    work = threading.Thread(target=ingest, daemon=True)
+    work.start()
+    kill_once_records_are_marked(running, namespace, work.is_alive, killing)
+    work.join(300)
+    assert not work.is_alive()
+    assert failures and isinstance(failures[0], Neo4jUnavailableError), failures
+    assert after_kill and sum(after_kill) <= BOUND_S + 1e-9, after_kill
+    kb.close()
+
+
+def test_a_cli_ingest_whose_server_is_killed_mid_way_fails_in_one_line(running: ThrowawayNeo4j) -> None:
+    """No driver log line ("Failed to read from defunct connection") beside kbgraph's error."""
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    env = running.env(namespace, KBGRAPH_RETRY_TIME_S=str(BOUND_S), KBGRAPH_WRITE_BATCH_SIZE="3")
+    process = subprocess.Popen([sys.executable, "-m", "kbgraph.cli", "ingest", str(RUNS)], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        kill_once_records_are_marked(running, namespace, lambda: process.poll() is None)
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    lines = stderr.strip().splitlines()
+    assert process.returncode == 1, stderr
+    assert len(lines) == 1 and lines[0].startswith("kbgraph: error: lost Neo4j during "), lines

@@ -31,7 +31,8 @@ from fastapi import FastAPI
 
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.core.errors import InvalidInputError
-from kbgraph.http_api import NAMESPACE_HEADER, check_bind, create_app, is_loopback, listen
+from kbgraph.http_api import (NAMESPACE_HEADER, READ_TIMEOUT_S, check_bind, create_app, is_loopback, listen,
+                              server_config)
 from kbgraph.kb import KnowledgeBase
 from kbgraph.tools import RefineStepsArgs, refine_steps
 from kbgraph.store.managed.server import free_port
@@ -52,10 +53,11 @@ RETURN_TASK = "A customer wants to return wireless earbuds that stopped charging
 
 
 @contextmanager
-def serving(app: FastAPI) -> Iterator[str]:
-    """``app`` served by uvicorn on a free loopback port, in a thread; yields its base URL."""
+def serving(app: FastAPI, read_timeout_s: float = READ_TIMEOUT_S) -> Iterator[str]:
+    """``app`` served by uvicorn as ``kbgraph serve`` serves it, on a free loopback port, in a
+    thread; yields its base URL."""
     sock = listen("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server = uvicorn.Server(server_config(app, log_level="warning", read_timeout_s=read_timeout_s))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:

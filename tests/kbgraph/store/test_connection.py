@@ -44,3 +44,24 @@ def test_the_cli_prints_one_line_and_no_traceback(neo4j_target: Neo4jTarget, pas
     assert "Traceback" not in proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("kbgraph: error: "), proc.stderr
+
+
+def test_the_drivers_log_goes_to_kbgraphs_logger_at_debug_not_beside_the_error(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The driver logs a lost connection as an ERROR ("Failed to read from defunct connection"),
+    which Python prints on stderr beside the CLI's one-line error; it is kbgraph's DEBUG now."""
+    import logging
+
+    from kbgraph.store.connection import quiet_driver_log
+
+    monkeypatch.delenv("KBGRAPH_DEBUG", raising=False)
+    driver_log = logging.getLogger("neo4j")
+    monkeypatch.setattr(driver_log, "handlers", list(driver_log.handlers))  # restored after the test
+    monkeypatch.setattr(driver_log, "propagate", driver_log.propagate)
+    quiet_driver_log()
+    quiet_driver_log()  # twice: one handler
+    with caplog.at_level(logging.DEBUG, logger="kbgraph.neo4j"):
+        logging.getLogger("neo4j.io").error("[#E828]  _: <CONNECTION> error: Failed to read from defunct connection")
+    assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [
+        ("kbgraph.neo4j", logging.DEBUG, "neo4j.io: [#E828]  _: <CONNECTION> error: Failed to read from defunct connection")]

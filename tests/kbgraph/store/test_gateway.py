@@ -148,3 +148,36 @@ def test_reads_are_retried_as_long_as_the_driver_retries_its_transactions() -> N
             assert Neo4jGateway(driver, retry_time_s=1.5).retry_time_s == 1.5
         finally:
             driver.close()
+
+
+@pytest.fixture
+def driver_sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The waits of the driver's own retries (managed transactions), recorded instead of slept."""
+    from neo4j._sync.work import session as driver_session
+
+    slept: list[float] = []
+    monkeypatch.setattr(driver_session, "sleep", slept.append)
+    return slept
+
+
+def test_a_write_to_a_lost_server_is_retried_by_us_within_the_retry_time_not_by_the_driver(
+    driver_sleeps: list[float],
+) -> None:
+    """The driver's schedule may sleep past its max_transaction_retry_time (it checks the time
+    before sleeping 1, 2, 4, 8 s: up to ~18 s for 10 s); the gateway's waits add up to at most
+    retry_time_s, and the failure is kbgraph's error."""
+    from kbgraph.core.errors import Neo4jUnavailableError
+    from kbgraph.core.processes import free_port
+
+    clock = _Clock()
+    with neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{free_port()}", auth=("neo4j", "x"),
+                                    max_transaction_retry_time=1) as dead:
+        gateway = Neo4jGateway(dead, retry_time_s=10.0, sleep=clock.sleep, clock=lambda: clock.now)
+        with pytest.raises(Neo4jUnavailableError, match=r"^lost Neo4j during ping \(ServiceUnavailable"):
+            gateway.write_all([("ping", {})])
+        assert driver_sleeps == []
+        assert 3 <= len(clock.slept) and sum(clock.slept) <= 10.0 + 1e-9
+        clock.slept.clear()
+        with pytest.raises(Neo4jUnavailableError):
+            gateway.write_once("ping")
+        assert clock.slept == [] and driver_sleeps == []  # one attempt, no schedule
