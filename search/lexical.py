@@ -30,7 +30,7 @@ from functools import lru_cache
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-__all__ = ["CHAT_WORDS", "MAX_TERMS", "LexicalCorpus", "bm25_ceiling", "bm25_scores", "is_verbose", "lucene_query",
+__all__ = ["CHAT_WORDS", "MAX_TERMS", "LexicalCorpus", "bm25_ceiling", "bm25_scores", "bm25_with_ceiling", "is_verbose", "lucene_query",
            "query_terms"]
 
 #: Lucene refuses boolean queries of more than 1,024 clauses; the first 64 distinct terms of a
@@ -96,40 +96,53 @@ def _bag(text: str) -> Counter[str]:
     return Counter(_tokens(text))
 
 
+def _statistics(terms: Sequence[str], documents: Sequence[str]) -> tuple[list[Counter[str]], dict[str, float]]:
+    """The documents' bags of words and each distinct query term's idf among them, Lucene's
+    ``ln(1 + (N − df + 0.5)/(df + 0.5))``: what :func:`bm25_scores` and :func:`bm25_ceiling` share."""
+    bags = [_bag(text) for text in documents]
+    count = len(documents)
+    idf = {t: math.log(1.0 + (count - df + 0.5) / (df + 0.5))
+           for t in dict.fromkeys(terms) for df in [sum(1 for bag in bags if t in bag)]}
+    return bags, idf
+
+
+def _bm25(bags: Sequence[Counter[str]], idf: dict[str, float], k1: float, b: float) -> list[float]:
+    lengths = [sum(bag.values()) for bag in bags]
+    average = sum(lengths) / len(lengths) or 1.0
+    scores = []
+    for bag, length in zip(bags, lengths, strict=True):
+        norm = k1 * (1.0 - b + b * length / average)
+        scores.append(sum(weight * bag[t] * (k1 + 1.0) / (bag[t] + norm) for t, weight in idf.items() if t in bag))
+    return scores
+
+
 def bm25_scores(terms: Sequence[str], documents: Sequence[str], k1: float = BM25_K1, b: float = BM25_B) -> list[float]:
     """BM25 of each document for the query ``terms`` (from :func:`query_terms`), with document
     frequencies and average length taken from ``documents`` themselves (the candidates of one
     search): ``Σ_t idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen))``, with Lucene's
     ``idf(t) = ln(1 + (N − df + 0.5)/(df + 0.5))``. Tokens as in :func:`query_terms` (lower-cased
     words of 2+ characters). 0 for a document with none of the terms; [] for no documents."""
-    if not documents:
-        return []
-    bags = [_bag(text) for text in documents]
-    lengths = [sum(bag.values()) for bag in bags]
-    average = sum(lengths) / len(lengths) or 1.0
-    wanted = list(dict.fromkeys(terms))
-    count = len(documents)
-    idf = {t: math.log(1.0 + (count - df + 0.5) / (df + 0.5))
-           for t in wanted for df in [sum(1 for bag in bags if t in bag)]}
-    scores = []
-    for bag, length in zip(bags, lengths, strict=True):
-        norm = k1 * (1.0 - b + b * length / average)
-        scores.append(sum(idf[t] * bag[t] * (k1 + 1.0) / (bag[t] + norm) for t in wanted if t in bag))
-    return scores
+    return bm25_with_ceiling(terms, documents, k1, b)[0]
 
 
-def bm25_ceiling(terms: Sequence[str], documents: Sequence[str], k1: float = BM25_K1, b: float = BM25_B) -> float:
+def bm25_ceiling(terms: Sequence[str], documents: Sequence[str]) -> float:
     """The BM25 a document of average length holding each query term once would get among
     ``documents`` (:func:`bm25_scores`' statistics): ``Σ_t idf(t)``. A document's score over it is
     the share of the query its words cover, weighted by how rare each word is: a request whose
     words the memory does not use ("swap an item that arrived") covers little, however its best
     candidate ranks among the others. Terms that no document holds count at their full idf."""
+    return sum(_statistics(terms, documents)[1].values()) if documents else 0.0
+
+
+def bm25_with_ceiling(
+    terms: Sequence[str], documents: Sequence[str], k1: float = BM25_K1, b: float = BM25_B,
+) -> tuple[list[float], float]:
+    """:func:`bm25_scores` and :func:`bm25_ceiling` from one pass over the documents' statistics
+    (a search needs both for its candidates)."""
     if not documents:
-        return 0.0
-    bags = [_bag(text) for text in documents]
-    count = len(documents)
-    return sum(math.log(1.0 + (count - df + 0.5) / (df + 0.5))
-               for t in dict.fromkeys(terms) for df in [sum(1 for bag in bags if t in bag)])
+        return [], 0.0
+    bags, idf = _statistics(terms, documents)
+    return _bm25(bags, idf, k1, b), sum(idf.values())
 
 
 class LexicalCorpus:

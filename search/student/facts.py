@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kbgraph.search.handoff import hands_off
-from kbgraph.search.lexical import bm25_ceiling, bm25_scores
+from kbgraph.search.lexical import bm25_with_ceiling
 from kbgraph.search.student.channels import Gathered
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.task_ways import task_ways, way_share
@@ -45,8 +45,7 @@ def attach_facts(ctx: SearchContext, run: Run, gathered: Gathered) -> dict[str, 
     with_facts = [c for c in candidates.values() if c.facts is not None]
     if gathered.terms and with_facts:
         texts = [str(c.facts["text"]) for c in with_facts if c.facts]
-        ceiling = bm25_ceiling(gathered.terms, texts)
-        raw = bm25_scores(gathered.terms, texts)
+        raw, ceiling = bm25_with_ceiling(gathered.terms, texts)
         # How much of the request the best candidate covers; with lexical_scale=coverage every
         # candidate is scored that way (against the request, not against the best candidate).
         gathered.coverage = min(1.0, max(raw) / ceiling) if ceiling > 0 else 0.0
