@@ -13,11 +13,11 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
 
 from kbgraph.core.value_bounds import within_bounds
-from kbgraph.search.params import MAX_K, MAX_QUERY_CHARS
+from kbgraph.search.params import MAX_K, MAX_QUERY_CHARS, MAX_QUERY_STEPS
 from kbgraph.tools._inputs import ExecutedStep, StepRewardInput, TakenStep, TrajectoryInput
 
 #: The most steps one call takes (search's steps_so_far, refine's steps_taken).
-MAX_STEPS = 50
+MAX_STEPS = MAX_QUERY_STEPS
 
 _AGENT = "Your agent name: also searches your private experiences."
 _DOMAIN = "Your domain, e.g. 'airline'; experiences from other domains are discounted, not excluded."

@@ -13,12 +13,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from importlib import metadata
 
 from pydantic import BaseModel
 
 from kbgraph.async_kb import AsyncKnowledgeBase
 from kbgraph.core.errors import InvalidInputError, KbgraphError
+from kbgraph.core.version import kbgraph_version as installed_version
 from kbgraph.kb import KnowledgeBase
 from kbgraph.learning.feedback import FeedbackReport
 from kbgraph.tools._arguments import (AddTrajectoryArgs, GetExperienceArgs, RecordOutcomeArgs, RefineStepsArgs,
@@ -76,11 +76,9 @@ SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
 
 
 def kbgraph_version() -> str:
-    """The installed kbgraph's version (MCP's serverInfo, the OpenAPI schema)."""
-    try:
-        return metadata.version("kbgraph")
-    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
-        return "0+unknown"
+    """The installed kbgraph's version (MCP's serverInfo, the OpenAPI schema): a version string
+    even from a checkout never installed."""
+    return installed_version("0+unknown")
 
 
 def _in_callers_words(error: InvalidInputError) -> InvalidInputError:

@@ -36,7 +36,8 @@ write) and ``_importer``.
 from __future__ import annotations
 
 from kbgraph.transfer._check import check_export_file
-from kbgraph.transfer._export import ExportReport, export_namespace, export_to, kbgraph_version, vector_dimension
+from kbgraph.core.version import kbgraph_version
+from kbgraph.transfer._export import ExportReport, export_namespace, export_to, vector_dimension
 from kbgraph.transfer._format import (
     FORMAT_NAME,
     FORMAT_VERSION,

@@ -12,13 +12,13 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import IO, Any
 
 import neo4j
 from pydantic import BaseModel, Field
 
+from kbgraph.core.version import kbgraph_version
 from kbgraph.core.errors import InvalidInputError, KbgraphError
 from kbgraph.core.files import write_whole
 from kbgraph.store.gateway import Neo4jGateway, Row, run_named
@@ -46,13 +46,6 @@ class ExportReport(BaseModel):
     # Relationships between this namespace and another (or a node without kb): never exported.
     cross_namespace_relationships: int = Field(default=0)
     seconds: float
-
-
-def kbgraph_version() -> str:
-    try:
-        return metadata.version("kbgraph")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def vector_dimension(gateway: Neo4jGateway) -> int | None:

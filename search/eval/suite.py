@@ -224,10 +224,11 @@ def run_suite(
                         on_progress=_stage(on_progress, f"{suite_set.name}: {name}")))
             for name, baseline in baselines.of(files).items():
                 rankings[name].update(rank_queries(baseline, group, k))
-        scores = {name: round(evaluate(ranking, qrels, k)["ndcg"], 4) for name, ranking in rankings.items()}
+        evaluated = {name: evaluate(ranking, qrels, k) for name, ranking in rankings.items()}
+        scores = {name: round(result["ndcg"], 4) for name, result in evaluated.items()}
         best = max(BASELINES, key=lambda name: scores[name])
         rows.append(SetRow(
-            set=suite_set.name, queries=evaluate(rankings["kbgraph"], qrels, k)["evaluated"], kbgraph=scores["kbgraph"],
+            set=suite_set.name, queries=evaluated["kbgraph"]["evaluated"], kbgraph=scores["kbgraph"],
             baselines={name: scores[name] for name in BASELINES}, best_baseline=best,
             margin=round(scores["kbgraph"] - scores[best], 4),
             ablations={name: scores[name] for name in ablations}, seconds=round(time.perf_counter() - started, 1),

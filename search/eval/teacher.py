@@ -187,7 +187,7 @@ def _kbgraph(retriever: TeacherRetriever, queries: Sequence[TeacherQuery], left_
         ranked = list(dict.fromkeys(r for match in results.failures for r in match.runs if r != query.run_id))
         rankings[query.qid] = ranked[:K]
         first = results.failures[0] if results.failures else None
-        answers[query.qid] = (_answer(query, error_class(first.signature), bool(first.concrete and first.fix_recovered),
+        answers[query.qid] = (_answer(query, first.error_class, bool(first.concrete and first.fix_recovered),
                                       bool(first.run_succeeded)) if first else (False, False, False))
         if on_progress is not None:
             on_progress("teacher", done, len(queries))

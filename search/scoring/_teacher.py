@@ -12,6 +12,7 @@ from typing import Protocol
 
 import numpy.typing as npt
 
+from kbgraph.core.utility import ability
 from kbgraph.search.scoring._checks import _finite, _scores, _similarity, _unit_interval
 
 #: Issue types that say nothing about the issue: classify_issue's catch-all and common stand-ins.
@@ -142,7 +143,7 @@ def recovery_evidence(worked: int, tried: int) -> float:
         raise ValueError(f"worked and tried must be integers, got {worked!r} and {tried!r}")
     if not 0 <= worked <= tried:
         raise ValueError(f"need 0 <= worked <= tried, got worked={worked}, tried={tried}")
-    return (worked + 1) / (tried + 2) if worked else 0.0
+    return ability(worked, tried) if worked else 0.0
 
 
 def failure_score(cosine: float, issue_sim: float, evidence: float) -> float:

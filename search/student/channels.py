@@ -38,7 +38,7 @@ _KNOWN_SCORE = {"vector:experience_pg_embedding": "semantic", "vector:experience
 class Candidate:
     id: str
     found_by: list[str] = field(default_factory=list)
-    #: BM25 of its text among the candidates (kbgraph.search.lexical.bm25_scores).
+    #: BM25 of its text among the candidates (kbgraph.search.lexical.bm25_with_ceiling).
     lexical: float = 0.0
     facts: dict[str, Any] | None = None
     #: Neo4j scores the vector channels already returned (no need to compute them again).
@@ -67,7 +67,7 @@ class Gathered:
     evidence: list[StepEvidence]
     concepts: Future[list[ConceptHit]] | None
     terms: list[str]
-    #: How much of the query the best candidate's words cover (:func:`kbgraph.search.lexical.bm25_ceiling`).
+    #: How much of the query the best candidate's words cover (:func:`kbgraph.search.lexical.bm25_with_ceiling`).
     coverage: float = 0.0
 
     def add(self, rows: Iterable[dict[str, Any]], channel: str) -> None:

@@ -26,6 +26,7 @@ rule among its group's members.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +40,7 @@ _LEADING_ERROR = re.compile(r"^\s*error\b\s*[:\-]?\s*", re.IGNORECASE)
 _LETTER = re.compile(r"[^\W\d_]")
 
 
+@lru_cache(maxsize=65_536)  # asked of every signature of the namespace on every refine
 def error_class(signature: str | None) -> str | None:
     """The error class of an error signature (``action|masked message``): its words — the message
     without the tokens that hold no letter (the masked values: ``#``, ``'…'``, ``@``, ``#-#-#``; so

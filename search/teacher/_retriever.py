@@ -103,10 +103,13 @@ class TeacherRetriever:
         step_vectors, failure_vectors = vectors[: len(steps)], iter(vectors[len(steps) :])
 
         results = RefineResults()
+        by_class: dict[str, set[str]] | None = None  # the namespace's signatures, read once per refine
         for i, step in enumerate(steps):
             results.steps += self._step_matches(i, step, step_vectors[i], request, notes)
             if step.failed:
-                results.failures += self._failure_matches(i, step, next(failure_vectors), request, notes)
+                if by_class is None:
+                    by_class = self._signatures_by_class(request)
+                results.failures += self._failure_matches(i, step, next(failure_vectors), request, notes, by_class)
             else:
                 notes.append(f"problematic_steps[{i}]: no error or issue_type, so no failure modes were searched")
 
@@ -196,8 +199,22 @@ class TeacherRetriever:
         matches.sort(key=lambda m: (-m.score, m.experience_id))
         return matches[: request.k]
 
+    def _failure_filters(self, request: RefineRequest) -> dict[str, Any]:
+        return {"kb": self.namespace, "domains": request.domains, "agent": request.agent,
+                "exclude_runs": request.exclude_runs}
+
+    def _signatures_by_class(self, request: RefineRequest) -> dict[str, set[str]]:
+        """Every error signature of the namespace that passes the request's filters, by error class."""
+        by_class: dict[str, set[str]] = {}
+        for row in self.gateway.read(SIGNATURE_QUERY, **self._failure_filters(request)):
+            cls = error_class(row["signature"])
+            if cls is not None:
+                by_class.setdefault(cls, set()).add(str(row["signature"]))
+        return by_class
+
     def _failure_matches(
-        self, index: int, step: ProblematicStep, vector: list[float], request: RefineRequest, notes: list[str]
+        self, index: int, step: ProblematicStep, vector: list[float], request: RefineRequest, notes: list[str],
+        by_class: dict[str, set[str]],
     ) -> list[FailureMatch]:
         rows, fetched = self._nearest(FAILURE_QUERY, vector, request, "failure_id")
         if fetched.limit_hit:
@@ -211,13 +228,9 @@ class TeacherRetriever:
             nearest.setdefault(str(row.get("signature") or row["failure_id"]), row)
         # Every group of the error classes involved (the query's and those near it), so that the
         # evidence for a kind of recovery counts every failure of its class, near the query or not.
-        filters = {"kb": self.namespace, "domains": request.domains, "agent": request.agent,
-                   "exclude_runs": request.exclude_runs}
         classes = {error_class(step.signature)} | {error_class(r.get("signature")) for r in nearest.values()}
-        classes.discard(None)
-        wanted = {str(r["signature"]) for r in self.gateway.read(SIGNATURE_QUERY, **filters)
-                  if error_class(r["signature"]) in classes} if classes else set()
+        wanted = {signature for cls in classes if cls is not None for signature in by_class.get(cls, ())}
         signatures = sorted(wanted | {key for key, row in nearest.items() if row.get("signature")})
-        groups = read_groups(self.gateway.read(GROUP_QUERY, signatures=signatures, vector=vector, **filters)
-                             ) if signatures else {}
+        groups = read_groups(self.gateway.read(GROUP_QUERY, signatures=signatures, vector=vector,
+                                               **self._failure_filters(request))) if signatures else {}
         return failure_matches(index, step, nearest, groups, request.weights, request.k)
