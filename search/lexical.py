@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+from kbgraph.search.stop_words import ENGLISH_STOP_WORDS
 
 __all__ = ["CHAT_WORDS", "MAX_TERMS", "LexicalCorpus", "bm25_ceiling", "bm25_scores", "bm25_with_ceiling", "is_verbose", "lucene_query",
            "query_terms"]

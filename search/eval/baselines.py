@@ -35,7 +35,6 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 from pydantic import ValidationError
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from kbgraph.core.jsonl import read_jsonl
 from kbgraph.core.models import Trajectory
@@ -251,6 +250,8 @@ class TfidfBaseline(_Corpus):
 
     def __init__(self, documents: Sequence[Document], settings: dict[str, object] | None = None):
         super().__init__(documents)
+        from sklearn.feature_extraction.text import TfidfVectorizer  # here: scikit-learn takes seconds to import
+
         self.vectorizer = TfidfVectorizer(**(TFIDF_SETTINGS if settings is None else settings))
         self._matrix = self.vectorizer.fit_transform([doc.text for doc in self.documents])
 

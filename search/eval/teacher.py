@@ -37,7 +37,6 @@ from typing import Literal
 from pathlib import Path
 
 from pydantic import BaseModel
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from kbgraph.core.errors import InvalidInputError
 
@@ -199,6 +198,8 @@ def _tfidf(queries: Sequence[TeacherQuery], memory: Memory) -> tuple[dict[str, l
     one's next step, and (second answers) kbgraph's recovery of that first one."""
     steps = list({o.qid: o for o in [*queries, *(o for m in memory.values() for o in m)]}.values())
     row = {o.qid: i for i, o in enumerate(steps)}
+    from sklearn.feature_extraction.text import TfidfVectorizer  # here: scikit-learn takes seconds to import
+
     matrix = TfidfVectorizer().fit_transform([f"{o.action} {o.error}" for o in steps])
     scores = (matrix @ matrix.T).toarray()
     rankings: dict[str, list[str]] = {}
