@@ -32,10 +32,6 @@ class WorkflowEdge:
     weight: float
     reason: str
 
-    @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> WorkflowEdge:
-        return cls(id=str(record["id"]), weight=float(record["weight"]), reason=str(record["reason"]))
-
 
 @dataclass(frozen=True, slots=True)
 class CandidateFacts:
@@ -78,21 +74,20 @@ class CandidateFacts:
         """The facts of one map of ``rows``. ``semantic`` / ``structural``: the scores a vector
         channel already returned, for the query leaves those out (null); ``structural`` counts only
         for an experience with steps."""
-        operations, workflow = record["operations"], record["workflow"]
-        own_semantic, own_structural = record["semantic"], record["structural"]
-        has_steps = bool(record["has_steps"])
+        # Positional, in the fields' order: this runs for every candidate of every search.
+        r = record
+        operations, workflow, outcomes = r["operations"], r["workflow"], r["outcomes"]
+        own_semantic, own_structural, has_steps = r["semantic"], r["structural"], bool(r["has_steps"])
         return cls(
-            id=record["id"], kind=record["kind"], domain=record["domain"], scope=record["scope"],
-            task_key=record["task_key"], operations=None if operations is None else tuple(operations),
-            text=str(record["text"]), success_rate=float(record["success_rate"]), quality=float(record["quality"]),
-            support=int(record["support"]), runs=int(record["runs"]), remaining=int(record["remaining"]),
-            runs_left=int(record["runs_left"]),
-            workflow=WorkflowEdge.from_record(workflow) if workflow else None,
-            semantic=own_semantic if own_semantic is not None else semantic,
-            structural=own_structural if own_structural is not None or not has_steps else structural,
-            has_steps=has_steps, utility=float(record["utility"]),
-            outcomes=tuple((float(score), float(outcome)) for score, outcome in record["outcomes"]),
-            share=share, hands_off=hands_off,
+            r["id"], r["kind"], r["domain"], r["scope"], r["task_key"],
+            None if operations is None else tuple(operations), str(r["text"]), float(r["success_rate"]),
+            float(r["quality"]), int(r["support"]), int(r["runs"]), int(r["remaining"]), int(r["runs_left"]),
+            WorkflowEdge(str(workflow["id"]), float(workflow["weight"]), str(workflow["reason"])) if workflow else None,
+            own_semantic if own_semantic is not None else semantic,
+            own_structural if own_structural is not None or not has_steps else structural,
+            has_steps, float(r["utility"]),
+            tuple([(float(score), float(outcome)) for score, outcome in outcomes]) if outcomes else (),
+            share, hands_off,
         )
 
 
@@ -122,12 +117,11 @@ class Neighbour:
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> Neighbour:
+        r = record  # positional, in the fields' order, as CandidateFacts
         return cls(
-            seed=record["seed"], relation=RelationType(record["relation"]), outgoing=bool(record["outgoing"]),
-            weight=float(record["weight"]), reason=str(record["reason"]), id=record["id"], kind=record["kind"],
-            domain=record["domain"], success_rate=float(record["success_rate"]), quality=float(record["quality"]),
-            semantic=record["semantic"], support=int(record["support"]), runs=int(record["runs"]),
-            scope=record["scope"], utility=float(record["utility"]),
+            r["seed"], RelationType(r["relation"]), bool(r["outgoing"]), float(r["weight"]), str(r["reason"]),
+            r["id"], r["kind"], r["domain"], float(r["success_rate"]), float(r["quality"]), r["semantic"],
+            int(r["support"]), int(r["runs"]), r["scope"], float(r["utility"]),
         )
 
 

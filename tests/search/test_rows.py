@@ -164,6 +164,21 @@ def test_the_facts_are_read_as_their_types() -> None:
     assert CandidateFacts.from_record(_facts_row(workflow=None, operations=None)).workflow is None
 
 
+@pytest.mark.parametrize("record", [CandidateFacts, Neighbour])
+def test_every_field_is_read_from_the_key_of_its_name(record: type[CandidateFacts | Neighbour]) -> None:
+    # from_record builds positionally, for speed: a row whose values all differ shows each lands
+    # in its own field.
+    names = [f.name for f in fields(record) if not f.metadata.get("derived")]
+    typed = {"relation": ("ABSTRACTION", RelationType.ABSTRACTION), "operations": (["op"], ("op",)),
+             "workflow": ({"id": "a", "weight": 0.5, "reason": "r"}, WorkflowEdge("a", 0.5, "r")),
+             "outcomes": ([[0.25, 0.75]], ((0.25, 0.75),)), "text": ("t", "t"), "has_steps": (True, True),
+             "outgoing": (True, True), "reason": ("r", "r")}
+    row = {name: typed[name][0] if name in typed else i for i, name in enumerate(names)}
+    parsed = record.from_record(row)
+    assert {name: getattr(parsed, name) for name in names} == {
+        name: typed[name][1] if name in typed else row[name] for name in names}
+
+
 def test_a_neighbour_names_its_relation_as_the_data_model_does() -> None:
     row = {"seed": "s", "relation": "ADAPTATION", "outgoing": False, "weight": 1, "reason": "", "id": "n",
            "kind": "concrete", "domain": "retail", "success_rate": 1, "quality": 0.5, "semantic": 0.9,
