@@ -5,6 +5,7 @@ functions of the retriever's shared :class:`~kbgraph.search.student.context.Sear
 one search's :class:`~kbgraph.search.student.context.Run` (``context``): ``channels`` gather
 candidates from the indexes, ``facts`` reads their scoring facts, ``scores`` gives the direct and
 workflow scores, ``graph`` traverses from the best seeds, ``hits`` selects and reads the results.
+The rows the stages score are typed records, made where they come back from the store (``rows``).
 Request parsing lives in :mod:`kbgraph.search.params` (re-exported here as before).
 """
 

@@ -23,6 +23,7 @@ from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import ConceptHit
 from kbgraph.search.scoring import neo4j_to_cosine
 from kbgraph.search.student.context import Run, SearchContext
+from kbgraph.search.student.rows import CandidateFacts
 
 __all__ = ["Candidate", "Gathered", "StepEvidence", "concepts", "filter_params", "gather"]
 
@@ -40,7 +41,7 @@ class Candidate:
     found_by: list[str] = field(default_factory=list)
     #: BM25 of its text among the candidates (kbgraph.search.lexical.bm25_with_ceiling).
     lexical: float = 0.0
-    facts: dict[str, Any] | None = None
+    facts: CandidateFacts | None = None
     #: Neo4j scores the vector channels already returned (no need to compute them again).
     known: dict[str, float] = field(default_factory=dict)
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from threading import Lock
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,8 +27,11 @@ from kbgraph.search.lexical import LexicalCorpus
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import SearchQuery, SearchWeights
 from kbgraph.search.scoring import domain_distance, transferability
+from kbgraph.search.student.rows import NodeFacts
 
 __all__ = ["Run", "SearchContext"]
+
+T = TypeVar("T")
 
 #: How long the answer "does this domain have experiences with steps?" is trusted (seconds).
 DOMAIN_STEPS_TTL = 60.0
@@ -85,8 +88,7 @@ class SearchContext:
             self.domain_steps[domain] = cached
         return cached[0]
 
-    def in_halves(self, read: Callable[[list[str]], list[dict[str, Any]]], items: list[str],
-                  split: bool) -> list[dict[str, Any]]:
+    def in_halves(self, read: Callable[[list[str]], list[T]], items: list[str], split: bool) -> list[T]:
         """``read(items)``'s rows; with ``split``, read as two concurrent requests, each for half of
         ``items``: Neo4j runs a query on one core, so one large request leaves the other idle while
         the search waits for it."""
@@ -111,11 +113,11 @@ class SearchContext:
         distance = domain_distance(query_domain, domain, self.domain_vector(query_domain), self.domain_vector(domain))
         return transferability(distance, tau)
 
-    def unit_pg_vectors(self, ids: list[str], facts: dict[str, dict[str, Any]]) -> dict[str, np.ndarray]:
+    def unit_pg_vectors(self, ids: list[str], facts: Mapping[str, NodeFacts]) -> dict[str, np.ndarray]:
         """Unit problem+goal vectors of experiences ``ids`` (those stored with one). A concrete
         experience's never changes (its id is its content's hash), so it is read once per process;
         an abstract one's follows its group, so it is read each time."""
-        abstract = [i for i in ids if facts.get(i, {}).get("kind") == "abstract"]
+        abstract = [i for i in ids if i in facts and facts[i].kind == "abstract"]
         return self.pg_vectors.read_through(
             ids, lambda wanted: self.gateway.read("experience_pg_vectors", kb=self.namespace, ids=wanted), uncached=abstract)
 

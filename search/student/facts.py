@@ -6,45 +6,41 @@ candidates' own texts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kbgraph.search.handoff import hands_off
 from kbgraph.search.lexical import bm25_with_ceiling
 from kbgraph.search.student.channels import Gathered
 from kbgraph.search.student.context import Run, SearchContext
+from kbgraph.search.student.rows import CandidateFacts, NodeFacts
 from kbgraph.search.task_ways import task_ways, way_share
 
 __all__ = ["attach_facts", "is_excluded", "never_worked", "read_facts"]
 
 
-def attach_facts(ctx: SearchContext, run: Run, gathered: Gathered) -> dict[str, dict[str, Any]]:
+def attach_facts(ctx: SearchContext, run: Run, gathered: Gathered) -> dict[str, CandidateFacts]:
     """Reads the candidates' scoring facts into them (with the scores the vector channels already
     returned) and sets their lexical scores. Returns the facts of the candidates' workflows, which
     come with theirs (for the workflow scores)."""
     candidates, w = gathered.candidates, run.weights
     pg, task = run.pg_or_anchor, run.task_or_anchor
-    facts_rows = read_facts(
+    facts = read_facts(
         ctx, list(candidates), pg, task, run.excluded, run.params, w.handoff_credit,
-        semantic_known=[c.id for c in candidates.values() if "semantic" in c.known],
-        structural_known=[c.id for c in candidates.values() if "structural" in c.known], split=run.split,
+        known={c.id: c.known for c in candidates.values() if c.known}, split=run.split,
     ) if candidates else []
-    workflow_facts: dict[str, dict[str, Any]] = {}
-    for row in facts_rows:
-        candidate = candidates.get(row["id"])
+    workflow_facts: dict[str, CandidateFacts] = {}
+    for row in facts:
+        candidate = candidates.get(row.id)
         if candidate is None:  # the workflow of a candidate, for the workflow scores
-            workflow_facts[row["id"]] = row
-            continue
-        candidate.facts = row
-        if row["semantic"] is None and "semantic" in candidate.known:
-            row["semantic"] = candidate.known["semantic"]
-        if row["has_steps"] and row["structural"] is None and "structural" in candidate.known:
-            row["structural"] = candidate.known["structural"]
+            workflow_facts[row.id] = row
+        else:
+            candidate.facts = row
     # Lexical: BM25 over the candidates' own texts (see kbgraph.search.lexical: the index's
     # scores depend on every namespace of the database).
     with_facts = [c for c in candidates.values() if c.facts is not None]
     if gathered.terms and with_facts:
-        texts = [str(c.facts["text"]) for c in with_facts if c.facts]
+        texts = [c.facts.text for c in with_facts if c.facts]
         raw, ceiling = bm25_with_ceiling(gathered.terms, texts)
         # How much of the request the best candidate covers; with lexical_scale=coverage every
         # candidate is scored that way (against the request, not against the best candidate).
@@ -57,16 +53,20 @@ def attach_facts(ctx: SearchContext, run: Run, gathered: Gathered) -> dict[str, 
 
 def read_facts(
     ctx: SearchContext, ids: list[str], pg: list[float], task: list[float], excluded: set[str], params: dict[str, Any],
-    handoff_credit: float, semantic_known: list[str] | None = None, structural_known: list[str] | None = None,
-    split: bool = False,
-) -> list[dict[str, Any]]:
+    handoff_credit: float, known: Mapping[str, Mapping[str, float]] | None = None, split: bool = False,
+) -> list[CandidateFacts]:
     """Scoring facts of experiences ``ids`` (``search_candidates_score``), each with its way's
-    share of its task (:func:`~kbgraph.search.task_ways.way_share`)."""
+    share of its task (:func:`~kbgraph.search.task_ways.way_share`). ``known``: by id, the scores
+    (``semantic``, ``structural``) the vector channels already returned, which the query then
+    does not compute again."""
+    known = known or {}
+
     def read(part: list[str]) -> list[dict[str, Any]]:
         return ctx.gateway.read(
             "search_candidates_score", kb=ctx.namespace, ids=part, pg=pg, task=task, exclude=sorted(excluded),
-            decay=ctx.utility_decay, statuses=params["statuses"], semantic_known=semantic_known or [],
-            structural_known=structural_known or [],
+            decay=ctx.utility_decay, statuses=params["statuses"],
+            semantic_known=[i for i, scores in known.items() if "semantic" in scores],
+            structural_known=[i for i, scores in known.items() if "structural" in scores],
         )
 
     results = ctx.in_halves(read, ids, split)
@@ -80,10 +80,15 @@ def read_facts(
         for row in result["rows"]:
             if row["id"] is not None:
                 rows.setdefault(row["id"], row)
+    facts: list[CandidateFacts] = []
     for row in rows.values():
-        row["share"] = way_share(row["task_key"], row["operations"], ways) if row["kind"] == "concrete" else 1.0
-        row["hands_off"] = hands_off(row["operations"] or ())
-    return list(rows.values())
+        scores = known.get(row["id"], {})
+        facts.append(CandidateFacts.from_record(
+            row, share=way_share(row["task_key"], row["operations"], ways) if row["kind"] == "concrete" else 1.0,
+            hands_off=hands_off(row["operations"] or ()), semantic=scores.get("semantic"),
+            structural=scores.get("structural"),
+        ))
+    return facts
 
 
 def _unique_ways(parts: Iterable[list[list[Any]]]) -> list[list[Any]]:
@@ -94,16 +99,16 @@ def _unique_ways(parts: Iterable[list[list[Any]]]) -> list[list[Any]]:
     return list(seen.values())
 
 
-def is_excluded(facts: dict[str, Any], excluded: set[str]) -> bool:
+def is_excluded(facts: CandidateFacts, excluded: set[str]) -> bool:
     """The query excludes this experience, or it stands only for excluded runs (e.g. the task's
     own record)."""
     if not excluded:
         return False
-    if facts["id"] in excluded:
+    if facts.id in excluded:
         return True
-    return facts["kind"] != "abstract" and int(facts["runs"]) > 0 and int(facts["runs_left"]) == 0
+    return facts.kind != "abstract" and facts.runs > 0 and facts.runs_left == 0
 
 
-def never_worked(facts: dict[str, Any]) -> bool:
-    """Every run the experience stands for failed (facts without run counts are not judged)."""
-    return int(facts.get("runs") or 0) > 0 and int(facts.get("support") or 0) == 0
+def never_worked(facts: NodeFacts) -> bool:
+    """Every run the experience stands for failed (facts without runs are not judged)."""
+    return facts.runs > 0 and facts.support == 0

@@ -7,12 +7,11 @@ and keeps its best path.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from kbgraph.core.models import RelationType
 from kbgraph.search.results import PathHop, ScoreBreakdown
 from kbgraph.search.scoring import path_score
 from kbgraph.search.student.context import Run, SearchContext
+from kbgraph.search.student.rows import Neighbour, NodeFacts
 
 __all__ = ["Reached", "traverse"]
 
@@ -25,7 +24,7 @@ class Reached:
     seed: str
     chain: float  # score(seed) · Π w(edge)·w(type) · δ^hops, before the node's trans
     hops: list[PathHop]
-    facts: dict[str, Any]
+    facts: NodeFacts
     score: float = 0.0
 
 
@@ -41,34 +40,34 @@ def traverse(ctx: SearchContext, run: Run, breakdowns: dict[str, ScoreBreakdown]
     visited = set(frontier)
     reached: dict[str, Reached] = {}
 
-    def neighbours(of: list[str]) -> list[dict[str, Any]]:
-        return ctx.gateway.read("search_neighbours", seeds=of, pg=pg, per_seed=w.neighbours_per_seed,
-                                decay=ctx.utility_decay, **run.params)
+    def neighbours(of: list[str]) -> list[Neighbour]:
+        result = ctx.gateway.read("search_neighbours", seeds=of, pg=pg, per_seed=w.neighbours_per_seed,
+                                  decay=ctx.utility_decay, **run.params)
+        # A node deleted while the query read it comes back without an id: it is dropped.
+        return [Neighbour.from_record(row) for record in result for row in record["rows"] if row["id"] is not None]
 
     for _hop in range(w.max_hops):
         if not frontier:
             break
         # Halves keep the seeds' order, so the rows come in the order one request gives them.
-        rows = [row for result in ctx.in_halves(neighbours, list(frontier), run.split) for row in result["rows"]]
+        rows = ctx.in_halves(neighbours, list(frontier), run.split)
         next_frontier: dict[str, tuple[str, float, list[PathHop]]] = {}
         for row in rows:
-            node_id = row["id"]
-            if node_id is None:  # deleted while the query read it
-                continue
+            node_id = row.id
             # A seed reached from another seed competes too (it keeps the better of its direct
             # and path scores); only expanding it again is skipped.
-            if node_id in excluded or node_id == row["seed"]:
+            if node_id in excluded or node_id == row.seed:
                 continue
-            seed, chain, hops = frontier[row["seed"]]
-            relation = RelationType(row["relation"])
-            edge_weight = min(1.0, max(0.0, float(row["weight"])))
+            seed, chain, hops = frontier[row.seed]
+            relation = row.relation
+            edge_weight = min(1.0, max(0.0, row.weight))
             hop = PathHop(
-                relation=relation, direction="out" if row["outgoing"] else "in",
-                from_id=row["seed"], to_id=node_id, weight=edge_weight, reason=row["reason"],
+                relation=relation, direction="out" if row.outgoing else "in",
+                from_id=row.seed, to_id=node_id, weight=edge_weight, reason=row.reason,
             )
             path = [*hops, hop]
             new_chain = path_score(chain, [edge_weight], w.hop_decay, type_weights, [relation.value])
-            trans = ctx.trans(domain, row["domain"], w.tau)
+            trans = ctx.trans(domain, row.domain, w.tau)
             score = new_chain * trans
             best = reached.get(node_id)
             if best is None or score > best.score:

@@ -19,6 +19,7 @@ from kbgraph.search.scoring import mmr_from_similarity, neo4j_to_cosine, support
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.facts import never_worked
 from kbgraph.search.student.graph import Reached
+from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.scores import Scores
 
 __all__ = ["Pool", "pool_of", "read_hits", "select"]
@@ -35,14 +36,14 @@ class Pool:
     """Everything a search may return, by id, with each one's scope and scoring facts."""
 
     entries: dict[str, Entry] = field(default_factory=dict)
-    scopes: dict[str, Any] = field(default_factory=dict)
-    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    scopes: dict[str, str] = field(default_factory=dict)
+    facts: dict[str, NodeFacts] = field(default_factory=dict)
 
 
 def pool_of(ctx: SearchContext, run: Run, scores: Scores, reached: dict[str, Reached]) -> Pool:
     """The direct hits, then the workflows and the reached nodes, each keeping its best score."""
     w = run.weights
-    pool = Pool(scopes={c.id: c.facts["scope"] for c in scores.scored if c.facts is not None},
+    pool = Pool(scopes={c.id: c.facts.scope for c in scores.scored if c.facts is not None},
                 facts={c.id: c.facts for c in scores.scored if c.facts is not None})
     entries = pool.entries
     for c in scores.scored:
@@ -50,7 +51,7 @@ def pool_of(ctx: SearchContext, run: Run, scores: Scores, reached: dict[str, Rea
         entries[c.id] = (b.direct, b, list(c.found_by), None)
     for workflow_id, (score, b, node) in scores.workflows.items():
         pool.facts.setdefault(workflow_id, node.facts)
-        pool.scopes.setdefault(workflow_id, node.facts["scope"])
+        pool.scopes.setdefault(workflow_id, node.facts.scope)
         current = entries.get(workflow_id)
         if current is None or score > current[0]:
             found_by = [*(current[2] if current else []), "edge:ABSTRACTION"]
@@ -60,19 +61,20 @@ def pool_of(ctx: SearchContext, run: Run, scores: Scores, reached: dict[str, Rea
     for node in reached.values():
         current = entries.get(node.id)
         if current is None:
+            facts = node.facts
             b = ScoreBreakdown(
-                semantic=max(0.0, neo4j_to_cosine(node.facts["semantic"])) if node.facts.get("semantic") is not None else 0.0,
-                trans=ctx.trans(run.query.domain, node.facts["domain"], w.tau),
-                success=float(node.facts["success_rate"]),
-                support=support_score(int(node.facts["support"]), w.support_saturation),
-                quality=float(node.facts["quality"]),
-                utility=round(min(max(float(node.facts["utility"]), 0.0), 1.0), 6),
+                semantic=max(0.0, neo4j_to_cosine(facts.semantic)) if facts.semantic is not None else 0.0,
+                trans=ctx.trans(run.query.domain, facts.domain, w.tau),
+                success=facts.success_rate,
+                support=support_score(facts.support, w.support_saturation),
+                quality=facts.quality,
+                utility=round(min(max(facts.utility, 0.0), 1.0), 6),
             )
             b.utility_factor = round(utility_factor(b.utility or 0.0, w.utility_weight), 6)
             node.score *= b.utility_factor
             entries[node.id] = (node.score, b, [f"edge:{node.hops[-1].relation.value}"], node)
-            pool.scopes[node.id] = node.facts["scope"]
-            pool.facts.setdefault(node.id, node.facts)
+            pool.scopes[node.id] = facts.scope
+            pool.facts.setdefault(node.id, facts)
         elif node.score * current[1].utility_factor > current[0]:
             node.score *= current[1].utility_factor
             entries[node.id] = (node.score, current[1], [*current[2], f"edge:{node.hops[-1].relation.value}"], node)
@@ -107,7 +109,7 @@ def select(ctx: SearchContext, run: Run, pool: Pool) -> tuple[list[str], dict[st
 
 
 def _failed_attempts(
-    ctx: SearchContext, ranked: list[tuple[float, str]], facts: dict[str, dict[str, Any]], k: int, w: SearchWeights,
+    ctx: SearchContext, ranked: list[tuple[float, str]], facts: dict[str, NodeFacts], k: int, w: SearchWeights,
 ) -> dict[str, list[tuple[str, float]]]:
     """Runs that only failed, near the top of the ranking, attached to the hit of the same task
     (problem+goal cosine ≥ ``same_task_similarity``): a failed run is never handed back as the
@@ -132,7 +134,7 @@ def _failed_attempts(
 
 
 def _diversify(
-    ctx: SearchContext, ranked: list[tuple[float, str]], k: int, w: SearchWeights, facts: dict[str, dict[str, Any]],
+    ctx: SearchContext, ranked: list[tuple[float, str]], k: int, w: SearchWeights, facts: dict[str, NodeFacts],
 ) -> list[str]:
     pool = ranked[: k * _MMR_POOL]
     if w.mmr_lambda >= 1.0 or len(pool) <= 1:

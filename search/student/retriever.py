@@ -43,6 +43,7 @@ from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.facts import attach_facts, never_worked
 from kbgraph.search.student.graph import traverse
 from kbgraph.search.student.hits import pool_of, read_hits, select
+from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.scores import score_candidates
 from kbgraph.core.utility import decay_rate_per_day
 
@@ -198,7 +199,7 @@ class StudentRetriever:
     # -- scoring facts ---------------------------------------------------------------------------
 
     @staticmethod
-    def never_worked(facts: dict[str, Any]) -> bool:
+    def never_worked(facts: NodeFacts) -> bool:
         """Every run the experience stands for failed (facts without run counts are not judged)."""
         return never_worked(facts)
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 
 from kbgraph.core.models import RelationType
@@ -23,6 +21,7 @@ from kbgraph.search.student.channels import Candidate, Gathered, StepEvidence
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.facts import is_excluded, read_facts
 from kbgraph.search.student.graph import Reached
+from kbgraph.search.student.rows import CandidateFacts, WorkflowEdge
 
 __all__ = ["WORKFLOW_FIRST", "Scores", "outcome_context", "score_candidates"]
 
@@ -41,7 +40,7 @@ class Scores:
 
 
 def score_candidates(ctx: SearchContext, run: Run, gathered: Gathered,
-                     workflow_facts: dict[str, dict[str, Any]]) -> Scores:
+                     workflow_facts: dict[str, CandidateFacts]) -> Scores:
     w = run.weights
     lam = lambda_schedule(len(run.steps), w.lambda_kind, w.lambda_rate, w.lambda_floor) if run.steps else 1.0
     scored = [c for c in gathered.candidates.values() if c.facts is not None and not is_excluded(c.facts, run.excluded)]
@@ -65,23 +64,24 @@ def _direct(
     w, domain = run.weights, run.query.domain
     has_text, has_flow = run.pg is not None, run.task is not None
     facts = [c.facts for c in scored if c.facts is not None]
-    semantic = np.array([neo4j_to_cosine(f["semantic"]) if has_text and f["semantic"] is not None else 0.0
+    semantic = np.array([neo4j_to_cosine(f.semantic) if has_text and f.semantic is not None else 0.0
                          for f in facts])
-    has_structure = np.array([f["structural"] is not None and has_flow for f in facts])
-    structural = np.array([neo4j_to_cosine(f["structural"]) if s else 0.0 for f, s in zip(facts, has_structure)])
+    has_structure = np.array([f.structural is not None and has_flow for f in facts])
+    structural = np.array([neo4j_to_cosine(f.structural) if f.structural is not None and s else 0.0
+                           for f, s in zip(facts, has_structure)])
     # S_fine = mean over executed steps of the best cosine among the experience's steps. The
     # step index gives it exactly for every experience it returned for that step; any other
     # step scores at most the index's cut-off, which stands in for it (see StepEvidence).
-    fine = np.array([fine_score([e.best.get(f["id"], e.bound) for e in evidence]) if f["has_steps"] else 0.0
+    fine = np.array([fine_score([e.best.get(f.id, e.bound) for e in evidence]) if f.has_steps else 0.0
                      for f in facts])
-    trans = np.array([ctx.trans(domain, f["domain"], w.tau) for f in facts])
+    trans = np.array([ctx.trans(domain, f.domain, w.tau) for f in facts])
     # A way that hands the task to a human counts its successes at handoff_credit (search/handoff.py).
-    success = np.clip(np.array([float(f["success_rate"]) * (w.handoff_credit if f.get("hands_off") else 1.0)
+    success = np.clip(np.array([f.success_rate * (w.handoff_credit if f.hands_off else 1.0)
                                 for f in facts]), 0.0, 1.0)
-    support = np.array([support_score(int(f["remaining"]), w.support_saturation) for f in facts])
-    quality = np.clip(np.array([float(f["quality"]) for f in facts]), 0.0, 1.0)
-    utility = np.clip(np.array([float(f["utility"]) for f in facts]), 0.0, 1.0)
-    share = np.clip(np.array([float(f.get("share", 1.0)) for f in facts]), 0.0, 1.0)
+    support = np.array([support_score(f.remaining, w.support_saturation) for f in facts])
+    quality = np.clip(np.array([f.quality for f in facts]), 0.0, 1.0)
+    utility = np.clip(np.array([f.utility for f in facts]), 0.0, 1.0)
+    share = np.clip(np.array([f.share for f in facts]), 0.0, 1.0)
     # Task-conditioned feedback: outcomes on tasks like this one (only a text query has them).
     context = np.array([outcome_context(f, w, has_text) for f in facts])
     # Without query text, only the executed steps can rank: λ = 0 puts all weight on fine.
@@ -111,8 +111,8 @@ def _direct(
             trans=round(float(trans[i]), 6), success=round(float(success[i]), 6),
             support=round(float(support[i]), 6), quality=round(float(quality[i]), 6),
             utility=round(float(utility[i]), 6), utility_factor=round(float(parts["utility_factor"][i]), 6),
-            share=round(float(share[i]), 6), handed_off=bool(facts[i].get("hands_off")),
-            context=round(float(context[i]), 6), outcomes=len(facts[i]["outcomes"]),
+            share=round(float(share[i]), 6), handed_off=facts[i].hands_off,
+            context=round(float(context[i]), 6), outcomes=len(facts[i].outcomes),
             direct=float(parts["direct"][i]), final=float(parts["direct"][i]),
         )
     coarse_cut = [c.id for i, c in enumerate(scored) if parts["coarse"][i] < w.theta_coarse and has_text]
@@ -123,7 +123,7 @@ def _direct(
 
 def _workflows(
     ctx: SearchContext, run: Run, scored: Sequence[Candidate], breakdowns: dict[str, ScoreBreakdown],
-    workflow_facts: dict[str, dict[str, Any]],
+    workflow_facts: dict[str, CandidateFacts],
 ) -> dict[str, tuple[float, ScoreBreakdown, Reached]]:
     """Abstract experiences scored from their instances (:func:`workflow_score`): each takes the
     score of its best-fitting instance that worked (stage · trans · success factor · share,
@@ -138,10 +138,10 @@ def _workflows(
     for c in scored:
         facts = c.facts
         breakdown = breakdowns.get(c.id)
-        if facts is None or breakdown is None or not facts.get("workflow") or int(facts["remaining"]) == 0:
+        if facts is None or breakdown is None or facts.workflow is None or facts.remaining == 0:
             continue
         relevance = fit_score(breakdown.stage, breakdown.trans, breakdown.success, breakdown.share, w.success_floor)
-        workflow_id = facts["workflow"]["id"]
+        workflow_id = facts.workflow.id
         if workflow_id not in best or relevance > best[workflow_id][0]:
             best[workflow_id] = (relevance, c)
     if not best:
@@ -150,35 +150,35 @@ def _workflows(
     known.update({i: workflow_facts[i] for i in best if i in workflow_facts and i not in known})
     missing = [i for i in sorted(best) if i not in known]
     if missing:
-        known.update({row["id"]: row for row in read_facts(
+        known.update({row.id: row for row in read_facts(
             ctx, missing, run.pg_or_anchor, run.task_or_anchor, run.excluded, params, w.handoff_credit)})
     out: dict[str, tuple[float, ScoreBreakdown, Reached]] = {}
     for workflow_id, (relevance, member) in best.items():
         facts = known.get(workflow_id)
-        if facts is None or (params["domains"] is not None and facts["domain"] not in params["domains"]):
+        if facts is None or (params["domains"] is not None and facts.domain not in params["domains"]):
             continue  # filtered out (status, domain)
         support = breakdowns[member.id].support
-        utility = min(max(float(facts["utility"]), 0.0), 1.0)
+        utility = min(max(facts.utility, 0.0), 1.0)
         by_utility, context = utility_factor(utility, w.utility_weight), outcome_context(facts, w, has_text)
         # The workflow ranks right above the run that speaks for it (WORKFLOW_FIRST breaks the tie).
         score = workflow_score(min(relevance, 1.0), support, w.support_weight) * by_utility * context + WORKFLOW_FIRST
         b = breakdowns[member.id].model_copy(update={
             "support": round(support, 6), "utility": round(utility, 6), "utility_factor": round(by_utility, 6),
-            "context": round(context, 6), "outcomes": len(facts["outcomes"]),
-            "quality": round(min(max(float(facts["quality"]), 0.0), 1.0), 6),
+            "context": round(context, 6), "outcomes": len(facts.outcomes),
+            "quality": round(min(max(facts.quality, 0.0), 1.0), 6),
             "workflow": round(score, 6), "direct": score, "final": score,
         })
-        edge: dict[str, Any] = member.facts["workflow"] if member.facts else {"weight": 1.0, "reason": ""}
+        edge = (member.facts.workflow if member.facts else None) or WorkflowEdge(workflow_id, 1.0, "")
         hop = PathHop(relation=RelationType.ABSTRACTION, direction="out", from_id=member.id, to_id=workflow_id,
-                      weight=min(1.0, max(0.0, float(edge["weight"]))), reason=str(edge["reason"]))
+                      weight=min(1.0, max(0.0, edge.weight)), reason=edge.reason)
         out[workflow_id] = (score, b, Reached(workflow_id, member.id, score, [hop], facts, score))
     return out
 
 
-def outcome_context(facts: dict[str, Any], w: SearchWeights, has_text: bool) -> float:
+def outcome_context(facts: CandidateFacts, w: SearchWeights, has_text: bool) -> float:
     """Task-conditioned feedback: exp(w · evidence) from the outcomes on tasks like this one."""
-    if not has_text or not facts["outcomes"]:
+    if not has_text or not facts.outcomes:
         return 1.0
-    evidence = outcome_evidence([neo4j_to_cosine(o[0]) for o in facts["outcomes"]],
-                                [float(o[1]) for o in facts["outcomes"]], w.outcome_similarity_floor)
+    evidence = outcome_evidence([neo4j_to_cosine(score) for score, _ in facts.outcomes],
+                                [outcome for _, outcome in facts.outcomes], w.outcome_similarity_floor)
     return context_factor(evidence, w.outcome_weight)

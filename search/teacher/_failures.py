@@ -29,12 +29,11 @@ import re
 from functools import lru_cache
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from kbgraph.search.scoring import failure_score, issue_similarity, neo4j_to_cosine, recovery_evidence
 from kbgraph.search.teacher._params import ProblematicStep, RefineWeights
 from kbgraph.search.teacher._results import FailureMatch
-from kbgraph.store.gateway import Row
+from kbgraph.search.teacher._rows import FailureGroupRow, FailureRow, GroupBest
 
 _LEADING_ERROR = re.compile(r"^\s*error\b\s*[:\-]?\s*", re.IGNORECASE)
 _LETTER = re.compile(r"[^\W\d_]")
@@ -73,33 +72,41 @@ class Group:
     """Identical failure modes (one signature), from the rows of ``refine_failure_groups``."""
 
     signature: str
-    kinds: dict[str, Row] = field(default_factory=dict)
+    kinds: dict[str, FailureGroupRow] = field(default_factory=dict)
 
     @property
     def error_class(self) -> str | None:
         return error_class(self.signature)
 
-    def total(self, column: str) -> int:
-        return sum(int(row[column]) for row in self.kinds.values())
+    @property
+    def tried(self) -> int:
+        return sum(row.tried for row in self.kinds.values())
+
+    @property
+    def recovered(self) -> int:
+        return sum(row.recovered for row in self.kinds.values())
+
+    @property
+    def worked(self) -> int:
+        return sum(row.worked for row in self.kinds.values())
 
     @property
     def tasks(self) -> int:
-        return len({str(t) for row in self.kinds.values() for t in row["task_keys"]})
+        return len({t for row in self.kinds.values() for t in row.task_keys})
 
     @property
     def runs(self) -> list[str]:
-        return sorted({str(r) for row in self.kinds.values() for r in row["runs"] if r})
+        return sorted({str(r) for row in self.kinds.values() for r in row.runs if r})
 
     @property
     def nearest(self) -> float:
-        return max(float(row["nearest"]) for row in self.kinds.values())
+        return max(row.nearest for row in self.kinds.values())
 
 
-def read_groups(rows: Iterable[Row]) -> dict[str, Group]:
+def read_groups(rows: Iterable[FailureGroupRow]) -> dict[str, Group]:
     groups: dict[str, Group] = {}
     for row in rows:
-        signature = str(row["signature"])
-        groups.setdefault(signature, Group(signature)).kinds[str(row["kind"])] = row
+        groups.setdefault(row.signature, Group(row.signature)).kinds[row.kind] = row
     return groups
 
 
@@ -112,7 +119,7 @@ def class_counts(groups: Iterable[Group]) -> dict[tuple[str, str], KindCount]:
             continue
         for kind, row in group.kinds.items():
             key = (cls, kind)
-            counts[key] = counts.get(key, KindCount()) + KindCount(int(row["tried"]), int(row["worked"]))
+            counts[key] = counts.get(key, KindCount()) + KindCount(row.tried, row.worked)
     return counts
 
 
@@ -120,15 +127,14 @@ def class_counts(groups: Iterable[Group]) -> dict[tuple[str, str], KindCount]:
 SAME_CALL = frozenset({"retry", "repeat"})
 
 
-def _shown_key(kind: str, member: Mapping[str, Any], count: KindCount) -> tuple[bool, bool, float, bool, float]:
+def _shown_key(kind: str, member: GroupBest, count: KindCount) -> tuple[bool, bool, float, bool, float]:
     """Which member a group shows, and which same-class match comes first: it worked, it is
     concrete, its kind's counted evidence; without evidence, the same call again; then similarity."""
-    return (bool(member.get("worked")), bool(member.get("concrete")), count.evidence, kind in SAME_CALL,
-            float(member.get("score") or 0))
+    return member.worked, bool(member.concrete), count.evidence, kind in SAME_CALL, float(member.score or 0)
 
 
 def failure_matches(
-    index: int, step: ProblematicStep, nearest: Mapping[str, Row], groups: Mapping[str, Group],
+    index: int, step: ProblematicStep, nearest: Mapping[str, FailureRow], groups: Mapping[str, Group],
     weights: RefineWeights, k: int,
 ) -> list[FailureMatch]:
     """One problematic step's failure matches, best first (see the module docstring).
@@ -144,32 +150,30 @@ def failure_matches(
         group = groups.get(key)
         if group is None:  # a failure mode without a signature: no group, no counts
             row, count, cls = nearest[key], KindCount(), None
-            shown: Mapping[str, Any] = row
-            cosine = max(0.0, neo4j_to_cosine(float(row["score"])))
+            shown = GroupBest.of_failure(row)
+            cosine = max(0.0, neo4j_to_cosine(row.score))
         else:
             cls = group.error_class
-            kind, shown = max(((kind, row["best"]) for kind, row in group.kinds.items()),
+            kind, shown = max(((kind, row.best) for kind, row in group.kinds.items()),
                               key=lambda kb: _shown_key(kb[0], kb[1], counts.get((str(cls), kb[0]), KindCount())))
             count = counts.get((str(cls), kind), KindCount())
             cosine = max(0.0, neo4j_to_cosine(group.nearest))
         same = query_class is not None and cls == query_class
-        issue_sim = issue_similarity(step.issue_type, shown.get("issue_type"), weights, same_error=same)
+        issue_sim = issue_similarity(step.issue_type, shown.issue_type, weights, same_error=same)
         match = FailureMatch(
-            experience_id=str(shown["experience_id"]), problem=str(shown.get("problem") or ""),
-            goal=str(shown.get("goal") or ""), domain=str(shown.get("domain") or ""), query_step=index,
-            failure_id=str(shown["failure_id"]), description=str(shown.get("description") or ""),
-            issue_type=shown.get("issue_type"), recovery=str(shown.get("recovery") or ""),
-            step_order=shown.get("step_order"), cosine=cosine, issue_similarity=issue_sim,
-            score=failure_score(cosine, issue_sim, count.evidence), signature=key if group else None,
-            error_class=cls, same_class=same,
-            seen=group.total("tried") if group else 1, tasks=group.tasks if group else 1,
-            recovered=group.total("recovered") if group else 0, worked=group.total("worked") if group else 0,
-            runs=group.runs if group else [str(r) for r in [shown.get("run_id")] if r],
-            recovery_kind=shown.get("recovery_kind"), concrete=shown.get("concrete"),
-            fix_recovered=shown.get("recovered"), run_succeeded=shown.get("run_succeeded"), run_id=shown.get("run_id"),
+            experience_id=shown.experience_id, problem=shown.problem, goal=shown.goal, domain=shown.domain,
+            query_step=index, failure_id=shown.failure_id, description=shown.description,
+            issue_type=shown.issue_type, recovery=shown.recovery, step_order=shown.step_order, cosine=cosine,
+            issue_similarity=issue_sim, score=failure_score(cosine, issue_sim, count.evidence),
+            signature=key if group else None, error_class=cls, same_class=same,
+            seen=group.tried if group else 1, tasks=group.tasks if group else 1,
+            recovered=group.recovered if group else 0, worked=group.worked if group else 0,
+            runs=group.runs if group else [str(r) for r in [shown.run_id] if r],
+            recovery_kind=shown.recovery_kind, concrete=shown.concrete, fix_recovered=shown.recovered,
+            run_succeeded=shown.run_succeeded, run_id=shown.run_id,
             recovery_tried=count.tried, recovery_worked=count.worked,
         )
-        worked, concrete, evidence, same_call, _ = _shown_key(str(shown.get("recovery_kind")), shown, count)
+        worked, concrete, evidence, same_call, _ = _shown_key(str(shown.recovery_kind), shown, count)
         # Same class first, ranked by what worked and how often; every other match by its score.
         order = (same, same and worked, same and concrete, evidence if same else 0.0, same and same_call, match.score)
         ranked.append((order, match))

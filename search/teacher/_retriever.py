@@ -22,6 +22,7 @@ from kbgraph.search.teacher._params import (
 )
 from kbgraph.search.teacher._failures import error_class, failure_matches, read_groups
 from kbgraph.search.teacher._results import FailureMatch, MatchedStep, RefineResults, StepMatch, StepScore
+from kbgraph.search.teacher._rows import FailureGroupRow, FailureRow, StepRow
 
 #: Over-fetching: the index is first asked for ``FIRST_FACTOR · k`` nodes, at most ``FETCH_LIMIT``.
 FIRST_FACTOR = 8
@@ -152,7 +153,8 @@ class TeacherRetriever:
     def _step_matches(
         self, index: int, step: ProblematicStep, vector: list[float], request: RefineRequest, notes: list[str]
     ) -> list[StepMatch]:
-        rows, fetched = self._nearest(STEP_QUERY, vector, request, "experience_id")
+        window, fetched = self._nearest(STEP_QUERY, vector, request, "experience_id")
+        rows = [StepRow.from_record(row) for row in window]
         if fetched.limit_hit:
             notes.append(
                 f"problematic_steps[{index}]: the {fetched.fetched} nearest steps of the index held only "
@@ -160,38 +162,36 @@ class TeacherRetriever:
             )
         w = request.weights
         arguments = list(step.arguments)
-        by_experience: dict[str, list[tuple[Row, float, float, float, float, float]]] = {}
+        by_experience: dict[str, list[tuple[StepRow, float, float, float, float, float]]] = {}
         for row in rows:
-            sim_func = _cosine(row["score"])
-            sim_exec = execution_similarity(step.action, arguments, str(row["action"] or ""),
-                                            _argument_names(row.get("args_schema")))
+            sim_func = _cosine(row.score)
+            sim_exec = execution_similarity(step.action, arguments, row.action, _argument_names(row.args_schema))
             sim_step = step_similarity(sim_func, sim_exec, w.w_func, w.w_exec)
-            issue_sim = issue_similarity(step.issue_type, row.get("issue_type"), w,
-                                         same_error=bool(row.get("signature")) and row.get("signature") == step.signature)
-            match = issue_match(issue_sim, _unit_or(row.get("resolution_effectiveness"), w.missing_resolution))
-            by_experience.setdefault(str(row["experience_id"]), []).append(
+            issue_sim = issue_similarity(step.issue_type, row.issue_type, w,
+                                         same_error=bool(row.signature) and row.signature == step.signature)
+            match = issue_match(issue_sim, _unit_or(row.resolution_effectiveness, w.missing_resolution))
+            by_experience.setdefault(row.experience_id, []).append(
                 (row, sim_func, sim_exec, sim_step, issue_sim, match)
             )
 
         matches: list[StepMatch] = []
         for experience_id, candidates in by_experience.items():
             first = candidates[0][0]
-            success = _unit_or(first.get("success_rate"), w.missing_precision)
+            success = _unit_or(first.success_rate, w.missing_precision)
             floored = w.precision_floor + (1.0 - w.precision_floor) * success
             # A stored step that failed carries its run's outcome in its resolution effectiveness.
-            precisions = [1.0 if c[0].get("resolution_effectiveness") is not None else floored for c in candidates]
+            precisions = [1.0 if c[0].resolution_effectiveness is not None else floored for c in candidates]
             values = [teacher_step_score([c[3]], [c[5]], p) for c, p in zip(candidates, precisions, strict=True)]
-            best = max(range(len(candidates)), key=lambda i: (values[i], -(candidates[i][0].get("order") or 0)))
+            best = max(range(len(candidates)), key=lambda i: (values[i], -(candidates[i][0].order or 0)))
             precision, score = precisions[best], values[best]
             # The stored step that attains the max (ties: the earliest step).
             row, sim_func, sim_exec, sim_step, issue_sim, match = candidates[best]
             matches.append(StepMatch(
-                experience_id=experience_id, problem=str(first.get("problem") or ""),
-                goal=str(first.get("goal") or ""), domain=str(first.get("domain") or ""), query_step=index,
+                experience_id=experience_id, problem=first.problem, goal=first.goal, domain=first.domain,
+                query_step=index,
                 step=MatchedStep(
-                    id=str(row["step_id"]), order=row.get("order"), action=str(row["action"] or ""),
-                    text=str(row.get("text") or ""), issue_type=row.get("issue_type"),
-                    resolution_effectiveness=row.get("resolution_effectiveness"),
+                    id=row.step_id, order=row.order, action=row.action, text=row.text, issue_type=row.issue_type,
+                    resolution_effectiveness=row.resolution_effectiveness,
                 ),
                 breakdown=StepScore(sim_func=sim_func, sim_exec=sim_exec, sim_step=sim_step,
                                     issue_similarity=issue_sim, issue_match=match, precision=precision, score=score),
@@ -216,21 +216,22 @@ class TeacherRetriever:
         self, index: int, step: ProblematicStep, vector: list[float], request: RefineRequest, notes: list[str],
         by_class: dict[str, set[str]],
     ) -> list[FailureMatch]:
-        rows, fetched = self._nearest(FAILURE_QUERY, vector, request, "failure_id")
+        window, fetched = self._nearest(FAILURE_QUERY, vector, request, "failure_id")
+        rows = [FailureRow.from_record(row) for row in window]
         if fetched.limit_hit:
             notes.append(
                 f"problematic_steps[{index}]: the {fetched.fetched} nearest failure modes of the index held only "
                 f"{len(fetched.rows)} matching ones; failure matches may be incomplete"
             )
         # Identical failure modes (one signature) are one match: the nearest of them stands for it.
-        nearest: dict[str, Row] = {}
+        nearest: dict[str, FailureRow] = {}
         for row in rows:
-            nearest.setdefault(str(row.get("signature") or row["failure_id"]), row)
+            nearest.setdefault(row.signature or row.failure_id, row)
         # Every group of the error classes involved (the query's and those near it), so that the
         # evidence for a kind of recovery counts every failure of its class, near the query or not.
-        classes = {error_class(step.signature)} | {error_class(r.get("signature")) for r in nearest.values()}
+        classes = {error_class(step.signature)} | {error_class(r.signature) for r in nearest.values()}
         wanted = {signature for cls in classes if cls is not None for signature in by_class.get(cls, ())}
-        signatures = sorted(wanted | {key for key, row in nearest.items() if row.get("signature")})
-        groups = read_groups(self.gateway.read(GROUP_QUERY, signatures=signatures, vector=vector,
-                                               **self._failure_filters(request))) if signatures else {}
+        signatures = sorted(wanted | {key for key, row in nearest.items() if row.signature})
+        groups = read_groups(FailureGroupRow.from_record(row) for row in self.gateway.read(
+            GROUP_QUERY, signatures=signatures, vector=vector, **self._failure_filters(request))) if signatures else {}
         return failure_matches(index, step, nearest, groups, request.weights, request.k)
