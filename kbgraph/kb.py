@@ -255,8 +255,8 @@ class KnowledgeBase:
                                           for s in problematic_steps],
                        domain=domain if isinstance(domain, str | None) else list(domain), agent=agent,
                        exclude_runs=list(exclude_runs))
-        return TeacherRetriever(self.gateway, self.embedder, self.namespace).refine(
-            problematic_steps, domain=domain, k=k, agent=agent, weights=weights, exclude_runs=exclude_runs)
+        teacher = TeacherRetriever(self.gateway, self.embedder, self.namespace, self.student.namespace_size, self.settings.search)
+        return teacher.refine(problematic_steps, domain=domain, k=k, agent=agent, weights=weights, exclude_runs=exclude_runs)
 
     def search_steps(
         self, action: str, arguments: Mapping[str, Any] | None = None, *, text: str | None = None,

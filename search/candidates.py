@@ -1,11 +1,11 @@
 """The candidate seam: "the nearest ``k`` nodes of this namespace (and these filters) for this vector
-or these words", decided in one place for the student channels, the step search and the LangGraph
-store.
+or these words", decided in one place for the student channels, the teacher, the step search and
+the LangGraph store.
 
-Neo4j 5.26's vector and full-text indexes are shared by every namespace of the database and cannot
-filter: the vector index (HNSW) is approximate and returns the database's nearest nodes, and the
-full-text index scores with term statistics of the whole database. What they return for one
-namespace therefore depends on what the others hold. The policy:
+**Neo4j 5.26.** Its vector and full-text indexes are shared by every namespace of the database and
+cannot filter: the vector index (HNSW) is approximate and returns the database's nearest nodes,
+and the full-text index scores with term statistics of the whole database. What they return for
+one namespace therefore depends on what the others hold. The policy:
 
 * **Exact scan** for a namespace holding at most ``exact_scan_max`` nodes of the kind searched
   (experiences, steps, meta-concepts, store items): the caller's scan query scores every node of
@@ -19,9 +19,23 @@ namespace therefore depends on what the others hold. The policy:
   nodes HNSW visits, which filtered hits fill the list first, and (for the full-text index) the
   term statistics that order its hits.
 
-Every caller reads ``exact_scan_max`` and ``overfetch_limit`` from its settings
-(:class:`ScanPolicy`). Neo4j 2026's ``SEARCH … WHERE`` filters inside the index; this module is
-where it would plug in.
+**Neo4j 2026.** Its vector indexes declare the namespace as a filter property
+(``cypher/schema/03_vector_indexes_2026.cypher``: ``WITH [n.kb]``, and ``n.status`` for
+experiences), and Cypher 25's ``SEARCH n IN (VECTOR INDEX … WHERE n.kb = $kb …)`` returns the
+namespace's nearest nodes from inside the index: :func:`index_query` picks the ``*_2026`` query of
+each index query there. The same :func:`nearest` runs: the exact scan at or under
+``exact_scan_max`` (exact, and cheap), the index above it, where no other namespace takes a place
+any more — ``first`` now only leaves room for the filters the index cannot apply (domains, kinds,
+scope, expiry, excluded runs) and for steps grouping into experiences, so the first request
+fills the list unless those filters drop many, and the growth rarely runs. The line is read from
+the server's indexes (:func:`kbgraph.store.schema.filtering_indexes`), not from the setting: a
+user's own server may be of either line, and a 2026 store whose indexes predate their filter
+properties over-fetches as 5.26 does until its schema is applied again. The full-text index
+cannot filter on 2026.09 (``SEARCH`` over it takes no ``WHERE``, and a full-text index declares
+no filter properties), and its BM25 statistics stay database-wide: the lexical channel keeps the
+5.26 policy on both lines.
+
+Every caller reads ``exact_scan_max`` and ``overfetch_limit`` from its settings (:class:`ScanPolicy`).
 """
 
 from __future__ import annotations
@@ -30,16 +44,16 @@ import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from threading import Lock
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
-from kbgraph.core.weights import DEFAULT_EXACT_SCAN_MAX, SearchWeights
+from kbgraph.core.weights import DEFAULT_EXACT_SCAN_MAX, DEFAULT_OVERFETCH_LIMIT, SearchWeights
 from kbgraph.search.overfetch import FetchPage, overfetch
+from kbgraph.store.gateway import Neo4jGateway
+from kbgraph.store.schema import filtering_indexes
 
-__all__ = ["DEFAULT_OVERFETCH_LIMIT", "FIRST_FACTOR", "GROWTH", "MAX_FIRST_FACTOR", "Nearest", "PassRates", "ScanPolicy",
-           "nearest"]
+__all__ = ["FIRST_FACTOR", "GROWTH", "INDEX_QUERIES", "MAX_FIRST_FACTOR", "Nearest", "PassRates", "ScanPolicy",
+           "index_query", "nearest"]
 
-#: Most nodes asked of one index (``SearchWeights.overfetch_limit``'s default).
-DEFAULT_OVERFETCH_LIMIT = SearchWeights.model_fields["overfetch_limit"].default
 #: Each over-fetch request asks for this many times the last.
 GROWTH = 4
 #: The first request of an index whose pass rate is not known yet: this many times ``k``.
@@ -61,6 +75,11 @@ class ScanPolicy:
     def of(cls, weights: SearchWeights) -> ScanPolicy:
         return cls(weights.exact_scan_max, weights.overfetch_limit)
 
+    def overridden(self, exact_scan_max: int | None, overfetch_limit: int | None) -> ScanPolicy:
+        """This policy with a call's own limits, where it gives them."""
+        return ScanPolicy(self.exact_scan_max if exact_scan_max is None else exact_scan_max,
+                          self.overfetch_limit if overfetch_limit is None else overfetch_limit)
+
     def scans(self, count: int) -> bool:
         """A namespace holding ``count`` nodes of the kind searched is scanned exactly."""
         return count <= self.exact_scan_max
@@ -79,6 +98,29 @@ class Nearest(Generic[Row]):
     exhausted: bool = False
     #: The index was asked for the limit and still could not fill ``k`` (no scan followed).
     limit_hit: bool = False
+
+
+#: The index queries (cypher/queries/NAME.cypher) by the query of 5.26 and the vector index it asks,
+#: each with its Neo4j 2026 twin, which asks the index for the namespace's nodes (``SEARCH … WHERE
+#: n.kb = $kb``) and takes the same parameters and returns the same columns.
+INDEX_QUERIES: Final[dict[tuple[str, str], str]] = {
+    ("search_experience_vectors", "experience_pg_embedding"): "search_experience_pg_vectors_2026",
+    ("search_experience_vectors", "experience_structure_embedding"): "search_experience_structure_vectors_2026",
+    ("search_step_vectors", "step_embedding"): "search_step_vectors_2026",
+    ("search_meta_concepts", "meta_concept_embedding"): "search_meta_concepts_2026",
+    ("steps_search", "step_embedding"): "steps_search_2026",
+    ("refine_step_vectors", "step_embedding"): "refine_step_vectors_2026",
+    ("refine_failure_vectors", "failure_mode_embedding"): "refine_failure_vectors_2026",
+    ("store_search_vectors", "store_vector_embedding"): "store_search_vectors_2026",
+}
+
+
+def index_query(gateway: Neo4jGateway, query: str, index: str) -> str:
+    """The query that asks vector ``index`` for a namespace's nearest nodes on the server behind
+    ``gateway``: ``query`` (5.26's, over-fetching the shared index), or its 2026 twin when the
+    index declares the namespace (:data:`INDEX_QUERIES`)."""
+    twin = INDEX_QUERIES[(query, index)]  # a KeyError here is a caller's typo, never input
+    return twin if index in filtering_indexes(gateway) else query
 
 
 def nearest(

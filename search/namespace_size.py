@@ -1,12 +1,13 @@
 """How many experiences, steps and meta-concepts a namespace holds, to choose between an exact scan and the
 shared vector indexes.
 
-A Neo4j 5.26 vector index is approximate (HNSW) and shared by every namespace of the database, so
-what it returns for a small namespace depends on what the others hold. Below a few thousand nodes
-an exact scan of the namespace's own nodes costs a few milliseconds (about 7 µs a node on 2 cores)
-and answers the same whatever else is stored; the student and teacher searches scan when the
-namespace is at most their limit. The size is cached: a stale one only picks the scan or the index
-for a namespace that just crossed the limit, and either answers correctly.
+A vector index is approximate (HNSW), and on Neo4j 5.26 it is shared by every namespace of the
+database, so what it returns for a small namespace depends on what the others hold. Below a few
+thousand nodes an exact scan of the namespace's own nodes costs a few milliseconds (about 7 µs a
+node on 2 cores) and answers the same whatever else is stored; every search scans when the
+namespace is at most its ``exact_scan_max`` (:mod:`kbgraph.search.candidates`). The size is
+cached: a stale one only picks the scan or the index for a namespace that just crossed the limit,
+and either answers correctly.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import NamedTuple
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.core.weights import DEFAULT_EXACT_SCAN_MAX
 
-__all__ = ["DEFAULT_EXACT_SCAN_MAX", "NamespaceSize", "Sizes"]
+__all__ = ["NamespaceSize", "Sizes"]
 
 
 class Sizes(NamedTuple):

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from kbgraph.embedders import Embedder
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.store.gateway import Neo4jGateway
-from kbgraph.search.candidates import FIRST_FACTOR, ScanPolicy, nearest
+from kbgraph.search.candidates import FIRST_FACTOR, ScanPolicy, index_query, nearest
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import SearchWeights
 from kbgraph.search.scoring import neo4j_to_cosine, step_score
@@ -76,8 +76,10 @@ class StepRetriever:
         filters = {"kb": self.namespace, "vector": vector, "k": pool, "domains": [domain] if domain else None,
                    "agent": agent}
 
+        query = index_query(self.gateway, "steps_search", "step_embedding")
+
         def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
-            row = self.gateway.read("steps_search", fetch=n, **filters)[0]
+            row = self.gateway.read(query, fetch=n, **filters)[0]
             return int(row["fetched"]), list(row["rows"])
 
         def scan() -> list[dict[str, Any]]:  # exact, and the namespace's own

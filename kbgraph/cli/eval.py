@@ -85,7 +85,9 @@ def eval_command(
             from kbgraph.search.teacher import TeacherRetriever
             from kbgraph.search.eval.teacher import SPLITS, run_teacher_eval
 
-            teacher = run_teacher_eval(TeacherRetriever(kb.gateway, kb.embedder, kb.namespace), corpus, on_progress,
+            retriever = TeacherRetriever(kb.gateway, kb.embedder, kb.namespace, kb.student.namespace_size,
+                                         kb.settings.search)
+            teacher = run_teacher_eval(retriever, corpus, on_progress,
                                        split=None if split is None else SPLITS[SPLITS.index(split)])
         else:
             assert queries is not None and qrels is not None

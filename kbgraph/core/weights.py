@@ -15,11 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kbgraph.core.models import RelationType
 
-__all__ = ["DEFAULT_EXACT_SCAN_MAX", "SearchWeights", "StrictModel", "Unit"]
+__all__ = ["DEFAULT_EXACT_SCAN_MAX", "DEFAULT_OVERFETCH_LIMIT", "SearchWeights", "StrictModel", "Unit"]
 
 #: The default limit (nodes) at or below which a namespace is scanned exactly (see
 #: kbgraph.search.namespace_size).
 DEFAULT_EXACT_SCAN_MAX = 2000
+#: Most nodes asked of one index (``SearchWeights.overfetch_limit``'s default).
+DEFAULT_OVERFETCH_LIMIT = 4096
 
 Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
@@ -134,7 +136,7 @@ class SearchWeights(StrictModel):
         "namespaces): results are then exact and do not depend on what else the database holds. A scan costs about "
         "7 µs a node on 2 cores, so 2000 nodes stay near 14 ms. 0 always asks the indexes.")
     overfetch_limit: Annotated[int, Field(ge=1, le=100_000)] = Field(
-        default=4096, description="Most nodes asked of one index before falling back to an exact namespace scan.")
+        default=DEFAULT_OVERFETCH_LIMIT, description="Most nodes asked of one index before falling back to an exact namespace scan.")
     concepts: Annotated[int, Field(ge=0, le=20)] = Field(default=3, description="Meta-concept documents returned (BREW: 3).")
 
     @field_validator("edge_weights", mode="before")

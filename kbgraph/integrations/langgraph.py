@@ -24,9 +24,9 @@ Two namespaces are reserved (root ``"kbgraph"``) and make the store more than a 
 Search without a query lists the newest items first (``InMemoryStore`` keeps insertion order;
 the order is not part of ``BaseStore``'s contract). Filters apply in kbgraph after the items under
 the prefix are read, so a filtered search reads the whole prefix; a query over more than
-``exact_scan_max`` items asks the vector index first and falls back to the exact scan when the
-index cannot fill the page (:mod:`kbgraph.search.candidates`; both limits default to the
-knowledge base's search settings).
+``exact_scan_max`` items asks the vector index first (on Neo4j 2026 for this knowledge base's
+vectors only) and falls back to the exact scan when the index cannot fill the page
+(:mod:`kbgraph.search.candidates`; both limits default to the knowledge base's search settings).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ from kbgraph.integrations.store_values import (
     matches_filter,
     value_text,
 )
-from kbgraph.search.candidates import ScanPolicy, nearest
+from kbgraph.search.candidates import ScanPolicy, index_query, nearest
 from kbgraph.search.scoring import neo4j_to_cosine
 
 from kbgraph.async_kb import AsyncKnowledgeBase
@@ -285,9 +285,10 @@ class KbgraphStore(BaseStore):
         ``exact_scan_max`` items, else the vector index, falling back to the scan when the index
         cannot fill the page (other namespaces' items, or a filter that keeps too few)."""
         wanted = op.offset + op.limit
+        query = index_query(self.kb.gateway, "store_search_vectors", "store_vector_embedding")
 
         def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
-            row = self.kb.gateway.read("store_search_vectors", fetch=n, vector=vector, **params)[0]
+            row = self.kb.gateway.read(query, fetch=n, vector=vector, **params)[0]
             return int(row["fetched"]), [r for r in row["rows"] if matches_filter(json.loads(r["value"]), op.filter)]
 
         rows = nearest(ScanPolicy(self.exact_scan_max, self.overfetch_limit), self._count(params["prefix"]), wanted,

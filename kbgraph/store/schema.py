@@ -3,11 +3,21 @@
 Every statement is ``IF NOT EXISTS``, and the race between two processes creating the same
 constraint or index at once (the loser gets an "already exists" error) counts as success, so
 applying the schema is idempotent and safe to run concurrently.
+
+The schema differs by the server's line, read from the server (a user's own server at NEO4J_URI
+may be of either): on Neo4j 2026, ``NAME_2026.cypher`` replaces ``NAME.cypher`` — the vector
+indexes then declare the namespace as a filter property (``WITH [n.kb]``), which 5.26 cannot
+parse. A 2026 index made before without it is dropped and made again with it.
+:func:`filtering_indexes` tells the search which indexes filter by namespace (the candidate seam,
+:mod:`kbgraph.search.candidates`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from threading import Lock
+from weakref import WeakKeyDictionary
 
 import neo4j
 
@@ -51,23 +61,55 @@ class IndexStatus:
         }
 
 
+#: A schema file whose name ends so replaces the file of the same name without it on Neo4j 2026.
+LINE_2026 = "_2026"
+#: Neo4j's release numbers are years from 2025 on; vector indexes filter (``SEARCH … WHERE``) since 2026.01.
+_FILTERING_SINCE = 2026
+#: ``ON n.vector WITH [n.kb, n.status]`` in a CREATE VECTOR INDEX: the properties the index covers.
+_COVERS = re.compile(r"\bON\s+\w+\.(\w+)\s+WITH\s+\[([^\]]*)\]", re.IGNORECASE)
+
+
+def schema_statements(filters_in_index: bool) -> list[tuple[str, str]]:
+    """The schema's (file name, statement)s for a server whose vector indexes can filter
+    (``filters_in_index``, Neo4j 2026) or not (5.26)."""
+    out = statements("schema")
+    names = {name for name, _ in out}
+    if filters_in_index:
+        return [(name, s) for name, s in out if name + LINE_2026 not in names]
+    return [(name, s) for name, s in out if not name.endswith(LINE_2026)]
+
+
+def index_filters_by_namespace(gateway: Neo4jGateway) -> bool:
+    """Whether the server's vector indexes can filter inside (Neo4j 2026.01 and later): its release,
+    as the server reports it."""
+    kernel = next(row for row in gateway.read("server_components") if row["name"] == "Neo4j Kernel")
+    return int(str(kernel["versions"][0]).split(".")[0]) >= _FILTERING_SINCE
+
+
 def schema_index_names() -> list[str]:
-    """Names of the indexes and constraints kbgraph's schema files create."""
-    names = []
+    """Names of the indexes and constraints kbgraph's schema files create (on either line)."""
+    names: list[str] = []
     for _, statement in statements("schema"):
         words = statement.split()
         # CREATE [VECTOR|FULLTEXT] (INDEX|CONSTRAINT) name IF NOT EXISTS …
         for i, word in enumerate(words):
             if word.upper() in ("INDEX", "CONSTRAINT"):
-                names.append(words[i + 1])
+                if words[i + 1] not in names:
+                    names.append(words[i + 1])
                 break
     return names
 
 
 def apply_schema(gateway: Neo4jGateway, dimension: int, timeout_s: float = 300.0) -> None:
-    """Creates what is missing, then waits until every index is ONLINE."""
-    for file_name, statement in statements("schema"):
+    """Creates what is missing (as the server's line wants it), then waits until every index is ONLINE."""
+    filtering = index_filters_by_namespace(gateway)
+    planned = schema_statements(filtering)
+    if filtering:
+        _drop_outdated_vector_indexes(gateway, planned)
+    for file_name, statement in planned:
         _run_schema_statement(gateway, file_name, statement, dimension)
+    with _FILTERING_LOCK:
+        _FILTERING.pop(gateway, None)
     try:
         gateway.write("schema_await_indexes", timeout_s=int(timeout_s))
     except neo4j.exceptions.Neo4jError as exc:
@@ -88,6 +130,42 @@ def _run_schema_statement(gateway: Neo4jGateway, file_name: str, statement: str,
         except neo4j.exceptions.TransientError:
             gateway.pause(0.2 * (attempt + 1))
     raise SchemaError(f"cypher/schema/{file_name}.cypher: kept failing with transient errors")
+
+
+def _drop_outdated_vector_indexes(gateway: Neo4jGateway, planned: list[tuple[str, str]]) -> None:
+    """Drops each vector index that covers other properties than its statement declares (one made
+    before its filter properties were): the statement then makes it again. Rebuilding an index
+    takes a while on a large store, once."""
+    wanted: dict[str, list[str]] = {}
+    for _, statement in planned:
+        words, covers = statement.split(), _COVERS.search(statement)
+        if covers is not None and "VECTOR" in (w.upper() for w in words):
+            name = words[[w.upper() for w in words].index("INDEX") + 1]
+            wanted[name] = [covers.group(1)] + [p.strip().split(".")[-1] for p in covers.group(2).split(",")]
+    for row in gateway.read("schema_vector_filters", names=list(wanted)):
+        if list(row["properties"]) != wanted[row["name"]]:
+            gateway.auto_commit("schema_drop_index", index=row["name"])
+
+
+_FILTERING: WeakKeyDictionary[Neo4jGateway, frozenset[str]] = WeakKeyDictionary()
+_FILTERING_LOCK = Lock()
+
+
+def filtering_indexes(gateway: Neo4jGateway) -> frozenset[str]:
+    """The vector indexes that declare the namespace (``kb``) as a filter property, so that a query
+    can ask them for one namespace's nearest nodes (Neo4j 2026; none on 5.26, nor on a 2026 store
+    whose schema was made before). Read from the server once per gateway (again after
+    :func:`apply_schema`)."""
+    with _FILTERING_LOCK:
+        known = _FILTERING.get(gateway)
+    if known is not None:
+        return known
+    # Read outside the lock: never hold a lock across a gateway call (kbgraph.store.aio).
+    rows = gateway.read("schema_vector_filters", names=list(VECTOR_INDEXES))
+    found = frozenset(str(row["name"]) for row in rows if "kb" in (row["properties"] or [])[1:])
+    with _FILTERING_LOCK:
+        _FILTERING[gateway] = found
+    return found
 
 
 def check_vector_dimensions(gateway: Neo4jGateway, dimension: int) -> None:

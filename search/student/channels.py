@@ -3,7 +3,8 @@
 domain) and, when steps were executed, the step index each give up to ``candidates`` experiences;
 the meta-concept documents are searched alongside. Each asks :mod:`kbgraph.search.candidates`: a
 namespace at or under ``exact_scan_max`` nodes is scanned exactly (the lexical channel scores the
-namespace's own texts with its own BM25 statistics), a larger one over-fetches the shared index. The
+namespace's own texts with its own BM25 statistics), a larger one asks the index (over-fetching
+the shared one on Neo4j 5.26, asking for the namespace's nodes on 2026). The
 channels run concurrently: they are independent queries, and overlapping their round trips is most
 of a search's speed.
 """
@@ -18,7 +19,7 @@ from typing import Any
 
 from kbgraph.ingest.generalise import generalise_text
 from kbgraph.search.lexical import is_verbose, lucene_query, query_terms
-from kbgraph.search.candidates import ScanPolicy, nearest
+from kbgraph.search.candidates import ScanPolicy, index_query, nearest
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import ConceptHit
 from kbgraph.search.scoring import neo4j_to_cosine
@@ -130,10 +131,10 @@ def _vector_channel(ctx: SearchContext, run: Run, index: str, vector: list[float
     if index not in _EXPERIENCE_INDEXES:  # an allow-list, never user input
         raise ValueError(f"unknown experience index {index!r}")
     w, params = run.weights, run.params
+    query = index_query(ctx.gateway, "search_experience_vectors", index)
 
     def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
-        row = ctx.gateway.read("search_experience_vectors", index=index, fetch=n, vector=vector,
-                               k=w.candidates, **params)[0]
+        row = ctx.gateway.read(query, index=index, fetch=n, vector=vector, k=w.candidates, **params)[0]
         ctx.pass_rates.learn(_pass_rate_key(index, params), int(row["fetched"]), int(row["passed_same"]))
         return int(row["fetched"]), list(row["rows"])
 
@@ -192,9 +193,10 @@ def _lexical_scan(ctx: SearchContext, run: Run, terms: list[str]) -> list[dict[s
 def _step_channel(ctx: SearchContext, run: Run, vector: list[float]) -> StepEvidence:
     w, params = run.weights, run.params
     cutoff: list[float] = [0.0]
+    query = index_query(ctx.gateway, "search_step_vectors", "step_embedding")
 
     def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
-        row = ctx.gateway.read("search_step_vectors", vector=vector, fetch=n, k=w.candidates, **params)[0]
+        row = ctx.gateway.read(query, vector=vector, fetch=n, k=w.candidates, **params)[0]
         cutoff[0] = float(row["cutoff"] or 0.0)
         return int(row["fetched"]), list(row["rows"])
 
@@ -221,9 +223,10 @@ def concepts(ctx: SearchContext, vector: list[float], w: SearchWeights) -> list[
     """The meta-concept documents nearest to ``vector`` (``w.concepts`` of them)."""
     if w.concepts == 0:
         return []
+    query = index_query(ctx.gateway, "search_meta_concepts", "meta_concept_embedding")
 
     def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
-        row = ctx.gateway.read("search_meta_concepts", kb=ctx.namespace, vector=vector, fetch=n, k=w.concepts)[0]
+        row = ctx.gateway.read(query, kb=ctx.namespace, vector=vector, fetch=n, k=w.concepts)[0]
         return int(row["fetched"]), list(row["rows"])
 
     def scan() -> list[dict[str, Any]]:

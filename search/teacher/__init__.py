@@ -62,9 +62,13 @@ Each experience's overall score is the larger of its best step-channel score and
 
 Everything runs inside one namespace (the ``kb`` property), over ``status = 'active'``
 experiences only, within the caller's scope (``scope = 'shared' OR owner_agent = agent`` when an
-``agent`` is given) and optional domains. Neo4j 5.26 cannot filter inside a vector index, so each
-query over-fetches (:func:`kbgraph.search.overfetch.overfetch`: ``8·k`` nodes first, up to 4096)
-and every candidate in the final window is re-scored before the top ``k`` are kept.
+``agent`` is given) and optional domains. Each channel's candidates come from the candidate seam
+(:mod:`kbgraph.search.candidates`, with the search settings' ``exact_scan_max`` and
+``overfetch_limit``, or the call's ``RefineWeights``): a namespace of at most ``exact_scan_max``
+steps is scanned exactly; above it, the index is asked — on Neo4j 5.26 the shared one,
+over-fetched, on 2026 for the namespace's nodes only. The window asks for 8 nodes per wanted
+experience (``max(4·k, 20)`` of them) first, up to ``overfetch_limit``, and every candidate in the
+final window is re-scored before the top ``k`` are kept.
 
 The package: :mod:`._params` holds the request (problematic steps, weights, validation),
 :mod:`._results` what comes back, :mod:`._retriever` the retrieval, :mod:`._failures` the
@@ -84,15 +88,13 @@ from kbgraph.search.teacher._results import (
     VIA_FAILURE, VIA_STEP, FailureMatch, MatchedStep, RefineResults, StepMatch, StepScore,
 )
 from kbgraph.search.teacher._retriever import (
-    FAILURE_QUERY, FETCH_LIMIT, FIRST_FACTOR, GROUP_QUERY, MIN_WINDOW, SCAN_QUERIES, SIGNATURE_QUERY, STEP_QUERY,
-    WINDOW_FACTOR, TeacherRetriever,
+    FAILURE_QUERY, GROUP_QUERY, MIN_WINDOW, SCAN_QUERIES, SIGNATURE_QUERY, STEP_QUERY, WINDOW_FACTOR,
+    TeacherRetriever,
 )
 
 __all__ = [
     "ERROR_CHARS",
     "FAILURE_QUERY",
-    "FETCH_LIMIT",
-    "FIRST_FACTOR",
     "GROUP_QUERY",
     "MAX_ACTION_CHARS",
     "MAX_K",

@@ -134,7 +134,8 @@ def _unit_number(value: Any) -> float:
 
 
 class RefineWeights(BaseModel):
-    """The constants of the teacher scores (see :mod:`kbgraph.search.teacher`); each finite, in [0, 1].
+    """The constants of the teacher scores (see :mod:`kbgraph.search.teacher`), each finite, in [0, 1],
+    and the candidate policy's two limits.
 
     - ``w_func``, ``w_exec``: weights of ``sim_func`` and ``sim_exec`` in ``sim_step`` (divided by
       their sum; not both 0).
@@ -146,6 +147,9 @@ class RefineWeights(BaseModel):
       a run that failed overall — whose recovery can still teach — is ranked lower, never zeroed.
     - ``failure_weight``: how much a failure-mode match counts against a step match when ranking
       experiences overall (``max(step score, failure_weight · failure score)``).
+    - ``exact_scan_max``, ``overfetch_limit``: as the search settings' (``[search]``,
+      :class:`~kbgraph.core.weights.SearchWeights`; see :mod:`kbgraph.search.candidates`); None
+      (the default) takes the knowledge base's.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -159,8 +163,11 @@ class RefineWeights(BaseModel):
     missing_precision: float = 0.5
     precision_floor: float = 0.5
     failure_weight: float = 0.5
+    exact_scan_max: int | None = Field(default=None, ge=0, le=100_000)
+    overfetch_limit: int | None = Field(default=None, ge=1, le=100_000)
 
-    @field_validator("*", mode="before")
+    @field_validator("w_func", "w_exec", "same_issue", "different_issue", "unknown_issue", "missing_resolution",
+                     "missing_precision", "precision_floor", "failure_weight", mode="before")
     @classmethod
     def _unit(cls, value: Any) -> float:
         return _unit_number(value)

@@ -1,19 +1,22 @@
 """The teacher phase's retrieval: :class:`TeacherRetriever` embeds the problematic steps, asks the
-step and failure-mode indexes (or scans a small namespace exactly) and scores what they return
-with the formulas of :mod:`kbgraph.search.scoring`."""
+step and failure-mode indexes (or scans a small namespace exactly: the candidate seam,
+:mod:`kbgraph.search.candidates`) and scores what they return with the formulas of
+:mod:`kbgraph.search.scoring`."""
 
 from __future__ import annotations
 
 import json
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from kbgraph.embedders import Embedder
+from kbgraph.core.weights import SearchWeights
 from kbgraph.store.gateway import Neo4jGateway, Row
-from kbgraph.search.namespace_size import DEFAULT_EXACT_SCAN_MAX, NamespaceSize
-from kbgraph.search.overfetch import Overfetched, overfetch
+from kbgraph.search.candidates import GROWTH, MAX_FIRST_FACTOR, Nearest, ScanPolicy, index_query, nearest
+from kbgraph.search.namespace_size import NamespaceSize
+from kbgraph.search.overfetch import overfetch
 from kbgraph.search.scoring import (
     execution_similarity, issue_match, issue_similarity, neo4j_to_cosine, step_similarity, teacher_step_score,
 )
@@ -24,22 +27,19 @@ from kbgraph.search.teacher._failures import error_class, failure_matches, read_
 from kbgraph.search.teacher._results import FailureMatch, MatchedStep, RefineResults, StepMatch, StepScore
 from kbgraph.search.teacher._rows import FailureGroupRow, FailureRow, StepRow
 
-#: Over-fetching: the index is first asked for ``FIRST_FACTOR · k`` nodes, at most ``FETCH_LIMIT``.
-FIRST_FACTOR = 8
-FETCH_LIMIT = 4096
 #: Distinct experiences (or failure modes) each channel's window holds before scoring: k times this,
-#: at least MIN_WINDOW.
+#: at least MIN_WINDOW. The window's first request is MAX_FIRST_FACTOR nodes per wanted one (steps
+#: group into experiences), on either path, so that the scan and the index see the same window.
 WINDOW_FACTOR = 4
 MIN_WINDOW = 20
 
-#: A namespace with at most this many steps is scanned exactly (steps and failure modes) instead
-#: of asking the shared vector indexes, as the student search does (``exact_scan_max``; see
-#: :mod:`kbgraph.search.namespace_size`).
-EXACT_SCAN_MAX = DEFAULT_EXACT_SCAN_MAX
-
 STEP_QUERY = "refine_step_vectors"
 FAILURE_QUERY = "refine_failure_vectors"
-#: The exact-scan variants of the two channels (same parameters and rows).
+#: The vector index each channel asks.
+INDEXES: Final = {STEP_QUERY: "step_embedding", FAILURE_QUERY: "failure_mode_embedding"}
+#: The exact-scan variants of the two channels (same parameters and rows): a namespace with at
+#: most ``exact_scan_max`` steps is scanned exactly (steps and failure modes) instead of asking the
+#: vector indexes, as the student search does.
 SCAN_QUERIES: Final = {STEP_QUERY: "refine_step_scan", FAILURE_QUERY: "refine_failure_scan"}
 GROUP_QUERY = "refine_failure_groups"
 SIGNATURE_QUERY = "refine_failure_signatures"
@@ -73,11 +73,15 @@ def _cosine(neo4j_score: Any) -> float:
 class TeacherRetriever:
     """Teacher-phase retrieval over one namespace (see :mod:`kbgraph.search.teacher` for the scores)."""
 
-    def __init__(self, gateway: Neo4jGateway, embedder: Embedder, namespace: str):
+    def __init__(self, gateway: Neo4jGateway, embedder: Embedder, namespace: str, size: NamespaceSize | None = None,
+                 settings: SearchWeights | None = None):
         self.gateway = gateway
         self.embedder = embedder
         self.namespace = namespace
-        self._size = NamespaceSize(gateway, namespace)
+        self._size = size or NamespaceSize(gateway, namespace)
+        #: When the namespace is scanned exactly and how far an index is asked: the search settings'
+        #: exact_scan_max and overfetch_limit, unless a call's RefineWeights give their own.
+        self.policy = ScanPolicy.of(settings or SearchWeights())
 
     def refine(
         self,
@@ -128,26 +132,35 @@ class TeacherRetriever:
 
     def _nearest(
         self, query: str, vector: list[float], request: RefineRequest, key: str
-    ) -> tuple[list[Row], Overfetched[str]]:
-        """The filtered rows of the last over-fetch window (until ``k`` distinct ``key`` values
-        survive the filters, the index runs out, or the limit is reached)."""
+    ) -> tuple[list[Row], Nearest[str]]:
+        """The filtered rows of the last window (until ``k`` distinct ``key`` values survive the
+        filters, the index or the namespace runs out, or the limit is reached), by the candidate
+        seam's policy (:func:`~kbgraph.search.candidates.nearest`)."""
         window: list[Row] = []
 
-        def fetch(first: int) -> tuple[int, list[str]]:
-            records = self.gateway.read(
-                query, kb=self.namespace, vector=vector, first=first, domains=request.domains, agent=request.agent,
-                exclude_runs=request.exclude_runs,
-            )
-            fetched = int(records[0]["fetched"]) if records else 0
-            window[:] = list(records[0]["rows"]) if records else []
-            return fetched, list(dict.fromkeys(str(row[key]) for row in window))
+        def page(name: str) -> Callable[[int], tuple[int, list[str]]]:
+            def fetch(first: int) -> tuple[int, list[str]]:
+                records = self.gateway.read(
+                    name, kb=self.namespace, vector=vector, first=first, domains=request.domains,
+                    agent=request.agent, exclude_runs=request.exclude_runs,
+                )
+                fetched = int(records[0]["fetched"]) if records else 0
+                window[:] = list(records[0]["rows"]) if records else []
+                return fetched, list(dict.fromkeys(str(row[key]) for row in window))
+            return fetch
 
         # Scores are computed after the index has ranked by cosine alone, so the window holds more
         # than k: a step that failed the same way may sit a little further than steps that did not.
         wanted = max(request.k * WINDOW_FACTOR, MIN_WINDOW)
-        if self._size.get(EXACT_SCAN_MAX).steps <= EXACT_SCAN_MAX:
-            query = SCAN_QUERIES[query]  # the same window, the exact nearest of this namespace
-        result = overfetch(fetch, k=wanted, first=wanted * FIRST_FACTOR, limit=FETCH_LIMIT)
+        first = wanted * MAX_FIRST_FACTOR
+        policy = self.policy.overridden(request.weights.exact_scan_max, request.weights.overfetch_limit)
+        # The exact path grows its window like the index path (the filters may drop steps), over
+        # the namespace's own steps only.
+        scan_window = page(SCAN_QUERIES[query])
+        result = nearest(
+            policy, self._size.get(policy.exact_scan_max).steps, wanted,
+            scan=lambda: overfetch(scan_window, wanted, first, policy.overfetch_limit, GROWTH).rows,
+            fetch=page(index_query(self.gateway, query, INDEXES[query])), first=first)
         return window, result
 
     def _step_matches(

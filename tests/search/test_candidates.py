@@ -2,7 +2,8 @@
 
 A namespace at or under ``exact_scan_max`` nodes is scanned exactly and the shared index is never
 asked; a larger one over-fetches the index, capped by ``overfetch_limit``, and scans when asked to
-fall back. No database is needed: the scan and the index are plain functions here.
+fall back. No database is needed: the scan and the index are plain functions here. Which query asks
+an index follows the server: on Neo4j 2026 its twin that keeps the namespace inside the index.
 """
 
 from __future__ import annotations
@@ -12,7 +13,12 @@ from collections.abc import Sequence
 import pytest
 
 from kbgraph.core.weights import SearchWeights
-from kbgraph.search.candidates import FIRST_FACTOR, MAX_FIRST_FACTOR, PassRates, ScanPolicy, nearest
+from kbgraph.kb import KnowledgeBase
+from kbgraph.search.candidates import (
+    FIRST_FACTOR, INDEX_QUERIES, MAX_FIRST_FACTOR, PassRates, ScanPolicy, index_query, nearest,
+)
+from kbgraph.store.queries import query
+from kbgraph.store.schema import VECTOR_INDEXES, index_filters_by_namespace, schema_statements
 
 
 class Index:
@@ -91,3 +97,33 @@ def test_a_first_request_asks_for_at_least_k(rate: float) -> None:
     rates = PassRates()
     rates.learn("index", fetched=100, passed=int(100 * rate))
     assert rates.first("index", 10, 4096) >= 10
+
+
+# ----------------------------------------------------------------------------- the query per line
+
+
+@pytest.mark.parametrize(("asked", "twin"), sorted(INDEX_QUERIES.items()))
+def test_each_index_query_has_a_2026_twin_that_asks_its_index_for_the_namespace(
+    asked: tuple[str, str], twin: str
+) -> None:
+    query_name, index = asked
+    text = " ".join(" ".join(line for line in query(twin).splitlines() if not line.startswith("//")).split())
+    assert query(query_name)  # the 5.26 query exists
+    assert text.startswith("CYPHER 25") and f"IN (VECTOR INDEX {index} FOR $vector WHERE " in text
+    variable = text.split(" SEARCH ", 1)[1].split()[0]
+    assert f"WHERE {variable}.kb = $kb" in text
+
+
+def test_the_2026_schema_declares_the_namespace_in_every_vector_index() -> None:
+    declared = {statement.split()[5]: statement for name, statement in schema_statements(filters_in_index=True)
+                if "VECTOR INDEX" in statement}
+    assert set(declared) == set(VECTOR_INDEXES)
+    assert all("WITH [n.kb" in statement for statement in declared.values())
+    assert not any(" WITH [" in statement for _, statement in schema_statements(filters_in_index=False))
+
+
+def test_the_query_follows_what_the_servers_indexes_can_do(kb: KnowledgeBase) -> None:
+    """On Neo4j 2026 (as the server reports its release) the twin, on 5.26 the over-fetching query."""
+    on_2026 = index_filters_by_namespace(kb.gateway)
+    for (query_name, index), twin in INDEX_QUERIES.items():
+        assert index_query(kb.gateway, query_name, index) == (twin if on_2026 else query_name)

@@ -9,6 +9,7 @@ import pytest
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import Experience
+from kbgraph.search.candidates import index_query
 from tests.search.test_student import CANCEL, RETURN, record_reads, steps
 
 
@@ -36,11 +37,16 @@ def test_a_small_namespace_is_scanned_exactly_whatever_else_the_database_holds(
         assert answer() == alone
         assert "steps_scan" in asked and "steps_search" not in asked
 
-        asked.clear()  # a namespace above the limit asks the shared index
+        asked.clear()  # a namespace above the limit asks the index
         search = kb.settings.search.model_copy(update={"exact_scan_max": 0})  # the setting is honoured
         monkeypatch.setattr(kb, "settings", kb.settings.model_copy(update={"search": search}))
-        answer()  # (what it finds there depends on the other namespaces: the defect the scan avoids)
-        assert "steps_search" in asked and "steps_scan" not in asked
+        indexed = answer()
+        index = index_query(kb.gateway, "steps_search", "step_embedding")
+        assert index in asked and "steps_scan" not in asked
+        if index == "steps_search_2026":
+            # On Neo4j 2026 the index itself keeps the namespace: the crowd takes no place in it.
+            assert indexed == alone
+        # (on 5.26 what the shared index gives depends on the other namespaces: the defect the scan avoids)
     finally:
         crowd.clear()
 

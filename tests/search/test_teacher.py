@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.settings import Settings
+from kbgraph.core.weights import SearchWeights
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import Experience, FailureMode, Step
-import kbgraph.search.teacher._retriever as teacher_module
+from kbgraph.search.candidates import GROWTH, MAX_FIRST_FACTOR
+from kbgraph.store.schema import filtering_indexes
 from kbgraph.search.teacher import (
-    FETCH_LIMIT,
     VIA_FAILURE,
     VIA_STEP,
     ProblematicStep,
@@ -66,8 +68,22 @@ SLOW_BACKEND = failed_lookup(
 )
 
 
-def teacher(kb: KnowledgeBase) -> TeacherRetriever:
-    return TeacherRetriever(kb.gateway, kb.embedder, kb.namespace)
+def teacher(kb: KnowledgeBase, **settings: Any) -> TeacherRetriever:
+    return TeacherRetriever(kb.gateway, kb.embedder, kb.namespace, settings=SearchWeights(**settings))
+
+
+def queries_read(kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """From now on, the step channel's queries ``kb`` reads: (query, nodes asked for), in order."""
+    asked: list[tuple[str, int]] = []
+    read = kb.gateway.read
+
+    def recording_read(name: str, **params: Any) -> list[dict[str, Any]]:
+        if name.startswith("refine_step_"):
+            asked.append((name, params["first"]))
+        return read(name, **params)
+
+    monkeypatch.setattr(kb.gateway, "read", recording_read)
+    return asked
 
 
 def returned_ids(results: RefineResults) -> set[str]:
@@ -218,29 +234,54 @@ def test_another_namespace_is_never_returned_even_when_it_crowds_the_index(
         assert returned_ids(teacher(kb).refine([ORDER_NOT_FOUND], k=1)) == set()
 
         # ...yet this namespace's own, weaker match is still found: a small namespace is scanned
-        # exactly, and a large one (here: every namespace is "large") over-fetches from the index.
+        # exactly, and a large one (here: every namespace is "large") asks the index.
         kb.add_experiences([SLOW_BACKEND])
         assert returned_ids(teacher(kb).refine([ORDER_NOT_FOUND], k=1)) == {SLOW_BACKEND.key}
-        monkeypatch.setattr(teacher_module, "EXACT_SCAN_MAX", 0)
-        asked: list[int] = []
-        read = kb.gateway.read
-
-        def counting_read(name: str, **params: Any) -> list[dict[str, Any]]:
-            if name == "refine_step_vectors":
-                asked.append(params["first"])
-            return read(name, **params)
-
-        monkeypatch.setattr(kb.gateway, "read", counting_read)
-        results = teacher(kb).refine([ORDER_NOT_FOUND], k=1)
+        asked = queries_read(kb, monkeypatch)
+        results = teacher(kb, exact_scan_max=0).refine([ORDER_NOT_FOUND], k=1)
         assert returned_ids(results) == {SLOW_BACKEND.key}
         assert results.failures[0].recovery.startswith("retried")
-        # The window holds max(4·k, 20) experiences: 8 nodes per experience first, then four times
-        # as many while too few of them are this namespace's (how many rounds depends on where
-        # HNSW places the crowd's steps that tie with this namespace's own).
-        assert asked[0] == 20 * 8, asked
-        assert all(later == min(4 * earlier, FETCH_LIMIT) for earlier, later in zip(asked, asked[1:])), asked
+        # The window holds max(4·k, 20) experiences: 8 nodes per experience first...
+        sizes = [first for _, first in asked]
+        assert sizes[0] == 20 * MAX_FIRST_FACTOR, asked
+        if "step_embedding" in filtering_indexes(kb.gateway):
+            # ...and on Neo4j 2026 the index holds back the crowd: one request, the namespace's steps.
+            assert asked == [("refine_step_vectors_2026", 20 * MAX_FIRST_FACTOR)], asked
+        else:
+            # ...then on 5.26 four times as many while too few of them are this namespace's (how
+            # many rounds depends on where HNSW places the crowd's steps that tie with this
+            # namespace's own), up to overfetch_limit.
+            assert {name for name, _ in asked} == {"refine_step_vectors"}, asked
+            limit = SearchWeights().overfetch_limit
+            assert all(later == min(GROWTH * earlier, limit) for earlier, later in zip(sizes, sizes[1:])), asked
     finally:
         other.clear()
+
+
+def test_the_teacher_scans_or_asks_the_index_as_the_settings_say(
+    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kb.add_experiences([WRONG_ID, SLOW_BACKEND])
+    asked = queries_read(kb, monkeypatch)
+    index = "refine_step_vectors_2026" if "step_embedding" in filtering_indexes(kb.gateway) else "refine_step_vectors"
+
+    # The knowledge base's search settings: 6 steps are at most the default exact_scan_max...
+    scanned = kb.refine([ORDER_NOT_FOUND], k=5)
+    assert [name for name, _ in asked] == ["refine_step_scan"]
+    # ...and above exact_scan_max = 0, the index is asked, at most overfetch_limit nodes.
+    strict = KnowledgeBase(kb.driver, kb.embedder, namespace=kb.namespace, database=kb.gateway.database,
+                           settings=Settings(search={"exact_scan_max": 0, "overfetch_limit": 100}),
+                           ensure_schema=False, gateway=kb.gateway)
+    asked.clear()
+    indexed = strict.refine([ORDER_NOT_FOUND], k=5)
+    assert asked == [(index, 100)]
+    # A call's own weights override the settings, both ways.
+    asked.clear()
+    strict.refine([ORDER_NOT_FOUND], k=5, weights={"exact_scan_max": 10})
+    kb.refine([ORDER_NOT_FOUND], k=5, weights={"exact_scan_max": 0})
+    assert [name for name, _ in asked] == ["refine_step_scan", index]
+    # Both paths see the same window of this small namespace: the same answer.
+    assert indexed.experiences == scanned.experiences == [WRONG_ID.key, SLOW_BACKEND.key]
 
 
 def test_archived_experiences_are_never_returned(kb: KnowledgeBase) -> None:

@@ -11,7 +11,10 @@ import pytest
 
 from kbgraph.core.errors import SchemaError
 from kbgraph.store.gateway import Neo4jGateway
-from kbgraph.store.schema import VECTOR_INDEXES, apply_schema, check_vector_dimensions, index_status, schema_index_names
+from kbgraph.store.schema import (
+    VECTOR_INDEXES, apply_schema, check_vector_dimensions, filtering_indexes, index_filters_by_namespace, index_status,
+    schema_index_names, schema_statements,
+)
 from tests.conftest import Neo4jTarget
 
 APPLY_IN_A_PROCESS = """
@@ -71,3 +74,28 @@ def test_an_embedder_of_another_size_is_refused_with_a_clear_message(
     apply_schema(gateway, 384)
     with pytest.raises(SchemaError, match="384 dimensions but the embedder gives 1536"):
         check_vector_dimensions(gateway, 1536)
+
+
+def test_each_line_gets_its_vector_indexes_and_an_outdated_2026_one_is_made_again(
+    driver: neo4j.Driver, neo4j_target: Neo4jTarget
+) -> None:
+    gateway = Neo4jGateway(driver, neo4j_target.database)
+    apply_schema(gateway, 384)
+    covers = {s.name: s.properties for s in index_status(gateway) if s.name in VECTOR_INDEXES}
+    if not index_filters_by_namespace(gateway):
+        # 5.26: the vector alone, as ever; nothing filters inside.
+        assert all(len(properties) == 1 for properties in covers.values()), covers
+        assert filtering_indexes(gateway) == frozenset()
+        return
+    assert covers["experience_pg_embedding"] == ["pg_embedding", "kb", "status"]
+    assert covers["step_embedding"] == ["embedding", "kb"]
+    assert filtering_indexes(gateway) == frozenset(VECTOR_INDEXES)
+    # A 2026 store whose step index was made before it declared the namespace (5.26's statement)...
+    driver.execute_query("DROP INDEX step_embedding", database_=neo4j_target.database)
+    old = next(s for name, s in schema_statements(filters_in_index=False) if "INDEX step_embedding " in s)
+    driver.execute_query(old, {"dimension": 384}, database_=neo4j_target.database)
+    assert [s.properties for s in index_status(gateway) if s.name == "step_embedding"] == [["embedding"]]
+    # ...gets it back declaring the namespace when the schema is applied, and the search asks it so.
+    apply_schema(gateway, 384)
+    assert [s.properties for s in index_status(gateway) if s.name == "step_embedding"] == [["embedding", "kb"]]
+    assert "step_embedding" in filtering_indexes(gateway)

@@ -1,0 +1,28 @@
+// Student search, step channel and fine score, on Neo4j 2026: as search_step_vectors, but the
+// step index step_embedding keeps namespace $kb itself (declared in it), so its $fetch nearest
+// steps are all this namespace's; the filters on the owning experience apply here ($statuses,
+// $domains, $kinds, $min_success, $min_quality, scope / $agent). Returns how many steps the index
+// gave, the Neo4j cosine score of the last one (every step of the namespace it did not return
+// scores at most that), and up to $k experiences, each with its best step's score, best first.
+CYPHER 25
+MATCH (step:Step)
+  SEARCH step IN (VECTOR INDEX step_embedding FOR $vector WHERE step.kb = $kb LIMIT $fetch) SCORE AS score
+WITH step, score ORDER BY score DESC
+WITH collect([step, score]) AS hits
+WITH size(hits) AS fetched, hits[-1][1] AS cutoff, hits AS ours
+CALL (ours) {
+  UNWIND ours AS h
+  WITH h[0] AS step, h[1] AS score
+  MATCH (e:Experience {kb: $kb, id: step.experience_id})
+  WHERE e.status IN $statuses
+    AND ($domains IS NULL OR e.domain IN $domains)
+    AND ($kinds IS NULL OR e.kind IN $kinds)
+    AND coalesce(e.success_rate, 0.0) >= $min_success
+    AND coalesce(e.quality, 0.0) >= $min_quality
+    AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
+  WITH e.id AS id, max(score) AS score
+  ORDER BY score DESC, id
+  LIMIT $k
+  RETURN collect({id: id, score: score}) AS rows
+}
+RETURN fetched, cutoff, rows;

@@ -1,0 +1,24 @@
+// MAEL step-wise retrieval on Neo4j 2026: as steps_search, but the step index step_embedding
+// keeps namespace $kb itself (declared in it), so its $fetch nearest steps are all this
+// namespace's; the owning experience is filtered here (active, $domains (null = all), shared or
+// owned by $agent). Returns how many steps the index gave and up to $k candidates, nearest first,
+// each with the Neo4j cosine score ((1 + cos) / 2).
+CYPHER 25
+MATCH (step:Step)
+  SEARCH step IN (VECTOR INDEX step_embedding FOR $vector WHERE step.kb = $kb LIMIT $fetch) SCORE AS score
+WITH collect([step, score]) AS hits
+CALL (hits) {
+  UNWIND hits AS h
+  WITH h[0] AS step, h[1] AS score
+  MATCH (e:Experience {kb: $kb, id: step.experience_id})
+  WHERE e.status = 'active'
+    AND ($domains IS NULL OR e.domain IN $domains)
+    AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
+  WITH step, score, e
+  ORDER BY score DESC, step.id
+  LIMIT $k
+  RETURN collect({experience_id: e.id, problem: e.problem, domain: e.domain, scope: coalesce(e.scope, 'shared'),
+                  owner_agent: e.owner_agent, order: step.order, action: step.action, text: step.text,
+                  reward: step.reward, reward_count: step.reward_count, score: score}) AS rows
+}
+RETURN size(hits) AS fetched, rows;
