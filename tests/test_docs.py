@@ -15,7 +15,8 @@ How each kind of fenced block is checked:
   (``../shared/data/…``), lead to the shared data from the test's working directory too.
 - A page whose examples talk to a server (docs/http.md: ``kbgraph serve``) gets one, started for
   its test on a free port, as the page tells the reader to (PAGE_SERVERS); docs/llm.md's example
-  starts the machine's local LLM server itself, and its test stops it afterwards unless it ran before.
+  starts the machine's local LLM server itself: its test checks that it still serves afterwards,
+  then stops it unless it ran before (EXTENDED_PAGE_SERVERS).
 - ```cypher blocks run read-only (in a READ transaction) on a namespace holding the sample data of
   `./kb demo`; their `:param name => value` lines (Neo4j Browser syntax) are evaluated by Neo4j as
   `RETURN value` and passed as parameters; `$kb` is that namespace.
@@ -383,18 +384,26 @@ def http_server(world: DocsWorld, names: dict[str, str], monkeypatch: pytest.Mon
 @contextlib.contextmanager
 def local_llm_left_as_found(world: DocsWorld, names: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """docs/llm.md's example starts the machine's local LLM server (kbgraph's cache; built the first
-    time) and leaves it running, as a reader would; stopped afterwards unless it ran before."""
+    time) and leaves it running, as a reader would; stopped afterwards unless it ran before. It must
+    still be serving then: a server that died under the example answered nothing, every question fell
+    back to the rules, and the counts the page prints ("…" where the model's answers decide) would
+    not show it."""
     server = LocalLlamaServer.from_settings(Settings())
     ran_before = server.status().running
     try:
         yield
+        assert server.status().running, (
+            f"the local LLM server died while the example ran, so the model answered nothing (its log: "
+            f"{server.log_file}; a crash such as SIGILL leaves no line there, the kernel's log has it)")
     finally:
         if not ran_before:
             server.stop()
 
 
-#: Pages whose examples talk to a server the page tells the reader to start first (or start it themselves).
-PAGE_SERVERS = {"docs/http.md": http_server, "docs/llm.md": local_llm_left_as_found}
+#: Pages whose examples talk to a server the page tells the reader to start first.
+PAGE_SERVERS = {"docs/http.md": http_server}
+#: Pages whose extended examples start a server themselves.
+EXTENDED_PAGE_SERVERS = {"docs/llm.md": local_llm_left_as_found}
 
 
 # -- running the blocks --------------------------------------------------------------------------
@@ -514,7 +523,7 @@ EXTENDED_PAGES = tuple(page for page in PAGES if any(block.extended for block in
 def test_the_extended_examples_of_the_page_run_and_print_what_they_show(
     page: str, world: DocsWorld, page_environment: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server = PAGE_SERVERS.get(page)
+    server = {**PAGE_SERVERS, **EXTENDED_PAGE_SERVERS}.get(page)
     with server(world, world.names_for(page), monkeypatch) if server else contextlib.nullcontext():
         run_python([block for block in read_blocks(page) if block.language == "python"], world.names_for(page),
                    extended=True)
