@@ -8,10 +8,15 @@ How each kind of fenced block is checked:
   block of its page set), in a temporary working directory, with NEO4J_URI & co. pointing at the
   test server and KBGRAPH_NAMESPACE at a fresh namespace. A ```text block that directly follows a
   python block is what that block prints: the printed lines must match it line for line, where
-  "…" stands for any text. A block that cannot run here says so on the line before its fence,
-  with the reason: ``<!-- docs-test: not run: needs … -->``; the reason is required.
+  "…" stands for any text. Every python block runs: one that takes minutes (it builds and asks a
+  local LLM) says so on the line before its fence, ``<!-- docs-test: extended: REASON -->`` (the
+  reason is required), and runs, with its page's blocks before it, only with ``-m extended``.
+- Paths into the shared data, written as a reader at the checkout's root types them
+  (``../shared/data/…``), lead to the shared data from the test's working directory too.
 - A page whose examples talk to a server (docs/http.md: ``kbgraph serve``) gets one, started for
-  its test on a free port, as the page tells the reader to (PAGE_SERVERS).
+  its test on a free port, as the page tells the reader to (PAGE_SERVERS); docs/llm.md's example
+  starts the machine's local LLM server itself: its test checks that it still serves afterwards,
+  then stops it unless it ran before (EXTENDED_PAGE_SERVERS).
 - ```cypher blocks run read-only (in a READ transaction) on a namespace holding the sample data of
   `./kb demo`; their `:param name => value` lines (Neo4j Browser syntax) are evaluated by Neo4j as
   `RETURN value` and passed as parameters; `$kb` is that namespace.
@@ -56,7 +61,9 @@ import pytest
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import Trajectory
-from tests.conftest import Neo4jTarget
+from kbgraph.core.settings import Settings
+from kbgraph.llm.local_server import LocalLlamaServer
+from tests.conftest import SHARED_DATA, Neo4jTarget
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -65,8 +72,8 @@ REPO = Path(__file__).resolve().parents[1]
 PAGES = ("README.md", *sorted(f"docs/{page.name}" for page in (REPO / "docs").glob("*.md")))
 #: Pages linked from these before they exist (being written at the same time); nothing else may be missing.
 PAGES_BEING_WRITTEN: set[str] = set()
-#: The marker on the line before a python block's fence that keeps it from running, with its reason.
-NOT_RUN_MARKER = re.compile(r"^\s*<!--\s*docs-test:\s*not run:\s*(?P<reason>.*?)\s*-->\s*$")
+#: The marker on the line before a python block's fence that runs it only with ``-m extended``, with its reason.
+EXTENDED_MARKER = re.compile(r"^\s*<!--\s*docs-test:\s*extended:\s*(?P<reason>.*?)\s*-->\s*$")
 
 #: Namespace names in the examples that stand for the sample data of `./kb demo`, per page ("*": all).
 SAMPLE_DATA_NAMES = {"*": ("demo", "my-agents"), "docs/operations.md": ("my-agent",)}
@@ -137,7 +144,7 @@ class Block:
     text: str
     line: int  # 1-based line of the opening fence
     output: str | None = None  # the ```text block right after a python block
-    not_run: str | None = None  # why the block is not run (its NOT_RUN_MARKER), or None: it runs
+    extended: str | None = None  # why the block runs only with -m extended (its EXTENDED_MARKER), or None
 
 
 def read_blocks(page: str) -> list[Block]:
@@ -168,18 +175,20 @@ def read_blocks(page: str) -> list[Block]:
             following = found[position + 1]
             if following[0] == "text" and all(not line.strip() for line in lines[end + 1:following[2]]):
                 output = following[1]
-        blocks.append(Block(page, language, text, start + 1, output, not_run_reason(page, lines, start)))
+        blocks.append(Block(page, language, text, start + 1, output, extended_reason(page, lines, start)))
     return blocks
 
 
-def not_run_reason(page: str, lines: list[str], fence: int) -> str | None:
-    """The reason given by a NOT_RUN_MARKER on the non-blank line before the fence at ``fence``."""
+def extended_reason(page: str, lines: list[str], fence: int) -> str | None:
+    """The reason given by an EXTENDED_MARKER on the non-blank line before the fence at ``fence``.
+    There is no marker that keeps a block from running: every example runs, a slow one in the extended group."""
     before = next((line for line in reversed(lines[:fence]) if line.strip()), "")
     if "docs-test:" not in before:
         return None
-    marker = NOT_RUN_MARKER.match(before)
+    marker = EXTENDED_MARKER.match(before)
     assert marker and marker.group("reason"), (
-        f"{page}:{fence}: write the marker as <!-- docs-test: not run: REASON -->, with the reason")
+        f"{page}:{fence}: write the marker as <!-- docs-test: extended: REASON -->, with the reason "
+        "(every python block runs; a block so marked runs only with -m extended)")
     return marker.group("reason")
 
 
@@ -293,12 +302,12 @@ def substitute(text: str, names: dict[str, str]) -> str:
     for name, namespace in names.items():
         text = text.replace(f'"{name}"', f'"{namespace}"').replace(f"'{name}'", f"'{namespace}'")
         text = re.sub(rf"(-n |--namespace ){re.escape(name)}(?=\s|$)", rf"\g<1>{namespace}", text)
-    return text.replace(KB_SCRIPT_PLACEHOLDER, str(REPO / "kb"))
+    return text.replace(KB_SCRIPT_PLACEHOLDER, str(REPO / "kb")).replace("../shared/data/", f"{SHARED_DATA}/")
 
 
 @pytest.fixture(scope="module")
 def world(neo4j_target: Neo4jTarget, driver: neo4j.Driver, embedder: CachedEmbedder,
-          tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocsWorld]:
+          tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[DocsWorld]:
     """The sample data of `./kb demo`, ingested as `./kb demo` does, into a namespace of the module."""
     samples = f"docs-demo-{uuid.uuid4().hex[:8]}"
     knowledge_base = KnowledgeBase(driver, embedder, namespace=samples, database=neo4j_target.database)
@@ -309,8 +318,12 @@ def world(neo4j_target: Neo4jTarget, driver: neo4j.Driver, embedder: CachedEmbed
         knowledge_base.ingest([trajectories, experiences, real_runs])
     docs = DocsWorld(neo4j_target, driver, embedder, samples, tmp_path_factory.mktemp("docs-shell"))
     # Shell lines that read only the sample data start now, side by side with the pages' python
-    # blocks; each page's test waits for its own.
-    for page in PAGES:
+    # blocks; each page's test waits for its own. Only the selected pages' (-k llm, -m extended:
+    # none), so that a narrow run does not spend the machine on the others'.
+    page_test = test_every_example_of_the_page_runs_and_prints_what_it_shows.__name__
+    selected = [item.callspec.params["page"] for item in request.session.items
+                if getattr(item, "originalname", None) == page_test]
+    for page in selected:
         docs.started[page] = start_commands(docs, read_blocks(page), docs.names_for(page), docs.scratch,
                                             needs_python=False)
     yield docs
@@ -368,19 +381,41 @@ def http_server(world: DocsWorld, names: dict[str, str], monkeypatch: pytest.Mon
         server.wait(timeout=60)
 
 
+@contextlib.contextmanager
+def local_llm_left_as_found(world: DocsWorld, names: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """docs/llm.md's example starts the machine's local LLM server (kbgraph's cache; built the first
+    time) and leaves it running, as a reader would; stopped afterwards unless it ran before. It must
+    still be serving then: a server that died under the example answered nothing, every question fell
+    back to the rules, and the counts the page prints ("…" where the model's answers decide) would
+    not show it."""
+    server = LocalLlamaServer.from_settings(Settings())
+    ran_before = server.status().running
+    try:
+        yield
+        assert server.status().running, (
+            f"the local LLM server died while the example ran, so the model answered nothing (its log: "
+            f"{server.log_file}; a crash such as SIGILL leaves no line there, the kernel's log has it)")
+    finally:
+        if not ran_before:
+            server.stop()
+
+
 #: Pages whose examples talk to a server the page tells the reader to start first.
 PAGE_SERVERS = {"docs/http.md": http_server}
+#: Pages whose extended examples start a server themselves.
+EXTENDED_PAGE_SERVERS = {"docs/llm.md": local_llm_left_as_found}
 
 
 # -- running the blocks --------------------------------------------------------------------------
 
 
-def run_python(blocks: list[Block], names: dict[str, str]) -> None:
-    """Runs a page's python blocks in order in one scope, checking what they print."""
+def run_python(blocks: list[Block], names: dict[str, str], extended: bool = False) -> None:
+    """Runs a page's python blocks in order in one scope, checking what they print; those marked
+    extended only when ``extended``."""
     scope: dict[str, Any] = {"__name__": "__docs__"}
     try:
         for block in blocks:
-            if block.not_run:
+            if block.extended and not extended:
                 continue
             where = f"{block.page}:{block.line}"
             buffer = io.StringIO()
@@ -478,6 +513,22 @@ def test_every_example_of_the_page_runs_and_prints_what_it_shows(
         job.result()
 
 
+#: The pages with a python block marked extended: their test runs the page's python blocks again, all of them.
+EXTENDED_PAGES = tuple(page for page in PAGES if any(block.extended for block in read_blocks(page)))
+
+
+@pytest.mark.extended
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize("page", EXTENDED_PAGES)
+def test_the_extended_examples_of_the_page_run_and_print_what_they_show(
+    page: str, world: DocsWorld, page_environment: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = {**PAGE_SERVERS, **EXTENDED_PAGE_SERVERS}.get(page)
+    with server(world, world.names_for(page), monkeypatch) if server else contextlib.nullcontext():
+        run_python([block for block in read_blocks(page) if block.language == "python"], world.names_for(page),
+                   extended=True)
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_every_relative_link_leads_somewhere(page: str) -> None:
     text = (REPO / page).read_text()
@@ -520,19 +571,23 @@ def test_the_readme_keeps_the_two_commands_word_for_word() -> None:
     assert (REPO / ".ci" / "run").read_text().rstrip().endswith("exec ./kb test")
 
 
-def test_a_block_marked_not_run_is_skipped_with_its_reason_and_a_marker_without_one_is_refused(tmp_path: Path) -> None:
+def test_a_block_marked_extended_runs_only_in_the_extended_group_after_the_blocks_before_it(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text("<!-- docs-test: not run: needs an API key -->\n```python\nraise SystemExit\n```\n\n"
-                    "```python\nprint(1)\n```\n")
+    page.write_text("```python\nanswer = 42\n```\n\n"
+                    "<!-- docs-test: extended: takes minutes -->\n```python\nprint(answer)\n```\n\n```text\n43\n```\n")
     first, second = read_blocks(str(page))
-    assert (first.not_run, second.not_run) == ("needs an API key", None)
-    run_python([first], {})  # skipped: it would raise
-    page.write_text("<!-- docs-test: skip -->\n```python\nprint(1)\n```\n")
-    with pytest.raises(AssertionError, match="with the reason"):
+    assert (first.extended, second.extended) == (None, "takes minutes")
+    run_python([first, second], {})  # the marked block is left out: it would print the wrong answer
+    with pytest.raises(AssertionError, match=r"page\.md:6 printed\s+42\s+but the page shows\s+43"):
+        run_python([first, second], {}, extended=True)
+
+
+@pytest.mark.parametrize("marker", ["<!-- docs-test: extended -->", "<!-- docs-test: extended: -->",
+                                    "<!-- docs-test: not run: needs an API key -->"])
+def test_a_marker_without_a_reason_or_one_that_would_keep_a_block_from_running_is_refused(
+    marker: str, tmp_path: Path
+) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(f"{marker}\n```python\nprint(1)\n```\n")
+    with pytest.raises(AssertionError, match="docs-test: extended: REASON"):
         read_blocks(str(page))
-
-
-def test_python_blocks_that_are_not_run_stay_rare() -> None:
-    skipped = [f"{block.page}:{block.line} ({block.not_run})" for page in PAGES for block in read_blocks(page)
-               if block.language == "python" and block.not_run]
-    assert len(skipped) <= 2, f"make these run in the test instead: {skipped}"

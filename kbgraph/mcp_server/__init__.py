@@ -1,6 +1,6 @@
 """kbgraph as an MCP server: the tools an agent calls before, during and after a task.
 
-Five tools over one namespace of one knowledge base (DESIGN §3–4):
+Five tools over one namespace of one knowledge base (docs/design.md §3–4):
 
 - ``search_experiences`` — student phase: what worked before for a task like this one;
 - ``refine_steps`` — teacher phase: the next step and help for the steps that went wrong;

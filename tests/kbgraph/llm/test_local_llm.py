@@ -1,6 +1,7 @@
 """The local LLM server (kbgraph.llm.local_server, `kbgraph llm local`): where its cached environment
 lives and how it is found — and, when selected (``-m extended``), the real llama-cpp-python server
-with Gemma 3 270M ingesting real runs through the LLM path, and the examples of docs/llm.md.
+with Gemma 3 270M ingesting real runs through the LLM path. (docs/llm.md's example runs in
+tests/test_docs.py, in the same extended group.)
 
 The extended tests build what they need into the kbgraph cache the first time (llama-cpp-python
 compiles on install: 6-12 minutes on 2 cores), then reuse it; a server they started they stop.
@@ -31,10 +32,9 @@ from kbgraph.llm.local_server import (
     environment_variables,
 )
 from kbgraph.core.settings import Settings
-from tests.conftest import REAL_RUNS, Neo4jTarget
+from tests.conftest import REAL_RUNS
 
 REPO = Path(__file__).resolve().parents[3]
-DOCS_PAGE = REPO / "docs" / "llm.md"
 RUNS_FILE = REAL_RUNS / "airline_gpt4o.jsonl"
 
 
@@ -158,26 +158,3 @@ def test_the_benchmark_puts_both_paths_side_by_side(kb: KnowledgeBase, local_ser
     for path in ("rules", "llm"):  # the namespaces are dropped afterwards
         assert KnowledgeBase(kb.driver, kb.embedder, namespace=f"{kb.namespace}-bench-{path}",
                              database=kb.gateway.database).stats().experiences == 0
-
-
-@pytest.mark.extended
-@pytest.mark.timeout(3600)
-def test_the_examples_of_the_llm_page_run(
-    kb: KnowledgeBase, local_server: LocalLlamaServer, neo4j_target: Neo4jTarget,
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    page = DOCS_PAGE.read_text(encoding="utf-8")
-    blocks = re.findall(r"```python\n(.*?)```", page, flags=re.S)
-    assert blocks
-    for name, value in neo4j_target.env(kb.namespace).items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.chdir(REPO)
-    scope: dict[str, object] = {}
-    for block in blocks:
-        # "llm-demo", the reader's namespace, becomes this test's (cleared by the kb fixture).
-        exec(compile(block.replace('"llm-demo"', repr(kb.namespace)), str(DOCS_PAGE), "exec"), scope)  # noqa: S102
-    printed = capsys.readouterr().out.splitlines()
-    assert [line.split(":")[0] for line in printed] == ["abstract", "reflect", "integrate"]
-    for line in printed:
-        assert re.fullmatch(r"\w+: \d+ calls, \d+ valid at the first try, \d+ repaired or retried, \d+ fell back", line)
-    assert kb.stats().experiences >= 1
