@@ -8,7 +8,10 @@ other namespaces crowd, and whose term statistics are the whole database's). The
 small namespace of real runs and gold trajectories, a set of queries (with and without executed
 steps, with and without a domain, the teacher's refine and the step search), their full rankings
 recorded; then a larger namespace of lexically similar experiences beside it; then that one
-deleted. The rankings stay the same to the last digit.
+deleted. The rankings stay the same: the same hits in the same order, each score equal to two
+millionths (:func:`assert_same_rankings`). Not to the last digit: on Neo4j 2026 (Java 25) the server's
+cosine of the same two vectors differs in the eighth digit from one call to the next, as its
+vectorised and scalar code paths round differently.
 
 On Neo4j 2026 the same holds above ``exact_scan_max``, where the indexes are asked: the vector
 indexes keep the namespace themselves (``SEARCH … WHERE n.kb = $kb``, kbgraph.search.candidates),
@@ -83,6 +86,36 @@ def rankings(kb: KnowledgeBase) -> list[Any]:
     return out
 
 
+#: Two scores of one hit are the same score when they differ by at most this: hit scores are rounded
+#: to six decimals, so a change in the eighth digit can show as one step of the sixth.
+SCORE_TOLERANCE = 2e-6
+
+
+def same_up_to_rounding(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` hold the same values in the same order, floats equal to SCORE_TOLERANCE."""
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a - b) <= SCORE_TOLERANCE
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(same_up_to_rounding(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+def assert_same_rankings(got: list[Any], expected: list[Any]) -> None:
+    for index, (answer, before) in enumerate(zip(got, expected, strict=True)):
+        assert same_up_to_rounding(answer, before), f"answer {index} changed:\n{answer}\nwas\n{before}"
+
+
+def test_rankings_are_compared_in_order_with_scores_to_two_millionths() -> None:
+    ranking = [[("a", 0.5, ("vector",), 0.25), ("b", 0.4, ("vector",), 0.0)]]
+    assert_same_rankings([[("a", 0.5 + 3e-8, ("vector",), 0.25), ("b", 0.4, ("vector",), 0.0)]], ranking)
+    for changed in ([[("b", 0.4, ("vector",), 0.0), ("a", 0.5, ("vector",), 0.25)]],  # order
+                    [[("a", 0.5001, ("vector",), 0.25), ("b", 0.4, ("vector",), 0.0)]],  # a score
+                    [[("a", 0.5, ("edge",), 0.25), ("b", 0.4, ("vector",), 0.0)]],  # how it was found
+                    [[("a", 0.5, ("vector",), 0.25)]]):  # a hit fewer
+        with pytest.raises(AssertionError):
+            assert_same_rankings(changed, ranking)
+
+
 def crowd_experiences(own: list[str]) -> list[Experience]:
     """Another tenant's experiences whose problems are the small namespace's texts, reworded: the
     full-text index's top hits for its queries are then mostly theirs, and its term statistics
@@ -119,10 +152,10 @@ def test_a_namespace_ranks_the_same_whatever_another_namespace_holds(
     try:
         own = [e.problem for e in kb.get_many([h[0] for ranking in alone[: 2 * len(SEARCHES): 2] for h in ranking])]
         other.add_experiences(crowd_experiences(own))
-        assert rankings(kb) == alone
+        assert_same_rankings(rankings(kb), alone)
     finally:
         other.clear()
-    assert rankings(kb) == alone
+    assert_same_rankings(rankings(kb), alone)
 
 
 #: The nearer crowd: this many experiences of another tenant whose problems are the searches'
@@ -177,6 +210,6 @@ def test_on_neo4j_2026_the_indexes_answer_a_namespace_alone_whatever_nearer_vect
         # of its experiences made of that very task.
         task = str(SEARCHES[0]["task"])
         assert other.search(task=task, k=1).hits[0].id in {e.key for e in crowd if e.problem.startswith(task)}
-        assert rankings(indexed()) == alone
+        assert_same_rankings(rankings(indexed()), alone)
     finally:
         other.clear()
