@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def pytest_in_subprocess(*arguments: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *arguments], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", *arguments], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 
 
