@@ -305,7 +305,8 @@ def test_a_malformed_namespace_is_422_and_never_the_default(client: httpx.Client
     ("POST", "/v1/trajectories", "[not json"),  # refused for the key before the body is read
     ("GET", "/v1/no-such-endpoint", None),
 ])
-@pytest.mark.parametrize("authorization", [None, "Bearer wrong-key", f"Basic {API_KEY}", "Bearer"])
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong-key", f"Basic {API_KEY}", "Bearer"],
+                         ids=["none", "wrong-key", "basic-scheme", "no-key"])  # ids without the random key
 def test_a_missing_or_wrong_key_is_401_with_a_clear_message(
     base_url: str, method: str, path: str, body: Any, authorization: str | None
 ) -> None:
