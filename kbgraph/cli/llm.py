@@ -56,7 +56,7 @@ def start(
         "--port", min=1, max=65535, help="Port on 127.0.0.1 [default: 8736 if free, else any free one]")] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Start the local LLM server (the first time, build its environment: 6-12 minutes)."""
+    """Start the local LLM server (the first time, build its environment: about 12 minutes)."""
     local = local_server()
     _show(local.start(port), local, as_json)
 

