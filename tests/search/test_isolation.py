@@ -8,7 +8,7 @@ other namespaces crowd, and whose term statistics are the whole database's). The
 small namespace of real runs and gold trajectories, a set of queries (with and without executed
 steps, with and without a domain, the teacher's refine and the step search), their full rankings
 recorded; then a larger namespace of lexically similar experiences beside it; then that one
-deleted. The rankings stay the same: the same hits in the same order, each score equal to two
+deleted. The rankings stay the same: the same hits in the same order, each score within two
 millionths (:func:`assert_same_rankings`). Not to the last digit: on Neo4j 2026 (Java 25) the server's
 cosine of the same two vectors differs in the eighth digit from one call to the next, as its
 vectorised and scalar code paths round differently.
