@@ -30,6 +30,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -335,25 +336,29 @@ class LocalLlamaServer:
             return "(no log)"
 
 
+#: A compile step of the build's output: "  [37/193] /usr/bin/g++ …".
+_COMPILE_STEP = re.compile(r"\s*\[(\d+/\d+)\] ")
+
+
 def follow_build(lines: Iterable[str], log: TextIO, say: Callable[[str], None],
                  clock: Callable[[], float] = time.monotonic) -> list[str]:
     """Copies pip's output into the build log and tells its milestones — a compile step (``"  [37/193]
     /usr/bin/g++ …"``, ~200 of them) at most every BUILD_NOTICE_S; returns the last 30 lines."""
     started = clock()
-    tail: list[str] = []
+    tail: deque[str] = deque(maxlen=30)
     last_notice = 0.0
     for line in lines:
         log.write(line)
         line = line.rstrip()
-        tail = [*tail[-29:], line]
+        tail.append(line)
         said = clock() - started
-        step = re.match(r"\s*\[(\d+/\d+)\] ", line)
+        step = _COMPILE_STEP.match(line)
         if step and said - last_notice >= BUILD_NOTICE_S:
             last_notice = said
             say(f"kbgraph llm: [{said:4.0f} s] compiling llama.cpp: step {step.group(1)}")
         elif line.startswith(("Collecting llama", "Collecting gemma", "Building wheel", "Successfully", "ERROR")):
             say(f"kbgraph llm: [{said:4.0f} s] {line.strip()}")
-    return tail
+    return list(tail)
 
 
 def _endpoint(port: int) -> str:

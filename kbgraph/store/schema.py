@@ -90,14 +90,19 @@ def schema_index_names() -> list[str]:
     """Names of the indexes and constraints kbgraph's schema files create (on either line)."""
     names: list[str] = []
     for _, statement in statements("schema"):
-        words = statement.split()
-        # CREATE [VECTOR|FULLTEXT] (INDEX|CONSTRAINT) name IF NOT EXISTS …
-        for i, word in enumerate(words):
-            if word.upper() in ("INDEX", "CONSTRAINT"):
-                if words[i + 1] not in names:
-                    names.append(words[i + 1])
-                break
+        name = _created_name(statement)
+        if name is not None and name not in names:
+            names.append(name)
     return names
+
+
+def _created_name(statement: str) -> str | None:
+    """The name a ``CREATE [VECTOR|FULLTEXT] (INDEX|CONSTRAINT) name IF NOT EXISTS …`` gives."""
+    words = statement.split()
+    for i, word in enumerate(words[:-1]):
+        if word.upper() in ("INDEX", "CONSTRAINT"):
+            return words[i + 1]
+    return None
 
 
 def apply_schema(gateway: Neo4jGateway, dimension: int, timeout_s: float = 300.0) -> None:
@@ -138,9 +143,8 @@ def _drop_outdated_vector_indexes(gateway: Neo4jGateway, planned: list[tuple[str
     takes a while on a large store, once."""
     wanted: dict[str, list[str]] = {}
     for _, statement in planned:
-        words, covers = statement.split(), _COVERS.search(statement)
-        if covers is not None and "VECTOR" in (w.upper() for w in words):
-            name = words[[w.upper() for w in words].index("INDEX") + 1]
+        covers, name = _COVERS.search(statement), _created_name(statement)
+        if covers is not None and name is not None and "VECTOR" in statement.upper().split():
             wanted[name] = [covers.group(1)] + [p.strip().split(".")[-1] for p in covers.group(2).split(",")]
     for row in gateway.read("schema_vector_filters", names=list(wanted)):
         if list(row["properties"]) != wanted[row["name"]]:
