@@ -14,7 +14,7 @@ module puts every set in one table so that is what a reader sees. The sets:
   and the baselines index the same files.
 
 Each column of ``ABLATIONS`` runs kbgraph again on the same namespace with some weights changed
-(traversal on, workflows off, …), so a mechanism that changes no figure shows as a column equal
+(traversal off, workflows off, …), so a mechanism that changes no figure shows as a column equal
 to kbgraph's.
 """
 
@@ -51,8 +51,8 @@ __all__ = ["ABLATIONS", "BASELINES", "SetRow", "SuiteReport", "SuiteSet", "corpu
 
 #: The ablation columns: kbgraph with these weights changed (on top of any --set of the run).
 ABLATIONS: dict[str, dict[str, Any]] = {
-    # Traversal is out of the default ranking (max_hops 0): the column turns it on, as it was.
-    "traversal_on": {"max_hops": 2},
+    # Traversal (max_hops 1 by default): the column turns it off.
+    "traversal_off": {"max_hops": 0},
     "workflows_off": {"workflows": False},
     "lexical_off": {"alpha": 0.0},
     "structure_off": {"structure_weight": 0.0, "task_structure_weight": 0.0, "intent_structure_weight": 0.0},

@@ -11,8 +11,10 @@ each a module of this package:
    the query's vectors, the inner max of the fine score, support), so no embedding leaves Neo4j.
 3. **Direct score** (``scores``; :func:`kbgraph.search.scoring.direct_scores`): coarse, fine and the
    λ(t) stage blend, the lexical mix α, transferability, success and support.
-4. **Traversal** (``graph``), opt-in (``max_hops`` 0 by default): from the best seeds along ABSTRACTION, COMPOSITION, ADAPTATION and
-   ALTERNATIVE (both directions), ``score(seed) · Π w(edge)·w(type) · δ^hops · trans`` (``path_score``).
+4. **Traversal** (``graph``; ``max_hops`` 1 by default, 0 turns it off): when the last executed
+   step failed, the ALTERNATIVE way past that failure; and from the best seeds along ABSTRACTION,
+   COMPOSITION, ADAPTATION and ALTERNATIVE (both directions),
+   ``score(seed) · Π w(edge)·w(type) · δ^hops · trans`` (``path_score``).
 5. **Selection** (``hits``): threshold θ, MMR over the pool, top k; then the hits are read (without
    embeddings) and the nearest meta-concept documents are added.
 
