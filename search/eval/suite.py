@@ -125,8 +125,8 @@ def discover_sets(shared_data: Path, dev_sets: Path | None, names: Sequence[str]
     if dev_sets is not None and dev_sets.is_dir():
         for queries in sorted(dev_sets.glob("*_queries.jsonl")):
             name = queries.name.removesuffix("_queries.jsonl")
-            corpus = shared_data / DEV_CORPORA.get(name, "trajectories")
-            found.append(SuiteSet(name, queries, dev_sets / f"{name}_qrels.jsonl", corpus,
+            dev_corpus = shared_data / DEV_CORPORA.get(name, "trajectories")
+            found.append(SuiteSet(name, queries, dev_sets / f"{name}_qrels.jsonl", dev_corpus,
                                   hold_out_domain=name.startswith("lodo")))
     if names:
         known = {s.name for s in found}

@@ -99,11 +99,11 @@ def ways_past_failure(ctx: SearchContext, run: Run, breakdowns: dict[str, ScoreB
     """When the query's last executed step failed: the experiences whose runs failed the same way,
     each scored ``best direct score · effectiveness · trans`` (module docstring), by id."""
     steps = run.query.steps_so_far
-    if not steps or steps[-1].error is None:
+    error = steps[-1].error if steps else None
+    if error is None:
         return {}
-    failed = steps[-1]
     past = [PastFailure.from_record(row) for row in ctx.gateway.read(
-        PastFailure.QUERY, signature=error_signature(failed.action, failed.error), exclude=sorted(run.excluded),
+        PastFailure.QUERY, signature=error_signature(steps[-1].action, error), exclude=sorted(run.excluded),
         **run.params)]
     if not past:
         return {}
