@@ -116,12 +116,17 @@ def stored_observation(observation: str | None, names: Collection[str] = (), ids
 
 
 def resolution_effectiveness(recovery: Recovery) -> float:
-    """How well a failed step was resolved (Agent KB's resolution effectiveness): 1 when the fix
-    went through and the run succeeded, 0.75 when the run succeeded another way, 0.5 when the fix
-    went through but the run still failed, 0 when nothing resolved it."""
-    if recovery.run_succeeded:
-        return 1.0 if recovery.recovered else 0.75
-    return 0.5 if recovery.recovered else 0.0
+    """How well a failed step was resolved (Agent KB's resolution effectiveness): see
+    :func:`effectiveness_of`."""
+    return effectiveness_of(recovery.recovered, recovery.run_succeeded)
+
+
+def effectiveness_of(recovered: bool, run_succeeded: bool) -> float:
+    """1 when the fix went through and the run succeeded, 0.75 when the run succeeded another way,
+    0.5 when the fix went through but the run still failed, 0 when nothing resolved it."""
+    if run_succeeded:
+        return 1.0 if recovered else 0.75
+    return 0.5 if recovered else 0.0
 
 
 def difficulty_of(step_count: int) -> Difficulty | None:

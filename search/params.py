@@ -69,6 +69,8 @@ class QueryStep(StrictModel):
     action: Annotated[str, Field(min_length=1, max_length=200)]
     arguments: dict[str, Any] = Field(default_factory=dict)
     text: Annotated[str, Field(max_length=MAX_QUERY_CHARS)] | None = None
+    #: The error the step returned, verbatim, when it failed (None: it worked).
+    error: Annotated[str, Field(max_length=MAX_QUERY_CHARS)] | None = None
 
     @field_validator("action")
     @classmethod

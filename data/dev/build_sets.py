@@ -13,6 +13,10 @@ Two kinds of set:
 - ``lodo`` (leave one domain out): gold task texts of retail, airline and banking; every
   trajectory of the query's own domain is excluded; relevant = the trajectories of the *other*
   domains whose set of state-change kinds (``KIND``) equals the query's.
+- ``alternative``: the hand-written handovers of ``alternative_requests.jsonl``, each ending in a
+  step that failed, over the real runs (``../real_runs``); every run of the source task is
+  excluded; relevant = the successful runs that got past the same failure another way (rel 2) or
+  took that way from the start (rel 1) — see :func:`alternative_set`.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "trajectories"
+#: The real runs (successes and failures, with tool errors) beside the gold files.
+REAL_RUNS = "real_runs"
 
 #: The gold files the sets are built from, by domain.
 GOLD_FILES = {"retail": "retail_train.jsonl", "airline": "airline.jsonl", "banking": "banking.jsonl"}
@@ -288,15 +294,136 @@ def lodo_set(corpus: Sequence[Trajectory], requests: Path) -> dict[str, str]:
     return {"lodo_queries.jsonl": "".join(queries), "lodo_qrels.jsonl": "".join(qrels)}
 
 
-def build(data: Path, here: Path = HERE) -> dict[str, str]:
-    """Every set's file name and content, built from the gold files in ``data``."""
+# --------------------------------------------------------------------------- alternative
+
+
+@dataclass(frozen=True)
+class Run:
+    """A real run: its id, its task (the id less ``-t<n>``), whether it succeeded and each step as
+    (action, error class or None)."""
+
+    id: str
+    task: str
+    domain: str
+    succeeded: bool
+    steps: tuple[tuple[str, str | None], ...]
+
+
+#: Lookups of facts, as the recovering runs made them between a failure and the retry that went
+#: through (think and calculate look nothing up).
+FACT_LOOKUPS = ("get_", "find_", "list_", "search")
+
+
+def error_class(error: str) -> str:
+    """An error without its values: ``Error: payment method certificate_75 not found`` ->
+    ``payment method # not found``; the same kind of failure whatever the ids and amounts."""
+    text = re.sub(r"^error:\s*", "", error.strip().lower())
+    return re.sub(r"\S*\d\S*", "#", text)
+
+
+def load_runs(folder: Path) -> list[Run]:
+    """Every run of the ``*.jsonl`` files in ``folder``, in file order."""
+    runs: list[Run] = []
+    files = sorted(folder.glob("*.jsonl"))
+    if not files:
+        raise BuildError(f"{folder}: no real-run files (*.jsonl) there")
+    for path in files:
+        for where, record in _jsonl(path):
+            run_id = str(record["id"])
+            steps = tuple((str(s["action"]), error_class(s["error"]) if s.get("error") else None) for s in record["steps"])
+            runs.append(Run(run_id, re.sub(r"-t\d+$", "", run_id), str(record["domain"]),
+                            bool(record["outcome"].get("success")), steps))
+    return runs
+
+
+def recovery_lookups(run: Run, action: str, failure: str) -> frozenset[str] | None:
+    """The facts ``run`` looked up between its first ``failure`` of ``action`` and the next call of
+    ``action`` that went through; None when it never failed so or never got past it."""
+    failed_at = next((i for i, step in enumerate(run.steps) if step == (action, failure)), None)
+    if failed_at is None:
+        return None
+    for i in range(failed_at + 1, len(run.steps)):
+        if run.steps[i] == (action, None):
+            return frozenset(a for a, _ in run.steps[failed_at + 1:i] if a.startswith(FACT_LOOKUPS))
+    return None
+
+
+def took_the_way_from_the_start(run: Run, action: str, lookups: frozenset[str]) -> bool:
+    """``run`` called ``action`` without an error, after one of ``lookups``, before any error of it."""
+    for name, error in run.steps:
+        if name == action:
+            return False  # reached the action before looking anything up, or it failed first
+        if name in lookups:
+            return any(step == (action, None) for step in run.steps) and not any(
+                a == action and e is not None for a, e in run.steps)
+    return False
+
+
+def _handover_steps(where: str, steps: object) -> list[dict[str, Any]]:
+    if not isinstance(steps, list) or not steps:
+        raise BuildError(f"{where}: steps_so_far: needs a non-empty list of steps")
+    for number, step in enumerate(steps):
+        if not isinstance(step, dict) or not set(step) <= {"action", "arguments", "error"} \
+                or not isinstance(step.get("action"), str) or not isinstance(step.get("arguments", {}), dict):
+            raise BuildError(f"{where}: steps_so_far[{number}]: needs action (a string), arguments (an object), "
+                             "optional error")
+    if not isinstance(steps[-1].get("error"), str) or not steps[-1]["error"].strip():
+        raise BuildError(f"{where}: steps_so_far: the last step must carry the error it failed with")
+    return steps
+
+
+def alternative_set(runs: Sequence[Run], requests: Path) -> dict[str, str]:
+    """``alternative_queries.jsonl`` and ``alternative_qrels.jsonl``: an agent's handover ending in a
+    failed step. Relevant, among the runs of other tasks that succeeded: rel 2, a run that failed
+    the same way (same action, same :func:`error_class`) and then got the action through; rel 1, a
+    run that made, before its first call of the action, one of the lookups those recoveries made
+    between the failure and the retry that worked (the same way, taken from the start)."""
+    queries: list[str] = []
+    qrels: list[str] = []
+    seen: set[str] = set()
+    tasks = {run.task for run in runs}
+    for where, request in _jsonl(requests):
+        if set(request) != {"qid", "query", "source", "steps_so_far"} or not all(
+                isinstance(request[f], str) and request[f].strip() for f in ("qid", "query", "source")):
+            raise BuildError(f"{where}: needs exactly the non-blank strings qid, query, source and steps_so_far")
+        qid, source = request["qid"], request["source"]
+        if qid in seen:
+            raise BuildError(f"{where}: qid: {qid!r} is used twice")
+        seen.add(qid)
+        if source not in tasks:
+            raise BuildError(f"{where}: source: {source!r} is no task of the real runs")
+        steps = _handover_steps(where, request["steps_so_far"])
+        action, failure = steps[-1]["action"], error_class(steps[-1]["error"])
+        recovered = {run.id: found for run in runs if run.succeeded
+                     and (found := recovery_lookups(run, action, failure)) is not None}
+        way = frozenset().union(*recovered.values()) if recovered else frozenset()
+        others = [run for run in runs if run.task != source and run.succeeded]
+        graded = [(run.id, 2) for run in others if run.id in recovered]
+        graded += [(run.id, 1) for run in others if run.id not in recovered and way
+                   and took_the_way_from_the_start(run, action, way)]
+        if not graded:
+            raise BuildError(f"{where}: no successful run of another task got past {action!r} failing with "
+                             f"{failure!r}")
+        domain = next(run.domain for run in runs if run.task == source)
+        queries.append(_line({"qid": qid, "query": request["query"], "domain": domain, "steps_so_far": steps,
+                              "exclude": sorted(run.id for run in runs if run.task == source)}))
+        qrels += [_line({"qid": qid, "doc_id": doc, "rel": rel}) for doc, rel in sorted(graded)]
+    return {"alternative_queries.jsonl": "".join(queries), "alternative_qrels.jsonl": "".join(qrels)}
+
+
+def build(data: Path, here: Path = HERE, real_runs: Path | None = None) -> dict[str, str]:
+    """Every set's file name and content, built from the gold files in ``data`` and the real runs
+    (``real_runs``, by default ``data``'s sibling folder ``real_runs``)."""
     corpus = load_corpus(data)
+    runs = load_runs(real_runs if real_runs is not None else data.parent / REAL_RUNS)
     return {**short_sets(corpus, here / "short_requests.jsonl"),
             # Requests that name no product, order or place: only the change they want.
             **short_sets(corpus, here / "intent_requests.jsonl", "intent"),
             # Requests for two or more changes at once: their answer is a composite workflow.
             **short_sets(corpus, here / "composite_requests.jsonl", "composite", by_domain=False),
-            **lodo_set(corpus, here / "lodo_requests.jsonl")}
+            **lodo_set(corpus, here / "lodo_requests.jsonl"),
+            # Handovers ending in a failed step: the other way that worked after it.
+            **alternative_set(runs, here / "alternative_requests.jsonl")}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

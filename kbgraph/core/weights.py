@@ -112,11 +112,12 @@ class SearchWeights(StrictModel):
     # -- graph traversal
     hop_decay: Unit = Field(default=0.8, description="δ: per-hop decay of a path score.")
     max_hops: Annotated[int, Field(ge=0, le=3)] = Field(
-        default=0, description="Hops of graph traversal from the best direct hits (ADAPTATION, COMPOSITION, "
-        "ALTERNATIVE; workflows rank through their instances, not through traversal). 0: traversal takes no part in "
-        "the ranking, because on no development set did it change a figure, and no variant tried lifted a set "
-        "without lowering another (docs/search.md). 1-3 opt in, e.g. for a sparse knowledge base whose direct "
-        "channels find little.")
+        default=1, description="Hops of graph traversal. When the query's last executed step failed, the experiences "
+        "whose runs failed the same way are reached from that failure (the ALTERNATIVE way past it) and score as the "
+        "best direct hit times how well their run resolved it: this is what the default 1 is for (the alternative "
+        "development set, docs/search.md). From the best direct hits along ADAPTATION, COMPOSITION, ALTERNATIVE "
+        "(and ABSTRACTION), a path decays below its seed and changed no figure of any set; 2-3 go further. "
+        "0: traversal takes no part in the ranking.")
     seeds: Annotated[int, Field(ge=0, le=100)] = Field(default=10, description="Top direct hits expanded along edges.")
     neighbours_per_seed: Annotated[int, Field(ge=1, le=1000)] = 20
     edge_weights: dict[RelationType, Unit] = Field(default_factory=_default_edge_weights)

@@ -22,6 +22,9 @@ class ExecutedStep(_Input):
     action: str = Field(description="The tool or operation called, e.g. 'get_order_details'.")
     arguments: dict[str, Any] = Field(
         default_factory=dict, description="The arguments it was called with (values may be concrete).")
+    error: str | None = Field(
+        default=None, description="The error it returned, verbatim, when it failed; leave out if it worked. A last "
+                                  "step that failed brings back the runs that got past the same failure.")
 
 
 class TakenStep(_Input):

@@ -51,10 +51,12 @@ def _not_blank(value: str) -> str:
 
 
 class EvalStep(_Strict):
-    """One step the agent already took (``steps_so_far``): the tool and its concrete arguments."""
+    """One step the agent already took (``steps_so_far``): the tool, its concrete arguments and,
+    when it failed, the error it returned."""
 
     action: NonBlank
     arguments: dict[str, Any] = Field(default_factory=dict)
+    error: NonBlank | None = None
 
     _blank = field_validator("action")(_not_blank)
 

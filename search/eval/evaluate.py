@@ -119,7 +119,7 @@ def hit_sources(gateway: Neo4jGateway, namespace: str, ids: Sequence[str]) -> tu
 
 
 def search_query_for(query: EvalQuery, k: int) -> SearchQuery:
-    steps = [QueryStep(action=s.action, arguments=s.arguments) for s in (query.steps_so_far or [])]
+    steps = [QueryStep(action=s.action, arguments=s.arguments, error=s.error) for s in (query.steps_so_far or [])]
     return SearchQuery(task=query.query, domain=query.domain, steps_so_far=steps, k=k, exclude=sorted(query.exclude))
 
 

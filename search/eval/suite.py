@@ -8,12 +8,13 @@ module puts every set in one table so that is what a reader sees. The sets:
   ``real_same``, ``real_other`` over the real runs);
 - the project's own sets in ``data/dev`` (short requests without executed steps per domain, the
   leave-one-domain-out transfer set, …): every ``<name>_queries.jsonl`` with its
-  ``<name>_qrels.jsonl``, over the gold trajectories. A set whose name starts with ``lodo`` holds
-  out each query's domain: its queries are answered from a namespace built from the corpus
-  *without* the files of that domain, and the baselines index the same files.
+  ``<name>_qrels.jsonl``, over the gold trajectories (over the real runs for the sets named in
+  ``DEV_CORPORA``). A set whose name starts with ``lodo`` holds out each query's domain: its
+  queries are answered from a namespace built from the corpus *without* the files of that domain,
+  and the baselines index the same files.
 
 Each column of ``ABLATIONS`` runs kbgraph again on the same namespace with some weights changed
-(traversal on, workflows off, …), so a mechanism that changes no figure shows as a column equal
+(traversal off, workflows off, …), so a mechanism that changes no figure shows as a column equal
 to kbgraph's.
 """
 
@@ -50,8 +51,8 @@ __all__ = ["ABLATIONS", "BASELINES", "SetRow", "SuiteReport", "SuiteSet", "corpu
 
 #: The ablation columns: kbgraph with these weights changed (on top of any --set of the run).
 ABLATIONS: dict[str, dict[str, Any]] = {
-    # Traversal is out of the default ranking (max_hops 0): the column turns it on, as it was.
-    "traversal_on": {"max_hops": 2},
+    # Traversal (max_hops 1 by default): the column turns it off.
+    "traversal_off": {"max_hops": 0},
     "workflows_off": {"workflows": False},
     "lexical_off": {"alpha": 0.0},
     "structure_off": {"structure_weight": 0.0, "task_structure_weight": 0.0, "intent_structure_weight": 0.0},
@@ -60,6 +61,9 @@ ABLATIONS: dict[str, dict[str, Any]] = {
 BASELINES = ("tfidf", "minilm_cosine", "agent_kb_hybrid", "success_cosine")
 #: The shared sets: name → corpus folder under the shared data root.
 SHARED_SETS = {"retail": "trajectories", "webarena": "trajectories", "real_same": "real_runs", "real_other": "real_runs"}
+#: The project's sets that are not over the gold trajectories: name → corpus folder. ``alternative``
+#: asks what worked after a failed step, which only the real runs (with their errors) can answer.
+DEV_CORPORA = {"alternative": "real_runs"}
 
 Progress = Callable[[str, int, int], None]
 
@@ -121,7 +125,8 @@ def discover_sets(shared_data: Path, dev_sets: Path | None, names: Sequence[str]
     if dev_sets is not None and dev_sets.is_dir():
         for queries in sorted(dev_sets.glob("*_queries.jsonl")):
             name = queries.name.removesuffix("_queries.jsonl")
-            found.append(SuiteSet(name, queries, dev_sets / f"{name}_qrels.jsonl", shared_data / "trajectories",
+            dev_corpus = shared_data / DEV_CORPORA.get(name, "trajectories")
+            found.append(SuiteSet(name, queries, dev_sets / f"{name}_qrels.jsonl", dev_corpus,
                                   hold_out_domain=name.startswith("lodo")))
     if names:
         known = {s.name for s in found}

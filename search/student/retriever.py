@@ -11,8 +11,10 @@ each a module of this package:
    the query's vectors, the inner max of the fine score, support), so no embedding leaves Neo4j.
 3. **Direct score** (``scores``; :func:`kbgraph.search.scoring.direct_scores`): coarse, fine and the
    λ(t) stage blend, the lexical mix α, transferability, success and support.
-4. **Traversal** (``graph``), opt-in (``max_hops`` 0 by default): from the best seeds along ABSTRACTION, COMPOSITION, ADAPTATION and
-   ALTERNATIVE (both directions), ``score(seed) · Π w(edge)·w(type) · δ^hops · trans`` (``path_score``).
+4. **Traversal** (``graph``; ``max_hops`` 1 by default, 0 turns it off): when the last executed
+   step failed, the ALTERNATIVE way past that failure; and from the best seeds along ABSTRACTION,
+   COMPOSITION, ADAPTATION and ALTERNATIVE (both directions),
+   ``score(seed) · Π w(edge)·w(type) · δ^hops · trans`` (``path_score``).
 5. **Selection** (``hits``): threshold θ, MMR over the pool, top k; then the hits are read (without
    embeddings) and the nearest meta-concept documents are added.
 
@@ -54,6 +56,8 @@ __all__ = ["SPLIT_READS_AT", "StudentRetriever"]
 #: SearchContext.in_halves). Queries with executed steps gather ~110 candidates (and their
 #: workflows); task-only ones ~50, for which one request is quicker.
 SPLIT_READS_AT = 60
+#: The most characters of an executed step's error its text carries (a stored step's: 300).
+FAILED_STEP_ERROR_CHARS = 300
 
 
 class StudentRetriever:
@@ -170,9 +174,11 @@ class StudentRetriever:
     # -- query embedding -----------------------------------------------------------------------
 
     @staticmethod
-    def step_text(action: str, arguments: dict[str, Any], text: str | None = None) -> str:
-        """The text an executed step is embedded from: the same as a stored step's."""
-        return f"{action}: {text if text is not None else describe_step(action, arguments)}"
+    def step_text(action: str, arguments: dict[str, Any], text: str | None = None, error: str | None = None) -> str:
+        """The text an executed step is embedded from: the same as a stored step's (a failed one
+        ends in ``— failed: <generalised error>``, as ingestion writes it)."""
+        described = f"{action}: {text if text is not None else describe_step(action, arguments)}"
+        return described if error is None else f"{described} — failed: {generalise_text(error)[:FAILED_STEP_ERROR_CHARS]}"
 
     def _embed_query(self, q: SearchQuery, w: SearchWeights) -> dict[str, Any]:
         """The query's vectors: ``pg`` (problem+goal, against the semantic index), ``task`` (the
@@ -187,7 +193,7 @@ class StudentRetriever:
             flow = " -> ".join(s.action for s in q.steps_so_far)
             task_text = f"{task_text}\n{flow}".strip()
         texts = [t for t in dict.fromkeys([pg_text, task_text]) if t]
-        step_texts = [self.step_text(s.action, s.arguments, s.text) for s in q.steps_so_far]
+        step_texts = [self.step_text(s.action, s.arguments, s.text, s.error) for s in q.steps_so_far]
         rows = self.embedder.embed([*texts, *step_texts]) if texts or step_texts else np.zeros((0, 0))
         by_text = {text: rows[i] for i, text in enumerate(texts)}
         return {

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Final
 
 from kbgraph.core.models import RelationType
 
-__all__ = ["DERIVED", "CandidateFacts", "Neighbour", "NodeFacts", "WorkflowEdge"]
+__all__ = ["DERIVED", "CandidateFacts", "Neighbour", "NodeFacts", "PastFailure", "WorkflowEdge"]
 
 #: Field metadata of a value the search adds to a row (not one of the query's keys).
 DERIVED: Final = {"derived": True}
@@ -123,6 +123,28 @@ class Neighbour:
             r["id"], r["kind"], r["domain"], float(r["success_rate"]), float(r["quality"]), r["semantic"],
             int(r["support"]), int(r["runs"]), r["scope"], float(r["utility"]),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class PastFailure:
+    """An experience whose run failed the way the query's last executed step did (the same error
+    signature), with the failure mode: whether the fix then went through (``recovered``) and
+    whether that run succeeded. One row of ``search_recoveries``."""
+
+    QUERY: ClassVar[str] = "search_recoveries"
+
+    id: str
+    failure: str
+    description: str
+    recovery: str
+    recovered: bool
+    run_succeeded: bool
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> PastFailure:
+        r = record
+        return cls(str(r["id"]), str(r["failure"]), str(r["description"]), str(r["recovery"]),
+                   bool(r["recovered"]), bool(r["run_succeeded"]))
 
 
 #: The scoring facts of anything a search may return: a candidate (or its workflow), or a node

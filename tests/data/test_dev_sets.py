@@ -1,5 +1,6 @@
 """Specification of the project's own development sets (data/dev): they are exactly what
-data/dev/build_sets.py makes from the shared gold trajectories, every query can be answered, the
+data/dev/build_sets.py makes from the shared gold trajectories and real runs, every query can be
+answered, the
 short requests speak as a customer would (no tool names or tool words) and each short set is big
 enough. No database, no model: files and the builder's pure functions only."""
 
@@ -19,10 +20,11 @@ from tests.conftest import SHARED_DATA
 
 DEV = Path(__file__).resolve().parents[2] / "data" / "dev"
 TRAJECTORIES = SHARED_DATA / "trajectories"
+REAL_RUNS = SHARED_DATA / "real_runs"
 SHORT_SETS = ("short_retail", "short_airline", "short_banking")
 #: Requests naming only the change they want, and requests for two or more changes at once.
 REQUEST_SETS = (*SHORT_SETS, "intent_retail", "composite")
-SETS = (*REQUEST_SETS, "lodo")
+SETS = (*REQUEST_SETS, "lodo", "alternative")
 
 #: Words of the tools' names a customer would not say ("swap an item that arrived", not "exchange
 #: delivered order items"). Everyday words that tools share with customers (order, cancel, return,
@@ -144,6 +146,59 @@ def test_a_state_change_without_a_kind_stops_the_build(tmp_path: Path) -> None:
     (tmp_path / "retail_train.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
     with pytest.raises(build_sets.BuildError, match=r"retail_train.jsonl:1: .*teleport_order"):
         build_sets.load_corpus(tmp_path)
+
+
+def test_alternative_handovers_end_in_a_failed_step_and_exclude_their_whole_task() -> None:
+    runs = build_sets.load_runs(REAL_RUNS)
+    task_of = {run.id: run.task for run in runs}
+    succeeded = {run.id for run in runs if run.succeeded}
+    judged = qrels_by_query(load_qrels(DEV / "alternative_qrels.jsonl"))
+    queries = load_queries(DEV / "alternative_queries.jsonl")
+    assert len(queries) >= 15
+    for query in queries:
+        assert query.steps_so_far and query.steps_so_far[-1].error, query.qid
+        source_tasks = {task_of[run] for run in query.exclude}
+        assert len(source_tasks) == 1 and query.exclude == {r for r, t in task_of.items() if t in source_tasks}
+        assert set(judged[query.qid]) <= succeeded, "only runs that reached the goal are relevant"
+        assert 2 in judged[query.qid].values(), f"{query.qid}: no run got past the same failure"
+
+
+def _run(run_id: str, succeeded: bool, *steps: tuple[str, str | None]) -> object:
+    return build_sets.Run(run_id, run_id.rsplit("-", 1)[0], "airline", succeeded, steps)
+
+
+def test_the_same_failure_is_the_same_action_and_error_whatever_the_values() -> None:
+    assert build_sets.error_class("Error: payment method certificate_7504069 not found") == "payment method # not found"
+    assert build_sets.error_class("Error: payment method not found") == "payment method not found"
+    assert build_sets.error_class("Error: total price is 305, but paid 255") == "total price is # but paid #"
+
+
+def test_relevant_runs_got_past_the_failure_or_took_the_recovering_way_from_the_start(tmp_path: Path) -> None:
+    fail = ("pay", "payment method not found")
+    runs = [
+        _run("query-t0", True, ("lookup_x", None), ("pay", None)),  # the query's own task: excluded
+        _run("recovered-t0", True, fail, ("get_profile", None), ("pay", None)),
+        _run("recovered_late-t0", False, fail, ("get_profile", None), ("pay", None)),  # the run then failed
+        _run("from_start-t0", True, ("get_profile", None), ("pay", None)),
+        _run("no_lookup-t0", True, ("pay", None)),
+        _run("failed_other_way-t0", True, ("pay", "card expired"), ("get_profile", None), ("pay", None)),
+    ]
+    request = {"qid": "q", "query": "pay for the change", "source": "query",
+               "steps_so_far": [{"action": "pay", "arguments": {}, "error": "Error: payment method not found"}]}
+    requests = tmp_path / "alternative_requests.jsonl"
+    requests.write_text(json.dumps(request) + "\n", encoding="utf-8")
+    files = build_sets.alternative_set(runs, requests)
+    judged = [json.loads(line) for line in files["alternative_qrels.jsonl"].splitlines()]
+    assert {(j["doc_id"], j["rel"]) for j in judged} == {("recovered-t0", 2), ("from_start-t0", 1)}
+    assert json.loads(files["alternative_queries.jsonl"])["exclude"] == ["query-t0"]
+
+
+def test_a_handover_whose_last_step_did_not_fail_is_refused(tmp_path: Path) -> None:
+    request = {"qid": "q", "query": "pay", "source": "query", "steps_so_far": [{"action": "pay", "arguments": {}}]}
+    requests = tmp_path / "alternative_requests.jsonl"
+    requests.write_text(json.dumps(request) + "\n", encoding="utf-8")
+    with pytest.raises(build_sets.BuildError, match=r"alternative_requests.jsonl:1: steps_so_far: the last step"):
+        build_sets.alternative_set([_run("query-t0", True, ("pay", None))], requests)
 
 
 def test_a_request_whose_change_nobody_else_made_is_refused(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kbgraph.core.models import RelationType
-from kbgraph.search.student.rows import CandidateFacts, Neighbour, WorkflowEdge
+from kbgraph.search.student.rows import CandidateFacts, Neighbour, PastFailure, WorkflowEdge
 from kbgraph.search.teacher._rows import FailureGroupRow, FailureRow, GroupBest, StepRow
 from kbgraph.store.queries import query
 
@@ -109,6 +109,7 @@ RECORDS: list[tuple[type[Any], str, Callable[[], dict[str, str]]]] = [
     (CandidateFacts, CandidateFacts.QUERY, lambda: collected_map(CandidateFacts.QUERY)),
     (WorkflowEdge, CandidateFacts.QUERY, _workflow_edge),
     (Neighbour, Neighbour.QUERY, lambda: collected_map(Neighbour.QUERY)),
+    (PastFailure, PastFailure.QUERY, lambda: returned_columns(PastFailure.QUERY)),
     *((StepRow, name, lambda name=name: collected_map(name)) for name in StepRow.QUERIES),
     *((FailureRow, name, lambda name=name: collected_map(name)) for name in FailureRow.QUERIES),
     (FailureGroupRow, "refine_failure_groups", lambda: returned_columns("refine_failure_groups")),

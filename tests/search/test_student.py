@@ -118,7 +118,7 @@ def test_a_hit_reachable_only_through_an_edge_is_found_with_its_path(kb: Knowled
     kb.add_experiences([reached, *distractors])
     kb.add_experiences([seed])
     query = {"task": "cancel an order", "k": 3}
-    weights = {"alpha": 0.0, "candidates": 3, "max_hops": 2}  # traversal is opt-in
+    weights = {"alpha": 0.0, "candidates": 3, "max_hops": 2}
     results = kb.student.search(query, weights=weights, query_vectors={"pg": basis(0), "task": basis(0), "steps": []})
     by_id = {h.id: h for h in results.hits}
     assert results.ids()[:2] == [seed.key, reached.key]
@@ -134,11 +134,11 @@ def test_a_hit_reachable_only_through_an_edge_is_found_with_its_path(kb: Knowled
     assert hit.score == pytest.approx(expected, abs=1e-5) and hit.breakdown.hops == 1
     assert hit.breakdown.path == pytest.approx(expected, abs=1e-5)
     assert "ADAPTATION" in explain_results(results)
-    # Traversal respects the filters, and is off by default.
+    # Traversal respects the filters, and takes no part with max_hops 0.
     filtered = kb.student.search(query, weights=weights, filters={"domains": ["retail"]},
                                  query_vectors={"pg": basis(0), "task": basis(0), "steps": []})
     assert reached.key not in filtered.ids()
-    flat = kb.student.search(query, weights={"alpha": 0.0, "candidates": 3},
+    flat = kb.student.search(query, weights={"alpha": 0.0, "candidates": 3, "max_hops": 0},
                              query_vectors={"pg": basis(0), "task": basis(0), "steps": []})
     assert reached.key not in flat.ids()
 
