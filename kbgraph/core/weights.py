@@ -118,7 +118,11 @@ class SearchWeights(StrictModel):
         "development set, docs/search.md). From the best direct hits along ADAPTATION, COMPOSITION, ALTERNATIVE "
         "(and ABSTRACTION), a path decays below its seed and changed no figure of any set; 2-3 go further. "
         "0: traversal takes no part in the ranking.")
-    seeds: Annotated[int, Field(ge=0, le=100)] = Field(default=10, description="Top direct hits expanded along edges.")
+    seeds: Annotated[int, Field(ge=0, le=100)] = Field(
+        default=0, description="Top direct hits expanded along ADAPTATION, COMPOSITION, ALTERNATIVE and ABSTRACTION "
+        "(with max_hops >= 1). 0 by default: those hops changed no figure of any development set, and each search would "
+        "pay one more request in sequence for them (docs/search.md); the way past a failed step needs no seeds. 10 "
+        "opts in, e.g. for a sparse knowledge base whose direct channels find little.")
     neighbours_per_seed: Annotated[int, Field(ge=1, le=1000)] = 20
     edge_weights: dict[RelationType, Unit] = Field(default_factory=_default_edge_weights)
     # -- selection

@@ -118,7 +118,7 @@ def test_a_hit_reachable_only_through_an_edge_is_found_with_its_path(kb: Knowled
     kb.add_experiences([reached, *distractors])
     kb.add_experiences([seed])
     query = {"task": "cancel an order", "k": 3}
-    weights = {"alpha": 0.0, "candidates": 3, "max_hops": 2}
+    weights = {"alpha": 0.0, "candidates": 3, "max_hops": 2, "seeds": 10}
     results = kb.student.search(query, weights=weights, query_vectors={"pg": basis(0), "task": basis(0), "steps": []})
     by_id = {h.id: h for h in results.hits}
     assert results.ids()[:2] == [seed.key, reached.key]
@@ -369,7 +369,7 @@ def test_a_large_search_reads_its_facts_and_neighbours_in_two_halves_and_ranks_t
     steps_so_far = [{"action": "find_user_id_by_email", "arguments": {"email": "a@b.c"}},
                     {"action": "get_order_details", "arguments": {"order_id": "#W1"}}]
     monkeypatch.setattr(retriever, "SPLIT_READS_AT", 1_000_000)
-    traversal = {"max_hops": 2}
+    traversal = {"max_hops": 2, "seeds": 10}
     whole = sample_kb.search(task, k=10, steps_so_far=steps_so_far, weights=traversal)
     asked: list[str] = []
     record_reads(sample_kb, monkeypatch, asked)
