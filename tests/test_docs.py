@@ -101,7 +101,7 @@ NOT_RUN = {
                                               "of minutes); tests/kbgraph/audit audits the real runs themselves",
     r"^\./kb demo$": "sets up and fills the reader's `demo` namespace; the module fixture runs the same ingest "
                      "of the same sample files",
-    r"^(KBGRAPH_FUZZ_EXAMPLES=\d+ )?\./kb test\b": "the test suite itself (20 minutes; reliability runs longer)",
+    r"^(KBGRAPH_FUZZ_EXAMPLES=\d+ )?\./kb test\b": "the test suite itself (both lines: the better part of an hour on a busy machine)",
     r"^\./kb bench ": "benchmarks take minutes to half an hour; tests/kbgraph/test_bench_*.py run them small",
     r"^\./kb eval ": "ingests a corpus and runs every query next to four baselines (minutes); tests/search cover it",
     r"^\./kb ingest \.\./shared/data/": "the shared data: a minute for the trajectories; the real runs are "

@@ -7,14 +7,19 @@ import signal
 import time
 from pathlib import Path
 
+from kbgraph.store.managed.lines import LINES
 from kbgraph.store.managed.server import ManagedNeo4j, free_port
 from kbgraph.core.settings import Settings
 
 
 class ThrowawayNeo4j:
     def __init__(self, home: Path):
-        self.server = ManagedNeo4j(home=home, cache_dir=Settings().cache_dir, bolt_port=free_port(),
-                                   http_port=free_port(), heap="1g", pagecache="256m", quiet=True, assets_port=0)
+        # The line the suite runs on (KBGRAPH_NEO4J_VERSION), as the session's server: faults are
+        # recovered by each line's own store.
+        settings = Settings()
+        self.server = ManagedNeo4j(home=home, cache_dir=settings.cache_dir, bolt_port=free_port(),
+                                   http_port=free_port(), heap="1g", pagecache="256m", quiet=True, assets_port=0,
+                                   line=LINES[settings.neo4j_version])
 
     @property
     def uri(self) -> str:

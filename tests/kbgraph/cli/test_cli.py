@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kbgraph.kb import KnowledgeBase
 from tests.conftest import Neo4jTarget
 
 SAMPLES = Path(__file__).resolve().parents[3] / "kbgraph" / "samples" / "experiences.jsonl"
@@ -21,9 +22,10 @@ def kbgraph(target: Neo4jTarget, namespace: str, *args: str) -> subprocess.Compl
 
 
 @pytest.fixture
-def cli_namespace(neo4j_target: Neo4jTarget, namespace: str):  # type: ignore[no-untyped-def]
-    yield namespace
-    kbgraph(neo4j_target, namespace, "delete", "--all", "--yes")
+def cli_namespace(kb: KnowledgeBase) -> str:
+    """The test's namespace, emptied afterwards by ``kb`` in this process: a CLI process per test
+    only to clean up cost seconds each (``delete --all --yes`` is tested below)."""
+    return kb.namespace
 
 
 def test_add_then_stats_as_json(neo4j_target: Neo4jTarget, cli_namespace: str) -> None:
@@ -90,6 +92,9 @@ def test_get_prints_an_experience_and_delete_all_wants_confirmation(
     assert missing.returncode == 1 and "no experience 'exp_nothing'" in missing.stderr
     refused = kbgraph(neo4j_target, cli_namespace, "delete", "--all")
     assert refused.returncode == 1 and "--yes" in refused.stderr
+    deleted = kbgraph(neo4j_target, cli_namespace, "delete", "--all", "--yes")
+    assert deleted.returncode == 0 and f"namespace {cli_namespace!r} deleted" in deleted.stdout, deleted.stderr
+    assert json.loads(kbgraph(neo4j_target, cli_namespace, "stats", "--json").stdout)["experiences"] == 0
 
 
 def test_ingest_reports_as_json_and_rejects_a_huge_task_with_its_reason(
