@@ -115,6 +115,21 @@ def stored_observation(observation: str | None, names: Collection[str] = (), ids
     return {"observation": cut, "observation_chars": len(observation)}
 
 
+#: The most characters of a failed step's error the memory stores.
+STORED_ERROR_CHARS = 300
+
+
+def stored_error(error: str, names: Collection[str] = (), ids: Collection[str] = ()) -> str:
+    """A failed step's error as the memory stores it: generalised, at most STORED_ERROR_CHARS."""
+    return generalise_text(error, names, ids)[:STORED_ERROR_CHARS]
+
+
+def failed_step_text(text: str, error: str) -> str:
+    """A failed step's text: its description, then the stored error. A query's failed step is
+    embedded from the same text, so it meets the stored one."""
+    return f"{text} — failed: {error}"
+
+
 def resolution_effectiveness(recovery: Recovery) -> float:
     """How well a failed step was resolved (Agent KB's resolution effectiveness): see
     :func:`effectiveness_of`."""
@@ -151,8 +166,8 @@ class RuleBasedAbstractor:
             signature = error_signature(step.action, step.error) if step.error else None
             effectiveness = None
             if step.error:
-                error = generalise_text(step.error, names, ids)[:300]
-                text += " — failed: " + error
+                error = stored_error(step.error, names, ids)
+                text = failed_step_text(text, error)
                 recovery = recovery_after(trajectory, order, names, ids)
                 effectiveness = resolution_effectiveness(recovery)
                 failures.append(FailureMode(

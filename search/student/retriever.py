@@ -36,6 +36,7 @@ import numpy as np
 from kbgraph.embedders import Embedder
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.ingest.facts import PgVectorCache
+from kbgraph.ingest.abstract import failed_step_text, stored_error
 from kbgraph.ingest.generalise import describe_step, generalise_text
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import MAX_K, SearchFilters, SearchQuery, SearchWeights, parse_query, parse_search_options
@@ -56,8 +57,6 @@ __all__ = ["SPLIT_READS_AT", "StudentRetriever"]
 #: SearchContext.in_halves). Queries with executed steps gather ~110 candidates (and their
 #: workflows); task-only ones ~50, for which one request is quicker.
 SPLIT_READS_AT = 60
-#: The most characters of an executed step's error its text carries (a stored step's: 300).
-FAILED_STEP_ERROR_CHARS = 300
 
 
 class StudentRetriever:
@@ -178,7 +177,7 @@ class StudentRetriever:
         """The text an executed step is embedded from: the same as a stored step's (a failed one
         ends in ``— failed: <generalised error>``, as ingestion writes it)."""
         described = f"{action}: {text if text is not None else describe_step(action, arguments)}"
-        return described if error is None else f"{described} — failed: {generalise_text(error)[:FAILED_STEP_ERROR_CHARS]}"
+        return described if error is None else failed_step_text(described, stored_error(error))
 
     def _embed_query(self, q: SearchQuery, w: SearchWeights) -> dict[str, Any]:
         """The query's vectors: ``pg`` (problem+goal, against the semantic index), ``task`` (the
