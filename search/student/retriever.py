@@ -189,7 +189,8 @@ class StudentRetriever:
         pg_text = generalise_text(q.pg_text())
         task_text = generalise_text(q.task.strip()) or pg_text
         if q.steps_so_far and w.structure_query_steps:
-            flow = " -> ".join(s.action for s in q.steps_so_far)
+            # Only the calls that went through, as a stored shape (Experience.structure_text).
+            flow = " -> ".join(s.action for s in q.steps_so_far if s.error is None)
             task_text = f"{task_text}\n{flow}".strip()
         texts = [t for t in dict.fromkeys([pg_text, task_text]) if t]
         step_texts = [self.step_text(s.action, s.arguments, s.text, s.error) for s in q.steps_so_far]

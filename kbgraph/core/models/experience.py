@@ -67,6 +67,12 @@ class Step(_Strict):
     observation_chars: Count | None = None
     embedding: Embedding | None = None
 
+    @property
+    def failed(self) -> bool:
+        """The call errored (ingestion gives such a step its error's ``signature`` and an
+        ``issue_type``): it changed nothing, so it is no part of the way the run went."""
+        return self.signature is not None or self.issue_type is not None
+
 
 
 class FailureMode(_Strict):
@@ -264,9 +270,16 @@ class Experience(_Strict):
         """Text behind the semantic (problem+goal) embedding."""
         return f"{self.problem}\n{self.goal}".strip()
 
+    def actions(self) -> list[str]:
+        """The actions of the calls that went through, in order: what the run did. A call that
+        errored and was retried (a "503 Service Unavailable", a wrong argument put right) changed
+        nothing, so two runs that did the same things share one way, one workflow and one shape
+        whatever failed on the way; the failed steps stay in ``steps`` for the teacher."""
+        return [s.action for s in self.steps if not s.failed]
+
     def structure_text(self) -> str:
         """Text behind the structural embedding: the workflow's shape, action by action."""
-        return " -> ".join(s.action for s in self.steps) or "(no steps)"
+        return " -> ".join(self.actions()) or "(no steps)"
 
     def context_text(self) -> str:
         return f"domain: {self.domain}; difficulty: {self.difficulty or 'unknown'}; kind: {self.kind}"

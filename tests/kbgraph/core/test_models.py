@@ -126,6 +126,21 @@ def test_texts_behind_the_embeddings() -> None:
     assert Experience(problem="p").structure_text() == "(no steps)"
 
 
+def test_a_call_that_failed_is_no_part_of_the_way_the_run_went() -> None:
+    # A "503 Service Unavailable" retried: the failed call changed nothing. Runs that did the same
+    # things share actions, operations and shape however often a call failed on the way.
+    retried = Experience.model_validate(minimal(steps=[
+        {"action": "get_order_details", "text": "look up {order_id}"},
+        {"action": "return_items", "text": "return {item_id} — failed: 503 Service Unavailable",
+         "issue_type": "error", "signature": "return_items: 503 service unavailable"},
+        {"action": "return_items", "text": "return {item_id} to {payment_method}"}]))
+    clean = Experience.model_validate(minimal())
+    assert retried.actions() == clean.actions() == ["get_order_details", "return_items"]
+    assert retried.structure_text() == clean.structure_text()
+    assert [s.failed for s in retried.steps] == [False, True, False]
+    assert len(retried.steps) == 3  # the failed step stays, for the teacher
+
+
 def test_a_concept_document_renders_its_sections_in_order() -> None:
     doc = ConceptDocument(when_to_use=["a return is asked"], how=["look up the order", "return items"])
     assert doc.render() == "## When to use\n- a return is asked\n\n## How\n- look up the order\n- return items"
