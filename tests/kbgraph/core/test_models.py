@@ -126,19 +126,28 @@ def test_texts_behind_the_embeddings() -> None:
     assert Experience(problem="p").structure_text() == "(no steps)"
 
 
-def test_a_call_that_failed_is_no_part_of_the_way_the_run_went() -> None:
-    # A "503 Service Unavailable" retried: the failed call changed nothing. Runs that did the same
-    # things share actions, operations and shape however often a call failed on the way.
+def test_a_call_that_failed_for_the_moment_is_no_part_of_the_way_the_run_went() -> None:
+    # A "503 Service Unavailable" retried changed nothing and says nothing about the task: runs that
+    # did the same things share actions and shape however often a service was down on the way.
     retried = Experience.model_validate(minimal(steps=[
         {"action": "get_order_details", "text": "look up {order_id}"},
         {"action": "return_items", "text": "return {item_id} — failed: 503 Service Unavailable",
-         "issue_type": "error", "signature": "return_items: 503 service unavailable"},
+         "issue_type": "transient", "signature": "return_items: 503 service unavailable"},
         {"action": "return_items", "text": "return {item_id} to {payment_method}"}]))
     clean = Experience.model_validate(minimal())
     assert retried.actions() == clean.actions() == ["get_order_details", "return_items"]
     assert retried.structure_text() == clean.structure_text()
-    assert [s.failed for s in retried.steps] == [False, True, False]
+    assert [s.failed_for_the_moment for s in retried.steps] == [False, True, False]
     assert len(retried.steps) == 3  # the failed step stays, for the teacher
+
+
+def test_a_call_refused_for_what_it_asked_stays_in_the_way_the_run_went() -> None:
+    # A wrong payment method, then another one: trying the first is part of how the task went.
+    refused = Experience.model_validate(minimal(steps=[
+        {"action": "return_items", "text": "return {item_id} — failed: payment method not found",
+         "issue_type": "not_found", "signature": "return_items: payment method not found"},
+        {"action": "return_items", "text": "return {item_id} to {payment_method}"}]))
+    assert refused.actions() == ["return_items", "return_items"]
 
 
 def test_a_concept_document_renders_its_sections_in_order() -> None:
