@@ -57,6 +57,11 @@ _QUESTION = re.compile(r"^(what|how|which|who|when|where|why|is|are|does|do|list
 PROBLEM_CHARS = 600
 
 _ISSUE_RULES = [
+    # A failure of the moment (an overloaded or unreachable service), not of the call: first, so
+    # that "429 Too Many Requests" is not a limit of the task's. Its issue types are TRANSIENT_ISSUES.
+    ("transient", ("503", "502", "504", "429", "service unavailable", "temporarily unavailable", "bad gateway",
+                   "gateway timeout", "too many requests", "rate limit", "try again later", "connection reset",
+                   "connection refused")),
     ("not_found", ("not found", "no such", "does not exist", "doesn't exist", "unknown", "404")),
     ("permission_denied", ("permission", "forbidden", "unauthori", "not allowed", "denied", "403")),
     ("timeout", ("timeout", "timed out", "time out")),

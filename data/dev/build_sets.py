@@ -421,6 +421,9 @@ def build(data: Path, here: Path = HERE, real_runs: Path | None = None) -> dict[
             **short_sets(corpus, here / "intent_requests.jsonl", "intent"),
             # Requests for two or more changes at once: their answer is a composite workflow.
             **short_sets(corpus, here / "composite_requests.jsonl", "composite", by_domain=False),
+            # The short requests again, over the runs of which half retried a call that failed for
+            # the moment (the suite derives that corpus: search/eval/transient.py).
+            **short_sets(corpus, here / "short_requests.jsonl", "transient", by_domain=False),
             **lodo_set(corpus, here / "lodo_requests.jsonl"),
             # Handovers ending in a failed step: the other way that worked after it.
             **alternative_set(runs, here / "alternative_requests.jsonl")}

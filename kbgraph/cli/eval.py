@@ -14,6 +14,7 @@ from rich.table import Table
 
 from kbgraph.cli._common import JsonOption, _open, _parse_assignments, _progress, add_commands, out
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.settings import Settings
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.progress import stage_reporter
 from kbgraph.core.terminal import json_safe
@@ -121,7 +122,8 @@ def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Pa
     if unknown:
         raise InvalidInputError([f"--ablations: unknown {', '.join(unknown)} (known: {', '.join(ABLATIONS)})"])
     columns = ABLATIONS if chosen is None else {n: ABLATIONS[n] for n in chosen}
-    found = discover_sets(data, dev_sets if dev_sets is not None else _checkout_dev_sets(), _names(sets))
+    found = discover_sets(data, dev_sets if dev_sets is not None else _checkout_dev_sets(), _names(sets),
+                          cache_dir=Settings().cache_dir)
     with _open(None) as kb, _progress() as progress:
         on_progress = stage_reporter(progress)
 

@@ -40,7 +40,7 @@ def experience_row(exp: Experience) -> Row:
         # actions, operations, shape and task key are derived, stored for cheap comparisons in
         # Cypher (merging, the share of a task's runs a workflow took) and for inspection.
         "content": {**{f: getattr(exp, f) for f in CONTENT_FIELDS},
-                    "actions": [s.action for s in exp.steps], "operations": list(operations([s.action for s in exp.steps])),
+                    "actions": exp.actions(), "operations": list(operations(exp.actions())),
                     "shape": exp.structure_text(), "task_key": exp.task_key(),
                     # What the content hashes to, even under an explicit id: the same id given
                     # later with other content is refused, not half-overwritten (kb.add_experiences).

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field
 
 from kbgraph.core.jsonl import read_jsonl
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.settings import default_cache_dir
 from kbgraph.search.eval.baselines import (
     HybridBaseline,
     MiniLMBaseline,
@@ -43,6 +44,7 @@ from kbgraph.search.eval.baselines import (
 from kbgraph.search.eval.data import EvalQuery, load_qrels, load_queries, qrels_by_query
 from kbgraph.search.eval.evaluate import eval_namespace, search_rankings
 from kbgraph.search.eval.metrics import evaluate
+from kbgraph.search.eval.transient import transient_corpus
 from kbgraph.search.params import SearchWeights
 from kbgraph.search.student import StudentRetriever
 from kbgraph.store.gateway import Neo4jGateway
@@ -64,6 +66,10 @@ SHARED_SETS = {"retail": "trajectories", "webarena": "trajectories", "real_same"
 #: The project's sets that are not over the gold trajectories: name → corpus folder. ``alternative``
 #: asks what worked after a failed step, which only the real runs (with their errors) can answer.
 DEV_CORPORA = {"alternative": "real_runs"}
+#: The project's sets over a corpus derived from a shared one: name → (folder, how it is derived,
+#: into the cache). ``transient``: the gold runs, half of them with a call that failed for the
+#: moment and was retried (search/eval/transient.py).
+DERIVED_CORPORA: dict[str, tuple[str, Callable[[Path, Path], Path]]] = {"transient": ("trajectories", transient_corpus)}
 
 Progress = Callable[[str, int, int], None]
 
@@ -114,9 +120,12 @@ class SuiteReport(BaseModel):
     worst_margin: float
 
 
-def discover_sets(shared_data: Path, dev_sets: Path | None, names: Sequence[str] | None = None) -> list[SuiteSet]:
+def discover_sets(shared_data: Path, dev_sets: Path | None, names: Sequence[str] | None = None,
+                  cache_dir: Path | None = None) -> list[SuiteSet]:
     """The suite's sets: the shared ones found under ``shared_data`` and the project's in ``dev_sets``,
-    in that order; ``names`` keeps only those (an unknown name is an error)."""
+    in that order; ``names`` keeps only those (an unknown name is an error). The corpora of
+    :data:`DERIVED_CORPORA` are made under ``cache_dir`` (the settings' cache by default) when a
+    set of theirs is kept."""
     found: list[SuiteSet] = []
     for name, corpus in SHARED_SETS.items():
         queries = shared_data / "eval" / f"{name}_queries.jsonl"
@@ -136,7 +145,15 @@ def discover_sets(shared_data: Path, dev_sets: Path | None, names: Sequence[str]
         found = [s for s in found if s.name in names]
     if not found:
         raise InvalidInputError([f"no development set found under {shared_data}/eval or {dev_sets}"])
-    return found
+    return [_derived(s, shared_data, cache_dir) for s in found]
+
+
+def _derived(suite_set: SuiteSet, shared_data: Path, cache_dir: Path | None) -> SuiteSet:
+    if suite_set.name not in DERIVED_CORPORA:
+        return suite_set
+    folder, derive = DERIVED_CORPORA[suite_set.name]
+    corpus = derive(shared_data / folder, cache_dir if cache_dir is not None else default_cache_dir())
+    return replace(suite_set, corpus=corpus)
 
 
 def _file_domains(path: Path) -> set[str]:

@@ -36,7 +36,8 @@ import numpy as np
 from kbgraph.embedders import Embedder
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.ingest.facts import PgVectorCache
-from kbgraph.ingest.abstract import failed_step_text, stored_error
+from kbgraph.core.models.experience import TRANSIENT_ISSUES
+from kbgraph.ingest.abstract import classify_issue, failed_step_text, stored_error
 from kbgraph.ingest.generalise import describe_step, generalise_text
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import MAX_K, SearchFilters, SearchQuery, SearchWeights, parse_query, parse_search_options
@@ -189,7 +190,9 @@ class StudentRetriever:
         pg_text = generalise_text(q.pg_text())
         task_text = generalise_text(q.task.strip()) or pg_text
         if q.steps_so_far and w.structure_query_steps:
-            flow = " -> ".join(s.action for s in q.steps_so_far)
+            # Less the calls that failed for the moment, as a stored shape (Experience.structure_text).
+            flow = " -> ".join(s.action for s in q.steps_so_far
+                               if s.error is None or classify_issue(s.error) not in TRANSIENT_ISSUES)
             task_text = f"{task_text}\n{flow}".strip()
         texts = [t for t in dict.fromkeys([pg_text, task_text]) if t]
         step_texts = [self.step_text(s.action, s.arguments, s.text, s.error) for s in q.steps_so_far]

@@ -24,7 +24,7 @@ REAL_RUNS = SHARED_DATA / "real_runs"
 SHORT_SETS = ("short_retail", "short_airline", "short_banking")
 #: Requests naming only the change they want, and requests for two or more changes at once.
 REQUEST_SETS = (*SHORT_SETS, "intent_retail", "composite")
-SETS = (*REQUEST_SETS, "lodo", "alternative")
+SETS = (*REQUEST_SETS, "lodo", "alternative", "transient")
 
 #: Words of the tools' names a customer would not say ("swap an item that arrived", not "exchange
 #: delivered order items"). Everyday words that tools share with customers (order, cancel, return,
@@ -85,6 +85,13 @@ def test_every_query_has_a_relevant_trajectory_it_does_not_exclude(name: str) ->
     for query in queries:
         found = {doc for doc, rel in judged[query.qid].items() if rel > 0} - query.exclude
         assert found, f"{name}: {query.qid} has no relevant trajectory left once its exclude list is applied"
+
+
+def test_the_transient_set_asks_the_short_requests_with_their_relevance() -> None:
+    # The same requests and judgements; only the corpus differs (search/eval/transient.py).
+    for part in ("queries", "qrels"):
+        short = [line for name in SHORT_SETS for line in (DEV / f"{name}_{part}.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert sorted((DEV / f"transient_{part}.jsonl").read_text(encoding="utf-8").splitlines()) == sorted(short)
 
 
 @pytest.mark.parametrize("name", SHORT_SETS)

@@ -64,6 +64,11 @@ def test_issue_types() -> None:
     assert classify_issue("Request timed out after 30s") == "timeout"
     assert classify_issue("403 Forbidden") == "permission_denied"
     assert classify_issue("something odd") == "error"
+    # Failures of the moment, whatever else their words say ("too many" is no limit of the task's).
+    for message in ("503 Service Unavailable", "HTTP 429 Too Many Requests", "502 Bad Gateway",
+                    "upstream temporarily unavailable, try again later"):
+        assert classify_issue(message) == "transient", message
+    assert classify_issue("Error: payment method not found") == "not_found"
 
 
 def test_long_tasks_are_cut_to_a_readable_problem() -> None:

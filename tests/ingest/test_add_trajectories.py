@@ -79,3 +79,27 @@ def test_skip_invalid_ingests_the_rest_and_lists_what_it_skipped(kb: KnowledgeBa
     report = kb.add_trajectories([run(0), bad], skip_invalid=True)
     assert report.records_rejected == 1 and report.rejected[0].startswith("trajectories[1]: outcome.success")
     assert kb.count() == 1
+
+
+def test_a_call_retried_after_a_transient_error_leaves_the_run_on_the_same_way(kb: KnowledgeBase) -> None:
+    # Run 1 met a "503 Service Unavailable" on its cancellation and retried it: it did what run 0
+    # did, so it is stored with the same actions and operations, and both share one workflow.
+    clean, retried = run(0), run(1)
+    retried["steps"].insert(1, {"action": "cancel_reservation", "arguments": {"reservation_id": "R00001"},
+                                "error": "503 Service Unavailable"})
+    kb.add_trajectories([clean, retried])
+    rows = kb.driver.execute_query(
+        "MATCH (e:Experience {kb: $kb, kind: 'concrete'}) UNWIND e.source_ids AS run "
+        "OPTIONAL MATCH (e)-[:ABSTRACTION]->(w:Experience) "
+        "RETURN run, e.actions AS actions, e.operations AS operations, e.shape AS shape, w.id AS workflow",
+        kb=kb.namespace, database_=kb.gateway.database).records
+    by_run = {r["run"]: r for r in rows}
+    assert set(by_run) == {"mem-0", "mem-1"}
+    for field in ("actions", "operations", "shape", "workflow"):
+        assert by_run["mem-0"][field] == by_run["mem-1"][field], field
+    assert by_run["mem-1"]["actions"] == ["get_reservation_details", "cancel_reservation"]
+    # The failure is still remembered, for the teacher.
+    failures = kb.driver.execute_query(
+        "MATCH (e:Experience {kb: $kb})-[:HAS_FAILURE]->(f) RETURN collect(DISTINCT f.action) AS actions",
+        kb=kb.namespace, database_=kb.gateway.database).records[0]["actions"]
+    assert failures == ["cancel_reservation"]

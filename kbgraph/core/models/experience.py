@@ -43,6 +43,11 @@ from kbgraph.core.models._base import (
 )
 
 
+#: Issue types of a call that failed for a reason of the moment, not because of what it asked
+#: (ingestion's ``classify_issue``: "503 Service Unavailable", "429 Too Many Requests", timeouts).
+TRANSIENT_ISSUES = frozenset({"transient", "timeout"})
+
+
 def _utc(value: datetime | None) -> datetime | None:
     if value is not None and value.tzinfo is None:
         return value.replace(tzinfo=UTC)
@@ -66,6 +71,14 @@ class Step(_Strict):
     observation: ShortText | None = None
     observation_chars: Count | None = None
     embedding: Embedding | None = None
+
+    @property
+    def failed_for_the_moment(self) -> bool:
+        """The call failed for a reason of the moment (:data:`TRANSIENT_ISSUES`: an overloaded or
+        unreachable service, a timeout), not because of what it asked: it says nothing about the
+        task, so it is no part of the way the run went. A call refused for what it asked (a wrong
+        payment method) is: the run's shape keeps it."""
+        return self.issue_type in TRANSIENT_ISSUES
 
 
 
@@ -264,9 +277,16 @@ class Experience(_Strict):
         """Text behind the semantic (problem+goal) embedding."""
         return f"{self.problem}\n{self.goal}".strip()
 
+    def actions(self) -> list[str]:
+        """The actions of the run in order, less the calls that failed for the moment
+        (:attr:`Step.failed_for_the_moment`): a run that retried a call after a "503 Service
+        Unavailable" shares its way, workflow and shape with a clean run that did the same things.
+        The failed steps stay in ``steps``, for the teacher."""
+        return [s.action for s in self.steps if not s.failed_for_the_moment]
+
     def structure_text(self) -> str:
         """Text behind the structural embedding: the workflow's shape, action by action."""
-        return " -> ".join(s.action for s in self.steps) or "(no steps)"
+        return " -> ".join(self.actions()) or "(no steps)"
 
     def context_text(self) -> str:
         return f"domain: {self.domain}; difficulty: {self.difficulty or 'unknown'}; kind: {self.kind}"

@@ -126,6 +126,30 @@ def test_texts_behind_the_embeddings() -> None:
     assert Experience(problem="p").structure_text() == "(no steps)"
 
 
+def test_a_call_that_failed_for_the_moment_is_no_part_of_the_way_the_run_went() -> None:
+    # A "503 Service Unavailable" retried changed nothing and says nothing about the task: runs that
+    # did the same things share actions and shape however often a service was down on the way.
+    retried = Experience.model_validate(minimal(steps=[
+        {"action": "get_order_details", "text": "look up {order_id}"},
+        {"action": "return_items", "text": "return {item_id} — failed: 503 Service Unavailable",
+         "issue_type": "transient", "signature": "return_items: 503 service unavailable"},
+        {"action": "return_items", "text": "return {item_id} to {payment_method}"}]))
+    clean = Experience.model_validate(minimal())
+    assert retried.actions() == clean.actions() == ["get_order_details", "return_items"]
+    assert retried.structure_text() == clean.structure_text()
+    assert [s.failed_for_the_moment for s in retried.steps] == [False, True, False]
+    assert len(retried.steps) == 3  # the failed step stays, for the teacher
+
+
+def test_a_call_refused_for_what_it_asked_stays_in_the_way_the_run_went() -> None:
+    # A wrong payment method, then another one: trying the first is part of how the task went.
+    refused = Experience.model_validate(minimal(steps=[
+        {"action": "return_items", "text": "return {item_id} — failed: payment method not found",
+         "issue_type": "not_found", "signature": "return_items: payment method not found"},
+        {"action": "return_items", "text": "return {item_id} to {payment_method}"}]))
+    assert refused.actions() == ["return_items", "return_items"]
+
+
 def test_a_concept_document_renders_its_sections_in_order() -> None:
     doc = ConceptDocument(when_to_use=["a return is asked"], how=["look up the order", "return items"])
     assert doc.render() == "## When to use\n- a return is asked\n\n## How\n- look up the order\n- return items"

@@ -56,16 +56,20 @@ def test_every_ablation_names_real_weights() -> None:
 def test_the_suite_finds_the_shared_sets_and_the_projects_own(tmp_path: Path) -> None:
     dev = tmp_path / "dev"
     dev.mkdir()
-    for name in ("short_retail", "lodo", "alternative"):
+    for name in ("short_retail", "lodo", "alternative", "transient"):
         (dev / f"{name}_queries.jsonl").write_text("")
         (dev / f"{name}_qrels.jsonl").write_text("")
-    found = {s.name: s for s in discover_sets(SHARED_DATA, dev)}
-    assert {"retail", "webarena", "real_same", "real_other", "short_retail", "lodo", "alternative"} <= set(found)
+    found = {s.name: s for s in discover_sets(SHARED_DATA, dev, cache_dir=tmp_path / "cache")}
+    assert {"retail", "webarena", "real_same", "real_other", "short_retail", "lodo", "alternative", "transient"} <= set(found)
     assert found["real_same"].corpus == SHARED_DATA / "real_runs"
     assert found["short_retail"].corpus == SHARED_DATA / "trajectories"
     # What worked after a failed step: only the real runs hold failed steps.
     assert found["alternative"].corpus == SHARED_DATA / "real_runs"
     assert found["lodo"].hold_out_domain and not found["short_retail"].hold_out_domain
+    # Calls retried after a transient error: the gold runs so changed, made in the cache.
+    transient = found["transient"].corpus
+    assert transient.parent == tmp_path / "cache" / "dev-corpora"
+    assert sorted(p.name for p in transient.glob("*.jsonl")) == sorted(p.name for p in (SHARED_DATA / "trajectories").glob("*.jsonl"))
     assert [s.name for s in discover_sets(SHARED_DATA, dev, ["lodo", "retail"])] == ["retail", "lodo"]
     with pytest.raises(InvalidInputError, match="unknown set nope"):
         discover_sets(SHARED_DATA, dev, ["nope"])
