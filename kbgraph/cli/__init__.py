@@ -1,14 +1,17 @@
 """The ``kbgraph`` command line. Errors print as one line (``kbgraph: error: …``), never a traceback.
 
-The app and :func:`main` live here; the commands live in one module per group (``records``,
-``search``, ``learning``, ``bench``, …), and what they share (options, printers, the parsers of
-arguments) in :mod:`kbgraph.cli._common`. ``python -m kbgraph.cli`` runs :mod:`kbgraph.cli.__main__`.
+The app, :func:`run` (a command line to its exit status) and :func:`main` (the command) live here;
+the commands live in one module per group (``records``, ``search``, ``learning``, ``bench``, …), and
+what they share (options, printers, the parsers of arguments) in :mod:`kbgraph.cli._common`.
+``python -m kbgraph.cli`` runs :mod:`kbgraph.cli.__main__`.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
+from typing import NoReturn
 
 import neo4j
 import typer
@@ -38,7 +41,7 @@ from kbgraph.core.errors import InvalidInputError, KbgraphError
 from kbgraph.store.connection import quiet_driver_log
 
 # _print_ingest_report: the ingest report's printer, which tests call directly.
-__all__ = ["_print_ingest_report", "app", "main"]
+__all__ = ["_print_ingest_report", "app", "main", "run"]
 
 app = typer.Typer(
     add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
@@ -53,46 +56,72 @@ for _register in (server.register, schema.register, records.register, search.reg
     _register(app)
 
 
-def _undecodable_argument() -> str | None:
+def _undecodable_argument(argv: Sequence[str]) -> str | None:
     """Python reads argument bytes that are not UTF-8 as lone surrogates (surrogateescape)."""
-    for index, argument in enumerate(sys.argv[1:], start=1):
+    for index, argument in enumerate(argv, start=1):
         if any("\udc80" <= char <= "\udcff" for char in argument):
             shown = argument.encode("utf-8", "surrogateescape")[:60]
             return f"argument {index} ({shown!r}) is not valid UTF-8 text"
     return None
 
 
-def main() -> None:
+def _error(message: str) -> None:
+    err.print(message, markup=False, highlight=False)
+
+
+def _exit_status(code: object) -> int:
+    """The status a process ends with on ``SystemExit(code)``, which click raises at the end of
+    every run, success included; a code that is not a number is printed to stderr and means 1, as
+    Python does it."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def run(argv: Sequence[str]) -> int:
+    """Runs the command line ``argv`` (the arguments after the program's name) and returns the exit
+    status, every error reported in one line on stderr: :func:`main` without leaving the process,
+    which the tests call to run commands in theirs."""
     quiet_driver_log()  # a failure is reported once, by us, in one line
-    if problem := _undecodable_argument():
-        err.print(f"kbgraph: error: {problem}", markup=False, highlight=False)
-        sys.exit(2)
+    if problem := _undecodable_argument(argv):
+        _error(f"kbgraph: error: {problem}")
+        return 2
     try:
         # `python -m kbgraph.cli` (what ./kb runs) would otherwise name itself that way in --help.
-        app(prog_name="kbgraph")
+        app(args=list(argv), prog_name="kbgraph")
+    except SystemExit as exc:
+        return _exit_status(exc.code)
     except InvalidInputError as exc:
-        err.print(f"kbgraph: error: {exc}", markup=False, highlight=False)
-        sys.exit(2)
+        _error(f"kbgraph: error: {exc}")
+        return 2
     except KbgraphError as exc:
-        err.print(f"kbgraph: error: {exc}", markup=False, highlight=False)
-        sys.exit(1)
+        _error(f"kbgraph: error: {exc}")
+        return 1
     except ValidationError as exc:  # settings from flags, environment or kbgraph.toml
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False))
-        err.print(f"kbgraph: error: invalid setting: {problems}", markup=False, highlight=False)
-        sys.exit(2)
+        _error(f"kbgraph: error: invalid setting: {problems}")
+        return 2
     except neo4j.exceptions.Neo4jError as exc:
         # One line: some of Neo4j's messages quote a whole query's values (9 KB for a vector).
         reason = (exc.message or "").strip().splitlines()[0] if (exc.message or "").strip() else "no reason given"
         reason = reason if len(reason) <= 300 else f"{reason[:300]}… ({len(exc.message or ''):,} characters)"
-        err.print(f"kbgraph: error: Neo4j refused a query: {exc.code}: {reason}", markup=False, highlight=False)
-        sys.exit(1)
+        _error(f"kbgraph: error: Neo4j refused a query: {exc.code}: {reason}")
+        return 1
     except neo4j.exceptions.DriverError as exc:
-        err.print(f"kbgraph: error: lost Neo4j during the run ({type(exc).__name__}: {str(exc).splitlines()[0]}); "
-                  "completed batches are kept and re-running resumes", markup=False, highlight=False)
-        sys.exit(1)
+        _error(f"kbgraph: error: lost Neo4j during the run ({type(exc).__name__}: {str(exc).splitlines()[0]}); "
+               "completed batches are kept and re-running resumes")
+        return 1
     except Exception as exc:  # a bug: say so in one line, the traceback only on request
         if os.environ.get("KBGRAPH_DEBUG"):
             raise
-        err.print(f"kbgraph: internal error: {type(exc).__name__}: {exc} (set KBGRAPH_DEBUG=1 for a traceback)",
-                  markup=False, highlight=False)
-        sys.exit(70)
+        _error(f"kbgraph: internal error: {type(exc).__name__}: {exc} (set KBGRAPH_DEBUG=1 for a traceback)")
+        return 70
+    return 0
+
+
+def main() -> NoReturn:
+    """The ``kbgraph`` command (and ``python -m kbgraph.cli``)."""
+    sys.exit(run(sys.argv[1:]))

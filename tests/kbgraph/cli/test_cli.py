@@ -1,30 +1,58 @@
-"""The command line, run as a user would: a subprocess against the session's real Neo4j."""
+"""The command line against the session's real Neo4j. Commands run in this process through
+``kbgraph.cli.run``, the path the ``kbgraph`` command takes (its one-line errors and exit statuses
+included), with their own environment, standard input and captured output; a separate process only
+where that is what is tested: the status and stderr of the real command, and arguments as the
+interpreter decodes them. tests/kbgraph/cli/conftest.py puts back what an in-process run changes."""
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
+from kbgraph.cli import run as run_command_line
 from kbgraph.kb import KnowledgeBase
 from tests.conftest import Neo4jTarget
 
 SAMPLES = Path(__file__).resolve().parents[3] / "kbgraph" / "samples" / "experiences.jsonl"
 
 
-def kbgraph(target: Neo4jTarget, namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
+def in_process(env: Mapping[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """``kbgraph ARGS`` run by ``kbgraph.cli.run`` in this process, with exactly the environment
+    ``env`` and ``stdin`` as its standard input: the exit status, stdout and stderr a subprocess
+    would give."""
+    stdout, stderr = io.BytesIO(), io.BytesIO()
+    streams = {"stdin": io.TextIOWrapper(io.BytesIO(stdin.encode()), encoding="utf-8"),
+               "stdout": io.TextIOWrapper(stdout, encoding="utf-8", write_through=True),
+               "stderr": io.TextIOWrapper(stderr, encoding="utf-8", write_through=True)}
+    with mock.patch.dict(os.environ, env, clear=True), mock.patch.multiple(sys, **streams):
+        status = run_command_line(args)
+    return subprocess.CompletedProcess(["kbgraph", *args], status, stdout.getvalue().decode(),
+                                       stderr.getvalue().decode())
+
+
+def kbgraph(target: Neo4jTarget, namespace: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """``kbgraph ARGS`` on ``target`` in ``namespace`` (KBGRAPH_NAMESPACE), in this process."""
+    return in_process(target.env(namespace), *args, stdin=stdin)
+
+
+def kbgraph_process(target: Neo4jTarget, namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``kbgraph ARGS`` as a separate process (``python -m kbgraph.cli``), as a shell runs it."""
     return subprocess.run([sys.executable, "-m", "kbgraph.cli", *args], env=target.env(namespace),
                           capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture
 def cli_namespace(kb: KnowledgeBase) -> str:
-    """The test's namespace, emptied afterwards by ``kb`` in this process: a CLI process per test
-    only to clean up cost seconds each (``delete --all --yes`` is tested below)."""
+    """The test's namespace, emptied afterwards by ``kb`` (``delete --all --yes`` is tested below)."""
     return kb.namespace
 
 
@@ -114,7 +142,8 @@ def test_ingest_reports_as_json_and_rejects_a_huge_task_with_its_reason(
 
 
 def test_an_invalid_setting_is_one_line(neo4j_target: Neo4jTarget, cli_namespace: str) -> None:
-    result = kbgraph(neo4j_target, "has space", "stats")
+    # A real process: its exit status and all of its stderr, as a shell sees them.
+    result = kbgraph_process(neo4j_target, "has space", "stats")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().startswith("kbgraph: error: invalid setting: namespace:")
 
@@ -204,8 +233,8 @@ def test_a_parameter_beyond_64_bits_or_an_argument_that_is_not_utf8_is_a_one_lin
 ) -> None:
     huge = kbgraph(neo4j_target, cli_namespace, "cypher", "run", "top_by_utility", "-p", "limit=99999999999999999999")
     assert huge.returncode == 2 and "--param limit=" in huge.stderr and "64-bit" in huge.stderr, huge.stderr
-    undecodable = subprocess.run([sys.executable, "-m", "kbgraph.cli", "search", b"\xff".decode("utf-8", "surrogateescape")],
-                                 env=neo4j_target.env(cli_namespace), capture_output=True, text=True, timeout=300)
+    # A real process: the interpreter decodes the argument's bytes.
+    undecodable = kbgraph_process(neo4j_target, cli_namespace, "search", b"\xff".decode("utf-8", "surrogateescape"))
     assert undecodable.returncode == 2 and "argument 2" in undecodable.stderr and "not valid UTF-8" in undecodable.stderr
     assert "Traceback" not in huge.stderr + undecodable.stderr
 
@@ -230,8 +259,7 @@ def test_bad_arguments_are_one_line_errors_before_connecting(
 ) -> None:
     # Nothing to connect to: each is refused while reading its arguments.
     env = {**neo4j_target.env("unused"), "NEO4J_URI": "bolt://127.0.0.1:9", "KBGRAPH_CONNECT_TIMEOUT_S": "2"}
-    done = subprocess.run([sys.executable, "-m", "kbgraph.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = in_process(env, *args)
     assert done.returncode == 2, done.stderr
     assert message in done.stderr and "Traceback" not in done.stderr and "internal error" not in done.stderr
 
@@ -254,9 +282,7 @@ def test_ingest_reads_standard_input_naming_its_lines(neo4j_target: Neo4jTarget,
     bad = json.dumps(run)[:-5]
 
     def ingest(text: str, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "kbgraph.cli", "ingest", "-", *args],
-                              env=neo4j_target.env(cli_namespace), input=text, capture_output=True, text=True,
-                              timeout=300)
+        return kbgraph(neo4j_target, cli_namespace, "ingest", "-", *args, stdin=text)
 
     refused = ingest(json.dumps(run) + "\n" + bad + "\n")
     assert refused.returncode == 2 and "<stdin>:2: invalid JSON" in refused.stderr

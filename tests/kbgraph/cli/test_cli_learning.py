@@ -1,4 +1,4 @@
-"""The learning-loop commands, run as a user would (subprocess, real Neo4j)."""
+"""The learning-loop commands against the real Neo4j, run in this process as test_cli runs them."""
 
 from __future__ import annotations
 
