@@ -13,18 +13,20 @@ How each kind of fenced block is checked:
   reason is required), and runs, with its page's blocks before it, only with ``-m extended``.
 - Paths into the shared data, written as a reader at the checkout's root types them
   (``../shared/data/…``), lead to the shared data from the test's working directory too.
-- A page whose examples talk to a server (docs/http.md: ``kbgraph serve``) gets one, started for
-  its test on a free port, as the page tells the reader to (PAGE_SERVERS); docs/llm.md's example
+- A page whose examples talk to a server (docs/http.md: ``kbgraph serve``) gets one for its test:
+  the app ``kbgraph serve`` serves, with an API key, on a free port, in a thread of the test
+  (PAGE_SERVERS; tests/kbgraph/http_api runs the command itself); docs/llm.md's example
   starts the machine's local LLM server itself: its test checks that it still serves afterwards,
   then stops it unless it ran before (EXTENDED_PAGE_SERVERS).
 - ```cypher blocks run read-only (in a READ transaction) on a namespace holding the sample data of
   `./kb demo`; their `:param name => value` lines (Neo4j Browser syntax) are evaluated by Neo4j as
   `RETURN value` and passed as parameters; `$kb` is that namespace.
 - ```bash / ```console lines (in a console block with `$ ` prompts, only the prompted lines;
-  the others are what they print): each is either in RUN, and runs as a subprocess (`./kb ARGS` as
-  `python -m kbgraph.cli ARGS`, as tests/kbgraph/cli/test_cli.py does, against the test server), or in
-  NOT_RUN with the reason it is not (expensive, or standing for the reader's own file or server).
-  A line in neither fails the test, so a new command cannot slip in unchecked.
+  the others are what they print): each is either in RUN, and runs after the page's python blocks,
+  in the page's order, against the test server (`./kb ARGS` as `kbgraph ARGS`, through the CLI's
+  own main in the test's process: tests/cli_in_process.py), or in NOT_RUN with the reason it is
+  not (expensive, or standing for the reader's own file or server). A line in neither fails the
+  test, so a new command cannot slip in unchecked.
 - ```json blocks parse, and a trajectory among them validates as one.
 - Relative links lead to files that exist, and `#anchors` to headings of the page they name.
 
@@ -42,14 +44,9 @@ import io
 import json
 import re
 import shlex
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -62,8 +59,11 @@ from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import Trajectory
 from kbgraph.core.settings import Settings
+from kbgraph.http_api import create_app
 from kbgraph.llm.local_server import LocalLlamaServer
+from tests.cli_in_process import run_kbgraph
 from tests.conftest import SHARED_DATA, Neo4jTarget
+from tests.kbgraph.http_api.test_http_api import serving
 from tests.kbgraph.llm.test_local_llm import assert_still_serving
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,7 +83,7 @@ FRESH_NAMES = ("my-agent", "staging", "team", "team-a", "team-b", "airline-runs"
 #: The MCP example's server command, as a reader would fill it in.
 KB_SCRIPT_PLACEHOLDER = "/absolute/path/to/kbgraph/kb"
 
-#: Shell lines run as subprocesses (cheap: a few seconds each), matched on the line as written.
+#: Shell lines run (cheap: a second or so each), matched on the line as written.
 RUN = (
     r'^\./kb search "',
     r"^\./kb refine '",
@@ -120,8 +120,8 @@ NOT_RUN = {
                      "through the MCP SDK and calls its tools",
     r"^\./kb server (start|stop|status|reset-password)$": "acts on the machine's managed server, not the test's",
     r"^export NEO4J_URI=": "placeholders for the reader's server and credentials",
-    r"^\$ kbgraph serve\b": "a server that runs until stopped; this file starts it for docs/http.md's Python "
-                           "examples (PAGE_SERVERS), and tests/kbgraph/http_api cover its options",
+    r"^\$ kbgraph serve\b": "a server that runs until stopped; this file serves its app for docs/http.md's "
+                           "Python examples (PAGE_SERVERS), and tests/kbgraph/http_api cover the command",
     r"^\$ export KBGRAPH_(URL|API_KEY)=": "the reader's server and key; PAGE_SERVERS sets both for the page",
     r"^(ID=\$\()?curl ": "the same calls as the page's Python examples, which run against the page's server",
     r"^\./kb llm local (start|stop)$": "builds and runs a local LLM server (minutes); tests/kbgraph/llm cover it",
@@ -134,8 +134,6 @@ NOT_RUN = {
     r"^cp -a ~/\.cache/kbgraph/neo4j/instance ": "copies the reader's managed server folder",
     r"^\./kb export - -n my-agent \| gzip ": "the export above, to standard output through the shell's gzip",
 }
-#: Commands that need another's result first: run after it, in the same job.
-AFTER = {"./kb import my-agent.jsonl -n staging --json": "./kb export my-agent.jsonl -n my-agent"}
 
 
 @dataclass(frozen=True)
@@ -281,10 +279,7 @@ class DocsWorld:
     driver: neo4j.Driver
     embedder: CachedEmbedder
     samples: str  # the namespace holding the sample data of ./kb demo
-    scratch: Path  # the working directory of shell lines started before their page's test
     names: dict[str, dict[str, str]] = field(default_factory=dict)
-    started: dict[str, list[Future[None]]] = field(default_factory=dict)
-    pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(max_workers=3))
 
     def names_for(self, page: str) -> dict[str, str]:
         """Each namespace name the page's examples use → the test's namespace standing for it."""
@@ -307,8 +302,7 @@ def substitute(text: str, names: dict[str, str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def world(neo4j_target: Neo4jTarget, driver: neo4j.Driver, embedder: CachedEmbedder,
-          tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[DocsWorld]:
+def world(neo4j_target: Neo4jTarget, driver: neo4j.Driver, embedder: CachedEmbedder) -> Iterator[DocsWorld]:
     """The sample data of `./kb demo`, ingested as `./kb demo` does, into a namespace of the module."""
     samples = f"docs-demo-{uuid.uuid4().hex[:8]}"
     knowledge_base = KnowledgeBase(driver, embedder, namespace=samples, database=neo4j_target.database)
@@ -317,20 +311,12 @@ def world(neo4j_target: Neo4jTarget, driver: neo4j.Driver, embedder: CachedEmbed
             resources.as_file(folder / "experiences.jsonl") as experiences, \
             resources.as_file(folder / "real_runs.jsonl") as real_runs:
         knowledge_base.ingest([trajectories, experiences, real_runs])
-    docs = DocsWorld(neo4j_target, driver, embedder, samples, tmp_path_factory.mktemp("docs-shell"))
-    # Shell lines that read only the sample data start now, side by side with the pages' python
-    # blocks; each page's test waits for its own. Only the selected pages' (-k llm, -m extended:
-    # none), so that a narrow run does not spend the machine on the others'.
-    page_test = test_every_example_of_the_page_runs_and_prints_what_it_shows.__name__
-    selected = [item.callspec.params["page"] for item in request.session.items
-                if getattr(item, "originalname", None) == page_test]
-    for page in selected:
-        docs.started[page] = start_commands(docs, read_blocks(page), docs.names_for(page), docs.scratch,
-                                            needs_python=False)
+    docs = DocsWorld(neo4j_target, driver, embedder, samples)
     yield docs
-    docs.pool.shutdown(wait=True)
+    # Some 170 namespaces (most never written): the schema, applied above, is not applied again for each.
     for namespace in [samples, *docs.fresh()]:
-        KnowledgeBase(driver, embedder, namespace=namespace, database=neo4j_target.database).clear()
+        KnowledgeBase(driver, embedder, namespace=namespace, database=neo4j_target.database,
+                      ensure_schema=False).clear()
 
 
 @pytest.fixture
@@ -353,33 +339,15 @@ def page_environment(world: DocsWorld, monkeypatch: pytest.MonkeyPatch, tmp_path
 
 @contextlib.contextmanager
 def http_server(world: DocsWorld, names: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """`kbgraph serve` on a free port with an API key, as docs/http.md starts it, and the page's
-    KBGRAPH_URL / KBGRAPH_API_KEY pointing at it."""
+    """What `kbgraph serve -n NAMESPACE` serves, with an API key, on a free port (uvicorn in a
+    thread, with the session's MiniLM: no second process loading the model), and the page's
+    KBGRAPH_URL / KBGRAPH_API_KEY pointing at it, as docs/http.md has the reader set them."""
     key = uuid.uuid4().hex
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "kbgraph.cli", "serve", "--port", str(port), "-n", names["default"]],
-        # The key as the page gives it: in the environment, never on a command line ps shows.
-        env={**world.target.env(names["default"]), "KBGRAPH_API_KEY": key},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/health", timeout=5):
-                    break
-            except OSError:
-                assert server.poll() is None, f"kbgraph serve exited: {server.stderr.read() if server.stderr else ''}"
-                assert time.monotonic() < deadline, "kbgraph serve did not answer within 120 s"
-                time.sleep(0.5)
-        monkeypatch.setenv("KBGRAPH_URL", f"http://127.0.0.1:{port}")
+    with KnowledgeBase(world.driver, world.embedder, namespace=names["default"], database=world.target.database) \
+            as served, serving(create_app(served, key)) as url:
+        monkeypatch.setenv("KBGRAPH_URL", url)
         monkeypatch.setenv("KBGRAPH_API_KEY", key)
         yield
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
 
 
 @contextlib.contextmanager
@@ -448,10 +416,11 @@ def run_cypher(world: DocsWorld, block: Block, names: dict[str, str]) -> None:
 
 
 def run_command(world: DocsWorld, line: str, names: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``line`` (``./kb ARGS``) run as ``kbgraph ARGS`` in ``cwd``, with the test server's settings
+    and the sample data as the configured namespace, as a reader's shell after `./kb demo` has them."""
     words = shlex.split(substitute(line, names))
     assert words[0] == "./kb", line
-    done = subprocess.run([sys.executable, "-m", "kbgraph.cli", *words[1:]], env=world.target.env(world.samples),
-                          cwd=cwd, capture_output=True, text=True, timeout=300)
+    done = run_kbgraph(world.target.env(world.samples), *words[1:], embedder=world.embedder, cwd=cwd)
     assert done.returncode == 0, f"`{line}` failed ({done.returncode}):\n{done.stderr}"
     assert "Traceback" not in done.stderr and done.stdout.strip(), f"`{line}`:\n{done.stdout}\n{done.stderr}"
     if "--json" in words:
@@ -459,31 +428,13 @@ def run_command(world: DocsWorld, line: str, names: dict[str, str], cwd: Path) -
     return done
 
 
-def run_chain(world: DocsWorld, chain: list[str], names: dict[str, str], cwd: Path) -> None:
-    for line in chain:
-        run_command(world, line, names, cwd)
-
-
-def start_commands(world: DocsWorld, blocks: list[Block], names: dict[str, str], cwd: Path,
-                   needs_python: bool) -> list[Future[None]]:
-    """Starts the page's runnable shell lines side by side: those that name one of the page's
-    fresh namespaces (``needs_python``: they read what its python blocks wrote) or the others. A
-    line in AFTER runs after the line it needs, in the same job."""
+def runnable_commands(blocks: list[Block]) -> list[str]:
+    """The page's shell lines in RUN, in the page's order (a line that needs another's result, as
+    `./kb import` needs the file `./kb export` wrote, comes after it, as the reader types them)."""
     lines = [line for block in blocks if block.language in ("bash", "console") for line in shell_lines(block)]
     unknown = [line for line in lines if classify(line) is None]
     assert not unknown, f"shell lines neither run nor listed in NOT_RUN (say which, and why): {unknown}"
-    fresh = {name for name, namespace in names.items() if namespace != world.samples}
-    runnable = [line for line in lines if classify(line) == "run"]
-    waiting = {line for line in runnable if AFTER.get(line) in runnable}
-    jobs = []
-    for line in runnable:
-        if line in waiting:
-            continue
-        chain = [line] + [later for later in waiting if AFTER[later] == line]
-        names_fresh = any(re.search(rf"(-n |--namespace ){re.escape(name)}(\s|$)", c) for c in chain for name in fresh)
-        if names_fresh == needs_python:
-            jobs.append(world.pool.submit(run_chain, world, chain, names, cwd))
-    return jobs
+    return [line for line in lines if classify(line) == "run"]
 
 
 # -- the tests -----------------------------------------------------------------------------------
@@ -496,10 +447,9 @@ def test_every_example_of_the_page_runs_and_prints_what_it_shows(
     blocks = read_blocks(page)
     names = world.names_for(page)
     server = PAGE_SERVERS.get(page)
+    commands = runnable_commands(blocks)  # an unknown shell line fails before anything runs
     with server(world, names, monkeypatch) if server else contextlib.nullcontext():
         run_python([block for block in blocks if block.language == "python"], names)
-    # The shell lines on the page's own namespaces may read what the python blocks wrote.
-    commands = world.started[page] + start_commands(world, blocks, names, page_environment, needs_python=True)
     for block in blocks:
         if block.language == "cypher":
             run_cypher(world, block, names)
@@ -507,8 +457,9 @@ def test_every_example_of_the_page_runs_and_prints_what_it_shows(
             value = json.loads(block.text)
             if isinstance(value, dict) and "task" in value:
                 Trajectory.model_validate(value)
-    for job in commands:
-        job.result()
+    # The shell lines on the page's own namespaces may read what the python blocks wrote.
+    for line in commands:
+        run_command(world, line, names, page_environment)
 
 
 #: The pages with a python block marked extended: their test runs the page's python blocks again, all of them.

@@ -3,7 +3,9 @@ loopback port, against the session's real Neo4j and the real MiniLM.
 
 One keyed server serves the module, over a KnowledgeBase of the module's namespace; the tests share
 what ``added`` ingested through it. The other servers here (no key, Neo4j down, a bug) start in a
-moment: they share the session's embedder. One test runs ``kbgraph serve`` itself as a subprocess.
+moment: they share the session's embedder. ``kbgraph serve`` runs as a subprocess where its process
+is what is checked (serving until SIGINT, a refusal's exit status and one line, the missing extra);
+its other refusals run through the CLI's main in this process (tests/cli_in_process.py).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.tools import RefineStepsArgs, refine_steps
 from kbgraph.store.managed.server import free_port
 from kbgraph.core.settings import Settings
+from tests.cli_in_process import run_kbgraph
 from tests.conftest import Neo4jTarget
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -387,18 +390,20 @@ def test_an_empty_key_is_refused_rather_than_meaning_none() -> None:
         create_app(lambda: pytest.fail("must not open"), "")
 
 
-def kbgraph_command(target: Neo4jTarget, namespace: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+def without_a_key(target: Neo4jTarget, namespace: str, **env: str) -> dict[str, str]:
+    """The environment of a `kbgraph` command on ``target``, with ``env`` and without KBGRAPH_API_KEY."""
     environment = {**target.env(namespace), **env}
     environment.pop("KBGRAPH_API_KEY", None)
-    return subprocess.run([sys.executable, "-m", "kbgraph.cli", *args], env=environment, capture_output=True,
-                          text=True, timeout=120)
+    return environment
 
 
 def test_kbgraph_serve_refuses_to_listen_beyond_loopback_without_a_key(neo4j_target: Neo4jTarget) -> None:
     host = "0.0.0.0"  # the other addresses: test_listening_beyond_loopback_needs_a_key
-    # An unreachable Neo4j: the refusal comes before anything is connected or loaded.
-    done = kbgraph_command(neo4j_target, "unused", "serve", "--host", host, "--port", "0",
-                           NEO4J_URI=f"bolt://127.0.0.1:{free_port()}")
+    # An unreachable Neo4j: the refusal comes before anything is connected or loaded. The process
+    # itself: its exit status and a stderr of one message, no traceback.
+    done = subprocess.run([sys.executable, "-m", "kbgraph.cli", "serve", "--host", host, "--port", "0"],
+                          env=without_a_key(neo4j_target, "unused", NEO4J_URI=f"bolt://127.0.0.1:{free_port()}"),
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert lines[0] == "kbgraph: error: cannot serve:"
@@ -409,16 +414,15 @@ def test_kbgraph_serve_refuses_to_listen_beyond_loopback_without_a_key(neo4j_tar
 def test_kbgraph_serve_refuses_a_key_on_the_command_line_and_reads_one_from_a_file(
     neo4j_target: Neo4jTarget, tmp_path: Path
 ) -> None:
-    unreachable = {"NEO4J_URI": f"bolt://127.0.0.1:{free_port()}"}
-    shown = kbgraph_command(neo4j_target, "unused", "serve", "--host", "0.0.0.0", "--api-key", "s3cret", **unreachable)
+    unreachable = without_a_key(neo4j_target, "unused", NEO4J_URI=f"bolt://127.0.0.1:{free_port()}")
+    shown = run_kbgraph(unreachable, "serve", "--host", "0.0.0.0", "--api-key", "s3cret")
     assert shown.returncode == 2, shown.stderr
     assert "--api-key: a key on the command line is visible to every user of this machine" in shown.stderr
     assert "s3cret" not in shown.stderr and "Traceback" not in shown.stderr
-    missing = kbgraph_command(neo4j_target, "unused", "serve", "--api-key-file", str(tmp_path / "none"), **unreachable)
+    missing = run_kbgraph(unreachable, "serve", "--api-key-file", str(tmp_path / "none"))
     assert missing.returncode == 2 and f"--api-key-file {tmp_path / 'none'}: cannot read it" in missing.stderr
     (tmp_path / "empty").write_text("\n")
-    empty = kbgraph_command(neo4j_target, "unused", "serve", "--host", "0.0.0.0", "--api-key-file",
-                            str(tmp_path / "empty"), **unreachable)
+    empty = run_kbgraph(unreachable, "serve", "--host", "0.0.0.0", "--api-key-file", str(tmp_path / "empty"))
     assert empty.returncode == 2 and "api key: empty" in empty.stderr
 
 
@@ -450,15 +454,15 @@ def test_kbgraph_serve_serves_the_api_until_it_is_stopped(neo4j_target: Neo4jTar
 
 
 def test_kbgraph_imports_without_fastapi_and_serve_names_the_extra() -> None:
+    # One process without the extra: first the imports (an AssertionError there is a traceback on
+    # stderr, which the last assertion shows), then `kbgraph serve`.
     blocked = "import sys; sys.modules['fastapi'] = None; sys.modules['uvicorn'] = None; "
-    imported = subprocess.run([sys.executable, "-c", blocked + (
-        "import kbgraph, kbgraph.cli, kbgraph.cli.serve; assert 'kbgraph.http_api' not in sys.modules")],
-        capture_output=True, text=True, timeout=120)
-    assert imported.returncode == 0, imported.stderr
     served = subprocess.run([sys.executable, "-c", blocked + (
+        "import kbgraph, kbgraph.cli, kbgraph.cli.serve; "
+        "assert 'kbgraph.http_api' not in sys.modules, 'importing kbgraph.cli imported kbgraph.http_api'; "
         "sys.argv = ['kbgraph', 'serve']; from kbgraph.cli import main; main()")],
         capture_output=True, text=True, timeout=120)
-    assert served.returncode == 1
+    assert served.returncode == 1, served.stderr
     assert served.stderr.strip() == ("kbgraph: error: kbgraph serve needs the 'http' extra (fastapi is not installed): "
                                      "pip install 'kbgraph[http]'")
 

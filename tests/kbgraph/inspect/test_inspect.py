@@ -42,6 +42,7 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import Experience, Relation, Step
 from kbgraph.core.utility import maintenance_score
 from kbgraph.learning.feedback import FeedbackRecorder
+from tests.cli_in_process import run_kbgraph
 from tests.conftest import Neo4jTarget
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -463,11 +464,12 @@ def test_a_query_neo4j_rejects_is_reported_with_its_file(inspected: Inspected) -
 
 
 # -- the command line -------------------------------------------------------------------------------
+# Through the CLI's main in this process (tests/cli_in_process.py); the refused write runs as a
+# process of its own, whose exit status and one line of stderr are what it checks.
 
 
 def kbgraph(target: Neo4jTarget, namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kbgraph.cli", *args], env=target.env(namespace),
-                          capture_output=True, text=True, timeout=300)
+    return run_kbgraph(target.env(namespace), *args)
 
 
 def test_cli_lists_and_shows_the_queries(neo4j_target: Neo4jTarget, namespace: str) -> None:
@@ -498,7 +500,8 @@ def test_cli_refuses_a_write_in_one_line_and_writes_nothing(
 ) -> None:
     path = tmp_path / "write.cypher"
     path.write_text(WRITE)
-    result = kbgraph(neo4j_target, inspected.namespace, "cypher", "run", str(path))
+    result = subprocess.run([sys.executable, "-m", "kbgraph.cli", "cypher", "run", str(path)],
+                            env=neo4j_target.env(inspected.namespace), capture_output=True, text=True, timeout=300)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         "kbgraph: error: inspection query 'write' is a read-write statement: inspection only reads, so it was "
@@ -508,13 +511,10 @@ def test_cli_refuses_a_write_in_one_line_and_writes_nothing(
 
 def test_cli_names_bad_parameters_before_connecting(neo4j_target: Neo4jTarget, namespace: str) -> None:
     env = {**neo4j_target.env(namespace), "NEO4J_URI": "bolt://127.0.0.1:1"}  # unreachable: must not be needed
-    result = subprocess.run([sys.executable, "-m", "kbgraph.cli", "cypher", "run", "top_by_utility", "-p", "limit=ten",
-                             "-p", "nope=1"], env=env, capture_output=True, text=True, timeout=300)
+    result = run_kbgraph(env, "cypher", "run", "top_by_utility", "-p", "limit=ten", "-p", "nope=1")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "--param limit=ten: expected a whole number" in result.stderr
-    missing = subprocess.run([sys.executable, "-m", "kbgraph.cli", "cypher", "run", "experience"], env=env,
-                             capture_output=True, text=True, timeout=300)
+    missing = run_kbgraph(env, "cypher", "run", "experience")
     assert missing.returncode == 2 and "missing parameter 'id'" in missing.stderr
-    unknown = subprocess.run([sys.executable, "-m", "kbgraph.cli", "cypher", "run", "top_by_utility", "-p", "nope=1"],
-                             env=env, capture_output=True, text=True, timeout=300)
+    unknown = run_kbgraph(env, "cypher", "run", "top_by_utility", "-p", "nope=1")
     assert unknown.returncode == 2 and "no parameter 'nope'; it takes kb, domain, decay_per_day, limit" in unknown.stderr

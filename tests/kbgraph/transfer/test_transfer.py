@@ -1,6 +1,11 @@
 """Export and import (kbgraph.transfer): a namespace goes to JSON Lines and comes back equal —
 every node, property, embedding and relationship — into any namespace, any number of times,
-without duplicates; a damaged file is refused by line before anything is written."""
+without duplicates; a damaged file is refused by line before anything is written.
+
+The samples are ingested once (``source``) and imported once into the copy the reading tests share
+(``copy``); a test that writes imports into a fresh namespace of its own (``target``). The command
+line runs through the CLI's main in this process (tests/cli_in_process.py), except the refused
+file, whose process's exit status and stderr are what it checks."""
 
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ from kbgraph.transfer import (
     export_to,
     import_file,
 )
+from tests.cli_in_process import run_kbgraph
 from tests.conftest import Neo4jTarget
 
 SAMPLES = Path(__file__).resolve().parents[3] / "kbgraph" / "samples"
@@ -103,6 +109,24 @@ def source(driver: neo4j.Driver, embedder: CachedEmbedder, neo4j_target: Neo4jTa
     kb.clear()
 
 
+@dataclass
+class Copy:
+    """Namespace B: A's export imported into an empty namespace, and that import's report."""
+
+    kb: KnowledgeBase
+    report: Any
+
+
+@pytest.fixture(scope="module")
+def copy(source: Source, driver: neo4j.Driver, embedder: CachedEmbedder, neo4j_target: Neo4jTarget) -> Iterator[Copy]:
+    """The copy the tests that only read it share (none of them writes to it)."""
+    kb = KnowledgeBase(driver, embedder, namespace=f"test-{uuid.uuid4().hex[:10]}", database=neo4j_target.database)
+    try:
+        yield Copy(kb, import_into(kb, source.export))
+    finally:
+        kb.clear()
+
+
 @pytest.fixture
 def target(driver: neo4j.Driver, embedder: CachedEmbedder, neo4j_target: Neo4jTarget) -> Iterator[KnowledgeBase]:
     """An empty namespace B to import into."""
@@ -136,9 +160,9 @@ def test_the_source_has_something_of_every_kind_to_carry(source: Source) -> None
 
 
 def test_import_into_another_namespace_gives_an_equal_graph(
-    source: Source, target: KnowledgeBase, driver: neo4j.Driver, neo4j_target: Neo4jTarget
+    source: Source, copy: Copy, driver: neo4j.Driver, neo4j_target: Neo4jTarget
 ) -> None:
-    report = import_into(target, source.export)
+    report, target = copy.report, copy.kb
 
     assert report.source_namespace == source.kb.namespace and report.namespace == target.namespace
     assert report.nodes_existing == 0 and report.relationships_existing == 0
@@ -158,19 +182,16 @@ def test_import_into_another_namespace_gives_an_equal_graph(
     assert target.get(source.used) == source.kb.get(source.used)
 
 
-def test_embeddings_come_back_as_the_same_float32_values(
-    source: Source, target: KnowledgeBase
-) -> None:
-    import_into(target, source.export)
-    a, b = source.kb.get(source.used), target.get(source.used)
+def test_embeddings_come_back_as_the_same_float32_values(source: Source, copy: Copy) -> None:
+    a, b = source.kb.get(source.used), copy.kb.get(source.used)
     assert a is not None and b is not None and a.pg_embedding is not None
     assert b.pg_embedding == a.pg_embedding
     assert np.array_equal(np.asarray(b.pg_embedding, dtype=np.float32), np.asarray(a.pg_embedding, dtype=np.float32))
     assert [s.embedding for s in b.steps] == [s.embedding for s in a.steps]
 
 
-def test_search_in_the_copy_returns_the_same_experiences(source: Source, target: KnowledgeBase) -> None:
-    import_into(target, source.export)
+def test_search_in_the_copy_returns_the_same_experiences(source: Source, copy: Copy) -> None:
+    target = copy.kb
     for task, domain, steps in (
         ("A customer wants to return a delivered item for a refund", "retail", []),
         ("cancel my order, I bought it by mistake", None, [{"action": "get_order_details", "arguments": {}}]),
@@ -246,10 +267,9 @@ def test_the_file_starts_with_a_header_and_lists_nodes_before_relationships(sour
 
 
 def test_exports_are_deterministic_and_hold_nothing_of_other_namespaces(
-    source: Source, target: KnowledgeBase, tmp_path: Path
+    source: Source, copy: Copy, tmp_path: Path
 ) -> None:
-    # The same content (the same ids) in another namespace must not leak into A's export.
-    import_into(target, source.export)
+    # The same content (the same ids) in another namespace (the copy) must not leak into A's export.
     again = tmp_path / "again.jsonl"
     report = export_to(source.kb.gateway, source.kb.namespace, again)
 
@@ -519,8 +539,7 @@ def test_a_relationship_to_another_namespace_is_left_out_and_counted(
 
 
 def kbgraph_cli(target: Neo4jTarget, namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kbgraph.cli", *args], env=target.env(namespace),
-                          capture_output=True, text=True, timeout=600)
+    return run_kbgraph(target.env(namespace), *args)
 
 
 def test_the_command_line_round_trip(
@@ -553,7 +572,8 @@ def test_the_command_line_names_the_bad_line_without_a_traceback(
     lines, line, _ = _bad_json(_lines(source.export))
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    result = kbgraph_cli(neo4j_target, target.namespace, "import", str(bad))
+    result = subprocess.run([sys.executable, "-m", "kbgraph.cli", "import", str(bad)],
+                            env=neo4j_target.env(target.namespace), capture_output=True, text=True, timeout=600)
     assert result.returncode == 2
     assert f"{bad}:{line}: invalid JSON" in result.stderr and "Traceback" not in result.stderr
     assert target.stats().nodes == {}
