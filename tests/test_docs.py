@@ -24,7 +24,7 @@ How each kind of fenced block is checked:
 - ```bash / ```console lines (in a console block with `$ ` prompts, only the prompted lines;
   the others are what they print): each is either in RUN, and runs after the page's python blocks,
   in the page's order, against the test server (`./kb ARGS` as `kbgraph ARGS`, through the CLI's
-  own main in the test's process: tests/cli_in_process.py), or in NOT_RUN with the reason it is
+  own run() in the test's process: tests/cli_in_process.py), or in NOT_RUN with the reason it is
   not (expensive, or standing for the reader's own file or server). A line in neither fails the
   test, so a new command cannot slip in unchecked.
 - ```json blocks parse, and a trajectory among them validates as one.

@@ -6,20 +6,17 @@ interpreter decodes them. tests/kbgraph/cli/conftest.py puts back what an in-pro
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import re
 import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from unittest import mock
 
 import pytest
 
-from kbgraph.cli import run as run_command_line
 from kbgraph.kb import KnowledgeBase
+from tests.cli_in_process import run_kbgraph
 from tests.conftest import Neo4jTarget
 
 SAMPLES = Path(__file__).resolve().parents[3] / "kbgraph" / "samples" / "experiences.jsonl"
@@ -28,15 +25,8 @@ SAMPLES = Path(__file__).resolve().parents[3] / "kbgraph" / "samples" / "experie
 def in_process(env: Mapping[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     """``kbgraph ARGS`` run by ``kbgraph.cli.run`` in this process, with exactly the environment
     ``env`` and ``stdin`` as its standard input: the exit status, stdout and stderr a subprocess
-    would give."""
-    stdout, stderr = io.BytesIO(), io.BytesIO()
-    streams = {"stdin": io.TextIOWrapper(io.BytesIO(stdin.encode()), encoding="utf-8"),
-               "stdout": io.TextIOWrapper(stdout, encoding="utf-8", write_through=True),
-               "stderr": io.TextIOWrapper(stderr, encoding="utf-8", write_through=True)}
-    with mock.patch.dict(os.environ, env, clear=True), mock.patch.multiple(sys, **streams):
-        status = run_command_line(args)
-    return subprocess.CompletedProcess(["kbgraph", *args], status, stdout.getvalue().decode(),
-                                       stderr.getvalue().decode())
+    would give (tests/cli_in_process.py)."""
+    return run_kbgraph(env, *args, stdin=stdin)
 
 
 def kbgraph(target: Neo4jTarget, namespace: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
