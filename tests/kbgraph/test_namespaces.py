@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 
 import neo4j
@@ -22,6 +21,7 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import Experience, FailureMode, Step
 from kbgraph.core.settings import Settings
 from kbgraph.transfer import export_namespace
+from tests.cli_in_process import run_kbgraph
 from tests.conftest import Neo4jTarget
 
 COMMON = Experience(
@@ -130,22 +130,23 @@ def test_an_empty_namespace_setting_is_refused_not_defaulted(monkeypatch: pytest
         KnowledgeBase.from_settings(namespace=blank)
 
 
-def kbgraph(target: Neo4jTarget, env_namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kbgraph.cli", *args], env=target.env(env_namespace),
-                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
-
-
 @pytest.mark.parametrize("blank", ["", "  "])
 def test_a_blank_namespace_at_any_door_deletes_nothing_even_with_kbgraph_namespace_set(
-    tenants: tuple[KnowledgeBase, KnowledgeBase], neo4j_target: Neo4jTarget, blank: str
+    tenants: tuple[KnowledgeBase, KnowledgeBase], neo4j_target: Neo4jTarget, embedder: CachedEmbedder, blank: str
 ) -> None:
     # `KBGRAPH_NAMESPACE=x kbgraph delete --all --yes -n ""` once deleted x: "" meant "the configured one".
     a, b = tenants
     before = ids_of(a), ids_of(b)
+
+    def kbgraph(env_namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
+        # In this process (tests/cli_in_process.py), with an empty standard input, as the
+        # subprocess these once were had (`mcp` must not wait on it).
+        return run_kbgraph(neo4j_target.env(env_namespace), *args, embedder=embedder)
+
     refused = [
-        kbgraph(neo4j_target, a.namespace, "delete", "--all", "--yes", "-n", blank),
-        kbgraph(neo4j_target, a.namespace, "mcp", "-n", blank),
-        kbgraph(neo4j_target, blank, "delete", "--all", "--yes"),  # KBGRAPH_NAMESPACE itself blank
+        kbgraph(a.namespace, "delete", "--all", "--yes", "-n", blank),
+        kbgraph(a.namespace, "mcp", "-n", blank),
+        kbgraph(blank, "delete", "--all", "--yes"),  # KBGRAPH_NAMESPACE itself blank
     ]
     for result in refused:
         assert result.returncode == 2, result.stderr

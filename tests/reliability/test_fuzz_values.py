@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from hypothesis import strategies as st
 
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
+from tests.cli_in_process import run_kbgraph
 from tests.conftest import Neo4jTarget
 from tests.reliability.test_fuzz import (
     EXPERIENCE, FUZZ_SEED, TRAJECTORY, TRIED, accepted_or_refused_cleanly, dumps, fuzz_settings,
@@ -109,9 +109,9 @@ def test_an_integer_too_long_to_read_in_a_file_is_refused_with_its_line_and_colu
     assert kb.stats() == before
 
 
-def kbgraph(target: Neo4jTarget, namespace: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kbgraph.cli", *args], env=target.env(namespace), input=stdin,
-                          capture_output=True, text=True, timeout=300)
+def kbgraph(target: Neo4jTarget, kb: KnowledgeBase, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """``kbgraph ARGS`` on ``kb``'s namespace in this process (tests/cli_in_process.py), with its MiniLM."""
+    return run_kbgraph(target.env(kb.namespace), *args, embedder=kb.embedder, stdin=stdin)
 
 
 def test_an_integer_too_long_to_read_is_a_clear_error_at_every_command(
@@ -131,11 +131,11 @@ def test_an_integer_too_long_to_read_is_a_clear_error_at_every_command(
     edited_column = lines[1].index(digits) + 1
     step = f'{{"action": "a", "arguments": {{"x": {digits}}}}}'
     runs = {
-        "stdin ingest": (kbgraph(neo4j_target, kb.namespace, "ingest", "-", stdin=line + "\n"),
+        "stdin ingest": (kbgraph(neo4j_target, kb, "ingest", "-", stdin=line + "\n"),
                          f"<stdin>:1: invalid JSON at column {column}: an integer of 5,000 digits"),
-        "refine": (kbgraph(neo4j_target, kb.namespace, "refine", step),
+        "refine": (kbgraph(neo4j_target, kb, "refine", step),
                    f"step 1: invalid JSON at column {step.index(digits) + 1}: an integer of 5,000 digits"),
-        "import": (kbgraph(neo4j_target, kb.namespace, "import", str(tmp_path / "edited.jsonl")),
+        "import": (kbgraph(neo4j_target, kb, "import", str(tmp_path / "edited.jsonl")),
                    f"edited.jsonl:2: invalid JSON at column {edited_column}: an integer of 5,000 digits"),
     }
     for door, (result, message) in runs.items():

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from importlib import resources
 from itertools import islice
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 from kbgraph.audit import audit_namespace
 from kbgraph.ingest.integrate_evidence import EvidencedDocument
 from kbgraph.kb import KnowledgeBase
+from tests.cli_in_process import run_kbgraph
 from tests.conftest import REAL_RUNS, SHARED_DATA, Neo4jTarget
 
 #: Gold trajectories per shared file: the first lines of each (all 1,459 take minutes to ingest on
@@ -22,9 +22,9 @@ from tests.conftest import REAL_RUNS, SHARED_DATA, Neo4jTarget
 GOLD_SLICE = 30
 
 
-def kbgraph_cli(target: Neo4jTarget, namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kbgraph.cli", *args], env=target.env(namespace),
-                          capture_output=True, text=True, timeout=300)
+def kbgraph_cli(kb: KnowledgeBase, target: Neo4jTarget, *args: str) -> subprocess.CompletedProcess[str]:
+    """``kbgraph ARGS`` on ``kb``'s namespace in this process (tests/cli_in_process.py), with its MiniLM."""
+    return run_kbgraph(target.env(kb.namespace), *args, embedder=kb.embedder)
 
 
 def audited(kb: KnowledgeBase) -> list[str]:
@@ -36,7 +36,7 @@ def audited(kb: KnowledgeBase) -> list[str]:
 def test_the_real_runs_pass_the_audit_and_the_command_exits_0(kb: KnowledgeBase, neo4j_target: Neo4jTarget) -> None:
     kb.ingest(sorted(REAL_RUNS.glob("*.jsonl")))
     assert audited(kb) == []
-    done = kbgraph_cli(neo4j_target, kb.namespace, "audit", "--json")
+    done = kbgraph_cli(kb, neo4j_target, "audit", "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     assert report["findings"] == [] and report["skills"] >= 3 and report["namespace"] == kb.namespace
@@ -51,7 +51,7 @@ def test_the_real_runs_pass_the_audit_and_the_command_exits_0(kb: KnowledgeBase,
     kb.gateway.write_all([("meta_concept_upsert", {"kb": kb.namespace, "rows": [{
         **{k: row[k] for k in ("id", "name", "embedding", "version", "size")}, "document": moved.render(),
         "statements": moved.statements_json(), **moved.sections().model_dump()}]})])
-    done = kbgraph_cli(neo4j_target, kb.namespace, "audit")
+    done = kbgraph_cli(kb, neo4j_target, "audit")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "document “cancel reservation” — how-from-failed-runs" in done.stdout
     assert f"statement: {failed_only.text}" in done.stdout and "evidence: 1 runs, 1 tasks, 0 succeeded" in done.stdout
@@ -75,5 +75,5 @@ def test_the_demo_samples_pass_the_audit(kb: KnowledgeBase) -> None:
 
 
 def test_the_command_refuses_a_bad_threshold_in_one_line(kb: KnowledgeBase, neo4j_target: Neo4jTarget) -> None:
-    done = kbgraph_cli(neo4j_target, kb.namespace, "audit", "--min-runs", "0")
+    done = kbgraph_cli(kb, neo4j_target, "audit", "--min-runs", "0")
     assert done.returncode == 2 and "min_runs" in done.stderr and "Traceback" not in done.stderr

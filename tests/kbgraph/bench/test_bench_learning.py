@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import Experience, Step, Trajectory
 from kbgraph.core.settings import Settings
+from tests.cli_in_process import run_kbgraph
 from tests.conftest import SHARED_DATA, Neo4jTarget
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -355,39 +355,43 @@ def test_the_control_alone_changes_no_counter_and_maintains_nothing(
 # -- the command --------------------------------------------------------------------------------------------
 
 
-def kbgraph(target: Neo4jTarget, namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kbgraph.cli", "bench", "learning", *args],
-                          env=target.env(namespace), capture_output=True, text=True, timeout=600,
-                          cwd=Path(__file__).resolve().parents[3])
+def kbgraph(target: Neo4jTarget, namespace: str, embedder: CachedEmbedder, *args: str
+            ) -> subprocess.CompletedProcess[str]:
+    """``kbgraph bench learning ARGS`` from the repository's root, in this process
+    (tests/cli_in_process.py), sharing the session's MiniLM."""
+    return run_kbgraph(target.env(namespace), "bench", "learning", *args, embedder=embedder,
+                       cwd=Path(__file__).resolve().parents[3])
 
 
-def test_the_command_refuses_the_default_and_demo_namespaces_and_a_bad_plot_before_connecting(tmp_path: Path) -> None:
+def test_the_command_refuses_the_default_and_demo_namespaces_and_a_bad_plot_before_connecting(
+    embedder: CachedEmbedder, tmp_path: Path
+) -> None:
     nowhere = Neo4jTarget("bolt://127.0.0.1:1", "neo4j", "x", "neo4j", "NEO4J_URI")
     for name in ("default", "demo"):
-        refused = kbgraph(nowhere, "x", "-n", name, "--plot", str(tmp_path / "p.png"))
+        refused = kbgraph(nowhere, "x", embedder, "-n", name, "--plot", str(tmp_path / "p.png"))
         assert refused.returncode == 2 and "Traceback" not in refused.stderr
         assert f"--namespace {name}: the simulation deletes everything in its namespace first" in refused.stderr
         assert "--force" in refused.stderr
-    bad = kbgraph(nowhere, "x", "--plot", str(tmp_path / "plot.svg"), "--passes", "0", "--data", str(tmp_path))
+    bad = kbgraph(nowhere, "x", embedder, "--plot", str(tmp_path / "plot.svg"), "--passes", "0",
+                  "--data", str(tmp_path))
     assert bad.returncode == 2
     assert "--plot" in bad.stderr and "must name a .png file" in bad.stderr and "--passes 0" in bad.stderr
-    missing = kbgraph(nowhere, "x", "--plot", str(tmp_path / "p.png"), "--data", str(tmp_path / "nothing"))
+    missing = kbgraph(nowhere, "x", embedder, "--plot", str(tmp_path / "p.png"), "--data", str(tmp_path / "nothing"))
     assert missing.returncode == 2 and "retail_train.jsonl: no such file" in missing.stderr
     assert not (tmp_path / "p.png").exists()
 
 
 @pytest.fixture
-def cli_namespace(neo4j_target: Neo4jTarget, namespace: str):  # type: ignore[no-untyped-def]
+def cli_namespace(neo4j_target: Neo4jTarget, namespace: str, embedder: CachedEmbedder):  # type: ignore[no-untyped-def]
     yield namespace
-    subprocess.run([sys.executable, "-m", "kbgraph.cli", "delete", "--all", "--yes"],
-                   env=neo4j_target.env(namespace), capture_output=True, timeout=300)
+    run_kbgraph(neo4j_target.env(namespace), "delete", "--all", "--yes", embedder=embedder)
 
 
 def test_the_command_prints_figures_as_json_and_saves_the_plot(
-    neo4j_target: Neo4jTarget, cli_namespace: str, tmp_path: Path
+    neo4j_target: Neo4jTarget, cli_namespace: str, embedder: CachedEmbedder, tmp_path: Path
 ) -> None:
     plot = tmp_path / "learning.png"
-    run = kbgraph(neo4j_target, cli_namespace, "-n", cli_namespace, "--queries", "4", "--trajectories", "24",
+    run = kbgraph(neo4j_target, cli_namespace, embedder, "-n", cli_namespace, "--queries", "4", "--trajectories", "24",
                   "--passes", "2", "--reingest-rounds", "1", "--plot", str(plot), "--json")
     assert run.returncode == 0, run.stderr
     report: dict[str, Any] = json.loads(run.stdout)
@@ -398,9 +402,9 @@ def test_the_command_prints_figures_as_json_and_saves_the_plot(
 
 
 def test_the_command_prints_tables_and_the_control_alone(
-    neo4j_target: Neo4jTarget, cli_namespace: str, tmp_path: Path
+    neo4j_target: Neo4jTarget, cli_namespace: str, embedder: CachedEmbedder, tmp_path: Path
 ) -> None:
-    run = kbgraph(neo4j_target, cli_namespace, "-n", cli_namespace, "--queries", "3", "--trajectories", "15",
+    run = kbgraph(neo4j_target, cli_namespace, embedder, "-n", cli_namespace, "--queries", "3", "--trajectories", "15",
                   "--reingest-rounds", "1", "--no-learning", "--plot", str(tmp_path / "control.png"))
     assert run.returncode == 0, run.stderr
     for text in ("per pass", "first pass vs last pass", "control pass 1", "control pass 2", "per re-ingest round",

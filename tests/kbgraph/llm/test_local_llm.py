@@ -15,7 +15,6 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from kbgraph.llm.local_server import (
     follow_build,
 )
 from kbgraph.core.settings import Settings
+from tests.cli_in_process import run_kbgraph
 from tests.conftest import REAL_RUNS
 
 REPO = Path(__file__).resolve().parents[3]
@@ -114,13 +114,13 @@ def test_the_settings_it_prints_are_valid_kbgraph_settings() -> None:
 
 def test_the_status_command_says_stopped_and_not_built_in_an_empty_cache(tmp_path: Path) -> None:
     env = {**os.environ, "KBGRAPH_CACHE_DIR": str(tmp_path)}
-    command = [sys.executable, "-m", "kbgraph.cli", "llm", "local", "status"]
-    shown = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, cwd=REPO)
+    # In this process (tests/cli_in_process.py): what the commands print, not their process, is checked.
+    shown = run_kbgraph(env, "llm", "local", "status", cwd=REPO)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith("local LLM: stopped; environment ") and "not built yet" in shown.stdout
-    as_json = subprocess.run([*command, "--json"], env=env, capture_output=True, text=True, timeout=120, cwd=REPO)
+    as_json = run_kbgraph(env, "llm", "local", "status", "--json", cwd=REPO)
     assert json.loads(as_json.stdout)["running"] is False
-    stopped = subprocess.run([*command[:-1], "stop"], env=env, capture_output=True, text=True, timeout=120, cwd=REPO)
+    stopped = run_kbgraph(env, "llm", "local", "stop", cwd=REPO)
     assert stopped.stdout.strip() == "local LLM was not running"
 
 

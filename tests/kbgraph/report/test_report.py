@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -34,6 +33,7 @@ from kbgraph.report import (
     write_report,
 )
 from kbgraph.core.utility import maintenance_score
+from tests.cli_in_process import run_kbgraph
 from tests.conftest import Neo4jTarget
 
 SAMPLES = Path(__file__).resolve().parents[3] / "kbgraph" / "samples"
@@ -362,14 +362,16 @@ def test_another_namespaces_data_never_appears(
 # -- the command line ----------------------------------------------------------------------------------
 
 
-def kbgraph(target: Neo4jTarget, namespace: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kbgraph.cli", *args], env=target.env(namespace), cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
+def kbgraph(target: Neo4jTarget, namespace: str, embedder: CachedEmbedder, *args: str, cwd: Path
+            ) -> subprocess.CompletedProcess[str]:
+    """``kbgraph ARGS`` in this process, in ``cwd`` (tests/cli_in_process.py), sharing the session's MiniLM."""
+    return run_kbgraph(target.env(namespace), *args, embedder=embedder, cwd=cwd)
 
 
-def test_the_cli_writes_the_file_and_prints_its_path(kb: KnowledgeBase, neo4j_target: Neo4jTarget, tmp_path: Path) -> None:
+def test_the_cli_writes_the_file_and_prints_its_path(kb: KnowledgeBase, neo4j_target: Neo4jTarget,
+                                                     embedder: CachedEmbedder, tmp_path: Path) -> None:
     kb.add_experiences([hand_made("one"), hand_made("two", domain="billing")])
-    result = kbgraph(neo4j_target, kb.namespace, "report", cwd=tmp_path)
+    result = kbgraph(neo4j_target, kb.namespace, embedder, "report", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     default = tmp_path / f"kbgraph-report-{kb.namespace}.html"
     assert result.stdout.strip() == str(default.resolve())
@@ -379,7 +381,7 @@ def test_the_cli_writes_the_file_and_prints_its_path(kb: KnowledgeBase, neo4j_ta
 
     chosen = tmp_path / "out" / "kb.html"
     chosen.parent.mkdir()
-    as_json = kbgraph(neo4j_target, kb.namespace, "report", "-o", str(chosen), "--json", cwd=tmp_path)
+    as_json = kbgraph(neo4j_target, kb.namespace, embedder, "report", "-o", str(chosen), "--json", cwd=tmp_path)
     assert as_json.returncode == 0, as_json.stderr
     summary = json.loads(as_json.stdout)
     assert summary["path"] == str(chosen.resolve()) and chosen.is_file() and summary["bytes"] == chosen.stat().st_size
@@ -388,10 +390,10 @@ def test_the_cli_writes_the_file_and_prints_its_path(kb: KnowledgeBase, neo4j_ta
 
 
 def test_the_cli_refuses_an_output_it_cannot_write_before_connecting(
-    neo4j_target: Neo4jTarget, namespace: str, tmp_path: Path
+    neo4j_target: Neo4jTarget, namespace: str, embedder: CachedEmbedder, tmp_path: Path
 ) -> None:
     for output, reason in ((tmp_path / "missing" / "r.html", "no folder"), (tmp_path, "is a folder")):
-        result = kbgraph(neo4j_target, namespace, "report", "-o", str(output), cwd=tmp_path)
+        result = kbgraph(neo4j_target, namespace, embedder, "report", "-o", str(output), cwd=tmp_path)
         assert result.returncode == 2
         assert reason in result.stderr and "Traceback" not in result.stderr
 

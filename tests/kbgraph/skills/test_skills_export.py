@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +34,7 @@ from kbgraph.skills.names import (
     MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, front_matter, name_problems, slug, truncate_description, unique_names,
 )
 from kbgraph.skills.plan import ConceptDoc, Member, group_workflows, plan_skills
+from tests.cli_in_process import run_kbgraph
 from tests.conftest import REAL_RUNS, Neo4jTarget, ingest_shared
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "skills.md"
@@ -438,27 +438,30 @@ class unwritable:  # noqa: N801 - used as a context manager, like a function
         self.folder.chmod(0o755)
 
 
-def kbgraph_cli(target: Neo4jTarget, namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kbgraph.cli", *args], env=target.env(namespace),
-                          capture_output=True, text=True, timeout=300)
+def kbgraph_cli(target: Neo4jTarget, namespace: str, embedder: CachedEmbedder, *args: str
+                ) -> subprocess.CompletedProcess[str]:
+    """``kbgraph ARGS`` in this process (tests/cli_in_process.py), sharing the session's MiniLM."""
+    return run_kbgraph(target.env(namespace), *args, embedder=embedder)
 
 
-def test_the_cli_exports_and_prints_json(runs_kb: KnowledgeBase, neo4j_target: Neo4jTarget, tmp_path: Path) -> None:
-    done = kbgraph_cli(neo4j_target, runs_kb.namespace, "skills", "export", str(tmp_path / "skills"), "--json")
+def test_the_cli_exports_and_prints_json(runs_kb: KnowledgeBase, neo4j_target: Neo4jTarget, embedder: CachedEmbedder,
+                                         tmp_path: Path) -> None:
+    done = kbgraph_cli(neo4j_target, runs_kb.namespace, embedder, "skills", "export", str(tmp_path / "skills"),
+                       "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["namespace"] == runs_kb.namespace and report["min_runs"] == DEFAULT_MIN_RUNS
     assert [s["name"] for s in report["skills"]] == [f.name for f in skill_folders(tmp_path / "skills")]
     assert all(s["status"] == "written" and s["worked"] >= DEFAULT_MIN_RUNS for s in report["skills"])
 
-    again = kbgraph_cli(neo4j_target, runs_kb.namespace, "skills", "export", str(tmp_path / "skills"), "--min-runs",
-                        "3")
+    again = kbgraph_cli(neo4j_target, runs_kb.namespace, embedder, "skills", "export", str(tmp_path / "skills"),
+                        "--min-runs", "3")
     assert again.returncode == 0, again.stderr
     assert "threshold: worked in at least 3 runs" in again.stdout
 
 
 def test_the_cli_refuses_bad_input_in_one_line_without_a_traceback(
-    neo4j_target: Neo4jTarget, namespace: str, tmp_path: Path
+    neo4j_target: Neo4jTarget, namespace: str, embedder: CachedEmbedder, tmp_path: Path
 ) -> None:
     a_file = tmp_path / "file.md"
     a_file.write_text("x")
@@ -467,7 +470,7 @@ def test_the_cli_refuses_bad_input_in_one_line_without_a_traceback(
         ((str(tmp_path / "ok"), "--min-runs", "0"), "min_runs: must be a whole number from 1 up, not 0"),
         ((str(tmp_path / "no" / "such"),), "does not exist"),
     ]:
-        done = kbgraph_cli(neo4j_target, namespace, "skills", "export", *args)
+        done = kbgraph_cli(neo4j_target, namespace, embedder, "skills", "export", *args)
         assert done.returncode == 2, done.stderr
         assert "kbgraph: error:" in done.stderr and message in done.stderr and "Traceback" not in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file.md"]

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 from kbgraph.integrations.langgraph import KbgraphStore
 from kbgraph.kb import KnowledgeBase
+from tests.cli_in_process import run_kbgraph
 from tests.conftest import Neo4jTarget
 
 CYPHER = Path(__file__).resolve().parents[3] / "cypher"
@@ -34,7 +33,6 @@ def test_a_namespace_holding_only_langgraph_store_items_shows_them(kb: Knowledge
     assert stats.nodes == {"StoreItem": 3, "StoreVector": 2}
     assert stats.relationships == {"HAS_VECTOR": 2}
 
-    done = subprocess.run([sys.executable, "-m", "kbgraph.cli", "stats", "--json"], env=neo4j_target.env(kb.namespace),
-                          capture_output=True, text=True, timeout=300)
+    done = run_kbgraph(neo4j_target.env(kb.namespace), "stats", "--json", embedder=kb.embedder)  # in this process
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["nodes"] == {"StoreItem": 3, "StoreVector": 2}

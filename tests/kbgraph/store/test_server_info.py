@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import neo4j
 import pytest
 
 from kbgraph.core.settings import Settings
+from kbgraph.embedders import CachedEmbedder
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.managed.java import java_feature_version
 from kbgraph.store.managed.lines import LINES
 from kbgraph.store.server_info import server_info, server_status
+from tests.cli_in_process import run_kbgraph
 from tests.conftest import Neo4jTarget
 
 
@@ -36,12 +36,11 @@ def test_the_server_reports_its_release_edition_java_and_cypher_versions(
 
 
 def test_server_status_and_stats_name_the_server_kbgraph_uses(neo4j_target: Neo4jTarget, namespace: str,
-                                                               driver: neo4j.Driver) -> None:
+                                                               driver: neo4j.Driver, embedder: CachedEmbedder) -> None:
     expected = server_info(Neo4jGateway(driver, neo4j_target.database))
 
     def kbgraph(*args: str) -> dict[str, object]:
-        done = subprocess.run([sys.executable, "-m", "kbgraph.cli", *args, "--json"], env=neo4j_target.env(namespace),
-                              capture_output=True, text=True, timeout=300)
+        done = run_kbgraph(neo4j_target.env(namespace), *args, "--json", embedder=embedder)  # in this process
         assert done.returncode == 0, done.stderr
         answer: dict[str, object] = json.loads(done.stdout)
         return answer
