@@ -57,7 +57,10 @@ def decode_vector(value: Any) -> list[float]:
         array_ = np.frombuffer(raw, dtype="<f4")
     elif isinstance(value, list) and value and all(_scalar_kind(v) in ("integer", "float") for v in value):
         try:
-            array_ = np.asarray(value, dtype=np.float64).astype(np.float32)
+            # A value past float32 becomes inf, which vector_problem refuses below by line and
+            # field; numpy's warning about it would only print beside that error.
+            with np.errstate(over="ignore"):
+                array_ = np.asarray(value, dtype=np.float64).astype(np.float32)
         except OverflowError:  # an integer past the largest float
             raise ValueError("holds a value too large for a float") from None
     else:
