@@ -30,6 +30,7 @@ from kbgraph.core.models import (
     Step,
     Trajectory,
 )
+from kbgraph.core.models.experience import TRANSIENT_ISSUES
 
 
 class Abstractor(Protocol):
@@ -81,6 +82,13 @@ def classify_issue(error: str) -> str:
         if any(cue in lowered or cue.replace(" ", "") in compact for cue in cues):
             return issue
     return "error"
+
+
+def failed_for_the_moment(error: str) -> bool:
+    """The error is of a call that failed for a reason of the moment (its issue type is one of
+    :data:`~kbgraph.core.models.experience.TRANSIENT_ISSUES`): what a stored step's
+    ``failed_for_the_moment`` says, for an error not yet classified (a query's executed step)."""
+    return classify_issue(error) in TRANSIENT_ISSUES
 
 
 def problem_from_task(task: str, names: Collection[str] = (), ids: Collection[str] = ()) -> str:

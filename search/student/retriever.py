@@ -36,8 +36,7 @@ import numpy as np
 from kbgraph.embedders import Embedder
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.ingest.facts import PgVectorCache
-from kbgraph.core.models.experience import TRANSIENT_ISSUES
-from kbgraph.ingest.abstract import classify_issue, failed_step_text, stored_error
+from kbgraph.ingest.abstract import failed_for_the_moment, failed_step_text, stored_error
 from kbgraph.ingest.generalise import describe_step, generalise_text
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import MAX_K, SearchFilters, SearchQuery, SearchWeights, parse_query, parse_search_options
@@ -191,8 +190,7 @@ class StudentRetriever:
         task_text = generalise_text(q.task.strip()) or pg_text
         if q.steps_so_far and w.structure_query_steps:
             # Less the calls that failed for the moment, as a stored shape (Experience.structure_text).
-            flow = " -> ".join(s.action for s in q.steps_so_far
-                               if s.error is None or classify_issue(s.error) not in TRANSIENT_ISSUES)
+            flow = " -> ".join(s.action for s in q.steps_so_far if s.error is None or not failed_for_the_moment(s.error))
             task_text = f"{task_text}\n{flow}".strip()
         texts = [t for t in dict.fromkeys([pg_text, task_text]) if t]
         step_texts = [self.step_text(s.action, s.arguments, s.text, s.error) for s in q.steps_so_far]

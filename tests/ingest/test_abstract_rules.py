@@ -1,6 +1,6 @@
 """The rule-based abstractor: deterministic, offline, generalised."""
 
-from kbgraph.ingest.abstract import RuleBasedAbstractor, classify_issue, problem_from_task
+from kbgraph.ingest.abstract import RuleBasedAbstractor, classify_issue, failed_for_the_moment, problem_from_task
 from kbgraph.ingest.reflect import RuleBasedReflector
 from kbgraph.core.models import Trajectory
 
@@ -69,6 +69,8 @@ def test_issue_types() -> None:
                     "upstream temporarily unavailable, try again later"):
         assert classify_issue(message) == "transient", message
     assert classify_issue("Error: payment method not found") == "not_found"
+    assert failed_for_the_moment("503 Service Unavailable") and failed_for_the_moment("Request timed out")
+    assert not failed_for_the_moment("Error: payment method not found")
 
 
 def test_long_tasks_are_cut_to_a_readable_problem() -> None:

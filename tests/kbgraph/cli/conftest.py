@@ -1,12 +1,9 @@
 """The CLI tests run most commands in this process (``kbgraph.cli.run``, what the ``kbgraph``
-command runs): a process per command cost 5–10 s of imports and model loading each. This fixture
-puts back after every test what such a run changes beyond itself, so that no test depends on
-another having run in the same worker."""
+command runs, through tests/cli_in_process.run_kbgraph, which puts back after each call what a run
+changes for the whole process): a process per command cost 5–10 s of imports and model loading
+each. This fixture lets those commands share the session's loaded model."""
 
 from __future__ import annotations
-
-import logging
-import sys
 
 import pytest
 
@@ -16,14 +13,7 @@ from kbgraph.embedders import CachedEmbedder, Embedder, MiniLMEmbedder
 
 
 @pytest.fixture(autouse=True)
-def cli_runs_in_this_process(monkeypatch: pytest.MonkeyPatch, embedder: CachedEmbedder) -> None:
-    # kbgraph.cli.run sends the driver's log to DEBUG for the whole process (quiet_driver_log: a
-    # handler on the "neo4j" logger, which then stops propagating), and typer sets sys.excepthook.
-    driver_log = logging.getLogger("neo4j")
-    monkeypatch.setattr(driver_log, "handlers", list(driver_log.handlers))
-    monkeypatch.setattr(driver_log, "propagate", driver_log.propagate)
-    monkeypatch.setattr(sys, "excepthook", sys.excepthook)
-
+def cli_commands_share_the_loaded_model(monkeypatch: pytest.MonkeyPatch, embedder: CachedEmbedder) -> None:
     # Each command builds its embedder from its settings, as it does as a process; the MiniLM one
     # shares the session's loaded model (a fresh cache wrapper, so its counters start at zero)
     # rather than loading its own at every command.
