@@ -17,8 +17,11 @@
 // kbgraph.search.task_ways turns them into each candidate's share (and discounts the ways that
 // hand the task to a human, read from the operations by kbgraph.search.handoff).
 // utility (Agent KB D.3, unclipped; kbgraph.core.utility.utility clips it): quality decayed at $decay
-// per day since the last use (or the creation), plus the usage impact decayed since it was last
-// brought up to date; a time in the future (clock skew) counts as 0 days. The same in
+// per calendar day (UTC) since the last use (or the creation), plus the usage impact decayed since
+// it was last brought up to date; a time in the future (clock skew) counts as 0 days. Whole days
+// (kbgraph.core.utility.calendar_days_between): by the second, experiences stored a second apart
+// would differ in the seventh decimal, and equal hits would swap places from one search to the
+// next. The same in
 // search_neighbours; tests/search/scoring/test_utility_in_cypher.py pins both to the Python.
 // outcomes: [Neo4j cosine of the task an agent used it for against $pg, that outcome], from the
 // task-conditioned feedback (Outcome nodes).
@@ -52,8 +55,8 @@ WITH ways, e, has_steps,
   reduce(acc = [], m IN members | acc + coalesce(m.source_ids, [])) AS sources,
   reduce(acc = [], m IN members | acc + coalesce(m.failed_source_ids, [])) AS failed
 WITH ways, e, has_steps, sources, [s IN sources WHERE NOT s IN failed] AS worked,
-  duration.inSeconds(coalesce(e.last_used_at, e.created_at, datetime()), datetime()).seconds / 86400.0 AS idle,
-  duration.inSeconds(coalesce(e.usage_impact_at, datetime()), datetime()).seconds / 86400.0 AS since_impact
+  duration.inDays(date(datetime({datetime: coalesce(e.last_used_at, e.created_at, datetime()), timezone: 'Z'})), date({timezone: 'Z'})).days AS idle,
+  duration.inDays(date(datetime({datetime: coalesce(e.usage_impact_at, datetime()), timezone: 'Z'})), date({timezone: 'Z'})).days AS since_impact
 WITH ways, collect({id: e.id, kind: e.kind, domain: e.domain, scope: coalesce(e.scope, 'shared'),
   task_key: e.task_key, operations: e.operations,
   text: left(e.problem + '\n' + coalesce(e.goal, '') + '\n' + e.domain, 4000),

@@ -27,10 +27,10 @@ CALL (n) {
   RETURN reduce(acc = 0, m IN members | acc + size(coalesce(m.source_ids, []))) AS runs,
     reduce(acc = 0, m IN members | acc + size(coalesce(m.failed_source_ids, []))) AS failed
 }
-// utility as in search_candidates_score (Agent KB D.3, unclipped), decaying at $decay per day
+// utility as in search_candidates_score (Agent KB D.3, unclipped), decaying at $decay per calendar day
 WITH seed, s, r, n, semantic, runs, failed,
-  duration.inSeconds(coalesce(n.last_used_at, n.created_at, datetime()), datetime()).seconds / 86400.0 AS idle,
-  duration.inSeconds(coalesce(n.usage_impact_at, datetime()), datetime()).seconds / 86400.0 AS since_impact
+  duration.inDays(date(datetime({datetime: coalesce(n.last_used_at, n.created_at, datetime()), timezone: 'Z'})), date({timezone: 'Z'})).days AS idle,
+  duration.inDays(date(datetime({datetime: coalesce(n.usage_impact_at, datetime()), timezone: 'Z'})), date({timezone: 'Z'})).days AS since_impact
 // One row: `rows`, a map per (seed, edge, reached node).
 RETURN collect({seed: seed, relation: type(r), outgoing: startNode(r) = s, weight: coalesce(r.weight, 1.0),
   reason: coalesce(r.reason, ''), id: n.id, kind: n.kind, domain: n.domain,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
 # AutoRefine eq. 1's ε: keeps s/u finite for unused experiences.
@@ -47,6 +47,18 @@ def days_between(earlier: datetime | None, later: datetime) -> float:
     if earlier is None:
         return 0.0
     return max((later - earlier).total_seconds() / SECONDS_PER_DAY, 0.0)
+
+
+def calendar_days_between(earlier: datetime | None, later: datetime) -> int:
+    """Whole calendar days (UTC) from ``earlier``'s date to ``later``'s; 0 when ``earlier`` is
+    unknown or in the future. The searches decay utility by these: decayed by the second, two
+    experiences stored a second apart with the same quality would differ in the seventh decimal,
+    and which of two otherwise equal hits comes first would change from one second to the next.
+    By calendar day, experiences of the same day stay tied (their order falls to their ids) and
+    an older day always weighs less."""
+    if earlier is None:
+        return 0
+    return max((later.astimezone(UTC).date() - earlier.astimezone(UTC).date()).days, 0)
 
 
 def decayed(value: float, elapsed_days: float, rate_per_day: float) -> float:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from kbgraph.core.utility import (
     ability,
     bottom_fraction,
+    calendar_days_between,
     days_between,
     decay_rate_per_day,
     decayed,
@@ -70,6 +71,18 @@ def test_days_between_ignores_unknown_and_future_times() -> None:
     assert days_between(None, now) == 0.0
     assert days_between(now + timedelta(days=1), now) == 0.0
     assert decayed(1.0, -5, 0.1) == 1.0
+
+
+def test_calendar_days_count_utc_dates_so_a_day_s_experiences_stay_equal() -> None:
+    now = datetime(2026, 1, 31, 9, 30, tzinfo=UTC)
+    early, late = datetime(2026, 1, 31, 0, 0, 1, tzinfo=UTC), datetime(2026, 1, 31, 9, 29, 59, tzinfo=UTC)
+    assert calendar_days_between(early, now) == calendar_days_between(late, now) == 0
+    assert calendar_days_between(datetime(2026, 1, 30, 23, 59, 59, tzinfo=UTC), now) == 1
+    assert calendar_days_between(now - timedelta(days=3, hours=12), now) == 4  # 3.5 days, from the 27th
+    # A date is taken in UTC, whatever the zone the time was written in: 01:00 at +02:00 is the 30th.
+    assert calendar_days_between(datetime(2026, 1, 31, 1, 0, tzinfo=timezone(timedelta(hours=2))), now) == 1
+    assert calendar_days_between(None, now) == 0
+    assert calendar_days_between(now + timedelta(days=2), now) == 0
 
 
 def test_maintenance_score_is_autorefine_equation_one() -> None:

@@ -4,9 +4,11 @@ learning loop, and in the Cypher the searches read it through (``search_candidat
 against a real Neo4j on a grid of inputs — quality, usage impact, time since the last use and
 since the impact, missing values and times in the future — and must give what Python gives.
 
-The search queries decay up to the database's clock (``datetime()``, whole seconds), so they are
-compared within what the clock can have moved while the query ran: utility changes by at most
-λ·(|quality| + |impact|) a day.
+The search queries decay by whole calendar days (UTC) up to the database's clock, so that equal
+hits keep their order from one second to the next; they must give Python's utility over
+:func:`~kbgraph.core.utility.calendar_days_between` at the moment before or after the query ran
+(the two differ only when midnight passed in between). The inspection query decays by the
+second, as the learning loop does.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 import neo4j
 import pytest
 
-from kbgraph.core.utility import days_between, utility
+from kbgraph.core.utility import calendar_days_between, days_between, utility
 from kbgraph.inspect import InspectionLibrary
 from kbgraph.kb import KnowledgeBase
 from tests.conftest import Neo4jTarget
@@ -38,12 +40,13 @@ def _ago(moment: datetime, days: float | None) -> datetime | None:
     return None if days is None else moment - timedelta(days=days)
 
 
-def _expected(row: dict[str, Any], now: datetime, decay: float) -> float:
-    """What Python computes for one grid node: the learning loop's utility, missing quality 0.5."""
+def _expected(row: dict[str, Any], now: datetime, decay: float,
+              days: Callable[[datetime | None, datetime], float] = days_between) -> float:
+    """What Python computes for one grid node: the learning loop's utility, missing quality 0.5,
+    with elapsed time counted by ``days`` (by the second unless told)."""
     quality = 0.5 if row["quality"] is None else row["quality"]
     recent = row["last_used_at"] or row["created_at"]
-    return utility(quality, days_between(recent, now), decay, row["usage_impact"] or 0.0,
-                   days_between(row["usage_impact_at"], now))
+    return utility(quality, days(recent, now), decay, row["usage_impact"] or 0.0, days(row["usage_impact_at"], now))
 
 
 @pytest.fixture
@@ -68,18 +71,16 @@ def grid(kb: KnowledgeBase, driver: neo4j.Driver, neo4j_target: Neo4jTarget) -> 
     return moment, rows
 
 
-def _off_by_more_than_the_clock(cypher: dict[str, float], rows: dict[str, dict[str, Any]], decay: float,
-                      before: datetime, after: datetime) -> list[str]:
-    """The grid points whose Cypher utility (clipped, as the search clips it) differs from Python's
-    at ``before`` by more than the clock can explain (the query ran by ``after``; whole seconds)."""
-    elapsed_days = ((after - before).total_seconds() + 1.0) / 86_400
+def _not_python_s_on_calendar_days(cypher: dict[str, float], rows: dict[str, dict[str, Any]], decay: float,
+                                   before: datetime, after: datetime) -> list[str]:
+    """The grid points whose Cypher utility (clipped, as the search clips it) is Python's on
+    calendar days neither at ``before`` nor at ``after`` (the query ran in between)."""
     wrong = []
     for node_id, row in rows.items():
         value = min(max(cypher[node_id], 0.0), 1.0)
-        expected = _expected(row, before, decay)
-        slack = decay * (abs(row["quality"] if row["quality"] is not None else 0.5) + abs(row["usage_impact"] or 0.0))
-        if abs(value - expected) > slack * elapsed_days + 1e-12:
-            wrong.append(f"{row}: cypher {value}, python {expected}")
+        expected = {_expected(row, moment, decay, calendar_days_between) for moment in (before, after)}
+        if not any(value == pytest.approx(e, abs=1e-12) for e in expected):
+            wrong.append(f"{row}: cypher {value}, python {sorted(expected)}")
     return wrong
 
 
@@ -107,7 +108,7 @@ def test_the_search_reads_the_utility_python_computes(
     after = datetime.now(UTC)
     cypher = {r["id"]: float(r["utility"]) for r in result["rows"]}
     assert set(cypher) == set(rows)
-    assert not _off_by_more_than_the_clock(cypher, rows, decay, before, after)
+    assert not _not_python_s_on_calendar_days(cypher, rows, decay, before, after)
 
 
 @pytest.mark.parametrize("decay", DECAYS)
