@@ -20,7 +20,7 @@ from kbgraph.ingest.generalise import (
     type_name,
 )
 from kbgraph.ingest.recovery import Recovery, error_signature, recovery_after
-from kbgraph.core.shapes import verb_of
+from kbgraph.core.shapes import dispatched_tool, verb_of
 from kbgraph.core.models import (
     MAX_TEXT_CHARS,
     STORED_OBSERVATION_CHARS,
@@ -106,12 +106,15 @@ def problem_from_task(task: str, names: Collection[str] = (), ids: Collection[st
 
 
 def goal_from(trajectory: Trajectory, problem: str) -> str:
-    """What success means: the state changes made, in order; or the answer sought."""
-    changes = [humanise_action(s.action) for s in trajectory.steps if not s.error and verb_of(s.action) != "lookup"]
+    """What success means: the state changes made, in order; or the answer sought. A generic call
+    counts as the tool it called (:func:`~kbgraph.core.shapes.dispatched_tool`)."""
+    tools = [dispatched_tool(s.action, s.arguments) or s.action for s in trajectory.steps]
+    changes = [humanise_action(t) for s, t in zip(trajectory.steps, tools, strict=True)
+               if not s.error and verb_of(t) != "lookup"]
     changes = list(dict.fromkeys(changes))
     if changes:
         return "Get done: " + ", then ".join(changes)
-    lookups = list(dict.fromkeys(humanise_action(s.action) for s in trajectory.steps))
+    lookups = list(dict.fromkeys(humanise_action(t) for t in tools))
     if lookups:
         return "Find out, using: " + ", ".join(lookups)
     first = _SENTENCE_END.split(problem)[0]
@@ -191,7 +194,8 @@ class RuleBasedAbstractor:
                     run_id=trajectory.id, run_succeeded=trajectory.outcome.success,
                 ))
             steps.append(Step(
-                order=order, action=step.action, text=text[:MAX_TEXT_CHARS],
+                order=order, action=step.action, tool=dispatched_tool(step.action, step.arguments),
+                text=text[:MAX_TEXT_CHARS],
                 args_schema={name: type_name(value) for name, value in sorted(step.arguments.items())},
                 reward=step.reward, issue_type=issue, resolution_effectiveness=effectiveness, signature=signature,
                 **stored_observation(step.observation, names, ids),

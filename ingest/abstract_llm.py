@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
+from kbgraph.core.shapes import dispatched_tool
 from kbgraph.llm import LLMClient, describe_validation_error
 from kbgraph.core.models import (
     Difficulty,
@@ -201,9 +202,10 @@ class LLMAbstractor:
             for f in answer.failure_modes
         ]
         issue_at = {f.step_order: f.issue_type for f in reversed(failures) if f.step_order is not None and f.issue_type}
+        tools = _tools_called([s.action for s in answer.steps], trajectory)
         steps = [
             Step(
-                action=s.action, text=s.text, args_schema=s.args_schema,
+                action=s.action, tool=tools[i], text=s.text, args_schema=s.args_schema,
                 reward=trajectory.steps[i].reward if same_steps else None,
                 issue_type=issue_at.get(i),
             )
@@ -217,3 +219,15 @@ class LLMAbstractor:
             source_ids=[trajectory.id], failure_modes=failures,
             failed_source_ids=[] if trajectory.outcome.success else [trajectory.id],
         )
+
+
+def _tools_called(actions: list[str], trajectory: Trajectory) -> list[str | None]:
+    """The tool each step of the answer called through a wrapper (``dispatched_tool``), read from
+    the trajectory's call it stands for: the answer keeps the run's actions in order
+    (``steps_out_of_order``), so each is paired with the next call of that action."""
+    calls = iter(trajectory.steps)
+    tools: list[str | None] = []
+    for action in actions:
+        call = next((c for c in calls if c.action == action), None)
+        tools.append(dispatched_tool(call.action, call.arguments) if call is not None else None)
+    return tools

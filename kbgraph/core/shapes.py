@@ -11,8 +11,10 @@ the ingestion pipeline alike.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from typing import Any
 
 
 # First word of a tool name → what kind of step it is. Unknown verbs stand for themselves.
@@ -32,6 +34,34 @@ VERB_CLASSES = {
 def verb_of(action: str) -> str:
     first = action.replace("-", "_").split("_")[0].lower()
     return VERB_CLASSES.get(action.lower(), VERB_CLASSES.get(first, first))
+
+
+#: First words of an action that calls another tool by name (``call_discoverable_agent_tool``).
+DISPATCH_VERBS = frozenset({"call", "invoke", "use", "run", "execute", "dispatch"})
+#: The argument that names the tool called: ``tool``, ``tool_name``, ``agent_tool_name``, ``name``, …
+_TOOL_ARGUMENT = re.compile(r"(?:^|_)tool(?:_name)?$|^name$")
+#: A tool name that is only a name: letters, digits, ``_ . -``.
+_TOOL_NAME = re.compile(r"^[A-Za-z][\w.-]{0,99}$")
+#: A numeric suffix names one instance of a tool (``close_debit_card_4721``), not another tool.
+_INSTANCE_SUFFIX = re.compile(r"[_-]\d+$")
+
+
+def dispatched_tool(action: str, arguments: Mapping[str, Any]) -> str | None:
+    """The tool a generic call dispatches to, or None when ``action`` is no such call.
+
+    Some agents reach their tools through one wrapper action that names the tool in an argument
+    (``call_discoverable_agent_tool(agent_tool_name="close_debit_card_4721", …)``). By the action
+    alone, every such run reads "call, call, call" and closing a card equals freezing one; by the
+    tool it called, the run has the way it really took. A wrapper is an action whose first word
+    calls (:data:`DISPATCH_VERBS`) and which mentions a tool, with one argument naming the tool; a
+    numeric suffix (an instance of the tool) is dropped."""
+    words = action.lower().replace("-", "_").split("_")
+    if words[0] not in DISPATCH_VERBS or "tool" not in words:
+        return None
+    names = [v for k, v in arguments.items() if _TOOL_ARGUMENT.search(str(k).lower()) and isinstance(v, str)]
+    if len(names) != 1 or not _TOOL_NAME.match(names[0].strip()):
+        return None
+    return _INSTANCE_SUFFIX.sub("", names[0].strip()) or None
 
 
 def verb_shape(actions: Sequence[str]) -> tuple[str, ...]:

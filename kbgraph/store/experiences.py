@@ -25,7 +25,7 @@ CONTENT_FIELDS = (
     "scope", "owner_agent", "source", "adapted_from", "approved_by", "rejected_by",
 )
 EMBEDDING_FIELDS = ("pg_embedding", "structure_embedding", "context_embedding")
-STEP_FIELDS = ("order", "action", "text", "reward", "issue_type", "resolution_effectiveness", "signature",
+STEP_FIELDS = ("order", "action", "tool", "text", "reward", "issue_type", "resolution_effectiveness", "signature",
                "observation", "observation_chars")
 FAILURE_FIELDS = ("description", "issue_type", "recovery", "step_order", "action", "signature", "recovery_kind",
                   "recovered", "concrete", "run_id", "run_succeeded")

@@ -87,7 +87,7 @@ NODE_RULES: Final[dict[str, dict[str, Rule]]] = {
         "dissolved": flag, "archived_score": number, "content_id": text(1), "unlinked": text(1),
     },
     "Step": {
-        "action": text(1), "text": text(), "order": count, "experience_id": text(1), "reward": REWARD,
+        "action": text(1), "tool": text(1), "text": text(), "order": count, "experience_id": text(1), "reward": REWARD,
         "reward_count": count, "observation_chars": count, "resolution_effectiveness": UNIT,
     },
     "FailureMode": {

@@ -48,6 +48,7 @@ from kbgraph.search.student.graph import traverse
 from kbgraph.search.student.hits import pool_of, read_hits, select
 from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.scores import score_candidates
+from kbgraph.core.shapes import dispatched_tool
 from kbgraph.core.utility import decay_rate_per_day
 
 __all__ = ["SPLIT_READS_AT", "StudentRetriever"]
@@ -189,8 +190,10 @@ class StudentRetriever:
         pg_text = generalise_text(q.pg_text())
         task_text = generalise_text(q.task.strip()) or pg_text
         if q.steps_so_far and w.structure_query_steps:
-            # Less the calls that failed for the moment, as a stored shape (Experience.structure_text).
-            flow = " -> ".join(s.action for s in q.steps_so_far if s.error is None or not failed_for_the_moment(s.error))
+            # As a stored shape (Experience.structure_text): a generic call as the tool it called,
+            # less the calls that failed for the moment.
+            flow = " -> ".join(dispatched_tool(s.action, s.arguments) or s.action for s in q.steps_so_far
+                               if s.error is None or not failed_for_the_moment(s.error))
             task_text = f"{task_text}\n{flow}".strip()
         texts = [t for t in dict.fromkeys([pg_text, task_text]) if t]
         step_texts = [self.step_text(s.action, s.arguments, s.text, s.error) for s in q.steps_so_far]

@@ -50,6 +50,22 @@ def test_an_errored_step_becomes_a_failure_mode_with_its_recovery() -> None:
     assert exp.efficiency == 0.75
 
 
+def test_a_run_that_calls_its_tools_through_a_wrapper_takes_the_way_of_the_tools_it_called() -> None:
+    banking = trajectory(domain="banking", task="Close my debit card ending 4721.", steps=[
+        {"action": "log_verification", "arguments": {"user_id": "755bcb4d5d"}},
+        {"action": "unlock_discoverable_agent_tool", "arguments": {"agent_tool_name": "close_debit_card_4721"}},
+        {"action": "call_discoverable_agent_tool",
+         "arguments": {"agent_tool_name": "close_debit_card_4721", "arguments": "{\"card_id\": \"dc_1\"}"}},
+    ])
+    exp = RuleBasedAbstractor().abstract(banking)
+    call = exp.steps[-1]
+    assert call.action == "call_discoverable_agent_tool" and call.tool == "close_debit_card"  # the call made stays
+    assert exp.actions() == ["log_verification", "unlock_discoverable_agent_tool", "close_debit_card"]
+    assert exp.structure_text().endswith("-> close_debit_card")
+    assert exp.goal == "Get done: log verification, then unlock discoverable agent tool, then close debit card"
+    assert all(s.tool is None for s in exp.steps[:2])
+
+
 def test_abstraction_is_deterministic() -> None:
     assert RuleBasedAbstractor().abstract(trajectory()) .key == RuleBasedAbstractor().abstract(trajectory()).key
 

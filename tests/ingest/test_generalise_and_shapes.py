@@ -11,7 +11,7 @@ from kbgraph.ingest.generalise import (
     names_in_trajectory,
     type_name,
 )
-from kbgraph.core.shapes import is_subsequence, verb_shape
+from kbgraph.core.shapes import dispatched_tool, is_subsequence, operations, verb_of, verb_shape
 from kbgraph.core.models import Trajectory
 
 
@@ -207,3 +207,33 @@ def test_subsequence_means_in_order_with_gaps() -> None:
     assert is_subsequence(["a", "c"], ["a", "b", "c"])
     assert not is_subsequence(["c", "a"], ["a", "b", "c"])
     assert is_subsequence([], ["a"])
+
+
+@pytest.mark.parametrize(("action", "arguments", "tool"), [
+    ("call_discoverable_agent_tool", {"agent_tool_name": "close_debit_card_4721", "arguments": "{}"}, "close_debit_card"),
+    ("call_discoverable_user_tool", {"discoverable_tool_name": "submit_cash_back_dispute_0589"}, "submit_cash_back_dispute"),
+    ("call_tool", {"name": "refund_order", "arguments": {"order_id": "1"}}, "refund_order"),
+    ("invoke_tool", {"tool": "weather.lookup"}, "weather.lookup"),
+])
+def test_a_generic_call_is_the_tool_it_names(action: str, arguments: dict[str, object], tool: str) -> None:
+    assert dispatched_tool(action, arguments) == tool
+
+
+@pytest.mark.parametrize(("action", "arguments"), [
+    ("unlock_discoverable_agent_tool", {"agent_tool_name": "close_debit_card_4721"}),  # makes it available, calls nothing
+    ("give_discoverable_user_tool", {"discoverable_tool_name": "submit_cash_back_dispute_0589"}),
+    ("get_order_details", {"tool": "x"}),                       # not a call
+    ("call_tool", {}),                                          # names no tool
+    ("call_tool", {"tool": "a", "tool_name": "b"}),              # names two
+    ("call_tool", {"tool": "close the card please"}),            # a sentence, not a name
+    ("call_tool", {"tool": 7}),
+])
+def test_what_calls_no_named_tool_stays_its_action(action: str, arguments: dict[str, object]) -> None:
+    assert dispatched_tool(action, arguments) is None
+
+
+def test_by_the_tools_called_closing_a_card_is_not_freezing_one() -> None:
+    close = [dispatched_tool("call_discoverable_agent_tool", {"agent_tool_name": "close_debit_card_1"})]
+    freeze = [dispatched_tool("call_discoverable_agent_tool", {"agent_tool_name": "freeze_debit_card_2"})]
+    assert operations([t for t in close if t]) != operations([t for t in freeze if t])
+    assert verb_of("close_debit_card") == verb_of("freeze_debit_card") == "cancel"

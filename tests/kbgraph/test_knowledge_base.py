@@ -136,3 +136,20 @@ def test_duplicates_in_one_call_pool_their_provenance(kb: KnowledgeBase) -> None
     assert report.new == 1 and report.received == 2
     back = kb.get(report.ids[0])
     assert back is not None and back.source_ids == ["t-1", "t-2"]
+
+
+def test_a_wrapped_tool_call_is_stored_with_the_tool_it_called(kb: KnowledgeBase) -> None:
+    """A run that reaches its tools through a wrapper is stored, and read back, with the tool each
+    call reached: its operations, and so its workflow, are those tools'."""
+    kb.add_trajectories([{
+        "id": "bank-1", "domain": "banking", "task": "Close my debit card.", "outcome": {"success": True},
+        "steps": [{"action": "call_discoverable_agent_tool",
+                   "arguments": {"agent_tool_name": "close_debit_card_4721", "arguments": "{}"}}],
+    }])
+    [row] = kb.gateway.driver.execute_query(
+        "MATCH (e:Experience {kb: $kb, kind: 'concrete'}) RETURN e.id AS id, e.operations AS operations",
+        kb=kb.namespace, database_=kb.gateway.database).records
+    assert row["operations"] == ["close_debit_card"]
+    stored = kb.get(row["id"])
+    assert stored is not None
+    assert [(s.action, s.tool) for s in stored.steps] == [("call_discoverable_agent_tool", "close_debit_card")]

@@ -59,6 +59,9 @@ class Step(_Strict):
 
     order: Count | None = None
     action: Name
+    #: The tool a generic call dispatched to (:func:`kbgraph.core.shapes.dispatched_tool`), when
+    #: ``action`` is such a call: the run's way is told by it rather than by the wrapper.
+    tool: Name | None = None
     text: ShortText = ""
     args_schema: dict[str, str] = Field(default_factory=dict)
     reward: Reward | None = None
@@ -278,11 +281,11 @@ class Experience(_Strict):
         return f"{self.problem}\n{self.goal}".strip()
 
     def actions(self) -> list[str]:
-        """The actions of the run in order, less the calls that failed for the moment
+        """The actions of the run in order (a generic call by the tool it called), less the calls that failed for the moment
         (:attr:`Step.failed_for_the_moment`): a run that retried a call after a "503 Service
         Unavailable" shares its way, workflow and shape with a clean run that did the same things.
         The failed steps stay in ``steps``, for the teacher."""
-        return [s.action for s in self.steps if not s.failed_for_the_moment]
+        return [s.tool or s.action for s in self.steps if not s.failed_for_the_moment]
 
     def structure_text(self) -> str:
         """Text behind the structural embedding: the workflow's shape, action by action."""
