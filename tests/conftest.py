@@ -10,7 +10,8 @@ server by itself must carry ``@pytest.mark.neo4j``; one that does not fails, say
 The server is, in order of preference:
 1. the one at NEO4J_URI (with NEO4J_USERNAME / NEO4J_PASSWORD / NEO4J_DATABASE), when set;
 2. a neo4j:<line>-community container through testcontainers, when a Docker engine answers;
-3. kbgraph's managed server of that line, started on free ports with a throw-away data directory.
+3. kbgraph's managed server of that line, started on free ports with a throw-away data directory
+   (its JVM maps the class-data archive of tests/class_data.py).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.store.managed.lines import LINES
 from kbgraph.store.managed.server import ManagedNeo4j, free_port
 from kbgraph.core.settings import Settings
+from tests.class_data import ClassDataArchive
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -135,16 +137,20 @@ def neo4j_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neo4jTarg
             yield Neo4jTarget(container.get_connection_url(), "neo4j", "kbgraph-test-password", "neo4j",
                               "testcontainers")
         return
+    line = LINES[Settings().neo4j_version]
+    # This server has run tests by the time it stops: it writes the class-data archive when there is none.
+    archive = ClassDataArchive(Settings().cache_dir, line)
     server = ManagedNeo4j(
         home=tmp_path_factory.mktemp("neo4j-home"), cache_dir=Settings().cache_dir,
         bolt_port=free_port(), http_port=free_port(), heap="3g", pagecache="1g", quiet=True,
-        line=LINES[Settings().neo4j_version],
+        line=line, jvm_options=archive.jvm_options(write=True),
     )
     server.start()
     try:
         yield Neo4jTarget(server.bolt_uri, "neo4j", server.password(), "neo4j", "managed", server.http_port)
     finally:
         server.stop()
+        archive.keep()
 
 
 @pytest.fixture(scope="session")

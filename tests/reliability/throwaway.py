@@ -10,6 +10,7 @@ from pathlib import Path
 from kbgraph.store.managed.lines import LINES
 from kbgraph.store.managed.server import ManagedNeo4j, free_port
 from kbgraph.core.settings import Settings
+from tests.class_data import ClassDataArchive
 
 
 class ThrowawayNeo4j:
@@ -17,9 +18,10 @@ class ThrowawayNeo4j:
         # The line the suite runs on (KBGRAPH_NEO4J_VERSION), as the session's server: faults are
         # recovered by each line's own store.
         settings = Settings()
+        line = LINES[settings.neo4j_version]
         self.server = ManagedNeo4j(home=home, cache_dir=settings.cache_dir, bolt_port=free_port(),
                                    http_port=free_port(), heap="1g", pagecache="256m", quiet=True, assets_port=0,
-                                   line=LINES[settings.neo4j_version])
+                                   line=line, jvm_options=ClassDataArchive(settings.cache_dir, line).jvm_options())
 
     @property
     def uri(self) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from kbgraph.store.managed.browser.assets import BrowserAssets
@@ -69,10 +70,11 @@ def prepare_home(home: Path, config: str, java: str, lib: Path, password_file: P
 
 def config_text(
     home: Path, *, bolt_port: int, http_port: int, heap: str, pagecache: str, auth_enabled: bool,
-    browser_assets: BrowserAssets | None = None,
+    browser_assets: BrowserAssets | None = None, line_settings: Sequence[str] = (),
 ) -> str:
     """neo4j.conf; with ``browser_assets``, the Browser applies kbgraph's style and opens its
-    guide on every connect."""
+    guide on every connect. ``line_settings``: lines of the release it is for (their names differ
+    between releases)."""
     browser = [f"{key}={value}" for key, value in browser_assets.neo4j_settings().items()] if browser_assets else []
     return "\n".join([
         "# Written by kbgraph at every start; edit kbgraph's settings instead.",
@@ -104,5 +106,6 @@ def config_text(
         # Neo4j Browser: no usage tracking (and no banner asking about it).
         "client.allow_telemetry=false",
         *browser,
+        *line_settings,
         "",
     ])

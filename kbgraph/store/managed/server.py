@@ -109,6 +109,8 @@ class ManagedNeo4j:
     auth_enabled: bool = True
     # Which Neo4j release it runs (settings.neo4j_version).
     line: Neo4jLine = DEFAULT_LINE
+    # JVM options added after kbgraph's own (the test suite's servers use a class-data archive).
+    jvm_options: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, settings: Settings, quiet: bool = False) -> ManagedNeo4j:
@@ -221,8 +223,9 @@ class ManagedNeo4j:
         log = open(self.home / "logs" / "console.log", "ab")
         try:
             proc = subprocess.Popen(
-                [java, f"-Xms{self.heap}", f"-Xmx{self.heap}", *JVM_OPTIONS, *vector_api, "-cp", f"{lib}/*",
-                 self.line.entry_point, f"--home-dir={self.home}", f"--config-dir={self.home / 'conf'}"],
+                [java, f"-Xms{self.heap}", f"-Xmx{self.heap}", *JVM_OPTIONS, *vector_api, *self.jvm_options,
+                 "-cp", f"{lib}/*", self.line.entry_point, f"--home-dir={self.home}",
+                 f"--config-dir={self.home / 'conf'}"],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True, cwd=self.home,
             )
@@ -283,7 +286,8 @@ class ManagedNeo4j:
         """neo4j.conf; with ``browser_assets``, the Browser applies kbgraph's style and opens its
         guide on every connect."""
         return config_text(self.home, bolt_port=self.bolt_port, http_port=self.http_port, heap=self.heap,
-                           pagecache=self.pagecache, auth_enabled=self.auth_enabled, browser_assets=browser_assets)
+                           pagecache=self.pagecache, auth_enabled=self.auth_enabled, browser_assets=browser_assets,
+                           line_settings=self.line.own_settings)
 
     def _wait_until_ready(self, proc: subprocess.Popen[bytes] | None, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s

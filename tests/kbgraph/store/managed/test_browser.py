@@ -32,6 +32,8 @@ from kbgraph.core.errors import ManagedServerError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.store.managed.server import ManagedNeo4j, configured_assets_port, free_port
 from kbgraph.core.settings import Settings
+from kbgraph.store.managed.lines import DEFAULT_LINE
+from tests.class_data import ClassDataArchive
 
 ROOT = Path(__file__).resolve().parents[4]
 SAMPLES = ROOT / "kbgraph" / "samples" / "experiences.jsonl"
@@ -239,6 +241,7 @@ def managed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrowserTarget]
         server = ManagedNeo4j(
             home=tmp_path_factory.mktemp("browser-neo4j"), cache_dir=Settings().cache_dir, bolt_port=free_port(),
             http_port=free_port(), heap="1g", pagecache="256m", quiet=True, assets_port=busy.getsockname()[1],
+            jvm_options=ClassDataArchive(Settings().cache_dir, DEFAULT_LINE).jvm_options(),
         )
         server.start()
         try:
