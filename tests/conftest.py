@@ -190,3 +190,17 @@ def ingest_shared(kb: KnowledgeBase, folder: Path) -> KnowledgeBase:
 def real_kb(kb: KnowledgeBase) -> KnowledgeBase:
     """The test's namespace holding the real agent runs of ``../shared/data/real_runs``."""
     return ingest_shared(kb, REAL_RUNS)
+
+
+@pytest.fixture(scope="session")
+def real_runs_read_only(driver: neo4j.Driver, embedder: CachedEmbedder,
+                        neo4j_target: Neo4jTarget) -> Iterator[KnowledgeBase]:
+    """The real agent runs ingested once per worker, for tests that only read them (search, the
+    teacher, reflection's documents): each of them ingested the 100 runs again. A test that writes
+    anything takes ``real_kb``, a namespace of its own."""
+    knowledge_base = KnowledgeBase(driver, embedder, namespace=f"test-real-runs-{uuid.uuid4().hex[:8]}",
+                                   database=neo4j_target.database)
+    try:
+        yield ingest_shared(knowledge_base, REAL_RUNS)
+    finally:
+        knowledge_base.clear()

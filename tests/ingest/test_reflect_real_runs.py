@@ -18,8 +18,8 @@ OPERATIONS = {"book reservation", "cancel reservation", "update reservation flig
 
 
 @pytest.fixture
-def documents(real_kb: KnowledgeBase) -> dict[str, str]:
-    kb = real_kb
+def documents(real_runs_read_only: KnowledgeBase) -> dict[str, str]:
+    kb = real_runs_read_only
     rows = kb.gateway.read("meta_concepts_top", kb=kb.namespace, limit=50)
     members = kb.driver.session(database=kb.gateway.database).run(
         "MATCH (c:Concept {kb: $kb})-[:INSTANCE_OF]->(m:MetaConcept) RETURN m.name AS meta, collect(c.label) AS labels",

@@ -13,12 +13,9 @@ import os
 import re
 import shutil
 import subprocess
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import neo4j
 import pytest
 import skills_ref
 from skills_ref.parser import parse_frontmatter
@@ -35,7 +32,7 @@ from kbgraph.skills.names import (
 )
 from kbgraph.skills.plan import ConceptDoc, Member, group_workflows, plan_skills
 from tests.cli_in_process import run_kbgraph
-from tests.conftest import REAL_RUNS, Neo4jTarget, ingest_shared
+from tests.conftest import REAL_RUNS, Neo4jTarget
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "skills.md"
 #: The namespace docs/skills.md exports (the test's own namespace stands in for it).
@@ -275,14 +272,9 @@ def test_a_file_system_error_midway_leaves_the_folder_as_it_was(
 
 
 @pytest.fixture(scope="module")
-def runs_kb(driver: neo4j.Driver, embedder: CachedEmbedder, neo4j_target: Neo4jTarget) -> Iterator[KnowledgeBase]:
-    """One namespace holding ``../shared/data/real_runs`` for the module: exporting only reads it."""
-    knowledge_base = KnowledgeBase(driver, embedder, namespace=f"test-{uuid.uuid4().hex[:10]}",
-                                   database=neo4j_target.database)
-    try:
-        yield ingest_shared(knowledge_base, REAL_RUNS)
-    finally:
-        knowledge_base.clear()
+def runs_kb(real_runs_read_only: KnowledgeBase) -> KnowledgeBase:
+    """``../shared/data/real_runs``, ingested once for the session (tests/conftest.py): exporting only reads it."""
+    return real_runs_read_only
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,12 @@ PAYMENT = {"action": "book_reservation", "arguments": {"payment_methods": [{"pay
            "error": "Error: payment amount does not add up, total price is 420, but paid 400"}
 
 
+@pytest.fixture
+def real_kb(real_runs_read_only: KnowledgeBase) -> KnowledgeBase:
+    """The tests here only read the real runs: the session's namespace of them (tests/conftest.py)."""
+    return real_runs_read_only
+
+
 def test_identical_failure_modes_are_one_match_with_how_often_they_were_seen_and_fixed(real_kb: KnowledgeBase) -> None:
     results = real_kb.refine([PAYMENT], domain="airline", k=5)
     signatures = [f.signature for f in results.failures]
