@@ -45,7 +45,8 @@ REAL_RUNS = SHARED_DATA / "real_runs"
 #: The files that take longest, longest first: the suite runs them first. pytest-xdist hands each
 #: worker whole files in the order collected (``--dist loadfile --no-loadscope-reorder`` in
 #: pyproject's addopts; its default order, most tests first, left a 2-minute file for the end).
-#: Measured on 5.26 with two workers, 2026-11-28; a file missing from here only starts later.
+#: Measured on 5.26 with two workers, 2026-11-28 (``-p tests.file_durations`` measures it again); a file
+#: missing from here only starts later.
 LONGEST_FILES = (
     "tests/kbgraph/cli/test_cli.py", "tests/test_docs.py", "tests/reliability/test_timeouts.py",
     "tests/reliability/test_kill9.py", "tests/kbgraph/http_api/test_http_api.py",
