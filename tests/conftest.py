@@ -193,12 +193,14 @@ def real_kb(kb: KnowledgeBase) -> KnowledgeBase:
     return ingest_shared(kb, REAL_RUNS)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def real_runs_read_only(driver: neo4j.Driver, embedder: CachedEmbedder,
                         neo4j_target: Neo4jTarget) -> Iterator[KnowledgeBase]:
-    """The real agent runs ingested once per worker, for tests that only read them (search, the
+    """The real agent runs ingested once per module, for tests that only read them (search, the
     teacher, reflection's documents): each of them ingested the 100 runs again. A test that writes
-    anything takes ``real_kb``, a namespace of its own."""
+    anything takes ``real_kb``, a namespace of its own. Not once per session: on 5.26 every
+    namespace's vectors share one index, and a namespace left there for the rest of the session
+    changed what other modules' index queries over-fetched (test_teacher.py asked twice)."""
     knowledge_base = KnowledgeBase(driver, embedder, namespace=f"test-real-runs-{uuid.uuid4().hex[:8]}",
                                    database=neo4j_target.database)
     try:

@@ -273,7 +273,7 @@ def test_a_file_system_error_midway_leaves_the_folder_as_it_was(
 
 @pytest.fixture(scope="module")
 def runs_kb(real_runs_read_only: KnowledgeBase) -> KnowledgeBase:
-    """``../shared/data/real_runs``, ingested once for the session (tests/conftest.py): exporting only reads it."""
+    """``../shared/data/real_runs``, ingested once for the module (tests/conftest.py): exporting only reads it."""
     return real_runs_read_only
 
 

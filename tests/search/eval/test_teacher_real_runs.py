@@ -21,7 +21,7 @@ PAYMENT = {"action": "book_reservation", "arguments": {"payment_methods": [{"pay
 
 @pytest.fixture
 def real_kb(real_runs_read_only: KnowledgeBase) -> KnowledgeBase:
-    """The tests here only read the real runs: the session's namespace of them (tests/conftest.py)."""
+    """The tests here only read the real runs: the module's namespace of them (tests/conftest.py)."""
     return real_runs_read_only
 
 
