@@ -166,11 +166,12 @@ def same_everywhere(ways: list[Way], tool: str, arguments: dict[str, Any]) -> An
     """The one outcome every way in gives to this call (the calls must not change what they read)."""
     outcomes = {way.name: way.call(tool, arguments) for way in ways}
     first = outcomes["mcp"]
+    first_answer, first_utilities = _utilities_apart(first.answer)
     for name, outcome in outcomes.items():
-        assert _utilities_apart(outcome.answer)[1] == pytest.approx(_utilities_apart(first.answer)[1], abs=1e-5), \
-            f"{tool} {arguments}: {name} gives other utilities than mcp"
-        assert Answer(_utilities_apart(outcome.answer)[0], outcome.problems) == \
-            Answer(_utilities_apart(first.answer)[0], first.problems), f"{tool} {arguments}: {name} answers differently from mcp"
+        answer, utilities = _utilities_apart(outcome.answer)
+        assert utilities == pytest.approx(first_utilities, abs=1e-5), f"{tool} {arguments}: {name} gives other utilities than mcp"
+        assert Answer(answer, outcome.problems) == Answer(first_answer, first.problems), \
+            f"{tool} {arguments}: {name} answers differently from mcp"
     return first
 
 
