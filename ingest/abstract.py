@@ -20,7 +20,7 @@ from kbgraph.ingest.generalise import (
     type_name,
 )
 from kbgraph.ingest.recovery import Recovery, error_signature, recovery_after
-from kbgraph.core.shapes import dispatched_tool, verb_of
+from kbgraph.core.shapes import changes_state, dispatched_tool
 from kbgraph.core.models import (
     MAX_TEXT_CHARS,
     STORED_OBSERVATION_CHARS,
@@ -110,7 +110,7 @@ def goal_from(trajectory: Trajectory, problem: str) -> str:
     counts as the tool it called (:func:`~kbgraph.core.shapes.dispatched_tool`)."""
     tools = [dispatched_tool(s.action, s.arguments) or s.action for s in trajectory.steps]
     changes = [humanise_action(t) for s, t in zip(trajectory.steps, tools, strict=True)
-               if not s.error and verb_of(t) != "lookup"]
+               if not s.error and changes_state(t)]
     changes = list(dict.fromkeys(changes))
     if changes:
         return "Get done: " + ", then ".join(changes)
@@ -177,9 +177,10 @@ class RuleBasedAbstractor:
         failures: list[FailureMode] = []
         names, ids = names_in_trajectory(trajectory), ids_in_trajectory(trajectory)
         for order, step in enumerate(raw):
+            tool = dispatched_tool(step.action, step.arguments)
             text = describe_step(step.action, step.arguments)
             issue = classify_issue(step.error) if step.error else None
-            signature = error_signature(step.action, step.error) if step.error else None
+            signature = error_signature(step.action, step.error, step.arguments) if step.error else None
             effectiveness = None
             if step.error:
                 error = stored_error(step.error, names, ids)
@@ -187,14 +188,14 @@ class RuleBasedAbstractor:
                 recovery = recovery_after(trajectory, order, names, ids)
                 effectiveness = resolution_effectiveness(recovery)
                 failures.append(FailureMode(
-                    description=f"{humanise_action(step.action)} failed: {error}",
+                    description=f"{humanise_action(tool or step.action)} failed: {error}",
                     issue_type=issue, recovery=recovery.text[:MAX_TEXT_CHARS], step_order=order,
                     action=step.action, signature=signature,
                     recovery_kind=recovery.kind, recovered=recovery.recovered, concrete=recovery.concrete,
                     run_id=trajectory.id, run_succeeded=trajectory.outcome.success,
                 ))
             steps.append(Step(
-                order=order, action=step.action, tool=dispatched_tool(step.action, step.arguments),
+                order=order, action=step.action, tool=tool,
                 text=text[:MAX_TEXT_CHARS],
                 args_schema={name: type_name(value) for name, value in sorted(step.arguments.items())},
                 reward=step.reward, issue_type=issue, resolution_effectiveness=effectiveness, signature=signature,

@@ -40,7 +40,7 @@ from typing import Protocol
 from kbgraph.ingest.generalise import generalise_text, humanise_action, ids_in_trajectory, names_in_trajectory
 from kbgraph.ingest.recovery import Recovery, recovery_after, trim_thought
 from kbgraph.ingest.reflect_rules import rule_operation
-from kbgraph.core.shapes import verb_of
+from kbgraph.core.shapes import changes_state
 from kbgraph.core.models import ConceptInsight, Experience, Trajectory, TrajectoryStep
 
 
@@ -124,7 +124,7 @@ class RuleBasedReflector:
         rules = 0
         for index, step in enumerate(steps):
             operation = humanise_action(step.action)
-            changes_state = verb_of(step.action) != "lookup"
+            operates = changes_state(step.action)
             if step.error:
                 recovery = recovery_after(trajectory, index, names, ids)
                 error = masked_error(step.error, names, ids)
@@ -138,7 +138,7 @@ class RuleBasedReflector:
                     if about is not None and rules < RULES_PER_RUN:
                         add(humanise_action(about), f"Rule the agent applied: {rule}")
                         rules += 1
-            if not changes_state:
+            if not operates:
                 if step.action not in ("think", "calculate") and not step.error:
                     read.append(humanise_action(step.action))
                 continue

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from kbgraph.core.shapes import verb_of
+from kbgraph.core.shapes import changes_state
 from kbgraph.ingest.generalise import humanise_action
 from kbgraph.ingest.operations import operation_key
 
@@ -61,7 +61,7 @@ def verbs_named(text: str) -> frozenset[str]:
 def action_verb(action: str) -> str | None:
     """The canonical verb of a state-changing action (``cancel_reservation`` → "cancel"); None
     for a look-up."""
-    if verb_of(action) == "lookup":
+    if not changes_state(action):
         return None
     key = operation_key(humanise_action(action))
     return _change(key.verb) if key is not None and key.verb not in LOOKUP_VERBS else None
@@ -83,7 +83,7 @@ def rule_operation(rule: str, actions: Sequence[str]) -> str | None:
     """The action a rule stated before ``actions`` (the run's remaining calls) is about: the first
     state change of the operation it is about (:func:`rule_verb`); the first state change when it
     names none; None when the run did not go on to do what it is about, or changes nothing more."""
-    changes = [a for a in actions if verb_of(a) != "lookup"]
+    changes = [a for a in actions if changes_state(a)]
     verb = rule_verb(rule)
     if verb is None:
         return changes[0] if changes else None

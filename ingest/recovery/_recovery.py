@@ -4,14 +4,16 @@ the error's signature (:func:`error_signature`): the rules are in the package do
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kbgraph.ingest.generalise import CODE, EMAIL, SPACES, humanise_action, ids_in_trajectory, names_in_trajectory
 from kbgraph.ingest.recovery._changes import MAX_CHANGES_SHOWN, ArgumentChange, argument_changes, describe_call
 from kbgraph.ingest.recovery._thoughts import next_attempt, preparation_between, thoughts_of, trim_thought
 from kbgraph.ingest.recovery._values import Run, short, type_prefixes
 from kbgraph.core.models import RecoveryKind, Trajectory
+from kbgraph.core.shapes import dispatched_tool
 
 _ERROR_PREFIX = re.compile(r"^\s*error\s*:\s*", re.IGNORECASE)
 
@@ -99,11 +101,15 @@ _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _QUOTED = re.compile(r"(['\"`]).*?\1")
 
 
-def error_signature(action: str, error: str) -> str:
+def error_signature(action: str, error: str, arguments: Mapping[str, Any] | None = None) -> str:
     """``action|error`` with every value masked (e-mails, quoted values, ids and codes, numbers
     as ``#``), lower-cased, white space collapsed: the same error on the same action, whatever the
     run's values (``payment method certificate_7504069 not found`` and ``… certificate_4856383 …``
-    share one)."""
+    share one). Given the call's ``arguments``, a call made through a wrapper is signed by the tool
+    it called (:func:`~kbgraph.core.shapes.dispatched_tool`), as its step counts: the same error of
+    two tools called through one wrapper is two failures, not one."""
+    if arguments is not None:
+        action = dispatched_tool(action, arguments) or action
     text = EMAIL.sub("@", error)
     text = _QUOTED.sub("'…'", text)
     text = CODE.sub("#", text)
@@ -136,7 +142,7 @@ def recovery_after(
     fix = steps[fix_index]
     fix_error = _ERROR_PREFIX.sub("", short(run.general(fix.error), 120)) if fix.error else None
     same_way = fix.error is not None and failed.error is not None and (
-        error_signature(fix.action, fix.error) == error_signature(failed.action, failed.error))
+        error_signature(fix.action, fix.error, fix.arguments) == error_signature(failed.action, failed.error, failed.arguments))
     changes: tuple[ArgumentChange, ...] = ()
     switched_to = None
     if fix.action == failed.action:

@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterator
 
 from kbgraph.ingest.generalise import generalise_text, humanise_action
 from kbgraph.ingest.recovery._values import SENTENCE_END, Run, scalar, short
-from kbgraph.core.shapes import verb_of
+from kbgraph.core.shapes import changes_state
 from kbgraph.core.models import TrajectoryStep
 
 #: Longest thought kept (cut at the last sentence end before it).
@@ -79,14 +79,14 @@ def preparation_between(steps: list[TrajectoryStep], run: Run) -> tuple[str, ...
 def next_attempt(steps: list[TrajectoryStep], failed_index: int) -> int | None:
     """The next attempt after a failed step (rule in the package docstring)."""
     failed = steps[failed_index]
-    failed_looks_up = verb_of(failed.action) == "lookup"
+    failed_looks_up = not changes_state(failed.action)
     for index in range(failed_index + 1, len(steps)):
         action = steps[index].action
         if action == failed.action:
             return index
         if action in _PREPARATION:
             continue
-        if failed_looks_up or verb_of(action) != "lookup":
+        if failed_looks_up or changes_state(action):
             return index
     return None
 

@@ -30,10 +30,44 @@ VERB_CLASSES = {
 }
 
 
+#: What an agent "opens" by making it (``open_bank_account``, ``open_ticket``), where opening a
+#: page, a file or a product shows it (a look-up).
+OPENED_BY_CREATING = frozenset({"account", "accounts", "ticket", "case", "claim", "incident", "dispute", "request",
+                                "position", "issue", "deposit", "loan", "subscription", "membership"})
+#: Words of an action that checks who or what it deals with (``verify_identity``,
+#: ``log_verification``, ``validate_schema``): a check changes nothing the user holds.
+CHECK_WORDS = frozenset({"verify", "verification", "validate", "validation", "authenticate", "authentication"})
+#: Words of an action on the agent's own toolbox (``unlock_discoverable_agent_tool``,
+#: ``give_discoverable_user_tool``): making a tool available changes nothing the user holds.
+TOOLBOX_WORDS = frozenset({"tool", "tools"})
+
+
+def _words(action: str) -> list[str]:
+    return action.replace("-", "_").lower().split("_")
+
+
 @lru_cache(maxsize=65536)  # asked for every step of every experience on every ingest's linking
 def verb_of(action: str) -> str:
-    first = action.replace("-", "_").split("_")[0].lower()
-    return VERB_CLASSES.get(action.lower(), VERB_CLASSES.get(first, first))
+    words = _words(action)
+    if action.lower() not in VERB_CLASSES and words[0] == "open" and OPENED_BY_CREATING.intersection(words[1:]):
+        return "create"
+    return VERB_CLASSES.get(action.lower(), VERB_CLASSES.get(words[0], words[0]))
+
+
+@lru_cache(maxsize=65536)
+def changes_state(action: str) -> bool:
+    """Whether a step of this action changes what the user holds (an operation), as opposed to
+    gathering or preparing: a look-up (:func:`verb_of`), a check of identity or input
+    (:data:`CHECK_WORDS`), or a step on the agent's own tools (:data:`TOOLBOX_WORDS`; a call
+    made *through* a tool wrapper counts as the tool it called, :func:`dispatched_tool`, and one
+    whose tool cannot be told stays a call). Runs that did the same things but checked or
+    unlocked a different number of times share one workflow."""
+    if verb_of(action) == "lookup":
+        return False
+    words = _words(action)
+    if CHECK_WORDS.intersection(words):
+        return False
+    return not (TOOLBOX_WORDS.intersection(words) and words[0] not in DISPATCH_VERBS)
 
 
 #: First words of an action that calls another tool by name (``call_discoverable_agent_tool``).
@@ -85,10 +119,10 @@ def operations(actions: Sequence[str]) -> tuple[str, ...]:
     what it looked up on the way. Runs of one task differ mostly in their lookups (how many times
     the agent re-read a reservation), so two runs that changed the same things the same way share
     one workflow. ``()`` is the workflow that answers from lookups alone, changing nothing."""
-    return tuple(a for a in actions if verb_of(a) != "lookup")
+    return tuple(a for a in actions if changes_state(a))
 
 
 def operation_shape(actions: Sequence[str]) -> tuple[str, ...]:
     """The verb shape of the state-changing steps only: lookups are how an agent gathers what it
     needs, which differs between tools and domains; the operations are what carries over."""
-    return verb_shape([a for a in actions if verb_of(a) != "lookup"])
+    return verb_shape([a for a in actions if changes_state(a)])

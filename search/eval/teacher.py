@@ -42,7 +42,7 @@ from kbgraph.core.errors import InvalidInputError
 
 from kbgraph.ingest.generalise import ids_in_trajectory, names_in_trajectory
 from kbgraph.ingest.recovery import error_signature, recovery_after
-from kbgraph.core.shapes import verb_of
+from kbgraph.core.shapes import changes_state
 from kbgraph.core.jsonl import read_jsonl
 from kbgraph.core.models import Trajectory
 from kbgraph.search.eval.metrics import evaluate
@@ -131,7 +131,7 @@ def _next_is_fix(run: Trajectory, index: int) -> bool:
         return False
     if after.action == failed.action:
         return after.arguments != failed.arguments
-    return verb_of(after.action) != "lookup"
+    return changes_state(after.action)
 
 
 def teacher_queries(runs: Sequence[Trajectory]) -> list[TeacherQuery]:
@@ -143,7 +143,7 @@ def teacher_queries(runs: Sequence[Trajectory]) -> list[TeacherQuery]:
             if step.error is None:
                 continue
             recovery = recovery_after(run, index, names, ids)
-            signature = error_signature(step.action, step.error)
+            signature = error_signature(step.action, step.error, step.arguments)
             queries.append(TeacherQuery(
                 qid=f"{run.id}#{index}", run_id=run.id, task=run.task, domain=run.domain, action=step.action,
                 arguments=dict(step.arguments), error=step.error, signature=signature,

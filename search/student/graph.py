@@ -103,7 +103,7 @@ def ways_past_failure(ctx: SearchContext, run: Run, breakdowns: dict[str, ScoreB
     if error is None:
         return {}
     past = [PastFailure.from_record(row) for row in ctx.gateway.read(
-        PastFailure.QUERY, signature=error_signature(steps[-1].action, error), exclude=sorted(run.excluded),
+        PastFailure.QUERY, signature=error_signature(steps[-1].action, error, steps[-1].arguments), exclude=sorted(run.excluded),
         **run.params)]
     if not past:
         return {}

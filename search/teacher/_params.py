@@ -94,7 +94,7 @@ class ProblematicStep(BaseModel):
     @property
     def signature(self) -> str | None:
         """The error with its values masked (:func:`~kbgraph.ingest.recovery.error_signature`)."""
-        return error_signature(self.action, self.error) if self.error is not None else None
+        return error_signature(self.action, self.error, self.arguments) if self.error is not None else None
 
     @property
     def failed(self) -> bool:

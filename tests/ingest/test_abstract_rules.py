@@ -62,8 +62,24 @@ def test_a_run_that_calls_its_tools_through_a_wrapper_takes_the_way_of_the_tools
     assert call.action == "call_discoverable_agent_tool" and call.tool == "close_debit_card"  # the call made stays
     assert exp.actions() == ["log_verification", "unlock_discoverable_agent_tool", "close_debit_card"]
     assert exp.structure_text().endswith("-> close_debit_card")
-    assert exp.goal == "Get done: log verification, then unlock discoverable agent tool, then close debit card"
+    # Checking identity and unlocking a tool change nothing the customer holds: the goal is the change.
+    assert exp.goal == "Get done: close debit card"
     assert all(s.tool is None for s in exp.steps[:2])
+
+
+def test_a_failed_call_through_a_wrapper_is_signed_by_the_tool_it_called() -> None:
+    def failing(tool: str) -> Trajectory:
+        return trajectory(domain="banking", task="Close my card.", steps=[
+            {"action": "call_discoverable_agent_tool", "arguments": {"agent_tool_name": f"{tool}_4721"},
+             "error": "Error: card dc_1 is not active"},
+            {"action": "call_discoverable_agent_tool", "arguments": {"agent_tool_name": f"{tool}_4721"}},
+        ])
+    [close] = RuleBasedAbstractor().abstract(failing("close_debit_card")).failure_modes
+    [freeze] = RuleBasedAbstractor().abstract(failing("freeze_debit_card")).failure_modes
+    assert close.signature == "close_debit_card|error: card # is not active"
+    assert close.signature != freeze.signature  # one wrapper, two tools: two failures
+    assert close.description.startswith("close debit card failed:")
+    assert close.recovery_kind == "repeat" and close.recovered  # the same call again went through
 
 
 def test_abstraction_is_deterministic() -> None:

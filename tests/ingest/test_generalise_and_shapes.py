@@ -11,7 +11,7 @@ from kbgraph.ingest.generalise import (
     names_in_trajectory,
     type_name,
 )
-from kbgraph.core.shapes import dispatched_tool, is_subsequence, operations, verb_of, verb_shape
+from kbgraph.core.shapes import changes_state, dispatched_tool, is_subsequence, operations, verb_of, verb_shape
 from kbgraph.core.models import Trajectory
 
 
@@ -237,3 +237,35 @@ def test_by_the_tools_called_closing_a_card_is_not_freezing_one() -> None:
     freeze = [dispatched_tool("call_discoverable_agent_tool", {"agent_tool_name": "freeze_debit_card_2"})]
     assert operations([t for t in close if t]) != operations([t for t in freeze if t])
     assert verb_of("close_debit_card") == verb_of("freeze_debit_card") == "cancel"
+
+
+@pytest.mark.parametrize(("action", "verb"), [
+    ("open_bank_account", "create"), ("open_ticket", "create"), ("open_support_case", "create"),
+    ("open_product", "lookup"), ("open_url", "lookup"), ("open_page", "lookup"), ("open", "lookup"),
+])
+def test_opening_an_account_or_a_ticket_makes_it_and_opening_a_page_reads_it(action: str, verb: str) -> None:
+    assert verb_of(action) == verb
+
+
+@pytest.mark.parametrize("action", [
+    "unlock_discoverable_agent_tool", "give_discoverable_user_tool",   # the agent's toolbox
+    "log_verification", "verify_identity", "validate_schema",          # checks
+    "get_order_details", "open_product",                               # look-ups
+])
+def test_checks_and_the_agents_own_tools_change_nothing_the_user_holds(action: str) -> None:
+    assert not changes_state(action)
+
+
+@pytest.mark.parametrize("action", [
+    "open_bank_account", "cancel_pending_order", "log_credit_card_closure_reason", "confirm_booking",
+    "call_discoverable_agent_tool",  # a call whose tool could not be told may change anything
+])
+def test_what_changes_state(action: str) -> None:
+    assert changes_state(action)
+
+
+def test_runs_that_checked_or_unlocked_a_different_number_of_times_share_their_operations() -> None:
+    once = ["log_verification", "unlock_discoverable_agent_tool", "get_user_details", "open_bank_account"]
+    twice = ["log_verification", "log_verification", "unlock_discoverable_agent_tool", "open_bank_account",
+             "unlock_discoverable_agent_tool"]
+    assert operations(once) == operations(twice) == ("open_bank_account",)
