@@ -33,6 +33,8 @@ def explain_score(b: ScoreBreakdown, alpha: float | None = None, omega: float | 
     share = f" × share {_f(b.share)}" if abs(b.share - 1.0) >= 0.0005 else ""
     if b.handed_off:
         share += " (hands the task to a human: its successes count at handoff_credit)"
+    if b.trans == 0.0:  # transferability itself is never 0: only a step-less record of another domain
+        share += " (trans 0: a task of another domain without steps, no way of doing anything here)"
     lines.append(
         f"direct {_f(b.direct)} = stage × trans {_f(b.trans)} × success {_f(b.success)} (with floor){share} "
         f"+ β · support {_f(b.support)}"

@@ -12,7 +12,8 @@ Which function ranks what:
 
 - **Student search** (:mod:`kbgraph.search.student`), per candidate found by an index:
   :func:`neo4j_to_cosine` (every index score), :func:`fine_score` (executed steps),
-  :func:`lambda_schedule` (λ(t)), :func:`domain_distance` and :func:`transferability`,
+  :func:`lambda_schedule` (λ(t)), :func:`domain_distance`, :func:`transferability` and
+  :func:`carried_over` (a step-less record of another domain carries nothing),
   :func:`support_score`, :func:`outcome_evidence` and :func:`context_factor` (task-conditioned
   feedback), all combined by :func:`direct_scores` (lexical scale, hybrid text, coarse, stage
   blend, :func:`fit_score`, support, quality and :func:`utility_factor`); a workflow by
@@ -56,7 +57,7 @@ from __future__ import annotations
 
 from kbgraph.search.scoring._direct import direct_scores, fit_score, support_score, workflow_score
 from kbgraph.search.scoring._diversity import mmr_from_similarity
-from kbgraph.search.scoring._graph import domain_distance, path_score, transferability
+from kbgraph.search.scoring._graph import carried_over, domain_distance, path_score, transferability
 from kbgraph.search.scoring._learnt import context_factor, outcome_evidence, step_score, utility_factor
 from kbgraph.search.scoring._stages import fine_score, lambda_schedule
 from kbgraph.search.scoring._teacher import (
@@ -67,6 +68,7 @@ from kbgraph.search.scoring._vectors import neo4j_to_cosine
 
 __all__ = [
     "UNKNOWN_ISSUE_TYPES",
+    "carried_over",
     "context_factor",
     "direct_scores",
     "domain_distance",

@@ -53,6 +53,21 @@ def transferability(domain_distance: float, tau: float) -> float:
     return math.exp(-distance / temperature)
 
 
+def carried_over(trans: float, same_domain: bool, has_steps: bool) -> float:
+    """What an experience carries into the query's domain: its ``trans`` (:func:`transferability`),
+    except that one **without steps from another domain** carries nothing (0).
+
+    A record without steps is a task statement: it says what someone in its own domain asked, not
+    how anything was done. What transfers between domains is the way a task was done (its steps,
+    its workflow); a bare statement of another domain's task can share words with a request, never
+    its answer. Within its own domain it stays a match (similar requests there are answered alike),
+    and a query without a domain compares everything alike (``same_domain`` True). ``trans`` in
+    [0, 1].
+    """
+    carried = _unit_interval(trans, "trans")
+    return carried if same_domain or has_steps else 0.0
+
+
 # --------------------------------------------------------------------------- graph traversal
 
 

@@ -64,14 +64,14 @@ class SearchContext:
     _lexical_lock: Lock = field(default_factory=Lock)
 
     def lexical_corpus(self, rows: Sequence[tuple[str, ...]]) -> LexicalCorpus:
-        """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal)``, as
+        """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal, has steps)``, as
         search_experience_texts reads them): built once for the same texts, so a write to the
         namespace (a text, an experience or a filtered property that changed) makes a new one."""
         key = tuple(rows)
         with self._lexical_lock:
             corpus = self.lexical.get(key)
         if corpus is None:  # built outside the lock; two searches may build it both
-            corpus = LexicalCorpus([(problem, goal, domain) for _, domain, problem, goal in rows])
+            corpus = LexicalCorpus([(problem, goal, domain) for _, domain, problem, goal, *_ in rows])
             with self._lexical_lock:
                 self.lexical[key] = corpus
                 while len(self.lexical) > LEXICAL_CORPORA:
@@ -107,6 +107,11 @@ class SearchContext:
             vector = np.asarray(self.embedder.embed([name])[0], dtype=np.float64)
             self.domain_vectors[name] = vector
         return vector
+
+    @staticmethod
+    def same_domain(query_domain: str | None, domain: str | None) -> bool:
+        """The candidate's domain is the query's, or either is unknown (then nothing is told apart)."""
+        return not query_domain or not domain or query_domain.strip().casefold() == domain.strip().casefold()
 
     def trans(self, query_domain: str | None, domain: str | None, tau: float) -> float:
         if not query_domain or not domain:

@@ -14,8 +14,8 @@ from kbgraph.core.models import RelationType
 from kbgraph.search.params import SearchWeights
 from kbgraph.search.results import PathHop, ScoreBreakdown
 from kbgraph.search.scoring import (
-    context_factor, direct_scores, fine_score, fit_score, lambda_schedule, neo4j_to_cosine, outcome_evidence,
-    support_score, utility_factor, workflow_score,
+    carried_over, context_factor, direct_scores, fine_score, fit_score, lambda_schedule, neo4j_to_cosine,
+    outcome_evidence, support_score, utility_factor, workflow_score,
 )
 from kbgraph.search.student.channels import Candidate, Gathered, StepEvidence
 from kbgraph.search.student.context import Run, SearchContext
@@ -74,7 +74,9 @@ def _direct(
     # step scores at most the index's cut-off, which stands in for it (see StepEvidence).
     fine = np.array([fine_score([e.best.get(f.id, e.bound) for e in evidence]) if f.has_steps else 0.0
                      for f in facts])
-    trans = np.array([ctx.trans(domain, f.domain, w.tau) for f in facts])
+    # A record without steps of another domain carries nothing here (carried_over).
+    trans = np.array([carried_over(ctx.trans(domain, f.domain, w.tau), ctx.same_domain(domain, f.domain),
+                                   f.has_steps or f.kind == "abstract") for f in facts])
     # A way that hands the task to a human counts its successes at handoff_credit (search/handoff.py).
     success = np.clip(np.array([f.success_rate * (w.handoff_credit if f.hands_off else 1.0)
                                 for f in facts]), 0.0, 1.0)

@@ -90,6 +90,23 @@ def test_another_domain_is_weighed_down_by_transferability(retail_kb: KnowledgeB
     assert next(h for h in same_domain.hits if h.id == FLIGHT.key).breakdown.trans == 1.0
 
 
+def test_a_task_statement_without_steps_from_another_domain_is_no_answer_here(retail_kb: KnowledgeBase) -> None:
+    # A web intent: its words are the request's, but it records no way of doing anything.
+    intent = Experience(problem="Cancel my order, I ordered it by mistake", goal="Complete: cancel my order",
+                        domain="web/shopping", steps=[], source_ids=["web-intent-1"])
+    retail_kb.add_experiences([intent])
+    request = "cancel my order, I ordered it by mistake"
+    results = retail_kb.search(request, domain="retail", k=5)
+    assert results.hits[0].id == CANCEL.key
+    found = next((h for h in results.hits if h.id == intent.key), None)
+    assert found is None or found.breakdown.trans == 0.0
+    # In its own domain, and for a request that names none, it is a match like any other.
+    at_home = retail_kb.search(request, domain="web/shopping", k=5)
+    assert at_home.hits[0].id == intent.key and at_home.hits[0].breakdown.trans == 1.0
+    anywhere = retail_kb.search(request, k=5)
+    assert next(h for h in anywhere.hits if h.id == intent.key).breakdown.trans == 1.0
+
+
 def basis(i: int, mix: tuple[int, float] | None = None) -> list[float]:
     v = np.zeros(384)
     v[i] = 1.0

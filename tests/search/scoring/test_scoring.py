@@ -14,6 +14,7 @@ import pytest
 from kbgraph.core.models import RelationType
 import kbgraph.search.scoring as scoring
 from kbgraph.search.scoring import (
+    carried_over,
     domain_distance,
     failure_score,
     fine_score,
@@ -163,6 +164,16 @@ class TestDomainDistanceAndTransferability:
     def test_rejects_bad_inputs(self, distance: float, tau: float, message: str) -> None:
         with pytest.raises(ValueError, match=message):
             transferability(distance, tau)
+
+    def test_a_record_without_steps_carries_nothing_into_another_domain(self) -> None:
+        trans = transferability(0.6, tau=1.0)
+        assert carried_over(trans, same_domain=False, has_steps=True) == trans   # a way of doing it transfers
+        assert carried_over(trans, same_domain=False, has_steps=False) == 0.0    # a bare task statement does not
+        assert carried_over(1.0, same_domain=True, has_steps=False) == 1.0       # at home it is still a match
+
+    def test_carried_over_rejects_a_trans_outside_the_unit_interval(self) -> None:
+        with pytest.raises(ValueError, match="trans"):
+            carried_over(1.5, same_domain=False, has_steps=True)
 
 
 # ----------------------------------------------------------------------------- graph paths
