@@ -124,19 +124,19 @@ def index_query(gateway: Neo4jGateway, query: str, index: str) -> str:
 
 
 def nearest(
-    policy: ScanPolicy, count: int, k: int, *, scan: Callable[[], Sequence[Row]] | None, fetch: FetchPage[Row],
+    policy: ScanPolicy, count: int, k: int, *, scan: Callable[[], Sequence[Row]], fetch: FetchPage[Row],
     first: int, limit: int | None = None, fall_back: bool = False,
 ) -> Nearest[Row]:
     """Up to ``k`` rows, best first: ``scan()`` when the namespace holds at most ``exact_scan_max``
     nodes (``count``) of the kind searched; otherwise ``fetch(n)`` (see
     :data:`~kbgraph.search.overfetch.FetchPage`) from ``first`` nodes up to ``limit`` (at most the
     policy's ``overfetch_limit``), then, with ``fall_back``, ``scan()`` when that left fewer than
-    ``k``. ``scan`` None: the index is always asked."""
-    if scan is not None and policy.scans(count):
+    ``k``."""
+    if policy.scans(count):
         return Nearest(list(scan()), exact=True)
     cap = policy.overfetch_limit if limit is None else min(limit, policy.overfetch_limit)
     result = overfetch(fetch, k, first=min(first, cap), limit=cap, growth=GROWTH)
-    if fall_back and scan is not None and len(result.rows) < k:
+    if fall_back and len(result.rows) < k:
         return Nearest(list(scan()), exact=True, fell_back=True, fetched=result.fetched)
     return Nearest(result.rows, exact=False, fetched=result.fetched, exhausted=result.exhausted,
                    limit_hit=result.limit_hit)

@@ -1,6 +1,6 @@
 // Maintenance: every active experience of namespace $kb with what merging compares (kind, workflow,
-// problem+goal vector, owner) and what pruning scores (counters, quality, usage impact), and the
-// days since its last use (or creation) and since its usage impact was updated, as of $now.
+// problem+goal vector, owner) and what pruning scores (counters, quality, usage impact, and the
+// times its utility decays from: last use or creation, and the usage impact's last update).
 MATCH (e:Experience {kb: $kb})
 WHERE e.status = 'active'
 RETURN e.id AS id, e.kind AS kind, e.domain AS domain, coalesce(e.actions, []) AS actions,
@@ -10,6 +10,5 @@ RETURN e.id AS id, e.kind AS kind, e.domain AS domain, coalesce(e.actions, []) A
   coalesce(e.retrieved, 0) AS retrieved, coalesce(e.used, 0) AS used, coalesce(e.succeeded, 0) AS succeeded,
   e.problem AS problem, e.goal AS goal, e.scope AS scope, e.owner_agent AS owner_agent,
   coalesce(e.quality, 0.5) AS quality, coalesce(e.usage_impact, 0.0) AS usage_impact,
-  duration.inSeconds(coalesce(e.last_used_at, e.created_at, $now), $now).seconds / 86400.0 AS days_since_recent,
-  duration.inSeconds(coalesce(e.usage_impact_at, $now), $now).seconds / 86400.0 AS days_since_impact
+  e.last_used_at AS last_used_at, e.created_at AS created_at, e.usage_impact_at AS usage_impact_at
 ORDER BY id;

@@ -18,7 +18,6 @@ from typing import Literal
 
 # AutoRefine eq. 1's ε: keeps s/u finite for unused experiences.
 MAINTENANCE_EPSILON = 0.01
-SECONDS_PER_DAY = 86_400.0
 
 
 def _unit(value: float, name: str) -> float:
@@ -42,20 +41,15 @@ def decay_rate_per_day(half_life_days: float) -> float:
     return 0.0 if half_life_days <= 0 else math.log(2.0) / half_life_days
 
 
-def days_between(earlier: datetime | None, later: datetime) -> float:
-    """Days from ``earlier`` to ``later``; 0 when ``earlier`` is unknown or in the future."""
-    if earlier is None:
-        return 0.0
-    return max((later - earlier).total_seconds() / SECONDS_PER_DAY, 0.0)
-
-
 def calendar_days_between(earlier: datetime | None, later: datetime) -> int:
     """Whole calendar days (UTC) from ``earlier``'s date to ``later``'s; 0 when ``earlier`` is
-    unknown or in the future. The searches decay utility by these: decayed by the second, two
-    experiences stored a second apart with the same quality would differ in the seventh decimal,
-    and which of two otherwise equal hits comes first would change from one second to the next.
-    By calendar day, experiences of the same day stay tied (their order falls to their ids) and
-    an older day always weighs less."""
+    unknown or in the future. Utility decays by these, in the searches and wherever it is
+    reported (kb.learning_state, maintenance, the report, ``top_by_utility``), so a reader sees
+    the number the ranking used. Decayed by the second, two experiences stored a second apart
+    with the same quality would differ in the seventh decimal, which of two otherwise equal hits
+    comes first would change from one second to the next, and two ways of asking one experience's
+    utility a few seconds apart would disagree. By calendar day, experiences of the same day stay
+    tied (their order falls to their ids) and an older day always weighs less."""
     if earlier is None:
         return 0
     return max((later.astimezone(UTC).date() - earlier.astimezone(UTC).date()).days, 0)

@@ -34,7 +34,7 @@ from kbgraph.ingest.generalise import generalise_text
 from kbgraph.store.experiences import aware_datetime
 from kbgraph.store.gateway import Neo4jGateway, Row
 from kbgraph.core.settings import LearningSettings
-from kbgraph.core.utility import days_between, decay_rate_per_day, utility
+from kbgraph.core.utility import calendar_days_between, decay_rate_per_day, utility
 from kbgraph.core.value_bounds import within_bounds
 from kbgraph.core.votes import most_common
 
@@ -160,11 +160,13 @@ def _unique(ids: Sequence[str]) -> list[str]:
 
 def row_utility(row: Row, half_life_days: float, now: datetime) -> float:
     """Current utility of an experience from a row holding its ``quality``, ``last_used_at``,
-    ``created_at``, ``usage_impact`` and ``usage_impact_at`` (see :func:`kbgraph.core.utility.utility`)."""
+    ``created_at``, ``usage_impact`` and ``usage_impact_at`` (see :func:`kbgraph.core.utility.utility`),
+    decayed by whole calendar days (UTC) up to ``now``, as the searches decay it
+    (:func:`~kbgraph.core.utility.calendar_days_between`): what is reported is what the ranking used."""
     recent = aware_datetime(row.get("last_used_at")) or aware_datetime(row.get("created_at"))
     return utility(
-        float(row["quality"]), days_between(recent, now), decay_rate_per_day(half_life_days),
-        float(row.get("usage_impact") or 0.0), days_between(aware_datetime(row.get("usage_impact_at")), now),
+        float(row["quality"]), calendar_days_between(recent, now), decay_rate_per_day(half_life_days),
+        float(row.get("usage_impact") or 0.0), calendar_days_between(aware_datetime(row.get("usage_impact_at")), now),
     )
 
 

@@ -42,14 +42,8 @@ from kbgraph.ingest.link import ABSTRACT_SOURCE
 from kbgraph.ingest.link_state import plan_links
 from kbgraph.ingest.merge import MergeGroup, plan_merges
 from kbgraph.core.settings import LearningSettings
-from kbgraph.core.utility import (
-    bottom_fraction,
-    decay_rate_per_day,
-    growth_checkpoint_reached,
-    maintenance_score,
-    next_growth_checkpoint,
-    utility,
-)
+from kbgraph.core.utility import bottom_fraction, growth_checkpoint_reached, maintenance_score, next_growth_checkpoint
+from kbgraph.learning.feedback import row_utility
 
 
 class MaintenanceChange(BaseModel):
@@ -84,16 +78,15 @@ class MaintenanceReport(BaseModel):
 
 
 class _Candidate:
-    """An active experience as the plan sees it (counters summed over what merges into it)."""
+    """An active experience as the plan sees it (counters summed over what merges into it), with
+    its utility at ``now`` as kb.learning_state reports it and the searches weigh it."""
 
-    def __init__(self, row: Row, settings: LearningSettings):
+    def __init__(self, row: Row, settings: LearningSettings, now: datetime):
         self.facts = ExperienceFacts.from_row(row)
         self.retrieved = int(row["retrieved"])
         self.used = int(row["used"])
         self.succeeded = int(row["succeeded"])
-        rate = decay_rate_per_day(settings.utility_half_life_days)
-        self.utility = utility(float(row["quality"]), float(row["days_since_recent"]), rate,
-                               float(row["usage_impact"]), float(row["days_since_impact"]))
+        self.utility = row_utility(row, settings.utility_half_life_days, now)
 
 
 def _run_id(now: datetime, namespace: str) -> str:
@@ -194,8 +187,8 @@ class Maintainer:
         self.relink = relink
 
     def plan(self, now: datetime, trigger: str = "on demand", dry_run: bool = True) -> tuple[MaintenanceReport, list[MergeGroup]]:
-        rows = self.gateway.read("maintenance_candidates", kb=self.namespace, now=now)
-        candidates = {row["id"]: _Candidate(row, self.settings) for row in rows}
+        rows = self.gateway.read("maintenance_candidates", kb=self.namespace)
+        candidates = {row["id"]: _Candidate(row, self.settings, now) for row in rows}
         groups = plan_merges([c.facts for c in candidates.values()], self.settings.merge_threshold)
         merges = plan_merge_changes(candidates, groups, self.settings.merge_threshold)
         eligible, archives = plan_prune_changes(candidates, groups, self.settings)

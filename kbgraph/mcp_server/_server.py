@@ -25,8 +25,8 @@ from kbgraph.store.connection import quiet_driver_log
 from kbgraph.kb import KnowledgeBase
 from kbgraph.mcp_server._arguments import contract_tool, tool_errors
 from kbgraph.mcp_server.stdio import bounded_stdio_server
-from kbgraph.tools import (TOOL_NAMES, TOOLS, AddTrajectoryArgs, ToolArguments, argument_problems, kbgraph_version,
-                           one_line, parse_trajectory, run_tool)
+from kbgraph.tools import (TOOL_NAMES, TOOLS, AddTrajectoryArgs, ToolArguments, argument_problems, ingest_trajectory,
+                           kbgraph_version, one_line, parse_trajectory, run_tool)
 
 SERVER_NAME = "kbgraph"
 
@@ -136,9 +136,12 @@ def build_server(
 
     def work(name: str) -> Callable[[ToolArguments], BaseModel]:
         def run(arguments: ToolArguments) -> BaseModel:
-            with tool_errors():  # a trajectory is checked before the knowledge base is even opened
-                if isinstance(arguments, AddTrajectoryArgs):
-                    parse_trajectory(arguments.trajectory)
+            if isinstance(arguments, AddTrajectoryArgs):
+                # The trajectory is checked before the knowledge base is even opened, and the
+                # trajectory checked is the one ingested (run_tool would parse it again).
+                with tool_errors():
+                    trajectory = parse_trajectory(arguments.trajectory)
+                return _run(kb_source, lambda kb: ingest_trajectory(kb, trajectory))
             return _run(kb_source, lambda kb: run_tool(kb, name, arguments, default_agent=default_agent))
 
         return run

@@ -3,7 +3,10 @@ function that runs it over a :class:`KnowledgeBase` (or, awaited, an :class:`Asy
 
 The MCP server, the HTTP API and the LangChain tools publish :data:`TOOLS` as they are and call
 :func:`run_tool` / :func:`arun_tool`; only the transport differs (MCP's tool errors, HTTP status
-codes, LangChain's ToolMessages). tests/kbgraph/tools/test_contract.py holds all three to it.
+codes, LangChain's ToolMessages). The MCP server checks an add_trajectory's trajectory before it
+opens the knowledge base, and then does that tool's work itself with the trajectory it checked
+(:func:`parse_trajectory`, then :func:`ingest_trajectory`: what ``run_tool`` does for it).
+tests/kbgraph/tools/test_contract.py holds all three to it.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ class _FileCheck:
             self.records += 1
             if record.value is None:
                 self.problem(line, str(record.problem))
-            elif self.header is None and self.records == 1:
+            elif self.records == 1:
                 if not self.read_header(line, record.value):
                     break
             else:
@@ -185,8 +185,6 @@ class _FileCheck:
 def check_export_file(path: Path, dimension: int | None, on_progress: Progress | None = None) -> ExportHeader:
     """Reads a whole export file without writing anything and returns its header. Raises
     InvalidInputError listing every problem as ``file:line: field: reason``."""
-    if not path.is_file():
-        raise InvalidInputError([f"{path}: no such file"])
-    if problem := source_problem(Path(path)):
+    if problem := source_problem(path):  # missing, a folder, a device or FIFO
         raise InvalidInputError([problem])
     return _FileCheck(path, dimension).run(on_progress)

@@ -1,7 +1,7 @@
 """Failing fast: when Neo4j dies or freezes in the middle of work, every call fails within its
 documented bound (KBGRAPH_RETRY_TIME_S for a dead server, KBGRAPH_QUERY_TIMEOUT_S and
-KBGRAPH_CONNECT_TIMEOUT_S for one that stopped answering), in one line, from the API, the CLI and
-the MCP server alike. Bounds are set small here so the suite stays fast; the assertions allow
+KBGRAPH_CONNECT_TIMEOUT_S for one that stopped answering), in one line, from the API, the CLI, the
+MCP server and the inspection runner alike. Bounds are set small here so the suite stays fast; the assertions allow
 generous slack over them (the requirement is the bound, not a speed)."""
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from kbgraph.embedders import CachedEmbedder
 from kbgraph.core.errors import ManagedServerError, Neo4jUnavailableError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.settings import Settings
+from kbgraph.inspect import InspectionLibrary, InspectionRunner
 from kbgraph.store.gateway import Neo4jGateway
 from tests.reliability.test_fuzz_mcp import StdioPeer
 from tests.reliability.throwaway import ThrowawayNeo4j
@@ -70,6 +71,21 @@ def test_a_server_killed_mid_session_fails_the_next_call_within_the_retry_bound(
         assert isinstance(error, neo4j.exceptions.ServiceUnavailable | neo4j.exceptions.SessionExpired
                           | Neo4jUnavailableError), repr(error)
     kb.driver.close()
+
+
+def test_an_inspection_query_on_a_killed_server_fails_in_kbgraphs_one_line_within_the_retry_bound(
+    running: ThrowawayNeo4j,
+) -> None:
+    query, namespace = InspectionLibrary().get("top_by_utility"), f"t-{uuid.uuid4().hex[:8]}"
+    with open_driver(running.uri, running.auth, "neo4j", BOUND_S, BOUND_S) as driver:
+        runner = InspectionRunner(driver)
+        assert runner.run(query, {}, namespace).rows == [], "the server answers before it is killed"
+        running.kill()
+        seconds, error = timed_failure(lambda: runner.run(query, {}, namespace))
+    assert seconds < BOUND_S + SLACK_S, seconds
+    assert isinstance(error, Neo4jUnavailableError), repr(error)
+    message = str(error)
+    assert message.startswith("lost Neo4j during inspection query top_by_utility (") and "\n" not in message, message
 
 
 def test_a_frozen_server_fails_each_call_within_the_query_timeout(running: ThrowawayNeo4j, embedder: CachedEmbedder) -> None:

@@ -34,6 +34,10 @@ class Index:
         return returned, [i for i in range(returned) if i % self.every == 0]
 
 
+def never_scanned() -> list[int]:
+    raise AssertionError("the namespace is larger than exact_scan_max and no fall-back was asked for: no scan")
+
+
 def test_a_namespace_at_or_under_the_limit_is_scanned_and_the_index_never_asked() -> None:
     index = Index(total=10_000, every=100)
     result = nearest(ScanPolicy(exact_scan_max=50), 50, 5, scan=lambda: ["exact"], fetch=index, first=20)
@@ -52,17 +56,17 @@ def test_a_larger_namespace_asks_the_index_and_never_scans_when_it_fills_the_lis
 
 def test_the_index_is_asked_for_at_most_the_overfetch_limit_and_says_when_it_came_short() -> None:
     index = Index(total=10_000, every=1000)
-    result = nearest(ScanPolicy(exact_scan_max=0, overfetch_limit=300), 1, 5, scan=None, fetch=index, first=20)
+    result = nearest(ScanPolicy(exact_scan_max=0, overfetch_limit=300), 1, 5, scan=never_scanned, fetch=index, first=20)
     assert index.asked == [20, 80, 300] and result.limit_hit and result.rows == [0]
 
 
 def test_a_caller_may_ask_for_less_than_the_limit_but_never_more() -> None:
     policy = ScanPolicy(exact_scan_max=0, overfetch_limit=300)
     once = Index(total=10_000, every=1000)
-    nearest(policy, 1, 5, scan=None, fetch=once, first=20, limit=20)
+    nearest(policy, 1, 5, scan=never_scanned, fetch=once, first=20, limit=20)
     assert once.asked == [20]
     capped = Index(total=10_000, every=1000)
-    nearest(policy, 1, 5, scan=None, fetch=capped, first=1000, limit=5000)
+    nearest(policy, 1, 5, scan=never_scanned, fetch=capped, first=1000, limit=5000)
     assert capped.asked == [300]
 
 

@@ -63,7 +63,3 @@ LINES: dict[Neo4jLineName, Neo4jLine] = {
 assert set(LINES) == set(NEO4J_LINES)
 
 DEFAULT_LINE = LINES[DEFAULT_NEO4J_LINE]
-
-
-def line(name: Neo4jLineName) -> Neo4jLine:
-    return LINES[name]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import neo4j
@@ -10,6 +10,7 @@ import pytest
 
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
+from kbgraph.learning.feedback import FeedbackRecorder
 from kbgraph.learning.maintenance import Maintainer
 from kbgraph.core.models import Experience, Step
 from kbgraph.core.settings import LearningSettings, Settings
@@ -95,6 +96,37 @@ def test_dry_run_reports_exactly_what_the_real_run_changes(kb: KnowledgeBase) ->
             assert stored is not None and stored.status == "archived"
 
 
+def test_pruning_by_utility_judges_the_utility_kb_reports_by_calendar_day(
+    driver: neo4j.Driver, embedder: CachedEmbedder, namespace: str
+) -> None:
+    settings = Settings(namespace=namespace, learning=LearningSettings(prune_utility_below=0.625))
+    kb = KnowledgeBase(driver, embedder, namespace=namespace, settings=settings)
+    try:
+        yesterday_night, this_morning, ahead = items = [experience(n) for n in range(3)]
+        kb.add_experiences(items)
+        now = datetime(2026, 3, 10, 0, 30, tzinfo=UTC)
+        # A success: quality 0.6 plus an impact of 0.05, 0.65 undecayed (a 30-day half-life).
+        # Used late on the 8th: 25 hours ago, but two calendar days, as the search counts them:
+        # 0.65·2^(−2/30) = 0.6206, below 0.625 (by the second it would be 0.6346, above).
+        kb.record_feedback(used=[yesterday_night.key], outcome=True, at=datetime(2026, 3, 8, 23, 30, tzinfo=UTC))
+        kb.record_feedback(used=[this_morning.key], outcome=True, at=now - timedelta(minutes=20))
+        # A failure (0.4 − 0.05 = 0.35) stamped two days ahead of `now` (a clock skew): not decayed,
+        # and not grown either.
+        kb.record_feedback(used=[ahead.key], outcome=False, at=now + timedelta(days=2))
+
+        report = kb.maintain(dry_run=True, now=now)
+
+        reported = {s.id: s.utility for s in FeedbackRecorder(kb.gateway, namespace, settings.learning).counters(
+            [e.key for e in items], now=now)}
+        archived = {c.id: c for c in report.changes if c.action == "archive"}
+        assert set(archived) == {yesterday_night.key, ahead.key}, "this morning's 0.65 stays"
+        assert {i: c.utility for i, c in archived.items()} == {i: reported[i] for i in archived}
+        assert reported[ahead.key] == 0.35 and reported[this_morning.key] == 0.65
+        assert archived[yesterday_night.key].reason == "utility 0.621 below 0.625"
+    finally:
+        kb.clear()
+
+
 def _merging_pair(kb: KnowledgeBase) -> tuple[str, str]:
     """Ten experiences and a near-duplicate of the fourth; returns (survivor, merged-away) ids."""
     items = [experience(n) for n in range(10)]
@@ -130,7 +162,7 @@ def test_feedback_naming_a_merged_away_id_lands_on_its_survivor(kb: KnowledgeBas
 
 
 def active_ids(kb: KnowledgeBase) -> set[str]:
-    rows = kb.gateway.read("maintenance_candidates", kb=kb.namespace, now=datetime.now(UTC))
+    rows = kb.gateway.read("maintenance_candidates", kb=kb.namespace)
     return {row["id"] for row in rows}
 
 

@@ -460,6 +460,13 @@ def test_a_missing_or_empty_file_is_an_error(tmp_path: Path) -> None:
         check_export_file(tmp_path / "empty.jsonl", 384)
 
 
+def test_a_folder_or_a_device_is_named_as_such_not_as_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match=r"is a folder$"):
+        check_export_file(tmp_path, 384)
+    with pytest.raises(InvalidInputError, match=r"/dev/zero: is a character device, not a regular file$"):
+        check_export_file(Path("/dev/zero"), 384)
+
+
 # -- what the format does not know, and values kbgraph itself never writes -----------------------------
 
 

@@ -4,11 +4,12 @@ learning loop, and in the Cypher the searches read it through (``search_candidat
 against a real Neo4j on a grid of inputs — quality, usage impact, time since the last use and
 since the impact, missing values and times in the future — and must give what Python gives.
 
-The search queries decay by whole calendar days (UTC) up to the database's clock, so that equal
-hits keep their order from one second to the next; they must give Python's utility over
-:func:`~kbgraph.core.utility.calendar_days_between` at the moment before or after the query ran
-(the two differ only when midnight passed in between). The inspection query decays by the
-second, as the learning loop does.
+Every copy decays by whole calendar days (UTC), as :func:`~kbgraph.core.utility.calendar_days_between`
+counts them, so that equal hits keep their order from one second to the next and what is reported
+is what the ranking used. The search queries count up to the database's clock: they must give
+Python's utility at the moment before or after the query ran (the two differ only when midnight
+passed in between). The inspection query counts up to the ``now`` it is given: it must give
+Python's utility at that moment.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 import neo4j
 import pytest
 
-from kbgraph.core.utility import calendar_days_between, days_between, utility
+from kbgraph.core.utility import calendar_days_between, utility
 from kbgraph.inspect import InspectionLibrary
 from kbgraph.kb import KnowledgeBase
 from tests.conftest import Neo4jTarget
@@ -40,13 +41,13 @@ def _ago(moment: datetime, days: float | None) -> datetime | None:
     return None if days is None else moment - timedelta(days=days)
 
 
-def _expected(row: dict[str, Any], now: datetime, decay: float,
-              days: Callable[[datetime | None, datetime], float] = days_between) -> float:
-    """What Python computes for one grid node: the learning loop's utility, missing quality 0.5,
-    with elapsed time counted by ``days`` (by the second unless told)."""
+def _expected(row: dict[str, Any], now: datetime, decay: float) -> float:
+    """What Python computes for one grid node at ``now``: the learning loop's utility, missing
+    quality 0.5, over calendar days."""
     quality = 0.5 if row["quality"] is None else row["quality"]
     recent = row["last_used_at"] or row["created_at"]
-    return utility(quality, days(recent, now), decay, row["usage_impact"] or 0.0, days(row["usage_impact_at"], now))
+    return utility(quality, calendar_days_between(recent, now), decay, row["usage_impact"] or 0.0,
+                   calendar_days_between(row["usage_impact_at"], now))
 
 
 @pytest.fixture
@@ -78,7 +79,7 @@ def _not_python_s_on_calendar_days(cypher: dict[str, float], rows: dict[str, dic
     wrong = []
     for node_id, row in rows.items():
         value = min(max(cypher[node_id], 0.0), 1.0)
-        expected = {_expected(row, moment, decay, calendar_days_between) for moment in (before, after)}
+        expected = {_expected(row, moment, decay) for moment in (before, after)}
         if not any(value == pytest.approx(e, abs=1e-12) for e in expected):
             wrong.append(f"{row}: cypher {value}, python {sorted(expected)}")
     return wrong
