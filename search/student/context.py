@@ -64,14 +64,14 @@ class SearchContext:
     _lexical_lock: Lock = field(default_factory=Lock)
 
     def lexical_corpus(self, rows: Sequence[tuple[str, ...]]) -> LexicalCorpus:
-        """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal, has steps)``, as
+        """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal)``, as
         search_experience_texts reads them): built once for the same texts, so a write to the
         namespace (a text, an experience or a filtered property that changed) makes a new one."""
         key = tuple(rows)
         with self._lexical_lock:
             corpus = self.lexical.get(key)
         if corpus is None:  # built outside the lock; two searches may build it both
-            corpus = LexicalCorpus([(problem, goal, domain) for _, domain, problem, goal, *_ in rows])
+            corpus = LexicalCorpus([(problem, goal, domain) for _, domain, problem, goal in rows])
             with self._lexical_lock:
                 self.lexical[key] = corpus
                 while len(self.lexical) > LEXICAL_CORPORA:
@@ -114,19 +114,16 @@ class SearchContext:
         return not query_domain or not domain or query_domain.strip().casefold() == domain.strip().casefold()
 
     def trans(self, query_domain: str | None, domain: str | None, tau: float) -> float:
-        if not query_domain or not domain:
+        if not query_domain or not domain or self.same_domain(query_domain, domain):
             return 1.0
         # Asked for every candidate of every search, of a few domain pairs: a pure function of the
         # two names (their vectors are cached above) and tau, so it is kept.
         key = (query_domain, domain, tau)
         known = self.transfer.get(key)
         if known is None:
-            if query_domain.strip().casefold() == domain.strip().casefold():
-                known = 1.0
-            else:
-                distance = domain_distance(query_domain, domain, self.domain_vector(query_domain),
-                                           self.domain_vector(domain))
-                known = transferability(distance, tau)
+            distance = domain_distance(query_domain, domain, self.domain_vector(query_domain),
+                                       self.domain_vector(domain))
+            known = transferability(distance, tau)
             if len(self.transfer) >= TRANSFER_PAIRS:
                 self.transfer.clear()
             self.transfer[key] = known
