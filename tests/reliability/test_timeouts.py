@@ -1,8 +1,12 @@
 """Failing fast: when Neo4j dies or freezes in the middle of work, every call fails within its
 documented bound (KBGRAPH_RETRY_TIME_S for a dead server, KBGRAPH_QUERY_TIMEOUT_S and
-KBGRAPH_CONNECT_TIMEOUT_S for one that stopped answering), in one line, from the API, the CLI, the
-MCP server and the inspection runner alike. Bounds are set small here so the suite stays fast; the assertions allow
-generous slack over them (the requirement is the bound, not a speed)."""
+KBGRAPH_CONNECT_TIMEOUT_S for one that stopped answering), in one line, from the API, the CLI and
+the MCP server and the inspection runner alike. Bounds are set small here so the suite stays fast; the assertions allow
+generous slack over them (the requirement is the bound, not a speed).
+
+The tests share one throw-away server and run in the order written: those that freeze it (and
+resume it) first, then those that kill it, each killed server started again by the next test that
+needs one, so that it starts as few times as it can (each start recovers the killed store)."""
 
 from __future__ import annotations
 
@@ -42,6 +46,16 @@ def running(throwaway_neo4j: ThrowawayNeo4j) -> ThrowawayNeo4j:
     return throwaway_neo4j
 
 
+@pytest.fixture
+def dead(throwaway_neo4j: ThrowawayNeo4j) -> ThrowawayNeo4j:
+    """The server killed (kill -9): here, unless the test before left it so. Each kill costs the
+    next test a server start (recovery included), so the tests that freeze come first and the one
+    that wants a dead server follows one that killed it."""
+    if throwaway_neo4j.server.status().running:
+        throwaway_neo4j.kill()
+    return throwaway_neo4j
+
+
 def open_kb(server: ThrowawayNeo4j, embedder: CachedEmbedder) -> KnowledgeBase:
     namespace = f"t-{uuid.uuid4().hex[:8]}"
     settings = Settings(namespace=namespace, query_timeout_s=BOUND_S, retry_time_s=BOUND_S, connect_timeout_s=BOUND_S)
@@ -58,6 +72,66 @@ def timed_failure(call: object) -> tuple[float, BaseException]:
     except BaseException as exc:  # noqa: BLE001 — the failure is what is measured
         return time.monotonic() - started, exc
     raise AssertionError("the call succeeded against a dead or frozen server")
+
+
+def kbgraph_cli(server: ThrowawayNeo4j, *args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
+    env = server.env("timeouts", KBGRAPH_CONNECT_TIMEOUT_S=str(BOUND_S), KBGRAPH_QUERY_TIMEOUT_S=str(BOUND_S),
+                     KBGRAPH_RETRY_TIME_S=str(BOUND_S))
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "kbgraph.cli", *args], env=env, capture_output=True, text=True,
+                            timeout=300)
+    return time.monotonic() - started, result
+
+
+def test_a_frozen_server_fails_each_call_within_the_query_timeout(running: ThrowawayNeo4j, embedder: CachedEmbedder) -> None:
+    kb = open_kb(running, embedder)
+    pid = running.freeze()
+    try:
+        seconds, error = timed_failure(lambda: kb.stats())
+        assert isinstance(error, Neo4jTimeoutError) and "KBGRAPH_QUERY_TIMEOUT_S" in str(error)
+        assert seconds < BOUND_S + SLACK_S, seconds
+    finally:
+        running.thaw(pid)
+    assert kb.stats().experiences == 30  # the server answers again once resumed
+    kb.close()
+
+
+def test_the_cli_against_a_frozen_server_fails_in_one_line_within_the_connect_timeout(running: ThrowawayNeo4j) -> None:
+    pid = running.freeze()
+    try:
+        seconds, result = kbgraph_cli(running, "stats")
+    finally:
+        running.thaw(pid)
+    assert result.returncode == 1 and seconds < BOUND_S + SLACK_S, (seconds, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "did not answer within" in lines[0] and "Traceback" not in result.stderr, lines
+
+
+def test_a_frozen_managed_server_is_named_at_once_with_the_way_to_resume_it(running: ThrowawayNeo4j) -> None:
+    pid = running.freeze()
+    try:
+        started = time.monotonic()
+        with pytest.raises(ManagedServerError, match=f"kill -CONT {pid}"):
+            running.server.start()
+        assert time.monotonic() - started < SLACK_S
+    finally:
+        running.thaw(pid)
+
+
+def test_too_many_failed_logins_are_explained_as_a_rate_limit_not_a_database_problem(running: ThrowawayNeo4j) -> None:
+    """On a user of its own, so that the lock it brings about (dbms.security.auth_lock_time, 5 s)
+    keeps no later test from logging in as neo4j (and none has to wait it out)."""
+    user = "rate_limited"
+    with neo4j.GraphDatabase.driver(running.uri, auth=running.auth) as admin:
+        admin.execute_query(f"CREATE OR REPLACE USER {user} SET PLAINTEXT PASSWORD $password CHANGE NOT REQUIRED",
+                            password=uuid.uuid4().hex, database_="system")
+    messages = []
+    for _ in range(6):  # Neo4j locks the user after 3 failed attempts (dbms.security.auth_max_failed_attempts)
+        with pytest.raises(Neo4jUnavailableError) as raised:
+            open_driver(running.uri, (user, "wrong-password"), "neo4j", BOUND_S, 0)
+        messages.append(str(raised.value))
+    assert any("too many failed attempts" in m for m in messages), messages
+    assert not any("NEO4J_DATABASE" in m for m in messages), messages
 
 
 def test_a_server_killed_mid_session_fails_the_next_call_within_the_retry_bound(
@@ -88,42 +162,8 @@ def test_an_inspection_query_on_a_killed_server_fails_in_kbgraphs_one_line_withi
     assert message.startswith("lost Neo4j during inspection query top_by_utility (") and "\n" not in message, message
 
 
-def test_a_frozen_server_fails_each_call_within_the_query_timeout(running: ThrowawayNeo4j, embedder: CachedEmbedder) -> None:
-    kb = open_kb(running, embedder)
-    pid = running.freeze()
-    try:
-        seconds, error = timed_failure(lambda: kb.stats())
-        assert isinstance(error, Neo4jTimeoutError) and "KBGRAPH_QUERY_TIMEOUT_S" in str(error)
-        assert seconds < BOUND_S + SLACK_S, seconds
-    finally:
-        running.thaw(pid)
-    assert kb.stats().experiences == 30  # the server answers again once resumed
-    kb.close()
-
-
-def kbgraph_cli(server: ThrowawayNeo4j, *args: str) -> tuple[float, subprocess.CompletedProcess[str]]:
-    env = server.env("timeouts", KBGRAPH_CONNECT_TIMEOUT_S=str(BOUND_S), KBGRAPH_QUERY_TIMEOUT_S=str(BOUND_S),
-                     KBGRAPH_RETRY_TIME_S=str(BOUND_S))
-    started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "kbgraph.cli", *args], env=env, capture_output=True, text=True,
-                            timeout=300)
-    return time.monotonic() - started, result
-
-
-def test_the_cli_against_a_frozen_server_fails_in_one_line_within_the_connect_timeout(running: ThrowawayNeo4j) -> None:
-    pid = running.freeze()
-    try:
-        seconds, result = kbgraph_cli(running, "stats")
-    finally:
-        running.thaw(pid)
-    assert result.returncode == 1 and seconds < BOUND_S + SLACK_S, (seconds, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "did not answer within" in lines[0] and "Traceback" not in result.stderr, lines
-
-
-def test_the_cli_against_a_dead_server_fails_in_one_line(running: ThrowawayNeo4j) -> None:
-    running.kill()
-    seconds, result = kbgraph_cli(running, "stats")
+def test_the_cli_against_a_dead_server_fails_in_one_line(dead: ThrowawayNeo4j) -> None:
+    seconds, result = kbgraph_cli(dead, "stats")
     assert result.returncode == 1 and seconds < BOUND_S + SLACK_S, (seconds, result.stderr)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot reach Neo4j" in lines[0], lines
@@ -156,28 +196,6 @@ def test_the_mcp_server_answers_a_tool_call_with_an_error_within_the_bound_when_
             assert "Neo4j" in text and "Traceback" not in text, text
     finally:
         peer.close()
-
-
-def test_too_many_failed_logins_are_explained_as_a_rate_limit_not_a_database_problem(running: ThrowawayNeo4j) -> None:
-    messages = []
-    for _ in range(6):  # Neo4j locks the user after 3 failed attempts (dbms.security.auth_max_failed_attempts)
-        with pytest.raises(Neo4jUnavailableError) as raised:
-            open_driver(running.uri, ("neo4j", "wrong-password"), "neo4j", BOUND_S, 0)
-        messages.append(str(raised.value))
-    assert any("too many failed attempts" in m for m in messages), messages
-    assert not any("NEO4J_DATABASE" in m for m in messages), messages
-    time.sleep(6)  # the lock (dbms.security.auth_lock_time, 5 s) ends before the next test logs in
-
-
-def test_a_frozen_managed_server_is_named_at_once_with_the_way_to_resume_it(running: ThrowawayNeo4j) -> None:
-    pid = running.freeze()
-    try:
-        started = time.monotonic()
-        with pytest.raises(ManagedServerError, match=f"kill -CONT {pid}"):
-            running.server.start()
-        assert time.monotonic() - started < SLACK_S
-    finally:
-        running.thaw(pid)
 
 
 # -- a server killed in the middle of an ingest (issue 35 item 9) ------------------------------

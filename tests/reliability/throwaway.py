@@ -13,6 +13,15 @@ from kbgraph.core.settings import Settings
 from tests.class_data import ClassDataArchive
 
 
+#: The JIT of a server that lives for a few tests and is killed and started again: C1 only. A
+#: fresh JVM's C2 compiler threads spent more CPU than the work itself, on code the server does not
+#: run long enough to repay: with C1 alone, test_kill9.py and test_timeouts.py took a third less
+#: CPU (2026-12-01: 237 → 153 CPU-s together on 5.26). Not for the session's servers
+#: (tests/conftest.py), whose quarter of an hour of work repays C2 (a subset of the suite took
+#: 944 CPU-s with it and 1,558 with C1 alone), and never for ``kbgraph server start``.
+SHORT_LIVED_JIT = ("-XX:TieredStopAtLevel=1",)
+
+
 class ThrowawayNeo4j:
     def __init__(self, home: Path):
         # The line the suite runs on (KBGRAPH_NEO4J_VERSION), as the session's server: faults are
@@ -21,7 +30,8 @@ class ThrowawayNeo4j:
         line = LINES[settings.neo4j_version]
         self.server = ManagedNeo4j(home=home, cache_dir=settings.cache_dir, bolt_port=free_port(),
                                    http_port=free_port(), heap="1g", pagecache="256m", quiet=True, assets_port=0,
-                                   line=line, jvm_options=ClassDataArchive(settings.cache_dir, line).jvm_options())
+                                   line=line, jvm_options=(*ClassDataArchive(settings.cache_dir, line).jvm_options(),
+                                                           *SHORT_LIVED_JIT))
 
     @property
     def uri(self) -> str:
