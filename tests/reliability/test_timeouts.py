@@ -1,8 +1,8 @@
 """Failing fast: when Neo4j dies or freezes in the middle of work, every call fails within its
 documented bound (KBGRAPH_RETRY_TIME_S for a dead server, KBGRAPH_QUERY_TIMEOUT_S and
-KBGRAPH_CONNECT_TIMEOUT_S for one that stopped answering), in one line, from the API, the CLI and
-the MCP server and the inspection runner alike. Bounds are set small here so the suite stays fast; the assertions allow
-generous slack over them (the requirement is the bound, not a speed).
+KBGRAPH_CONNECT_TIMEOUT_S for one that stopped answering), in one line, from the API, the CLI, the
+MCP server and the inspection runner alike. Bounds are set small here so the suite stays fast; the
+assertions allow generous slack over them (the requirement is the bound, not a speed).
 
 The tests share one throw-away server and run in the order written: those that freeze it (and
 resume it) first, then those that kill it, each killed server started again by the next test that
