@@ -68,7 +68,9 @@ def impact_after_use(
     Agent KB D.3 sums ``UsageImpact(E, t_i)`` over uses; each use's impact decays like quality,
     so the sum is kept as one number and the time it was last brought up to date:
     ``Σ_i step·(2·outcome_i − 1)·exp(−λ(t − t_i))``. A success adds ``step``, a failure takes it
-    away, and a partial outcome adds in proportion.
+    away, and a partial outcome adds in proportion. ``feedback_used.cypher`` keeps the sum in the
+    database the same way (days there are the exact time between two outcomes); tests/kbgraph/
+    learning/test_feedback.py pins the two equal.
     """
     _unit(outcome, "outcome")
     return decayed(impact, days_since_impact, rate_per_day) + step * (2.0 * outcome - 1.0)

@@ -5,11 +5,14 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
+import neo4j
 import pytest
 
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.utility import decay_rate_per_day, impact_after_use
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import Experience, Step
+from tests.conftest import Neo4jTarget
 
 CANCEL = Experience(
     problem="Cancel order {id} because it was ordered by mistake.", goal="Get done: cancel pending order",
@@ -70,6 +73,28 @@ def test_utility_decays_with_time_since_the_last_use(kb: KnowledgeBase) -> None:
     kb.record_feedback(used=[CANCEL.key], at=long_ago - timedelta(days=1))
     again = kb.get(CANCEL.key)
     assert again is not None and again.last_used_at == stored.last_used_at, "last use never moves back"
+
+
+def test_the_usage_impact_feedback_stores_is_the_accumulator_of_the_learning_loop(
+    kb: KnowledgeBase, driver: neo4j.Driver, neo4j_target: Neo4jTarget,
+) -> None:
+    """The sum of D.3 is kept by feedback_used.cypher and written in Python as impact_after_use:
+    three outcomes days apart must leave the stored sum (and its time) where Python puts them."""
+    kb.add_experiences([CANCEL])
+    learning = kb.settings.learning
+    rate = decay_rate_per_day(learning.utility_half_life_days)
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=40)
+    impact, last = 0.0, None
+    for days_later, outcome in ((0.0, 1.0), (10.5, 0.0), (25.25, 0.75)):
+        at = start + timedelta(days=days_later)
+        kb.record_feedback(used=[CANCEL.key], outcome=outcome, at=at)
+        since = 0.0 if last is None else (at - last).total_seconds() / 86400
+        impact, last = impact_after_use(impact, since, rate, outcome=outcome, step=learning.usage_impact), at
+    [record], _, _ = driver.execute_query(
+        "MATCH (e:Experience {kb: $kb, id: $id}) RETURN e.usage_impact AS impact, e.usage_impact_at AS at",
+        kb=kb.namespace, id=CANCEL.key, database_=neo4j_target.database)
+    assert record["impact"] == pytest.approx(impact, abs=1e-12)
+    assert record["at"].to_native() == last
 
 
 def test_step_rewards_average_every_report_mael(kb: KnowledgeBase) -> None:
