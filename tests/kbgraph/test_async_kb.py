@@ -19,6 +19,7 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.store.managed.server import free_port
 from kbgraph.core.settings import Settings
 from tests.conftest import Neo4jTarget
+from tests.one_utc_day import on_one_utc_day
 
 pytestmark = pytest.mark.neo4j
 
@@ -59,16 +60,15 @@ def test_fifty_concurrent_searches_from_one_loop_answer_as_the_sync_api(
 ) -> None:
     kb.ingest([SAMPLES])
     queries = _queries()
-    expected = [kb.search(**q) for q in queries]
 
     async def scenario() -> list[Any]:
         akb = await _open(neo4j_target, embedder, namespace)
         async with akb:
             return list(await asyncio.gather(*(akb.search(**q) for q in queries)))
 
-    answered = _run(scenario())
+    # Exactly: utility decays by calendar day, so searches a moment apart on one day weigh it the same.
+    expected, answered = on_one_utc_day(lambda: ([kb.search(**q) for q in queries], _run(scenario())))
     assert [r.ids() for r in answered] == [r.ids() for r in expected]
-    # Exactly: utility decays by calendar day, so searches a moment apart weigh it the same.
     assert [[h.score for h in r.hits] for r in answered] == [[h.score for h in r.hits] for r in expected]
     assert all(r.hits for r in answered)
 

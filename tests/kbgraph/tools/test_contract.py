@@ -27,6 +27,7 @@ from kbgraph.integrations.langchain import kbgraph_tools
 from kbgraph.kb import KnowledgeBase
 from kbgraph.mcp_server import build_server
 from kbgraph.tools import (SEARCH_OPTIONS, SPECS, TOOL_NAMES, TOOLS, AddTrajectoryArgs, kbgraph_version, run_tool)
+from tests.one_utc_day import on_one_utc_day
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -164,10 +165,10 @@ def ways(contract_kb: KnowledgeBase) -> Iterator[list[Way]]:
 
 def same_everywhere(ways: list[Way], tool: str, arguments: dict[str, Any]) -> Answer:
     """The one outcome every way in gives to this call (the calls must not change what they read)."""
-    outcomes = {way.name: way.call(tool, arguments) for way in ways}
+    # Exactly: utility decays by calendar day, so ways asked seconds apart on one day report the same one.
+    outcomes = on_one_utc_day(lambda: {way.name: way.call(tool, arguments) for way in ways})
     first = outcomes["mcp"]
     for name, outcome in outcomes.items():
-        # Exactly: utility decays by calendar day, so ways asked seconds apart report the same one.
         assert outcome == first, f"{tool} {arguments}: {name} answers differently from mcp"
     return first
 
