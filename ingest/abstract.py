@@ -20,7 +20,7 @@ from kbgraph.ingest.generalise import (
     type_name,
 )
 from kbgraph.ingest.recovery import Recovery, error_signature, recovery_after
-from kbgraph.core.shapes import changes_state, dispatched_tool
+from kbgraph.core.shapes import changes_state, counted_tool, dispatched_tool
 from kbgraph.core.models import (
     MAX_TEXT_CHARS,
     STORED_OBSERVATION_CHARS,
@@ -108,7 +108,7 @@ def problem_from_task(task: str, names: Collection[str] = (), ids: Collection[st
 def goal_from(trajectory: Trajectory, problem: str) -> str:
     """What success means: the state changes made, in order; or the answer sought. A generic call
     counts as the tool it called (:func:`~kbgraph.core.shapes.dispatched_tool`)."""
-    tools = [dispatched_tool(s.action, s.arguments) or s.action for s in trajectory.steps]
+    tools = [counted_tool(s.action, s.arguments) for s in trajectory.steps]
     changes = [humanise_action(t) for s, t in zip(trajectory.steps, tools, strict=True)
                if not s.error and changes_state(t)]
     changes = list(dict.fromkeys(changes))

@@ -13,7 +13,7 @@ from kbgraph.ingest.recovery._changes import MAX_CHANGES_SHOWN, ArgumentChange, 
 from kbgraph.ingest.recovery._thoughts import next_attempt, preparation_between, thoughts_of, trim_thought
 from kbgraph.ingest.recovery._values import Run, short, type_prefixes
 from kbgraph.core.models import RecoveryKind, Trajectory
-from kbgraph.core.shapes import dispatched_tool
+from kbgraph.core.shapes import counted_tool
 
 _ERROR_PREFIX = re.compile(r"^\s*error\s*:\s*", re.IGNORECASE)
 
@@ -106,10 +106,10 @@ def error_signature(action: str, error: str, arguments: Mapping[str, Any] | None
     as ``#``), lower-cased, white space collapsed: the same error on the same action, whatever the
     run's values (``payment method certificate_7504069 not found`` and ``… certificate_4856383 …``
     share one). Given the call's ``arguments``, a call made through a wrapper is signed by the tool
-    it called (:func:`~kbgraph.core.shapes.dispatched_tool`), as its step counts: the same error of
+    it called (:func:`~kbgraph.core.shapes.counted_tool`), as its step counts: the same error of
     two tools called through one wrapper is two failures, not one."""
     if arguments is not None:
-        action = dispatched_tool(action, arguments) or action
+        action = counted_tool(action, arguments)
     text = EMAIL.sub("@", error)
     text = _QUOTED.sub("'…'", text)
     text = CODE.sub("#", text)

@@ -89,13 +89,19 @@ def dispatched_tool(action: str, arguments: Mapping[str, Any]) -> str | None:
     tool it called, the run has the way it really took. A wrapper is an action whose first word
     calls (:data:`DISPATCH_VERBS`) and which mentions a tool, with one argument naming the tool; a
     numeric suffix (an instance of the tool) is dropped."""
-    words = action.lower().replace("-", "_").split("_")
+    words = _words(action)
     if words[0] not in DISPATCH_VERBS or "tool" not in words:
         return None
     names = [v for k, v in arguments.items() if _TOOL_ARGUMENT.search(str(k).lower()) and isinstance(v, str)]
     if len(names) != 1 or not _TOOL_NAME.match(names[0].strip()):
         return None
     return _INSTANCE_SUFFIX.sub("", names[0].strip()) or None
+
+
+def counted_tool(action: str, arguments: Mapping[str, Any]) -> str:
+    """The tool a call counts as: the one a wrapper dispatched to (:func:`dispatched_tool`), else
+    the action itself."""
+    return dispatched_tool(action, arguments) or action
 
 
 def verb_shape(actions: Sequence[str]) -> tuple[str, ...]:

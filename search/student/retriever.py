@@ -48,7 +48,7 @@ from kbgraph.search.student.graph import traverse
 from kbgraph.search.student.hits import pool_of, read_hits, select
 from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.scores import score_candidates
-from kbgraph.core.shapes import dispatched_tool
+from kbgraph.core.shapes import counted_tool
 from kbgraph.core.utility import decay_rate_per_day
 
 __all__ = ["SPLIT_READS_AT", "StudentRetriever"]
@@ -192,7 +192,7 @@ class StudentRetriever:
         if q.steps_so_far and w.structure_query_steps:
             # As a stored shape (Experience.structure_text): a generic call as the tool it called,
             # less the calls that failed for the moment.
-            flow = " -> ".join(dispatched_tool(s.action, s.arguments) or s.action for s in q.steps_so_far
+            flow = " -> ".join(counted_tool(s.action, s.arguments) for s in q.steps_so_far
                                if s.error is None or not failed_for_the_moment(s.error))
             task_text = f"{task_text}\n{flow}".strip()
         texts = [t for t in dict.fromkeys([pg_text, task_text]) if t]
