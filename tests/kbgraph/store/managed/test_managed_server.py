@@ -16,7 +16,7 @@ import neo4j
 import pytest
 
 from kbgraph.core.errors import ManagedServerError
-from kbgraph.store.managed.lines import LINES
+from kbgraph.store.managed.lines import DEFAULT_LINE, LINES
 from kbgraph.store.managed.runtime import NEO4J_VERSION
 from kbgraph.store.managed.server import (
     VECTOR_API_OPTION,
@@ -28,6 +28,17 @@ from kbgraph.store.managed.server import (
     vector_api_options,
 )
 from kbgraph.core.settings import Settings
+from tests.class_data import ClassDataArchive
+from tests.reliability.throwaway import SHORT_LIVED_JIT
+
+
+def short_lived(line_name: str | None = None) -> tuple[str, ...]:
+    """The JVM options of a server that lives for one test, as tests/reliability's throw-away ones:
+    the class-data archive the session's servers wrote (when there is one) and C1 alone. They are
+    the JVM's and change nothing of what is tested (the start, the password, the stop, the lock);
+    without them each start cost the JIT of a server that runs for seconds."""
+    line = LINES[line_name or Settings().neo4j_version]
+    return (*ClassDataArchive(Settings().cache_dir, line).jvm_options(), *SHORT_LIVED_JIT)
 
 
 def test_the_pinned_server_is_neo4j_5_26() -> None:
@@ -112,7 +123,8 @@ def test_start_status_browser_stop_and_restart(tmp_path: Path, monkeypatch: pyte
     # The line the suite runs on (KBGRAPH_NEO4J_VERSION): each line is started, served and restarted.
     line = LINES[Settings().neo4j_version]
     server = ManagedNeo4j(home=tmp_path / "instance", cache_dir=Settings().cache_dir, bolt_port=free_port(),
-                          http_port=free_port(), heap="1g", pagecache="256m", quiet=True, line=line)
+                          http_port=free_port(), heap="1g", pagecache="256m", quiet=True, line=line,
+                          jvm_options=short_lived())
     assert not server.status().running
     try:
         status = server.start()
@@ -160,7 +172,8 @@ def test_two_processes_starting_it_at_once_share_one_server(tmp_path: Path) -> N
         "import sys; from pathlib import Path; from kbgraph.core.settings import Settings; "
         "from kbgraph.store.managed.server import ManagedNeo4j; "
         f"s = ManagedNeo4j(home=Path({str(tmp_path / 'instance')!r}), cache_dir=Settings().cache_dir, "
-        f"bolt_port={bolt}, http_port={http}, heap='1g', pagecache='256m', quiet=True, assets_port=0); "
+        f"bolt_port={bolt}, http_port={http}, heap='1g', pagecache='256m', quiet=True, assets_port=0, "
+        f"jvm_options={short_lived(DEFAULT_LINE.name)!r}); "
         "print(s.start().pid)"
     )
     starters = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
