@@ -13,6 +13,7 @@ from kbgraph.core.utility import decay_rate_per_day, impact_after_use
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import Experience, Step
 from tests.conftest import Neo4jTarget
+from tests.one_utc_day import on_one_utc_day
 
 CANCEL = Experience(
     problem="Cancel order {id} because it was ordered by mistake.", goal="Get done: cancel pending order",
@@ -198,9 +199,16 @@ def test_an_outcome_reported_with_its_task_steers_search_for_tasks_like_it(kb: K
 def test_the_explanation_shows_what_feedback_did_to_a_score(kb: KnowledgeBase) -> None:
     from kbgraph.search.explain import explain_results
 
-    kb.add_experiences([CANCEL, RETURN])
     task = "cancel my order, I ordered it by mistake"
-    assert "× utility" not in explain_results(kb.search(task, k=2))
+
+    def stored_and_read() -> str:
+        # Stored and searched on one UTC day: across midnight the new experiences are a day old,
+        # and their decayed utility rightly shows as a factor before any feedback.
+        kb.clear()
+        kb.add_experiences([CANCEL, RETURN])
+        return explain_results(kb.search(task, k=2))
+
+    assert "× utility" not in on_one_utc_day(stored_and_read)
     kb.record_feedback(used=[CANCEL.key], outcome=False, task=task)
     text = explain_results(kb.search(task, k=2))
     assert "× utility" in text and "1 outcome(s) on tasks like this one" in text
