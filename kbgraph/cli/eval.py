@@ -47,6 +47,9 @@ def eval_command(
     sets: Annotated[str | None, typer.Option("--sets", help="With --suite: only these sets (comma-separated)")] = None,
     ablations: Annotated[str | None, typer.Option(
         "--ablations", help="With --suite: only these ablation columns (comma-separated; 'none' for none)")] = None,
+    held_out: Annotated[bool, typer.Option(
+        "--held-out", help="With --suite: also answer each set whose queries exclude runs from the corpus without "
+                           "those runs (kbgraph and the baselines; one more namespace per set)")] = False,
     data: Annotated[Path, typer.Option("--data", help="With --suite: the shared data folder (eval/, trajectories/, "
                                        "real_runs/)")] = Path("../shared/data"),
     dev_sets: Annotated[Path | None, typer.Option(
@@ -61,7 +64,7 @@ def eval_command(
     from kbgraph.search.eval.evaluate import eval_namespace, run_eval
 
     if suite:
-        _run_suite(sets, ablations, data, dev_sets, k, _parse_assignments(setting, "--set"), as_json)
+        _run_suite(sets, ablations, data, dev_sets, k, _parse_assignments(setting, "--set"), as_json, held_out)
         return
     if phase not in ("student", "teacher"):
         raise InvalidInputError([f"--phase {phase!r}: must be student or teacher"])
@@ -114,7 +117,7 @@ def _names(raw: str | None) -> list[str] | None:
 
 
 def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Path | None, k: int,
-               weights: dict[str, Any], as_json: bool) -> None:
+               weights: dict[str, Any], as_json: bool, held_out: bool = False) -> None:
     from kbgraph.search.eval.suite import ABLATIONS, BASELINES, discover_sets, run_suite
 
     chosen = _names(ablations)
@@ -137,17 +140,25 @@ def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Pa
             finally:
                 other.close()
 
-        report = run_suite(open_kb, kb.embedder, found, k=k, weights=weights, ablations=columns, on_progress=on_progress)
+        report = run_suite(open_kb, kb.embedder, found, k=k, weights=weights, ablations=columns, on_progress=on_progress,
+                           held_out=held_out, cache_dir=Settings().cache_dir)
     if as_json:
         sys.stdout.write(json_safe(report.model_dump_json(indent=2)) + "\n")
         return
-    table = Table("set", "queries", "kbgraph", *BASELINES, "margin", *columns)
+    held = ["held out (best baseline, margin)"] if held_out else []
+    table = Table("set", "queries", "kbgraph", *BASELINES, "margin", "own text hidden", *held, *columns)
     for row in report.rows:
         table.add_row(row.set, str(row.queries), f"{row.kbgraph:.3f}", *(
             f"[bold]{row.baselines[b]:.3f}[/bold]" if b == row.best_baseline else f"{row.baselines[b]:.3f}" for b in BASELINES),
-            f"{row.margin:+.3f}", *(f"{row.ablations[a]:.3f} ({row.ablations[a] - row.kbgraph:+.3f})" for a in columns))
+            f"{row.margin:+.3f}", f"{row.own_text_hidden:.3f} ({row.own_text_margin:+.3f}, {row.own_text_queries} q)",
+            *([(f"{row.held_out.kbgraph:.3f} ({row.held_out.baselines[row.held_out.best_baseline]:.3f}, "
+                f"{row.held_out.margin:+.3f}, {row.held_out.queries} q)") if row.held_out else "-"] if held_out else []),
+            *(f"{row.ablations[a]:.3f} ({row.ablations[a] - row.kbgraph:+.3f})" for a in columns))
     out.print(f"development suite, nDCG@{k}; margin = kbgraph − the best baseline (bold); ablation columns: kbgraph "
-              f"with that mechanism off (change from kbgraph)")
+              f"with that mechanism off (change from kbgraph); own text hidden: kbgraph when a merged experience that "
+              f"shows the text of a query's own excluded run is left out too (its margin, the queries it touched)"
+              + ("; held out: the set from the corpus without its queries' excluded runs, kbgraph (the best "
+                 "baseline there, margin)" if held_out else ""))
     out.print(table)
     out.print(f"worst set: {report.worst_set} (margin {report.worst_margin:+.4f})")
 

@@ -43,13 +43,15 @@ from kbgraph.search.eval.baselines import (
 )
 from kbgraph.search.eval.data import EvalQuery, load_qrels, load_queries, qrels_by_query
 from kbgraph.search.eval.evaluate import eval_namespace, search_rankings
+from kbgraph.search.eval.held_out import without_runs
 from kbgraph.search.eval.metrics import evaluate
+from kbgraph.search.eval.shown_text import merged_experiences, own_text_of, run_problems, shown_runs
 from kbgraph.search.eval.transient import transient_corpus
 from kbgraph.search.params import SearchWeights
 from kbgraph.search.student import StudentRetriever
 from kbgraph.store.gateway import Neo4jGateway
 
-__all__ = ["ABLATIONS", "BASELINES", "SetRow", "SuiteReport", "SuiteSet", "corpus_files", "discover_sets", "run_suite"]
+__all__ = ["ABLATIONS", "BASELINES", "HeldOutRow", "SetRow", "SuiteReport", "SuiteSet", "corpus_files", "discover_sets", "run_suite"]
 
 #: The ablation columns: kbgraph with these weights changed (on top of any --set of the run).
 ABLATIONS: dict[str, dict[str, Any]] = {
@@ -61,6 +63,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "outcomes_off": {"success_floor": 1.0, "support_weight": 0.0, "handoff_credit": 1.0, "outcome_weight": 0.0},
 }
 BASELINES = ("tfidf", "minilm_cosine", "agent_kb_hybrid", "success_cosine")
+#: The column of kbgraph kept from each query's own text (see SetRow.own_text_hidden).
+OWN_TEXT_HIDDEN = "own_text_hidden"
 #: The shared sets: name → corpus folder under the shared data root.
 SHARED_SETS = {"retail": "trajectories", "webarena": "trajectories", "real_same": "real_runs", "real_other": "real_runs"}
 #: The project's sets that are not over the gold trajectories: name → corpus folder. ``alternative``
@@ -98,6 +102,19 @@ class SuiteSet:
     hold_out_domain: bool = False
 
 
+class HeldOutRow(BaseModel):
+    """A set answered from the corpus less its queries' excluded runs."""
+
+    kbgraph: float
+    baselines: dict[str, float]
+    best_baseline: str
+    margin: float
+    namespace: str
+    runs_left_out: int
+    #: Queries with a relevant run left in the corpus (the others cannot be judged).
+    queries: int
+
+
 class SetRow(BaseModel):
     set: str
     queries: int
@@ -106,6 +123,15 @@ class SetRow(BaseModel):
     best_baseline: str
     margin: float
     ablations: dict[str, float] = Field(default_factory=dict)
+    #: kbgraph with the experiences that show a query's excluded source's own text left out too
+    #: (kbgraph.search.eval.shown_text), and its margin over the same best baseline; how many
+    #: queries had such an experience. Equal to kbgraph where none had.
+    own_text_hidden: float
+    own_text_margin: float
+    own_text_queries: int = 0
+    #: With ``held_out``: the set answered from the corpus without its queries' excluded runs
+    #: (kbgraph.search.eval.held_out), kbgraph and every baseline over that corpus.
+    held_out: HeldOutRow | None = None
     seconds: float
     namespaces: list[str]
 
@@ -212,8 +238,12 @@ def run_suite(
     weights: Mapping[str, Any] | None = None,
     ablations: Mapping[str, Mapping[str, Any]] = ABLATIONS,
     on_progress: Progress | None = None,
+    held_out: bool = False,
+    cache_dir: Path | None = None,
 ) -> SuiteReport:
-    """nDCG@k of kbgraph, of each baseline and of kbgraph under each ablation, for every set."""
+    """nDCG@k of kbgraph, of each baseline and of kbgraph under each ablation, for every set; with
+    ``held_out``, each set whose queries exclude runs also from the corpus without those runs
+    (made under ``cache_dir``)."""
     base = dict(weights or {})
     configs: dict[str, dict[str, Any]] = {"kbgraph": base}
     for name, change in ablations.items():
@@ -230,8 +260,9 @@ def run_suite(
         started = time.perf_counter()
         queries = load_queries(suite_set.queries)
         qrels = qrels_by_query(load_qrels(suite_set.qrels))
-        rankings: dict[str, dict[str, list[str]]] = {name: {} for name in [*configs, *BASELINES]}
+        rankings: dict[str, dict[str, list[str]]] = {name: {} for name in [*configs, *BASELINES, OWN_TEXT_HIDDEN]}
         namespaces: list[str] = []
+        own_text_queries = 0
         for domain, group in _groups(suite_set, queries):
             files = corpus_files(suite_set.corpus, domain)
             namespace = eval_namespace(suite_set.corpus, domain)
@@ -244,8 +275,19 @@ def run_suite(
                     rankings[name].update(search_rankings(
                         kb.student, kb.gateway, group, k, config or None,
                         on_progress=_stage(on_progress, f"{suite_set.name}: {name}")))
+                shown = _shown(kb.gateway, namespace, files, group)
+                hiding = [q for q in group if own_text_of(q.exclude, shown)]
+                own_text_queries += len(hiding)
+                rankings[OWN_TEXT_HIDDEN].update(rankings["kbgraph"])
+                if hiding:
+                    rankings[OWN_TEXT_HIDDEN].update(search_rankings(
+                        kb.student, kb.gateway, hiding, k, base or None, shown=shown,
+                        on_progress=_stage(on_progress, f"{suite_set.name}: {OWN_TEXT_HIDDEN}")))
             for name, baseline in baselines.of(files).items():
                 rankings[name].update(rank_queries(baseline, group, k))
+        held = (_held_out(open_kb, baselines, suite_set, queries, qrels, k, base, ingested, on_progress,
+                          cache_dir if cache_dir is not None else default_cache_dir())
+                if held_out and not suite_set.hold_out_domain else None)
         evaluated = {name: evaluate(ranking, qrels, k) for name, ranking in rankings.items()}
         scores = {name: round(result["ndcg"], 4) for name, result in evaluated.items()}
         best = max(BASELINES, key=lambda name: scores[name])
@@ -253,12 +295,54 @@ def run_suite(
             set=suite_set.name, queries=evaluated["kbgraph"]["evaluated"], kbgraph=scores["kbgraph"],
             baselines={name: scores[name] for name in BASELINES}, best_baseline=best,
             margin=round(scores["kbgraph"] - scores[best], 4),
-            ablations={name: scores[name] for name in ablations}, seconds=round(time.perf_counter() - started, 1),
+            ablations={name: scores[name] for name in ablations},
+            own_text_hidden=scores[OWN_TEXT_HIDDEN], own_text_margin=round(scores[OWN_TEXT_HIDDEN] - scores[best], 4),
+            own_text_queries=own_text_queries, held_out=held, seconds=round(time.perf_counter() - started, 1),
             namespaces=namespaces,
         ))
     worst = min(rows, key=lambda row: row.margin)
     return SuiteReport(k=k, weights=base, ablations={n: dict(a) for n, a in ablations.items()}, rows=rows,
                        worst_set=worst.set, worst_margin=worst.margin)
+
+
+def _held_out(
+    open_kb: OpenKb, baselines: _Baselines, suite_set: SuiteSet, queries: Sequence[EvalQuery],
+    qrels: Mapping[str, Mapping[str, float]], k: int, weights: Mapping[str, Any], ingested: set[str],
+    on_progress: Progress | None, cache_dir: Path,
+) -> HeldOutRow | None:
+    """The set from its corpus less every run its queries exclude (None when they exclude none)."""
+    runs = sorted({run for q in queries for run in q.exclude})
+    if not runs:
+        return None
+    corpus = without_runs(suite_set.corpus, runs, cache_dir)
+    files = corpus_files(corpus)
+    namespace = eval_namespace(corpus)
+    with open_kb(namespace) as kb:
+        if namespace not in ingested:
+            kb.ingest(files, on_progress=_stage(on_progress, f"{suite_set.name}: held-out ingest"))
+            ingested.add(namespace)
+        rankings = {"kbgraph": search_rankings(kb.student, kb.gateway, queries, k, dict(weights) or None,
+                                               on_progress=_stage(on_progress, f"{suite_set.name}: held out"))}
+    for name, baseline in baselines.of(files).items():
+        rankings[name] = rank_queries(baseline, queries, k)
+    # Runs left out can be found by no system: they are not judged (a query whose relevant runs
+    # were all left out is not evaluated).
+    present = {document.id for document in load_documents_from(files)}
+    judged = {qid: {doc: rel for doc, rel in relevance.items() if doc in present} for qid, relevance in qrels.items()}
+    scores = {name: round(evaluate(ranking, judged, k)["ndcg"], 4) for name, ranking in rankings.items()}
+    best = max(BASELINES, key=lambda name: scores[name])
+    return HeldOutRow(kbgraph=scores["kbgraph"], baselines={name: scores[name] for name in BASELINES},
+                      best_baseline=best, margin=round(scores["kbgraph"] - scores[best], 4), namespace=namespace,
+                      runs_left_out=len(runs), queries=evaluate(rankings["kbgraph"], judged, k)["evaluated"])
+
+
+def _shown(gateway: Neo4jGateway, namespace: str, files: Sequence[Path],
+           queries: Sequence[EvalQuery]) -> dict[str, frozenset[str]]:
+    """Whose text each merged experience of the namespace shows; nothing to find (no read) when no
+    query excludes a run."""
+    if not any(q.exclude for q in queries):
+        return {}
+    return shown_runs(merged_experiences(gateway, namespace), run_problems(files))
 
 
 def _stage(on_progress: Progress | None, label: str) -> Callable[[str, int, int | None], None] | None:

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from kbgraph.search.eval.derived import derived_corpus
 
 __all__ = ["TRANSIENT_ERROR", "transient_corpus", "with_transient_error"]
 
@@ -55,29 +54,5 @@ def with_transient_error(record: dict[str, Any]) -> dict[str, Any]:
 def transient_corpus(source: Path, cache_dir: Path) -> Path:
     """The folder holding ``source``'s ``*.jsonl`` files with :func:`with_transient_error` applied to
     every record, made under ``cache_dir`` if it is not there yet (named by the files' content)."""
-    files = sorted(source.glob("*.jsonl"))
-    content = hashlib.sha256(f"v{VERSION}".encode())
-    for path in files:
-        content.update(path.name.encode())
-        content.update(path.read_bytes())
-    target = cache_dir / "dev-corpora" / f"{source.resolve().name}-transient-{content.hexdigest()[:12]}"
-    if target.is_dir():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Written beside, then renamed: a run stopped half-way leaves no half corpus under the name.
-    building = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        for path in files:
-            with path.open(encoding="utf-8") as lines, (building / path.name).open("w", encoding="utf-8") as out:
-                for line in lines:
-                    if line.strip():
-                        out.write(json.dumps(with_transient_error(json.loads(line)), ensure_ascii=False) + "\n")
-        os.replace(building, target)
-    except OSError:
-        shutil.rmtree(building, ignore_errors=True)
-        if not target.is_dir():  # (else another run made it first)
-            raise
-    except BaseException:
-        shutil.rmtree(building, ignore_errors=True)
-        raise
-    return target
+    return derived_corpus(source, "transient", f"v{VERSION}", cache_dir,
+                          lambda line: json.dumps(with_transient_error(json.loads(line)), ensure_ascii=False))

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import neo4j
 import pytest
@@ -45,6 +46,22 @@ def corpus(tmp_path: Path) -> Path:
     for domain in ("hotel", "airline", "retail"):
         _write(folder / f"{domain}.jsonl", _sample_runs(domain))
     return folder
+
+
+@pytest.fixture
+def suite_kbs(driver: neo4j.Driver, embedder: Embedder, neo4j_target: Neo4jTarget) -> Iterator[Callable[[str], Any]]:
+    """The suite's way of opening a namespace, on the test's server; every namespace it opened is
+    cleared afterwards."""
+    opened: list[str] = []
+
+    @contextmanager
+    def open_kb(name: str) -> Iterator[KnowledgeBase]:
+        opened.append(name)
+        yield KnowledgeBase(driver, embedder, namespace=name, database=neo4j_target.database)
+
+    yield open_kb
+    for name in set(opened):
+        KnowledgeBase(driver, embedder, namespace=name, database=neo4j_target.database, ensure_schema=False).clear()
 
 
 def test_every_ablation_names_real_weights() -> None:
@@ -90,6 +107,7 @@ def test_holding_out_a_domain_drops_its_files_and_names_a_namespace_of_its_own(c
 @pytest.mark.neo4j
 def test_one_table_of_every_set_baseline_and_ablation_and_held_out_domains_stay_unseen(
     corpus: Path, tmp_path: Path, driver: neo4j.Driver, embedder: Embedder, neo4j_target: Neo4jTarget,
+    suite_kbs: Callable[[str], Any],
 ) -> None:
     hotel = [str(row["id"]) for row in _sample_runs("hotel")]
     airline = [str(row["id"]) for row in _sample_runs("airline")]
@@ -103,28 +121,49 @@ def test_one_table_of_every_set_baseline_and_ablation_and_held_out_domains_stay_
     plain = SuiteSet("plain", _write(tmp_path / "plain_queries.jsonl", queries[1:]),
                      _write(tmp_path / "plain_qrels.jsonl", [{"qid": "a1", "doc_id": a, "rel": 1} for a in airline]),
                      corpus)
-    opened: list[str] = []
+    report = run_suite(suite_kbs, embedder, [held_out, plain], on_progress=lambda *_: None)
+    assert [row.set for row in report.rows] == ["lodo_test", "plain"]
+    for row in report.rows:
+        assert set(row.baselines) == set(BASELINES) and set(row.ablations) == set(ABLATIONS)
+        assert row.margin == pytest.approx(row.kbgraph - max(row.baselines.values()), abs=1e-4)
+        # No query excludes a run here, so no experience shows a query's own text.
+        assert row.own_text_hidden == row.kbgraph and row.own_text_queries == 0
+    lodo, whole = report.rows
+    assert lodo.kbgraph == 0 and all(v == 0 for v in [*lodo.baselines.values(), *lodo.ablations.values()])
+    assert whole.kbgraph > 0, "the plain set is answered from the whole corpus"
+    assert lodo.namespaces == [eval_namespace(corpus, "hotel")] and whole.namespaces == [eval_namespace(corpus)]
+    records, _, _ = driver.execute_query("MATCH (e:Experience {kb: $kb}) RETURN DISTINCT e.domain AS domain",
+                                         kb=lodo.namespaces[0], database_=neo4j_target.database)
+    domains = {r["domain"] for r in records}
+    assert domains and "hotel" not in domains
+    assert report.worst_set in {"lodo_test", "plain"}
 
-    @contextmanager
-    def open_kb(name: str) -> Iterator[KnowledgeBase]:
-        opened.append(name)
-        yield KnowledgeBase(driver, embedder, namespace=name, database=neo4j_target.database)
 
-    try:
-        report = run_suite(open_kb, embedder, [held_out, plain], on_progress=lambda *_: None)
-        assert [row.set for row in report.rows] == ["lodo_test", "plain"]
-        for row in report.rows:
-            assert set(row.baselines) == set(BASELINES) and set(row.ablations) == set(ABLATIONS)
-            assert row.margin == pytest.approx(row.kbgraph - max(row.baselines.values()), abs=1e-4)
-        lodo, whole = report.rows
-        assert lodo.kbgraph == 0 and all(v == 0 for v in [*lodo.baselines.values(), *lodo.ablations.values()])
-        assert whole.kbgraph > 0, "the plain set is answered from the whole corpus"
-        assert lodo.namespaces == [eval_namespace(corpus, "hotel")] and whole.namespaces == [eval_namespace(corpus)]
-        records, _, _ = driver.execute_query("MATCH (e:Experience {kb: $kb}) RETURN DISTINCT e.domain AS domain",
-                                             kb=lodo.namespaces[0], database_=neo4j_target.database)
-        domains = {r["domain"] for r in records}
-        assert domains and "hotel" not in domains
-        assert report.worst_set in {"lodo_test", "plain"}
-    finally:
-        for name in set(opened):
-            KnowledgeBase(driver, embedder, namespace=name, database=neo4j_target.database, ensure_schema=False).clear()
+@pytest.mark.neo4j
+def test_held_out_a_set_is_answered_from_a_namespace_that_never_held_its_queries_sources(
+    corpus: Path, tmp_path: Path, driver: neo4j.Driver, embedder: Embedder, neo4j_target: Neo4jTarget,
+    suite_kbs: Callable[[str], Any],
+) -> None:
+    airline = [str(row["id"]) for row in _sample_runs("airline")]
+    source, others = airline[0], airline[1:]
+    leave_one_out = SuiteSet(
+        "loo", _write(tmp_path / "loo_queries.jsonl", [{"qid": "a1", "query": "Cancel my flight reservation and refund me",
+                                                          "domain": "airline", "exclude": [source]}]),
+        _write(tmp_path / "loo_qrels.jsonl", [{"qid": "a1", "doc_id": a, "rel": 1} for a in others]), corpus)
+    plain = SuiteSet("plain", _write(tmp_path / "plain_queries.jsonl", [{"qid": "p1", "query": "Book a hotel room",
+                                                                          "domain": "hotel"}]),
+                     _write(tmp_path / "plain_qrels.jsonl", [{"qid": "p1", "doc_id": "none", "rel": 1}]), corpus)
+    report = run_suite(suite_kbs, embedder, [leave_one_out, plain], ablations={}, on_progress=lambda *_: None,
+                       held_out=True, cache_dir=tmp_path / "cache")
+    loo, whole = report.rows
+    assert whole.held_out is None, "a set that excludes nothing has nothing to hold out"
+    held = loo.held_out
+    assert held is not None and held.runs_left_out == 1 and held.namespace not in loo.namespaces
+    assert set(held.baselines) == set(BASELINES)
+    assert held.margin == pytest.approx(held.kbgraph - max(held.baselines.values()), abs=1e-4)
+    records, _, _ = driver.execute_query(
+        "MATCH (e:Experience {kb: $kb}) UNWIND coalesce(e.source_ids, []) AS run RETURN collect(DISTINCT run) AS runs",
+        kb=held.namespace, database_=neo4j_target.database)
+    runs = set(records[0]["runs"])
+    assert runs and source not in runs and set(others) <= runs
+
