@@ -33,6 +33,7 @@ from kbgraph.core.jsonl import read_jsonl
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.settings import default_cache_dir
 from kbgraph.search.eval.baselines import (
+    Document,
     HybridBaseline,
     MiniLMBaseline,
     SuccessfulRunsBaseline,
@@ -219,11 +220,19 @@ class _Baselines:
     def __init__(self, embedder: TextEmbedder):
         self.embedder = embedder
         self._built: dict[tuple[Path, ...], dict[str, Any]] = {}
+        self._documents: dict[tuple[Path, ...], list[Document]] = {}
+
+    def documents(self, files: Sequence[Path]) -> list[Document]:
+        """The documents of these files (read once per run)."""
+        key = tuple(files)
+        if key not in self._documents:
+            self._documents[key] = load_documents_from(files)
+        return self._documents[key]
 
     def of(self, files: Sequence[Path]) -> dict[str, Any]:
         key = tuple(files)
         if key not in self._built:
-            documents = load_documents_from(files)
+            documents = self.documents(files)
             tfidf, minilm = TfidfBaseline(documents), MiniLMBaseline(documents, self.embedder)
             self._built[key] = {"tfidf": tfidf, "minilm_cosine": minilm, "agent_kb_hybrid": HybridBaseline(tfidf, minilm),
                                 "success_cosine": SuccessfulRunsBaseline(minilm)}
@@ -255,6 +264,7 @@ def run_suite(
             raise InvalidInputError([f"weights of {name}: {error}"]) from None
     baselines = _Baselines(embedder)
     ingested: set[str] = set()
+    shown_in: dict[str, dict[str, frozenset[str]]] = {}  # namespace → whose text its merged experiences show
     rows: list[SetRow] = []
     for suite_set in sets:
         started = time.perf_counter()
@@ -275,7 +285,7 @@ def run_suite(
                     rankings[name].update(search_rankings(
                         kb.student, kb.gateway, group, k, config or None,
                         on_progress=_stage(on_progress, f"{suite_set.name}: {name}")))
-                shown = _shown(kb.gateway, namespace, files, group)
+                shown = _shown(kb.gateway, namespace, files, group, shown_in)
                 hiding = [q for q in group if own_text_of(q.exclude, shown)]
                 own_text_queries += len(hiding)
                 rankings[OWN_TEXT_HIDDEN].update(rankings["kbgraph"])
@@ -327,22 +337,26 @@ def _held_out(
         rankings[name] = rank_queries(baseline, queries, k)
     # Runs left out can be found by no system: they are not judged (a query whose relevant runs
     # were all left out is not evaluated).
-    present = {document.id for document in load_documents_from(files)}
+    present = {document.id for document in baselines.documents(files)}
     judged = {qid: {doc: rel for doc, rel in relevance.items() if doc in present} for qid, relevance in qrels.items()}
-    scores = {name: round(evaluate(ranking, judged, k)["ndcg"], 4) for name, ranking in rankings.items()}
+    evaluated = {name: evaluate(ranking, judged, k) for name, ranking in rankings.items()}
+    scores = {name: round(result["ndcg"], 4) for name, result in evaluated.items()}
     best = max(BASELINES, key=lambda name: scores[name])
     return HeldOutRow(kbgraph=scores["kbgraph"], baselines={name: scores[name] for name in BASELINES},
                       best_baseline=best, margin=round(scores["kbgraph"] - scores[best], 4), namespace=namespace,
-                      runs_left_out=len(runs), queries=evaluate(rankings["kbgraph"], judged, k)["evaluated"])
+                      runs_left_out=len(runs), queries=evaluated["kbgraph"]["evaluated"])
 
 
-def _shown(gateway: Neo4jGateway, namespace: str, files: Sequence[Path],
-           queries: Sequence[EvalQuery]) -> dict[str, frozenset[str]]:
-    """Whose text each merged experience of the namespace shows; nothing to find (no read) when no
+def _shown(gateway: Neo4jGateway, namespace: str, files: Sequence[Path], queries: Sequence[EvalQuery],
+           known: dict[str, dict[str, frozenset[str]]]) -> dict[str, frozenset[str]]:
+    """Whose text each merged experience of the namespace shows, found once per namespace of the run
+    (``known``: its contents do not change while the suite runs); nothing to find (no read) when no
     query excludes a run."""
     if not any(q.exclude for q in queries):
         return {}
-    return shown_runs(merged_experiences(gateway, namespace), run_problems(files))
+    if namespace not in known:
+        known[namespace] = shown_runs(merged_experiences(gateway, namespace), run_problems(files))
+    return known[namespace]
 
 
 def _stage(on_progress: Progress | None, label: str) -> Callable[[str, int, int | None], None] | None:
