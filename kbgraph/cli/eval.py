@@ -40,7 +40,9 @@ def eval_command(
                                   "(eval-<folder>-<hash>), so the KB holds exactly what the baselines index")] = None,
     k: Annotated[int, typer.Option("--k", help="Cut-off of nDCG and Recall")] = 10,
     setting: Annotated[list[str] | None, typer.Option("--set", help="Override a search weight: NAME=VALUE")] = None,
-    per_query: Annotated[bool, typer.Option("--per-query", help="Include each query's nDCG per system")] = False,
+    per_query: Annotated[bool, typer.Option("--per-query", help="Include each query's nDCG per system (with "
+                                             "--suite: in the JSON, and the table lists, per set, the queries where "
+                                             "kbgraph is below the best baseline)")] = False,
     suite: Annotated[bool, typer.Option(
         "--suite", help="Run every development set (the shared ones and the project's data/dev) in one table: "
                         "kbgraph, each baseline and each ablation column")] = False,
@@ -64,7 +66,8 @@ def eval_command(
     from kbgraph.search.eval.evaluate import eval_namespace, run_eval
 
     if suite:
-        _run_suite(sets, ablations, data, dev_sets, k, _parse_assignments(setting, "--set"), as_json, held_out)
+        _run_suite(sets, ablations, data, dev_sets, k, _parse_assignments(setting, "--set"), as_json, held_out,
+                   per_query)
         return
     if phase not in ("student", "teacher"):
         raise InvalidInputError([f"--phase {phase!r}: must be student or teacher"])
@@ -117,7 +120,7 @@ def _names(raw: str | None) -> list[str] | None:
 
 
 def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Path | None, k: int,
-               weights: dict[str, Any], as_json: bool, held_out: bool = False) -> None:
+               weights: dict[str, Any], as_json: bool, held_out: bool = False, per_query: bool = False) -> None:
     from kbgraph.search.eval.suite import ABLATIONS, BASELINES, discover_sets, run_suite
 
     chosen = _names(ablations)
@@ -141,7 +144,7 @@ def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Pa
                 other.close()
 
         report = run_suite(open_kb, kb.embedder, found, k=k, weights=weights, ablations=columns, on_progress=on_progress,
-                           held_out=held_out, cache_dir=Settings().cache_dir)
+                           held_out=held_out, cache_dir=Settings().cache_dir, per_query=per_query)
     if as_json:
         sys.stdout.write(json_safe(report.model_dump_json(indent=2)) + "\n")
         return
@@ -161,6 +164,25 @@ def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Pa
                  "baseline there, margin)" if held_out else ""))
     out.print(table)
     out.print(f"worst set: {report.worst_set} (margin {report.worst_margin:+.4f})")
+    if per_query:
+        _print_queries_below(report)
+
+
+def _print_queries_below(report: Any) -> None:
+    """Per set, the queries where kbgraph is below that set's best baseline (--per-query without
+    --json; the JSON carries every query's figure by system)."""
+    for row in report.rows:
+        for title, best, by_query in [(row.set, row.best_baseline, row.per_query), *(
+                [(f"{row.set}, held out", row.held_out.best_baseline, row.held_out.per_query)] if row.held_out else [])]:
+            below = {qid: f for qid, f in by_query.items() if f["kbgraph"] < f[best]}
+            if not below:
+                out.print(f"{title}: kbgraph is below {best} on no query")
+                continue
+            table = Table("query", "kbgraph", best)
+            for qid, figures in sorted(below.items(), key=lambda item: item[1]["kbgraph"] - item[1][best]):
+                table.add_row(qid, f"{figures['kbgraph']:.3f}", f"{figures[best]:.3f}")
+            out.print(f"{title}: kbgraph below {best} on {len(below)} of {len(by_query)} queries")
+            out.print(table)
 
 
 def _checkout_dev_sets() -> Path | None:

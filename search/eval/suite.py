@@ -114,6 +114,8 @@ class HeldOutRow(BaseModel):
     runs_left_out: int
     #: Queries with a relevant run left in the corpus (the others cannot be judged).
     queries: int
+    #: With ``per_query``: each judged query's nDCG@k, by system (kbgraph and every baseline).
+    per_query: dict[str, dict[str, float]] = Field(default_factory=dict)
 
 
 class SetRow(BaseModel):
@@ -135,6 +137,9 @@ class SetRow(BaseModel):
     held_out: HeldOutRow | None = None
     seconds: float
     namespaces: list[str]
+    #: With ``per_query``: each query's nDCG@k, by system (kbgraph, every baseline, every ablation
+    #: column and own_text_hidden): where a set's figure comes from, query by query.
+    per_query: dict[str, dict[str, float]] = Field(default_factory=dict)
 
 
 class SuiteReport(BaseModel):
@@ -249,10 +254,11 @@ def run_suite(
     on_progress: Progress | None = None,
     held_out: bool = False,
     cache_dir: Path | None = None,
+    per_query: bool = False,
 ) -> SuiteReport:
     """nDCG@k of kbgraph, of each baseline and of kbgraph under each ablation, for every set; with
     ``held_out``, each set whose queries exclude runs also from the corpus without those runs
-    (made under ``cache_dir``)."""
+    (made under ``cache_dir``); with ``per_query``, every figure query by query as well."""
     base = dict(weights or {})
     configs: dict[str, dict[str, Any]] = {"kbgraph": base}
     for name, change in ablations.items():
@@ -296,7 +302,7 @@ def run_suite(
             for name, baseline in baselines.of(files).items():
                 rankings[name].update(rank_queries(baseline, group, k))
         held = (_held_out(open_kb, baselines, suite_set, queries, qrels, k, base, ingested, on_progress,
-                          cache_dir if cache_dir is not None else default_cache_dir())
+                          cache_dir if cache_dir is not None else default_cache_dir(), per_query)
                 if held_out and not suite_set.hold_out_domain else None)
         evaluated = {name: evaluate(ranking, qrels, k) for name, ranking in rankings.items()}
         scores = {name: round(result["ndcg"], 4) for name, result in evaluated.items()}
@@ -308,7 +314,7 @@ def run_suite(
             ablations={name: scores[name] for name in ablations},
             own_text_hidden=scores[OWN_TEXT_HIDDEN], own_text_margin=round(scores[OWN_TEXT_HIDDEN] - scores[best], 4),
             own_text_queries=own_text_queries, held_out=held, seconds=round(time.perf_counter() - started, 1),
-            namespaces=namespaces,
+            namespaces=namespaces, per_query=_by_query(evaluated) if per_query else {},
         ))
     worst = min(rows, key=lambda row: row.margin)
     return SuiteReport(k=k, weights=base, ablations={n: dict(a) for n, a in ablations.items()}, rows=rows,
@@ -318,7 +324,7 @@ def run_suite(
 def _held_out(
     open_kb: OpenKb, baselines: _Baselines, suite_set: SuiteSet, queries: Sequence[EvalQuery],
     qrels: Mapping[str, Mapping[str, float]], k: int, weights: Mapping[str, Any], ingested: set[str],
-    on_progress: Progress | None, cache_dir: Path,
+    on_progress: Progress | None, cache_dir: Path, per_query: bool = False,
 ) -> HeldOutRow | None:
     """The set from its corpus less every run its queries exclude (None when they exclude none)."""
     runs = sorted({run for q in queries for run in q.exclude})
@@ -344,7 +350,17 @@ def _held_out(
     best = max(BASELINES, key=lambda name: scores[name])
     return HeldOutRow(kbgraph=scores["kbgraph"], baselines={name: scores[name] for name in BASELINES},
                       best_baseline=best, margin=round(scores["kbgraph"] - scores[best], 4), namespace=namespace,
-                      runs_left_out=len(runs), queries=evaluated["kbgraph"]["evaluated"])
+                      runs_left_out=len(runs), queries=evaluated["kbgraph"]["evaluated"],
+                      per_query=_by_query(evaluated) if per_query else {})
+
+
+def _by_query(evaluated: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """``{qid: {system: nDCG}}`` from each system's :func:`evaluate` result."""
+    out: dict[str, dict[str, float]] = {}
+    for name, result in evaluated.items():
+        for qid, metrics in result["per_query"].items():
+            out.setdefault(qid, {})[name] = round(metrics["ndcg"], 4)
+    return out
 
 
 def _shown(gateway: Neo4jGateway, namespace: str, files: Sequence[Path], queries: Sequence[EvalQuery],

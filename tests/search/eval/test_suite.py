@@ -128,6 +128,7 @@ def test_one_table_of_every_set_baseline_and_ablation_and_held_out_domains_stay_
         assert row.margin == pytest.approx(row.kbgraph - max(row.baselines.values()), abs=1e-4)
         # No query excludes a run here, so no experience shows a query's own text.
         assert row.own_text_hidden == row.kbgraph and row.own_text_queries == 0
+        assert row.per_query == {}, "figures query by query only when asked for"
     lodo, whole = report.rows
     assert lodo.kbgraph == 0 and all(v == 0 for v in [*lodo.baselines.values(), *lodo.ablations.values()])
     assert whole.kbgraph > 0, "the plain set is answered from the whole corpus"
@@ -154,13 +155,19 @@ def test_held_out_a_set_is_answered_from_a_namespace_that_never_held_its_queries
                                                                           "domain": "hotel"}]),
                      _write(tmp_path / "plain_qrels.jsonl", [{"qid": "p1", "doc_id": "none", "rel": 1}]), corpus)
     report = run_suite(suite_kbs, embedder, [leave_one_out, plain], ablations={}, on_progress=lambda *_: None,
-                       held_out=True, cache_dir=tmp_path / "cache")
+                       held_out=True, cache_dir=tmp_path / "cache", per_query=True)
     loo, whole = report.rows
+    # Asked for, every figure comes query by query too: one query here, so each equals the set's.
+    assert set(loo.per_query) == {"a1"}
+    assert set(loo.per_query["a1"]) == {"kbgraph", *BASELINES, "own_text_hidden"}
+    assert loo.per_query["a1"]["kbgraph"] == loo.kbgraph
+    assert all(loo.per_query["a1"][name] == loo.baselines[name] for name in BASELINES)
     assert whole.held_out is None, "a set that excludes nothing has nothing to hold out"
     held = loo.held_out
     assert held is not None and held.runs_left_out == 1 and held.namespace not in loo.namespaces
     assert set(held.baselines) == set(BASELINES)
     assert held.margin == pytest.approx(held.kbgraph - max(held.baselines.values()), abs=1e-4)
+    assert held.per_query == {"a1": {"kbgraph": held.kbgraph, **held.baselines}}
     records, _, _ = driver.execute_query(
         "MATCH (e:Experience {kb: $kb}) UNWIND coalesce(e.source_ids, []) AS run RETURN collect(DISTINCT run) AS runs",
         kb=held.namespace, database_=neo4j_target.database)
