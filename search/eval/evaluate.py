@@ -40,13 +40,13 @@ from kbgraph.search.eval.baselines import (
     rank_queries,
 )
 from kbgraph.search.eval.data import EvalQuery, load_queries, load_qrels, qrels_by_query
-from kbgraph.search.eval.metrics import evaluate
+from kbgraph.search.eval.metrics import Evaluation, evaluate
 from kbgraph.search.eval.shown_text import own_text_of
 from kbgraph.search.params import QueryStep, SearchQuery, SearchWeights
 from kbgraph.search.student import StudentRetriever
 
-__all__ = ["EvalReport", "SystemScores", "eval_namespace", "expand_to_trajectories", "hit_sources", "run_eval",
-           "search_rankings"]
+__all__ = ["EvalReport", "SystemScores", "eval_namespace", "expand_to_trajectories", "hit_sources", "ndcg_by_query",
+           "run_eval", "search_rankings"]
 
 
 def eval_namespace(corpus: Path, without_domain: str | None = None) -> str:
@@ -172,11 +172,10 @@ def run_eval(
     queries = load_queries(queries_path)
     qrels = qrels_by_query(load_qrels(qrels_path))
     systems: list[SystemScores] = []
-    rankings: dict[str, dict[str, list[str]]] = {}
+    evaluated: dict[str, Evaluation] = {}
 
     def score(name: str, ranking: dict[str, list[str]], seconds: float) -> None:
-        result = evaluate(ranking, qrels, k)
-        rankings[name] = ranking
+        result = evaluated[name] = evaluate(ranking, qrels, k)
         systems.append(SystemScores(system=name, ndcg=round(result["ndcg"], 4), recall=round(result["recall"], 4),
                                     mrr=round(result["mrr"], 4), evaluated=result["evaluated"], seconds=round(seconds, 2)))
 
@@ -205,7 +204,14 @@ def run_eval(
         best_baseline=best.system, kbgraph_minus_best_baseline=round(ours.ndcg - best.ndcg, 4),
     )
     if per_query:
-        for name, ranking in rankings.items():
-            for qid, metrics in evaluate(ranking, qrels, k)["per_query"].items():
-                report.per_query.setdefault(qid, {})[name] = round(metrics["ndcg"], 4)
+        report.per_query = ndcg_by_query(evaluated)
     return report
+
+
+def ndcg_by_query(evaluated: Mapping[str, Evaluation]) -> dict[str, dict[str, float]]:
+    """``{qid: {system: nDCG}}`` from each system's :func:`evaluate` result, by system name."""
+    out: dict[str, dict[str, float]] = {}
+    for name, result in evaluated.items():
+        for qid, metrics in result["per_query"].items():
+            out.setdefault(qid, {})[name] = round(metrics["ndcg"], 4)
+    return out

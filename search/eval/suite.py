@@ -43,7 +43,7 @@ from kbgraph.search.eval.baselines import (
     rank_queries,
 )
 from kbgraph.search.eval.data import EvalQuery, load_qrels, load_queries, qrels_by_query
-from kbgraph.search.eval.evaluate import eval_namespace, search_rankings
+from kbgraph.search.eval.evaluate import eval_namespace, ndcg_by_query, search_rankings
 from kbgraph.search.eval.held_out import without_runs
 from kbgraph.search.eval.metrics import evaluate
 from kbgraph.search.eval.shown_text import merged_experiences, own_text_of, run_problems, shown_runs
@@ -314,7 +314,7 @@ def run_suite(
             ablations={name: scores[name] for name in ablations},
             own_text_hidden=scores[OWN_TEXT_HIDDEN], own_text_margin=round(scores[OWN_TEXT_HIDDEN] - scores[best], 4),
             own_text_queries=own_text_queries, held_out=held, seconds=round(time.perf_counter() - started, 1),
-            namespaces=namespaces, per_query=_by_query(evaluated) if per_query else {},
+            namespaces=namespaces, per_query=ndcg_by_query(evaluated) if per_query else {},
         ))
     worst = min(rows, key=lambda row: row.margin)
     return SuiteReport(k=k, weights=base, ablations={n: dict(a) for n, a in ablations.items()}, rows=rows,
@@ -351,16 +351,7 @@ def _held_out(
     return HeldOutRow(kbgraph=scores["kbgraph"], baselines={name: scores[name] for name in BASELINES},
                       best_baseline=best, margin=round(scores["kbgraph"] - scores[best], 4), namespace=namespace,
                       runs_left_out=len(runs), queries=evaluated["kbgraph"]["evaluated"],
-                      per_query=_by_query(evaluated) if per_query else {})
-
-
-def _by_query(evaluated: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
-    """``{qid: {system: nDCG}}`` from each system's :func:`evaluate` result."""
-    out: dict[str, dict[str, float]] = {}
-    for name, result in evaluated.items():
-        for qid, metrics in result["per_query"].items():
-            out.setdefault(qid, {})[name] = round(metrics["ndcg"], 4)
-    return out
+                      per_query=ndcg_by_query(evaluated) if per_query else {})
 
 
 def _shown(gateway: Neo4jGateway, namespace: str, files: Sequence[Path], queries: Sequence[EvalQuery],
