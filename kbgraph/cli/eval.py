@@ -62,12 +62,19 @@ def eval_command(
     split: Annotated[str | None, typer.Option(
         "--split", help="teacher: the runs of the tasks at even (or odd) positions are the memory, the errored "
                         "steps of the others the queries; default: leave one run out")] = None,
+    compare: Annotated[tuple[Path, Path] | None, typer.Option(
+        "--compare", help="Compare two saved suite reports (BEFORE AFTER, each from eval --suite --per-query --json): "
+                          "per set kbgraph's leak-free change with its paired-bootstrap 95% interval, pooled, and "
+                          "whether the change may become a default")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """nDCG@k, Recall@k and MRR of kbgraph next to TF-IDF, MiniLM cosine, the Agent KB hybrid and MiniLM over the
     successful runs only; with --phase teacher, the failure matches and recoveries next to TF-IDF and the oracle."""
     from kbgraph.search.eval.evaluate import eval_namespace, run_eval
 
+    if compare is not None:
+        _compare(*compare, as_json=as_json)
+        return
     if suite:
         _run_suite(sets, ablations, data, dev_sets, k, _parse_assignments(setting, "--set"), as_json, held_out,
                    per_query)
@@ -169,6 +176,37 @@ def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Pa
     out.print(f"worst set: {report.worst_set} (margin {report.worst_margin:+.4f})")
     if per_query:
         _print_queries_below(report)
+
+
+def _compare(before: Path, after: Path, as_json: bool) -> None:
+    from kbgraph.search.eval.compare import compare_reports
+    from kbgraph.search.eval.suite import SuiteReport
+
+    reports = []
+    for path in (before, after):
+        try:
+            reports.append(SuiteReport.model_validate_json(path.read_bytes()))
+        except OSError as error:
+            raise InvalidInputError([f"--compare {path}: cannot read it ({error.strerror or error})"]) from None
+        except ValueError as error:
+            raise InvalidInputError([f"--compare {path}: not a suite report of eval --suite --json "
+                                     f"({str(error).splitlines()[0]})"]) from None
+    comparison = compare_reports(reports[0], reports[1])
+    if as_json:
+        sys.stdout.write(json_safe(comparison.model_dump_json(indent=2)) + "\n")
+        return
+    table = Table("set", "view", "queries", "before", "after", "mean change", "95% interval")
+    for change in comparison.sets:
+        table.add_row(change.set, change.view, str(change.change.queries), f"{change.before:.3f}", f"{change.after:.3f}",
+                      f"{change.change.mean:+.3f}", f"[{change.change.low:+.3f}, {change.change.high:+.3f}]")
+    pooled = comparison.verdict.pooled
+    out.print(f"kbgraph's leak-free nDCG per query, {before} → {after} (paired bootstrap over queries)")
+    out.print(table)
+    out.print(f"pooled over {pooled.queries} queries: {pooled.mean:+.4f} [{pooled.low:+.4f}, {pooled.high:+.4f}]; "
+              + ("may become a default" if comparison.verdict.adopt else "not a default: "
+                 + ("the pooled interval reaches 0" if pooled.low <= 0 else "")
+                 + ("; " if pooled.low <= 0 and comparison.verdict.harmed else "")
+                 + (f"wholly below -0.02 on {', '.join(comparison.verdict.harmed)}" if comparison.verdict.harmed else "")))
 
 
 def _print_queries_below(report: SuiteReport) -> None:

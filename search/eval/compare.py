@@ -1,0 +1,91 @@
+"""Two suite reports side by side, judged by statistics: per set the mean per-query change of kbgraph
+with its paired-bootstrap 95 % interval, pooled over every set's leak-free queries, and the
+adoption rule (:func:`kbgraph.search.eval.bootstrap.verdict`).
+
+Each set is judged on its **leak-free** views, the figures that count: the column with each query's
+own source text hidden (``own_text_hidden``, equal to kbgraph's for a set whose queries exclude
+nothing), and the set answered from the corpus without its queries' excluded runs (the ``held_out``
+row of ``eval --suite --held-out``) when it has one that judges any query (a set whose excluded runs
+are all its relevant ones, as WebArena's leave-one-out, has none). The pooled change counts each
+set once, in its held-out view where it has one; a set vetoes a default when either view's
+interval lies wholly below the margin. Both reports need ``--per-query``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel
+
+from kbgraph.core.errors import InvalidInputError
+from kbgraph.search.eval.bootstrap import Interval, Verdict, paired_bootstrap, verdict
+from kbgraph.search.eval.suite import OWN_TEXT_HIDDEN, SetRow, SuiteReport
+
+__all__ = ["HELD_OUT_VIEW", "OWN_TEXT_VIEW", "SetChange", "SuiteComparison", "compare_reports", "leak_free_per_query"]
+
+#: The two leak-free views of a set.
+HELD_OUT_VIEW = "held out"
+OWN_TEXT_VIEW = "own text hidden"
+
+
+class SetChange(BaseModel):
+    """One set's leak-free figure before and after, and the per-query change's interval."""
+
+    set: str
+    view: str
+    before: float
+    after: float
+    change: Interval
+
+
+class SuiteComparison(BaseModel):
+    sets: list[SetChange]
+    verdict: Verdict
+
+
+def leak_free_per_query(row: SetRow) -> dict[str, dict[str, float]]:
+    """The set's leak-free nDCG by query (kbgraph), by view: ``own text hidden`` always, and ``held
+    out`` when the set has a held-out corpus that judges any query. A row without per-query figures
+    is an error."""
+    if not row.per_query:
+        raise InvalidInputError([f"set {row.set}: the report has no per-query figures (run the suite with --per-query)"])
+    views = {OWN_TEXT_VIEW: {qid: figures.get(OWN_TEXT_HIDDEN, figures["kbgraph"]) for qid, figures in row.per_query.items()}}
+    if row.held_out is not None and row.held_out.queries > 0:
+        if not row.held_out.per_query:
+            raise InvalidInputError([f"set {row.set}: the report has no per-query figures (run the suite with --per-query)"])
+        views[HELD_OUT_VIEW] = {qid: figures["kbgraph"] for qid, figures in row.held_out.per_query.items()}
+    return views
+
+
+def compare_reports(before: SuiteReport, after: SuiteReport, resamples: int = 10_000) -> SuiteComparison:
+    """kbgraph's leak-free change from ``before`` to ``after``, set by set (the sets both ran), view
+    by view, and pooled. The pooled change takes each set once, in its main view (held out where
+    there is one); a set is harmed when any of its views is. Queries judged in only one of the two
+    reports are left out."""
+    earlier: Mapping[str, SetRow] = {row.set: row for row in before.rows}
+    pooled: dict[str, list[float]] = {}
+    every_view: dict[str, list[float]] = {}
+    sets: list[SetChange] = []
+    for row in after.rows:
+        if row.set not in earlier:
+            continue
+        now_views, then_views = leak_free_per_query(row), leak_free_per_query(earlier[row.set])
+        if set(now_views) != set(then_views):
+            raise InvalidInputError([f"set {row.set}: one report has its held-out view and the other not "
+                                     "(run both with --held-out, or neither)"])
+        for view in sorted(now_views, key=lambda v: v != HELD_OUT_VIEW):  # held out first
+            now, then = now_views[view], then_views[view]
+            common = sorted(set(now) & set(then))
+            changes = [now[q] - then[q] for q in common]
+            pooled.setdefault(row.set, changes)
+            every_view[f"{row.set} ({view})"] = changes
+            sets.append(SetChange(
+                set=row.set, view=view, before=round(sum(then[q] for q in common) / max(1, len(common)), 4),
+                after=round(sum(now[q] for q in common) / max(1, len(common)), 4),
+                change=paired_bootstrap(changes, resamples)))
+    if not sets:
+        raise InvalidInputError(["the two reports have no set in common"])
+    judged = verdict(pooled, resamples)
+    harmed = verdict(every_view, resamples).harmed
+    return SuiteComparison(sets=sets, verdict=judged.model_copy(update={"harmed": harmed,
+                                                                        "adopt": judged.pooled.low > 0 and not harmed}))
