@@ -28,6 +28,9 @@ def explain_score(b: ScoreBreakdown, alpha: float | None = None, omega: float | 
     if b.structural is not None:
         coarse += f" ⊕ structural {_f(b.structural)}" + (f" (ω {omega:g})" if omega is not None else "")
     lines.append(coarse)
+    if b.intent is not None and b.asks is not None:
+        lines.append(f"  ⊕ intent {_f(b.intent)}: what its workflow changes against what the request asks")
+        lines += [f"    ask “{a.ask[:120]}” → {a.operation} ({a.similarity:.2f})" for a in b.asks]
     if b.fine is not None:
         lines.append(f"stage {_f(b.stage)} = λ {b.lam:.2f} · coarse + (1−λ) · fine {_f(b.fine)}")
     share = f" × share {_f(b.share)}" if abs(b.share - 1.0) >= 0.0005 else ""

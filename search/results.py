@@ -8,7 +8,18 @@ from pydantic import BaseModel, Field
 
 from kbgraph.core.models import Experience, RelationType
 
-__all__ = ["ConceptHit", "FailedAttempt", "PathHop", "ScoreBreakdown", "SearchHit", "SearchResults", "WorkflowRuns"]
+__all__ = ["AskMatch", "ConceptHit", "FailedAttempt", "PathHop", "ScoreBreakdown", "SearchHit", "SearchResults", "WorkflowRuns"]
+
+
+class AskMatch(BaseModel):
+    """One ask of a request without executed steps and the operation of the result's workflow that
+    answers it best (kbgraph.search.student.intent): "cancel my order" → ``cancel_pending_order``."""
+
+    ask: str
+    operation: str
+    #: Cosine of the ask with the operation's words (of the whole request with every operation's
+    #: words read together, for a request of one ask).
+    similarity: float
 
 
 class ScoreBreakdown(BaseModel):
@@ -22,6 +33,10 @@ class ScoreBreakdown(BaseModel):
     (``outcomes`` of them counted; see :func:`kbgraph.search.scoring.outcome_evidence`).
     A result reached over edges scores ``path`` = score(seed) · Π w(edge)·w(type) · δ^hops · trans;
     ``final`` is the larger of ``direct`` and ``path``.
+
+    For a request without executed steps, ``intent`` is how well the result's workflow does what the
+    request asks (:func:`kbgraph.search.scoring.intent_match`), mixed into ``coarse`` with weight
+    ``intent_weight``; ``asks`` says which operation answers each ask.
     """
 
     semantic: float = 0.0
@@ -44,6 +59,8 @@ class ScoreBreakdown(BaseModel):
     utility_factor: float = 1.0
     context: float = 1.0
     outcomes: int = 0
+    intent: float | None = None
+    asks: list[AskMatch] | None = None
     direct: float = 0.0
     #: An abstract experience's score from its best instance that worked (``workflow_score``).
     workflow: float | None = None

@@ -132,3 +132,20 @@ def operation_shape(actions: Sequence[str]) -> tuple[str, ...]:
     """The verb shape of the state-changing steps only: lookups are how an agent gathers what it
     needs, which differs between tools and domains; the operations are what carries over."""
     return verb_shape([a for a in actions if changes_state(a)])
+
+
+#: The intent text of a workflow that changes nothing: it answers from look-ups alone.
+NO_CHANGE_TEXT = "answer the question from look-ups, change nothing"
+
+
+def operation_words(action: str) -> str:
+    """An operation's name as words: ``exchange_delivered_order_items`` → "exchange delivered order items"."""
+    return " ".join(word for word in _words(action) if word)
+
+
+def intent_text(operations_made: Sequence[str]) -> str:
+    """What a workflow changes, in words and in order: its operations (:func:`operations`, repeats
+    kept: cancelling two orders is not cancelling one) read as words, "cancel pending order, then
+    return delivered order items". It is what a request in the customer's own words is matched with
+    (kbgraph.search.student.intent); a workflow of look-ups alone reads :data:`NO_CHANGE_TEXT`."""
+    return ", then ".join(operation_words(op) for op in operations_made) or NO_CHANGE_TEXT

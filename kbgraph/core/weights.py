@@ -57,6 +57,21 @@ class SearchWeights(StrictModel):
         "cover: ω = max(task_structure_weight, intent_structure_weight·(1 − coverage)). A request in words the memory "
         "does not use (\"swap an item that arrived for another colour\") says what kind of change it wants, which is "
         "what a workflow's shape is; one whose words the memory holds (ids, products, places) is matched by its text.")
+    intent_weight: Unit = Field(
+        default=0.9, description="ι: for a request without executed steps, share of the intent match in S_coarse ← "
+        "(1−ι)·S_coarse + ι·intent, intent = how well what a workflow changes (its state-changing operations in words) "
+        "matches what the request asks, ask by ask (kbgraph.search.scoring.intent_match). 0 turns the intent channel off.")
+    intent_scale: Literal["fixed", "novelty"] = Field(
+        default="novelty", description="How ι applies to one request: as it is (fixed), or times how far the request is "
+        "from every text the memory holds (novelty: ι·(1 − the best semantic cosine among the candidates)). A request "
+        "the memory holds nearly word for word (a task seen before) is answered by its own runs, whatever their "
+        "operations; a request in new words by what workflows change.")
+    intent_candidates: Annotated[int, Field(ge=0, le=2000)] = Field(
+        default=10, description="Workflows (distinct sequences of operations) the intent channel adds as candidates, the "
+        "best matches of the request's asks, with every experience that stands for them.")
+    intent_unasked_penalty: Unit = Field(
+        default=1.0, description="γ of the intent match of a request of several asks: a workflow's match is multiplied by "
+        "(mean / max over its operations of how well some ask asks for it)^γ, so changes nobody asked for cost.")
     structure_query_steps: bool = Field(
         default=True, description="Append the executed actions (a -> b) to the text searched in the structural index.")
     theta_coarse: Unit = Field(default=0.0, description="θ_coarse: candidates whose coarse score is below are dropped.")

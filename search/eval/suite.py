@@ -62,6 +62,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "lexical_off": {"alpha": 0.0},
     "structure_off": {"structure_weight": 0.0, "task_structure_weight": 0.0, "intent_structure_weight": 0.0},
     "outcomes_off": {"success_floor": 1.0, "support_weight": 0.0, "handoff_credit": 1.0, "outcome_weight": 0.0},
+    # The intent channel of requests without steps (search/student/intent.py).
+    "intent_off": {"intent_weight": 0.0},
 }
 BASELINES = ("tfidf", "minilm_cosine", "agent_kb_hybrid", "success_cosine")
 #: The column of kbgraph kept from each query's own text (see SetRow.own_text_hidden).

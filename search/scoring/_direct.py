@@ -79,6 +79,9 @@ def direct_scores(
     lexical_normalised: bool,
     utility: npt.ArrayLike | None = None,
     share: npt.ArrayLike | None = None,
+    intent: npt.ArrayLike | None = None,
+    has_intent: npt.ArrayLike | None = None,
+    intent_weight: float = 0.0,
 ) -> dict[str, FloatArray]:
     """The student-phase score of n candidates found directly by an index (docs/design.md §3), vectorised.
 
@@ -87,6 +90,7 @@ def direct_scores(
         lexical = BM25 / max BM25 over the candidates  (0 for a candidate with none of the terms)
         textual = (1−α)·semantic + α·lexical         (Agent KB §E.2 hybrid, over problem and goal)
         coarse  = (1−ω)·textual + ω·structural       (textual alone where has_structure is False)
+        coarse  ← (1−ι)·coarse + ι·intent             (where has_intent: a request without steps, a workflow)
         stage   = λ·coarse + (1−λ)·fine              (Agent KB §A.1)
         direct  = stage · trans · (floor + (1−floor)·success) · share + β·support   (eq. 5, plus evidence)
         direct  ← (1−w_q)·direct + w_q·quality        (MAEL: α·sim + (1−α)·reward)
@@ -102,7 +106,9 @@ def direct_scores(
     the way that solved it most often (1 for the most common way, or unknown; defaults to 1): when
     one task was solved three times by refusing and once by transferring, refusing is the more
     likely answer to a task like it (transferring gets 1/3); a task solved four ways once each
-    leaves them all at 1. The utility factor multiplies, so experiences of equal utility (a KB
+    leaves them all at 1. ``intent`` is :func:`~kbgraph.search.scoring.intent_match` per candidate
+    (``has_intent`` False where it has none: no operations, or the query carries steps), mixed with
+    weight ι = ``intent_weight``. The utility factor multiplies, so experiences of equal utility (a KB
     without feedback) keep their order; ``utility`` defaults to 1 for every candidate.
     ``lexical_normalised``: ``lexical`` is already a share of what the query asks (coverage, in
     [0, 1]) rather than raw BM25. The weights come from ``SearchWeights`` (ω, λ(t) and whether the
@@ -147,6 +153,13 @@ def direct_scores(
         lexical_norm = max_normalise(arrays["lexical"]) if n else np.zeros(0)
     textual = (1.0 - weight_alpha) * sem + weight_alpha * lexical_norm
     coarse = np.where(mask, (1.0 - omega) * textual + omega * structure, textual)
+    iota = _unit_interval(intent_weight, "intent_weight")
+    if intent is not None and iota > 0:
+        matched = np.clip(_scores(intent, "intent"), 0.0, 1.0)
+        intent_mask = np.ones(n, dtype=bool) if has_intent is None else np.asarray(has_intent, dtype=bool).reshape(-1)
+        if matched.size != n or intent_mask.size != n:
+            raise ValueError(f"intent has {matched.size} values for {n} candidates")
+        coarse = np.where(intent_mask, (1.0 - iota) * coarse + iota * matched, coarse)
     stage = weight_lam * coarse + (1.0 - weight_lam) * np.clip(arrays["fine"], 0.0, 1.0)
     success_factor = floor + (1.0 - floor) * arrays["success"]
     direct = fit_score(stage, arrays["trans"], arrays["success"], arrays["share"], floor) + beta * arrays["support"]

@@ -1,6 +1,7 @@
 """Stage 1 of a student search: the channels that gather candidates. The semantic index
 (problem+goal), the structural index (workflow shape), the full-text index (BM25 over problem, goal,
-domain) and, when steps were executed, the step index each give up to ``candidates`` experiences;
+domain) and, when steps were executed, the step index each give up to ``candidates`` experiences; a
+request without steps also asks which workflows do what it asks (:mod:`.intent`);
 the meta-concept documents are searched alongside. Each asks :mod:`kbgraph.search.candidates`: a
 namespace at or under ``exact_scan_max`` nodes is scanned exactly (the lexical channel scores the
 namespace's own texts with its own BM25 statistics), a larger one asks the index (over-fetching
@@ -24,6 +25,7 @@ from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import ConceptHit
 from kbgraph.search.scoring import neo4j_to_cosine
 from kbgraph.search.student.context import Run, SearchContext
+from kbgraph.search.student.intent import INTENT_CHANNEL, IntentMatcher, intent_channel, uses_intent
 from kbgraph.search.student.rows import CandidateFacts
 
 __all__ = ["Candidate", "Gathered", "StepEvidence", "concepts", "filter_params", "gather"]
@@ -71,6 +73,8 @@ class Gathered:
     terms: list[str]
     #: How much of the query the best candidate's words cover (:func:`kbgraph.search.lexical.bm25_with_ceiling`).
     coverage: float = 0.0
+    #: The request's asks and their match with what workflows change (a request without steps).
+    intent: IntentMatcher | None = None
 
     def add(self, rows: Iterable[dict[str, Any]], channel: str) -> None:
         for row in rows:
@@ -114,11 +118,14 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
     if text is not None and w.alpha > 0:
         jobs["fulltext:experience_text"] = executor.submit(_fulltext_channel, ctx, run, text, terms)
     step_jobs = [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
+    intent = IntentMatcher.of(ctx, run) if uses_intent(run) else None
+    if intent is not None:  # it also tells the matcher which operations the memory knows
+        jobs[INTENT_CHANNEL] = executor.submit(intent_channel, ctx, run, intent)
     concept_vector = run.task or run.pg
     concept_job: Future[list[ConceptHit]] | None = None
     if concept_vector is not None:
         concept_job = executor.submit(concepts, ctx, concept_vector, w)
-    gathered = Gathered({}, [], concept_job, terms)
+    gathered = Gathered({}, [], concept_job, terms, intent=intent)
     for channel, job in jobs.items():
         gathered.add(job.result(), channel)
     gathered.evidence = [job.result() for job in step_jobs]

@@ -27,6 +27,7 @@ from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import SearchQuery, SearchWeights
 from kbgraph.search.scoring import domain_distance, transferability
 from kbgraph.search.student.rows import NodeFacts
+from kbgraph.search.student.text_vectors import IntentVectors
 
 __all__ = ["Run", "SearchContext"]
 
@@ -55,6 +56,8 @@ class SearchContext:
     utility_decay: float
     #: The retriever's thread pool (made on first use).
     executor: Callable[[], Executor]
+    #: Vectors of operations' words and of what workflows change (the intent channel).
+    intent_vectors: IntentVectors
     domain_vectors: dict[str, np.ndarray] = field(default_factory=dict)
     pass_rates: PassRates = field(default_factory=PassRates)
     domain_steps: dict[str, tuple[bool, float]] = field(default_factory=dict)

@@ -47,6 +47,7 @@ from kbgraph.search.student.facts import attach_facts, never_worked
 from kbgraph.search.student.graph import traverse
 from kbgraph.search.student.hits import pool_of, read_hits, select
 from kbgraph.search.student.rows import NodeFacts
+from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.scores import score_candidates
 from kbgraph.core.shapes import counted_tool
 from kbgraph.core.utility import decay_rate_per_day
@@ -80,6 +81,7 @@ class StudentRetriever:
         self._context = SearchContext(
             gateway=gateway, embedder=embedder, namespace=namespace, pg_vectors=self.pg_vectors,
             size=NamespaceSize(gateway, namespace), utility_decay=self.utility_decay, executor=self._executor,
+            intent_vectors=IntentVectors(embedder),
         )
         self._pool: Executor | None = None
         self._pool_lock = Lock()

@@ -21,6 +21,7 @@ from kbgraph.search.student.channels import Candidate, Gathered, StepEvidence
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.facts import is_excluded, read_facts
 from kbgraph.search.student.graph import Reached
+from kbgraph.search.student.intent import IntentMatcher
 from kbgraph.search.student.rows import CandidateFacts, WorkflowEdge
 
 __all__ = ["WORKFLOW_FIRST", "Scores", "outcome_context", "score_candidates"]
@@ -44,7 +45,7 @@ def score_candidates(ctx: SearchContext, run: Run, gathered: Gathered,
     w = run.weights
     lam = lambda_schedule(len(run.steps), w.lambda_kind, w.lambda_rate, w.lambda_floor) if run.steps else 1.0
     scored = [c for c in gathered.candidates.values() if c.facts is not None and not is_excluded(c.facts, run.excluded)]
-    breakdowns = _direct(ctx, run, scored, gathered.evidence, lam, gathered.coverage)
+    breakdowns = _direct(ctx, run, scored, gathered.evidence, lam, gathered.coverage, gathered.intent)
     # Workflows: each abstract experience scores as its best instance that worked.
     workflows = _workflows(ctx, run, scored, breakdowns, workflow_facts) if w.workflows else {}
     return Scores(scored, breakdowns, workflows)
@@ -52,13 +53,14 @@ def score_candidates(ctx: SearchContext, run: Run, gathered: Gathered,
 
 def _direct(
     ctx: SearchContext, run: Run, scored: Sequence[Candidate], evidence: Sequence[StepEvidence], lam: float,
-    coverage: float = 0.0,
+    coverage: float = 0.0, intent: IntentMatcher | None = None,
 ) -> dict[str, ScoreBreakdown]:
     """The direct score breakdown of every candidate the coarse cut keeps, by id.
 
     ``has_text``: the query has task text (the semantic and lexical channels ran);
     ``has_flow``: it has a vector for the structural index (task text and/or the executed
-    workflow). A query of executed steps only ranks by workflow shape and step match."""
+    workflow). A query of executed steps only ranks by workflow shape and step match. ``intent``: the
+    request's asks (a request without steps), matched with what each candidate's workflow changes."""
     if not scored:
         return {}
     w, domain = run.weights, run.query.domain
@@ -91,6 +93,14 @@ def _direct(
     # Without executed steps the query's shape comes from its words alone: the less of them the
     # memory's texts cover, the more the request is only an intent, which the workflow shape matches.
     no_step_omega = max(w.task_structure_weight, w.intent_structure_weight * (1.0 - coverage))
+    # What each candidate's workflow changes against what the request asks (a record without steps
+    # has no operations: its coarse score stays as it is).
+    matches = intent.scores([(f.operations, f.domain) if f.operations is not None and (f.has_steps or f.kind == "abstract")
+                             else None for f in facts]) \
+        if intent is not None else [None] * len(facts)
+    iota = w.intent_weight if intent is not None else 0.0
+    if iota > 0 and w.intent_scale == "novelty" and semantic.size:
+        iota *= 1.0 - float(np.clip(semantic.max(), 0.0, 1.0))
     parts = direct_scores(
         semantic=semantic, structural=structural, has_structure=has_structure, fine=fine,
         lexical=np.array([c.lexical for c in scored]), trans=trans, success=success, support=support,
@@ -99,10 +109,13 @@ def _direct(
         lam=lam_used, alpha=w.alpha,
         success_floor=w.success_floor, support_weight=w.support_weight, quality_weight=w.quality_weight,
         utility=utility, utility_weight=w.utility_weight, share=share,
+        intent=np.array([m.score if m is not None else 0.0 for m in matches]),
+        has_intent=np.array([m is not None for m in matches]), intent_weight=iota,
     )
     parts["direct"] = parts["direct"] * context
     out: dict[str, ScoreBreakdown] = {}
     for i, c in enumerate(scored):
+        match = matches[i]
         out[c.id] = ScoreBreakdown(
             semantic=round(float(max(0.0, semantic[i])), 6),
             structural=round(float(max(0.0, structural[i])), 6) if has_structure[i] else None,
@@ -115,6 +128,8 @@ def _direct(
             utility=round(float(utility[i]), 6), utility_factor=round(float(parts["utility_factor"][i]), 6),
             share=round(float(share[i]), 6), handed_off=facts[i].hands_off,
             context=round(float(context[i]), 6), outcomes=len(facts[i].outcomes),
+            intent=round(match.score, 6) if match is not None else None,
+            asks=list(match.asks) if match is not None else None,
             direct=float(parts["direct"][i]), final=float(parts["direct"][i]),
         )
     coarse_cut = [c.id for i, c in enumerate(scored) if parts["coarse"][i] < w.theta_coarse and has_text]

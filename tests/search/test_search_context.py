@@ -14,6 +14,7 @@ from kbgraph.ingest.facts import PgVectorCache
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import SearchWeights, parse_query
 from kbgraph.search.scoring import domain_distance, transferability
+from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.context import Run, SearchContext
 
 
@@ -39,7 +40,8 @@ def test_a_query_vector_with_nan_or_infinity_is_refused(bad: float) -> None:
 def test_transferability_is_the_same_when_asked_again_and_for_each_tau(embedder: CachedEmbedder) -> None:
     context = SearchContext(gateway=None, embedder=embedder, namespace="unused",  # type: ignore[arg-type]
                             pg_vectors=PgVectorCache(), size=NamespaceSize(None, "unused"),  # type: ignore[arg-type]
-                            utility_decay=0.0, executor=lambda: None)  # type: ignore[arg-type,return-value]
+                            utility_decay=0.0, executor=lambda: None,  # type: ignore[arg-type,return-value]
+                            intent_vectors=IntentVectors(embedder))
     vectors = embedder.embed(["retail", "airline"])
     for tau in (0.5, 2.0):
         expected = transferability(domain_distance("retail", "airline", vectors[0], vectors[1]), tau)

@@ -1,0 +1,19 @@
+// Student search, intent channel: what every workflow of namespace $kb changes. One row per
+// experience with steps that passes the filters ($statuses, $domains, $kinds, $min_success,
+// $min_quality, scope / $agent, as in search_experience_texts) and stands for its workflow: an
+// abstract experience, or a concrete one that has no workflow of its own (no ABSTRACTION edge
+// out). Each is [id, domain, operations] (operations: its state-changing actions in order, as
+// stored by the write path); kbgraph matches the request's asks with the operations' words
+// (kbgraph.search.student.intent). One row of lists, as search_experience_texts.
+MATCH (e:Experience {kb: $kb})
+WHERE e.status IN $statuses
+  AND e.operations IS NOT NULL
+  AND ($domains IS NULL OR e.domain IN $domains)
+  AND ($kinds IS NULL OR e.kind IN $kinds)
+  AND coalesce(e.success_rate, 0.0) >= $min_success
+  AND coalesce(e.quality, 0.0) >= $min_quality
+  AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
+  AND (e.kind = 'abstract' OR NOT EXISTS { (e)-[:ABSTRACTION]->(:Experience {kb: $kb}) })
+  AND (e.kind = 'abstract' OR EXISTS { (e)-[:HAS_STEP]->() })
+WITH e ORDER BY e.id
+RETURN collect([e.id, e.domain, e.operations]) AS rows;

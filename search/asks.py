@@ -1,0 +1,101 @@
+"""A request split into its asks, by rule: "cancel my order and also send back the lamp" asks two things.
+
+A customer's request may ask for several changes at once. Matched as a whole against what each
+workflow changes, such a request lands between workflows that each do one of its asks, and the one
+that does both is not found. So the request is cut where a new ask begins:
+
+- at sentence ends (``.``, ``?``, ``!``, ``;``);
+- at words that add another ask: "also", "and also", "as well", "plus", "in addition",
+  "additionally", "besides", "on top of that", "while you're at it", "then", "after that",
+  "another thing";
+- at "and" / "but" / "or" after a comma, and at a bare "and" that is followed by a verb the
+  customer would ask with (see :data:`ASK_VERBS`): "cancel order A and return the kettle", but
+  not "the black and white kettle".
+
+Pieces without a verb of their own (a greeting, "thanks", a name or an order number left alone)
+join the ask before them, or the next one at the start. A request that yields one piece is one
+ask. Pure and deterministic: the same text gives the same asks.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["ASK_VERBS", "MAX_ASKS", "split_asks"]
+
+#: At most this many asks are taken from one request (the rest join the last one): a pasted story
+#: is not forty requests.
+MAX_ASKS = 6
+
+#: Verbs a customer asks a change, or a question, with. A piece holding none of them is not an ask
+#: of its own. Plain English, not any domain's tool names.
+ASK_VERBS = frozenset("""
+add apply ask book buy call cancel change charge check close confirm correct delete downgrade drop exchange
+file find fix freeze get give help keep let lock make modify move need open order pay process put rebook receive
+refund remove reopen replace report request reserve reset return reverse schedule see send set ship sign
+split stop submit swap switch take tell trade transfer unfreeze unlock update upgrade use verify want wish would
+like prefer dispute claim know look raise lower increase decrease report block unblock
+""".split())
+
+_SENTENCE = re.compile(r"(?<=[.?!;])\s+|\n+")
+_JOINER = re.compile(
+    r"\s*(?:,\s*)?(?:\b(?:and|but)\s+)?\b(?:and also|also|as well as|as well|plus|in addition|additionally|besides|on top of that|"
+    r"while you(?:'|’)?re at it|after that|and then|then|another thing|one more thing)\b[,:]?\s*",
+    re.IGNORECASE,
+)
+_COMMA_CONJUNCTION = re.compile(r",\s*(?:and|but|or)\s+", re.IGNORECASE)
+_AND_VERB = re.compile(r"\s+and\s+(?=(?:i\s+|please\s+|can you\s+|could you\s+)?(\w+))", re.IGNORECASE)
+_WORD = re.compile(r"[a-z]+")
+
+
+def split_asks(request: str) -> list[str]:
+    """The asks of ``request``, in order (at most :data:`MAX_ASKS`); ``[request]`` when it asks
+    one thing, ``[]`` for a blank one."""
+    text = " ".join(request.split())
+    if not text:
+        return []
+    pieces: list[str] = []
+    for sentence in _SENTENCE.split(text):
+        for part in _JOINER.split(sentence):
+            for clause in _COMMA_CONJUNCTION.split(part):
+                pieces.extend(_split_and_verb(clause))
+    asks = _attach_verbless([p.strip(" ,.;:!?") for p in pieces if p.strip(" ,.;:!?")])
+    if len(asks) > MAX_ASKS:
+        asks = [*asks[: MAX_ASKS - 1], " ".join(asks[MAX_ASKS - 1:])]
+    return asks or [text]
+
+
+def _split_and_verb(clause: str) -> list[str]:
+    """Cuts at "and" when a verb of :data:`ASK_VERBS` follows it."""
+    out: list[str] = []
+    start = 0
+    for match in _AND_VERB.finditer(clause):
+        if match.group(1).lower() in ASK_VERBS:
+            out.append(clause[start:match.start()])
+            start = match.end()
+    out.append(clause[start:])
+    return out
+
+
+def _has_verb(piece: str) -> bool:
+    return any(word in ASK_VERBS for word in _WORD.findall(piece.lower()))
+
+
+def _attach_verbless(pieces: list[str]) -> list[str]:
+    """Pieces without an ask verb join the ask before them (or, before the first ask, the next one)."""
+    asks: list[str] = []
+    waiting: list[str] = []
+    for piece in pieces:
+        if _has_verb(piece):
+            asks.append(" ".join([*waiting, piece]))
+            waiting = []
+        elif asks:
+            asks[-1] = f"{asks[-1]} {piece}"
+        else:
+            waiting.append(piece)
+    if waiting:
+        if asks:
+            asks[-1] = f"{asks[-1]} {' '.join(waiting)}"
+        else:
+            asks.append(" ".join(waiting))
+    return asks

@@ -1,0 +1,71 @@
+"""The intent match of a request without executed steps: does a workflow do what the request asks?
+
+A request in the customer's own words ("swap the kettle that arrived for the black one", "call off
+my order and also send back the lamp") says what it wants *changed*. A workflow's own words for
+that are its state-changing operations (``exchange_delivered_order_items``), read as words
+(:func:`kbgraph.core.shapes.intent_text`). The request is split into its asks
+(:func:`kbgraph.search.asks.split_asks`); each ask is compared with each operation of the
+workflow, each ask against the operation it means best in the whole memory, and the whole request
+with the workflow's operations read as one text.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from kbgraph.search.scoring._checks import _unit_interval
+
+__all__ = ["intent_match"]
+
+
+def intent_match(whole: float, asks_by_operation: npt.ArrayLike, best_by_ask: npt.ArrayLike,
+                 unasked_penalty: float) -> float:
+    """How well a workflow does what a request asks, in [0, 1].
+
+    One ask: ``whole``, the cosine of the request with the workflow's operations read as one text
+    (:func:`kbgraph.core.shapes.intent_text`). Several asks: each ask is judged against the best
+    operation it could have meant in the whole memory, ``best_by_ask`` (its largest cosine over every
+    operation the namespace knows), so that an ask worded far from every operation's words counts
+    as much as one worded close to them::
+
+        p(o | a) = cos(a, o) / best(a)                          (1 for the operation the ask means)
+        cover    = mean over asks a of max over its operations o of p(o | a)
+        asked    = mean over its operations o of max over asks a of p(o | a)
+        intent   = cover · asked^γ · mean over asks of best(a)
+
+    A workflow that does every ask and nothing else scores the asks' mean best cosine; one that
+    does one of two asks loses what the other ask's best operation would have given; and operations
+    nobody asked for cost through ``asked`` with γ = ``unasked_penalty``. The last factor is the same
+    for every workflow of one request: it only puts the match on a cosine's scale, where the other
+    parts of the coarse score are. ``asks_by_operation``: cosines, asks (rows) × the workflow's
+    distinct operations (columns); a workflow without operations is matched as a whole. Cosines are
+    clamped to [0, 1]; γ in [0, 1]."""
+    gamma = _unit_interval(unasked_penalty, "unasked_penalty")
+    base = _cosine(whole, "whole")
+    matrix = np.asarray(asks_by_operation, dtype=np.float64)
+    best = np.asarray(best_by_ask, dtype=np.float64).reshape(-1)
+    if matrix.ndim != 2:
+        raise ValueError(f"asks_by_operation must be a matrix (asks × operations), got {matrix.ndim} dimensions")
+    if (matrix.size and not np.isfinite(matrix).all()) or (best.size and not np.isfinite(best).all()):
+        raise ValueError("asks_by_operation or best_by_ask contains NaN or infinite values")
+    if matrix.shape[0] < 2 or matrix.shape[1] == 0:
+        return float(base)
+    if best.size != matrix.shape[0]:
+        raise ValueError(f"best_by_ask has {best.size} values for {matrix.shape[0]} asks")
+    cosines = np.clip(matrix, 0.0, 1.0)
+    # An ask's best operation in the memory is at least as close as any of this workflow's.
+    best = np.maximum(np.clip(best, 0.0, 1.0), cosines.max(axis=1))
+    relative = np.divide(cosines, best[:, None], out=np.zeros_like(cosines), where=best[:, None] > 0)
+    cover = float(relative.max(axis=1).mean())
+    asked = float(relative.max(axis=0).mean())
+    return float(cover * asked ** gamma * float(best.mean()))
+
+
+def _cosine(value: float, name: str) -> float:
+    number = float(value)
+    if not np.isfinite(number):
+        raise ValueError(f"{name} must be a finite cosine, got {value!r}")
+    if number < -1.0001 or number > 1.0001:
+        raise ValueError(f"{name} must be a cosine in [-1, 1], got {value!r}")
+    return min(1.0, max(0.0, number))

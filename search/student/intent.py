@@ -1,0 +1,144 @@
+"""The intent channel of a student search: for a request without executed steps, which workflows do
+what it asks (docs/search.md, "Requests in the customer's own words").
+
+A request before any step says what the customer wants *changed*; a workflow's own words for that
+are its state-changing operations (``cancel_pending_order``), read as words
+(:func:`kbgraph.core.shapes.intent_text`). This stage
+
+1. splits the request into its asks (:func:`kbgraph.search.asks.split_asks`) and embeds each ask
+   (the whole request's vector is the query's problem+goal one);
+2. as a channel, reads what every workflow of the namespace changes (``search_workflow_operations``:
+   abstract experiences, and concrete ones without a workflow), scores each distinct sequence of
+   operations with :func:`kbgraph.search.scoring.intent_match`, and adds the ``intent_candidates``
+   best as candidates: the workflow that does what was asked is found even when none of its runs'
+   words are the customer's;
+3. gives every candidate with steps its intent score, which the direct score mixes into the coarse
+   one with weight ``intent_weight`` (:func:`kbgraph.search.scoring.direct_scores`), and the asks
+   each operation answers, for the explanation.
+
+The words of operations and intent texts are embedded once per process (:class:`IntentVectors`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kbgraph.core.shapes import intent_text, operation_words
+from kbgraph.search.asks import split_asks
+from kbgraph.search.results import AskMatch
+from kbgraph.search.scoring import intent_match
+from kbgraph.search.student.context import Run, SearchContext
+from kbgraph.search.student.text_vectors import IntentVectors, unit_rows
+
+__all__ = ["INTENT_CHANNEL", "IntentMatcher", "IntentScore", "intent_channel", "uses_intent"]
+
+#: The name the intent channel gives its candidates (``SearchHit.found_by``).
+INTENT_CHANNEL = "intent:operations"
+
+def uses_intent(run: Run) -> bool:
+    """The intent match takes part: a request with words and without executed steps, and a weight."""
+    return not run.steps and run.pg is not None and run.weights.intent_weight > 0
+
+
+@dataclass(frozen=True)
+class IntentScore:
+    """A workflow's intent match and the asks its operations answer best."""
+
+    score: float
+    asks: tuple[AskMatch, ...]
+
+
+class IntentMatcher:
+    """The intent match of one request against any sequence of operations (cached per sequence)."""
+
+    def __init__(self, run: Run, vectors: IntentVectors, asks: list[str]):
+        assert run.pg is not None
+        self._vectors = vectors
+        self._penalty = run.weights.intent_unasked_penalty
+        self.asks = asks
+        self._whole = unit_rows(np.asarray([run.pg], dtype=np.float64))[0]
+        self._ask_vectors = vectors.of(asks) if len(asks) > 1 else self._whole[None, :]
+        self._known: dict[tuple[str | None, tuple[str, ...]], IntentScore] = {}
+        #: Each ask's largest cosine over every operation the namespace knows (:meth:`know`).
+        self._best_by_ask = np.zeros(len(self._ask_vectors))
+
+    def know(self, operations: Sequence[tuple[str, str | None]]) -> None:
+        """Sets the operations the memory knows (each with its domain), against which each ask's
+        best match is taken (before any :meth:`score`)."""
+        distinct = sorted(set(operations), key=lambda item: (item[0], item[1] or ""))
+        if distinct and len(self.asks) > 1:
+            texts = [in_domain(operation_words(op), domain) for op, domain in distinct]
+            self._best_by_ask = (self._ask_vectors @ self._vectors.of(texts).T).max(axis=1)
+        self._known.clear()
+
+    @classmethod
+    def of(cls, ctx: SearchContext, run: Run) -> IntentMatcher:
+        return cls(run, ctx.intent_vectors, split_asks(run.query.full_text()))
+
+    def score(self, operations: Sequence[str], domain: str | None = None) -> IntentScore:
+        key = tuple(operations)
+        known = self._known.get((domain, key))
+        if known is not None:
+            return known
+        whole = float(self._vectors.of([in_domain(intent_text(key), domain)])[0] @ self._whole)
+        distinct = list(dict.fromkeys(key))
+        if distinct:
+            matrix = self._ask_vectors @ self._vectors.of([in_domain(operation_words(op), domain) for op in distinct]).T
+        else:
+            matrix = np.zeros((len(self._ask_vectors), 0))
+        score = intent_match(min(1.0, max(-1.0, whole)), np.clip(matrix, -1.0, 1.0),
+                             np.clip(self._best_by_ask, -1.0, 1.0), self._penalty)
+        self._known[(domain, key)] = IntentScore(score, _ask_matches(self.asks, distinct, matrix, whole))
+        return self._known[(domain, key)]
+
+    def scores(self, operations: Sequence[tuple[Sequence[str], str | None] | None]) -> list[IntentScore | None]:
+        return [None if item is None else self.score(*item) for item in operations]
+
+
+def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list[dict[str, Any]]:
+    """The ``intent_candidates`` experiences whose workflows do best what the request asks (all the
+    experiences standing for one sequence of operations come in together), best first, each
+    ``{"id", "score"}``. Another domain than the query's is discounted as the other channels do."""
+    params, w = run.params, run.weights
+    rows = ctx.gateway.read("search_workflow_operations", **params)[0]["rows"]
+    domain, other = params["domain"], float(params["other_domain"])
+    # What an ask could mean: every operation of the query's domain (of every domain, for a query
+    # without one or a domain the memory has no workflow of).
+    home = [(op, d) for _, d, ops in rows if d == domain for op in ops or ()]
+    matcher.know(home or [(op, d) for _, d, ops in rows for op in ops or ()])
+    by_operations: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for exp_id, exp_domain, operations in rows:
+        by_operations.setdefault((str(exp_domain), tuple(operations or ())), []).append(str(exp_id))
+    ranked = sorted(
+        ((matcher.score(ops, d).score * (1.0 if domain is None or d == domain else other), d, ops)
+         for d, ops in by_operations),
+        key=lambda item: (-item[0], item[1], item[2]),
+    )
+    out: list[dict[str, Any]] = []
+    for score, d, ops in ranked[: w.intent_candidates]:
+        out += [{"id": exp_id, "score": score} for exp_id in by_operations[(d, ops)]]
+    return out
+
+
+def in_domain(text: str, domain: str | None) -> str:
+    """What an operation does, with the domain it does it in ("book reservation" is a flight's in
+    airline): the words of an operation alone often leave out what it acts on."""
+    return f"{text} ({domain})" if domain else text
+
+
+def _ask_matches(asks: list[str], operations: list[str], matrix: np.ndarray, whole: float) -> tuple[AskMatch, ...]:
+    """For each ask, the operation that answers it best and how well (cosine); a request of one ask
+    is matched as a whole with the operations read together."""
+    if not operations:
+        return ()
+    if len(asks) < 2:
+        return (AskMatch(ask=asks[0] if asks else "", operation=", ".join(operations),
+                         similarity=round(max(0.0, whole), 6)),)
+    return tuple(
+        AskMatch(ask=ask, operation=operations[int(np.argmax(row))], similarity=round(max(0.0, float(row.max())), 6))
+        for ask, row in zip(asks, matrix, strict=True)
+    )

@@ -1,0 +1,65 @@
+"""The intent match of a request without steps against what a workflow changes (intent_match)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from kbgraph.search.scoring import intent_match
+
+
+def test_a_request_of_one_ask_is_matched_as_a_whole() -> None:
+    assert intent_match(0.7, [[0.2, 0.9]], [0.9], 1.0) == pytest.approx(0.7)
+
+
+def test_a_workflow_without_operations_is_matched_as_a_whole() -> None:
+    assert intent_match(0.4, np.zeros((2, 0)), [0.8, 0.5], 1.0) == pytest.approx(0.4)
+
+
+def test_a_workflow_that_does_every_ask_beats_one_that_does_one_of_them() -> None:
+    # Asks: "cancel the order that hasn't shipped" (best operation in memory: cancel, 0.73) and
+    # "return the lamp I received" (best: return, 0.45). Columns: cancel, return.
+    best = [0.73, 0.45]
+    both = intent_match(0.5, [[0.73, 0.46], [0.22, 0.45]], best, 1.0)
+    only_return = intent_match(0.5, [[0.46], [0.45]], best, 1.0)
+    only_cancel = intent_match(0.5, [[0.73], [0.22]], best, 1.0)
+    mean_best = (0.73 + 0.45) / 2
+    assert both == pytest.approx(mean_best)  # every ask answered by the operation it means, nothing else
+    assert only_return == pytest.approx((0.46 / 0.73 + 1.0) / 2 * mean_best)
+    assert only_cancel == pytest.approx((1.0 + 0.22 / 0.45) / 2 * mean_best)
+    assert both > only_return > only_cancel
+
+
+def test_changes_nobody_asked_for_cost_by_gamma() -> None:
+    # Both asks mean the first operation; the second is asked for by nobody (0.2 of the best).
+    matrix, best = [[0.8, 0.16], [0.6, 0.12]], [0.8, 0.6]
+    asked = (1.0 + 0.2) / 2
+    mean_best = 0.7
+    assert intent_match(0.3, matrix, best, 1.0) == pytest.approx(asked * mean_best)
+    assert intent_match(0.3, matrix, best, 0.0) == pytest.approx(mean_best)
+    assert intent_match(0.3, matrix, best, 0.5) == pytest.approx(math.sqrt(asked) * mean_best)
+
+
+def test_an_asks_best_is_never_below_what_this_workflow_offers_it() -> None:
+    # A stale or partial vocabulary (best 0.5) must not give a relative match above 1.
+    assert intent_match(0.1, [[0.9, 0.0], [0.0, 0.9]], [0.5, 0.5], 1.0) == pytest.approx(0.9)
+
+
+def test_negative_cosines_are_no_evidence() -> None:
+    assert intent_match(-0.3, [[-0.5]], [0.1], 1.0) == 0.0
+    assert intent_match(0.2, [[-0.5, 0.4], [0.6, -0.2]], [0.4, 0.6], 1.0) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(("whole", "matrix", "best", "gamma", "message"), [
+    (math.nan, [[0.1]], [0.1], 1.0, "whole"),
+    (1.5, [[0.1]], [0.1], 1.0, "whole"),
+    (0.1, [[math.inf, 0.1], [0.1, 0.1]], [0.1, 0.1], 1.0, "NaN or infinite"),
+    (0.1, [0.1, 0.2], [0.1], 1.0, "matrix"),
+    (0.1, [[0.1], [0.2]], [0.1], 1.0, "best_by_ask has 1 values for 2 asks"),
+    (0.1, [[0.1]], [0.1], 1.5, "unasked_penalty"),
+])
+def test_bad_inputs_are_refused(whole: float, matrix: list[object], best: list[float], gamma: float, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        intent_match(whole, matrix, best, gamma)

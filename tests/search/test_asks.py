@@ -1,0 +1,44 @@
+"""A request split into its asks by rule (kbgraph.search.asks.split_asks)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbgraph.search.asks import MAX_ASKS, split_asks
+
+
+@pytest.mark.parametrize("request_text", [
+    "Can I swap the kettle I got for the black one?",
+    "I want the black and white kettle instead of the red one",
+    "Please cancel order #W123, it was a mistake",
+])
+def test_a_request_for_one_thing_is_one_ask(request_text: str) -> None:
+    assert split_asks(request_text) == [request_text.rstrip("?")]
+
+
+def test_also_and_a_second_sentence_start_new_asks() -> None:
+    assert split_asks("Cancel my pending order. Also, I want to return the lamp from the other one.") == [
+        "Cancel my pending order", "I want to return the lamp from the other one"]
+
+
+def test_and_followed_by_a_verb_splits_but_and_between_nouns_does_not() -> None:
+    assert split_asks("Please cancel order A and return the kettle from order B") == [
+        "Please cancel order A", "return the kettle from order B"]
+    assert split_asks("Swap the black and white mug for the blue one") == ["Swap the black and white mug for the blue one"]
+
+
+def test_while_you_are_at_it_adds_an_ask() -> None:
+    assert split_asks("For order #W1 pay with my gift card instead, and while you're at it, switch the hose to blue.") == [
+        "For order #W1 pay with my gift card instead", "switch the hose to blue"]
+
+
+def test_pieces_without_a_verb_join_their_neighbour() -> None:
+    assert split_asks("Hi there! Cancel my order please. Thanks!") == ["Hi there Cancel my order please Thanks"]
+
+
+def test_a_blank_request_has_no_asks_and_a_long_one_at_most_max_asks() -> None:
+    assert split_asks("  \n ") == []
+    many = ". ".join(f"cancel order {i}" for i in range(20))
+    asks = split_asks(many)
+    assert len(asks) == MAX_ASKS
+    assert asks[-1].endswith("cancel order 19")

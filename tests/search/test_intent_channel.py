@@ -1,0 +1,83 @@
+"""A request in the customer's own words, before any step, against what each workflow changes (the
+intent channel, kbgraph.search.student.intent), on a real Neo4j with the real MiniLM."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbgraph.core.models import Experience, Step
+from kbgraph.kb import KnowledgeBase
+from kbgraph.search.explain import explain_results
+from kbgraph.search.student.intent import INTENT_CHANNEL
+
+#: Template task texts, as a benchmark's gold runs have them: none of them says what a customer says.
+LOOKUPS = ("find_user_id_by_email", "get_order_details")
+
+
+def run(problem: str, *operations: str, source: str) -> Experience:
+    actions = [*LOOKUPS, *operations]
+    return Experience(problem=problem, goal="Help the customer with their request.", domain="retail",
+                      steps=[Step(action=a, text=a.replace("_", " ")) for a in actions], source_ids=[source])
+
+
+EXCHANGE = run("For {id}, exchange Mug {'color': 'red'} to {'color': 'blue'};", "exchange_delivered_order_items",
+               source="t-exchange")
+CANCEL = run("Cancel order {id} because no longer needed.", "cancel_pending_order", source="t-cancel")
+RETURN = run("Return {id} via {id}: Desk Lamp;", "return_delivered_order_items", source="t-return")
+CANCEL_AND_RETURN = run("Cancel order {id} because ordered by mistake. Return {id} via {id}: Kettle;",
+                        "cancel_pending_order", "return_delivered_order_items", source="t-both")
+# A persona story, as simulated users' instructions are: its words say nothing of what was changed.
+ADDRESS = run("You are Yuki, patient and organized, and you live in Portland with two cats.",
+              "modify_pending_order_address", source="t-address")
+
+INTENT = {"intent_weight": 0.6}
+
+
+@pytest.fixture
+def orders_kb(kb: KnowledgeBase) -> KnowledgeBase:
+    kb.add_experiences([EXCHANGE, CANCEL, RETURN, CANCEL_AND_RETURN, ADDRESS])
+    return kb
+
+
+def test_a_request_without_steps_finds_the_workflow_that_makes_the_change_it_asks_for(orders_kb: KnowledgeBase) -> None:
+    results = orders_kb.search("The mug I got came in the wrong colour. Can I swap it for a blue one?", domain="retail",
+                               k=3, weights=INTENT)
+    top = results.hits[0]
+    assert top.id == EXCHANGE.key
+    assert INTENT_CHANNEL in top.found_by
+    assert top.breakdown.intent is not None and top.breakdown.intent > 0
+    assert [a.operation for a in top.breakdown.asks or []] == ["exchange_delivered_order_items"]
+
+
+def test_a_request_of_two_asks_finds_the_workflow_that_does_both_and_names_each_ask(orders_kb: KnowledgeBase) -> None:
+    request = "Please cancel the order that hasn't shipped yet, and also I want to return the lamp I received."
+    results = orders_kb.search(request, domain="retail", k=3, weights=INTENT)
+    top = results.hits[0]
+    assert top.id == CANCEL_AND_RETURN.key
+    asks = top.breakdown.asks or []
+    assert [a.ask for a in asks] == ["Please cancel the order that hasn't shipped yet", "I want to return the lamp I received"]
+    assert [a.operation for a in asks] == ["cancel_pending_order", "return_delivered_order_items"]
+    # Each single-change workflow answers one ask only: it ranks below the one that answers both.
+    single = {h.id: h.breakdown.intent for h in results.hits if h.id in (CANCEL.key, RETURN.key)}
+    assert all(value is not None and value < (top.breakdown.intent or 0) for value in single.values())
+    text = explain_results(results)
+    assert "ask “Please cancel the order that hasn't shipped yet” → cancel_pending_order" in text
+    assert "→ return_delivered_order_items" in text
+
+
+def test_a_workflow_whose_runs_never_say_what_it_changes_is_found_by_what_it_changes(orders_kb: KnowledgeBase) -> None:
+    # One candidate per channel: neither the words of the request (semantic, full-text) nor ...
+    weights = {"intent_weight": 0.8, "candidates": 1, "intent_candidates": 1}
+    request = "Please change the delivery address on my order"
+    top = orders_kb.search(request, domain="retail", k=1, weights=weights).hits[0]
+    assert top.id == ADDRESS.key and INTENT_CHANNEL in top.found_by
+    assert not {"vector:experience_pg_embedding", "fulltext:experience_text"} & set(top.found_by)
+    # ... and without the intent match the words win: the cancellation comes first.
+    off = orders_kb.search(request, domain="retail", k=1, weights={**weights, "intent_weight": 0.0}).hits[0]
+    assert off.id != ADDRESS.key and INTENT_CHANNEL not in off.found_by and off.breakdown.intent is None
+
+
+def test_a_query_with_executed_steps_keeps_its_own_path(orders_kb: KnowledgeBase) -> None:
+    results = orders_kb.search("swap the mug", domain="retail", k=3, weights=INTENT,
+                               steps_so_far=[{"action": "find_user_id_by_email", "arguments": {"email": "a@b.c"}}])
+    assert results.hits and all(h.breakdown.intent is None and INTENT_CHANNEL not in h.found_by for h in results.hits)
