@@ -81,7 +81,7 @@ def direct_scores(
     share: npt.ArrayLike | None = None,
     intent: npt.ArrayLike | None = None,
     has_intent: npt.ArrayLike | None = None,
-    intent_weight: float = 0.0,
+    intent_weight: float,
 ) -> dict[str, FloatArray]:
     """The student-phase score of n candidates found directly by an index (docs/design.md §3), vectorised.
 

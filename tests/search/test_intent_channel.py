@@ -67,7 +67,7 @@ def test_a_request_of_two_asks_finds_the_workflow_that_does_both_and_names_each_
 
 def test_a_workflow_whose_runs_never_say_what_it_changes_is_found_by_what_it_changes(orders_kb: KnowledgeBase) -> None:
     # One candidate per channel: neither the words of the request (semantic, full-text) nor ...
-    weights = {"intent_weight": 0.8, "candidates": 1, "intent_candidates": 1}
+    weights = {"intent_weight": 0.8, "intent_scale": "fixed", "candidates": 1, "intent_candidates": 1}
     request = "Please change the delivery address on my order"
     top = orders_kb.search(request, domain="retail", k=1, weights=weights).hits[0]
     assert top.id == ADDRESS.key and INTENT_CHANNEL in top.found_by

@@ -68,14 +68,17 @@ def test_a_task_finds_the_experience_that_solved_it_and_explains_the_score(retai
     assert "vector:experience_pg_embedding" in top.found_by
     b = top.breakdown
     assert 0 < b.semantic <= 1 and b.structural is not None and b.trans == 1.0 and b.fine is None
-    # A task without executed steps has no shape of its own: its words decide, and the workflow
-    # shape only as far as the words leave the request uncovered (intent_structure_weight).
-    assert min(b.textual, b.structural) - 1e-5 <= b.coarse <= max(b.textual, b.structural) + 1e-5
+    # A task without executed steps has no shape of its own: its words decide, the workflow shape
+    # only as far as the words leave the request uncovered (intent_structure_weight), and what the
+    # workflow changes (intent, tests/search/test_intent_channel.py).
+    assert b.intent is not None
+    parts = (b.textual, b.structural, b.intent)
+    assert min(parts) - 1e-5 <= b.coarse <= max(parts) + 1e-5
     words_only = retail_kb.search("I ordered this by mistake, please cancel my order", domain="retail", k=3,
-                                  weights={"intent_structure_weight": 0.0}).hits[0].breakdown
+                                  weights={"intent_structure_weight": 0.0, "intent_weight": 0.0}).hits[0].breakdown
     assert words_only.coarse == pytest.approx(words_only.textual, abs=1e-5)
     shaped = retail_kb.search("I ordered this by mistake, please cancel my order", domain="retail", k=3,
-                              weights={"task_structure_weight": 0.8}).hits[0].breakdown
+                              weights={"task_structure_weight": 0.8, "intent_weight": 0.0}).hits[0].breakdown
     assert shaped.coarse == pytest.approx(0.2 * shaped.textual + 0.8 * shaped.structural, abs=1e-5)
     assert top.score == pytest.approx(b.final) and b.final == pytest.approx(b.direct, abs=1e-5)
     assert [h.score for h in results.hits] == sorted((h.score for h in results.hits), reverse=True)
@@ -135,7 +138,8 @@ def test_a_hit_reachable_only_through_an_edge_is_found_with_its_path(kb: Knowled
     kb.add_experiences([reached, *distractors])
     kb.add_experiences([seed])
     query = {"task": "cancel an order", "k": 3}
-    weights = {"alpha": 0.0, "candidates": 3, "max_hops": 2, "seeds": 10}
+    # Traversal alone: the intent channel would find the reached node by what it changes.
+    weights = {"alpha": 0.0, "candidates": 3, "max_hops": 2, "seeds": 10, "intent_weight": 0.0}
     results = kb.student.search(query, weights=weights, query_vectors={"pg": basis(0), "task": basis(0), "steps": []})
     by_id = {h.id: h for h in results.hits}
     assert results.ids()[:2] == [seed.key, reached.key]
@@ -373,7 +377,9 @@ def test_a_search_reads_the_scoring_facts_of_its_candidates_and_their_workflows_
     kb.add_experiences([with_relation(CANCEL, "ABSTRACTION", workflow, 0.9)])
     asked: list[str] = []
     record_reads(kb, monkeypatch, asked)
-    results = kb.search("cancel my order, I ordered it by mistake", domain="retail", k=3, weights={"candidates": 1})
+    # The intent channel would find the workflow by what it changes: this is about its instance.
+    results = kb.search("cancel my order, I ordered it by mistake", domain="retail", k=3,
+                        weights={"candidates": 1, "intent_weight": 0.0})
     scored = {h.experience.id: h for h in results.hits}
     assert scored[workflow.key].found_by == ["edge:ABSTRACTION"], "scored from its instance, not found by a channel"
     assert asked.count("search_candidates_score") == 1

@@ -30,7 +30,7 @@ NAN = float("nan")
 #: has no default, so a spec states every weight it assumes).
 HAND_WEIGHTS: dict[str, Any] = {
     "structure_weight": 0.5, "lam": 1.0, "alpha": 0.5, "success_floor": 0.2, "support_weight": 0.1,
-    "quality_weight": 0.0, "utility_weight": 0.0, "lexical_normalised": False,
+    "quality_weight": 0.0, "utility_weight": 0.0, "lexical_normalised": False, "intent_weight": 0.0,
 }
 
 
@@ -369,3 +369,17 @@ def test_a_lexical_score_already_scaled_to_the_query_is_not_stretched_to_the_bes
     assert stretched["lexical"].tolist() == approx([1.0, 0.5])
     assert covered["lexical"].tolist() == approx([0.1, 0.05])
     assert covered["textual"].tolist() == approx([0.5 * 0.5 + 0.5 * 0.1, 0.5 * 0.5 + 0.5 * 0.05])
+
+
+def test_the_intent_match_mixes_into_coarse_only_where_a_candidate_has_one() -> None:
+    # Two candidates of equal text and shape; the first's workflow does what was asked (intent 0.9),
+    # the second is a record without operations (no intent: its coarse score stays as it was).
+    base = dict(semantic=[0.4, 0.4], structural=[0.2, 0.2], has_structure=[True, True], fine=[0.0, 0.0],
+                lexical=[1.0, 1.0], trans=[1.0, 1.0], success=[1.0, 1.0], support=[0.0, 0.0], quality=[0.5, 0.5])
+    without = direct(**base)
+    mixed = direct(**base, intent=[0.9, 0.0], has_intent=[True, False], intent_weight=0.6)
+    assert without["coarse"][0] == approx(0.5 * (0.5 * 0.4 + 0.5 * 1.0) + 0.5 * 0.2)
+    assert mixed["coarse"][0] == approx(0.4 * without["coarse"][0] + 0.6 * 0.9)
+    assert mixed["coarse"][1] == approx(without["coarse"][1])
+    with pytest.raises(ValueError, match="intent has 1 values for 2 candidates"):
+        direct(**base, intent=[0.9], has_intent=[True, False], intent_weight=0.6)
