@@ -294,6 +294,21 @@ def test_a_report_or_query_file_that_cannot_be_read_or_written_is_one_clear_erro
     assert "internal error" not in unreadable.stderr + unwritable.stderr
 
 
+@pytest.mark.parametrize("command", [["export"], ["report", "-o"]])
+def test_export_and_report_refuse_a_symbolic_link_and_leave_it_as_it_was(
+    neo4j_target: Neo4jTarget, cli_namespace: str, tmp_path: Path, command: list[str]
+) -> None:
+    # The file used to be renamed over the link, replacing it (and leaving what it pointed at).
+    pointed = tmp_path / "elsewhere.txt"
+    pointed.write_text("theirs\n")
+    link = tmp_path / "out.link"
+    link.symlink_to(pointed)
+    done = kbgraph(neo4j_target, cli_namespace, *command, str(link))
+    assert done.returncode == 2, done.stderr
+    assert f"{link}: is a symbolic link (to {pointed})" in done.stderr and "Traceback" not in done.stderr
+    assert link.is_symlink() and pointed.read_text() == "theirs\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere.txt", "out.link"]
+
 
 def test_ingest_reads_standard_input_naming_its_lines(neo4j_target: Neo4jTarget, cli_namespace: str) -> None:
     run = {"id": "stdin-1", "domain": "airline", "task": "You want to cancel reservation ABC123.",
