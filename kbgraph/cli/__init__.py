@@ -16,6 +16,8 @@ from typing import NoReturn
 import neo4j
 import typer
 from pydantic import ValidationError
+# typer carries its own copy of click (typer._click, not the click package): its exceptions are these.
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
 from kbgraph.cli import (
     audit,
@@ -91,9 +93,23 @@ def run(argv: Sequence[str]) -> int:
         return 2
     try:
         # `python -m kbgraph.cli` (what ./kb runs) would otherwise name itself that way in --help.
-        app(args=list(argv), prog_name="kbgraph")
+        # Not standalone: click's usage errors come here to be said in one line, not as typer's
+        # box of usage, hint and wrapped message; an Exit comes back as its status.
+        status = app(args=list(argv), prog_name="kbgraph", standalone_mode=False)
     except SystemExit as exc:
         return _exit_status(exc.code)
+    except NoArgsIsHelpError as exc:  # the help was printed when it was raised
+        if message := exc.format_message():
+            print(message)
+        return exc.exit_code
+    except ClickException as exc:
+        ctx = exc.ctx if isinstance(exc, UsageError) else None
+        where, hint = (f"{ctx.command_path}: ", f" (see {ctx.command_path} --help)") if ctx is not None else ("", "")
+        _error(f"kbgraph: error: {where}{' '.join(exc.format_message().split())}{hint}")
+        return exc.exit_code
+    except typer.Abort:
+        _error("kbgraph: error: aborted")
+        return 1
     except InvalidInputError as exc:
         _error(f"kbgraph: error: {exc}")
         return 2
@@ -119,7 +135,7 @@ def run(argv: Sequence[str]) -> int:
             raise
         _error(f"kbgraph: internal error: {type(exc).__name__}: {exc} (set KBGRAPH_DEBUG=1 for a traceback)")
         return 70
-    return 0
+    return status if isinstance(status, int) and not isinstance(status, bool) else 0
 
 
 def main() -> NoReturn:

@@ -13,6 +13,7 @@ from kbgraph.learning.agents import check_votes
 from kbgraph.cli._common import JsonOption, NamespaceOption, _open, _parse_assignments, _print_json, add_commands, out
 from kbgraph.cli.records import add_files
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.value_bounds import MAX_COUNT
 from kbgraph.core.terminal import plain
 
 
@@ -62,7 +63,12 @@ def feedback(
     for name, value in _parse_assignments(step_reward, "--step-reward").items():
         experience_id, sep, order = name.rpartition(":")
         if not sep or not (order.isascii() and order.isdigit()):  # "²".isdigit(), yet int() refuses it
-            raise InvalidInputError([f"--step-reward {name}={value}: expected EXPERIENCE_ID:ORDER=REWARD"])
+            raise InvalidInputError([f"--step-reward {name!s:.80}={value!s:.20}: expected EXPERIENCE_ID:ORDER=REWARD"])
+        # Checked as text: Python refuses to read an integer of more than 4,300 digits (ValueError).
+        if len(order.lstrip("0")) > len(str(MAX_COUNT)) or int(order) > MAX_COUNT:
+            shown = order if len(order) <= 40 else f"a number of {len(order):,} digits"
+            raise InvalidInputError([f"--step-reward {experience_id:.60}:ORDER: {shown} is not a step order "
+                                     f"(a whole number from 0 to {MAX_COUNT:,})"])
         rewards.append({"experience_id": experience_id, "order": int(order), "reward": value})
     with _open(namespace) as kb:
         report = kb.record_feedback(retrieved=retrieved or [], used=used or [], outcome=_outcome(outcome),

@@ -2,8 +2,9 @@
 
 Export and report write beside the target, then rename over it: a reader never sees half a
 file. A rename replaces whatever has the name, though: ``/dev/full``, a FIFO another process
-reads, a socket. So a target that exists must be a regular file (or a link to one), and a write
-that fails (a full disk, a file-size limit) is a one-line failure, with nothing left behind.
+reads, a socket, a symbolic link (replaced by the file, not written through). So a target that
+exists must be a regular file, not a link, and a write that fails (a full disk, a file-size
+limit) is a one-line failure, with nothing left behind.
 """
 
 from __future__ import annotations
@@ -51,9 +52,23 @@ def source_problem(path: Path) -> str | None:
     return mode if isinstance(mode, str) else _not_regular(path, mode)
 
 
+def _link_problem(path: Path) -> str | None:
+    # The rename would put the file where the link was and leave its target as it was: neither
+    # "write through the link" nor "refuse", so refused, saying what the link points at.
+    if not path.is_symlink():
+        return None
+    try:
+        pointed = os.readlink(path)
+    except OSError:
+        pointed = "?"
+    return f"{path}: is a symbolic link (to {pointed}), which the write would replace; name the file itself"
+
+
 def target_problem(path: Path) -> str | None:
     """Why ``path`` may not be replaced by a written file (None when it may): a folder, a device,
-    a FIFO or a socket is refused; a missing file or a regular one (through links) is fine."""
+    a FIFO, a socket or a symbolic link is refused; a missing file or a regular one is fine."""
+    if problem := _link_problem(path):
+        return problem
     mode = _looked_at(path)
     if mode is None:
         return None if path.parent.is_dir() else f"{path}: no folder {path.parent} to write it in"
@@ -71,6 +86,8 @@ def check_target(path: Path) -> None:
 
 def _refuse_non_regular(path: Path) -> None:
     # What only a write can tell (a missing folder, no permission) is left to it: an OSError.
+    if problem := _link_problem(path):
+        raise InvalidInputError([problem])
     mode = _looked_at(path)
     if isinstance(mode, int) and (problem := _not_regular(path, mode)):
         raise InvalidInputError([f"{problem}; name the regular file to write"])

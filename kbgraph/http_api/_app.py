@@ -131,8 +131,10 @@ def add_error_handlers(app: FastAPI, bodies: dict[str, BodyModel]) -> None:
             return answer(ApiError(422, "invalid request body, nothing was done: the body is nested too deeply"))
         if isinstance(exc.__cause__, BodyTooLarge):  # the body outgrew the limit while it was read
             return answer(ApiError(413, str(exc.__cause__)))
-        if isinstance(exc.__cause__, ValueError):  # json.loads refused an integer of 5,000 digits
-            return answer(ApiError(400, unreadable_body(await request.body())))
+        # json.loads refused an integer of 5,000 digits, or bytes that are not UTF-8: input refused,
+        # 422 like every other body that is not JSON (FastAPI's own answer is a bare 400).
+        if isinstance(exc.__cause__, ValueError):
+            return answer(ApiError(422, unreadable_body(await request.body())))
         return answer(ApiError(exc.status_code, str(exc.detail), dict(exc.headers or {})))
 
     @app.exception_handler(Exception)

@@ -106,10 +106,14 @@ def body_problem(request: Request, exc: RequestValidationError, bodies: dict[str
 
 def unreadable_body(body: bytes) -> str:
     """Why a body the JSON decoder gave up on with a bare ValueError (an integer too long for
-    Python to read) is refused, and where: it is read again, by the decoder that says where."""
+    Python to read, bytes that are not UTF-8) is refused, and where: it is read again, by the
+    decoder that says where."""
     headline = "invalid request body, nothing was done: the body is not valid JSON"
     try:
         loads(body.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        return (f"invalid request body, nothing was done: the body is not UTF-8 text (byte {error.start + 1:,} "
+                f"is 0x{body[error.start]:02x}); send JSON encoded as UTF-8")
     except json.JSONDecodeError as error:
         return f"{headline}: {error.msg} at {_where_json_stops(error.doc, error.pos)}"
     except (UnicodeDecodeError, ValueError, RecursionError) as error:

@@ -61,6 +61,7 @@ from kbgraph.integrations.store_rows import PlannedPut, item_of, now as _now
 from kbgraph.integrations.store_values import (
     check_address,
     check_filter,
+    check_query,
     check_ttl,
     check_vectors,
     encode_path,
@@ -185,6 +186,7 @@ class KbgraphStore(BaseStore):
             check_address(op.namespace, op.key if isinstance(op.key, str) else None)
         elif isinstance(op, SearchOp):
             check_address(op.namespace_prefix)
+            check_query(op.query)
         if isinstance(op, PutOp):
             namespace = tuple(op.namespace)
             if not namespace:

@@ -71,6 +71,13 @@ def value_text(value: Mapping[str, Any], where: str) -> str:
     return text
 
 
+def check_query(query: str | None) -> None:
+    """A search's query is embedded (and, over the experiences, sent to Neo4j): a lone surrogate
+    would fail its UTF-8 encoding there. InvalidInputError naming the query, as a put names the field."""
+    if query is not None and (problem := value_problem(query)):
+        raise InvalidInputError([f"query: {problem.removeprefix('(value): ')}"], "invalid search query, nothing was done")
+
+
 def check_vectors(vectors: Sequence[Sequence[float]], places: Sequence[str], dimension: int) -> None:
     """What a custom ``embed`` can get wrong, refused before anything is written: the dimension,
     and vectors a cosine similarity cannot use (:func:`kbgraph.core.value_bounds.vector_problem`)."""

@@ -34,8 +34,11 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 Streams = tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
 
 
-def _error(request_id: Any, code: int, message: str) -> str:
-    reply = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+def _error(request_id: Any, code: int, message: str, field: str | None = None) -> str:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if field is not None:  # the SDK's own invalid-params errors carry an empty data and no field
+        error["data"] = {"field": field}
+    reply = {"jsonrpc": "2.0", "id": request_id, "error": error}
     return json.dumps(reply, ensure_ascii=True)
 
 
@@ -104,9 +107,10 @@ def check_line(raw: bytes, length: int) -> tuple[Any | None, str | None]:
         return None, _error(_top_level_id(text), types.INVALID_REQUEST, f"message nested deeper than {MAX_NESTING_DEPTH} levels")
     request_id = _request_id(value)
     is_notification = isinstance(value, dict) and "id" not in value and "method" in value
-    if problem := value_problem(value):
+    if (problem := value_problem(value)) and not _left_to_the_tool(value):
         code = types.INVALID_PARAMS if problem.startswith("params") else types.INVALID_REQUEST
-        return None, None if is_notification else _error(request_id, code, f"invalid request: {problem}")
+        field = problem.split(":", 1)[0] if code == types.INVALID_PARAMS else None
+        return None, None if is_notification else _error(request_id, code, f"invalid request: {problem}", field)
     if problem := _envelope_problem(value):
         return None, None if is_notification else _error(request_id, types.INVALID_REQUEST, f"invalid request: {problem}")
     try:
@@ -116,7 +120,34 @@ def check_line(raw: bytes, length: int) -> tuple[Any | None, str | None]:
         where = ".".join(str(part) for part in first["loc"][1:]) or "(message)"
         reply = _error(request_id, types.INVALID_REQUEST, f"invalid request: {where}: {first['msg']}")
         return None, None if is_notification else reply
+    if not is_notification and (found := _tool_call_params_problem(value)):
+        field, reason = found
+        return None, _error(request_id, types.INVALID_PARAMS, f"invalid params: {field}: {reason}", field)
     return message, None
+
+
+def _left_to_the_tool(value: Any) -> bool:
+    """Whether the only values out of bounds are integers past 64 bits among a tool call's
+    arguments: the tool refuses those by the argument's name, as it refuses 1e308, rather than the
+    whole request being refused here."""
+    if not (isinstance(value, dict) and value.get("method") == "tools/call" and isinstance(value.get("params"), dict)):
+        return False
+    params = value["params"]
+    envelope = {**value, "params": {name: part for name, part in params.items() if name != "arguments"}}
+    return value_problem(envelope) is None and value_problem(params.get("arguments"), int64=False) is None
+
+
+def _tool_call_params_problem(value: dict[str, Any]) -> tuple[str, str] | None:
+    """(``params.field``, reason) when a tools/call request's params are not what the SDK takes:
+    the SDK refuses them as "Invalid request parameters", naming no field."""
+    if value.get("method") != "tools/call":
+        return None
+    try:
+        types.CallToolRequest.model_validate({"method": "tools/call", "params": value.get("params")}, by_name=False)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        return ".".join(str(part) for part in first["loc"]) or "params", first["msg"]
+    return None
 
 
 def _envelope_problem(value: Any) -> str | None:

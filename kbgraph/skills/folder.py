@@ -39,6 +39,9 @@ MANIFEST_FORMAT = "kbgraph-skills/1"
 #: ``kbgraph-namespace`` entry next to it.
 MARKER_KEY, MARKER_VALUE, NAMESPACE_KEY = "generated-by", "kbgraph", "kbgraph-namespace"
 SKILL_FILE = "SKILL.md"
+#: What the export creates is its owner's only, like an export file or a report: the skills hold a
+#: namespace's task texts and recoveries.
+FILE_MODE, FOLDER_MODE = 0o600, 0o700
 _REFUSED = "cannot export skills, nothing was written"
 
 
@@ -213,17 +216,17 @@ class _Swap:
         """Writes ``changed`` folders (keeping the ``kept`` files someone added to them), removes
         kbgraph's files of ``stale`` folders, and puts the manifest in place."""
         try:
-            os.mkdir(self.staging)
+            os.mkdir(self.staging, FOLDER_MODE)
             for name, files in changed.items():
                 for relative, data in files.items():
                     path = self.staging / name / relative
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_bytes(data)
+                    _private_folders(self.staging, path.parent)
+                    _write_private(path, data)
                 for relative in kept.get(name, ()):
                     path = self.staging / name / relative
-                    path.parent.mkdir(parents=True, exist_ok=True)
+                    _private_folders(self.staging, path.parent)
                     shutil.copy2(self.directory / name / relative, path, follow_symlinks=False)
-            (self.staging / MANIFEST_NAME).write_bytes(manifest)
+            _write_private(self.staging / MANIFEST_NAME, manifest)
             if not self.exists:
                 os.rename(self.staging, self.directory)  # the whole export appears at once
                 return
@@ -257,6 +260,23 @@ class _Swap:
                 os.rename(target, source)
             except OSError:
                 pass  # best effort: the error that brought us here is the one to report
+
+
+def _private_folders(root: Path, folder: Path) -> None:
+    """Creates ``folder`` and each missing folder between it and ``root`` with FOLDER_MODE
+    (``Path.mkdir(parents=True)`` gives the parents it creates the default mode)."""
+    missing = []
+    while folder != root and not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        os.mkdir(path, FOLDER_MODE)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    # Created with FILE_MODE from the first byte, as export and report write theirs.
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE), "wb") as sink:
+        sink.write(data)
 
 
 def _remove_empty_folders(folder: Path) -> None:

@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class _Input(BaseModel):
     # Strict: a client's "yes" is not a success, nor "3" an order (lax parsing would read them so).
-    model_config = ConfigDict(extra="forbid", strict=True)
+    # No NaN or infinity: a NaN reward was refused as "less than or equal to 1", which it is not.
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class ExecutedStep(_Input):

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
 from kbgraph.transfer._format import FORMAT_NAME, FORMAT_VERSION, INGESTED_KEY, LABELS, RELATIONSHIP_TYPES
+from kbgraph.transfer._models import key_problems, model_problems
 from kbgraph.transfer._rules import NODE_RULES, RELATIONSHIP_RULES, counter_problems, property_problems
 from kbgraph.transfer._values import _checked_properties, decode_vector
 
@@ -81,6 +82,7 @@ class NodeRecord(BaseModel):
         problems = [f"properties.{p}" for p in property_problems(NODE_RULES.get(self.label, {}), self.properties)]
         if self.label == "Experience":
             problems += [f"properties.{p}" for p in counter_problems(self.properties)]
+        problems += model_problems(self.label, self.key, self.properties)
         if self.label == "IngestedRecord" and self.key is not None and not INGESTED_KEY.fullmatch(self.key):
             problems.append(f"key: {self.key!r:.80} is not an ingest marker (trajectory:<id> or experience:<id>)")
         if problems:
@@ -124,9 +126,12 @@ class RelationshipRecord(BaseModel):
 
     @model_validator(mode="after")
     def _values_kbgraph_can_read(self) -> RelationshipRecord:
-        problems = property_problems(RELATIONSHIP_RULES.get(self.type, {}), self.properties)
+        problems = [f"properties.{p}" for p in property_problems(RELATIONSHIP_RULES.get(self.type, {}), self.properties)]
+        # An end whose key the models refuse names the bad id here, not as a node missing from the file.
+        problems += key_problems(self.start.label, self.start.key, "start.key")
+        problems += key_problems(self.end.label, self.end.key, "end.key")
         if problems:
-            raise ValueError("; ".join(f"properties.{p}" for p in problems))
+            raise ValueError("; ".join(problems))
         return self
 
 

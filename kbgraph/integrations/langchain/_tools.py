@@ -12,10 +12,12 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, ValidationError
 
 from kbgraph.async_kb import AsyncKnowledgeBase
+from kbgraph.core.value_bounds import INT64_MAX, INT64_MIN, value_problem
 from kbgraph.kb import KnowledgeBase
 from kbgraph.tools import (TOOL_NAMES, TOOLS, ToolArguments, ToolSpec, argument_problems, arun_tool, failure_message,
                            one_line, run_tool)
@@ -45,10 +47,52 @@ def _answer(result: BaseModel) -> Answer:
     return json.dumps(dumped, ensure_ascii=False), dumped
 
 
+def _beyond_64_bits(value: Any) -> bool:
+    """Whether an integer outside the 64-bit range sits anywhere in ``value`` (walked without
+    recursion: the arguments may be nested deeply)."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
+        elif isinstance(item, int) and not isinstance(item, bool) and not INT64_MIN <= item <= INT64_MAX:
+            return True
+    return False
+
+
 class ContractTool(StructuredTool):
     """A StructuredTool whose arguments are validated by the contract's model, and refused in the
     contract's words (the path in what was sent, as the MCP server and the HTTP API name it); the
     tool function receives them as one ``arguments`` object."""
+
+    def _refused_early(self, tool_input: str | dict[str, Any], tool_call_id: str | None) -> Any:
+        """The error answer for arguments LangChain cannot even log, or None to run the tool.
+
+        BaseTool.run writes ``str(tool_input)`` for its callbacks before any handler is in place,
+        and Python refuses to print an integer of more than 4,300 digits (a raw ValueError): such
+        arguments are answered here, as the contract refuses any integer past 64 bits."""
+        if not isinstance(tool_input, dict) or not _beyond_64_bits(tool_input):
+            return None
+        content = one_line(f"{self.name}: invalid arguments, nothing was done: {value_problem(tool_input)}")
+        if tool_call_id is None:  # invoked with the arguments alone: the answer is the text, as for any error
+            return content
+        return ToolMessage(content, artifact=None, tool_call_id=tool_call_id, name=self.name, status="error")
+
+    def run(self, tool_input: str | dict[str, Any], *args: Any, tool_call_id: str | None = None,
+            **kwargs: Any) -> Any:
+        refused = self._refused_early(tool_input, tool_call_id)
+        if refused is not None:
+            return refused
+        return super().run(tool_input, *args, tool_call_id=tool_call_id, **kwargs)
+
+    async def arun(self, tool_input: str | dict[str, Any], *args: Any, tool_call_id: str | None = None,
+                   **kwargs: Any) -> Any:
+        refused = self._refused_early(tool_input, tool_call_id)
+        if refused is not None:
+            return refused
+        return await super().arun(tool_input, *args, tool_call_id=tool_call_id, **kwargs)
 
     def _parse_input(self, tool_input: str | dict[str, Any], tool_call_id: str | None) -> dict[str, Any]:
         schema = self.args_schema

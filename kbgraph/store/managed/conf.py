@@ -69,7 +69,7 @@ def prepare_home(home: Path, config: str, java: str, lib: Path, password_file: P
 
 
 def config_text(
-    home: Path, *, bolt_port: int, http_port: int, heap: str, pagecache: str, auth_enabled: bool,
+    home: Path, *, bolt_port: int, http_port: int, heap: str, pagecache: str,
     browser_assets: BrowserAssets | None = None, line_settings: Sequence[str] = (),
 ) -> str:
     """neo4j.conf; with ``browser_assets``, the Browser applies kbgraph's style and opens its
@@ -87,7 +87,7 @@ def config_text(
         f"server.http.listen_address=127.0.0.1:{http_port}",
         f"server.http.advertised_address=127.0.0.1:{http_port}",
         "server.https.enabled=false",
-        f"dbms.security.auth_enabled={'true' if auth_enabled else 'false'}",
+        "dbms.security.auth_enabled=true",
         f"server.memory.heap.initial_size={heap}",
         f"server.memory.heap.max_size={heap}",
         f"server.memory.pagecache.size={pagecache}",

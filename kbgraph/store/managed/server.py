@@ -16,10 +16,13 @@ neo4j.conf and password file are :mod:`kbgraph.store.managed.conf`. This module 
 from __future__ import annotations
 
 import fcntl
+import os
+import secrets
+import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import neo4j
@@ -36,7 +39,6 @@ from kbgraph.store.managed.conf import (
     generated_password,
     prepare_directories,
     prepare_home,
-    write_password,
 )
 from kbgraph.store.managed.java import (
     ADMIN_TOOL,
@@ -105,8 +107,6 @@ class ManagedNeo4j:
     quiet: bool = False
     # Preferred port of the Browser style/guide server (another one if busy); 0 = serve none.
     assets_port: int = DEFAULT_ASSETS_PORT
-    # False only while reset_password runs (loopback only, for the seconds it takes).
-    auth_enabled: bool = True
     # Which Neo4j release it runs (settings.neo4j_version).
     line: Neo4jLine = DEFAULT_LINE
     # JVM options added after kbgraph's own (the test suite's servers use a class-data archive).
@@ -246,26 +246,40 @@ class ManagedNeo4j:
 
     def reset_password(self) -> ServerStatus:
         """Sets a new generated password for user neo4j and writes it to the password file: the way
-        out when that file was lost (Neo4j's documented recovery: restart with authentication off,
-        bound to loopback as always, ALTER USER, restart with it on). The data is kept. Without
-        authentication it listens on free ports of its own, not the usual ones that every local
-        client tries, for the few seconds it takes."""
+        out when that file was lost. The data is kept, and the server never serves without
+        authentication: while it is stopped, its system database (users and roles; kbgraph's data
+        and schema live in the neo4j database) is set aside with the initial-password file, and the
+        start that follows creates them afresh with a new generated password, as a first start does
+        (``neo4j-admin dbms set-initial-password``). If that start fails, what was set aside is put
+        back, the old password file with it."""
         if not (self.home / "data").is_dir():
             raise ManagedServerError(f"no managed Neo4j at {self.home} yet: `kbgraph server start` creates one")
         self.stop()
-        bolt = free_port(reserved=(self.bolt_port, self.http_port))
-        unlocked = replace(self, auth_enabled=False, assets_port=0, bolt_port=bolt,
-                           http_port=free_port(reserved=(self.bolt_port, self.http_port, bolt)))
-        unlocked.start()
-        password = generated_password()
+        data = self.home / "data"
+        aside = self.home / "run" / f"before-reset-password.{secrets.token_hex(4)}"
+        os.mkdir(aside, 0o700)
+        moved: list[tuple[Path, Path]] = []
         try:
-            with neo4j.GraphDatabase.driver(unlocked.bolt_uri, auth=None) as driver:
-                with driver.session(database="system") as session:
-                    session.run(query("managed_reset_password"), password=password).consume()
-        finally:
-            unlocked.stop()
-        write_password(self.password_file, password)
-        return self.start()
+            for part in (data / "databases" / "system", data / "transactions" / "system",
+                         data / "dbms" / "auth.ini", self.password_file):
+                if part.exists():
+                    kept = aside / part.relative_to(self.home)
+                    kept.parent.mkdir(parents=True, exist_ok=True)
+                    os.rename(part, kept)
+                    moved.append((part, kept))
+            status = self.start()
+        except BaseException:
+            self.stop()
+            for part, kept in reversed(moved):  # the half-made new ones go, the old ones come back
+                if part.is_dir():
+                    shutil.rmtree(part)
+                else:
+                    part.unlink(missing_ok=True)
+                os.rename(kept, part)
+            shutil.rmtree(aside, ignore_errors=True)
+            raise
+        shutil.rmtree(aside, ignore_errors=True)
+        return status
 
     def stop(self, timeout_s: float = 60.0) -> bool:
         """Stops the server cleanly (SIGTERM, then SIGKILL after ``timeout_s``). False if not running."""
@@ -286,7 +300,7 @@ class ManagedNeo4j:
         """neo4j.conf; with ``browser_assets``, the Browser applies kbgraph's style and opens its
         guide on every connect."""
         return config_text(self.home, bolt_port=self.bolt_port, http_port=self.http_port, heap=self.heap,
-                           pagecache=self.pagecache, auth_enabled=self.auth_enabled, browser_assets=browser_assets,
+                           pagecache=self.pagecache, browser_assets=browser_assets,
                            line_settings=self.line.own_settings)
 
     def _wait_until_ready(self, proc: subprocess.Popen[bytes] | None, timeout_s: float) -> None:
@@ -304,8 +318,7 @@ class ManagedNeo4j:
             try:
                 # An auto-commit query: unlike execute_query it does not retry (and log) on its own;
                 # each attempt is bounded, so a server that stops answering is tried again, not awaited.
-                auth = self.auth() if self.auth_enabled else None
-                with neo4j.GraphDatabase.driver(self.bolt_uri, auth=auth, connection_timeout=10.0) as driver:
+                with neo4j.GraphDatabase.driver(self.bolt_uri, auth=self.auth(), connection_timeout=10.0) as driver:
                     def ping() -> None:
                         with driver.session(database="neo4j") as session:
                             session.run(query("ping")).consume()

@@ -239,6 +239,10 @@ DEEP_LIST = "[" * 5000 + "]" * 5000  # deep enough for json.loads to hit Python'
     (["refine", '{"action": "a", "arguments": {"n": 99999999999999999999}}'], "step 1: arguments.n: 99999999999999999999 is outside"),
     (["feedback", "-u", "e-1", "--step-reward", f"e-1:1={DEEP_LIST}"], "--step-reward e-1:1: nested deeper"),
     (["feedback", "-u", "e-1", "--step-reward", "e-1:\u00b2=1"], "EXPERIENCE_ID:ORDER=REWARD"),  # "²".isdigit()
+    # Past 4,300 digits int() refuses the text: an internal error (exit 70) before it was checked.
+    (["feedback", "-u", "x", "-o", "success", "--step-reward", f"x:{'9' * 4301}=1"],
+     "--step-reward x:ORDER: a number of 4,301 digits is not a step order (a whole number from 0 to 9,007,199,254,740,991)"),
+    (["feedback", "-u", "x", "--step-reward", "x:9007199254740992=1"], "--step-reward x:ORDER: 9007199254740992 is not"),
     (["cypher", "run", "adaptation_paths", "-p", f"relation_types={DEEP_LIST}"], "nested deeper than 64 levels"),
     (["cypher", "run", "top_by_utility", "-p", "kb="], "--param kb: namespace: '' is not a namespace"),
     (["bench", "write", "-e", "-5", "--steps", "0"], "--experiences -5: must be between 1 and 1000000"),
@@ -254,6 +258,31 @@ def test_bad_arguments_are_one_line_errors_before_connecting(
     assert message in done.stderr and "Traceback" not in done.stderr and "internal error" not in done.stderr
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["search", "x", "-k", "1e308"], "kbgraph search: Invalid value for '--k' / '-k': Input should be a valid integer"),
+    (["search", "x", "--nope"], "kbgraph search: No such option: --nope"),
+    (["nosuch"], "kbgraph: No such command 'nosuch'."),
+    (["get"], "kbgraph get: Missing argument"),
+])
+def test_a_usage_error_is_one_line_naming_the_command_and_the_option(
+    neo4j_target: Neo4jTarget, args: list[str], message: str
+) -> None:
+    # typer printed these as a box of usage, hint and a message wrapped at 80 columns.
+    done = in_process({**neo4j_target.env("unused"), "NEO4J_URI": "bolt://127.0.0.1:9"}, *args)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"kbgraph: error: {message}") and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.rstrip().endswith(f"(see {message.split(':')[0]} --help)"), done.stderr
+
+
+def test_without_a_command_the_help_is_shown_and_with_help_it_ends_well(neo4j_target: Neo4jTarget) -> None:
+    bare = in_process(neo4j_target.env("unused"))
+    assert bare.returncode == 2 and "Usage: kbgraph [OPTIONS] COMMAND [ARGS]..." in bare.stdout + bare.stderr
+    group = in_process(neo4j_target.env("unused"), "server")
+    assert group.returncode == 2 and "Usage: kbgraph server [OPTIONS] COMMAND" in group.stdout + group.stderr
+    helped = in_process(neo4j_target.env("unused"), "search", "--help")
+    assert helped.returncode == 0 and "Usage: kbgraph search [OPTIONS]" in helped.stdout
+
+
 def test_a_report_or_query_file_that_cannot_be_read_or_written_is_one_clear_error(
     neo4j_target: Neo4jTarget, cli_namespace: str, tmp_path: Path
 ) -> None:
@@ -263,6 +292,22 @@ def test_a_report_or_query_file_that_cannot_be_read_or_written_is_one_clear_erro
     unwritable = kbgraph(neo4j_target, cli_namespace, "report", "-o", "/proc/version")
     assert unwritable.returncode == 1 and "cannot write the report to /proc/version" in unwritable.stderr, unwritable.stderr
     assert "internal error" not in unreadable.stderr + unwritable.stderr
+
+
+@pytest.mark.parametrize("command", [["export"], ["report", "-o"]])
+def test_export_and_report_refuse_a_symbolic_link_and_leave_it_as_it_was(
+    neo4j_target: Neo4jTarget, cli_namespace: str, tmp_path: Path, command: list[str]
+) -> None:
+    # The file used to be renamed over the link, replacing it (and leaving what it pointed at).
+    pointed = tmp_path / "elsewhere.txt"
+    pointed.write_text("theirs\n")
+    link = tmp_path / "out.link"
+    link.symlink_to(pointed)
+    done = kbgraph(neo4j_target, cli_namespace, *command, str(link))
+    assert done.returncode == 2, done.stderr
+    assert f"{link}: is a symbolic link (to {pointed})" in done.stderr and "Traceback" not in done.stderr
+    assert link.is_symlink() and pointed.read_text() == "theirs\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere.txt", "out.link"]
 
 
 def test_ingest_reads_standard_input_naming_its_lines(neo4j_target: Neo4jTarget, cli_namespace: str) -> None:

@@ -49,7 +49,23 @@ def test_a_target_that_is_not_a_regular_file_is_refused_and_left_as_it_was(tmp_p
 def test_a_link_to_a_device_is_refused_too(tmp_path: Path) -> None:
     link = tmp_path / "full"
     link.symlink_to("/dev/full")
-    assert "character device" in (target_problem(link) or "")
+    assert "is a symbolic link (to /dev/full)" in (target_problem(link) or "")
+
+
+@pytest.mark.parametrize("points_at", ["file", "missing"])
+def test_a_symbolic_link_is_refused_and_neither_it_nor_its_target_changes(tmp_path: Path, points_at: str) -> None:
+    # The rename replaced the link itself with the file: refused, as export and report say.
+    pointed = tmp_path / "real.jsonl"
+    if points_at == "file":
+        pointed.write_text("old\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(pointed)
+    assert "is a symbolic link" in (target_problem(link) or "")
+    with pytest.raises(InvalidInputError, match=f"{link}: is a symbolic link \\(to {pointed}\\)"):
+        write_whole(link, lambda file: file.write("new\n"), what="the export")
+    assert link.is_symlink() and os.readlink(link) == str(pointed)
+    assert (pointed.read_text() if points_at == "file" else None) == ("old\n" if points_at == "file" else None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["link.jsonl"] + (["real.jsonl"] if points_at == "file" else []))
 
 
 def test_a_regular_file_is_replaced_whole_with_the_mode_asked_for(tmp_path: Path) -> None:

@@ -359,13 +359,22 @@ def test_a_404_names_a_very_long_id_by_its_start_and_length(client: httpx.Client
     assert detail(answer).startswith(f"no experience '{'x' * 40}'… (10,000 characters) in namespace")
 
 
-def test_an_integer_too_long_to_read_is_400_saying_where(client: httpx.Client, direct_kb: KnowledgeBase) -> None:
+def test_an_integer_too_long_to_read_is_422_saying_where(client: httpx.Client, direct_kb: KnowledgeBase) -> None:
     experiences = direct_kb.count()
     body = '{"task": "return an item",\n "k": ' + "7" * 5000 + "}"
     answer = client.post("/v1/search", content=body.encode(), headers={"Content-Type": JSON})
-    assert answer.status_code == 400, answer.text
+    assert answer.status_code == 422, answer.text
     assert detail(answer) == ("invalid request body, nothing was done: the body is not valid JSON: an integer of "
                               "5,000 digits (at most 4,300 are read) at line 2, column 7")
+    assert direct_kb.count() == experiences
+
+
+def test_a_body_that_is_not_utf8_is_422_naming_the_byte(client: httpx.Client, direct_kb: KnowledgeBase) -> None:
+    experiences = direct_kb.count()
+    answer = client.post("/v1/search", content=b'{"task": "caf\xe9"}', headers={"Content-Type": JSON})
+    assert answer.status_code == 422, answer.text
+    assert detail(answer) == ("invalid request body, nothing was done: the body is not UTF-8 text (byte 14 is 0xe9); "
+                              "send JSON encoded as UTF-8")
     assert direct_kb.count() == experiences
 
 

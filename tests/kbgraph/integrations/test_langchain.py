@@ -312,6 +312,10 @@ def test_add_trajectory_ingests_the_run_and_search_finds_it(kb: KnowledgeBase) -
     ("record_outcome", {"used": ["exp_1"], "outcome": True, "outcom": True}, "outcom", "Extra inputs are not permitted"),
     ("search_experiences", {"task": "cancel", "k": 1000}, "k", "less than or equal to 100"),
     ("add_trajectory", {"trajectory": {"task": "x", "steps": [{"actio": "a"}]}}, "trajectory.id", "Field required"),
+    # Past 4,300 digits Python cannot print the integer, which LangChain does before the tool runs.
+    ("refine_steps", {"task": "x", "k": 10**5000}, "k", "a 16610-bit integer is outside the 64-bit integer range"),
+    ("add_trajectory", {"trajectory": {"id": "t", "task": "x", "steps": [{"action": "a", "arguments": {"n": -10**5000}}]}},
+     "trajectory.steps.0.arguments.n", "outside the 64-bit integer range"),
 ])
 def test_invalid_arguments_come_back_as_an_error_naming_the_field(
     airline_kb: KnowledgeBase, tool_name: str, args: dict[str, Any], field: str, reason: str,
@@ -321,6 +325,8 @@ def test_invalid_arguments_come_back_as_an_error_naming_the_field(
     assert str(message.content).startswith(f"{tool_name}: invalid arguments, nothing was done: ")
     assert f"{field}: " in str(message.content) and reason in str(message.content)
     assert "\n" not in str(message.content)
+    plain = tools_of(airline_kb)[tool_name].invoke(args)  # the arguments alone: the answer is the error's text
+    assert plain == message.content
 
 
 def test_input_kbgraph_refuses_comes_back_as_its_one_line_message_and_writes_nothing(kb: KnowledgeBase) -> None:

@@ -354,6 +354,11 @@ def test_a_lone_surrogate_an_overlong_key_or_a_huge_value_is_refused_cleanly(sto
         store.get(("\ud800",), "k")
     with pytest.raises(InvalidInputError, match=r"value.text: contains a lone surrogate"):
         store.put(("n",), "k", {"text": "bad \udcff"})
+    # A query is refused like a value: its encoding for the embedder (or Neo4j) failed raw.
+    for prefix in (("n",), ("kbgraph", "experiences")):
+        with pytest.raises(InvalidInputError, match=r"invalid search query, nothing was done:\n  query: contains a "
+                                                    r"lone surrogate \('\\ud800'\)"):
+            store.search(prefix, query="tea\ud800")
     with pytest.raises(InvalidInputError, match="key: the namespace and key are 100,002 characters"):
         store.put(("n",), "k" * 100_000, {"text": "x"})
     with pytest.raises(InvalidInputError, match="over the 4,000,000 an item may hold"):

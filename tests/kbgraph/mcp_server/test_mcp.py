@@ -22,12 +22,13 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, Tool
+from pydantic import ValidationError
 
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
 from kbgraph.store.managed.server import free_port
 from kbgraph.mcp_server import TOOL_NAMES, KnowledgeBaseSource, build_server, contract_tool
-from kbgraph.tools import SPECS, TrajectoryInput, kbgraph_version, one_line
+from kbgraph.tools import SPECS, TrajectoryInput, argument_problems, kbgraph_version, one_line
 from kbgraph.core.models import Trajectory
 from kbgraph.core.settings import Settings
 from tests.conftest import Neo4jTarget
@@ -360,6 +361,34 @@ def test_arguments_are_strict_so_text_is_never_read_as_a_boolean_a_number_or_nul
     [outcome] = call_in_process(source.source(), [(tool, arguments)])
     line = error_line(outcome)
     assert line.startswith(f"{tool}: invalid arguments, nothing was done: {field}: "), line
+    assert source.opened == 0
+
+
+def test_a_nan_reward_is_refused_as_not_a_finite_number() -> None:
+    # It was refused as "less than or equal to 1", which says nothing of what is wrong with it. (A
+    # NaN reaches the tool from a JSON line over stdio; the in-memory client would send null.)
+    metadata = contract_tool(SPECS["record_outcome"], lambda arguments: arguments).fn_metadata
+    arguments = {"used": ["e-1"], "outcome": True,
+                 "step_rewards": [{"experience_id": "e-1", "order": 0, "reward": float("nan")}]}
+    with pytest.raises(ValidationError) as refused:
+        metadata.validate_arguments(arguments)
+    assert argument_problems(refused.value, arguments) == "step_rewards.0.reward: Input should be a finite number"
+
+
+@pytest.mark.parametrize(("tool", "arguments", "problem"), [
+    # Past 64 bits and past a float's range are the same kind of refusal: a tool error naming the field.
+    ("add_trajectory", {"trajectory": {"id": "t-1", "task": "x", "steps": [{"action": "a", "arguments": {"n": 2**70}}]}},
+     "trajectory.steps.0.arguments.n: 1180591620717411303424 is outside the 64-bit integer range"),
+    ("add_trajectory", {"trajectory": {"id": "t-1", "task": "x", "steps": [{"action": "a", "reward": 1e308}]}},
+     "trajectory: steps.0.reward: Input should be less than or equal to 1"),
+])
+def test_a_number_out_of_range_is_a_tool_error_saying_what_is_wrong_with_it(
+    tool: str, arguments: dict[str, Any], problem: str
+) -> None:
+    source = OpenedNothing(RuntimeError("must not be reached"))
+    [outcome] = call_in_process(source.source(), [(tool, arguments)])
+    line = error_line(outcome)
+    assert problem in line, line
     assert source.opened == 0
 
 

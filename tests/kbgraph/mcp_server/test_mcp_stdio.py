@@ -39,6 +39,26 @@ def test_each_broken_line_gets_the_error_the_spec_names(line: str, code: int, re
     assert reply["error"]["message"] and "Traceback" not in reply["error"]["message"]
 
 
+@pytest.mark.parametrize(("params", "field", "reason"), [
+    ('{"name": 5}', "params.name", "Input should be a valid string"),
+    ('{"name": "get_experience", "arguments": "x"}', "params.arguments", "Input should be a valid dictionary"),
+    ('{"name": "get_experience", "_meta": {"n": 99999999999999999999}}', "params._meta.n", "outside the 64-bit"),
+])
+def test_invalid_tool_call_params_are_refused_naming_the_field(params: str, field: str, reason: str) -> None:
+    # The SDK answered these "Invalid request parameters" with an empty data: which field, it did not say.
+    reply = answer('{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": ' + params + "}")
+    assert reply["id"] == 8 and reply["error"]["code"] == -32602 and reply["error"]["data"] == {"field": field}
+    assert f"{field}: " in reply["error"]["message"] and reason in reply["error"]["message"]
+
+
+def test_an_integer_past_64_bits_among_a_tools_arguments_is_left_for_the_tool_to_refuse_by_name() -> None:
+    # As a float past the range is: the tool answers a tool error naming the argument (test_mcp).
+    line = (b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "add_trajectory", "arguments": '
+            b'{"trajectory": {"id": "t", "task": "x", "steps": [{"action": "a", "arguments": {"n": 99999999999999999999}}]}}}}')
+    message, reply = check_line(line, len(line))
+    assert reply is None and message is not None and message.method == "tools/call"
+
+
 def test_bytes_that_are_not_utf8_are_a_parse_error() -> None:
     message, reply = check_line(b'{"a": "\xff"}\n', 12)
     assert message is None and json.loads(reply or "")["error"]["code"] == -32700

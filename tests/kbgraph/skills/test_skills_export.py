@@ -214,6 +214,23 @@ def test_a_file_someone_added_to_a_skill_folder_survives_its_rewrite_and_its_rem
     assert manifest["namespaces"]["ns"]["skills"] == {"one": ["SKILL.md", "references/examples.md"]}
 
 
+def test_what_the_export_writes_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    # As export and report write theirs (0600); the skills were 0644 in 0755 folders.
+    created = tmp_path / "new-skills"
+    existing = tmp_path / "existing"
+    existing.mkdir(mode=0o755)
+    (existing / "users-notes.md").write_text("mine")
+    (existing / "users-notes.md").chmod(0o644)
+    for target in (created, existing):
+        write_skill_folders(target, "ns", {"one": skill_files("one")})
+        files = [p for p in target.rglob("*") if p.is_file() and p.name != "users-notes.md"]
+        folders = [p for p in target.rglob("*") if p.is_dir()]
+        assert files and {oct(p.stat().st_mode & 0o777) for p in files} == {"0o600"}, target
+        assert folders and {oct(p.stat().st_mode & 0o777) for p in folders} == {"0o700"}, target
+    assert created.stat().st_mode & 0o777 == 0o700  # created by the export: its own too
+    assert existing.stat().st_mode & 0o777 == 0o755 and (existing / "users-notes.md").stat().st_mode & 0o777 == 0o644
+
+
 def test_another_namespaces_skill_or_a_users_folder_under_a_skills_name_is_refused(tmp_path: Path) -> None:
     write_skill_folders(tmp_path, "other", {"shared-name": skill_files("shared-name", "other")})
     (tmp_path / "users-skill").mkdir()

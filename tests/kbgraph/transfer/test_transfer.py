@@ -612,6 +612,15 @@ def _edited(lines: list[str], label: str, edit: Callable[[dict[str, Any]], None]
     ("Step", "reward", 7.5, "properties.reward: 7.5 is not a number in [-1, 1]"),
     ("Outcome", "outcome", 2.0, "properties.outcome: 2.0 is not a number in [0, 1]"),
     ("IngestedRecord", "ingested_at", "yesterday", "properties.ingested_at: 'yesterday' is not a datetime"),
+    # The models' own field checks, which reads apply when they rebuild a record.
+    ("Experience", "source_ids", ["run-1", "../../x"], "properties.source_ids.1: '../../x' is refused: String should match pattern"),
+    ("Experience", "domain", "d" * 201, "properties.domain: 'ddd"),
+    ("Experience", "difficulty", "trivial", "properties.difficulty: 'trivial' is refused: Input should be 'easy', 'medium' or 'hard'"),
+    ("Step", "issue_type", "", "properties.issue_type: '' is refused: String should have at least 1 character"),
+    ("Step", "args_schema", "{not json", "properties.args_schema: '{not json' is not JSON text of an object of strings"),
+    ("Step", "experience_id", "exp_\u202eevil", "properties.experience_id: 'exp_\\u202eevil' is refused: String should match pattern"),
+    ("FailureMode", "recovery_kind", "magic", "properties.recovery_kind: 'magic' is refused"),
+    ("Concept", "label", " ", "properties.label: ' ' is refused: String should have at least 1 character"),
 ])
 def test_every_imported_value_is_checked_like_the_models_and_nothing_is_written(
     source: Source, target: KnowledgeBase, tmp_path: Path, label: str, name: str, value: Any, message: str
@@ -640,3 +649,36 @@ def test_an_export_file_is_readable_by_its_owner_only(source: Source, tmp_path: 
     path = tmp_path / "private.jsonl"
     export_to(source.kb.gateway, source.kb.namespace, path)
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_an_id_the_models_refuse_is_refused_by_line_with_the_relationships_to_it(
+    source: Source, target: KnowledgeBase, neo4j_target: Neo4jTarget, tmp_path: Path
+) -> None:
+    # Imported as given, such an id made every later search of the namespace fail with
+    # "invalid setting: id: String should match pattern", and put terminal escapes into the graph.
+    forged = "../../x\u001b[31m"
+    lines = _lines(source.export)
+    at = _first(lines, _is_node("Experience"))
+    old = json.loads(lines[at])["key"]
+    ends = [i for i, text in enumerate(lines) if json.loads(text).get("record") == "relationship"
+            and old in (json.loads(text)["start"]["key"], json.loads(text)["end"]["key"])]
+    lines = _edit(lines, at, lambda r: r.update(key=forged))
+    for index in ends:
+        lines = _edit(lines, index, lambda r: [end.update(key=forged) for end in (r["start"], r["end"])
+                                                if end["key"] == old])
+    bad = tmp_path / "forged.jsonl"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    with pytest.raises(InvalidInputError) as raised:
+        import_into(target, bad)
+    assert any(p.startswith(f"{bad}:{at + 1}: ") and "key: '../../x\\x1b[31m' is refused: String should match pattern"
+               in p for p in raised.value.problems), raised.value.problems
+    assert ends and all(any(p.startswith(f"{bad}:{i + 1}: ") and ".key: '../../x" in p for p in raised.value.problems)
+                        for i in ends)
+    assert target.stats().nodes == {}
+
+    result = kbgraph_cli(neo4j_target, target.namespace, "import", str(bad))
+    assert result.returncode == 2
+    assert f"{bad}:{at + 1}: " in result.stderr and "Traceback" not in result.stderr
+    assert "\x1b" not in result.stderr  # the escape is shown, not sent to the terminal
+    assert target.stats().nodes == {}

@@ -209,8 +209,10 @@ def test_reading_the_password_before_any_start_says_what_to_do(tmp_path: Path) -
 @pytest.mark.extended  # slowest of its kind (see pyproject's addopts); ./kb test -m extended
 @pytest.mark.neo4j  # starts a managed server of its own
 def test_a_lost_password_file_is_recovered_by_reset_password_and_the_data_is_kept(tmp_path: Path) -> None:
+    # On the line the suite runs (KBGRAPH_NEO4J_VERSION): the system database is recreated by each release.
     server = ManagedNeo4j(home=tmp_path / "instance", cache_dir=Settings().cache_dir, bolt_port=free_port(),
-                          http_port=free_port(), heap="1g", pagecache="256m", quiet=True, assets_port=0)
+                          http_port=free_port(), heap="1g", pagecache="256m", quiet=True, assets_port=0,
+                          line=LINES[Settings().neo4j_version])
     try:
         server.start()
         with neo4j.GraphDatabase.driver(server.bolt_uri, auth=server.auth()) as driver:
@@ -220,9 +222,17 @@ def test_a_lost_password_file_is_recovered_by_reset_password_and_the_data_is_kep
         with pytest.raises(ManagedServerError, match="reset-password"):
             server.password()
 
-        # While authentication is off, nothing answers on the usual Bolt port a local client tries.
+        # Authentication is never off: the server is reset while it is stopped (it ran without it,
+        # on ports of its own, for ~16 s before), so nothing answers without a password meanwhile.
         answered_without_auth: list[bool] = []
+        configured_without_auth: list[bool] = []
         done = threading.Event()
+
+        def watch_conf() -> None:  # apart: a connection attempt below may retry for seconds
+            conf = server.home / "conf" / "neo4j.conf"
+            while not done.wait(0.05):
+                if "auth_enabled=false" in (conf.read_text() if conf.exists() else ""):
+                    configured_without_auth.append(True)  # on whatever port it then listened
 
         def watch() -> None:
             while not done.is_set():
@@ -233,18 +243,38 @@ def test_a_lost_password_file_is_recovered_by_reset_password_and_the_data_is_kep
                 except (neo4j.exceptions.Neo4jError, neo4j.exceptions.DriverError, OSError):
                     done.wait(0.1)
 
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
+        watchers = [threading.Thread(target=watch, daemon=True), threading.Thread(target=watch_conf, daemon=True)]
+        for watcher in watchers:
+            watcher.start()
         try:
             server.reset_password()
         finally:
             done.set()
-            watcher.join(30)
-        assert not answered_without_auth
+            for watcher in watchers:
+                watcher.join(30)
+        assert not answered_without_auth and not configured_without_auth
         new = server.password()
         assert new != old and stat.S_IMODE(server.password_file.stat().st_mode) == 0o600
         assert "auth_enabled=true" in (server.home / "conf" / "neo4j.conf").read_text()
         with neo4j.GraphDatabase.driver(server.bolt_uri, auth=("neo4j", new)) as driver:
+            records, _, _ = driver.execute_query("MATCH (k:KeepMe) RETURN k.n AS n")
+        assert [r["n"] for r in records] == [1]
+        with neo4j.GraphDatabase.driver(server.bolt_uri, auth=("neo4j", old)) as driver, \
+                pytest.raises(neo4j.exceptions.AuthError):
+            driver.execute_query("RETURN 1")
+        assert not list((server.home / "run").glob("before-reset-password.*"))  # nothing set aside is left
+
+        # A reset whose start fails (its port taken meanwhile) puts everything back as it was.
+        server.stop()
+        with socket.socket() as taken:
+            taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # the stopped server's port is in TIME_WAIT
+            taken.bind(("127.0.0.1", server.bolt_port))
+            taken.listen()
+            with pytest.raises(ManagedServerError, match=f"port {server.bolt_port}"):
+                server.reset_password()
+        assert server.password() == new and not list((server.home / "run").glob("before-reset-password.*"))
+        server.start()
+        with neo4j.GraphDatabase.driver(server.bolt_uri, auth=server.auth()) as driver:
             records, _, _ = driver.execute_query("MATCH (k:KeepMe) RETURN k.n AS n")
         assert [r["n"] for r in records] == [1]
         with neo4j.GraphDatabase.driver(server.bolt_uri, auth=None) as driver, pytest.raises(neo4j.exceptions.AuthError):
