@@ -48,13 +48,17 @@ def leak_free_per_query(row: SetRow) -> dict[str, dict[str, float]]:
     out`` when the set has a held-out corpus that judges any query. A row without per-query figures
     is an error."""
     if not row.per_query:
-        raise InvalidInputError([f"set {row.set}: the report has no per-query figures (run the suite with --per-query)"])
+        raise _no_per_query(row)
     views = {OWN_TEXT_VIEW: {qid: figures.get(OWN_TEXT_HIDDEN, figures["kbgraph"]) for qid, figures in row.per_query.items()}}
     if row.held_out is not None and row.held_out.queries > 0:
         if not row.held_out.per_query:
-            raise InvalidInputError([f"set {row.set}: the report has no per-query figures (run the suite with --per-query)"])
+            raise _no_per_query(row)
         views[HELD_OUT_VIEW] = {qid: figures["kbgraph"] for qid, figures in row.held_out.per_query.items()}
     return views
+
+
+def _no_per_query(row: SetRow) -> InvalidInputError:
+    return InvalidInputError([f"set {row.set}: the report has no per-query figures (run the suite with --per-query)"])
 
 
 def compare_reports(before: SuiteReport, after: SuiteReport, resamples: int = 10_000) -> SuiteComparison:

@@ -39,6 +39,7 @@ __all__ = ["INTENT_CHANNEL", "IntentMatcher", "IntentScore", "intent_channel", "
 #: The name the intent channel gives its candidates (``SearchHit.found_by``).
 INTENT_CHANNEL = "intent:operations"
 
+
 def uses_intent(run: Run) -> bool:
     """The intent match takes part: a request with words and without executed steps, and a weight."""
     return not run.steps and run.pg is not None and run.weights.intent_weight > 0
@@ -61,7 +62,9 @@ class IntentMatcher:
         self._penalty = run.weights.intent_unasked_penalty
         self.asks = asks
         self._whole = unit_rows(np.asarray([run.pg], dtype=np.float64))[0]
-        self._ask_vectors = vectors.of(asks) if len(asks) > 1 else self._whole[None, :]
+        # The asks are this request's own: embedded here, not kept with the memory's texts.
+        self._ask_vectors = (unit_rows(np.asarray(vectors.embedder.embed(asks), dtype=np.float64)) if len(asks) > 1
+                             else self._whole[None, :])
         self._known: dict[tuple[str | None, tuple[str, ...]], IntentScore] = {}
         #: Each ask's largest cosine over every operation the namespace knows (:meth:`know`).
         self._best_by_ask = np.zeros(len(self._ask_vectors))
