@@ -29,7 +29,9 @@ def explain_score(b: ScoreBreakdown, alpha: float | None = None, omega: float | 
         coarse += f" ⊕ structural {_f(b.structural)}" + (f" (ω {omega:g})" if omega is not None else "")
     lines.append(coarse)
     if b.intent is not None and b.asks is not None:
-        lines.append(f"  ⊕ intent {_f(b.intent)}: what its workflow changes against what the request asks")
+        learnt = (f" (of which {b.intent_learnt:+.3f} from what this memory's requests made)"
+                  if b.intent_learnt else "")
+        lines.append(f"  ⊕ intent {_f(b.intent)}: what its workflow changes against what the request asks{learnt}")
         lines += [f"    ask “{a.ask[:120]}” → {a.operation} ({a.similarity:.2f})" for a in b.asks]
     if b.fine is not None:
         lines.append(f"stage {_f(b.stage)} = λ {b.lam:.2f} · coarse + (1−λ) · fine {_f(b.fine)}")

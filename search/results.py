@@ -36,7 +36,8 @@ class ScoreBreakdown(BaseModel):
 
     For a request without executed steps, ``intent`` is how well the result's workflow does what the
     request asks (:func:`kbgraph.search.scoring.intent_match`), mixed into ``coarse`` with weight
-    ``intent_weight``; ``asks`` says which operation answers each ask.
+    ``intent_weight``; ``asks`` says which operation answers each ask; ``intent_learnt`` is the part
+    of ``intent`` the namespace's own history added (:func:`kbgraph.search.scoring.history_association`).
     """
 
     semantic: float = 0.0
@@ -61,6 +62,7 @@ class ScoreBreakdown(BaseModel):
     outcomes: int = 0
     intent: float | None = None
     asks: list[AskMatch] | None = None
+    intent_learnt: float | None = None
     direct: float = 0.0
     #: An abstract experience's score from its best instance that worked (``workflow_score``).
     workflow: float | None = None

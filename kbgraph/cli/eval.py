@@ -55,6 +55,9 @@ def eval_command(
     held_out: Annotated[bool, typer.Option(
         "--held-out", help="With --suite: also answer each set whose queries exclude runs from the corpus without "
                            "those runs (kbgraph and the baselines; one more namespace per set)")] = False,
+    runs_fraction: Annotated[float, typer.Option(
+        "--runs-fraction", help="With --suite --held-out: the held-out view from this share of the runs (0 < F <= 1; "
+                                "the same runs on every machine, nested: a point of a learning curve)")] = 1.0,
     data: Annotated[Path, typer.Option("--data", help="With --suite: the shared data folder (eval/, trajectories/, "
                                        "real_runs/)")] = Path("../shared/data"),
     dev_sets: Annotated[Path | None, typer.Option(
@@ -76,8 +79,10 @@ def eval_command(
         _compare(*compare, as_json=as_json)
         return
     if suite:
+        if not 0.0 < runs_fraction <= 1.0 or (runs_fraction < 1.0 and not held_out):
+            raise InvalidInputError([f"--runs-fraction {runs_fraction}: must be in (0, 1], with --held-out"])
         _run_suite(sets, ablations, data, dev_sets, k, _parse_assignments(setting, "--set"), as_json, held_out,
-                   per_query)
+                   per_query, runs_fraction)
         return
     if phase not in ("student", "teacher"):
         raise InvalidInputError([f"--phase {phase!r}: must be student or teacher"])
@@ -130,7 +135,8 @@ def _names(raw: str | None) -> list[str] | None:
 
 
 def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Path | None, k: int,
-               weights: dict[str, Any], as_json: bool, held_out: bool = False, per_query: bool = False) -> None:
+               weights: dict[str, Any], as_json: bool, held_out: bool = False, per_query: bool = False,
+               runs_fraction: float = 1.0) -> None:
     from kbgraph.search.eval.suite import ABLATIONS, BASELINES, discover_sets, run_suite
 
     chosen = _names(ablations)
@@ -154,7 +160,8 @@ def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Pa
                 other.close()
 
         report = run_suite(open_kb, kb.embedder, found, k=k, weights=weights, ablations=columns, on_progress=on_progress,
-                           held_out=held_out, cache_dir=Settings().cache_dir, per_query=per_query)
+                           held_out=held_out, cache_dir=Settings().cache_dir, per_query=per_query,
+                           runs_fraction=runs_fraction)
     if as_json:
         sys.stdout.write(json_safe(report.model_dump_json(indent=2)) + "\n")
         return

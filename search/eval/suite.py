@@ -64,6 +64,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "outcomes_off": {"success_floor": 1.0, "support_weight": 0.0, "handoff_credit": 1.0, "outcome_weight": 0.0},
     # The intent channel of requests without steps (search/student/intent.py).
     "intent_off": {"intent_weight": 0.0},
+    # What the namespace's own history adds to the intent match (kbgraph.search.scoring.history_association).
+    "history_off": {"intent_history_weight": 0.0},
 }
 BASELINES = ("tfidf", "minilm_cosine", "agent_kb_hybrid", "success_cosine")
 #: The column of kbgraph kept from each query's own text (see SetRow.own_text_hidden).
@@ -257,10 +259,13 @@ def run_suite(
     held_out: bool = False,
     cache_dir: Path | None = None,
     per_query: bool = False,
+    runs_fraction: float = 1.0,
 ) -> SuiteReport:
     """nDCG@k of kbgraph, of each baseline and of kbgraph under each ablation, for every set; with
     ``held_out``, each set whose queries exclude runs also from the corpus without those runs
-    (made under ``cache_dir``); with ``per_query``, every figure query by query as well."""
+    (made under ``cache_dir``), from ``runs_fraction`` of its runs (a learning curve's point:
+    :func:`kbgraph.search.eval.held_out.kept_in_fraction`); with ``per_query``, every figure query by
+    query as well."""
     base = dict(weights or {})
     configs: dict[str, dict[str, Any]] = {"kbgraph": base}
     for name, change in ablations.items():
@@ -304,7 +309,7 @@ def run_suite(
             for name, baseline in baselines.of(files).items():
                 rankings[name].update(rank_queries(baseline, group, k))
         held = (_held_out(open_kb, baselines, suite_set, queries, qrels, k, base, ingested, on_progress,
-                          cache_dir if cache_dir is not None else default_cache_dir(), per_query)
+                          cache_dir if cache_dir is not None else default_cache_dir(), per_query, runs_fraction)
                 if held_out and not suite_set.hold_out_domain else None)
         evaluated = {name: evaluate(ranking, qrels, k) for name, ranking in rankings.items()}
         scores = {name: round(result["ndcg"], 4) for name, result in evaluated.items()}
@@ -326,13 +331,13 @@ def run_suite(
 def _held_out(
     open_kb: OpenKb, baselines: _Baselines, suite_set: SuiteSet, queries: Sequence[EvalQuery],
     qrels: Mapping[str, Mapping[str, float]], k: int, weights: Mapping[str, Any], ingested: set[str],
-    on_progress: Progress | None, cache_dir: Path, per_query: bool = False,
+    on_progress: Progress | None, cache_dir: Path, per_query: bool = False, runs_fraction: float = 1.0,
 ) -> HeldOutRow | None:
     """The set from its corpus less every run its queries exclude (None when they exclude none)."""
     runs = sorted({run for q in queries for run in q.exclude})
     if not runs:
         return None
-    corpus = without_runs(suite_set.corpus, runs, cache_dir)
+    corpus = without_runs(suite_set.corpus, runs, cache_dir, runs_fraction)
     files = corpus_files(corpus)
     namespace = eval_namespace(corpus)
     with open_kb(namespace) as kb:

@@ -15,7 +15,8 @@ Which function ranks what:
   :func:`lambda_schedule` (λ(t)), :func:`domain_distance`, :func:`transferability` and
   :func:`carried_over` (a step-less record of another domain carries nothing),
   :func:`support_score`, :func:`outcome_evidence` and :func:`context_factor` (task-conditioned
-  feedback), :func:`intent_match` (a request without steps against what a workflow changes),
+  feedback), :func:`intent_match` (a request without steps against what a workflow changes)
+  sharpened by :func:`history_association` (what the namespace's own requests made),
   all combined by :func:`direct_scores` (lexical scale, hybrid text, coarse, stage
   blend, :func:`fit_score`, support, quality and :func:`utility_factor`); a workflow by
   :func:`fit_score` of its best instance and :func:`workflow_score`; a node reached over the graph
@@ -58,8 +59,9 @@ from __future__ import annotations
 
 from kbgraph.search.scoring._direct import direct_scores, fit_score, support_score, workflow_score
 from kbgraph.search.scoring._diversity import mmr_from_similarity
-from kbgraph.search.scoring._intent import intent_match
 from kbgraph.search.scoring._graph import carried_over, domain_distance, path_score, transferability
+from kbgraph.search.scoring._intent import intent_match
+from kbgraph.search.scoring._intent_history import NO_CHANGE, WordOperationCounts, history_association
 from kbgraph.search.scoring._learnt import context_factor, outcome_evidence, step_score, utility_factor
 from kbgraph.search.scoring._stages import fine_score, lambda_schedule
 from kbgraph.search.scoring._teacher import (
@@ -69,7 +71,9 @@ from kbgraph.search.scoring._teacher import (
 from kbgraph.search.scoring._vectors import neo4j_to_cosine
 
 __all__ = [
+    "NO_CHANGE",
     "UNKNOWN_ISSUE_TYPES",
+    "WordOperationCounts",
     "carried_over",
     "context_factor",
     "direct_scores",
@@ -78,6 +82,7 @@ __all__ = [
     "failure_score",
     "fine_score",
     "fit_score",
+    "history_association",
     "intent_match",
     "issue_match",
     "issue_similarity",

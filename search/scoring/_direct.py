@@ -90,7 +90,8 @@ def direct_scores(
         lexical = BM25 / max BM25 over the candidates  (0 for a candidate with none of the terms)
         textual = (1−α)·semantic + α·lexical         (Agent KB §E.2 hybrid, over problem and goal)
         coarse  = (1−ω)·textual + ω·structural       (textual alone where has_structure is False)
-        coarse  ← (1−ι)·coarse + ι·intent             (where has_intent: a request without steps, a workflow)
+        coarse  ← (1−ι)·coarse + ι·intent             (a request without steps; intent of a candidate
+                                                       without one: the mean of those with one)
         stage   = λ·coarse + (1−λ)·fine              (Agent KB §A.1)
         direct  = stage · trans · (floor + (1−floor)·success) · share + β·support   (eq. 5, plus evidence)
         direct  ← (1−w_q)·direct + w_q·quality        (MAEL: α·sim + (1−α)·reward)
@@ -107,8 +108,10 @@ def direct_scores(
     one task was solved three times by refusing and once by transferring, refusing is the more
     likely answer to a task like it (transferring gets 1/3); a task solved four ways once each
     leaves them all at 1. ``intent`` is :func:`~kbgraph.search.scoring.intent_match` per candidate
-    (``has_intent`` False where it has none: no operations, or the query carries steps), mixed with
-    weight ι = ``intent_weight``. The utility factor multiplies, so experiences of equal utility (a KB
+    (``has_intent`` False where it has none: a record without steps, whose operations are unknown),
+    mixed with weight ι = ``intent_weight``; a candidate without one is mixed with the mean of the
+    others' (neither favoured nor penalised: left unmixed, it would outrank every candidate the
+    intent match lowered, the more the lower the matches). The utility factor multiplies, so experiences of equal utility (a KB
     without feedback) keep their order; ``utility`` defaults to 1 for every candidate.
     ``lexical_normalised``: ``lexical`` is already a share of what the query asks (coverage, in
     [0, 1]) rather than raw BM25. The weights come from ``SearchWeights`` (ω, λ(t) and whether the
@@ -159,7 +162,9 @@ def direct_scores(
         intent_mask = np.ones(n, dtype=bool) if has_intent is None else np.asarray(has_intent, dtype=bool).reshape(-1)
         if matched.size != n or intent_mask.size != n:
             raise ValueError(f"intent has {matched.size} values for {n} candidates")
-        coarse = np.where(intent_mask, (1.0 - iota) * coarse + iota * matched, coarse)
+        if intent_mask.any():
+            neutral = float(matched[intent_mask].mean())
+            coarse = (1.0 - iota) * coarse + iota * np.where(intent_mask, matched, neutral)
     stage = weight_lam * coarse + (1.0 - weight_lam) * np.clip(arrays["fine"], 0.0, 1.0)
     success_factor = floor + (1.0 - floor) * arrays["success"]
     direct = fit_score(stage, arrays["trans"], arrays["success"], arrays["share"], floor) + beta * arrays["support"]

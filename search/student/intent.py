@@ -14,7 +14,11 @@ are its state-changing operations (``cancel_pending_order``), read as words
    words are the customer's;
 3. gives every candidate with steps its intent score, which the direct score mixes into the coarse
    one with weight ``intent_weight`` (:func:`kbgraph.search.scoring.direct_scores`), and the asks
-   each operation answers, for the explanation.
+   each operation answers, for the explanation;
+4. sharpens the match with the namespace's own history (``search_intent_history``): which
+   operations the stored runs that worked made when their requests held the request's words
+   (:func:`kbgraph.search.scoring.history_association`), added with weight
+   ``intent_history_weight``. The query's own runs (``exclude``) are not counted.
 
 The words of operations and intent texts are embedded once per process (:class:`IntentVectors`).
 """
@@ -29,15 +33,20 @@ import numpy as np
 
 from kbgraph.core.shapes import intent_text, operation_words
 from kbgraph.search.asks import split_asks
+from kbgraph.search.lexical import query_terms
 from kbgraph.search.results import AskMatch
-from kbgraph.search.scoring import intent_match
+from kbgraph.search.scoring import WordOperationCounts, history_association, intent_match
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.text_vectors import IntentVectors, unit_rows
 
-__all__ = ["INTENT_CHANNEL", "IntentMatcher", "IntentScore", "intent_channel", "uses_intent"]
+__all__ = ["HISTORY_TERMS", "INTENT_CHANNEL", "IntentMatcher", "IntentScore", "intent_channel", "intent_history", "uses_intent"]
 
 #: The name the intent channel gives its candidates (``SearchHit.found_by``).
 INTENT_CHANNEL = "intent:operations"
+
+#: Words of a request (and of each stored request) the history counts: the first ones say what it
+#: asks; a pasted story is not counted word for word.
+HISTORY_TERMS = 256
 
 
 def uses_intent(run: Run) -> bool:
@@ -51,6 +60,8 @@ class IntentScore:
 
     score: float
     asks: tuple[AskMatch, ...]
+    #: What the namespace's own history adds (η · association; 0 when it says nothing).
+    learnt: float = 0.0
 
 
 class IntentMatcher:
@@ -68,6 +79,10 @@ class IntentMatcher:
         self._known: dict[tuple[str | None, tuple[str, ...]], IntentScore] = {}
         #: Each ask's largest cosine over every operation the namespace knows (:meth:`know`).
         self._best_by_ask = np.zeros(len(self._ask_vectors))
+        #: The request's words, and what the namespace's history says of them (:meth:`learn`).
+        self._words = query_terms(run.query.full_text(), HISTORY_TERMS)
+        self._history: WordOperationCounts | None = None
+        self._history_weight = run.weights.intent_history_weight
 
     def know(self, operations: Sequence[tuple[str, str | None]]) -> None:
         """Sets the operations the memory knows (each with its domain), against which each ask's
@@ -76,6 +91,11 @@ class IntentMatcher:
         if distinct and len(self.asks) > 1:
             texts = [in_domain(operation_words(op), domain) for op, domain in distinct]
             self._best_by_ask = (self._ask_vectors @ self._vectors.of(texts).T).max(axis=1)
+        self._known.clear()
+
+    def learn(self, history: WordOperationCounts) -> None:
+        """Sets the namespace's history of requests and operations (before any :meth:`score`)."""
+        self._history = history
         self._known.clear()
 
     @classmethod
@@ -95,7 +115,10 @@ class IntentMatcher:
             matrix = np.zeros((len(self._ask_vectors), 0))
         score = intent_match(min(1.0, max(-1.0, whole)), np.clip(matrix, -1.0, 1.0),
                              np.clip(self._best_by_ask, -1.0, 1.0), self._penalty)
-        self._known[(domain, key)] = IntentScore(score, _ask_matches(self.asks, distinct, matrix, whole))
+        association = (history_association(self._words, distinct, self._history)
+                       if self._history is not None and self._history_weight > 0 else None)
+        learnt = self._history_weight * association if association is not None else 0.0
+        self._known[(domain, key)] = IntentScore(score + learnt, _ask_matches(self.asks, distinct, matrix, whole), learnt)
         return self._known[(domain, key)]
 
     def scores(self, operations: Sequence[tuple[Sequence[str], str | None] | None]) -> list[IntentScore | None]:
@@ -113,6 +136,8 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     # without one or a domain the memory has no workflow of).
     home = [(op, d) for _, d, ops in rows if d == domain for op in ops or ()]
     matcher.know(home or [(op, d) for _, d, ops in rows for op in ops or ()])
+    if w.intent_history_weight > 0:
+        matcher.learn(intent_history(ctx, run))
     by_operations: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for exp_id, exp_domain, operations in rows:
         by_operations.setdefault((str(exp_domain), tuple(operations or ())), []).append(str(exp_id))
@@ -125,6 +150,17 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     for score, d, ops in ranked[: w.intent_candidates]:
         out += [{"id": exp_id, "score": score} for exp_id in by_operations[(d, ops)]]
     return out
+
+
+def intent_history(ctx: SearchContext, run: Run) -> WordOperationCounts:
+    """The namespace's requests (their words) and what they changed, over the stored runs of the
+    query's domain that worked, less the query's own (``search_intent_history``)."""
+    params = run.params
+    rows = ctx.gateway.read("search_intent_history", kb=params["kb"], statuses=params["statuses"],
+                            domains=params["domains"], domain=params["domain"], agent=params["agent"],
+                            exclude=sorted(run.excluded))[0]["rows"]
+    return WordOperationCounts.of((query_terms(str(problem), HISTORY_TERMS), operations or ())
+                                  for problem, operations in rows)
 
 
 def in_domain(text: str, domain: str | None) -> str:

@@ -130,6 +130,7 @@ def _direct(
             context=round(float(context[i]), 6), outcomes=len(facts[i].outcomes),
             intent=round(match.score, 6) if match is not None else None,
             asks=list(match.asks) if match is not None else None,
+            intent_learnt=round(match.learnt, 6) if match is not None else None,
             direct=float(parts["direct"][i]), final=float(parts["direct"][i]),
         )
     coarse_cut = [c.id for i, c in enumerate(scored) if parts["coarse"][i] < w.theta_coarse and has_text]

@@ -81,3 +81,31 @@ def test_a_query_with_executed_steps_keeps_its_own_path(orders_kb: KnowledgeBase
     results = orders_kb.search("swap the mug", domain="retail", k=3, weights=INTENT,
                                steps_so_far=[{"action": "find_user_id_by_email", "arguments": {"email": "a@b.c"}}])
     assert results.hits and all(h.breakdown.intent is None and INTENT_CHANNEL not in h.found_by for h in results.hits)
+
+
+# Two stored runs whose requests use a word no operation's name has: the memory's own history says
+# what that word asks for.
+REROUTE = [run("Reroute my parcel to my cousin's flat.", "modify_pending_order_address", source="t-reroute-1"),
+           run("Reroute the parcel to the office, please.", "modify_pending_order_address", source="t-reroute-2")]
+
+
+def _learnt_by_operations(results) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    return {", ".join(a.operation for a in h.breakdown.asks or []): h.breakdown.intent_learnt or 0.0
+            for h in results.hits if h.breakdown.asks}
+
+
+def test_the_memory_s_own_requests_teach_the_intent_match_what_their_words_asked_for(orders_kb: KnowledgeBase) -> None:
+    orders_kb.add_experiences(REROUTE)
+    request = "Can you reroute my parcel?"
+    results = orders_kb.search(request, domain="retail", k=10, weights=INTENT)
+    learnt = _learnt_by_operations(results)
+    # The workflow the rerouting requests made gains; one they never made gains nothing.
+    assert learnt["modify_pending_order_address"] > 0
+    assert learnt["cancel_pending_order"] == 0
+    assert "from what this memory's requests made" in explain_results(results)
+    # A query never learns from its own runs: leaving those two out, the word is unknown, nothing is learnt.
+    own = orders_kb.search(request, domain="retail", k=10, weights=INTENT, exclude=["t-reroute-1", "t-reroute-2"])
+    assert own.hits and set(_learnt_by_operations(own).values()) == {0.0}
+    # Weight 0: the operations' words alone.
+    off = orders_kb.search(request, domain="retail", k=10, weights={**INTENT, "intent_history_weight": 0.0})
+    assert off.hits and set(_learnt_by_operations(off).values()) == {0.0}

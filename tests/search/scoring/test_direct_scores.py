@@ -371,15 +371,20 @@ def test_a_lexical_score_already_scaled_to_the_query_is_not_stretched_to_the_bes
     assert covered["textual"].tolist() == approx([0.5 * 0.5 + 0.5 * 0.1, 0.5 * 0.5 + 0.5 * 0.05])
 
 
-def test_the_intent_match_mixes_into_coarse_only_where_a_candidate_has_one() -> None:
-    # Two candidates of equal text and shape; the first's workflow does what was asked (intent 0.9),
-    # the second is a record without operations (no intent: its coarse score stays as it was).
-    base = dict(semantic=[0.4, 0.4], structural=[0.2, 0.2], has_structure=[True, True], fine=[0.0, 0.0],
-                lexical=[1.0, 1.0], trans=[1.0, 1.0], success=[1.0, 1.0], support=[0.0, 0.0], quality=[0.5, 0.5])
+def test_a_candidate_without_an_intent_match_is_mixed_with_the_others_mean_neither_favoured_nor_penalised() -> None:
+    # Three candidates of equal text and shape; the first's workflow does what was asked (intent
+    # 0.9), the second's does not (0.1), the third is a record without operations (no intent of its
+    # own). Left unmixed it would outrank both; mixed with their mean it lands between them.
+    base = dict(semantic=[0.4] * 3, structural=[0.2] * 3, has_structure=[True] * 3, fine=[0.0] * 3,
+                lexical=[1.0] * 3, trans=[1.0] * 3, success=[1.0] * 3, support=[0.0] * 3, quality=[0.5] * 3)
     without = direct(**base)
-    mixed = direct(**base, intent=[0.9, 0.0], has_intent=[True, False], intent_weight=0.6)
+    mixed = direct(**base, intent=[0.9, 0.1, 0.0], has_intent=[True, True, False], intent_weight=0.6)
     assert without["coarse"][0] == approx(0.5 * (0.5 * 0.4 + 0.5 * 1.0) + 0.5 * 0.2)
     assert mixed["coarse"][0] == approx(0.4 * without["coarse"][0] + 0.6 * 0.9)
-    assert mixed["coarse"][1] == approx(without["coarse"][1])
-    with pytest.raises(ValueError, match="intent has 1 values for 2 candidates"):
-        direct(**base, intent=[0.9], has_intent=[True, False], intent_weight=0.6)
+    assert mixed["coarse"][1] == approx(0.4 * without["coarse"][1] + 0.6 * 0.1)
+    assert mixed["coarse"][2] == approx(0.4 * without["coarse"][2] + 0.6 * 0.5)
+    # No candidate with an intent match: nothing to mix, every coarse score stays as it was.
+    none = direct(**base, intent=[0.0] * 3, has_intent=[False] * 3, intent_weight=0.6)
+    assert none["coarse"].tolist() == approx(without["coarse"].tolist())
+    with pytest.raises(ValueError, match="intent has 1 values for 3 candidates"):
+        direct(**base, intent=[0.9], has_intent=[True, False, False], intent_weight=0.6)
