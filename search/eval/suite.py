@@ -64,8 +64,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "outcomes_off": {"success_floor": 1.0, "support_weight": 0.0, "handoff_credit": 1.0, "outcome_weight": 0.0},
     # The intent channel of requests without steps (search/student/intent.py).
     "intent_off": {"intent_weight": 0.0},
-    # What the namespace's own history adds to the intent match (kbgraph.search.scoring.history_association).
-    "history_off": {"intent_history_weight": 0.0},
+    # Opt-in: what the namespace's own history adds to the intent match (kbgraph.search.scoring.history_association).
+    "history_on": {"intent_history_weight": 0.1},
 }
 BASELINES = ("tfidf", "minilm_cosine", "agent_kb_hybrid", "success_cosine")
 #: The column of kbgraph kept from each query's own text (see SetRow.own_text_hidden).

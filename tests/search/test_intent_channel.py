@@ -97,15 +97,16 @@ def _learnt_by_operations(results) -> dict[str, float]:  # type: ignore[no-untyp
 def test_the_memory_s_own_requests_teach_the_intent_match_what_their_words_asked_for(orders_kb: KnowledgeBase) -> None:
     orders_kb.add_experiences(REROUTE)
     request = "Can you reroute my parcel?"
-    results = orders_kb.search(request, domain="retail", k=10, weights=INTENT)
+    learning = {**INTENT, "intent_history_weight": 0.1}  # opt-in (docs/search.md)
+    results = orders_kb.search(request, domain="retail", k=10, weights=learning)
     learnt = _learnt_by_operations(results)
     # The workflow the rerouting requests made gains; one they never made gains nothing.
     assert learnt["modify_pending_order_address"] > 0
     assert learnt["cancel_pending_order"] == 0
     assert "from what this memory's requests made" in explain_results(results)
     # A query never learns from its own runs: leaving those two out, the word is unknown, nothing is learnt.
-    own = orders_kb.search(request, domain="retail", k=10, weights=INTENT, exclude=["t-reroute-1", "t-reroute-2"])
+    own = orders_kb.search(request, domain="retail", k=10, weights=learning, exclude=["t-reroute-1", "t-reroute-2"])
     assert own.hits and set(_learnt_by_operations(own).values()) == {0.0}
-    # Weight 0: the operations' words alone.
-    off = orders_kb.search(request, domain="retail", k=10, weights={**INTENT, "intent_history_weight": 0.0})
+    # Weight 0 (the default): the operations' words alone.
+    off = orders_kb.search(request, domain="retail", k=10, weights=INTENT)
     assert off.hits and set(_learnt_by_operations(off).values()) == {0.0}
