@@ -13,8 +13,10 @@ agent did next, the runs where the next call went through — split by the domai
   the same in other words — cosine of their embeddings at least :data:`DUPLICATE_RULE_SIMILARITY`
   — are one statement: the wording backed by the most runs stands for all of them, with their
   evidence summed and the sentences it stands for kept (``sources``). The templated statements
-  ("Before X, Y.", "To X, call …", "When X fails with …") are never merged: two of them that read
-  alike still name different calls.
+  ("Before X, Y.", "To X, call …", "When X fails with …") are not merged by similarity: two of them
+  that read alike still name different calls. One exception, by rule: retries of one failure (one
+  operation, one error) are one statement whatever arguments they changed, with the evidence of
+  every variant summed and the changed arguments as its detail (:func:`recovery_core`).
 - **Scoped by domain.** A meta-concept whose runs span domains gets one part per domain, each with
   the statements of that domain's runs: a step seen in one banking run is not a "how" of airline.
 
@@ -38,7 +40,7 @@ from kbgraph.ingest.integrate import SECTIONS, EmbedFn, Section, classify_insigh
 
 __all__ = ["DUPLICATE_RULE_SIMILARITY", "DocumentRewriter", "MAX_PER_SECTION", "RULE_PREFIX", "EvidencedDocument", "Evidence",
            "InsightEvidence", "Kind", "Statement", "build_document", "evidence_rows", "merge_rules",
-           "placed_section", "rule_core", "statement_kind"]
+           "placed_section", "recovery_core", "rule_core", "statement_kind"]
 
 #: Cosine (all-MiniLM-L6-v2, without the "Rule the agent applied:" prefix) from which two rules are
 #: one. Measured on the rules the real airline runs give "cancel reservation" (tests/ingest/
@@ -267,10 +269,50 @@ def _support(text: str, evidence: Evidence) -> tuple[int, int, int, str]:
     return (-len(evidence.runs), -len(evidence.succeeded), len(text), text)
 
 
+_RETRIED = re.compile(r"^(?P<head>When [^“]+ fails with “.*”, the agent retried it)(?: with changed (?P<what>.+?))?\.?$")
+
+
+def recovery_core(text: str) -> str | None:
+    """The failure and the kind of recovery a recovery statement says, without the arguments a
+    retry changed: "When book reservation fails with “…”, the agent retried it". Two statements
+    with one core are one statement (the changed arguments are its detail); None for a statement
+    that is not a retry."""
+    found = _RETRIED.match(text.strip())
+    return found["head"] if found else None
+
+
+def _merge_recoveries(ordered: list[tuple[str, Evidence, list[str]]]) -> list[tuple[str, Evidence, list[str]]]:
+    """Retries of one failure (one operation, one error) as one statement, most-supported first:
+    "…, the agent retried it with changed arguments (payment_methods[].amount; payment_methods[],
+    payment_methods[].amount)", with the evidence of every variant summed and each sentence kept."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for index, (text, _, _) in enumerate(ordered):
+        core = recovery_core(text)
+        if core is not None:
+            groups[core].append(index)
+    merged_into: dict[int, int] = {}
+    heads: dict[int, tuple[str, Evidence, list[str]]] = {}
+    for core, members in groups.items():
+        if len(members) < 2:
+            continue
+        variants = list(dict.fromkeys(
+            found["what"] for i in members if (found := _RETRIED.match(ordered[i][0].strip())) and found["what"]))
+        evidence = Evidence()
+        keys: list[str] = []
+        for i in members:
+            evidence, keys = evidence | ordered[i][1], keys + ordered[i][2]
+            merged_into[i] = members[0]
+        detail = f" with changed arguments ({'; '.join(variants)})" if variants else ""
+        heads[members[0]] = (f"{core}{detail}.", evidence, keys)
+    return [heads.get(i, entry) for i, entry in enumerate(ordered) if merged_into.get(i, i) == i]
+
+
 def merge_rules(
     items: Sequence[tuple[str, Evidence]], embed: EmbedFn | None, threshold: float = DUPLICATE_RULE_SIMILARITY,
 ) -> list[tuple[str, Evidence, tuple[str, ...]]]:
-    """``items`` (sentence, evidence) with exact repeats and, among rules and free lessons, near
+    """``items`` (sentence, evidence) with exact repeats merged; retries of one failure merged
+    whatever arguments they changed (:func:`recovery_core`: one failure and one kind of recovery
+    is one statement, the arguments its detail); and, among rules and free lessons, near
     duplicates merged: most-supported first, each joins the first kept statement it is at least
     ``threshold`` close to, or stands for itself. So every statement merged is that close to the
     wording that stands for it, and no two statements kept are that close to each other."""
@@ -282,7 +324,8 @@ def merge_rules(
             exact[key] = (min(best, text), known | evidence, keys)
         else:
             exact[key] = (text, evidence, [key])
-    ordered = sorted(exact.values(), key=lambda e: _support(e[0], e[1]))
+    ordered = _merge_recoveries(sorted(exact.values(), key=lambda e: _support(e[0], e[1])))
+    ordered = sorted(ordered, key=lambda e: _support(e[0], e[1]))
     free = [i for i, (text, _, _) in enumerate(ordered) if statement_kind(text) in ("rule", "lesson")]
     if embed is None or len(free) < 2:
         return [(text, evidence, tuple(keys)) for text, evidence, keys in ordered]

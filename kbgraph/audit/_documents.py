@@ -17,13 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from kbgraph.audit._findings import Check, Finding
+from kbgraph.audit._findings import NEAR_IDENTICAL_SIMILARITY, Check, Finding
 from kbgraph.ingest.integrate import EmbedFn, sentence_key
 from kbgraph.ingest.integrate_evidence import (
     DUPLICATE_RULE_SIMILARITY,
     Evidence,
     Statement,
     evidence_rows,
+    recovery_core,
     rule_core,
     statement_kind,
 )
@@ -113,8 +114,50 @@ def audit_document(document: DocumentInput, embed: EmbedFn | None,
             if match and not holds(evidence, match):
                 found("outcome-wording", statement, f"the document {claim} (“{match[0]}”); its runs do not")
     _cross_domain(document, recount, found)
+    findings += _same_recovery(document, recount, where)
     if embed is not None:
         findings += _duplicates(document, recount, embed, threshold, where)
+        findings += _near_identical(document, recount, embed, where)
+    return findings
+
+
+#: The reflector's templated statements ("Before X, Y.", "To X, call …", "When X fails with …").
+_TEMPLATED = frozenset({"precondition", "call", "recovery"})
+
+
+def _same_recovery(document: DocumentInput, recount: _Recount, where: str) -> list[Finding]:
+    """Two statements of one domain about one failure and one kind of recovery (retries that
+    changed other arguments): one statement, with the runs summed and the arguments as detail."""
+    findings = []
+    for a, b in itertools.combinations(document.statements, 2):
+        core = recovery_core(a.text)
+        if core is not None and a.domain == b.domain and recovery_core(b.text) == core:
+            findings.append(Finding(
+                check="near-duplicate-statements", where=where, statement=f"{a.text} ≈ {b.text}",
+                evidence=f"{plain_evidence(recount.of(a))} / {plain_evidence(recount.of(b))}",
+                detail="one failure with one kind of recovery said twice: one statement with the runs summed and the "
+                       "changed arguments as detail"))
+    return findings
+
+
+def _near_identical(document: DocumentInput, recount: _Recount, embed: EmbedFn, where: str) -> list[Finding]:
+    """Two statements of one domain whose cosine is at least NEAR_IDENTICAL_SIMILARITY, unless both
+    are templated (their sameness is a rule: one failure and one kind of recovery, :func:`_same_recovery`;
+    two recoveries of one failure of another kind, or two look-ups before one call, share their
+    template's words and are not one statement) or both free rules (:func:`_duplicates` names them)."""
+    statements = list(document.statements)
+    if len(statements) < 2:
+        return []
+    findings = []
+    for (a, b), similarity in _pairs(statements, embed):
+        kinds = {statement_kind(a.text) in _TEMPLATED, statement_kind(b.text) in _TEMPLATED}
+        named = kinds == {True} or (statement_kind(a.text) in ("rule", "lesson")
+                                    and statement_kind(b.text) in ("rule", "lesson"))
+        if a.domain == b.domain and similarity >= NEAR_IDENTICAL_SIMILARITY and not named:
+            findings.append(Finding(
+                check="near-duplicate-statements", where=where, statement=f"{a.text} ≈ {b.text}",
+                evidence=f"{plain_evidence(recount.of(a))} / {plain_evidence(recount.of(b))}",
+                detail=f"two statements say nearly the same (cosine {similarity:.2f} ≥ {NEAR_IDENTICAL_SIMILARITY})"))
     return findings
 
 
@@ -156,16 +199,21 @@ def _cross_domain(document: DocumentInput, recount: _Recount, found: Callable[[C
                       "with no part per domain")
 
 
+def _pairs(statements: Sequence[Statement], embed: EmbedFn) -> list[tuple[tuple[Statement, Statement], float]]:
+    """Every pair of ``statements`` with the cosine of their embeddings (a rule without its prefix)."""
+    vectors = np.asarray(embed([rule_core(s.text) for s in statements]), dtype=np.float64)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    return [((a, b), float(vectors[i] @ vectors[j]))
+            for (i, a), (j, b) in itertools.combinations(enumerate(statements), 2)]
+
+
 def _duplicates(document: DocumentInput, recount: _Recount, embed: EmbedFn, threshold: float,
                 where: str) -> list[Finding]:
     rules = [s for s in document.statements if statement_kind(s.text) in ("rule", "lesson")]
     if len(rules) < 2:
         return []
-    vectors = np.asarray(embed([rule_core(s.text) for s in rules]), dtype=np.float64)
-    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     findings = []
-    for (i, a), (j, b) in itertools.combinations(enumerate(rules), 2):
-        similarity = float(vectors[i] @ vectors[j])
+    for (a, b), similarity in _pairs(rules, embed):
         if a.domain == b.domain and similarity >= threshold:
             findings.append(Finding(
                 check="duplicate-rules", where=where, statement=f"{a.text} ≈ {b.text}",

@@ -9,7 +9,13 @@ from pydantic import BaseModel
 from kbgraph.ingest.integrate_evidence import DUPLICATE_RULE_SIMILARITY
 
 Check = Literal["how-from-failed-runs", "outcome-wording", "pitfall-about-another-action", "duplicate-rules",
-                "cross-domain-how", "when-to-use-contradicted"]
+                "near-duplicate-statements", "cross-domain-how", "when-to-use-contradicted"]
+
+#: Cosine (all-MiniLM-L6-v2) from which two statements of one document and domain, of any kind,
+#: say the same thing twice. On the real airline runs' documents the closest pair that says two
+#: things is "Before cancel reservation, get reservation details." / "… get user details." (0.93);
+#: the retries of one failure that changed other arguments meet at 0.98–1.00.
+NEAR_IDENTICAL_SIMILARITY = 0.95
 
 #: What each check looks for, as ``kbgraph audit`` explains it.
 CHECKS: dict[Check, str] = {
@@ -19,6 +25,9 @@ CHECKS: dict[Check, str] = {
     "pitfall-about-another-action": "a skill's pitfall about an action that is not one of the skill's own",
     "duplicate-rules": f"two rules of one document that say the same (cosine ≥ {DUPLICATE_RULE_SIMILARITY} of "
                        "their embeddings)",
+    "near-duplicate-statements": "two statements of one document that say the same: one failure with one kind of "
+                                 "recovery said twice (retries that changed other arguments), or any two statements "
+                                 f"whose embeddings' cosine is at least {NEAR_IDENTICAL_SIMILARITY}",
     "cross-domain-how": "a statement of one domain's runs shown for another domain, or a document spanning "
                         "domains without a part per domain",
     "when-to-use-contradicted": "a skill's \"when to use\" that the tasks it quotes as examples contradict",

@@ -247,10 +247,11 @@ def _print_teacher_report(report: Any, as_json: bool) -> None:
         sys.stdout.write(json_safe(report.model_dump_json(indent=2)) + "\n")
         return
     table = Table("system", f"nDCG@{report.k} (failure matches)", "same error class",
-                  "concrete recovery that went through", "… and the run succeeded (good)", "queries", "seconds")
+                  "… from a run that then reached its goal (good)", "concrete recovery that went through",
+                  "queries", "seconds")
     for row in report.systems:
-        table.add_row(row.system, f"{row.ndcg:.4f}", f"{row.same_class:.4f}", f"{row.concrete_success:.4f}",
-                      f"{row.concrete_run_success:.4f}", str(row.evaluated), f"{row.seconds:.1f}")
+        table.add_row(row.system, f"{row.ndcg:.4f}", f"{row.same_class:.4f}", f"{row.good:.4f}",
+                      f"{row.concrete_success:.4f}", str(row.evaluated), f"{row.seconds:.1f}")
     memory = ("every other run" if report.split is None
               else f"the {report.memory_runs} runs of the tasks at {report.split} positions")
     out.print(f"teacher phase over namespace {report.namespace!r} (corpus {report.corpus}): {report.queries} errored "
@@ -258,5 +259,9 @@ def _print_teacher_report(report: Any, as_json: bool) -> None:
               "(nDCG is over those)")
     out.print(table)
     out.print(f"kbgraph − oracle: {report.kbgraph_minus_oracle:+.4f}; kbgraph − TF-IDF: {report.kbgraph_minus_tfidf:+.4f} "
-              "(share of first failure matches of the same error class with a concrete recovery from a run that then "
-              "succeeded)")
+              "(share of first failure matches of the same error class from a run that then reached its goal)")
+    classes = Table("error class", "queries", "kbgraph good", "oracle good")
+    for cls in report.classes:
+        classes.add_row(cls.error_class, str(cls.queries), str(cls.good), str(cls.oracle))
+    out.print(classes)
+    out.print("error classes where good < oracle: " + ("; ".join(report.short_classes) or "none"))

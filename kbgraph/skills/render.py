@@ -96,8 +96,9 @@ class PitfallGroup:
 
 def pitfall_groups(failures: Iterable[FailureRow]) -> list[PitfallGroup]:
     """Failure modes grouped by their signature (the same error on the same action, values masked),
-    most runs first; each with how often the next step got past it and the recovery to show: one
-    that got past it in a run that then succeeded, concrete, before the rest."""
+    most runs first; each with how often the next step got past it and the recovery to show, as the
+    teacher chooses it: one from a run that then reached its goal first (whatever it did), then one
+    that went through, then a concrete one."""
     groups: dict[tuple[str, str], list[FailureRow]] = {}
     for failure in failures:
         action, error = failure.action or "", failure.description
@@ -107,7 +108,7 @@ def pitfall_groups(failures: Iterable[FailureRow]) -> list[PitfallGroup]:
         groups.setdefault((action, one_line(error)), []).append(failure)
     result = []
     for (action, error), rows in groups.items():
-        best = min(rows, key=lambda f: (not f.recovered, not f.run_succeeded, not f.concrete,
+        best = min(rows, key=lambda f: (not f.run_succeeded, not f.recovered, not f.concrete,
                                         f.recovery_kind in (None, "none"), f.run_id or "", f.id))
         result.append(PitfallGroup(action, error, len(rows), len({f.run_id or f.id for f in rows}),
                                    sum(1 for f in rows if f.recovered),
@@ -121,7 +122,7 @@ def _pitfall_line(group: PitfallGroup) -> str:
     recovery = _md(cut(group.best.recovery, RECOVERY_CHARS)) if group.best.recovery else ""
     outcome = (f"; the next call went through {group.got_past} of {group.times} times, and the run then "
                f"succeeded in {group.run_succeeded} of {_plural(group.runs, 'run')}")
-    if group.got_past:
+    if group.best.recovered:
         what = f"{outcome}. What went through: {recovery}"
     else:
         what = f"{outcome}" + (f". What was tried: {recovery}" if recovery else "")

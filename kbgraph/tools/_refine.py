@@ -88,7 +88,7 @@ def _pitfalls_at(step: Step, own: list[FailureMode], found: list[SearchHit]) -> 
     mine = [f for f in own if f.step_order == step.order or (f.step_order is None and f.action == step.action)]
     others = [f for hit in found for f in hit.experience.failure_modes if f.action == step.action]
     # One per error (its signature: the same error on the same action, values masked), with the
-    # recovery most worth copying: one that got past the error in a run that then succeeded.
+    # recovery most worth copying: one from a run that then reached its goal.
     best: dict[str, FailureMode] = {}
     for failure in mine + others:
         key = failure.signature or failure.description
@@ -99,7 +99,9 @@ def _pitfalls_at(step: Step, own: list[FailureMode], found: list[SearchHit]) -> 
 
 
 def _recovery_value(failure: FailureMode) -> tuple[bool, bool, bool]:
-    return bool(failure.recovered and failure.run_succeeded), bool(failure.recovered), bool(failure.concrete)
+    """What the run did next counts by whether the run then reached its goal, before whether the
+    call went through (a call that went through in a run that still failed taught little)."""
+    return bool(failure.run_succeeded), bool(failure.recovered), bool(failure.concrete)
 
 
 def _way_forward(hit: SearchHit, taken: list[str], found: list[SearchHit]) -> WayForward:

@@ -13,10 +13,12 @@ so no figure can lean on a run of the task asked about. What counts:
   error, values masked, on any action). Queries whose class no memory run hit have no relevant
   run; they are left out of nDCG (and counted).
 - Of the **first** failure match, over every query: **same** — it is of the query's error class;
-  **concrete** — and its recovery names a fix (what changed, what was called instead, or the
-  agent's reasoning) that went through; **good** — and its run then succeeded as well: the
-  issue's "first failure match of the same error class, from a run that then succeeded, with a
-  concrete recovery".
+  **good** — and its run then reached its goal, whatever form its recovery took (a retry, another
+  tool, a look-up, a handover): what an agent needs is what the runs that then succeeded did next;
+  **concrete** — a second fact: same class, and its recovery names a fix (what changed, what was
+  called instead, or the agent's reasoning) that went through, whether or not the run succeeded.
+- **Per error class**: kbgraph's good next to the oracle's over the queries of each class, and the
+  classes where good < oracle by name (``short_classes``).
 
 Next to kbgraph, in the same run: **TF-IDF over the failure text** — each errored step of every
 memory run is a document (``action + error``), and what such a retriever can hand back as the
@@ -25,7 +27,8 @@ concrete when that next step is the fix itself (the same call with changed argum
 another state-changing call) and went through; **TF-IDF + kbgraph recoveries**, the same first
 document with kbgraph's recovery of it — and the **oracle**: whether a memory run hit the same
 error class at all, with a concrete recovery, and with one from a run that then succeeded (the
-best share any system can reach).
+best share any system can reach): whether a memory run hit the same error class at all, with a
+concrete recovery that went through, and then reached its goal.
 """
 
 from __future__ import annotations
@@ -48,8 +51,8 @@ from kbgraph.core.models import Trajectory
 from kbgraph.search.eval.metrics import evaluate
 from kbgraph.search.teacher import TeacherRetriever, error_class
 
-__all__ = ["SPLITS", "Split", "TeacherEvalReport", "TeacherQuery", "TeacherSystemScores", "memory_runs", "run_teacher_eval",
-           "teacher_queries"]
+__all__ = ["SPLITS", "ClassScore", "Split", "TeacherEvalReport", "TeacherQuery", "TeacherSystemScores", "memory_runs", "run_teacher_eval",
+           "class_scores", "teacher_queries"]
 
 Progress = Callable[[str, int, int], None]
 K = 5
@@ -73,9 +76,8 @@ class TeacherQuery:
     signature: str
     error_class: str | None
     run_succeeded: bool
-    #: Its own recovery: concrete, and the fix went through; and the run then succeeded as well.
+    #: Its own recovery: concrete, and the fix went through.
     useful: bool
-    useful_run: bool
     #: The step right after it is that fix (what a retriever without recovery extraction shows).
     next_is_fix: bool
 
@@ -88,12 +90,22 @@ class TeacherSystemScores(BaseModel):
     ndcg: float
     #: Answers whose first failure match is of the query's error class.
     same_class: float
-    #: … and its recovery is concrete, and its fix went through.
+    #: … and its run then reached its goal, whatever the recovery ("good").
+    good: float
+    #: A second fact: … and its recovery is concrete, and its fix went through (run succeeded or not).
     concrete_success: float
-    #: … and its run then succeeded as well ("good").
-    concrete_run_success: float
     evaluated: int
     seconds: float
+
+
+class ClassScore(BaseModel):
+    """One error class of the queries: how many asked, and how many first matches were good for
+    kbgraph and for the oracle."""
+
+    error_class: str
+    queries: int
+    good: int
+    oracle: int
 
 
 class TeacherEvalReport(BaseModel):
@@ -110,6 +122,10 @@ class TeacherEvalReport(BaseModel):
     #: kbgraph's "good" share minus the oracle's, and minus TF-IDF's.
     kbgraph_minus_oracle: float
     kbgraph_minus_tfidf: float
+    #: Per error class of the queries: kbgraph's good next to the oracle's.
+    classes: list[ClassScore] = []
+    #: The classes where kbgraph's good is below the oracle's, by name.
+    short_classes: list[str] = []
 
 
 def _runs(corpus: Path) -> list[Trajectory]:
@@ -148,7 +164,7 @@ def teacher_queries(runs: Sequence[Trajectory]) -> list[TeacherQuery]:
                 qid=f"{run.id}#{index}", run_id=run.id, task=run.task, domain=run.domain, action=step.action,
                 arguments=dict(step.arguments), error=step.error, signature=signature,
                 error_class=error_class(signature), run_succeeded=run.outcome.success,
-                useful=recovery.concrete, useful_run=recovery.concrete and recovery.run_succeeded,
+                useful=recovery.concrete,
                 next_is_fix=_next_is_fix(run, index),
             ))
     return queries
@@ -165,7 +181,7 @@ def memory_runs(runs: Sequence[Trajectory], split: Split | None) -> set[str]:
     return {run.id for run in runs if position[run.task] % 2 == SPLITS.index(split)}
 
 
-#: qid → (same error class, … with a concrete recovery that went through, … and the run then succeeded)
+#: qid → (same error class, … and the run then reached its goal, … with a concrete recovery that went through)
 Answers = dict[str, tuple[bool, bool, bool]]
 #: qid → the errored steps of the memory it may be answered from (its own run left out)
 Memory = dict[str, list[TeacherQuery]]
@@ -173,7 +189,7 @@ Memory = dict[str, list[TeacherQuery]]
 
 def _answer(query: TeacherQuery, cls: str | None, concrete: bool, run_succeeded: bool) -> tuple[bool, bool, bool]:
     same = query.same_class(cls)
-    return same, same and concrete, same and concrete and run_succeeded
+    return same, same and run_succeeded, same and concrete
 
 
 def _kbgraph(retriever: TeacherRetriever, queries: Sequence[TeacherQuery], left_out: Sequence[str],
@@ -212,9 +228,21 @@ def _tfidf(queries: Sequence[TeacherQuery], memory: Memory) -> tuple[dict[str, l
         top = order[0] if order else None
         answers[query.qid] = (_answer(query, top.error_class, top.next_is_fix, top.run_succeeded) if top
                               else (False, False, False))
-        recoveries[query.qid] = (_answer(query, top.error_class, top.useful, top.useful_run) if top
+        recoveries[query.qid] = (_answer(query, top.error_class, top.useful, top.run_succeeded) if top
                                  else (False, False, False))
     return rankings, answers, recoveries
+
+
+def class_scores(queries: Sequence[TeacherQuery], answers: Answers, oracle: Answers) -> list[ClassScore]:
+    """Per error class of ``queries`` (a query without a class under ``"(no class)"``): how many
+    asked, how many of ``answers`` and of ``oracle`` were good; the classes furthest below the
+    oracle first, then by name."""
+    by_class: dict[str, list[str]] = {}
+    for query in queries:
+        by_class.setdefault(query.error_class or "(no class)", []).append(query.qid)
+    scores = [ClassScore(error_class=cls, queries=len(qids), good=sum(answers[q][1] for q in qids),
+                         oracle=sum(oracle[q][1] for q in qids)) for cls, qids in by_class.items()]
+    return sorted(scores, key=lambda c: (c.good - c.oracle, c.error_class))
 
 
 def run_teacher_eval(
@@ -243,11 +271,11 @@ def run_teacher_eval(
         systems.append(TeacherSystemScores(
             system=name, ndcg=round(result["ndcg"], 4), evaluated=len(queries), seconds=round(seconds, 2),
             **{field: round(sum(a[i] for a in answers.values()) / count, 4)
-               for i, field in enumerate(("same_class", "concrete_success", "concrete_run_success"))}))
+               for i, field in enumerate(("same_class", "good", "concrete_success"))}))
 
     started = time.perf_counter()
-    rankings, answers = _kbgraph(retriever, queries, left_out, on_progress)
-    score("kbgraph", rankings, answers, time.perf_counter() - started)
+    rankings, answers_of_kbgraph = _kbgraph(retriever, queries, left_out, on_progress)
+    score("kbgraph", rankings, answers_of_kbgraph, time.perf_counter() - started)
     started = time.perf_counter()
     rankings, answers, recoveries = _tfidf(queries, memory)
     score("tfidf_failure_text", rankings, answers, time.perf_counter() - started)
@@ -256,13 +284,14 @@ def run_teacher_eval(
     oracle: Answers = {}
     for query in queries:
         same = [o for o in memory[query.qid] if query.same_class(o.error_class)]
-        oracle[query.qid] = (bool(same), any(o.useful for o in same), any(o.useful_run for o in same))
+        oracle[query.qid] = (bool(same), any(o.run_succeeded for o in same), any(o.useful for o in same))
     score("oracle", {q: sorted(rel) for q, rel in relevant.items()}, oracle, 0.0)
     by_name = {s.system: s for s in systems}
+    classes = class_scores(queries, answers_of_kbgraph, oracle)
     return TeacherEvalReport(
         corpus=str(corpus), namespace=retriever.namespace, k=K, split=split, memory_runs=len(remembered),
         queries=len(queries), judged=len(judged), systems=systems,
-        kbgraph_minus_oracle=round(by_name["kbgraph"].concrete_run_success - by_name["oracle"].concrete_run_success, 4),
-        kbgraph_minus_tfidf=round(by_name["kbgraph"].concrete_run_success
-                                  - by_name["tfidf_failure_text"].concrete_run_success, 4),
+        kbgraph_minus_oracle=round(by_name["kbgraph"].good - by_name["oracle"].good, 4),
+        kbgraph_minus_tfidf=round(by_name["kbgraph"].good - by_name["tfidf_failure_text"].good, 4),
+        classes=classes, short_classes=[c.error_class for c in classes if c.good < c.oracle],
     )

@@ -42,17 +42,22 @@ as ingestion embeds failure modes (``"{issue_type}: {humanised action} failed: {
 error}"``). Identical failure modes — the same error on the same action, values masked (their
 ``signature``) — are one match, counted over the namespace ("seen 24 times in 6 tasks, recovered
 in 15"). The *error class* is the same error on any action (the signature's message,
-:func:`error_class`); every failure of the query's class is a match, near or not. For each class
-and kind of recovery (retry, repeat, switch, none) the namespace is counted: how many times it
-followed the error and how many times it *worked* (the fix went through and the run then
-succeeded): "a retry worked 3 of 4 times on this error (…)", also as
-``recovery_tried`` / ``recovery_worked``. The matches of the query's class come first, ranked by
-the recovery each shows: one that worked, then a concrete one (it names what to do), then the
-kind's evidence ``(worked + 1) / (tried + 2)`` once it worked, 0 while it never did
-(:func:`~kbgraph.search.scoring.recovery_evidence`, Laplace's rule of succession: counts, no
-fitted constant), then — when no count decides — one that called the failed action again (a
-retry or repeat fixed this error, where a switch went around it), then similarity; a group shows
-its member by the same rule. The other matches follow by score, ``cosine · sim(issue types) · (0.5 +
+:func:`error_class`); every failure of the query's class is a match, near or not. The answer is
+built from the runs that hit the class (:mod:`._next`): what each did next (one form per kind of
+action — a retry with changed arguments, the same call, another tool, a handover, a look-up, no
+further call) and whether the run then reached its goal, said in runs: "after this error, 2 of 7
+runs reached their goal; what they did next: handed over to a person (2 runs)" (``headline``,
+``next_actions``); that the call went through is a second fact (``went_through``). The matches of
+the query's class come first, ranked by the recovery each shows (a group shows its member by the
+same rule): one from a run that then reached its goal, then the form that led to the goal in the
+most runs of the class, then a concrete one (it names what to do), then one whose call went
+through, then the same call again, then similarity — so a recovery that only made the call go
+through in runs that still failed comes after every one that led to success, and says so. The
+older count per class and kind of recovery (retry, repeat, switch, none: how often it followed the
+error, how often it *worked*, the fix went through and the run then succeeded) is kept as
+``recovery_tried`` / ``recovery_worked``; its evidence ``(worked + 1) / (tried + 2)`` once it
+worked, 0 while it never did (:func:`~kbgraph.search.scoring.recovery_evidence`), weighs the score.
+The other matches follow by score, ``cosine · sim(issue types) · (0.5 +
 0.5 · evidence)``, where the same error class counts as the same issue. Precision is deliberately
 *not* applied: an experience that failed overall can still show how a failure was recovered, and
 its recovery is what this channel returns.

@@ -1,26 +1,29 @@
 """The criticism channel's answer: failure modes like the query's failure, identical ones as one
-match, ranked so that among failures of the query's error class the recovery that worked comes
-first, by counted evidence, before similarity breaks ties.
+match, ranked so that among failures of the query's error class what led runs to their goal comes
+first, in the runs' numbers, before similarity breaks ties.
 
 **Error class** (:func:`error_class`): the message of an error signature — values masked,
 lower-cased, without the action and a leading ``"error:"``. "The same error on the same action"
-(the signature) makes one group, one match; "the same error on any action" (the class) is what a
-recovery's evidence is counted over, and what the query is compared with: a gift card that does
-not cover the price when booking and when changing flights are one class.
+(the signature) makes one group, one match; "the same error on any action" (the class) is what the
+answer is built from, and what the query is compared with: a gift card that does not cover the
+price when booking and when changing flights are one class.
 
-**Evidence**: for every class and kind of recovery (retry, repeat, switch, none), how many of its
-failure modes in the namespace were followed by that kind, and in how many of those the fix went
-through and the run then succeeded (it *worked*). Every failure of a class is counted, not only
-those near the query.
+**The runs' evidence** (:mod:`._next`): for every class, the runs that hit it, what each did next
+(a retry with changed arguments, the same call, another tool, a handover, a look-up, no further
+call) and whether the run then reached its goal — "after this error, 2 of 7 runs reached their
+goal; what they did next: …". Whether the next call went through is a second fact. Every failure of
+a class is counted, not only those near the query. The older count per kind of recovery (how often
+it followed the error, how often the fix went through *and* the run succeeded) is kept beside it
+(``recovery_tried`` / ``recovery_worked``) and weighs the score of matches of other classes.
 
 **Order** of one problematic step's matches: those of the query's error class first, and among
-them the one whose recovery shown worked, then a concrete one, then the one whose kind has more
-counted evidence (:func:`~kbgraph.search.scoring.recovery_evidence`: the rule of succession once
-it worked, 0 while it never did), then — when no count decides — one that called the failed
-action again (retry, repeat: it fixed this error, where a switch went around it), then the
-score; after them the others, by score, ``cosine · sim(issue types) · (0.5 + 0.5 · evidence)``
-(:func:`~kbgraph.search.scoring.failure_score`). The recovery a match shows is chosen by the same
-rule among its group's members.
+them (:func:`shown_key`) one from a run that then reached its goal, then the one whose form of
+recovery led to the goal in more runs of the class, then a concrete one, then one whose call went
+through, then one that called the failed action again, then similarity. A recovery that only made
+the call go through in runs that still failed thus comes after every one from a run that reached
+its goal, and its answer says so. After them the others, by score, ``cosine · sim(issue types) ·
+(0.5 + 0.5 · evidence)`` (:func:`~kbgraph.search.scoring.failure_score`). The recovery a match
+shows is chosen by the same rule among its group's members.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from dataclasses import dataclass, field
 
 from kbgraph.search.scoring import failure_score, issue_similarity, neo4j_to_cosine, recovery_evidence
 from kbgraph.search.teacher._params import ProblematicStep, RefineWeights
-from kbgraph.search.teacher._results import FailureMatch
+from kbgraph.search.teacher._next import ClassEvidence, class_evidence, next_action
+from kbgraph.search.teacher._results import FailureMatch, NextActionCount
 from kbgraph.search.teacher._rows import FailureGroupRow, FailureRow, GroupBest
 
 _LEADING_ERROR = re.compile(r"^\s*error\b\s*[:\-]?\s*", re.IGNORECASE)
@@ -127,10 +131,30 @@ def class_counts(groups: Iterable[Group]) -> dict[tuple[str, str], KindCount]:
 SAME_CALL = frozenset({"retry", "repeat"})
 
 
-def _shown_key(kind: str, member: GroupBest, count: KindCount) -> tuple[bool, bool, float, bool, float]:
-    """Which member a group shows, and which same-class match comes first: it worked, it is
-    concrete, its kind's counted evidence; without evidence, the same call again; then similarity."""
-    return member.worked, bool(member.concrete), count.evidence, kind in SAME_CALL, float(member.score or 0)
+def class_members(groups: Iterable[Group]) -> dict[str, list[GroupBest]]:
+    """error class → every failure mode of the class (the groups' members), on any action."""
+    members: dict[str, list[GroupBest]] = {}
+    for group in groups:
+        cls = group.error_class
+        if cls is not None:
+            members.setdefault(cls, []).extend(m for row in group.kinds.values() for m in row.members)
+    return members
+
+
+def shown_key(member: GroupBest, evidence: ClassEvidence) -> tuple[bool, int, bool, bool, bool, float]:
+    """Which member a group shows, and which same-class match comes first: from a run that then
+    reached its goal; its form of recovery led to the goal in more runs of the class; it is
+    concrete; its call went through; the same call again (it fixed this error, where a switch went
+    around it); then similarity. A recovery that only made the call go through in a run that still
+    failed comes after every one from a run that reached its goal."""
+    return (bool(member.run_succeeded), evidence.reached(next_action(member.recovery_kind, member.recovery)),
+            bool(member.concrete), bool(member.recovered), (member.recovery_kind or "none") in SAME_CALL,
+            float(member.score or 0))
+
+
+def _counts(evidence: ClassEvidence) -> list[NextActionCount]:
+    return [NextActionCount(action=a.action, runs=a.runs, reached_goal=a.reached_goal, went_through=a.went_through)
+            for a in evidence.actions]
 
 
 def failure_matches(
@@ -143,20 +167,23 @@ def failure_matches(
     mode without one); ``groups``: every group of the classes involved, by signature."""
     query_class = error_class(step.signature)
     counts = class_counts(groups.values())
+    evidences = {cls: class_evidence(members) for cls, members in class_members(groups.values()).items()}
     keys = list(nearest) + [s for s, g in groups.items() if s not in nearest and query_class is not None
                             and g.error_class == query_class]
-    ranked: list[tuple[tuple[bool, bool, bool, float, bool, float], FailureMatch]] = []
+    ranked: list[tuple[tuple[float, ...], FailureMatch]] = []
     for key in keys:
         group = groups.get(key)
         if group is None:  # a failure mode without a signature: no group, no counts
             row, count, cls = nearest[key], KindCount(), None
             shown = GroupBest.of_failure(row)
             cosine = max(0.0, neo4j_to_cosine(row.score))
+            evidence = ClassEvidence()
         else:
             cls = group.error_class
-            kind, shown = max(((kind, row.best) for kind, row in group.kinds.items()),
-                              key=lambda kb: _shown_key(kb[0], kb[1], counts.get((str(cls), kb[0]), KindCount())))
-            count = counts.get((str(cls), kind), KindCount())
+            evidence = evidences.get(str(cls), ClassEvidence())
+            shown = max((m for row in group.kinds.values() for m in row.members),
+                        key=lambda m: shown_key(m, evidence))
+            count = counts.get((str(cls), shown.recovery_kind or "none"), KindCount())
             cosine = max(0.0, neo4j_to_cosine(group.nearest))
         same = query_class is not None and cls == query_class
         issue_sim = issue_similarity(step.issue_type, shown.issue_type, weights, same_error=same)
@@ -172,10 +199,12 @@ def failure_matches(
             recovery_kind=shown.recovery_kind, concrete=shown.concrete, fix_recovered=shown.recovered,
             run_succeeded=shown.run_succeeded, run_id=shown.run_id,
             recovery_tried=count.tried, recovery_worked=count.worked,
+            class_runs=evidence.runs, class_reached_goal=evidence.reached_goal, next_actions=_counts(evidence),
+            next_action=next_action(shown.recovery_kind, shown.recovery) if group else None,
+            headline=evidence.headline if group else "", went_through=evidence.second_fact if group else "",
         )
-        worked, concrete, evidence, same_call, _ = _shown_key(str(shown.recovery_kind), shown, count)
-        # Same class first, ranked by what worked and how often; every other match by its score.
-        order = (same, same and worked, same and concrete, evidence if same else 0.0, same and same_call, match.score)
-        ranked.append((order, match))
-    ranked.sort(key=lambda r: (tuple(-float(x) for x in r[0]), r[1].experience_id, r[1].failure_id))
+        # Same class first, ranked by what led to the goal and in how many runs; every other match by its score.
+        order = (same, *(shown_key(shown, evidence)[:5] if same else (False, 0, False, False, False)), match.score)
+        ranked.append((tuple(float(x) for x in order), match))
+    ranked.sort(key=lambda r: (tuple(-x for x in r[0]), r[1].experience_id, r[1].failure_id))
     return [match for _, match in ranked[:k]]

@@ -60,6 +60,19 @@ class StepMatch(BaseModel):
         return self.breakdown.score
 
 
+class NextActionCount(BaseModel):
+    """One form of what the runs of an error class did next (the arguments are detail, not form):
+    in how many runs, in how many of them the run then reached its goal, and in how many the call
+    went through."""
+
+    model_config = ConfigDict(frozen=True)
+
+    action: str
+    runs: int
+    reached_goal: int
+    went_through: int
+
+
 class FailureMatch(BaseModel):
     """An experience that failed like the problematic step ``query_step``, and how it recovered."""
 
@@ -109,24 +122,44 @@ class FailureMatch(BaseModel):
     #: the run then succeeded.
     recovery_tried: int = 0
     recovery_worked: int = 0
+    #: The runs of this memory that hit this error class (on any action), how many of them then
+    #: reached their goal, and what they did next (each form once, the forms that led to the goal
+    #: in the most runs first); the form of the recovery shown.
+    class_runs: int = 0
+    class_reached_goal: int = 0
+    next_actions: list[NextActionCount] = Field(default_factory=list)
+    next_action: str | None = None
+    #: The answer in the runs' numbers: "after this error, 2 of 7 runs reached their goal; what
+    #: they did next: …", and apart from it whether the next call went through.
+    headline: str = ""
+    went_through: str = ""
+
+    @property
+    def led_to_goal(self) -> bool:
+        """The recovery shown comes from a run that then reached its goal."""
+        return bool(self.run_succeeded)
 
     @property
     def summary(self) -> str:
-        """"seen 24 times in 6 tasks, recovered in 15 (the run then succeeded in 9); a retry worked 3 of
-        4 times on this error (the fix went through and the run then succeeded)"."""
+        """The headline, what the match shows, and only then whether calls went through: "after this
+        error, 2 of 7 runs reached their goal; what they did next: handed over to a person (1 run),
+        retried the call with changed arguments (1 run). Shown: handed over to a person, from a run
+        that reached its goal. The next call went through in 5 of 7 runs (3 of them still failed);
+        this failure seen 3 times in 2 tasks"."""
         times = "once" if self.seen == 1 else f"{self.seen} times"
         tasks = "1 task" if self.tasks == 1 else f"{self.tasks} tasks"
-        text = f"seen {times} in {tasks}, recovered in {self.recovered} (the run then succeeded in {self.worked})"
-        kind = _KIND_WORDS.get(self.recovery_kind or "")
-        if kind and self.recovery_tried:
-            times = "time" if self.recovery_tried == 1 else "times"
-            text += (f"; {kind} worked {self.recovery_worked} of {self.recovery_tried} {times} on this error "
-                     "(the fix went through and the run then succeeded)")
-        return text
-
-
-#: How the evidence of a recovery names its kind.
-_KIND_WORDS: Final = {"retry": "a retry", "repeat": "repeating the call", "switch": "switching to another call"}
+        parts = [self.headline] if self.headline else []
+        if self.next_action:
+            if self.run_succeeded:
+                parts.append(f"Shown: {self.next_action}, from a run that reached its goal")
+            elif self.fix_recovered:
+                parts.append(f"Shown: {self.next_action}; it only made the call go through, the run still failed")
+            else:
+                parts.append(f"Shown: {self.next_action}; the run still failed")
+        tail = f"this failure seen {times} in {tasks}"
+        parts.append(f"{self.went_through[:1].upper()}{self.went_through[1:]}; {tail}" if self.went_through
+                     else tail[:1].upper() + tail[1:])
+        return ". ".join(parts)
 
 
 class RefineResults(BaseModel):
@@ -135,8 +168,10 @@ class RefineResults(BaseModel):
     - ``steps``: up to ``k`` experiences per problematic step (each with its best-matching stored
       step), ordered by ``query_step``, then score (best first), then experience id.
     - ``failures``: up to ``k`` failure modes per problematic step that carries an error or issue
-      type, ordered by ``query_step``, then those of the step's error class first (the recovery
-      that worked, then a concrete one, then the kind that worked most often), then score.
+      type, ordered by ``query_step``, then those of the step's error class first (a recovery from
+      a run that then reached its goal, the form that led to the goal in the most runs first, then
+      a concrete one; a recovery that only made the call go through in a run that still failed
+      after all of them), then score.
     - ``experiences``: up to ``k`` experience ids over both channels, best first, ranked by
       ``max(step score, failure_weight · failure score)`` over every problematic step.
     - ``notes``: what was adjusted or could not be done (k clamped, issue types classified,

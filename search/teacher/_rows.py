@@ -140,8 +140,8 @@ class GroupBest:
 class FailureGroupRow:
     """Identical failure modes (one ``signature``) followed by one ``kind`` of recovery: how often
     it was tried, went through (``recovered``) and then worked, the tasks and runs they come from,
-    the nearest member's Neo4j cosine score to the query, and the member to show. One row of
-    ``refine_failure_groups``."""
+    the nearest member's Neo4j cosine score to the query, and every member, from a run that then
+    succeeded first (``best``: the first). One row of ``refine_failure_groups``."""
 
     QUERIES: ClassVar[tuple[str, ...]] = ("refine_failure_groups",)
 
@@ -153,7 +153,12 @@ class FailureGroupRow:
     task_keys: tuple[str, ...]
     runs: tuple[str | None, ...]
     nearest: float
-    best: GroupBest
+    members: tuple[GroupBest, ...]
+
+    @property
+    def best(self) -> GroupBest:
+        """The member listed first: from a run that then succeeded, concrete, went through, nearest."""
+        return self.members[0]
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> FailureGroupRow:
@@ -161,5 +166,6 @@ class FailureGroupRow:
             signature=str(record["signature"]), kind=str(record["kind"]), tried=int(record["tried"]),
             recovered=int(record["recovered"]), worked=int(record["worked"]),
             task_keys=tuple(str(t) for t in record["task_keys"]), runs=tuple(record["runs"]),
-            nearest=float(record["nearest"]), best=GroupBest.from_record(record["best"]),
+            nearest=float(record["nearest"]),
+            members=tuple(GroupBest.from_record(member) for member in record["members"]),
         )

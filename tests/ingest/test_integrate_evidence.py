@@ -64,6 +64,28 @@ def test_a_fix_says_what_was_done_and_its_evidence_says_how_it_went() -> None:
     assert one.line.endswith("(1 run, 1 task; the retried call went through in 0 of 1; the run then succeeded)")
 
 
+PAYMENT = "When book reservation fails with “payment amount does not add up, total price is # but paid #”"
+
+
+def test_one_failure_with_one_kind_of_recovery_is_one_statement_with_the_runs_summed_and_the_arguments_as_detail() -> None:
+    # The pitfall written three times, each with its own runs: one statement.
+    document = build_document([
+        seen(f"{PAYMENT}, the agent retried it with changed payment_methods[].amount.", 3, went_through=2, prefix="a"),
+        seen(f"{PAYMENT}, the agent retried it with changed payment_methods[], payment_methods[].amount.", 1,
+             went_through=1, prefix="b"),
+        seen(f"{PAYMENT}, the agent retried it with changed payment_methods[].amount, payment_methods[].payment_id.", 1,
+             went_through=1, prefix="c"),
+        seen(f"{PAYMENT}, the agent repeated it unchanged.", 1, prefix="d"),
+    ])
+    retried, repeated = document.statements
+    assert retried.line == (
+        f"{PAYMENT}, the agent retried it with changed arguments (payment_methods[].amount; payment_methods[], "
+        "payment_methods[].amount; payment_methods[].amount, payment_methods[].payment_id). (5 runs, 1 task; the "
+        "retried call went through in 4 of 5; the run still failed in all 5)")
+    assert len(retried.sources) == 3
+    assert repeated.text == f"{PAYMENT}, the agent repeated it unchanged.", "another kind of recovery stays apart"
+
+
 def unit(rows: Sequence[Sequence[float]]) -> npt.NDArray[np.floating]:
     vectors = np.asarray(rows, dtype=np.float64)
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)

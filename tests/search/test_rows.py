@@ -100,8 +100,8 @@ def _workflow_edge() -> dict[str, str]:
 
 
 def _group_best() -> dict[str, str]:
-    best = returned_columns("refine_failure_groups")["best"]
-    return map_literal(best, 0)
+    members = returned_columns("refine_failure_groups")["members"]
+    return map_literal(members, members.index("{"))
 
 
 #: Each record, the query it reads, and where in that query's text its keys are.

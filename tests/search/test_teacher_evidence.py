@@ -1,10 +1,12 @@
-"""Specification: the teacher prefers what worked.
+"""Specification: the teacher hands back what led to success.
 
-Among the failures of the query's error class (the same error, values masked, on any action), the
-recovery followed by success ranks above one whose run still failed, by counted evidence — how
-many times that kind of recovery was followed by success on this error — before similarity breaks
-ties; and every answer says how many times its kind of recovery worked. Real Neo4j, real MiniLM;
-each test writes a few hand-made experiences whose failure modes carry what ingestion records.
+Among the failures of the query's error class (the same error, values masked, on any action), a
+recovery from a run that then reached its goal ranks above every one whose run still failed —
+whatever form it took (a retry, another tool, a handover) and even when the other only made the
+call go through —, the form that led to the goal in the most runs first, before similarity breaks
+ties; and every answer says it in the runs' numbers ("after this error, 2 of 7 runs reached their
+goal; what they did next: …"). Real Neo4j, real MiniLM; each test writes a few hand-made
+experiences whose failure modes carry what ingestion records.
 """
 
 from __future__ import annotations
@@ -81,8 +83,11 @@ def test_a_recovery_followed_by_success_on_another_action_ranks_above_a_nearer_o
     # The evidence is counted over the class, on any action: retries followed it 3 times, once
     # the fix went through and the run then succeeded.
     assert (first.recovery_tried, first.recovery_worked) == (second.recovery_tried, second.recovery_worked) == (3, 1)
-    assert first.summary == ("seen once in 1 task, recovered in 1 (the run then succeeded in 1); a retry worked 1 of 3 "
-                             "times on this error (the fix went through and the run then succeeded)")
+    assert (first.class_runs, first.class_reached_goal) == (second.class_runs, second.class_reached_goal) == (3, 1)
+    assert first.headline == ("after this error, 1 of 3 runs reached their goal; what they did next: "
+                              "retried the call with changed arguments (1 run)")
+    assert first.summary.startswith(first.headline + ". Shown: retried the call with changed arguments, from a run "
+                                    "that reached its goal. The next call went through in 3 of 3 runs")
     # Another error comes after every failure of the query's class, whatever its recovery.
     assert third.run_id == "run-other" and not third.same_class and third.error_class == "flight not available on"
 
@@ -108,7 +113,8 @@ def test_counted_evidence_orders_recoveries_that_did_not_work_before_similarity(
     assert [(f.recovery_kind, f.recovery_tried, f.recovery_worked) for f in failures] == [
         ("retry", 2, 1), ("retry", 2, 1), ("switch", 1, 0)]
     assert failures[2].cosine > failures[1].cosine
-    assert "switching to another call worked 0 of 1 time on this error" in failures[2].summary
+    assert failures[2].next_action == "handed over to a person"
+    assert "it only made the call go through, the run still failed" in failures[2].summary
 
 
 def test_a_transient_error_shows_the_call_repeated_unchanged_that_worked(kb: KnowledgeBase) -> None:
@@ -132,8 +138,65 @@ def test_a_transient_error_shows_the_call_repeated_unchanged_that_worked(kb: Kno
     assert (first.recovery_kind, first.run_succeeded, first.seen, first.worked) == ("repeat", True, 4, 3)
     assert first.recovery.startswith("repeated get order details unchanged")
     assert (first.recovery_tried, first.recovery_worked) == (4, 3)
-    assert "repeating the call worked 3 of 4 times on this error" in first.summary
+    assert first.headline == ("after this error, 3 of 5 runs reached their goal; what they did next: "
+                              "repeated the call unchanged (3 runs)")
     assert failures[1].run_id == "run-user" and failures[1].same_class
+
+
+NO_SEATS = "Error: not enough seats on flight HAT139"
+
+
+def test_what_runs_that_reached_their_goal_did_next_ranks_above_a_retry_that_only_went_through(
+    kb: KnowledgeBase,
+) -> None:
+    # The issue's case: on the very action asked about, five runs retried with changed arguments
+    # and the call went through, yet every one of those runs failed; two other runs hit the same
+    # error and handed over to a person, and reached their goal.
+    kb.add_experiences([
+        failed_run(f"run-retry-{n}", "update_reservation_flights", NO_SEATS,
+                   "retried update reservation flights with flights[0].flight_number: another one; the run still failed",
+                   kind="retry", recovered=True, concrete=True, succeeded=False) for n in range(5)
+    ] + [
+        failed_run(f"run-handover-{n}", "book_reservation", NO_SEATS,
+                   'switched to transfer to human agents (summary: "no seats on the flight asked for"); '
+                   "the run then succeeded", kind="switch", recovered=True, concrete=True, succeeded=True)
+        for n in range(2)
+    ])
+
+    first, second = refine(kb, "update_reservation_flights", NO_SEATS)
+
+    assert (first.run_succeeded, first.next_action, first.recovery_kind) == (True, "handed over to a person", "switch")
+    assert first.run_id in {"run-handover-0", "run-handover-1"}
+    assert first.headline == "after this error, 2 of 7 runs reached their goal; what they did next: " \
+                             "handed over to a person (2 runs)"
+    assert [(a.action, a.runs, a.reached_goal, a.went_through) for a in first.next_actions] == [
+        ("handed over to a person", 2, 2, 2), ("retried the call with changed arguments", 5, 0, 5)]
+    # The retry that went through comes after, and says it only made the call go through.
+    assert (second.run_succeeded, second.fix_recovered, second.seen) == (False, True, 5)
+    assert second.cosine > first.cosine, "similarity did not decide"
+    assert "Shown: retried the call with changed arguments; it only made the call go through, the run still " \
+           "failed" in second.summary
+    assert "in runs that still failed only: retried the call with changed arguments (5 runs)" in second.summary
+
+
+def test_among_runs_that_reached_their_goal_the_form_most_of_them_took_comes_first(kb: KnowledgeBase) -> None:
+    # One group of identical failures: two runs reached their goal by a handover, one by a concrete
+    # retry on the same call; the group shows the handover (most runs), the retry is counted.
+    kb.add_experiences([
+        failed_run(f"run-handover-{n}", "update_reservation_flights", NO_SEATS,
+                   "switched to transfer to human agents; the run then succeeded",
+                   kind="switch", recovered=True, concrete=True, succeeded=True) for n in range(2)
+    ] + [
+        failed_run("run-retry", "update_reservation_flights", NO_SEATS,
+                   "retried update reservation flights with cabin: economy → business; the run then succeeded",
+                   kind="retry", recovered=True, concrete=True, succeeded=True),
+    ])
+
+    (only,) = refine(kb, "update_reservation_flights", NO_SEATS)
+
+    assert only.next_action == "handed over to a person" and only.seen == 3
+    assert only.headline == ("after this error, 3 of 3 runs reached their goal; what they did next: handed over to a "
+                             "person (2 runs), retried the call with changed arguments (1 run)")
 
 
 @pytest.mark.parametrize("excluded", [["run-book"], ["run-book", "run-change-1"]])

@@ -85,6 +85,21 @@ def test_two_wordings_of_one_rule_are_duplicates(embedder: CachedEmbedder) -> No
                           embed=embedder.embed) == []
 
 
+def test_one_failure_with_one_kind_of_recovery_said_twice_is_a_near_duplicate(embedder: CachedEmbedder) -> None:
+    when = "When book reservation fails with “payment amount does not add up, total price is # but paid #”"
+    texts = [f"{when}, the agent retried it with changed payment_methods[].amount.",
+             f"{when}, the agent retried it with changed payment_methods[].amount, payment_methods[].payment_id."]
+    rows = [insight(texts[0], ["r1"], []), insight(texts[1], ["r2"], [])]
+    document = old_document("book reservation", {"pitfalls": texts},
+                            "## Pitfalls\n" + "\n".join(f"- {t} (1 run, 1 task)" for t in texts), rows)
+    assert checks(audit_document(document, embed=None)) == ["near-duplicate-statements"]
+    # The embeddings say it too, but the pair is named once.
+    assert checks(audit_document(document, embed=embedder.embed)) == ["near-duplicate-statements"]
+    merged = build_document([p for row in rows for p in evidence_rows(row)], embed=embedder.embed)
+    assert audit_document(DocumentInput("book reservation", merged.statements, merged.render(), rows),
+                          embed=embedder.embed) == []
+
+
 def test_one_domains_steps_in_another_domains_document_are_found() -> None:
     steps = {"Before send confirmation, get reservation details.": "airline",
              "Before send confirmation, get order details.": "retail",

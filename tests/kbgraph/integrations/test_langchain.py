@@ -279,7 +279,8 @@ def test_refine_steps_answers_a_failed_step_with_past_failures_like_it_and_their
     assert (best["step"], best["action"]) == (2, "update_reservation_flights")
     assert "payment method not found" in best["description"]
     assert "get user details" in best["recovery"], "the fix that worked: look the user's payment methods up"
-    assert best["evidence"].startswith("seen 4 times in 2 tasks")
+    assert best["evidence"].startswith("after this error, ") and " reached their goal" in best["evidence"]
+    assert best["evidence"].endswith("this failure seen 4 times in 2 tasks")
 
 
 def test_record_outcome_records_the_feedback_in_neo4j(kb: KnowledgeBase) -> None:
