@@ -200,7 +200,7 @@ def _before_initialize(request: types.JSONRPCRequest) -> str | None:
 def _with_data(message: types.JSONRPCMessage) -> types.JSONRPCMessage:
     """An error of the SDK's with an empty ``data`` given its message as the reason: a client
     that reads ``data`` finds why, not an empty string."""
-    if isinstance(message, types.JSONRPCError) and message.error.data in ("", None):
+    if isinstance(message, types.JSONRPCError) and message.error.data == "":
         error = message.error.model_copy(update={"data": {"reason": message.error.message}})
         return message.model_copy(update={"error": error})
     return message
