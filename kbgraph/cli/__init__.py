@@ -11,13 +11,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import NoReturn, Protocol, cast
 
 import neo4j
 import typer
 from pydantic import ValidationError
-# typer carries its own copy of click (typer._click, not the click package): its exceptions are these.
-from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
 from kbgraph.cli import (
     audit,
@@ -67,6 +65,25 @@ def _undecodable_argument(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _click_error(name: str) -> type[Exception]:
+    """The click error class ``name`` that typer raises, found through typer's public
+    ``typer.BadParameter``: typer 0.26 and later carry their own copy of click (its private
+    ``typer._click``), whose errors are not the click package's, and export none of them but
+    BadParameter (and Abort, Exit); earlier typer raised the click package's own."""
+    return next(cls for cls in typer.BadParameter.__mro__ if cls.__name__ == name)
+
+
+#: The base of click's errors (each says itself with format_message() and has an exit_code) and
+#: of its usage errors (which carry the context of the command they are about).
+ClickException, UsageError = _click_error("ClickException"), _click_error("UsageError")
+
+
+class _SaysItself(Protocol):
+    exit_code: int
+
+    def format_message(self) -> str: ...
+
+
 def _error(message: str) -> None:
     err.print(message, markup=False, highlight=False)
 
@@ -98,15 +115,16 @@ def run(argv: Sequence[str]) -> int:
         status = app(args=list(argv), prog_name="kbgraph", standalone_mode=False)
     except SystemExit as exc:
         return _exit_status(exc.code)
-    except NoArgsIsHelpError as exc:  # the help was printed when it was raised
-        if message := exc.format_message():
-            print(message)
-        return exc.exit_code
-    except ClickException as exc:
-        ctx = exc.ctx if isinstance(exc, UsageError) else None
+    except ClickException as raised:
+        click_error = cast(_SaysItself, raised)
+        if type(raised).__name__ == "NoArgsIsHelpError":  # the help was printed when it was raised
+            if message := click_error.format_message():
+                print(message)
+            return click_error.exit_code
+        ctx = getattr(raised, "ctx", None) if isinstance(raised, UsageError) else None
         where, hint = (f"{ctx.command_path}: ", f" (see {ctx.command_path} --help)") if ctx is not None else ("", "")
-        _error(f"kbgraph: error: {where}{' '.join(exc.format_message().split())}{hint}")
-        return exc.exit_code
+        _error(f"kbgraph: error: {where}{' '.join(click_error.format_message().split())}{hint}")
+        return click_error.exit_code
     except typer.Abort:
         _error("kbgraph: error: aborted")
         return 1

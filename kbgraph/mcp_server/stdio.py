@@ -17,11 +17,11 @@ import re
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import IO, Any
+from typing import IO, Any, get_args
 
 import anyio
 import mcp_types as types
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream, create_context_streams
 from mcp.shared.message import SessionMessage
 
@@ -34,10 +34,12 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 Streams = tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
 
 
-def _error(request_id: Any, code: int, message: str, field: str | None = None) -> str:
+def _error(request_id: Any, code: int, message: str, field: str | None = None, reason: str | None = None) -> str:
     error: dict[str, Any] = {"code": code, "message": message}
     if field is not None:  # the SDK's own invalid-params errors carry an empty data and no field
         error["data"] = {"field": field}
+    elif reason is not None:
+        error["data"] = {"reason": reason}
     reply = {"jsonrpc": "2.0", "id": request_id, "error": error}
     return json.dumps(reply, ensure_ascii=True)
 
@@ -120,10 +122,22 @@ def check_line(raw: bytes, length: int) -> tuple[Any | None, str | None]:
         where = ".".join(str(part) for part in first["loc"][1:]) or "(message)"
         reply = _error(request_id, types.INVALID_REQUEST, f"invalid request: {where}: {first['msg']}")
         return None, None if is_notification else reply
-    if not is_notification and (found := _tool_call_params_problem(value)):
+    if not is_notification and (found := _params_problem(value)):
         field, reason = found
         return None, _error(request_id, types.INVALID_PARAMS, f"invalid params: {field}: {reason}", field)
     return message, None
+
+
+def _request_models() -> dict[str, type[BaseModel]]:
+    """The model of each request a client may send, by its method (the SDK's union of them)."""
+    models: dict[str, type[BaseModel]] = {}
+    for model in get_args(types.ClientRequest):
+        for method in get_args(model.model_fields["method"].annotation):
+            models[method] = model
+    return models
+
+
+_REQUESTS = _request_models()
 
 
 def _left_to_the_tool(value: Any) -> bool:
@@ -137,13 +151,16 @@ def _left_to_the_tool(value: Any) -> bool:
     return value_problem(envelope) is None and value_problem(params.get("arguments"), int64=False) is None
 
 
-def _tool_call_params_problem(value: dict[str, Any]) -> tuple[str, str] | None:
-    """(``params.field``, reason) when a tools/call request's params are not what the SDK takes:
-    the SDK refuses them as "Invalid request parameters", naming no field."""
-    if value.get("method") != "tools/call":
+def _params_problem(value: dict[str, Any]) -> tuple[str, str] | None:
+    """(``params.field``, reason) when a request's params are not what the SDK takes for its
+    method (tools/call, initialize, resources/read, …): the SDK refuses them as "Invalid request
+    parameters" with an empty data, naming no field. Methods it does not know are its to answer
+    (Method not found, naming the method)."""
+    model = _REQUESTS.get(value.get("method", ""))
+    if model is None:
         return None
     try:
-        types.CallToolRequest.model_validate({"method": "tools/call", "params": value.get("params")}, by_name=False)
+        model.model_validate({key: value[key] for key in ("method", "params") if key in value}, by_name=False)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         return ".".join(str(part) for part in first["loc"]) or "params", first["msg"]
@@ -164,6 +181,29 @@ def _envelope_problem(value: Any) -> str | None:
     if "method" in value and not isinstance(value["method"], str):
         return "method must be a string"
     return None
+
+
+#: What a client may ask before initialize (as the SDK serves it).
+BEFORE_INITIALIZE = frozenset({"ping"})
+
+
+def _before_initialize(request: types.JSONRPCRequest) -> str | None:
+    """The error for a request sent before initialize, which the SDK refuses as "Invalid request
+    parameters" with an empty data: the same code, saying why."""
+    if request.method in BEFORE_INITIALIZE:
+        return None
+    return _error(request.id, types.INVALID_PARAMS,
+                  f"invalid request: {request.method} before initialize: send initialize first",
+                  reason="not initialized")
+
+
+def _with_data(message: types.JSONRPCMessage) -> types.JSONRPCMessage:
+    """An error of the SDK's with an empty ``data`` given its message as the reason: a client
+    that reads ``data`` finds why, not an empty string."""
+    if isinstance(message, types.JSONRPCError) and message.error.data == "":
+        error = message.error.model_copy(update={"data": {"reason": message.error.message}})
+        return message.model_copy(update={"error": error})
+    return message
 
 
 def _read_line(wire: IO[bytes]) -> tuple[bytes, int]:
@@ -189,13 +229,19 @@ async def bounded_stdio_server(stdin: IO[bytes] | None = None, stdout: IO[bytes]
         async with writing:
             await anyio.to_thread.run_sync(wire_out.write, (line + "\n").encode("utf-8"))
 
+    initialize_sent = False
+
     async def stdin_reader() -> None:
+        nonlocal initialize_sent
         async with read_stream_writer:
             while True:
                 raw, length = await anyio.to_thread.run_sync(_read_line, wire_in, abandon_on_cancel=True)
                 if not raw:
                     return
                 message, reply = check_line(raw, length)
+                if reply is None and isinstance(message, types.JSONRPCRequest):
+                    initialize_sent = initialize_sent or message.method == "initialize"
+                    reply = None if initialize_sent else _before_initialize(message)
                 if reply is not None:
                     await write(reply)
                 elif message is not None:
@@ -204,7 +250,7 @@ async def bounded_stdio_server(stdin: IO[bytes] | None = None, stdout: IO[bytes]
     async def stdout_writer() -> None:
         async with write_stream_reader:
             async for session_message in write_stream_reader:
-                await write(session_message.message.model_dump_json(by_alias=True, exclude_unset=True))
+                await write(_with_data(session_message.message).model_dump_json(by_alias=True, exclude_unset=True))
 
     try:
         async with anyio.create_task_group() as tasks:

@@ -27,7 +27,8 @@ import neo4j
 from kbgraph.store.queries import query
 from kbgraph.store.deadline import timed_out
 from kbgraph.embedders import Embedder, Vectors, WrappingEmbedder
-from kbgraph.store.gateway import PING_TIMEOUT_S, Neo4jGateway, Row, guarded, quiet, retried_async, row_of
+from kbgraph.store.gateway import (PING_TIMEOUT_S, Neo4jGateway, Row, guarded, handshake_answers, quiet, retried_async,
+                                   row_of)
 
 T = TypeVar("T")
 
@@ -125,9 +126,17 @@ class AsyncGateway(Neo4jGateway):
             done, _ = await asyncio.wait({task}, timeout=seconds)
             if done:
                 return task.result()
-            if not await self._answers():
+            if not await self._still_there():
                 task.cancel()
                 raise timed_out(seconds, what)
+
+    async def _still_there(self) -> bool:
+        """As :meth:`Neo4jGateway.still_there`: the Bolt handshake on a connection of its own (in a
+        thread) for a ``bolt://`` server, not a query through the pool the call holds a connection of."""
+        if self._address is None:
+            return await self._answers()
+        return await asyncio.to_thread(handshake_answers, self._address,
+                                       min(self.timeout_s or PING_TIMEOUT_S, PING_TIMEOUT_S))
 
     async def _answers(self) -> bool:
         async def ping() -> None:

@@ -86,10 +86,7 @@ def open_driver(
         within(timeout_s, "connecting", ping)
     except Neo4jTimeoutError:
         driver.close()
-        raise Neo4jUnavailableError(
-            f"Neo4j at {redact_uri(uri)} accepted the connection but did not answer within {timeout_s:g} s: it may be "
-            "frozen or overloaded (KBGRAPH_CONNECT_TIMEOUT_S)."
-        ) from None
+        raise not_answering(uri, timeout_s) from None
     except neo4j.exceptions.AuthError:
         driver.close()
         raise Neo4jUnavailableError(
@@ -97,6 +94,12 @@ def open_driver(
         ) from None
     except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired, OSError) as exc:
         driver.close()
+        # Two timers run out at the same bound: ours (above) and the driver's on connecting, the
+        # handshake and the login. Which one fires first is the machine's timing; what happened
+        # is told by the error: a wait that timed out is a server that did not answer, a refusal
+        # one that is not there.
+        if timed_out(exc):
+            raise not_answering(uri, timeout_s, accepted="Timed out trying to establish connection" not in str(exc)) from None
         raise Neo4jUnavailableError(
             f"cannot reach Neo4j at {redact_uri(uri)} ({_first_line(exc).replace(uri, redact_uri(uri))}): "
             "start that server, fix NEO4J_URI, "
@@ -115,6 +118,36 @@ def open_driver(
             "check NEO4J_DATABASE."
         ) from None
     return driver
+
+
+def not_answering(uri: str, timeout_s: float, accepted: bool = True) -> Neo4jUnavailableError:
+    """The error of a server that did not answer within ``timeout_s``: frozen or overloaded when
+    it accepted the connection, else not there at all or unreachable (a host that drops packets)."""
+    if not accepted:
+        return Neo4jUnavailableError(
+            f"Neo4j at {redact_uri(uri)} did not answer within {timeout_s:g} s: nothing accepted the connection "
+            "(a wrong host, a firewall, or a machine that is down or overloaded; KBGRAPH_CONNECT_TIMEOUT_S).")
+    return Neo4jUnavailableError(
+        f"Neo4j at {redact_uri(uri)} accepted the connection but did not answer within {timeout_s:g} s: it may be "
+        "frozen or overloaded (KBGRAPH_CONNECT_TIMEOUT_S).")
+
+
+def timed_out(error: BaseException) -> bool:
+    """Whether connecting failed because a wait ran out (connecting, the Bolt handshake, the
+    login), not because the server refused or dropped the connection. The driver says so in its
+    chain of causes (a TimeoutError, or its own deadline error, recognised by its name: the
+    class is private) or, for each address it tried, in its message."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [error]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, TimeoutError) or type(current).__name__ == "SocketDeadlineExceededError":
+            return True
+        pending += [current.__cause__, current.__context__]
+    return "timed out" in str(error).lower()
 
 
 def _first_line(exc: BaseException) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
+import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -154,12 +156,69 @@ def lost_neo4j(what: str, error: BaseException) -> Neo4jUnavailableError:
                                  "is kept; run it again once Neo4j answers")
 
 
+def pool_exhausted(what: str, error: neo4j.exceptions.ConnectionAcquisitionTimeoutError) -> Neo4jUnavailableError:
+    """kbgraph's error, in one line, for a call that waited the driver's connection acquisition
+    timeout (KBGRAPH_CONNECT_TIMEOUT_S when kbgraph opened the driver) for a free connection: every
+    connection of the driver's pool was in use by other calls of this process."""
+    waited = re.search(r"within (\S+?)s\b", str(error))
+    bound = f"{float(waited.group(1)):g} s" if waited else "the connection acquisition timeout"
+    return Neo4jUnavailableError(
+        f"Neo4j was too busy for {what}: no connection of this process's pool came free within {bound} (every one "
+        "was in use by other calls; KBGRAPH_CONNECT_TIMEOUT_S): nothing of this call was written; run it again")
+
+
 def guarded(what: str, call: Callable[[], T]) -> T:
-    """``call()``, with the driver's lost-server errors raised as :func:`lost_neo4j`'s."""
+    """``call()``, with the driver's lost-server errors raised as :func:`lost_neo4j`'s and a pool
+    with no free connection as :func:`pool_exhausted`'s."""
     try:
         return call()
     except LOST as error:
         raise lost_neo4j(what, error) from error
+    except neo4j.exceptions.ConnectionAcquisitionTimeoutError as error:
+        raise pool_exhausted(what, error) from error
+
+
+#: The Bolt handshake's opening: the magic number, then four protocol versions proposed (5.0–5.8
+#: and 4.4). Any four bytes back, the version agreed or none, are an answer.
+BOLT_HANDSHAKE = b"\x60\x60\xb0\x17" + b"\x00\x08\x08\x05" + b"\x00\x00\x04\x04" + bytes(8)
+
+
+def handshake_answers(address: tuple[str, int], timeout_s: float, clock: Callable[[], float] = time.monotonic) -> bool:
+    """Whether the Bolt server at ``address`` answers the protocol handshake within ``timeout_s``,
+    on a connection of its own: no pool connection, no login, no transaction. A frozen server
+    (SIGSTOP) or a dead one does not answer; a busy one does, at once."""
+    deadline = clock() + timeout_s
+    try:
+        with socket.create_connection(address, timeout=timeout_s) as connection:
+            connection.settimeout(max(deadline - clock(), 0.001))
+            connection.sendall(BOLT_HANDSHAKE)
+            reply = b""
+            while len(reply) < 4:
+                connection.settimeout(max(deadline - clock(), 0.001))
+                chunk = connection.recv(4 - len(reply))
+                if not chunk:
+                    return False
+                reply += chunk
+    except OSError:  # refused, reset, timed out
+        return False
+    return True
+
+
+def direct_address(driver: neo4j.Driver) -> tuple[str, int] | None:
+    """The host and port of the one server a plain ``bolt://`` driver connects to, or None (a
+    routing or encrypted driver, or a driver without the attributes: then pings go through the
+    pool). The driver keeps its address in a private attribute of its pool."""
+    pool = getattr(driver, "_pool", None)
+    address = getattr(pool, "address", None)
+    if not getattr(pool, "is_direct_pool", False) or not isinstance(address, tuple) or len(address) < 2:
+        return None
+    try:
+        if driver.encrypted:
+            return None
+    except AttributeError:
+        return None
+    host, port = address[0], address[1]
+    return (host, port) if isinstance(host, str) and isinstance(port, int) else None
 
 
 def driver_retry_time_s(driver: neo4j.Driver, default: float = 30.0) -> float:
@@ -193,6 +252,7 @@ class Neo4jGateway:
         #: ``max_transaction_retry_time`` (KBGRAPH_RETRY_TIME_S when kbgraph opened the driver).
         self.retry_time_s = retry_time_s if retry_time_s is not None else driver_retry_time_s(driver)
         self.sleep, self.clock = sleep, clock  # the retries' (a test counts them instead of waiting)
+        self._address = direct_address(driver)
 
     def session(self, **config: Any) -> neo4j.Session:
         """A session that shares the driver's bookmark manager with every other session here and
@@ -204,7 +264,18 @@ class Neo4jGateway:
 
     def bounded(self, what: str, call: Callable[[], T]) -> T:
         """``call()`` (driver work of its own, e.g. a paged export) under this gateway's bound."""
-        return guarded(what, lambda: within(self.timeout_s, what, call, self.answers))
+        return guarded(what, lambda: within(self.timeout_s, what, call, self.still_there))
+
+    def still_there(self) -> bool:
+        """Whether the server still answers, asked by a call that has run ``timeout_s``: the Bolt
+        handshake on a connection of its own (within PING_TIMEOUT_S) when the driver talks to one
+        plain ``bolt://`` server, else :meth:`answers`. Not a query through the pool: the call
+        asking holds a connection of the pool, and when the others are held too (writers waiting
+        for a lock the call holds, or for the server) a ping waiting for one of them read a busy
+        server as a frozen one, and the call was abandoned with its connection still in use."""
+        if self._address is None:
+            return self.answers()
+        return handshake_answers(self._address, min(self.timeout_s or PING_TIMEOUT_S, PING_TIMEOUT_S))
 
     def answers(self) -> bool:
         """Whether the server still answers a trivial query (within PING_TIMEOUT_S): tells a long
@@ -233,7 +304,7 @@ class Neo4jGateway:
                 return run_named(session, name, params)
 
         return guarded(name, lambda: within(self.timeout_s, name, lambda: self._retried(once, self.retry_time_s),
-                                            self.answers))
+                                            self.still_there))
 
     def _retried(self, call: Callable[[], T], retry_time_s: float) -> T:
         return retried(call, retry_time_s, self.sleep, self.clock)
@@ -268,7 +339,7 @@ class Neo4jGateway:
 
         what = calls[0][0] if calls else "write"
         return guarded(what, lambda: within(self.timeout_s, what, lambda: self._retried(transaction, retry_time_s),
-                                            self.answers))
+                                            self.still_there))
 
     def auto_commit(self, name: str, **params: Any) -> list[Row]:
         """For queries that manage their own transactions (``CALL … IN TRANSACTIONS``)."""
@@ -276,7 +347,7 @@ class Neo4jGateway:
             with self.session() as session:
                 return run_named(session, name, params)
 
-        return guarded(name, lambda: within(self.bulk_timeout_s, name, statement, self.answers))
+        return guarded(name, lambda: within(self.bulk_timeout_s, name, statement, self.still_there))
 
     def run_statement(self, statement: str, params: dict[str, Any]) -> None:
         """One statement that is not a named query (the schema files'), in an auto-commit

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from kbgraph.core.models import MAX_TEXT_CHARS
 from kbgraph.core.value_bounds import MAX_COUNT
 
 Rule = Callable[[Any], str | None]
@@ -46,10 +47,12 @@ def one_of(*allowed: str) -> Rule:
     return rule
 
 
-def text(min_length: int = 0) -> Rule:
+def text(min_length: int = 0, max_length: int | None = None) -> Rule:
     def rule(value: Any) -> str | None:
         if not isinstance(value, str) or len(value.strip()) < min_length:
             return f"{value!r:.60} is not {'a non-empty ' if min_length else 'a '}string"
+        if max_length is not None and len(value) > max_length:
+            return f"{value!r:.60} is {len(value):,} characters long, over the {max_length:,} the models allow"
         return None
     return rule
 
@@ -111,7 +114,8 @@ NODE_RULES: Final[dict[str, dict[str, Rule]]] = {
 
 RELATIONSHIP_RULES: Final[dict[str, dict[str, Rule]]] = {
     "PERFORMED": {"attempts": count, "successes": count, "last_at": datetime_value},
-    **{kind: {"weight": UNIT, "inferred": flag, "reason": text()}
+    # The reason of a relation is the models' ShortText (kbgraph.core.models.Relation.reason).
+    **{kind: {"weight": UNIT, "inferred": flag, "reason": text(max_length=MAX_TEXT_CHARS)}
        for kind in ("ABSTRACTION", "COMPOSITION", "ADAPTATION", "ALTERNATIVE")},
 }
 

@@ -22,6 +22,8 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +54,7 @@ from kbgraph.store.managed.java import (
     vector_api_options,
 )
 from kbgraph.store.managed.lines import DEFAULT_LINE, LINES, Neo4jLine
+from kbgraph.store.managed.reset import RESET_ASIDE_PREFIX, finish_interrupted_resets, put_back, reset_parts
 from kbgraph.store.managed.runtime import ensure_runtime
 from kbgraph.core.processes import free_port, port_in_use, terminate
 from kbgraph.core.settings import Settings
@@ -176,15 +179,22 @@ class ManagedNeo4j:
         Processes starting it at the same time (two commands, a test run beside an ingest) take
         turns: the first starts it, the others find it running. Without the lock both saw no
         server, both launched one, and the loser's pid replaced the winner's in the pid file."""
+        with self._start_lock():
+            return self._start_or_join()
+
+    @contextmanager
+    def _start_lock(self) -> Iterator[None]:
+        """The lock processes starting (or resetting) this server take turns with."""
         self.home.parent.mkdir(parents=True, exist_ok=True)
         with open(self.home.parent / f".{self.home.name}.start.lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                return self._start_or_join()
+                yield
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
-    def _start_or_join(self) -> ServerStatus:
+    def _start_or_join(self, resetting: Path | None = None) -> ServerStatus:
+        self._finish_interrupted_resets(running=self._live_pid() is not None, but=resetting)
         if (pid := self._live_pid()) is not None:
             if _is_stopped(pid):
                 raise ManagedServerError(
@@ -254,32 +264,32 @@ class ManagedNeo4j:
         back, the old password file with it."""
         if not (self.home / "data").is_dir():
             raise ManagedServerError(f"no managed Neo4j at {self.home} yet: `kbgraph server start` creates one")
-        self.stop()
-        data = self.home / "data"
-        aside = self.home / "run" / f"before-reset-password.{secrets.token_hex(4)}"
-        os.mkdir(aside, 0o700)
-        moved: list[tuple[Path, Path]] = []
-        try:
-            for part in (data / "databases" / "system", data / "transactions" / "system",
-                         data / "dbms" / "auth.ini", self.password_file):
-                if part.exists():
-                    kept = aside / part.relative_to(self.home)
-                    kept.parent.mkdir(parents=True, exist_ok=True)
-                    os.rename(part, kept)
-                    moved.append((part, kept))
-            status = self.start()
-        except BaseException:
+        with self._start_lock():  # no start of another process in the middle
             self.stop()
-            for part, kept in reversed(moved):  # the half-made new ones go, the old ones come back
-                if part.is_dir():
-                    shutil.rmtree(part)
-                else:
-                    part.unlink(missing_ok=True)
-                os.rename(kept, part)
+            self._finish_interrupted_resets(running=False)
+            aside = self.home / "run" / f"{RESET_ASIDE_PREFIX}{secrets.token_hex(4)}"
+            os.mkdir(aside, 0o700)
+            try:
+                for part in reset_parts(self.home, self.password_file):
+                    if part.exists():
+                        kept = aside / part.relative_to(self.home)
+                        kept.parent.mkdir(parents=True, exist_ok=True)
+                        os.rename(part, kept)
+                status = self._start_or_join(resetting=aside)
+            except BaseException:
+                self.stop()
+                self._put_back(aside)
+                raise
             shutil.rmtree(aside, ignore_errors=True)
-            raise
-        shutil.rmtree(aside, ignore_errors=True)
-        return status
+            return status
+
+    def _put_back(self, aside: Path) -> None:
+        put_back(self.home, self.password_file, aside)
+
+    def _finish_interrupted_resets(self, running: bool, but: Path | None = None) -> None:
+        # Said even when quiet: the password in use may have changed back.
+        finish_interrupted_resets(self.home, self.password_file, running,
+                                  lambda message: print(message, file=sys.stderr, flush=True), but)
 
     def stop(self, timeout_s: float = 60.0) -> bool:
         """Stops the server cleanly (SIGTERM, then SIGKILL after ``timeout_s``). False if not running."""

@@ -3,10 +3,13 @@ goes to."""
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
+from pathlib import Path
 
+import kbgraph.cli
 from kbgraph.kb import KnowledgeBase
 from tests.conftest import Neo4jTarget
 
@@ -36,3 +39,17 @@ def test_a_search_tells_its_start_up_from_the_search_itself(neo4j_target: Neo4jT
     last = done.stdout.rstrip().splitlines()[-1]
     assert re.fullmatch(r"start-up \d+\.\d s \(Python and kbgraph's imports, the Neo4j connection, loading the "
                         r"embedding model\), then the search \d+ ms", last), last
+
+
+def test_the_command_line_reaches_typers_errors_through_its_public_names_only() -> None:
+    # typer carries its own click (typer._click, private, whose errors are not the click package's):
+    # the CLI imported its error classes from there; it now finds them from typer.BadParameter.
+    imported = {alias.name if isinstance(node, ast.Import) else f"{node.module}"
+                for path in Path(kbgraph.cli.__file__).parent.rglob("*.py")
+                for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.Import | ast.ImportFrom)
+                for alias in node.names}
+    assert not [name for name in imported if name.startswith(("typer._", "click._"))], sorted(imported)
+    usage = run_cli("search", "-k", "1e308")
+    assert usage.returncode == 2 and usage.stderr.count("\n") == 1, usage.stderr
+    assert usage.stderr.startswith("kbgraph: error: kbgraph search: Invalid value for '--k'"), usage.stderr

@@ -5,12 +5,17 @@ specification names, with the request's id whenever it can be read."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from typing import Any
 
+import mcp_types as types
 import pytest
 
 from kbgraph.mcp_server import stdio as mcp_stdio
 from kbgraph.mcp_server.stdio import check_line
+from kbgraph.store.managed.server import free_port
 
 
 def answer(line: str) -> dict[str, Any]:
@@ -49,6 +54,52 @@ def test_invalid_tool_call_params_are_refused_naming_the_field(params: str, fiel
     reply = answer('{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": ' + params + "}")
     assert reply["id"] == 8 and reply["error"]["code"] == -32602 and reply["error"]["data"] == {"field": field}
     assert f"{field}: " in reply["error"]["message"] and reason in reply["error"]["message"]
+
+
+@pytest.mark.parametrize(("method", "params", "field", "reason"), [
+    ("initialize", '{"protocolVersion": 5}', "params.protocolVersion", "Input should be a valid string"),
+    ("resources/read", "{}", "params.uri", "Field required"),
+    ("prompts/get", '{"name": 3}', "params.name", "Input should be a valid string"),
+    ("logging/setLevel", '{"level": "loud"}', "params.level", "Input should be 'debug'"),
+    ("tools/list", '{"cursor": 5}', "params.cursor", "Input should be a valid string"),
+    ("ping", '{"_meta": 3}', "params._meta", "Input should be a valid dictionary"),
+])
+def test_invalid_params_of_every_method_are_refused_naming_the_field(method: str, params: str, field: str,
+                                                                     reason: str) -> None:
+    # Outside tools/call the SDK still answered "Invalid request parameters" with an empty data.
+    reply = answer(f'{{"jsonrpc": "2.0", "id": 4, "method": "{method}", "params": {params}}}')
+    assert reply["id"] == 4 and reply["error"]["code"] == -32602 and reply["error"]["data"] == {"field": field}
+    assert f"{field}: {reason}" in reply["error"]["message"]
+
+
+def test_a_request_before_initialize_and_an_unknown_method_say_why_in_their_data() -> None:
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+             {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+             {"jsonrpc": "2.0", "id": 3, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 4, "method": "no/such"},
+             {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}]
+    env = {**os.environ, "NEO4J_URI": f"bolt://127.0.0.1:{free_port()}", "KBGRAPH_NAMESPACE": "stdio"}
+    with subprocess.Popen([sys.executable, "-m", "kbgraph.cli", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, env=env) as server:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write("".join(json.dumps(line) + "\n" for line in lines).encode())
+        server.stdin.flush()
+        replies = {reply["id"]: reply for reply in (json.loads(server.stdout.readline()) for _ in range(5))}
+        server.stdin.close()
+    before = replies[1]["error"]
+    assert before["code"] == -32602 and before["data"] == {"reason": "not initialized"}
+    assert "tools/list before initialize: send initialize first" in before["message"]
+    assert replies[2]["result"] == {} and "result" in replies[3] and "tools" in replies[5]["result"]
+    assert replies[4]["error"]["code"] == -32601 and replies[4]["error"]["data"] == "no/such"
+
+
+def test_an_sdk_error_with_an_empty_data_gets_its_message_as_the_reason() -> None:
+    empty = types.JSONRPCError(jsonrpc="2.0", id=7, error=types.ErrorData(code=-32602, message="Invalid request parameters",
+                                                                          data=""))
+    given = mcp_stdio._with_data(empty)
+    assert isinstance(given, types.JSONRPCError) and given.error.data == {"reason": "Invalid request parameters"}
 
 
 def test_an_integer_past_64_bits_among_a_tools_arguments_is_left_for_the_tool_to_refuse_by_name() -> None:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from typing import Any
 
+import neo4j
 import pytest
 
-from kbgraph.store.connection import open_driver
+from kbgraph.store import connection
+from kbgraph.store.connection import open_driver, timed_out
 from kbgraph.core.errors import Neo4jUnavailableError
 from kbgraph.store.managed.server import free_port
 from tests.conftest import Neo4jTarget
@@ -19,6 +24,51 @@ def test_an_unreachable_server_names_what_was_tried() -> None:
         open_driver(uri, ("neo4j", "x"), "neo4j", timeout_s=2)
     message = str(caught.value)
     assert uri in message and "NEO4J_URI" in message and "\n" not in message
+
+
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """A Bolt URI whose port accepts connections and never answers, as a frozen (SIGSTOP) Neo4j:
+    the kernel completes the TCP handshake for a listening socket nobody reads."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield f"bolt://127.0.0.1:{listener.getsockname()[1]}"
+
+
+def driver_error(uri: str) -> BaseException:
+    """What the driver itself raises connecting to ``uri`` within 0.5 s."""
+    with neo4j.GraphDatabase.driver(uri, auth=("neo4j", "x"), connection_timeout=0.5,
+                                    connection_acquisition_timeout=0.5) as driver:
+        try:
+            driver.execute_query("RETURN 1")
+        except Exception as exc:  # noqa: BLE001 — the error is what is looked at
+            return exc
+    raise AssertionError(f"{uri} answered")
+
+
+def test_a_connection_refused_and_one_never_answered_are_told_apart_by_what_happened(silent_server: str) -> None:
+    assert timed_out(driver_error(silent_server))
+    assert not timed_out(driver_error(f"bolt://127.0.0.1:{free_port()}"))
+
+
+def test_a_server_that_accepts_and_never_answers_did_not_answer_whichever_timer_fires_first(
+    silent_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our bound and the driver's run out at the same time; on a busy machine either comes first.
+    Here ours is made to come last, so that the driver's error is the one classified (it read as
+    'cannot reach Neo4j … start that server')."""
+    real_within = connection.within
+
+    def late(seconds: float, what: str, call: Callable[[], Any]) -> Any:
+        return real_within(seconds * 4, what, call)
+
+    for bound in (real_within, late):
+        monkeypatch.setattr(connection, "within", bound)
+        with pytest.raises(Neo4jUnavailableError) as caught:
+            open_driver(silent_server, ("neo4j", "x"), "neo4j", timeout_s=1)
+        message = str(caught.value)
+        assert "accepted the connection but did not answer within 1 s" in message and "start that server" not in message
 
 
 def test_a_wrong_password_says_which_setting_to_fix(neo4j_target: Neo4jTarget) -> None:

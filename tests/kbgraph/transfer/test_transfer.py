@@ -27,7 +27,7 @@ from kbgraph.store.queries import query, query_names
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
-from kbgraph.core.models import Experience, Step
+from kbgraph.core.models import MAX_TEXT_CHARS, Experience, Step
 from kbgraph.transfer import (
     LABELS,
     NODE_LABELS,
@@ -631,6 +631,25 @@ def test_every_imported_value_is_checked_like_the_models_and_nothing_is_written(
     with pytest.raises(InvalidInputError) as raised:
         import_into(target, bad)
     assert any(p.startswith(f"{bad}:{line}: ") and message in p for p in raised.value.problems), raised.value.problems
+    assert target.stats().nodes == {}
+
+
+def test_a_relations_reason_longer_than_the_models_allow_is_refused_by_line(
+    source: Source, target: KnowledgeBase, tmp_path: Path
+) -> None:
+    # It was imported whole (a relation's reason had no bound on import), where add_experiences
+    # refuses a reason over MAX_TEXT_CHARS.
+    lines = _lines(source.export)
+    at = _first(lines, lambda record: record.get("record") == "relationship"
+                and record["type"] in ("ABSTRACTION", "COMPOSITION", "ADAPTATION", "ALTERNATIVE"))
+    lines = _edit(lines, at, lambda record: record["properties"].__setitem__("reason", "r" * (MAX_TEXT_CHARS + 1)))
+    bad = tmp_path / "long-reason.jsonl"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(InvalidInputError) as raised:
+        import_into(target, bad)
+    assert any(p.startswith(f"{bad}:{at + 1}: ") and "properties.reason: 'rrr" in p
+               and f"is {MAX_TEXT_CHARS + 1:,} characters long, over the {MAX_TEXT_CHARS:,}" in p
+               for p in raised.value.problems), raised.value.problems
     assert target.stats().nodes == {}
 
 
