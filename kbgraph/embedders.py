@@ -195,11 +195,14 @@ class OnnxMiniLMEmbedder:
     runtime = "onnx"
 
     def __init__(self, cache_dir: Path, batch_size: int = 64, model_path: Path | None = None,
-                 threads: int = 0):
+                 threads: int = 1):
         self.cache_dir = cache_dir
         self.batch_size = batch_size
         self.model_path = model_path
-        self.threads = threads  # 0: ONNX Runtime's default (one per core)
+        # One thread by default: a query's text is short, and on 2 cores the other one serves Neo4j.
+        # Measured under load (docs/performance.md): 1 thread 78 ms of CPU a query, 2 threads 102 ms,
+        # the same or worse wall time. 0 = ONNX Runtime's default (one per core).
+        self.threads = threads
         self._session: Any = None
         self._tokenizer: Any = None
         self._lock = threading.Lock()
@@ -222,6 +225,9 @@ class OnnxMiniLMEmbedder:
                 options.inter_op_num_threads = 1
                 if self.threads:
                     options.intra_op_num_threads = self.threads
+                # Idle threads sleep instead of spinning: on a busy machine a spinning pool takes the
+                # cores that Neo4j and the client's own work need.
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 options.log_severity_level = 3
                 self._session = onnxruntime.InferenceSession(str(exported), options,
                                                               providers=["CPUExecutionProvider"])
