@@ -28,7 +28,7 @@ import neo4j
 import pytest
 
 from kbgraph.store.connection import open_driver
-from kbgraph.embedders import CachedEmbedder, MiniLMEmbedder
+from kbgraph.embedders import CachedEmbedder, embedder_from_settings
 from kbgraph.kb import KnowledgeBase
 from kbgraph.store.managed.lines import LINES
 from kbgraph.store.managed.server import ManagedNeo4j, free_port
@@ -163,8 +163,11 @@ def driver(neo4j_target: Neo4jTarget) -> Iterator[neo4j.Driver]:
 
 @pytest.fixture(scope="session")
 def embedder() -> CachedEmbedder:
-    """The real all-MiniLM-L6-v2, with kbgraph's on-disk cache (outside the repository)."""
-    return CachedEmbedder(MiniLMEmbedder(), Settings().cache_dir)
+    """The real all-MiniLM-L6-v2 on the default runtime (ONNX Runtime), with kbgraph's on-disk cache
+    (outside the repository)."""
+    built = embedder_from_settings(Settings())
+    assert isinstance(built, CachedEmbedder)
+    return built
 
 
 @pytest.fixture

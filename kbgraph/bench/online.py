@@ -16,7 +16,9 @@ it is held to (:data:`TARGETS`):
       relations mirrored) through ``add_experiences``, timed;
    b. *search* (:func:`~kbgraph.bench.search.run_search_benchmark`): random benchmark queries,
       embedding excluded, next to an exact numpy cosine over the same vectors; queries with
-      executed steps apart;
+      executed steps apart; the CPU per search (client and managed server, which a shared
+      machine's load does not move as it moves latency) and the query embedding of each MiniLM
+      runtime beside it;
    c. *add one run* (:func:`~kbgraph.bench.add.bench_one_namespace`): ``kb.add_trajectories`` of
       one real run at a time in a long-lived process, incremental next to from scratch (the
       full-recompute path), embedding excluded;
@@ -47,6 +49,7 @@ from typing import Any
 from kbgraph.bench.add import bench_one_namespace
 from kbgraph.bench.concurrent import load_runs, run_concurrent_benchmark
 from kbgraph.bench.scale import build_scaled_kb, load_seeds
+from kbgraph.bench.cpu import managed_server_pid
 from kbgraph.bench.search import growth_per_doubling, run_search_benchmark
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.extras import require
@@ -140,6 +143,19 @@ def _size_figures(size: dict[str, Any]) -> list[Figure]:
         f"search p50 · p95 at {n:,}", _pair(search["kbgraph_ms"]), f"exact cosine {_pair(search['brute_force_ms'])}",
         f"≤ {limits[0]:.0f} · ≤ {limits[1]:.0f} ms" if limits else "—",
         (search["kbgraph_ms"]["p50"] <= limits[0] and search["kbgraph_ms"]["p95"] <= limits[1]) if limits else None))
+    cpu = search.get("cpu_per_search_ms")
+    if cpu is not None:
+        server = "—" if cpu["server_ms"] is None else f"{_ms(cpu['server_ms'])} ms"
+        rows.append(Figure(
+            f"CPU per search at {n:,}: client · server", f"{_ms(cpu['client_ms'])} · {server}",
+            f"latency p50 {_ms(search['kbgraph_ms']['p50'])} ms", "report", None))
+    embedding, other = search.get("embedding_ms"), search.get("embedding_other_runtime_ms")
+    if embedding is not None:
+        rows.append(Figure(
+            f"query embedding p50 at {n:,} ({embedding.get('runtime', embedding['model'])})",
+            f"{_ms(embedding['p50'])} ms",
+            f"{other['runtime']} {_ms(other['p50'])} ms (cosine ≥ {other['cosine_min']})" if other else "—",
+            "report", None))
     by_query = search["kbgraph_by_query_ms"]
     rows.append(Figure(
         f"queries with executed steps, p95 at {n:,}", f"{_ms(by_query['with_steps']['p95'])} ms",
@@ -254,7 +270,8 @@ def _one_size(kb: KnowledgeBase, size: int, seeds: Sequence[Any], *, queries: in
     # background work on the new segments is done.
     result["settled_before_search_s"] = wait_for_quiet_machine(search_settle_s(settle_s, size))
     result["search"] = run_search_benchmark(kb, queries, seed=seed, eval_dir=eval_dir,
-                                            on_progress=with_prefix(on_progress, f"{label}: search"))
+                                            on_progress=with_prefix(on_progress, f"{label}: search"),
+                                            server_pid=managed_server_pid(kb.settings))
 
     add_stage = with_prefix(on_progress, f"{label}: add one run")
 

@@ -7,7 +7,9 @@ One run over one namespace:
    (``retail_queries.jsonl`` with their executed steps, ``webarena_queries.jsonl``), each with its
    domain and leave-one-out ``exclude`` as :mod:`kbgraph.search.eval.evaluate` sends them;
 2. embeds them all first, one query per call through the retriever's own query embedding and the
-   bare model (no embedding cache), and reports that time apart (p50, p95, mean per query);
+   bare model (no embedding cache), and reports that time apart (p50, p95, mean per query); when
+   the model is MiniLM, its other runtime (PyTorch next to ONNX Runtime, or the reverse) embeds
+   each query too, alternating which goes first, with the cosine agreement of their vectors;
 3. loads every active experience's problem+goal vector of the namespace into a float32 matrix
    (timed apart: the baseline's start-up cost);
 4. warms up (``warmup`` searches, not counted), then for every query times
@@ -19,6 +21,8 @@ One run over one namespace:
    28 ms instead of 19). One thread is also what a single query's product needs.
 
 Figures: p50/p95/p99/mean for both systems, split by queries with and without executed steps,
+CPU per search (the client process's around each search, and the managed Neo4j's over all of them;
+:mod:`kbgraph.bench.cpu`),
 candidates per search, a per-stage p50/mean breakdown of ``timings_ms``, the namespace's size
 and the whole database's (the vector and full-text indexes are database-wide: other namespaces
 crowd a namespace's index searches), and the load average before and after.
@@ -52,10 +56,12 @@ from threadpoolctl import threadpool_limits
 from rich.console import Console
 from rich.table import Table
 
+from kbgraph.bench.cpu import CpuMeter, managed_server_pid
 from kbgraph.bench.scale import ScaleReport, build_scaled_kb, load_seeds, scaled_namespace
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import Experience
+from kbgraph.embedders import Embedder, other_minilm_runtime
 from kbgraph.core.progress import StageReporter, progress_display, stage_reporter, with_prefix
 from kbgraph.search.eval.data import load_queries
 from kbgraph.search.eval.evaluate import search_query_for
@@ -139,6 +145,11 @@ def _unit32(vector: Any) -> npt.NDArray[np.float32]:
     return v / max(float(np.linalg.norm(v)), 1e-12)
 
 
+def _runtime(model: Embedder) -> str:
+    """``onnx`` or ``torch`` for MiniLM, the embedder's name otherwise."""
+    return str(getattr(model, "runtime", model.name))
+
+
 def _namespace_size(kb: KnowledgeBase) -> dict[str, int]:
     stats = kb.stats()
     relations = sum(stats.relationships.get(t, 0) for t in ("ABSTRACTION", "COMPOSITION", "ADAPTATION", "ALTERNATIVE"))
@@ -153,9 +164,12 @@ def run_search_benchmark(
     on_progress: BenchProgress | None = None,
     eval_dir: Path = DEFAULT_EVAL_DIR,
     warmup: int = 20,
+    server_pid: int | None = None,
 ) -> dict[str, Any]:
     """Latency of ``queries`` student searches in ``kb``'s namespace next to brute force (see the
-    module docstring). Returns a JSON-ready dict; times in milliseconds unless named ``_s``."""
+    module docstring). Returns a JSON-ready dict; times in milliseconds unless named ``_s``.
+    ``server_pid``: the Neo4j process on this machine whose CPU per search is reported beside the
+    client's (:func:`kbgraph.bench.cpu.managed_server_pid`); None leaves the server's out."""
     if queries < 1:
         raise ValueError(f"queries must be at least 1, not {queries}")
     load_before = os.getloadavg()
@@ -163,16 +177,39 @@ def run_search_benchmark(
     size = _namespace_size(kb)
     database = kb.gateway.read("bench_database_counts")[0]
 
-    # 1. Query embedding, apart: the bare model (a cache would hide it), one query per call.
+    # 1. Query embedding, apart: the bare model (a cache would hide it), one query per call; the
+    # other MiniLM runtime on the same query right before or after it (alternating).
     model = getattr(kb.embedder, "inner", kb.embedder)
     embedding = StudentRetriever(kb.gateway, model, kb.namespace, kb.student.weights)
+    other: Embedder | None = other_minilm_runtime(model, kb.settings.cache_dir)
+    other_embedding = StudentRetriever(kb.gateway, other, kb.namespace, kb.student.weights) if other else None
     model.embed(["warm-up"])
+    if other is not None:
+        other.embed(["warm-up"])
     vectors: list[dict[str, Any]] = []
     embed_ms: list[float] = []
+    other_ms: list[float] = []
+    agreement: list[float] = []
+    cpu_s = {"ours": 0.0, "other": 0.0}  # CPU time (all threads) of each runtime: what load does not move
+
+    def timed(retriever: StudentRetriever, query: SearchQuery, into: list[float], who: str) -> dict[str, Any]:
+        cpu_started, started = time.process_time(), time.perf_counter()
+        embedded: dict[str, Any] = retriever._embed_query(query, kb.student.weights)
+        into.append((time.perf_counter() - started) * 1000)
+        cpu_s[who] += time.process_time() - cpu_started
+        return embedded
+
     for done, query in enumerate(picked, 1):
-        started = time.perf_counter()
-        vectors.append(embedding._embed_query(query, kb.student.weights))
-        embed_ms.append((time.perf_counter() - started) * 1000)
+        if other_embedding is not None and done % 2 == 0:
+            theirs = timed(other_embedding, query, other_ms, "other")
+        vectors.append(timed(embedding, query, embed_ms, "ours"))
+        if other_embedding is not None and done % 2 == 1:
+            theirs = timed(other_embedding, query, other_ms, "other")
+        if other_embedding is not None:
+            ours = vectors[-1]
+            pairs = [(ours["pg"], theirs["pg"]), (ours["task"], theirs["task"]),
+                     *zip(ours["steps"], theirs["steps"], strict=True)]
+            agreement += [float(np.dot(_unit32(a), _unit32(b))) for a, b in pairs if a is not None and b is not None]
         if on_progress is not None:
             on_progress("embed", done, len(picked))
 
@@ -183,7 +220,9 @@ def run_search_benchmark(
     query_rows = [_unit32(v["pg"]) if v.get("pg") is not None else None for v in vectors]
 
     # 3. Warm-up, then both systems per query, back to back; the baseline on one
-    # BLAS thread (see the module docstring).
+    # BLAS thread (see the module docstring). CPU: the client's around each search, the server's
+    # over the whole loop (the baseline asks nothing of it).
+    cpu = CpuMeter(server_pid)
     with threadpool_limits(limits=1, user_api="blas"):
         for i in range(min(max(warmup, 0), len(picked))):
             kb.student.search(picked[i], query_vectors=vectors[i])
@@ -199,10 +238,13 @@ def run_search_benchmark(
         candidates: list[float] = []
         hits: list[float] = []
         notes: Counter[str] = Counter()
+        cpu.begin()
         for done, (query, vector, row) in enumerate(zip(picked, vectors, query_rows, strict=True), 1):
+            cpu.start()
             started = time.perf_counter()
             results = kb.student.search(query, query_vectors=vector)
             elapsed = (time.perf_counter() - started) * 1000
+            cpu.stop()
             wall.append(elapsed)
             kind = "with_steps" if query.steps_so_far else "task_only"
             by_kind[kind].append(elapsed)
@@ -221,6 +263,7 @@ def run_search_benchmark(
                 brute.append((time.perf_counter() - started) * 1000)
             if on_progress is not None:
                 on_progress("search", done, len(picked))
+        cpu.end()
 
     return {
         "namespace": kb.namespace,
@@ -231,7 +274,13 @@ def run_search_benchmark(
         "k": k,
         "seed": seed,
         "warmup": warmup,
-        "embedding_ms": {**percentiles(embed_ms), "model": model.name, "cached": False},
+        "embedding_ms": {**percentiles(embed_ms), "model": model.name, "runtime": _runtime(model), "cached": False,
+                         "cpu_mean": round(cpu_s["ours"] * 1000 / len(picked), 2)},
+        "embedding_other_runtime_ms": ({**percentiles(other_ms), "runtime": _runtime(other),
+                                        "cpu_mean": round(cpu_s["other"] * 1000 / len(picked), 2),
+                                        "cosine_min": round(min(agreement), 6) if agreement else None,
+                                        "vectors_compared": len(agreement)} if other is not None else None),
+        "cpu_per_search_ms": cpu.per_operation(),
         "kbgraph_ms": percentiles(wall),
         "kbgraph_retrieval_ms": percentiles(retrieval),
         "kbgraph_by_query_ms": {kind: percentiles(values) for kind, values in by_kind.items()},
@@ -318,7 +367,8 @@ def bench_search_cli(
                         return 1
                     scale = build_scaled_kb(kb, seeds, size, seed=seed, on_progress=with_prefix(on_progress, f"build {size:,}"))
                 run = run_search_benchmark(kb, queries, k=k, seed=seed, eval_dir=eval_dir,
-                                           on_progress=with_prefix(on_progress, kb.namespace))
+                                           on_progress=with_prefix(on_progress, kb.namespace),
+                                           server_pid=managed_server_pid(settings))
                 if scale is not None:
                     run["scaled"] = scale.as_dict()
                 runs.append(run)
@@ -345,6 +395,16 @@ def bench_search_cli(
                        *[f"{run['stages_p50_ms'].get(s, 0.0):.2f}" for s in STAGES],
                        f"{e['p50']:.1f} / {e['mean']:.1f}", f"{run['brute_force_load_s']:.2f}")
     out.print(stages)
+    for run in runs:
+        e, o, c = run["embedding_ms"], run["embedding_other_runtime_ms"], run["cpu_per_search_ms"]
+        line = f"{run['namespace']}: query embedding p50 {e['p50']:.1f} ms, CPU {e['cpu_mean']:.1f} ms ({e['runtime']})"
+        if o is not None:
+            line += (f"; {o['runtime']} on the same queries {o['p50']:.1f} ms, CPU {o['cpu_mean']:.1f} ms (vectors "
+                     f"agree to a cosine of ≥ {o['cosine_min']})")
+        server = "—" if c["server_ms"] is None else f"{c['server_ms']:.1f} ms"
+        out.print(f"{line}; CPU per search: client {c['client_ms']:.1f} ms, server {server} "
+                  f"(kbgraph p50 {run['kbgraph_ms']['p50']:.1f} ms)")
+        out.print(f"load average before {run['load_average']['before']}, after {run['load_average']['after']}")
     for row in growth:
         out.print(f"growth per doubling {row['from']:,} → {row['to']:,}: kbgraph p50 ×{row['kbgraph_p50']}, "
                   f"p95 ×{row['kbgraph_p95']}; brute force p50 ×{row['brute_force_p50']}")

@@ -125,6 +125,9 @@ class Settings(BaseSettings):
 
     # Embeddings.
     embedder: Literal["minilm", "openai"] = "minilm"
+    # How MiniLM runs: ONNX Runtime (the same weights exported on first use into the cache, faster)
+    # or PyTorch through sentence-transformers (the reference). Both give the same vectors.
+    minilm_runtime: Literal["onnx", "torch"] = "onnx"
     embedding_dimension: int = Field(default=384, ge=1, le=8192)
     embedding_batch_size: int = Field(default=64, ge=1, le=4096)
     openai_base_url: str | None = None

@@ -4,10 +4,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import json
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
-from kbgraph.embedders import CachedEmbedder, MiniLMEmbedder, OpenAIEmbedder, embedder_from_settings
+from kbgraph.embedders import (
+    CachedEmbedder,
+    MiniLMEmbedder,
+    OnnxMiniLMEmbedder,
+    OpenAIEmbedder,
+    embedder_from_settings,
+    onnx_export_path,
+    other_minilm_runtime,
+)
 from kbgraph.core.errors import EmbedderError
 from kbgraph.core.settings import Settings
 from tests.fakes.openai_server import running_fake_openai
@@ -94,3 +106,61 @@ def test_settings_choose_the_embedder(tmp_path: Path) -> None:
     chosen = embedder_from_settings(Settings(embedder="openai", embedding_dimension=16, cache_dir=tmp_path))
     assert chosen.name == "openai:text-embedding-3-small" and chosen.dimension == 16
     assert embedder_from_settings(Settings(cache_dir=tmp_path)).name == "all-MiniLM-L6-v2"
+
+
+def test_minilm_runs_on_onnx_runtime_by_default_and_on_pytorch_when_asked(tmp_path: Path) -> None:
+    default = embedder_from_settings(Settings(cache_dir=tmp_path))
+    torch = embedder_from_settings(Settings(cache_dir=tmp_path, minilm_runtime="torch"))
+    assert isinstance(default, CachedEmbedder) and isinstance(default.inner, OnnxMiniLMEmbedder)
+    assert isinstance(torch, CachedEmbedder) and isinstance(torch.inner, MiniLMEmbedder)
+    # Same weights, same vectors: both runtimes share one embedding cache.
+    assert default.path == torch.path
+
+
+TEXTS = ["return an item", "send back a product", "book a flight to Lisbon",
+         "get_order_details(order_id=<id>) -> exchange_delivered_order_items", "",
+         "a long task " * 300]  # past the model's 256 tokens: truncated alike
+
+
+def test_the_onnx_runtime_gives_pytorchs_vectors() -> None:
+    onnx = OnnxMiniLMEmbedder(Settings().cache_dir, batch_size=4)  # two batches of unequal lengths
+    torch = MiniLMEmbedder()
+    ours, reference = onnx.embed(TEXTS), torch.embed(TEXTS)
+    assert ours.shape == (len(TEXTS), 384) and ours.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, rtol=1e-5)
+    assert (ours * reference).sum(axis=1).min() >= 0.99999
+    assert onnx.embed([]).shape == (0, 384)
+    assert other_minilm_runtime(onnx, Settings().cache_dir).runtime == "torch"  # type: ignore[union-attr]
+
+
+def test_the_export_is_made_once_into_the_cache_and_later_processes_need_no_pytorch(tmp_path: Path) -> None:
+    model = OnnxMiniLMEmbedder(tmp_path)
+    assert model._session is None  # noqa: SLF001 — constructing loads nothing
+    first = model.embed(["return an item"])
+    exported = next((tmp_path / "models").glob("*.onnx"))
+    assert [p.name for p in (tmp_path / "models").iterdir()] == [exported.name]  # no partial file left
+    assert exported.stat().st_size > 50_000_000  # the weights are in it
+    script = (
+        "import json, sys; from pathlib import Path;"
+        "from kbgraph.embedders import OnnxMiniLMEmbedder;"
+        f"v = OnnxMiniLMEmbedder(Path({str(tmp_path)!r})).embed(['return an item']);"
+        "sys.stdout.write(json.dumps(v[0].tolist())); assert 'torch' not in sys.modules, 'PyTorch was imported'"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in (tmp_path / "models").iterdir()] == [exported.name]
+    np.testing.assert_allclose(np.asarray(json.loads(done.stdout), dtype=np.float32), first[0], atol=1e-6)
+
+
+def test_another_model_gets_an_export_of_its_own(tmp_path: Path) -> None:
+    from kbgraph.embedders import bundled_minilm_path
+
+    path = bundled_minilm_path()
+    assert onnx_export_path(path, tmp_path) == onnx_export_path(path, tmp_path)
+    assert onnx_export_path(path, tmp_path).parent == tmp_path / "models"
+    assert onnx_export_path(tmp_path, tmp_path) != onnx_export_path(path, tmp_path)
+
+
+def test_a_wrong_model_path_is_a_clear_error_on_onnx_runtime_too(tmp_path: Path) -> None:
+    with pytest.raises(EmbedderError, match="no sentence-transformers model"):
+        OnnxMiniLMEmbedder(tmp_path, model_path=tmp_path).embed(["x"])

@@ -68,6 +68,20 @@ def test_each_figure_is_held_to_its_target_only_at_the_sizes_the_target_names() 
     assert growth.met is True and growth.measured == "×1.031" and growth.baseline.startswith("from scratch ×")
 
 
+def test_cpu_per_search_and_the_query_embedding_are_shown_beside_the_latency() -> None:
+    size = _size(10_000, (12.0, 30.0), 50.0, 120.0, 80.0)
+    size["search"]["cpu_per_search_ms"] = {"n": 10, "client_ms": 9.5, "server_ms": 21.25}
+    size["search"]["embedding_ms"] = {**_stats(6.0, 9.0), "model": "all-MiniLM-L6-v2", "runtime": "onnx"}
+    size["search"]["embedding_other_runtime_ms"] = {**_stats(14.0, 20.0), "runtime": "torch", "cosine_min": 0.999999}
+    figures = online_figures(_report(size))
+    cpu = _row(figures, "CPU per search at 10,000")
+    assert (cpu.measured, cpu.baseline, cpu.met) == ("9.5 · 21.2 ms", "latency p50 12.0 ms", None)
+    embedding = _row(figures, "query embedding p50 at 10,000 (onnx)")
+    assert (embedding.measured, embedding.baseline) == ("6.0 ms", "torch 14.0 ms (cosine ≥ 0.999999)")
+    size["search"]["cpu_per_search_ms"]["server_ms"] = None  # a server of one's own: its CPU is not seen
+    assert _row(online_figures(_report(size)), "CPU per search").measured == "9.5 · —"
+
+
 def test_every_figure_is_shown_next_to_its_baseline() -> None:
     figures = online_figures(_report(_size(10_000, (12.0, 30.0), 50.0, 120.0, 80.0, qps=40.0), ingest_per_s=300.0))
     assert _row(figures, "batch ingest").met is False

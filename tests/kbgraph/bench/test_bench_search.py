@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 from rich.console import Console
 
+from kbgraph.bench.cpu import CpuMeter, managed_server_pid, process_cpu_s
 from kbgraph.bench.scale import ScaledKbBuilder, build_scaled_kb, load_seeds
 from kbgraph.bench.search import bench_search_cli, growth_per_doubling, percentiles, run_search_benchmark
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.settings import Settings
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import Experience, Relation, RelationType, Step
 from tests.conftest import Neo4jTarget
@@ -125,6 +128,29 @@ def test_search_benchmark_reports_both_systems(kb: KnowledgeBase, tmp_path: Path
     assert set(result["stages_p50_ms"]) >= {"channels", "facts", "score", "traverse", "select", "read"}
     assert result["candidates"]["p50"] >= 3 and result["hits"]["p50"] == 3
     assert result["database"]["experiences"] >= SIZE
+    # The query embedding of both MiniLM runtimes, side by side on the same queries, same vectors.
+    ours, other = result["embedding_ms"], result["embedding_other_runtime_ms"]
+    assert {ours["runtime"], other["runtime"]} == {"onnx", "torch"} and other["n"] == 12
+    assert other["cosine_min"] >= 0.9999 and other["vectors_compared"] >= 24  # pg and task vectors at least
+    assert ours["cpu_mean"] > 0 and other["cpu_mean"] > 0
+    # CPU per search: the client's always; the server's only for a server process named.
+    cpu = result["cpu_per_search_ms"]
+    assert cpu["n"] == 12 and cpu["client_ms"] > 0 and cpu["server_ms"] is None
+
+
+def test_cpu_per_operation_counts_the_client_and_the_server_process() -> None:
+    meter = CpuMeter(server_pid=os.getpid())  # this process standing in for the server
+    meter.begin()
+    for _ in range(4):
+        meter.start()
+        sum(i * i for i in range(300_000))
+        meter.stop()
+    meter.end()
+    cpu = meter.per_operation()
+    assert cpu["n"] == 4 and cpu["client_ms"] > 0
+    assert cpu["server_ms"] is not None and cpu["server_ms"] >= 0.5 * cpu["client_ms"]  # /proc ticks are 10 ms
+    assert process_cpu_s(2**22 + 12345) is None  # no such process
+    assert managed_server_pid(Settings(neo4j_uri="bolt://127.0.0.1:1")) is None  # a server of one's own: unseen
 
 
 def test_bench_search_cli_as_json(

@@ -9,19 +9,19 @@ import pytest
 
 import kbgraph.kb
 from kbgraph.core.settings import Settings
-from kbgraph.embedders import CachedEmbedder, Embedder, MiniLMEmbedder
+from kbgraph.embedders import CachedEmbedder, Embedder
 
 
 @pytest.fixture(autouse=True)
 def cli_commands_share_the_loaded_model(monkeypatch: pytest.MonkeyPatch, embedder: CachedEmbedder) -> None:
     # Each command builds its embedder from its settings, as it does as a process; the MiniLM one
-    # shares the session's loaded model (a fresh cache wrapper, so its counters start at zero)
+    # (on the session's runtime) shares the session's loaded model (a fresh cache wrapper, so its counters start at zero)
     # rather than loading its own at every command.
     build = kbgraph.kb.embedder_from_settings
 
     def sharing_the_loaded_model(settings: Settings) -> Embedder:
         built = build(settings)
-        if isinstance(built, CachedEmbedder) and isinstance(built.inner, MiniLMEmbedder):
+        if isinstance(built, CachedEmbedder) and type(built.inner) is type(embedder.inner):
             return CachedEmbedder(embedder.inner, settings.cache_dir)
         return built
 
