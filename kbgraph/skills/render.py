@@ -117,13 +117,18 @@ def pitfall_groups(failures: Iterable[FailureRow]) -> list[PitfallGroup]:
 
 
 def _pitfall_line(group: PitfallGroup) -> str:
+    """The runs' outcome first ("after it, 4 of 4 runs reached their goal"), then what they did next;
+    that the next call went through is the second fact (issue 52: a retry that only got the call
+    through, in runs that still failed, is never the headline)."""
     head = f"- **`{_md(group.action) or 'a step'}` fails with “{_md(cut(group.error, 200))}”**"
     seen = f" — seen {_plural(group.times, 'time')} in {_plural(group.runs, 'run')}"
     recovery = _md(cut(group.best.recovery, RECOVERY_CHARS)) if group.best.recovery else ""
-    outcome = (f"; the next call went through {group.got_past} of {group.times} times, and the run then "
-               f"succeeded in {group.run_succeeded} of {_plural(group.runs, 'run')}")
-    if group.best.recovered:
-        what = f"{outcome}. What went through: {recovery}"
+    outcome = (f"; after it, {group.run_succeeded} of {_plural(group.runs, 'run')} reached their goal "
+               f"(the next call went through {group.got_past} of {group.times} times)")
+    if recovery and group.best.run_succeeded:
+        what = f"{outcome}. What a run that reached its goal did next: {recovery}"
+    elif recovery and group.best.recovered:
+        what = f"{outcome}. What got the call through, in a run that still failed: {recovery}"
     else:
         what = f"{outcome}" + (f". What was tried: {recovery}" if recovery else "")
     return head + seen + what.rstrip() + ("" if what.endswith((".", "…")) else ".")
