@@ -10,7 +10,6 @@ import os
 import sqlite3
 import threading
 import time
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -23,6 +22,11 @@ from kbgraph.core.extras import require
 from kbgraph.core.ids import text_hash
 from kbgraph.core.redact import redact_uri
 from kbgraph.core.settings import Settings
+# Re-exported: the export is kept beside the runtime that loads it, and callers know them from here.
+from kbgraph.minilm_onnx_export import MINILM_NAME as MINILM_NAME
+from kbgraph.minilm_onnx_export import ONNX_EXPORT_VERSION as ONNX_EXPORT_VERSION
+from kbgraph.minilm_onnx_export import export_minilm_onnx as export_minilm_onnx
+from kbgraph.minilm_onnx_export import onnx_export_path as onnx_export_path
 
 Vectors = npt.NDArray[np.float32]
 
@@ -59,13 +63,8 @@ def normalise_rows(vectors: npt.ArrayLike, name: str, dimension: int) -> Vectors
     return unit_rows(array)
 
 
-#: The name both MiniLM runtimes answer to: the same weights give the same vectors (cosine
-#: agreement ≥ 0.99999 over the corpus texts, docs/performance.md), so they share one embedding cache.
-MINILM_NAME = "all-MiniLM-L6-v2"
 #: The longest input in tokens (the model's sentence_bert_config.json): longer texts are truncated.
 MINILM_MAX_TOKENS = 256
-#: Bump when the exported graph changes, so that a cached export of an older kind is not reused.
-ONNX_EXPORT_VERSION = 1
 
 
 def bundled_minilm_path(model_path: Path | None = None) -> Path:
@@ -126,60 +125,6 @@ class MiniLMEmbedder:
             convert_to_numpy=True, show_progress_bar=False,
         )
         return normalise_rows(vectors, self.name, self.dimension)
-
-
-def onnx_export_path(model_path: Path, cache_dir: Path, quantised: bool = False) -> Path:
-    """Where the ONNX export of the model at ``model_path`` is kept: in the cache, named by the
-    model file's path, size and time, so a different or updated model gets an export of its own."""
-    weights = model_path / "model.safetensors"
-    if not weights.exists():
-        weights = model_path / "pytorch_model.bin"
-    stat = weights.stat() if weights.exists() else None
-    key = text_hash(f"{ONNX_EXPORT_VERSION} {weights.resolve()} {stat.st_size if stat else 0} "
-                    f"{stat.st_mtime_ns if stat else 0}")[:16]
-    return cache_dir / "models" / f"{MINILM_NAME}-{key}{'-int8' if quantised else ''}.onnx"
-
-
-def export_minilm_onnx(model_path: Path, target: Path) -> Path:
-    """Exports the transformer of the MiniLM model at ``model_path`` to ONNX at ``target`` (token
-    ids, attention mask and token types in; the last hidden states out; batch and length free),
-    with PyTorch's TorchScript exporter. Written to a temporary file and renamed, so that processes
-    exporting at the same time each see a whole file."""
-    import torch
-    from transformers import AutoModel
-    from transformers.utils import logging as transformers_logging
-
-    transformers_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
-    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    model = AutoModel.from_pretrained(str(model_path)).eval()
-
-    class HiddenStates(torch.nn.Module):
-        def __init__(self, inner: Any) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.partial")
-    ids = torch.ones((1, 8), dtype=torch.long)
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    try:
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the tracer's notes on shapes, not the user's concern
-            torch.onnx.export(
-                HiddenStates(model), (ids, ids, torch.zeros_like(ids)), str(partial), dynamo=False,
-                input_names=names, output_names=["last_hidden_state"], opset_version=17,
-                dynamic_axes={name: {0: "batch", 1: "tokens"} for name in [*names, "last_hidden_state"]},
-            )
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
-    return target
 
 
 class OnnxMiniLMEmbedder:

@@ -29,6 +29,7 @@ SOURCE_FOLDERS = {"kbgraph": "kbgraph", "ingest": "kbgraph.ingest", "search": "k
 LAYERS: dict[str, tuple[int, str]] = {
     "kbgraph.core": (0, "core"),
     "kbgraph.embedders": (1, "providers"),
+    "kbgraph.minilm_onnx_export": (1, "providers"),  # the ONNX export the embedders load
     "kbgraph.llm": (1, "providers"),
     "kbgraph.store": (2, "store"),
     "kbgraph.cypher": (2, "store"),

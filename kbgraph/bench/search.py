@@ -41,7 +41,6 @@ seed, resumable, reused when already built.
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import time
@@ -56,6 +55,7 @@ from threadpoolctl import threadpool_limits
 from rich.console import Console
 from rich.table import Table
 
+from kbgraph.bench.figures import growth_per_doubling, growth_rows, percentiles
 from kbgraph.bench.cpu import CpuMeter, managed_server_pid
 from kbgraph.bench.scale import ScaleReport, build_scaled_kb, load_seeds, scaled_namespace
 from kbgraph.store.gateway import Neo4jGateway
@@ -88,16 +88,6 @@ STAGES = ("channels", "facts", "score", "traverse", "select", "read", "retrieval
 
 #: (stage, done, total)
 BenchProgress = StageReporter
-
-
-def percentiles(values: Sequence[float]) -> dict[str, float]:
-    """p50, p95, p99 and mean (linear interpolation), rounded to 0.01; zeros for no values."""
-    if not values:
-        return {"n": 0, "p50": 0.0, "p95": 0.0, "p99": 0.0, "mean": 0.0, "max": 0.0}
-    data = np.asarray(values, dtype=np.float64)
-    p50, p95, p99 = np.percentile(data, [50, 95, 99])
-    return {"n": len(values), "p50": round(float(p50), 3), "p95": round(float(p95), 3), "p99": round(float(p99), 3),
-            "mean": round(float(data.mean()), 3), "max": round(float(data.max()), 3)}
 
 
 def load_benchmark_queries(eval_dir: Path, count: int, k: int = 5, seed: int = 0) -> list[SearchQuery]:
@@ -299,30 +289,6 @@ def run_search_benchmark(
     }
 
 
-def growth_per_doubling(small: tuple[int, float], large: tuple[int, float]) -> float | None:
-    """How much a time grows each time the KB doubles: (t₂/t₁)^(1/log₂(n₂/n₁))."""
-    (n1, t1), (n2, t2) = small, large
-    if n1 <= 0 or n2 <= n1 or t1 <= 0 or t2 <= 0:
-        return None
-    return float((t2 / t1) ** (1 / math.log2(n2 / n1)))
-
-
-def _growth_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Growth between successive sizes at least a doubling apart (closer sizes only amplify noise)."""
-    ordered = sorted(runs, key=lambda r: int(r["experiences"]))
-    rows: list[dict[str, Any]] = []
-    for a, b in zip(ordered, ordered[1:], strict=False):
-        if int(b["experiences"]) < 2 * int(a["experiences"]):
-            continue
-        row: dict[str, Any] = {"from": a["experiences"], "to": b["experiences"]}
-        for system in ("kbgraph_ms", "brute_force_ms"):
-            for stat in ("p50", "p95"):
-                g = growth_per_doubling((a["experiences"], a[system][stat]), (b["experiences"], b[system][stat]))
-                row[f"{system.removesuffix('_ms')}_{stat}"] = round(g, 3) if g is not None else None
-        rows.append(row)
-    return rows
-
-
 def bench_search_cli(
     sizes: list[int], queries: int, k: int, as_json: bool, out: Console, err: Console, *,
     source: str = "shared", seed: int = 0, eval_dir: Path = DEFAULT_EVAL_DIR, namespace: str | None = None,
@@ -372,7 +338,7 @@ def bench_search_cli(
                 if scale is not None:
                     run["scaled"] = scale.as_dict()
                 runs.append(run)
-    growth = _growth_rows(runs)
+    growth = growth_rows(runs)
     if as_json:
         out.print(json.dumps({"runs": runs, "growth_per_doubling": growth}, indent=2), markup=False,
                   highlight=False, soft_wrap=True)

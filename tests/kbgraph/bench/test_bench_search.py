@@ -181,13 +181,13 @@ def test_growth_per_doubling_and_percentiles() -> None:
 
 
 def test_growth_rows_skip_sizes_less_than_a_doubling_apart() -> None:
-    from kbgraph.bench.search import _growth_rows
+    from kbgraph.bench.figures import growth_rows
 
     def run(n: int, ms: float) -> dict[str, object]:
         p = {"p50": ms, "p95": 2 * ms}
         return {"experiences": n, "kbgraph_ms": p, "brute_force_ms": p}
 
-    rows = _growth_rows([run(10_000, 20.0), run(921, 10.0), run(1000, 10.0)])
+    rows = growth_rows([run(10_000, 20.0), run(921, 10.0), run(1000, 10.0)])
     assert [(r["from"], r["to"]) for r in rows] == [(1000, 10_000)]
     assert rows[0]["kbgraph_p50"] == pytest.approx(2 ** (1 / __import__("math").log2(10)), abs=1e-3)
 

@@ -34,5 +34,5 @@ def test_an_unknown_split_is_refused_by_name() -> None:
 def test_each_errored_step_carries_its_error_class_and_its_runs_outcome() -> None:
     (query,) = teacher_queries([run("x", "task X", "Error: payment method certificate_12 not found", success=False)])
     assert query.error_class == "payment method not found" and query.run_succeeded is False
-    assert query.useful and not query.useful_run  # a concrete retry that went through, in a run that failed
+    assert query.useful and not query.run_succeeded  # a concrete retry that went through, in a run that failed
     assert query.same_class("payment method not found") and not query.same_class(None)
