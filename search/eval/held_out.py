@@ -11,11 +11,11 @@ memory's own history teaches, at 10 / 25 / 50 / 100 % of its runs).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from kbgraph.core.ids import text_hash
 from kbgraph.search.eval.derived import derived_corpus
 
 __all__ = ["kept_in_fraction", "without_runs"]
@@ -49,7 +49,7 @@ def kept_in_fraction(run: str, fraction: float) -> bool:
     """Whether run ``run`` is among the ``fraction`` of runs kept, by a hash of its id: the same
     runs for every set and every machine, and a run kept at 10 % is kept at 25 % (nested shares,
     so a learning curve adds runs, never swaps them)."""
-    return fraction >= 1.0 or int(hashlib.sha256(run.encode()).hexdigest()[:8], 16) / 0x1_0000_0000 < fraction
+    return fraction >= 1.0 or int(text_hash(run)[:8], 16) / 0x1_0000_0000 < fraction
 
 
 def _id_of(line: str) -> str | None:

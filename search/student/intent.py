@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -159,8 +160,15 @@ def intent_history(ctx: SearchContext, run: Run) -> WordOperationCounts:
     rows = ctx.gateway.read("search_intent_history", kb=params["kb"], statuses=params["statuses"],
                             domains=params["domains"], domain=params["domain"], agent=params["agent"],
                             exclude=sorted(run.excluded))[0]["rows"]
-    return WordOperationCounts.of((query_terms(str(problem), HISTORY_TERMS), operations or ())
+    return WordOperationCounts.of((stored_request_words(str(problem)), operations or ())
                                   for problem, operations in rows)
+
+
+@lru_cache(maxsize=65_536)
+def stored_request_words(problem: str) -> tuple[str, ...]:
+    """The words of a stored request, tokenised once per process: every search of a domain reads
+    the same stored requests again."""
+    return tuple(query_terms(problem, HISTORY_TERMS))
 
 
 def in_domain(text: str, domain: str | None) -> str:
