@@ -21,8 +21,8 @@ from typing import IO, Any, get_args
 
 import anyio
 import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel, ValidationError
-from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream, create_context_streams
 from mcp.shared.message import SessionMessage
 
 from kbgraph.core.jsonl import LongIntegerError, json_problem, loads, read_bounded_line
@@ -31,7 +31,10 @@ from kbgraph.core.value_bounds import MAX_NESTING_DEPTH, value_problem
 #: A request line longer than this is refused unread (MCP tool arguments are small).
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
-Streams = tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
+#: What the SDK's low-level ``Server.run`` reads from and writes to: anyio's memory streams (the
+#: SDK's own stdio transport wraps them to carry each sender's context variables, which nothing
+#: here sets).
+Streams = tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
 
 
 def _error(request_id: Any, code: int, message: str, field: str | None = None, reason: str | None = None) -> str:
@@ -221,8 +224,8 @@ async def bounded_stdio_server(stdin: IO[bytes] | None = None, stdout: IO[bytes]
         sys.stdout.flush()
         stdout = os.fdopen(_divert(1, os.dup(2), restore), "wb", buffering=0)
     wire_in, wire_out = stdin, stdout
-    read_stream_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
-    write_stream, write_stream_reader = create_context_streams[SessionMessage](0)
+    read_stream_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_stream_reader = anyio.create_memory_object_stream[SessionMessage](0)
     writing = anyio.Lock()
 
     async def write(line: str) -> None:
