@@ -7,6 +7,10 @@ never comes. Here each line is read with a size bound, decoded, parsed and bound
 (kbgraph.core.value_bounds) first; a line that fails gets the JSON-RPC error the specification names
 (-32700 parse error, -32600 invalid request, -32602 invalid params), with the request's id when it
 could be read, and the server goes on serving.
+
+When the client closes stdin, every request already handed on is answered before the SDK is told
+the input has ended: on end of input the SDK cancels the requests still in progress, and a client
+that wrote its requests and closed stdin lost the last replies.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import json
 import os
 import re
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import IO, Any, get_args
@@ -209,6 +214,40 @@ def _with_data(message: types.JSONRPCMessage) -> types.JSONRPCMessage:
     return message
 
 
+class _Unanswered:
+    """The requests handed to the SDK and not answered yet, by id (as text: the SDK takes "7" and
+    7 for one id). A request the client cancels needs no answer (the specification forbids one)."""
+
+    def __init__(self) -> None:
+        self._ids: Counter[str] = Counter()
+        self._changed = anyio.Event()
+
+    def asked(self, request_id: types.RequestId) -> None:
+        self._ids[str(request_id)] += 1
+
+    def settled(self, request_id: Any) -> None:
+        key = str(request_id)
+        if self._ids[key] > 0:
+            self._ids[key] -= 1
+        if self._ids[key] <= 0:
+            del self._ids[key]
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def settled_by(self, message: types.JSONRPCMessage) -> None:
+        """Settles what ``message`` (a reply of the SDK, or a client's cancellation) settles."""
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError) and message.id is not None:
+            self.settled(message.id)
+        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            params = message.params or {}
+            if (request_id := params.get("requestId")) is not None:
+                self.settled(request_id)
+
+    async def all_answered(self) -> None:
+        while self._ids:
+            await self._changed.wait()
+
+
 def _read_line(wire: IO[bytes]) -> tuple[bytes, int]:
     return read_bounded_line(wire, MAX_MESSAGE_BYTES)
 
@@ -227,6 +266,7 @@ async def bounded_stdio_server(stdin: IO[bytes] | None = None, stdout: IO[bytes]
     read_stream_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_stream_reader = anyio.create_memory_object_stream[SessionMessage](0)
     writing = anyio.Lock()
+    unanswered = _Unanswered()
 
     async def write(line: str) -> None:
         async with writing:
@@ -239,7 +279,8 @@ async def bounded_stdio_server(stdin: IO[bytes] | None = None, stdout: IO[bytes]
         async with read_stream_writer:
             while True:
                 raw, length = await anyio.to_thread.run_sync(_read_line, wire_in, abandon_on_cancel=True)
-                if not raw:
+                if not raw:  # the end of input ends the SDK's loop only once every request is answered
+                    await unanswered.all_answered()
                     return
                 message, reply = check_line(raw, length)
                 if reply is None and isinstance(message, types.JSONRPCRequest):
@@ -248,12 +289,17 @@ async def bounded_stdio_server(stdin: IO[bytes] | None = None, stdout: IO[bytes]
                 if reply is not None:
                     await write(reply)
                 elif message is not None:
+                    if isinstance(message, types.JSONRPCRequest):
+                        unanswered.asked(message.id)
+                    else:
+                        unanswered.settled_by(message)
                     await read_stream_writer.send(SessionMessage(message))
 
     async def stdout_writer() -> None:
         async with write_stream_reader:
             async for session_message in write_stream_reader:
                 await write(_with_data(session_message.message).model_dump_json(by_alias=True, exclude_unset=True))
+                unanswered.settled_by(session_message.message)
 
     try:
         async with anyio.create_task_group() as tasks:

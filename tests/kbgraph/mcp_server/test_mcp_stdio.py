@@ -130,3 +130,25 @@ def test_a_valid_request_is_handed_on() -> None:
     line = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
     message, reply = check_line(line, len(line))
     assert reply is None and message is not None and message.method == "tools/list"
+
+
+def test_a_client_that_writes_its_requests_and_closes_stdin_gets_every_reply() -> None:
+    # The SDK cancels what is in progress when its input ends: the last replies were lost (4 of 21).
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                  "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+    lines: list[dict[str, Any]] = [initialize, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines += [{"jsonrpc": "2.0", "id": i, "method": "tools/list" if i % 2 else "ping"} for i in range(1, 21)]
+    lines += [{"jsonrpc": "2.0", "id": f"call-{i}", "method": "tools/call",  # a tool error: no Neo4j there
+               "params": {"name": "search_experiences", "arguments": {"task": "return an item"}}} for i in range(3)]
+    # A request the client cancels needs no answer, and is not waited for.
+    lines += [{"jsonrpc": "2.0", "id": "gone", "method": "tools/call",
+               "params": {"name": "search_experiences", "arguments": {"task": "x"}}},
+              {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "gone"}}]
+    env = {**os.environ, "NEO4J_URI": f"bolt://127.0.0.1:{free_port()}", "KBGRAPH_NAMESPACE": "stdio"}
+    done = subprocess.run([sys.executable, "-m", "kbgraph.cli", "mcp"], env=env, capture_output=True, timeout=120,
+                          input="".join(json.dumps(line) + "\n" for line in lines).encode())
+    replies = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    answered = {reply["id"] for reply in replies}
+    assert answered - {"gone"} == {0, *range(1, 21), "call-0", "call-1", "call-2"}, done.stderr.decode()[-2000:]
+    assert done.returncode == 0
+    assert all(reply["result"]["isError"] for reply in replies if str(reply["id"]).startswith("call-"))
