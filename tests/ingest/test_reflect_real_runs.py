@@ -21,9 +21,10 @@ OPERATIONS = {"book reservation", "cancel reservation", "update reservation flig
 def documents(real_runs_read_only: KnowledgeBase) -> dict[str, str]:
     kb = real_runs_read_only
     rows = kb.gateway.read("meta_concepts_top", kb=kb.namespace, limit=50)
-    members = kb.driver.session(database=kb.gateway.database).run(
-        "MATCH (c:Concept {kb: $kb})-[:INSTANCE_OF]->(m:MetaConcept) RETURN m.name AS meta, collect(c.label) AS labels",
-        kb=kb.namespace).data()
+    with kb.driver.session(database=kb.gateway.database) as session:
+        members = session.run(
+            "MATCH (c:Concept {kb: $kb})-[:INSTANCE_OF]->(m:MetaConcept) RETURN m.name AS meta, collect(c.label) AS labels",
+            kb=kb.namespace).data()
     for row in members:  # opposite or different operations never share a meta-concept
         assert len({label for label in row["labels"] if label in OPERATIONS}) <= 1, row
     return {row["name"]: row["document"] for row in rows}

@@ -99,11 +99,11 @@ def test_writes_feedback_and_reads_through_the_async_api(
 
 def test_an_unreachable_server_fails_as_it_does_for_the_sync_api(embedder: CachedEmbedder, namespace: str) -> None:
     port = free_port()
-    sync_driver = neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{port}", auth=("neo4j", "x"), max_transaction_retry_time=0)
-    sync_kb = KnowledgeBase(sync_driver, embedder, namespace=namespace, ensure_schema=False)
-    with pytest.raises(Exception) as sync_error:
-        sync_kb.search("anything")
-    sync_driver.close()
+    with neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{port}", auth=("neo4j", "x"),
+                                    max_transaction_retry_time=0) as sync_driver:
+        sync_kb = KnowledgeBase(sync_driver, embedder, namespace=namespace, ensure_schema=False)
+        with pytest.raises(Exception) as sync_error:
+            sync_kb.search("anything")
 
     async def scenario() -> None:
         driver = neo4j.AsyncGraphDatabase.driver(f"bolt://127.0.0.1:{port}", auth=("neo4j", "x"),

@@ -28,10 +28,11 @@ def routing_uri(uri: str) -> str:
 def routed_kb(neo4j_target: Neo4jTarget, embedder: CachedEmbedder, namespace: str) -> Iterator[KnowledgeBase]:
     driver = open_driver(routing_uri(neo4j_target.uri), (neo4j_target.username, neo4j_target.password),
                          neo4j_target.database)
-    kb = KnowledgeBase(driver, embedder, namespace=namespace, database=neo4j_target.database)
-    yield kb
-    kb.clear()
-    driver.close()
+    with driver, KnowledgeBase(driver, embedder, namespace=namespace, database=neo4j_target.database) as kb:
+        try:
+            yield kb
+        finally:
+            kb.clear()
 
 
 def test_the_routing_scheme_is_what_the_driver_uses(routed_kb: KnowledgeBase) -> None:

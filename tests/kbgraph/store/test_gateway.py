@@ -107,6 +107,11 @@ def test_an_async_read_is_retried_on_the_same_schedule_and_a_bug_is_raised_at_on
         assert clock.slept == [] if attempts == 1 else 0.8 <= clock.slept[0] <= 1.2 and 1.6 <= clock.slept[1] <= 2.4
 
 
+def nonsense(driver: neo4j.Driver, database: str) -> list[neo4j.Record]:
+    with driver.session(database=database) as session:
+        return list(session.run("RETURN nonsense("))
+
+
 def test_a_read_sees_the_write_before_it_and_a_query_error_is_not_retried(
     driver: neo4j.Driver, neo4j_target  # type: ignore[no-untyped-def]
 ) -> None:
@@ -119,7 +124,7 @@ def test_a_read_sees_the_write_before_it_and_a_query_error_is_not_retried(
             assert session.run("MATCH (p:GatewayProbe {name: 'written'}) RETURN count(p) AS n").single()["n"] == 1
         started = time.monotonic()
         with pytest.raises(neo4j.exceptions.CypherSyntaxError):
-            retried(lambda: list(driver.session(database=neo4j_target.database).run("RETURN nonsense(")), 30.0)
+            retried(lambda: nonsense(driver, neo4j_target.database), 30.0)
         assert time.monotonic() - started < 5.0
     finally:
         with driver.session(database=neo4j_target.database) as session:
