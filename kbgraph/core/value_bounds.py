@@ -25,6 +25,10 @@ INT64_MAX = 2**63 - 1
 #: enough below INT64_MAX that feedback can add to it for ever (at INT64_MAX every feedback on the
 #: experience failed with "long overflow").
 MAX_COUNT = 2**53 - 1
+#: A LangGraph store item's value as JSON text (kbgraph.integrations.store_values): room for a long
+#: conversation, not for a file dump that would sit in every transaction and search that reads the
+#: item. Here so that an import (kbgraph.transfer) holds a stored value to it too.
+MAX_STORE_VALUE_CHARS = 4_000_000
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

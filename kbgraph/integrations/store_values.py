@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from kbgraph.core.errors import InvalidInputError
-from kbgraph.core.value_bounds import value_problem, vector_problem
+from kbgraph.core.value_bounds import MAX_STORE_VALUE_CHARS, value_problem, vector_problem
 
 #: Filter operators of ``BaseStore.search(filter=…)`` (a ``{"$op": value}`` map in a filter).
 FILTER_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
@@ -33,9 +33,8 @@ def item_id(namespace: Sequence[str], key: str) -> str:
     return encode_path(namespace) + quote(key, safe="")
 
 
-#: An item's value as JSON text: room for a long conversation, not for a file dump that would
-#: sit in every transaction and search that reads the item.
-MAX_VALUE_CHARS = 4_000_000
+#: An item's value as JSON text, at most (kbgraph.core.value_bounds says why).
+MAX_VALUE_CHARS = MAX_STORE_VALUE_CHARS
 #: A namespace and key, percent-encoded, make the item's indexed id: Neo4j's index keys take
 #: about 8 KB, so this many characters (some 1,300 non-ASCII ones) at most.
 MAX_ID_CHARS = 4_096

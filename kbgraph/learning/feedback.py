@@ -30,6 +30,7 @@ from pydantic import (
 from kbgraph.embedders import Embedder
 from kbgraph.core.errors import InvalidInputError, KbgraphError, validation_problems
 from kbgraph.core.ids import content_hash
+from kbgraph.core.models import MAX_NAME_CHARS, MAX_TEXT_CHARS
 from kbgraph.ingest.generalise import generalise_text
 from kbgraph.store.experiences import aware_datetime
 from kbgraph.store.gateway import Neo4jGateway, Row
@@ -39,7 +40,7 @@ from kbgraph.core.value_bounds import within_bounds
 from kbgraph.core.votes import most_common
 
 ExperienceId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:\-]{1,128}$")]
-AgentName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+AgentName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]
 MAX_IDS_PER_EVENT = 1_000
 # How often one event is resolved again when merges keep deleting what it names.
 MAX_MERGE_RETRIES = 5
@@ -76,7 +77,7 @@ class FeedbackEvent(BaseModel):
     step_rewards: list[StepReward] = Field(default_factory=list, max_length=MAX_IDS_PER_EVENT)
     # The task the agent was doing: with it, the outcome is remembered for tasks like this one
     # (task-conditioned feedback), not only in the experience's overall quality.
-    task: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8_000)] | None = None
+    task: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_TEXT_CHARS)] | None = None
     at: datetime | None = None
 
     @field_validator("outcome", mode="before")

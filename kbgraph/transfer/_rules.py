@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from kbgraph.core.models import MAX_TEXT_CHARS
-from kbgraph.core.value_bounds import MAX_COUNT
+from kbgraph.core.models import MAX_NAME_CHARS, MAX_TEXT_CHARS, STORED_OUTCOME_TASK_CHARS
+from kbgraph.core.value_bounds import MAX_COUNT, MAX_STORE_VALUE_CHARS
 
 Rule = Callable[[Any], str | None]
 
@@ -100,10 +100,13 @@ NODE_RULES: Final[dict[str, dict[str, Rule]]] = {
     "MetaConcept": {"name": text(1), "size": count, "version": count, "how": texts, "why": texts,
                     "pitfalls": texts, "when_to_use": texts, "statements": text()},
     "Insight": {"text": text(1), "runs": texts, "tasks": texts, "succeeded": texts, "worked": texts},
-    "Outcome": {"outcome": UNIT, "at": datetime_value, "task": text(), "agent": text()},
+    # What feedback stores: the start of its task, its agent's name (kbgraph.learning.feedback).
+    "Outcome": {"outcome": UNIT, "at": datetime_value, "task": text(1, STORED_OUTCOME_TASK_CHARS),
+                "agent": text(1, MAX_NAME_CHARS)},
     "IngestedRecord": {"ingested_at": datetime_value, "fingerprint": text(1)},
-    "StoreItem": {"path": text(1), "key": text(1), "namespace": texts, "value": text(), "created_at": datetime_value,
-                  "updated_at": datetime_value, "expires_at": datetime_value, "ttl_minutes": number},
+    "StoreItem": {"path": text(1), "key": text(1), "namespace": texts, "value": text(max_length=MAX_STORE_VALUE_CHARS),
+                  "created_at": datetime_value, "updated_at": datetime_value, "expires_at": datetime_value,
+                  "ttl_minutes": number},
     "StoreVector": {"field": text(1)},
     "KbState": {"added_total": count, "growth_checked": count, "maintenance_runs": count,
                 "last_maintenance_archived": count, "last_maintenance_merged": count,

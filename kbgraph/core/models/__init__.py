@@ -17,6 +17,7 @@ from __future__ import annotations
 from kbgraph.core.models._base import (
     MAX_EMBEDDING_DIM,
     MAX_FAILURE_MODES,
+    MAX_NAME_CHARS,
     MAX_OBSERVATION_CHARS,
     MAX_PROBLEM_CHARS,
     MAX_RELATIONS,
@@ -25,6 +26,7 @@ from kbgraph.core.models._base import (
     MAX_TEXT_CHARS,
     STORED,
     STORED_OBSERVATION_CHARS,
+    STORED_OUTCOME_TASK_CHARS,
     Count,
     Difficulty,
     Embedding,
@@ -44,8 +46,9 @@ from kbgraph.core.models.experience import Experience, FailureMode, Relation, St
 from kbgraph.core.models.trajectory import RAW_ARGUMENTS, Outcome, Trajectory, TrajectoryStep
 
 __all__ = [
-    "MAX_EMBEDDING_DIM", "MAX_FAILURE_MODES", "MAX_OBSERVATION_CHARS", "MAX_PROBLEM_CHARS", "MAX_RELATIONS",
-    "MAX_STEPS", "MAX_TASK_CHARS", "MAX_TEXT_CHARS", "RAW_ARGUMENTS", "STORED", "STORED_OBSERVATION_CHARS",
+    "MAX_EMBEDDING_DIM", "MAX_FAILURE_MODES", "MAX_NAME_CHARS", "MAX_OBSERVATION_CHARS", "MAX_PROBLEM_CHARS",
+    "MAX_RELATIONS", "MAX_STEPS", "MAX_TASK_CHARS", "MAX_TEXT_CHARS", "RAW_ARGUMENTS", "STORED",
+    "STORED_OBSERVATION_CHARS", "STORED_OUTCOME_TASK_CHARS",
     "Concept", "ConceptDocument", "ConceptInsight", "Count", "Difficulty", "Embedding", "Experience",
     "FailureMode", "IdText", "Insight", "Kind", "MetaConcept", "Name", "Outcome", "RecoveryKind", "Relation",
     "RelationType", "Reward", "Scope", "ShortText", "Status", "Step", "Trajectory", "TrajectoryStep", "Unit",

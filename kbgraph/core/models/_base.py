@@ -21,6 +21,10 @@ STORED: dict[str, bool] = {"stored": True}
 # Limits: generous for real agent data, small enough that one record cannot flood the graph.
 MAX_PROBLEM_CHARS = 20_000
 MAX_TEXT_CHARS = 8_000
+#: A name: a domain, an agent, a tool.
+MAX_NAME_CHARS = 200
+#: How much of a feedback's task its Outcome node keeps (cypher/queries/feedback_outcome.cypher).
+STORED_OUTCOME_TASK_CHARS = 500
 MAX_STEPS = 10_000
 MAX_FAILURE_MODES = 200
 MAX_RELATIONS = 1_000
@@ -31,7 +35,7 @@ MAX_TASK_CHARS = 100_000
 MAX_OBSERVATION_CHARS = 1_000_000
 STORED_OBSERVATION_CHARS = 1_000
 
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]
 ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 Reward = Annotated[float, Field(ge=-1.0, le=1.0)]

@@ -27,7 +27,7 @@ from kbgraph.store.queries import query, query_names
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
-from kbgraph.core.models import MAX_TEXT_CHARS, Experience, Step
+from kbgraph.core.models import MAX_NAME_CHARS, MAX_TEXT_CHARS, STORED_OUTCOME_TASK_CHARS, Experience, Step
 from kbgraph.transfer import (
     LABELS,
     NODE_LABELS,
@@ -611,6 +611,10 @@ def _edited(lines: list[str], label: str, edit: Callable[[dict[str, Any]], None]
     ("Experience", "_lock", True, "properties._lock: internal properties"),
     ("Step", "reward", 7.5, "properties.reward: 7.5 is not a number in [-1, 1]"),
     ("Outcome", "outcome", 2.0, "properties.outcome: 2.0 is not a number in [0, 1]"),
+    # Feedback stores the first STORED_OUTCOME_TASK_CHARS of a task and an agent's name of at most MAX_NAME_CHARS.
+    ("Outcome", "task", "t" * (STORED_OUTCOME_TASK_CHARS + 1), "properties.task: 'ttt"),
+    ("Outcome", "task", "  ", "properties.task: '  ' is not a non-empty string"),
+    ("Outcome", "agent", "a" * (MAX_NAME_CHARS + 1), f"is {MAX_NAME_CHARS + 1:,} characters long, over the {MAX_NAME_CHARS:,}"),
     ("IngestedRecord", "ingested_at", "yesterday", "properties.ingested_at: 'yesterday' is not a datetime"),
     # The models' own field checks, which reads apply when they rebuild a record.
     ("Experience", "source_ids", ["run-1", "../../x"], "properties.source_ids.1: '../../x' is refused: String should match pattern"),
