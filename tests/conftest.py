@@ -34,6 +34,7 @@ from kbgraph.store.managed.lines import LINES
 from kbgraph.store.managed.server import ManagedNeo4j, free_port
 from kbgraph.core.settings import Settings
 from tests.class_data import ClassDataArchive
+from tests.unclosed import neo4j_sessions_closed  # noqa: F401  (autouse: a test fails on a session it left open)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
