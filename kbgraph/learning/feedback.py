@@ -30,7 +30,7 @@ from pydantic import (
 from kbgraph.embedders import Embedder
 from kbgraph.core.errors import InvalidInputError, KbgraphError, validation_problems
 from kbgraph.core.ids import content_hash
-from kbgraph.ingest.generalise import generalise_text
+from kbgraph.core.generalise import generalise_text
 from kbgraph.store.experiences import aware_datetime
 from kbgraph.store.gateway import Neo4jGateway, Row
 from kbgraph.core.settings import LearningSettings

@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbgraph.ingest.generalise import generalise_text
+from kbgraph.core.generalise import generalise_text
 from kbgraph.search.lexical import is_verbose, lucene_query, query_terms
 from kbgraph.search.candidates import ScanPolicy, index_query, nearest
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights

@@ -20,7 +20,7 @@ import numpy as np
 from kbgraph.embedders import Embedder
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.store.gateway import Neo4jGateway
-from kbgraph.ingest.facts import PgVectorCache
+from kbgraph.store.vector_cache import PgVectorCache
 from kbgraph.search.candidates import PassRates
 from kbgraph.search.lexical import LexicalCorpus
 from kbgraph.search.namespace_size import NamespaceSize

@@ -35,9 +35,9 @@ import numpy as np
 
 from kbgraph.embedders import Embedder
 from kbgraph.store.gateway import Neo4jGateway
-from kbgraph.ingest.facts import PgVectorCache
-from kbgraph.ingest.abstract import failed_for_the_moment, failed_step_text, stored_error
-from kbgraph.ingest.generalise import describe_step, generalise_text
+from kbgraph.store.vector_cache import PgVectorCache
+from kbgraph.core.experience_rules import failed_for_the_moment, failed_step_text, stored_error
+from kbgraph.core.generalise import describe_step, generalise_text
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import MAX_K, SearchFilters, SearchQuery, SearchWeights, parse_query, parse_search_options
 from kbgraph.search.results import SearchResults
