@@ -137,7 +137,7 @@ class Consolidation:
 
     def _facts(self, ids: list[str] | None = None) -> list[ExperienceFacts]:
         """The active experiences' facts (of ``ids``, or all); vectors only for ids this
-        KnowledgeBase has not read before (kbgraph.ingest.facts.PgVectorCache)."""
+        KnowledgeBase has not read before (kbgraph.store.vector_cache.PgVectorCache)."""
         ns = self.kb.namespace
         if ids is None:
             rows = self.kb.gateway.read("experiences_link_facts", kb=ns)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from kbgraph.embedders import Embedder
 from kbgraph.store.experiences import ExperienceStore
 from kbgraph.store.gateway import Neo4jGateway
-from kbgraph.ingest.facts import PgVectorCache
+from kbgraph.store.vector_cache import PgVectorCache
 from kbgraph.ingest.link_state import RememberedLinks
 from kbgraph.core.models import Experience
 from kbgraph.core.settings import Settings
@@ -46,7 +46,7 @@ class IngestContext(Protocol):
 
     @property
     def pg_vectors(self) -> PgVectorCache:
-        """Problem+goal vectors read before (kbgraph.ingest.facts)."""
+        """Problem+goal vectors read before (kbgraph.store.vector_cache)."""
 
     @property
     def link_state(self) -> RememberedLinks:

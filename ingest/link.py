@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbgraph.ingest.facts import ExperienceFacts
-from kbgraph.ingest.generalise import humanise_action
+from kbgraph.core.generalise import humanise_action
 from kbgraph.core.ids import content_hash
 from kbgraph.core.shapes import is_subsequence, operations
 from kbgraph.core.models import Experience, Step

@@ -10,7 +10,7 @@ tasks it came from, whether its fix went through and whether the run succeeded; 
 those counts):
 
 - **error → what the agent did next**, from every errored step and what followed it
-  (:mod:`kbgraph.ingest.recovery`): "When book reservation fails with “payment amount does not
+  (:mod:`kbgraph.core.recovery`): "When book reservation fails with “payment amount does not
   add up, total price is #, but paid #”, the agent retried it with changed
   payment_methods[].amount" — or "… repeated it unchanged", "… switched to transfer to human
   agents", "… nothing was tried after it" — with the error's values masked and the changed
@@ -37,8 +37,8 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
-from kbgraph.ingest.generalise import generalise_text, humanise_action, ids_in_trajectory, names_in_trajectory
-from kbgraph.ingest.recovery import Recovery, recovery_after, trim_thought
+from kbgraph.core.generalise import generalise_text, humanise_action, ids_in_trajectory, names_in_trajectory
+from kbgraph.core.recovery import Recovery, recovery_after, trim_thought
 from kbgraph.ingest.reflect_rules import rule_operation
 from kbgraph.core.shapes import changes_state
 from kbgraph.core.models import ConceptInsight, Experience, Trajectory, TrajectoryStep

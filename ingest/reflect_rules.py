@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from kbgraph.core.shapes import changes_state
-from kbgraph.ingest.generalise import humanise_action
+from kbgraph.core.generalise import humanise_action
 from kbgraph.ingest.operations import operation_key
 
 __all__ = ["LOOKUP_VERBS", "about_actions", "action_verb", "rule_operation", "rule_verb", "verbs_in_order", "verbs_named"]

@@ -51,6 +51,8 @@ MOVED: dict[str, str] = {
     "kbgraph.mcp_stdio": "kbgraph.mcp_server.stdio",
     "kbgraph.search.utility": "kbgraph.core.utility",
     "kbgraph.ingest.shapes": "kbgraph.core.shapes",
+    "kbgraph.ingest.generalise": "kbgraph.core.generalise",
+    "kbgraph.ingest.recovery": "kbgraph.core.recovery",
     "kbgraph.search.eval_data": "kbgraph.search.eval.data",
     "kbgraph.search.metrics": "kbgraph.search.eval.metrics",
     "kbgraph.search.baselines": "kbgraph.search.eval.baselines",

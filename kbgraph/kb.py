@@ -20,7 +20,7 @@ from kbgraph.core.errors import InvalidInputError
 from kbgraph.store.experiences import ExperienceStore
 from kbgraph.learning.feedback import ExperienceLearningState, FeedbackEvent, FeedbackRecorder, FeedbackReport
 from kbgraph.store.gateway import Neo4jGateway
-from kbgraph.ingest.facts import PgVectorCache
+from kbgraph.store.vector_cache import PgVectorCache
 from kbgraph.ingest.link_state import RememberedLinks
 from kbgraph.ingest.pipeline import pipeline_from_settings
 from kbgraph.ingest.read import listed_items, records_from_items

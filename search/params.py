@@ -18,13 +18,14 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from kbgraph.core.errors import InvalidInputError, validation_problems
-from kbgraph.core.weights import SearchWeights, StrictModel, Unit
+from kbgraph.core.weights import SearchWeights, StrictModel, Unit, WeightChanges
 
 __all__ = [
     "MAX_K",
     "MAX_QUERY_CHARS",
     "MAX_QUERY_STEPS",
     "QueryStep",
+    "RequestJson",
     "SearchFilters",
     "SearchQuery",
     "SearchWeights",
@@ -113,7 +114,12 @@ class SearchQuery(StrictModel):
         return " ".join(t for t in (self.task, self.problem, self.goal) if t)
 
 
-def parse_query(query: SearchQuery | dict[str, Any], where: str = "query") -> SearchQuery:
+#: A query or filters as a caller's JSON gives them, before :func:`parse_query` and
+#: :func:`parse_search_options` validate them into their model.
+RequestJson = dict[str, Any]
+
+
+def parse_query(query: SearchQuery | RequestJson, where: str = "query") -> SearchQuery:
     """A validated query, or InvalidInputError naming every bad field."""
     parsed: SearchQuery = _parse(SearchQuery, query, where)
     return parsed
@@ -129,7 +135,7 @@ def _parse(model: Any, value: Any, where: str) -> Any:
 
 
 def parse_search_options(
-    base: SearchWeights, filters: SearchFilters | dict[str, Any] | None, weights: SearchWeights | dict[str, Any] | None
+    base: SearchWeights, filters: SearchFilters | RequestJson | None, weights: SearchWeights | WeightChanges | None
 ) -> tuple[SearchFilters, SearchWeights]:
     """Validated filters and the weights in force (``base`` with ``weights`` applied), or
     InvalidInputError naming every bad field."""

@@ -8,7 +8,9 @@ bank (per-agent pools). Similarity is the cosine of the step texts (``action: de
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
@@ -41,6 +43,31 @@ class StepHit(BaseModel):
     reward: float | None = Field(default=None, description="Mean reported reward in [-1, 1]; None if never rated.")
     rewards_reported: int = 0
     score: float = Field(description="α·similarity + (1 − α)·reward (reward mapped to [0, 1], unknown = 0.5).")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredStepRow:
+    """One stored step a steps search found: a map of the ``rows`` of each query of :data:`QUERIES`."""
+
+    QUERIES: ClassVar[tuple[str, ...]] = ("steps_search", "steps_scan")
+
+    experience_id: str
+    problem: str
+    domain: str
+    scope: str
+    owner_agent: str | None
+    order: int
+    action: str
+    text: str | None
+    reward: float | None
+    reward_count: int | None
+    score: float
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> StoredStepRow:
+        r = record
+        return cls(r["experience_id"], r["problem"], r["domain"], r["scope"], r["owner_agent"], r["order"],
+                   r["action"], r["text"], r["reward"], r["reward_count"], r["score"])
 
 
 class StepRetriever:
@@ -78,27 +105,27 @@ class StepRetriever:
 
         query = index_query(self.gateway, "steps_search", "step_embedding")
 
-        def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
+        def fetch(n: int) -> tuple[int, list[StoredStepRow]]:
             row = self.gateway.read(query, fetch=n, **filters)[0]
-            return int(row["fetched"]), list(row["rows"])
+            return int(row["fetched"]), [StoredStepRow.from_record(r) for r in row["rows"]]
 
-        def scan() -> list[dict[str, Any]]:  # exact, and the namespace's own
-            return list(self.gateway.read("steps_scan", **filters)[0]["rows"])
+        def scan() -> list[StoredStepRow]:  # exact, and the namespace's own
+            return [StoredStepRow.from_record(r) for r in self.gateway.read("steps_scan", **filters)[0]["rows"]]
 
         rows = nearest(self.policy, self.size.get(self.policy.exact_scan_max).steps, pool, scan=scan, fetch=fetch,
                        first=pool * FIRST_FACTOR).rows
         scored = []
         for row in rows:
-            similarity = min(max(neo4j_to_cosine(float(row["score"])), 0.0), 1.0)
-            reward = None if row["reward"] is None else float(row["reward"])
+            similarity = min(max(neo4j_to_cosine(float(row.score)), 0.0), 1.0)
+            reward = None if row.reward is None else float(row.reward)
             scored.append((step_score(similarity, reward, alpha), similarity, row))
-        scored.sort(key=lambda item: (-item[0], item[2]["experience_id"], item[2]["order"]))
+        scored.sort(key=lambda item: (-item[0], item[2].experience_id, item[2].order))
         return [
-            StepHit(rank=i + 1, experience_id=row["experience_id"], problem=row["problem"], domain=row["domain"],
-                    scope=row["scope"], owner_agent=row["owner_agent"], order=int(row["order"]),
-                    action=row["action"], text=row["text"] or "", similarity=round(similarity, 6),
-                    reward=None if row["reward"] is None else float(row["reward"]),
-                    rewards_reported=int(row["reward_count"] or (0 if row["reward"] is None else 1)),
+            StepHit(rank=i + 1, experience_id=row.experience_id, problem=row.problem, domain=row.domain,
+                    scope=row.scope, owner_agent=row.owner_agent, order=int(row.order),
+                    action=row.action, text=row.text or "", similarity=round(similarity, 6),
+                    reward=None if row.reward is None else float(row.reward),
+                    rewards_reported=int(row.reward_count or (0 if row.reward is None else 1)),
                     score=round(score, 6))
             for i, (score, similarity, row) in enumerate(scored[:k])
         ]

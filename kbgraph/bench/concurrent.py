@@ -30,6 +30,7 @@ from kbgraph.bench.search import DEFAULT_EVAL_DIR, load_benchmark_queries, perce
 from kbgraph.core.errors import InvalidInputError, KbgraphError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.params import SearchQuery
+from kbgraph.search.student import QueryVectors
 
 __all__ = ["load_runs", "run_concurrent_benchmark"]
 
@@ -49,7 +50,7 @@ def load_runs(files: Sequence[Path], limit: int = 500, seed: int = 0) -> list[di
 
 
 def _round(kb: KnowledgeBase, clients: int, seconds: float, write_share: float, queries: list[SearchQuery],
-           vectors: list[dict[str, Any]], runs: list[dict[str, Any]], seed: int, label: str,
+           vectors: list[QueryVectors], runs: list[dict[str, Any]], seed: int, label: str,
            on_progress: ConcurrentProgress | None) -> dict[str, Any]:
     latencies: dict[str, list[float]] = {"search": [], "add_run": []}
     errors: Counter[str] = Counter()

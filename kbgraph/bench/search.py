@@ -66,7 +66,7 @@ from kbgraph.core.progress import StageReporter, progress_display, stage_reporte
 from kbgraph.search.eval.data import load_queries
 from kbgraph.search.eval.evaluate import search_query_for
 from kbgraph.search.params import SearchQuery
-from kbgraph.search.student import StudentRetriever
+from kbgraph.search.student import QueryVectors, StudentRetriever
 
 __all__ = [
     "DEFAULT_EVAL_DIR",
@@ -176,15 +176,15 @@ def run_search_benchmark(
     model.embed(["warm-up"])
     if other is not None:
         other.embed(["warm-up"])
-    vectors: list[dict[str, Any]] = []
+    vectors: list[QueryVectors] = []
     embed_ms: list[float] = []
     other_ms: list[float] = []
     agreement: list[float] = []
     cpu_s = {"ours": 0.0, "other": 0.0}  # CPU time (all threads) of each runtime: what load does not move
 
-    def timed(retriever: StudentRetriever, query: SearchQuery, into: list[float], who: str) -> dict[str, Any]:
+    def timed(retriever: StudentRetriever, query: SearchQuery, into: list[float], who: str) -> QueryVectors:
         cpu_started, started = time.process_time(), time.perf_counter()
-        embedded: dict[str, Any] = retriever._embed_query(query, kb.student.weights)
+        embedded = retriever._embed_query(query, kb.student.weights)
         into.append((time.perf_counter() - started) * 1000)
         cpu_s[who] += time.process_time() - cpu_started
         return embedded

@@ -41,6 +41,11 @@ def _default_edge_weights() -> dict[RelationType, float]:
     }
 
 
+#: Changes to some of the SearchWeights, by field name, as a caller gives them (``--set``, an
+#: ablation of the suite, a request's JSON); :meth:`SearchWeights.merged` validates them as a whole.
+WeightChanges = dict[str, Any]
+
+
 class SearchWeights(StrictModel):
     """The tunables of student retrieval. Symbols are those of docs/design.md §3."""
 
@@ -179,7 +184,7 @@ class SearchWeights(StrictModel):
             return merged
         return value
 
-    def merged(self, overrides: SearchWeights | dict[str, Any] | None) -> SearchWeights:
+    def merged(self, overrides: SearchWeights | WeightChanges | None) -> SearchWeights:
         """These weights with ``overrides`` applied (validated as a whole)."""
         if overrides is None:
             return self

@@ -31,7 +31,7 @@ from kbgraph.embedders import Embedder
 from kbgraph.core.errors import InvalidInputError, KbgraphError, validation_problems
 from kbgraph.core.ids import content_hash
 from kbgraph.core.models import MAX_NAME_CHARS, MAX_TEXT_CHARS
-from kbgraph.ingest.generalise import generalise_text
+from kbgraph.core.generalise import generalise_text
 from kbgraph.store.experiences import aware_datetime
 from kbgraph.store.gateway import Neo4jGateway, Row
 from kbgraph.core.settings import LearningSettings

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from kbgraph.ingest.generalise import humanise_action
+from kbgraph.core.generalise import humanise_action
 from kbgraph.ingest.integrate import SECTIONS, Section, sentence_key
 from kbgraph.ingest.integrate_evidence import Evidence, EvidencedDocument, Statement
 from kbgraph.ingest.reflect_rules import action_verb, verbs_named

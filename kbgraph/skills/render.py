@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kbgraph.ingest.generalise import humanise_action
+from kbgraph.core.generalise import humanise_action
 from kbgraph.ingest.integrate_evidence import statement_kind
 from kbgraph.ingest.reflect_rules import about_actions, verbs_named
 from kbgraph.search.handoff import hands_off

@@ -25,7 +25,6 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -42,6 +41,7 @@ from kbgraph.search.eval.baselines import (
 from kbgraph.search.eval.data import EvalQuery, load_queries, load_qrels, qrels_by_query
 from kbgraph.search.eval.metrics import Evaluation, evaluate
 from kbgraph.search.eval.shown_text import own_text_of
+from kbgraph.core.weights import WeightChanges
 from kbgraph.search.params import QueryStep, SearchQuery, SearchWeights
 from kbgraph.search.student import StudentRetriever
 
@@ -132,7 +132,7 @@ def search_rankings(
     gateway: Neo4jGateway,
     queries: Sequence[EvalQuery],
     k: int = 10,
-    weights: SearchWeights | dict[str, Any] | None = None,
+    weights: SearchWeights | WeightChanges | None = None,
     on_progress: Progress | None = None,
     experiences_per_query: int = 10,
     shown: Mapping[str, frozenset[str]] | None = None,
@@ -164,7 +164,7 @@ def run_eval(
     qrels_path: Path,
     corpus: Path,
     k: int = 10,
-    weights: SearchWeights | dict[str, Any] | None = None,
+    weights: SearchWeights | WeightChanges | None = None,
     on_progress: Progress | None = None,
     per_query: bool = False,
 ) -> EvalReport:

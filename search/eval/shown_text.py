@@ -15,8 +15,9 @@ whose shown text belongs only to runs the query excludes (:func:`own_text_of`). 
 ``own_text_hidden`` column excludes those too: kbgraph then ranks the source's look-alikes only
 through their workflow or other experiences, a lower bound where the plain figure is an upper one.
 
-The runs' problems are computed as ingestion computes them with the default, rule-based abstractor
-(:class:`kbgraph.ingest.abstract.RuleBasedAbstractor`); a merged experience whose problem equals
+The runs' problems are computed as ingestion's default, rule-based abstractor
+(``kbgraph.ingest.abstract.RuleBasedAbstractor``) computes them, with the rule it uses
+(:func:`kbgraph.core.experience_rules.problem_of`); a merged experience whose problem equals
 no member's (a namespace built with another abstractor) shows no known run and is never hidden.
 """
 
@@ -27,9 +28,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from kbgraph.core.experience_rules import problem_of
 from kbgraph.core.jsonl import read_jsonl
 from kbgraph.core.models import Trajectory
-from kbgraph.ingest.abstract import RuleBasedAbstractor
 from kbgraph.store.gateway import Neo4jGateway
 
 __all__ = ["merged_experiences", "own_text_of", "run_problems", "shown_runs"]
@@ -60,7 +61,6 @@ def own_text_of(exclude: Iterable[str], shown: Mapping[str, frozenset[str]]) -> 
 def run_problems(files: Sequence[Path]) -> dict[str, str]:
     """The problem text ingestion's rule-based abstraction gives each run of these files (lines that
     are no valid trajectory are skipped: the baselines' loader reports them)."""
-    abstractor = RuleBasedAbstractor()
     out: dict[str, str] = {}
     for path in files:
         for record in read_jsonl(path):
@@ -70,7 +70,7 @@ def run_problems(files: Sequence[Path]) -> dict[str, str]:
                 trajectory = Trajectory.model_validate(record.value)
             except ValidationError:
                 continue
-            out[trajectory.id] = abstractor.abstract(trajectory).problem
+            out[trajectory.id] = problem_of(trajectory)
     return out
 
 

@@ -33,6 +33,7 @@ from kbgraph.core.jsonl import read_jsonl
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.settings import default_cache_dir
 from kbgraph.search.eval.baselines import (
+    Baseline,
     Document,
     HybridBaseline,
     MiniLMBaseline,
@@ -48,6 +49,7 @@ from kbgraph.search.eval.held_out import without_runs
 from kbgraph.search.eval.metrics import evaluate
 from kbgraph.search.eval.shown_text import merged_experiences, own_text_of, run_problems, shown_runs
 from kbgraph.search.eval.transient import transient_corpus
+from kbgraph.core.weights import WeightChanges
 from kbgraph.search.params import SearchWeights
 from kbgraph.search.student import StudentRetriever
 from kbgraph.store.gateway import Neo4jGateway
@@ -55,7 +57,7 @@ from kbgraph.store.gateway import Neo4jGateway
 __all__ = ["ABLATIONS", "BASELINES", "HeldOutRow", "SetRow", "SuiteReport", "SuiteSet", "corpus_files", "discover_sets", "run_suite"]
 
 #: The ablation columns: kbgraph with these weights changed (on top of any --set of the run).
-ABLATIONS: dict[str, dict[str, Any]] = {
+ABLATIONS: dict[str, WeightChanges] = {
     # Traversal (max_hops 1 by default): the column turns it off.
     "traversal_off": {"max_hops": 0},
     "workflows_off": {"workflows": False},
@@ -148,8 +150,8 @@ class SetRow(BaseModel):
 
 class SuiteReport(BaseModel):
     k: int
-    weights: dict[str, Any]
-    ablations: dict[str, dict[str, Any]]
+    weights: WeightChanges
+    ablations: dict[str, WeightChanges]
     rows: list[SetRow]
     #: The set whose margin over its best baseline is smallest, and that margin.
     worst_set: str
@@ -228,7 +230,7 @@ class _Baselines:
 
     def __init__(self, embedder: TextEmbedder):
         self.embedder = embedder
-        self._built: dict[tuple[Path, ...], dict[str, Any]] = {}
+        self._built: dict[tuple[Path, ...], dict[str, Baseline]] = {}
         self._documents: dict[tuple[Path, ...], list[Document]] = {}
 
     def documents(self, files: Sequence[Path]) -> list[Document]:
@@ -238,7 +240,7 @@ class _Baselines:
             self._documents[key] = load_documents_from(files)
         return self._documents[key]
 
-    def of(self, files: Sequence[Path]) -> dict[str, Any]:
+    def of(self, files: Sequence[Path]) -> dict[str, Baseline]:
         key = tuple(files)
         if key not in self._built:
             documents = self.documents(files)
@@ -267,7 +269,7 @@ def run_suite(
     :func:`kbgraph.search.eval.held_out.kept_in_fraction`); with ``per_query``, every figure query by
     query as well."""
     base = dict(weights or {})
-    configs: dict[str, dict[str, Any]] = {"kbgraph": base}
+    configs: dict[str, WeightChanges] = {"kbgraph": base}
     for name, change in ablations.items():
         configs[name] = {**base, **change}
     for name, config in configs.items():  # a bad --set fails before anything runs

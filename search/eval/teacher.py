@@ -43,8 +43,8 @@ from pydantic import BaseModel
 
 from kbgraph.core.errors import InvalidInputError
 
-from kbgraph.ingest.generalise import ids_in_trajectory, names_in_trajectory
-from kbgraph.ingest.recovery import error_signature, recovery_after
+from kbgraph.core.generalise import ids_in_trajectory, names_in_trajectory
+from kbgraph.core.recovery import error_signature, recovery_after
 from kbgraph.core.shapes import changes_state
 from kbgraph.core.jsonl import read_jsonl
 from kbgraph.core.models import Trajectory

@@ -12,7 +12,8 @@ Request parsing lives in :mod:`kbgraph.search.params` (re-exported here as befor
 from __future__ import annotations
 
 from kbgraph.search.params import parse_query, parse_search_options
+from kbgraph.search.student.context import QueryVectors
 from kbgraph.search.student.retriever import StudentRetriever
 from kbgraph.search.student.scores import WORKFLOW_FIRST
 
-__all__ = ["WORKFLOW_FIRST", "StudentRetriever", "parse_query", "parse_search_options"]
+__all__ = ["WORKFLOW_FIRST", "QueryVectors", "StudentRetriever", "parse_query", "parse_search_options"]

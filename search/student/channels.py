@@ -13,20 +13,20 @@ of a search's speed.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbgraph.ingest.generalise import generalise_text
+from kbgraph.core.generalise import generalise_text
 from kbgraph.search.lexical import is_verbose, lucene_query, query_terms
 from kbgraph.search.candidates import ScanPolicy, index_query, nearest
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import ConceptHit
 from kbgraph.search.scoring import neo4j_to_cosine
-from kbgraph.search.student.context import Run, SearchContext
+from kbgraph.search.student.context import FilterParams, Run, SearchContext
 from kbgraph.search.student.intent import INTENT_CHANNEL, IntentMatcher, intent_channel, uses_intent
-from kbgraph.search.student.rows import CandidateFacts
+from kbgraph.search.student.rows import CandidateFacts, ChannelHit
 
 __all__ = ["Candidate", "Gathered", "StepEvidence", "concepts", "filter_params", "gather"]
 
@@ -57,7 +57,7 @@ class StepEvidence:
     scoring above ``bound``; the fine score uses ``bound`` for it, an upper estimate that is exact
     when many experiences share the same step, the common case the cut-off falls on."""
 
-    rows: list[dict[str, Any]]
+    rows: list[ChannelHit]
     best: dict[str, float]
     bound: float
 
@@ -76,16 +76,16 @@ class Gathered:
     #: The request's asks and their match with what workflows change (a request without steps).
     intent: IntentMatcher | None = None
 
-    def add(self, rows: Iterable[dict[str, Any]], channel: str) -> None:
+    def add(self, rows: Iterable[ChannelHit], channel: str) -> None:
         for row in rows:
-            candidate = self.candidates.setdefault(row["id"], Candidate(row["id"]))
+            candidate = self.candidates.setdefault(row.id, Candidate(row.id))
             if channel not in candidate.found_by:
                 candidate.found_by.append(channel)
             if channel in _KNOWN_SCORE:
-                candidate.known[_KNOWN_SCORE[channel]] = float(row["score"])
+                candidate.known[_KNOWN_SCORE[channel]] = float(row.score)
 
 
-def filter_params(namespace: str, flt: SearchFilters, query: SearchQuery, w: SearchWeights) -> dict[str, Any]:
+def filter_params(namespace: str, flt: SearchFilters, query: SearchQuery, w: SearchWeights) -> FilterParams:
     """The parameters every channel query takes: the namespace, the filters, the calling agent and
     the query's domain."""
     return {
@@ -134,20 +134,20 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
     return gathered
 
 
-def _vector_channel(ctx: SearchContext, run: Run, index: str, vector: list[float]) -> list[dict[str, Any]]:
+def _vector_channel(ctx: SearchContext, run: Run, index: str, vector: list[float]) -> list[ChannelHit]:
     if index not in _EXPERIENCE_INDEXES:  # an allow-list, never user input
         raise ValueError(f"unknown experience index {index!r}")
     w, params = run.weights, run.params
     query = index_query(ctx.gateway, "search_experience_vectors", index)
 
-    def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
+    def fetch(n: int) -> tuple[int, list[ChannelHit]]:
         row = ctx.gateway.read(query, index=index, fetch=n, vector=vector, k=w.candidates, **params)[0]
         ctx.pass_rates.learn(_pass_rate_key(index, params), int(row["fetched"]), int(row["passed_same"]))
-        return int(row["fetched"]), list(row["rows"])
+        return int(row["fetched"]), [ChannelHit.from_record(r) for r in row["rows"]]
 
-    def scan() -> list[dict[str, Any]]:
-        return ctx.gateway.read("search_experience_scan", property=_EXPERIENCE_INDEXES[index], vector=vector,
-                                k=w.candidates, **params)
+    def scan() -> list[ChannelHit]:
+        return [ChannelHit.from_record(r) for r in ctx.gateway.read(
+            "search_experience_scan", property=_EXPERIENCE_INDEXES[index], vector=vector, k=w.candidates, **params)]
 
     result = nearest(ScanPolicy.of(w), ctx.size.get(w.exact_scan_max).experiences, w.candidates, scan=scan,
                      fetch=fetch, first=ctx.pass_rates.first(_pass_rate_key(index, params), w.candidates, w.overfetch_limit),
@@ -157,18 +157,18 @@ def _vector_channel(ctx: SearchContext, run: Run, index: str, vector: list[float
     return result.rows
 
 
-def _pass_rate_key(index: str, params: dict[str, Any]) -> tuple[Any, ...]:
+def _pass_rate_key(index: str, params: FilterParams) -> tuple[Any, ...]:
     return (index, params.get("domain"), tuple(params["statuses"]), tuple(params["domains"] or ()), tuple(params["kinds"] or ()),
             params["min_success"], params["min_quality"], params["agent"])
 
 
-def _fulltext_channel(ctx: SearchContext, run: Run, text: str, terms: list[str]) -> list[dict[str, Any]]:
+def _fulltext_channel(ctx: SearchContext, run: Run, text: str, terms: list[str]) -> list[ChannelHit]:
     w, params = run.weights, run.params
 
-    def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
+    def fetch(n: int) -> tuple[int, list[ChannelHit]]:
         row = ctx.gateway.read("search_experience_fulltext", text=text, fetch=n, k=w.candidates, **params)[0]
         ctx.pass_rates.learn(_pass_rate_key("experience_text", params), int(row["fetched"]), int(row["passed_same"]))
-        return int(row["fetched"]), list(row["rows"])
+        return int(row["fetched"]), [ChannelHit.from_record(r) for r in row["rows"]]
 
     # No fall-back scan above exact_scan_max: reading every text of a large namespace costs more
     # than the few candidates the index could not give.
@@ -181,7 +181,7 @@ def _fulltext_channel(ctx: SearchContext, run: Run, text: str, terms: list[str])
     return result.rows
 
 
-def _lexical_scan(ctx: SearchContext, run: Run, terms: list[str]) -> list[dict[str, Any]]:
+def _lexical_scan(ctx: SearchContext, run: Run, terms: list[str]) -> list[ChannelHit]:
     """The full-text channel of a namespace small enough to scan: its own texts scored by BM25 with
     its own statistics (:class:`~kbgraph.search.lexical.LexicalCorpus`), ranked as the index query
     ranks them (another domain than the query's discounted), the ``candidates`` best."""
@@ -194,7 +194,7 @@ def _lexical_scan(ctx: SearchContext, run: Run, terms: list[str]) -> list[dict[s
          for i, score in corpus.scores(terms).items() if score > 0),
         key=lambda item: (-item[0], item[1]),
     )
-    return [{"id": hit_id, "score": score} for _, hit_id, score in ranked[: run.weights.candidates]]
+    return [ChannelHit(hit_id, score) for _, hit_id, score in ranked[: run.weights.candidates]]
 
 
 def _step_channel(ctx: SearchContext, run: Run, vector: list[float]) -> StepEvidence:
@@ -202,13 +202,14 @@ def _step_channel(ctx: SearchContext, run: Run, vector: list[float]) -> StepEvid
     cutoff: list[float] = [0.0]
     query = index_query(ctx.gateway, "search_step_vectors", "step_embedding")
 
-    def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
+    def fetch(n: int) -> tuple[int, list[ChannelHit]]:
         row = ctx.gateway.read(query, vector=vector, fetch=n, k=w.candidates, **params)[0]
         cutoff[0] = float(row["cutoff"] or 0.0)
-        return int(row["fetched"]), list(row["rows"])
+        return int(row["fetched"]), [ChannelHit.from_record(r) for r in row["rows"]]
 
-    def scan() -> list[dict[str, Any]]:
-        return list(ctx.gateway.read("search_step_scan", vector=vector, k=w.candidates, **params)[0]["rows"])
+    def scan() -> list[ChannelHit]:
+        rows = ctx.gateway.read("search_step_scan", vector=vector, k=w.candidates, **params)[0]["rows"]
+        return [ChannelHit.from_record(r) for r in rows]
 
     # Above exact_scan_max steps, one request and no growth: many experiences share a step (every
     # retail task starts by finding the user), and asking for more would only confirm what the
@@ -216,7 +217,7 @@ def _step_channel(ctx: SearchContext, run: Run, vector: list[float]) -> StepEvid
     first = w.candidates * 2
     result = nearest(ScanPolicy.of(w), ctx.size.get(w.exact_scan_max).steps, w.candidates, scan=scan, fetch=fetch,
                      first=first, limit=first)
-    best = {r["id"]: max(0.0, neo4j_to_cosine(r["score"])) for r in result.rows}
+    best = {r.id: max(0.0, neo4j_to_cosine(r.score)) for r in result.rows}
     if len(result.rows) >= w.candidates:  # truncated to the k best experiences
         bound = min(best.values())
     elif result.exact or result.exhausted:  # every step there is was scored
@@ -232,20 +233,21 @@ def concepts(ctx: SearchContext, vector: list[float], w: SearchWeights) -> list[
         return []
     query = index_query(ctx.gateway, "search_meta_concepts", "meta_concept_embedding")
 
-    def fetch(n: int) -> tuple[int, list[dict[str, Any]]]:
+    def fetch(n: int) -> tuple[int, list[ConceptHit]]:
         row = ctx.gateway.read(query, kb=ctx.namespace, vector=vector, fetch=n, k=w.concepts)[0]
-        return int(row["fetched"]), list(row["rows"])
+        return int(row["fetched"]), [_concept_hit(r) for r in row["rows"]]
 
-    def scan() -> list[dict[str, Any]]:
+    def scan() -> list[ConceptHit]:
         # A namespace holds tens of documents: scoring them all is one cheap request, where the
         # shared index, crowded by other namespaces' documents, needs growing requests.
-        return list(ctx.gateway.read("search_meta_concepts_scan", kb=ctx.namespace, vector=vector,
-                                     k=w.concepts)[0]["rows"])
+        rows = ctx.gateway.read("search_meta_concepts_scan", kb=ctx.namespace, vector=vector, k=w.concepts)[0]["rows"]
+        return [_concept_hit(r) for r in rows]
 
-    rows = nearest(ScanPolicy.of(w), ctx.size.get(w.exact_scan_max).meta_concepts, w.concepts, scan=scan,
+    return nearest(ScanPolicy.of(w), ctx.size.get(w.exact_scan_max).meta_concepts, w.concepts, scan=scan,
                    fetch=fetch, first=w.concepts * 10, fall_back=True).rows
-    return [
-        ConceptHit(id=r["id"], name=r["name"], score=round(max(0.0, neo4j_to_cosine(r["score"])), 6),
-                   document=r["document"] or "", concepts=int(r["concepts"]), experiences=int(r["experiences"]))
-        for r in rows
-    ]
+
+
+def _concept_hit(r: Mapping[str, Any]) -> ConceptHit:
+    """A meta-concept document as a map of the ``rows`` of ``search_meta_concepts`` (or its scan) gives it."""
+    return ConceptHit(id=r["id"], name=r["name"], score=round(max(0.0, neo4j_to_cosine(r["score"])), 6),
+                      document=r["document"] or "", concepts=int(r["concepts"]), experiences=int(r["experiences"]))

@@ -13,14 +13,15 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from threading import Lock
-from typing import Any, TypeVar
+from typing import Any, Literal, TypedDict, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from kbgraph.embedders import Embedder
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.store.gateway import Neo4jGateway
-from kbgraph.ingest.facts import PgVectorCache
+from kbgraph.store.vector_cache import PgVectorCache
 from kbgraph.search.candidates import PassRates
 from kbgraph.search.lexical import LexicalCorpus
 from kbgraph.search.namespace_size import NamespaceSize
@@ -141,6 +142,30 @@ class SearchContext:
             ids, lambda wanted: self.gateway.read("experience_pg_vectors", kb=self.namespace, ids=wanted), uncached=abstract)
 
 
+class FilterParams(TypedDict):
+    """The parameters every channel query of a search takes (``filter_params``): the namespace, the
+    filters, the calling agent, the query's domain and the discount of another domain's hits."""
+
+    kb: str
+    statuses: list[str]
+    domains: list[str] | None
+    kinds: list[Literal["concrete", "abstract"]] | None
+    min_success: float
+    min_quality: float
+    agent: str | None
+    domain: str | None
+    other_domain: float
+
+
+class QueryVectors(TypedDict, total=False):
+    """A query's vectors (``StudentRetriever._embed_query``, or a caller's own): ``pg`` against the
+    semantic index, ``task`` against the structural one, one per executed step."""
+
+    pg: npt.ArrayLike | None
+    task: npt.ArrayLike | None
+    steps: Sequence[npt.ArrayLike]
+
+
 @dataclass
 class Run:
     """One search: the query, the weights in force (k clamped), the parameters every channel query
@@ -150,7 +175,7 @@ class Run:
     query: SearchQuery
     weights: SearchWeights
     k: int
-    params: dict[str, Any]
+    params: FilterParams
     #: The problem+goal vector (the query has task text), against the semantic index.
     pg: list[float] | None
     #: The task and the workflow executed so far, against the structural index.
@@ -162,8 +187,8 @@ class Run:
     split: bool = False
 
     @classmethod
-    def of(cls, query: SearchQuery, weights: SearchWeights, k: int, params: dict[str, Any],
-           vectors: dict[str, Any], notes: list[str]) -> Run:
+    def of(cls, query: SearchQuery, weights: SearchWeights, k: int, params: FilterParams,
+           vectors: QueryVectors, notes: list[str]) -> Run:
         pg = _as_list(vectors.get("pg"))
         task = _as_list(vectors.get("task"))
         steps = [v for v in (_as_list(x) for x in vectors.get("steps", [])) if v is not None]

@@ -12,7 +12,8 @@ from typing import Any
 from kbgraph.search.handoff import hands_off
 from kbgraph.search.lexical import bm25_with_ceiling
 from kbgraph.search.student.channels import Gathered
-from kbgraph.search.student.context import Run, SearchContext
+from kbgraph.store.gateway import Row
+from kbgraph.search.student.context import FilterParams, Run, SearchContext
 from kbgraph.search.student.rows import CandidateFacts, NodeFacts
 from kbgraph.search.task_ways import task_ways, way_share
 
@@ -52,7 +53,7 @@ def attach_facts(ctx: SearchContext, run: Run, gathered: Gathered) -> dict[str, 
 
 
 def read_facts(
-    ctx: SearchContext, ids: list[str], pg: list[float], task: list[float], excluded: set[str], params: dict[str, Any],
+    ctx: SearchContext, ids: list[str], pg: list[float], task: list[float], excluded: set[str], params: FilterParams,
     handoff_credit: float, known: Mapping[str, Mapping[str, float]] | None = None, split: bool = False,
 ) -> list[CandidateFacts]:
     """Scoring facts of experiences ``ids`` (``search_candidates_score``), each with its way's
@@ -61,7 +62,7 @@ def read_facts(
     does not compute again."""
     known = known or {}
 
-    def read(part: list[str]) -> list[dict[str, Any]]:
+    def read(part: list[str]) -> list[Row]:
         return ctx.gateway.read(
             "search_candidates_score", kb=ctx.namespace, ids=part, pg=pg, task=task, exclude=sorted(excluded),
             decay=ctx.utility_decay, statuses=params["statuses"],
@@ -75,7 +76,7 @@ def read_facts(
     ways = task_ways(_unique_ways(r["ways"] for r in results), handoff_credit)
     # A candidate deleted while the query read it has no id: it is dropped. A workflow of
     # candidates in both halves comes back from each, the same.
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, Row] = {}
     for result in results:
         for row in result["rows"]:
             if row["id"] is not None:

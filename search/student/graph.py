@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kbgraph.core.models import RelationType
-from kbgraph.ingest.abstract import effectiveness_of
-from kbgraph.ingest.recovery import error_signature
+from kbgraph.core.experience_rules import effectiveness_of
+from kbgraph.core.recovery import error_signature
 from kbgraph.search.results import PathHop, ScoreBreakdown
 from kbgraph.search.scoring import path_score
 from kbgraph.search.student.context import Run, SearchContext

@@ -8,11 +8,11 @@ when it came from traversal, its path.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from kbgraph.store.experiences import experience_from_record
+from kbgraph.store.gateway import Row
 from kbgraph.search.params import SearchWeights
 from kbgraph.search.results import FailedAttempt, ScoreBreakdown, SearchHit, WorkflowRuns
 from kbgraph.search.scoring import mmr_from_similarity, neo4j_to_cosine, support_score, utility_factor
@@ -202,7 +202,7 @@ def read_hits(
     return hits
 
 
-def _attempt(record: dict[str, Any], similarity: float) -> FailedAttempt:
+def _attempt(record: Row, similarity: float) -> FailedAttempt:
     failed = experience_from_record(record)
     failures = [f.description + (f" — then: {f.recovery}" if f.recovery else "") for f in failed.failure_modes]
     return FailedAttempt(id=failed.key, problem=failed.problem, runs=failed.runs,

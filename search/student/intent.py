@@ -28,7 +28,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
@@ -38,6 +37,7 @@ from kbgraph.search.lexical import query_terms
 from kbgraph.search.results import AskMatch
 from kbgraph.search.scoring import WordOperationCounts, history_association, intent_match
 from kbgraph.search.student.context import Run, SearchContext
+from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.text_vectors import IntentVectors, unit_rows
 
 __all__ = ["HISTORY_TERMS", "INTENT_CHANNEL", "IntentMatcher", "IntentScore", "intent_channel", "intent_history", "uses_intent"]
@@ -126,10 +126,10 @@ class IntentMatcher:
         return [None if item is None else self.score(*item) for item in operations]
 
 
-def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list[dict[str, Any]]:
+def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list[ChannelHit]:
     """The ``intent_candidates`` experiences whose workflows do best what the request asks (all the
-    experiences standing for one sequence of operations come in together), best first, each
-    ``{"id", "score"}``. Another domain than the query's is discounted as the other channels do."""
+    experiences standing for one sequence of operations come in together), best first, each a
+    :class:`ChannelHit`. Another domain than the query's is discounted as the other channels do."""
     params, w = run.params, run.weights
     rows = ctx.gateway.read("search_workflow_operations", **params)[0]["rows"]
     domain, other = params["domain"], float(params["other_domain"])
@@ -147,9 +147,9 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
          for d, ops in by_operations),
         key=lambda item: (-item[0], item[1], item[2]),
     )
-    out: list[dict[str, Any]] = []
+    out: list[ChannelHit] = []
     for score, d, ops in ranked[: w.intent_candidates]:
-        out += [{"id": exp_id, "score": score} for exp_id in by_operations[(d, ops)]]
+        out += [ChannelHit(exp_id, score) for exp_id in by_operations[(d, ops)]]
     return out
 
 

@@ -35,14 +35,15 @@ import numpy as np
 
 from kbgraph.embedders import Embedder
 from kbgraph.store.gateway import Neo4jGateway
-from kbgraph.ingest.facts import PgVectorCache
-from kbgraph.ingest.abstract import failed_for_the_moment, failed_step_text, stored_error
-from kbgraph.ingest.generalise import describe_step, generalise_text
+from kbgraph.store.vector_cache import PgVectorCache
+from kbgraph.core.experience_rules import failed_for_the_moment, failed_step_text, stored_error
+from kbgraph.core.generalise import describe_step, generalise_text
 from kbgraph.search.namespace_size import NamespaceSize
-from kbgraph.search.params import MAX_K, SearchFilters, SearchQuery, SearchWeights, parse_query, parse_search_options
+from kbgraph.core.weights import WeightChanges
+from kbgraph.search.params import MAX_K, RequestJson, SearchFilters, SearchQuery, SearchWeights, parse_query, parse_search_options
 from kbgraph.search.results import SearchResults
 from kbgraph.search.student.channels import filter_params, gather
-from kbgraph.search.student.context import Run, SearchContext
+from kbgraph.search.student.context import QueryVectors, Run, SearchContext
 from kbgraph.search.student.facts import attach_facts, never_worked
 from kbgraph.search.student.graph import traverse
 from kbgraph.search.student.hits import pool_of, read_hits, select
@@ -110,10 +111,10 @@ class StudentRetriever:
 
     def search(
         self,
-        query: SearchQuery | dict[str, Any],
-        filters: SearchFilters | dict[str, Any] | None = None,
-        weights: SearchWeights | dict[str, Any] | None = None,
-        query_vectors: dict[str, Any] | None = None,
+        query: SearchQuery | RequestJson,
+        filters: SearchFilters | RequestJson | None = None,
+        weights: SearchWeights | WeightChanges | None = None,
+        query_vectors: QueryVectors | None = None,
     ) -> SearchResults:
         """The k best experiences for ``query`` (see the module docstring for the stages).
 
@@ -130,10 +131,10 @@ class StudentRetriever:
 
     def _search(
         self,
-        query: SearchQuery | dict[str, Any],
-        filters: SearchFilters | dict[str, Any] | None,
-        weights: SearchWeights | dict[str, Any] | None,
-        query_vectors: dict[str, Any] | None,
+        query: SearchQuery | RequestJson,
+        filters: SearchFilters | RequestJson | None,
+        weights: SearchWeights | WeightChanges | None,
+        query_vectors: QueryVectors | None,
     ) -> SearchResults:
         q = parse_query(query)
         flt, w = parse_search_options(self.weights, filters, weights)
@@ -182,7 +183,7 @@ class StudentRetriever:
         described = f"{action}: {text if text is not None else describe_step(action, arguments)}"
         return described if error is None else failed_step_text(described, stored_error(error))
 
-    def _embed_query(self, q: SearchQuery, w: SearchWeights) -> dict[str, Any]:
+    def _embed_query(self, q: SearchQuery, w: SearchWeights) -> QueryVectors:
         """The query's vectors: ``pg`` (problem+goal, against the semantic index), ``task`` (the
         task and the workflow executed so far, against the structural index), one per step.
 

@@ -17,10 +17,29 @@ from typing import Any, ClassVar, Final
 
 from kbgraph.core.models import RelationType
 
-__all__ = ["DERIVED", "CandidateFacts", "Neighbour", "NodeFacts", "PastFailure", "WorkflowEdge"]
+__all__ = ["DERIVED", "CandidateFacts", "ChannelHit", "Neighbour", "NodeFacts", "PastFailure", "WorkflowEdge"]
 
 #: Field metadata of a value the search adds to a row (not one of the query's keys).
 DERIVED: Final = {"derived": True}
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelHit:
+    """One experience a channel found, with the score its query gave it: a map ``{id, score}`` of
+    the ``rows`` of each query of :data:`QUERIES` (``search_experience_scan`` returns them as rows).
+    The lexical scan and the intent channel make theirs in the search."""
+
+    QUERIES: ClassVar[tuple[str, ...]] = (
+        "search_experience_vectors", "search_experience_scan", "search_experience_fulltext",
+        "search_step_vectors", "search_step_scan",
+    )
+
+    id: str
+    score: float
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> ChannelHit:
+        return cls(record["id"], record["score"])
 
 
 @dataclass(frozen=True, slots=True)

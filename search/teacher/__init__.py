@@ -15,7 +15,7 @@ where, in kbgraph (every constant is a field of :class:`RefineWeights`):
 
 - ``sim_func`` — what the steps do: the cosine of the two step embeddings, both embedded from
   ``"{action}: {description}"`` exactly as ingestion embeds steps (the description is the given
-  ``text`` or :func:`~kbgraph.ingest.generalise.describe_step`, plus ``" — failed: <generalised
+  ``text`` or :func:`~kbgraph.core.generalise.describe_step`, plus ``" — failed: <generalised
   error>"`` when the step errored). Negative cosines count as 0.
 - ``sim_exec`` — how they were executed: ``0.5·[same action] + 0.5·Jaccard(argument names)``; the
   action comparison ignores case and surrounding spaces, the argument names are the query's
@@ -24,7 +24,7 @@ where, in kbgraph (every constant is a field of :class:`RefineWeights`):
 - ``sim(issue types)`` — :func:`issue_similarity`: ``same_issue`` (1.0) for the same type,
   ``different_issue`` (0.3) for two different known types, ``unknown_issue`` (0.5) when either side
   has none (a stored step that did not fail has none) or only the catch-all ``"error"`` of
-  :func:`~kbgraph.ingest.abstract.classify_issue`.
+  :func:`~kbgraph.core.experience_rules.classify_issue`.
 - ``resolution_effectiveness`` — the stored step's; ``missing_resolution`` (0.5) when absent.
 - ``Precision(E_i)`` — ``precision_floor + (1 − precision_floor) · success_rate`` (the fraction of
   its runs that succeeded; ``missing_precision`` when absent). The floor (0.5) matters on real

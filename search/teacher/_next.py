@@ -36,7 +36,7 @@ _HANDOVER_WORDS = re.compile(r"\b(?:transfer|hand(?:ed)? ?over|escalat)\w*", re.
 
 def next_action(kind: str | None, recovery: str) -> str:
     """The form of what a run did after a failure, from its recovery's ``kind`` and the ``recovery``
-    line ingestion wrote (:attr:`~kbgraph.ingest.recovery.Recovery.text`): a retry with changed
+    line ingestion wrote (:attr:`~kbgraph.core.recovery.Recovery.text`): a retry with changed
     arguments, the same call unchanged, a handover to a person, another tool (named), a look-up
     with no further call, or no further call at all. The arguments are detail, not form: every
     retry of a failure class is one form."""

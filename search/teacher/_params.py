@@ -14,9 +14,9 @@ from pydantic import (
 )
 
 from kbgraph.core.errors import InvalidInputError
-from kbgraph.ingest.abstract import classify_issue
-from kbgraph.ingest.generalise import describe_step, generalise_text, humanise_action
-from kbgraph.ingest.recovery import error_signature
+from kbgraph.core.experience_rules import classify_issue
+from kbgraph.core.generalise import describe_step, generalise_text, humanise_action
+from kbgraph.core.recovery import error_signature
 
 #: At most this many problematic steps per call.
 MAX_PROBLEMATIC_STEPS = 50
@@ -38,9 +38,9 @@ class ProblematicStep(BaseModel):
     """A step the agent is stuck on: what it called, with which arguments, and what went wrong.
 
     ``text`` is the step's generalised description; when absent it is built from ``action`` and
-    ``arguments`` with :func:`~kbgraph.ingest.generalise.describe_step` (concrete values become
+    ``arguments`` with :func:`~kbgraph.core.generalise.describe_step` (concrete values become
     placeholders). When ``error`` is given without ``issue_type``, the issue type is classified
-    from the error with :func:`~kbgraph.ingest.abstract.classify_issue`, as ingestion does.
+    from the error with :func:`~kbgraph.core.experience_rules.classify_issue`, as ingestion does.
     """
 
     model_config = ConfigDict(strict=True, extra="forbid")
@@ -93,7 +93,7 @@ class ProblematicStep(BaseModel):
 
     @property
     def signature(self) -> str | None:
-        """The error with its values masked (:func:`~kbgraph.ingest.recovery.error_signature`)."""
+        """The error with its values masked (:func:`~kbgraph.core.recovery.error_signature`)."""
         return error_signature(self.action, self.error, self.arguments) if self.error is not None else None
 
     @property

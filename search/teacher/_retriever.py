@@ -9,7 +9,7 @@ import json
 import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from kbgraph.embedders import Embedder
 from kbgraph.core.weights import SearchWeights
@@ -68,6 +68,16 @@ def _cosine(neo4j_score: Any) -> float:
 
 
 # --------------------------------------------------------------------------- retrieval
+
+
+class FailureFilters(TypedDict):
+    """The filters the failure-mode queries take (``FAILURE_QUERY``, ``SIGNATURE_QUERY``,
+    ``GROUP_QUERY``): the namespace, the request's domains and agent, the runs it leaves out."""
+
+    kb: str
+    domains: list[str] | None
+    agent: str | None
+    exclude_runs: list[str]
 
 
 class TeacherRetriever:
@@ -212,7 +222,7 @@ class TeacherRetriever:
         matches.sort(key=lambda m: (-m.score, m.experience_id))
         return matches[: request.k]
 
-    def _failure_filters(self, request: RefineRequest) -> dict[str, Any]:
+    def _failure_filters(self, request: RefineRequest) -> FailureFilters:
         return {"kb": self.namespace, "domains": request.domains, "agent": request.agent,
                 "exclude_runs": request.exclude_runs}
 

@@ -1,6 +1,7 @@
 """The rule-based abstractor: deterministic, offline, generalised."""
 
-from kbgraph.ingest.abstract import RuleBasedAbstractor, classify_issue, failed_for_the_moment, problem_from_task
+from kbgraph.core.experience_rules import classify_issue, failed_for_the_moment, problem_from_task
+from kbgraph.ingest.abstract import RuleBasedAbstractor
 from kbgraph.ingest.reflect import RuleBasedReflector
 from kbgraph.core.models import Trajectory
 

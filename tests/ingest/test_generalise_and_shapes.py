@@ -2,7 +2,7 @@
 
 import pytest
 
-from kbgraph.ingest.generalise import (
+from kbgraph.core.generalise import (
     describe_step,
     generalise_task,
     generalise_text,

@@ -15,7 +15,8 @@ import pytest
 
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.ingest.abstract import RuleBasedAbstractor
-from kbgraph.ingest.facts import ExperienceFacts, unit_vector
+from kbgraph.ingest.facts import ExperienceFacts
+from kbgraph.store.vector_cache import unit_vector
 from kbgraph.ingest.link_state import LinkDelta, LinkState, plan_links
 from kbgraph.ingest.merge import MergeGroup, plan_merges
 from kbgraph.ingest.read import read_records

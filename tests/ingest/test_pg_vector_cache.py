@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from kbgraph.ingest.facts import PgVectorCache
+from kbgraph.store.vector_cache import PgVectorCache
 
 STORED = {"a": [3.0, 4.0], "b": [1.0, 0.0], "w": [0.0, 2.0], "no-vector": None}
 

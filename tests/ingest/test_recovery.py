@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from kbgraph.ingest.generalise import ids_in_trajectory, names_in_trajectory
-from kbgraph.ingest.recovery import THOUGHT_CHARS, argument_changes, error_signature, recovery_after
+from kbgraph.core.generalise import ids_in_trajectory, names_in_trajectory
+from kbgraph.core.recovery import THOUGHT_CHARS, argument_changes, error_signature, recovery_after
 from kbgraph.core.models import Trajectory
 from tests.conftest import SHARED_DATA
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from kbgraph.core.models import RelationType
-from kbgraph.search.student.rows import CandidateFacts, Neighbour, PastFailure, WorkflowEdge
+from kbgraph.search.steps import StoredStepRow
+from kbgraph.search.student.rows import CandidateFacts, ChannelHit, Neighbour, PastFailure, WorkflowEdge
 from kbgraph.search.teacher._rows import FailureGroupRow, FailureRow, GroupBest, StepRow
 from kbgraph.store.queries import query
 
@@ -94,6 +95,23 @@ def returned_columns(name: str) -> dict[str, str]:
     return columns
 
 
+def projected_map(name: str) -> dict[str, str]:
+    """The keys of the map projection a query collects last (``collect(p {.id, .score}) AS rows``)."""
+    text = _code(query(name))
+    start = text.rindex("collect(p {") + len("collect(p {")
+    return {key.strip().lstrip("."): "" for key in text[start : text.index("}", start)].split(",")}
+
+
+def _channel_keys(name: str) -> dict[str, str]:
+    text = _code(query(name))
+    if "collect(p {" in text:
+        return projected_map(name)
+    if "collect({" in text:
+        return collected_map(name)
+    line = text[text.rindex("RETURN ") + len("RETURN ") :].split("\n")[0]  # RETURN id, score\nORDER BY …
+    return {column.strip(): column.strip() for column in line.split(",")}
+
+
 def _workflow_edge() -> dict[str, str]:
     workflow = collected_map("search_candidates_score")["workflow"]
     return map_literal(workflow, workflow.index("RETURN {") + len("RETURN "))
@@ -114,6 +132,8 @@ RECORDS: list[tuple[type[Any], str, Callable[[], dict[str, str]]]] = [
     *((FailureRow, name, lambda name=name: collected_map(name)) for name in FailureRow.QUERIES),
     (FailureGroupRow, "refine_failure_groups", lambda: returned_columns("refine_failure_groups")),
     (GroupBest, "refine_failure_groups", _group_best),
+    *((ChannelHit, name, lambda name=name: _channel_keys(name)) for name in ChannelHit.QUERIES),
+    *((StoredStepRow, name, lambda name=name: collected_map(name)) for name in StoredStepRow.QUERIES),
 ]
 
 

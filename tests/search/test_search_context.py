@@ -10,7 +10,7 @@ import pytest
 
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.embedders import CachedEmbedder
-from kbgraph.ingest.facts import PgVectorCache
+from kbgraph.store.vector_cache import PgVectorCache
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import SearchWeights, parse_query
 from kbgraph.search.scoring import domain_distance, transferability

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from kbgraph.core.models import Experience, FailureMode, Step
-from kbgraph.ingest.recovery import error_signature
+from kbgraph.core.recovery import error_signature
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.teacher import ProblematicStep, TeacherRetriever, error_class
 

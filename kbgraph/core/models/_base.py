@@ -57,7 +57,7 @@ Kind = Literal["concrete", "abstract"]
 Status = Literal["active", "archived", "rejected"]
 Scope = Literal["shared", "private"]
 Difficulty = Literal["easy", "medium", "hard"]
-#: What an agent did after an error (kbgraph.ingest.recovery): the same action with changed arguments
+#: What an agent did after an error (kbgraph.core.recovery): the same action with changed arguments
 #: (retry), the same call again (repeat), another action (switch), or nothing (none).
 RecoveryKind = Literal["retry", "repeat", "switch", "none"]
 

@@ -89,7 +89,7 @@ class FailureMode(_Strict):
     """What went wrong at a step and how it was recovered (the F of the tuple).
 
     From a trajectory, each errored step gives one, with its recovery read from what the agent
-    did next (:mod:`kbgraph.ingest.recovery`): ``recovery`` says it in one line, the other fields
+    did next (:mod:`kbgraph.core.recovery`): ``recovery`` says it in one line, the other fields
     say it for machines — which run, which action, the error's ``signature`` (the same error on
     the same action, values masked: identical failure modes of many runs share it), the kind of
     fix, whether the fix call went through (``recovered``) and the run then succeeded, and

@@ -18,8 +18,8 @@ its own recovery when it is read.
 removed keys too), lists by index, strings holding JSON decoded first — as
 ``payment_methods[1].amount: 5 → 55``. What teaches is shown: amounts, counts, dates, times,
 cabin classes, words. What identifies is not (argument names matched by
-:data:`~kbgraph.ingest.generalise.IDENTIFYING`, dates of birth, and values that
-:func:`~kbgraph.ingest.generalise.generalise_text` turns into a placeholder: codes, ids, e-mails,
+:data:`~kbgraph.core.generalise.IDENTIFYING`, dates of birth, and values that
+:func:`~kbgraph.core.generalise.generalise_text` turns into a placeholder: codes, ids, e-mails,
 the run's person names): a changed one reads "another payment_id", or shows its **type prefix**
 when the type changed (``certificate_… → credit_card_…``). A prefix — the lower-case words
 before an id's final digits — is shown only when it names a type, not a person:
@@ -50,10 +50,10 @@ together.
 
 from __future__ import annotations
 
-from kbgraph.ingest.recovery._changes import MAX_CHANGES_SHOWN, MAX_DEPTH, ArgumentChange, argument_changes
-from kbgraph.ingest.recovery._recovery import Recovery, error_signature, recovery_after
-from kbgraph.ingest.recovery._thoughts import MAX_PREPARATION, THOUGHT_CHARS, trim_thought
-from kbgraph.ingest.recovery._values import VALUE_CHARS, type_prefixes
+from kbgraph.core.recovery._changes import MAX_CHANGES_SHOWN, MAX_DEPTH, ArgumentChange, argument_changes
+from kbgraph.core.recovery._recovery import Recovery, error_signature, recovery_after
+from kbgraph.core.recovery._thoughts import MAX_PREPARATION, THOUGHT_CHARS, trim_thought
+from kbgraph.core.recovery._values import VALUE_CHARS, type_prefixes
 from kbgraph.core.models import RecoveryKind
 
 __all__ = [

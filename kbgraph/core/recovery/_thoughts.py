@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterator
 
-from kbgraph.ingest.generalise import generalise_text, humanise_action
-from kbgraph.ingest.recovery._values import SENTENCE_END, Run, scalar, short
+from kbgraph.core.generalise import generalise_text, humanise_action
+from kbgraph.core.recovery._values import SENTENCE_END, Run, scalar, short
 from kbgraph.core.shapes import changes_state
 from kbgraph.core.models import TrajectoryStep
 

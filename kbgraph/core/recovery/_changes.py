@@ -7,8 +7,8 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kbgraph.ingest.generalise import humanise_action
-from kbgraph.ingest.recovery._values import Run, decoded, field, identifying, key_of, shown, type_of
+from kbgraph.core.generalise import humanise_action
+from kbgraph.core.recovery._values import Run, decoded, field, identifying, key_of, shown, type_of
 
 #: Changes (and a switch's arguments) listed in a recovery's text; the rest are counted.
 MAX_CHANGES_SHOWN = 5

@@ -1,6 +1,6 @@
 """How a recovery shows one argument value: what teaches as it is, what identifies masked.
 
-The rules are in :mod:`kbgraph.ingest.recovery`'s docstring; the diff (:mod:`._changes`) and the
+The rules are in :mod:`kbgraph.core.recovery`'s docstring; the diff (:mod:`._changes`) and the
 preparation (:mod:`._thoughts`) both show values through :func:`shown` and :func:`field`.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kbgraph.ingest.generalise import IDENTIFYING, generalise_text
+from kbgraph.core.generalise import IDENTIFYING, generalise_text
 from kbgraph.core.models import Trajectory
 
 #: Longest free-text argument value shown (a transfer's summary), cut at a word.
