@@ -61,7 +61,7 @@ from kbgraph.search.scoring._direct import direct_scores, fit_score, support_sco
 from kbgraph.search.scoring._diversity import mmr_from_similarity
 from kbgraph.search.scoring._graph import carried_over, domain_distance, path_score, transferability
 from kbgraph.search.scoring._intent import intent_match
-from kbgraph.search.scoring._intent_history import NO_CHANGE, WordOperationCounts, history_association
+from kbgraph.search.scoring._intent_history import NO_CHANGE, WordOperationCounts, ask_history_association, history_association
 from kbgraph.search.scoring._learnt import context_factor, outcome_evidence, step_score, utility_factor
 from kbgraph.search.scoring._stages import fine_score, lambda_schedule
 from kbgraph.search.scoring._teacher import (
@@ -82,6 +82,7 @@ __all__ = [
     "failure_score",
     "fine_score",
     "fit_score",
+    "ask_history_association",
     "history_association",
     "intent_match",
     "issue_match",

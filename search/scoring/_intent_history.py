@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["NO_CHANGE", "WordOperationCounts", "history_association"]
+__all__ = ["NO_CHANGE", "WordOperationCounts", "ask_history_association", "history_association"]
 
 #: The operation a run that changed nothing is counted under.
 NO_CHANGE = "<no change>"
@@ -90,3 +90,24 @@ def history_association(words: Iterable[str], operations: Sequence[str], counts:
             total += w_idf * math.log(given / prior)
         lifts.append(max(0.0, total / weight))
     return sum(lifts) / len(lifts)
+
+
+def ask_history_association(asks_words: Sequence[Iterable[str]], operations: Sequence[str],
+                            counts: WordOperationCounts, smoothing: float = SMOOTHING) -> float | None:
+    """A request of several asks, ask by ask: the mean over its asks of the best
+    :func:`history_association` of the ask's own words with one of ``operations`` (an ask nothing
+    can be said of counts 0). A workflow is credited for each ask some operation of it answers in
+    the history, not for the whole request's words spread over all its operations. None when
+    nothing can be said of any ask."""
+    per_ask: list[float] = []
+    said = False
+    for words in asks_words:
+        ask_words = list(words)
+        best: float | None = None
+        for operation in dict.fromkeys(operations or (NO_CHANGE,)):
+            value = history_association(ask_words, [operation], counts, smoothing)
+            if value is not None:
+                best = value if best is None else max(best, value)
+        said = said or best is not None
+        per_ask.append(best or 0.0)
+    return sum(per_ask) / len(per_ask) if said and per_ask else None

@@ -35,7 +35,7 @@ from kbgraph.core.shapes import intent_text, operation_words
 from kbgraph.search.asks import split_asks
 from kbgraph.search.lexical import query_terms
 from kbgraph.search.results import AskMatch
-from kbgraph.search.scoring import WordOperationCounts, history_association, intent_match
+from kbgraph.search.scoring import WordOperationCounts, ask_history_association, history_association, intent_match
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.text_vectors import IntentVectors, unit_rows
@@ -82,6 +82,7 @@ class IntentMatcher:
         self._best_by_ask = np.zeros(len(self._ask_vectors))
         #: The request's words, and what the namespace's history says of them (:meth:`learn`).
         self._words = query_terms(run.query.full_text(), HISTORY_TERMS)
+        self._ask_words = [query_terms(ask, HISTORY_TERMS) for ask in asks] if len(asks) > 1 else []
         self._history: WordOperationCounts | None = None
         self._history_weight = run.weights.intent_history_weight
 
@@ -116,8 +117,12 @@ class IntentMatcher:
             matrix = np.zeros((len(self._ask_vectors), 0))
         score = intent_match(min(1.0, max(-1.0, whole)), np.clip(matrix, -1.0, 1.0),
                              np.clip(self._best_by_ask, -1.0, 1.0), self._penalty)
-        association = (history_association(self._words, distinct, self._history)
-                       if self._history is not None and self._history_weight > 0 else None)
+        association = None
+        if self._history is not None and self._history_weight > 0:
+            # Several asks: each ask's own words for the operation that answers it best (a workflow
+            # is credited ask by ask); one ask: the request's words for every operation.
+            association = (ask_history_association(self._ask_words, distinct, self._history) if self._ask_words
+                           else history_association(self._words, distinct, self._history))
         learnt = self._history_weight * association if association is not None else 0.0
         self._known[(domain, key)] = IntentScore(score + learnt, _ask_matches(self.asks, distinct, matrix, whole), learnt)
         return self._known[(domain, key)]

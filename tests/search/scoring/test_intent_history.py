@@ -6,7 +6,7 @@ import math
 
 from pytest import approx
 
-from kbgraph.search.scoring import NO_CHANGE, WordOperationCounts, history_association
+from kbgraph.search.scoring import NO_CHANGE, WordOperationCounts, ask_history_association, history_association
 
 #: A small airline history: the words of each stored request and what its run changed.
 HISTORY = WordOperationCounts.of([
@@ -63,3 +63,20 @@ def test_nothing_is_said_without_history_or_without_a_known_word() -> None:
     assert history_association(["teleport"], ["update_reservation_flights"], HISTORY) is None
     # An operation no stored run made: nothing learnt about it either way.
     assert history_association(["move"], ["upgrade_membership"], HISTORY) == 0.0
+
+
+def test_a_request_of_several_asks_credits_a_workflow_ask_by_ask() -> None:
+    asks = [["move", "flight"], ["cancel", "refund"]]
+    both = ask_history_association(asks, ["update_reservation_flights", "cancel_reservation"], HISTORY)
+    one = ask_history_association(asks, ["cancel_reservation"], HISTORY)
+    assert both is not None and one is not None
+    # Each ask takes the operation its own words went with: a workflow doing both asks gets both.
+    assert both == approx((history_association(asks[0], ["update_reservation_flights"], HISTORY)
+                           + history_association(asks[1], ["cancel_reservation"], HISTORY)) / 2)
+    assert both > one > 0
+
+
+def test_an_ask_the_history_says_nothing_of_counts_zero_and_none_when_no_ask_is_known() -> None:
+    assert ask_history_association([["friday"], ["zebra"]], ["book_reservation"], HISTORY) is None
+    known = ask_history_association([["friday"], ["cancel"]], ["cancel_reservation"], HISTORY)
+    assert known == approx(history_association(["cancel"], ["cancel_reservation"], HISTORY) / 2)
