@@ -35,6 +35,8 @@ file find fix freeze get give help keep let lock make modify move need open orde
 refund remove reopen replace report request reserve reset return reverse schedule see send set ship sign
 split stop submit swap switch take tell trade transfer unfreeze unlock update upgrade use verify want wish would
 like prefer dispute claim know look raise lower increase decrease report block unblock
+shut kill terminate redirect reroute become enroll register activate deactivate waive pause resume renew extend
+withdraw deposit refer sell
 """.split())
 
 _SENTENCE = re.compile(r"(?<=[.?!;])\s+|\n+")

@@ -42,3 +42,11 @@ def test_a_blank_request_has_no_asks_and_a_long_one_at_most_max_asks() -> None:
     asks = split_asks(many)
     assert len(asks) == MAX_ASKS
     assert asks[-1].endswith("cancel order 19")
+
+
+def test_closing_and_ending_verbs_start_an_ask_of_their_own() -> None:
+    # "shut", "kill", "redirect": plain verbs of a change; without them the ask joined the one before.
+    assert split_asks("Open a savings account for my $6,000, and shut my empty Light Blue one.") == [
+        "Open a savings account for my $6,000", "shut my empty Light Blue one"]
+    assert split_asks("I don't need order #W1 anymore, please kill it. And on #W2, could the hose become the blue one?") == [
+        "I don't need order #W1 anymore, please kill it", "And on #W2, could the hose become the blue one"]
