@@ -6,6 +6,11 @@ writing steps to. So an ingest holds the namespace's lease (properties of its Kb
 in Neo4j so it holds across processes and machines) and a second ingest waits for it, then finds
 the records already ingested. The lease has a time-to-live renewed by a heartbeat: an ingest
 killed with -9 blocks the next one for at most ``ttl_s``.
+
+An ingest of one write batch (adding a run) takes no lease: it is one write transaction
+(ingest/one_transaction.py) whose first statement locks the state node until its commit
+(:func:`check_lease_free`), so it takes turns with the others on that lock, and waits while an
+ingest of many transactions holds the lease.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from __future__ import annotations
 import random
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 
@@ -35,6 +41,42 @@ def _local_lock(gateway: Neo4jGateway, namespace: str) -> threading.Lock:
     key = (id(gateway.driver), gateway.database, namespace)
     with _LOCAL_GUARD:
         return _LOCAL.setdefault(key, threading.Lock())
+
+
+@contextmanager
+def process_turn(gateway: Neo4jGateway, namespace: str, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """This process's turn at writing ``namespace``: its ingests and adds take it one at a time
+    (a local lock, woken at once), before asking Neo4j for anything."""
+    local = _local_lock(gateway, namespace)
+    if not local.acquire(blocking=False):
+        if on_wait is not None:
+            on_wait(f"another ingest of this process is writing namespace {namespace!r}; waiting for it")
+        local.acquire()
+    try:
+        yield
+    finally:
+        local.release()
+
+
+class LeaseHeld(Exception):
+    """Another ingest holds the namespace's lease: an add's one transaction rolls back and waits."""
+
+
+def check_lease_free(gateway: Neo4jGateway, namespace: str) -> None:
+    """In an add's one write transaction (``gateway`` runs in it), its first statement: locks the
+    namespace's state node until the commit, so adds and ingests of any process take turns, and
+    raises LeaseHeld when an ingest of many transactions holds the lease. The lease itself is not
+    written: the lock held to the commit is the add's lease, and nobody sees it taken or given
+    back (see docs/architecture.md)."""
+    row = gateway.write("ingest_lease_check", kb=namespace, now=datetime.now(UTC))[0]
+    if not row["free"]:
+        raise LeaseHeld(f"another ingest ({row['holder']}) is writing namespace {namespace!r}; waiting for it "
+                        f"(its lease runs until {row['until']} unless renewed)")
+
+
+def wait_for_lease(gateway: Neo4jGateway) -> None:
+    """The pause between two asks for a lease another process holds (see POLL_S)."""
+    gateway.pause(POLL_S * (1.0 + random.random()))
 
 
 class IngestLease:

@@ -34,6 +34,7 @@ from kbgraph.ingest.integrate_evidence import DocumentRewriter
 from kbgraph.ingest.read import Record, read_records
 from kbgraph.ingest.reflect import Reflector, RuleBasedReflector
 from kbgraph.ingest.lease import IngestLease
+from kbgraph.ingest.one_transaction import OneTransaction, add_in_one_transaction
 from kbgraph.ingest.report import IngestReport
 from kbgraph.core.models import ConceptInsight, Experience, Insight, Trajectory
 from kbgraph.core.votes import apply_votes, check_votes
@@ -92,8 +93,10 @@ class IngestPipeline:
     def ingest_records(self, records: RecordSource, skip_invalid: bool = False) -> IngestReport:
         """Validates every record (nothing is written if one is bad, unless ``skip_invalid``),
         then writes holding the namespace's ingest lease (kbgraph.ingest.lease): a second ingest
-        of the same namespace waits, then finds the records already ingested. ``records`` is
-        called once per pass (validation, writing), so files are streamed, never held."""
+        of the same namespace waits, then finds the records already ingested. An input of one
+        write batch (a run an agent adds) is written in ONE transaction instead, which takes its
+        turn on the namespace's state node (ingest/one_transaction.py). ``records`` is called
+        once per pass (validation, writing), so files are streamed, never held."""
         started = time.perf_counter()
         self.report = IngestReport()
         if self.llm is not None:
@@ -102,6 +105,15 @@ class IngestPipeline:
             total, problems = self._validate(records)
         self.report.records_read = total
         self._refuse_or_list(problems, skip_invalid)
+        if total - len(problems) <= self.batch_size:
+            # One batch (a run, as an agent adds it): one write transaction (ingest/one_transaction.py).
+            validated = self.report.model_copy(deep=True)
+
+            def work(context: OneTransaction) -> IngestReport:
+                self.report = validated.model_copy(deep=True)  # an attempt run again starts afresh
+                return self._write_in(context, records, total, problems, skip_invalid, started)
+
+            return add_in_one_transaction(self.kb, work, self._waiting)
         with IngestLease(self.kb.gateway, self.kb.namespace, self.kb.settings.ingest_lease_s, on_wait=self._waiting):
             # Validation ran before the lease (a refused file writes nothing, not even the lease's
             # state node), so what another ingest marked meanwhile is checked again under it: an
@@ -110,6 +122,22 @@ class IngestPipeline:
                 problems |= self._earlier_run_problems()
             self._refuse_or_list(problems, skip_invalid)
             return self._write(records, total, set(problems), started)
+
+    def _write_in(self, context: OneTransaction, records: RecordSource, total: int,
+                  problems: dict[str, tuple[str, ...]], skip_invalid: bool, started: float) -> IngestReport:
+        """What the lease path does under the lease, in ``context``'s one transaction, ending with
+        the growth check (kb_state_growth) the façade would otherwise commit on its own."""
+        outer, self.kb = self.kb, context
+        try:
+            with self._stage("validate"):  # read again under the namespace's lock, as under the lease
+                problems = problems | self._earlier_run_problems()
+            self._refuse_or_list(problems, skip_invalid)
+            report = self._write(records, total, set(problems), started)
+            row = context.gateway.write("kb_state_growth", kb=context.namespace, added=0)[0]
+            report.growth_checked = (int(row["before"]), int(row["after"]))
+            return report
+        finally:
+            self.kb = outer
 
     def _refuse_or_list(self, problems: dict[str, tuple[str, ...]], skip_invalid: bool) -> None:
         listed = [p for record_problems in problems.values() for p in record_problems]

@@ -51,3 +51,6 @@ class IngestReport(BaseModel):
                                           "on the rule-based path (ingest/llm_fallback.py).")
     maintenance_run: str | None = Field(
         default=None, description="The maintenance run this ingest triggered by crossing a growth checkpoint.")
+    growth_checked: tuple[int, int] | None = Field(
+        default=None, exclude=True, description="The growth total (before, after) an add checked in its one write "
+                                                "transaction (ingest/one_transaction.py), for the façade's maintenance.")

@@ -161,7 +161,7 @@ class KnowledgeBase:
 
     def _grown(self, report: IngestReport) -> IngestReport:
         """Runs maintenance when an ingest grew the namespace past a checkpoint (AutoRefine)."""
-        maintenance = self.maintainer.after_growth()  # the pipeline counted its experiences as it wrote them
+        maintenance = self.maintainer.after_growth(report.growth_checked)  # an add checked in its transaction
         if maintenance is not None:
             report.maintenance_run = maintenance.run_id
         return report

@@ -264,15 +264,19 @@ class Maintainer:
         ])[0]
         return [row["id"] for row in rows]
 
-    def after_growth(self) -> MaintenanceReport | None:
+    def after_growth(self, checked: tuple[int, int] | None = None) -> MaintenanceReport | None:
         """Runs maintenance when the experiences counted since the last check (written with
         ``count_growth``, kbgraph.store.writer) took the total across 10, 20, 40, …
         (``maintenance_first_checkpoint``; 0 turns automatic runs off). What an ingest that
-        crashed counted is checked by the next one, so a resumed ingest runs what a clean one would."""
+        crashed counted is checked by the next one, so a resumed ingest runs what a clean one would.
+        ``checked``: the totals (before, after) an add's own transaction already checked
+        (kb_state_growth, ingest/one_transaction.py)."""
         first = self.settings.maintenance_first_checkpoint
-        # Written even when nothing was added, so every ingested namespace has its state node.
-        row = self.gateway.write("kb_state_growth", kb=self.namespace, added=0)[0]
-        if first <= 0 or not growth_checkpoint_reached(int(row["before"]), int(row["after"]), first):
+        if checked is None:
+            # Written even when nothing was added, so every ingested namespace has its state node.
+            row = self.gateway.write("kb_state_growth", kb=self.namespace, added=0)[0]
+            checked = (int(row["before"]), int(row["after"]))
+        if first <= 0 or not growth_checkpoint_reached(checked[0], checked[1], first):
             return None
-        reached = next_growth_checkpoint(int(row["after"]), first) // 2
+        reached = next_growth_checkpoint(checked[1], first) // 2
         return self.run(trigger=f"growth checkpoint: {reached} experiences added")

@@ -183,6 +183,9 @@ class AsyncGateway(Neo4jGateway):
         return guarded(what, lambda: self._await(self._bounded(self.timeout_s, what,
                                                                 retried_async(transaction, retry_time_s))))
 
+    def open_transaction(self) -> AsyncOpenTransaction:
+        return AsyncOpenTransaction(self)
+
     def auto_commit(self, name: str, **params: Any) -> list[Row]:
         async def statement() -> list[Row]:
             async with self._session() as session:
@@ -225,6 +228,34 @@ class AsyncGateway(Neo4jGateway):
 
     def bounded(self, what: str, call: Callable[[], T]) -> T:
         raise NotImplementedError(f"{what} needs the synchronous driver; use KnowledgeBase for it")
+
+
+class AsyncOpenTransaction:
+    """kbgraph.store.transaction's OpenTransaction on the AsyncDriver: each statement awaited
+    through the loop and bounded as the gateway's calls are."""
+
+    def __init__(self, gateway: AsyncGateway):
+        self.gateway = gateway
+        self.session = gateway._session()
+        try:
+            self.tx = gateway._await(gateway._bounded(gateway.timeout_s, "begin", self.session.begin_transaction()))
+        except BaseException:
+            gateway._await(self.session.close())
+            raise
+
+    def run(self, name: str, params: dict[str, Any]) -> list[Row]:
+        return self.gateway._await(self.gateway._bounded(self.gateway.timeout_s, name,
+                                                         run_named_async(self.tx, name, params)))
+
+    def commit(self) -> None:
+        self.gateway._await(self.gateway._bounded(self.gateway.timeout_s, "commit", self.tx.commit()))
+
+    def close(self) -> None:
+        try:  # quiet: see kbgraph.store.transaction.OpenTransaction.close
+            self.gateway._await(self.gateway._bounded(self.gateway.timeout_s, "rollback", self.tx.close()))
+            self.gateway._await(self.gateway._bounded(self.gateway.timeout_s, "closing a session", self.session.close()))
+        except Exception:
+            pass
 
 
 class OffloadedEmbedder(WrappingEmbedder):

@@ -10,13 +10,16 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import neo4j
 
 from kbgraph.core.errors import Neo4jUnavailableError
 from kbgraph.store.queries import query
 from kbgraph.store.deadline import within
+
+if TYPE_CHECKING:
+    from kbgraph.store.transaction import OpenTransaction
 
 T = TypeVar("T")
 # A live server answers a ping at once, even while busy with a long transaction.
@@ -340,6 +343,12 @@ class Neo4jGateway:
         what = calls[0][0] if calls else "write"
         return guarded(what, lambda: within(self.timeout_s, what, lambda: self._retried(transaction, retry_time_s),
                                             self.still_there))
+
+    def open_transaction(self) -> OpenTransaction:
+        """One explicit write transaction, for work that commits once (kbgraph.store.transaction)."""
+        from kbgraph.store.transaction import SyncTransaction  # it builds on this module
+
+        return SyncTransaction(self)
 
     def auto_commit(self, name: str, **params: Any) -> list[Row]:
         """For queries that manage their own transactions (``CALL … IN TRANSACTIONS``)."""

@@ -7,7 +7,7 @@ keeps one :class:`PgVectorCache` for its pipelines.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -50,12 +50,20 @@ class PgVectorCache:
         loaded = {row["id"]: unit_vector(row["pg_embedding"])
                   for start in range(0, len(to_load), 5000) for row in load(to_load[start : start + 5000])
                   if row["pg_embedding"] is not None}
-        kept = {i: v for i, v in loaded.items() if i not in changing}
-        with self._lock:
-            if len(self._vectors) + len(kept) > self.max_entries:
-                self._vectors.clear()
-            self._vectors.update(kept)
+        self.keep({i: v for i, v in loaded.items() if i not in changing})
         return found | loaded
+
+    def keep(self, vectors: Mapping[str, npt.NDArray[np.float32]]) -> None:
+        """Holds ``vectors`` (unit vectors by id) from now on."""
+        with self._lock:
+            if len(self._vectors) + len(vectors) > self.max_entries:
+                self._vectors.clear()
+            self._vectors.update(vectors)
+
+    def held(self) -> dict[str, npt.NDArray[np.float32]]:
+        """Every vector held, by id."""
+        with self._lock:
+            return dict(self._vectors)
 
 
 def unit_vector(values: Any) -> npt.NDArray[np.float32]:

@@ -57,6 +57,9 @@ def test_a_crash_between_an_experience_and_its_concepts_is_repaired_by_the_next_
     kb: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     path = SAMPLES / "trajectories.jsonl"
+    # Batches of 10: the lease path, where experiences commit before their concepts (an input of
+    # one batch is one transaction, ingest/one_transaction.py: a crash there commits nothing).
+    kb.settings.write_batch_size = 10
     original = kb.gateway.write_all
 
     def crash_before_concepts(calls):  # type: ignore[no-untyped-def]

@@ -77,19 +77,22 @@ def test_two_concurrent_ingests_of_the_same_files_equal_one_ingest(
     assert canonical(twice) == canonical(once)
 
 
+@pytest.mark.parametrize("batch", ["4", "500"], ids=["under the lease", "one transaction each"])
 def test_two_processes_ingesting_the_same_files_at_once_equal_one_ingest(
-    namespaces: list[KnowledgeBase], runs: Path, neo4j_target: Neo4jTarget
+    namespaces: list[KnowledgeBase], runs: Path, neo4j_target: Neo4jTarget, batch: str
 ) -> None:
-    """As above across processes (each its own driver and connections), through the CLI."""
+    """As above across processes (each its own driver and connections), through the CLI: ingests
+    of several batches under the lease, and ingests of one batch, each one write transaction
+    that takes its turn on the namespace's state node (ingest/one_transaction.py)."""
     once, twice = namespaces
     once.ingest([runs])
-    env = neo4j_target.env(twice.namespace) | {"KBGRAPH_WRITE_BATCH_SIZE": "4"}
+    env = neo4j_target.env(twice.namespace) | {"KBGRAPH_WRITE_BATCH_SIZE": batch}
     processes = [subprocess.Popen([sys.executable, "-m", "kbgraph.cli", "ingest", str(runs), "--json"], env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outputs = [p.communicate(timeout=600) for p in processes]
     assert [p.returncode for p in processes] == [0, 0], [err[-2000:] for _, err in outputs]
     reports = sorted((IngestReport.model_validate_json(out) for out, _ in outputs), key=lambda r: r.experiences_new)
-    # One of them wrote everything; the other waited for its lease and found every record ingested.
+    # One of them wrote everything; the other waited for its turn and found every record ingested.
     assert reports[0].records_already_ingested == RUNS and reports[0].experiences_new == 0
     assert reports[1].records_already_ingested == 0
     assert canonical(twice) == canonical(once)

@@ -1,0 +1,110 @@
+"""Adding a run is one write transaction (issue 53, point 2): the reads, then one commit holding
+the records, counters, marks and the namespace's lock (real Neo4j, real MiniLM).
+
+The commits are counted where the driver makes them: every explicit transaction's ``commit``
+(sync and async driver) and every auto-commit query sent in write mode, whatever kbgraph code
+path led there.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import neo4j
+import pytest
+
+from kbgraph.kb import KnowledgeBase
+from tests.ingest.test_add_trajectories import run
+
+
+class Commits:
+    def __init__(self) -> None:
+        self.count = 0
+
+
+@pytest.fixture
+def commits(monkeypatch: pytest.MonkeyPatch) -> Iterator[Commits]:
+    counted = Commits()
+    commit = neo4j.Transaction.commit
+    run_query = neo4j.Session.run
+
+    def counting_commit(self: neo4j.Transaction) -> None:
+        counted.count += 1
+        commit(self)
+
+    def counting_run(self: neo4j.Session, *args: Any, **kwargs: Any) -> neo4j.Result:
+        # A session's own run is an auto-commit transaction; one in write mode may write.
+        if self._config.default_access_mode == neo4j.WRITE_ACCESS:
+            counted.count += 1
+        return run_query(self, *args, **kwargs)
+
+    monkeypatch.setattr(neo4j.Transaction, "commit", counting_commit)
+    monkeypatch.setattr(neo4j.Session, "run", counting_run)
+    yield counted
+
+
+def counted_add(kb: KnowledgeBase, commits: Commits, item: dict[str, Any]) -> int:
+    before = commits.count
+    kb.add_trajectories([item])
+    return commits.count - before
+
+
+def test_adding_one_run_commits_once(kb: KnowledgeBase, commits: Commits) -> None:
+    kb.add_trajectories([run(0), run(1, success=False)])  # the process's first consolidation: from scratch
+    added = [counted_add(kb, commits, run(i, success=i % 3 != 0)) for i in range(2, 6)]
+    assert added == [1, 1, 1, 1], added
+    again = counted_add(kb, commits, run(3, success=False))  # already ingested: nothing to write
+    assert again <= 1, again
+    assert kb.count() >= 1
+
+
+def test_the_first_add_of_a_process_commits_once_too(kb: KnowledgeBase, commits: Commits) -> None:
+    kb.add_trajectories([run(0)])
+    kb.link_state.clear()  # as a fresh process: the consolidation reads and plans the namespace
+    assert counted_add(kb, commits, run(7)) == 1
+
+
+def test_adds_from_two_drivers_at_once_take_turns_and_count_exactly(
+    kb: KnowledgeBase, neo4j_target: Any, embedder: Any
+) -> None:
+    """Six adds at once through two drivers (two processes' worth of connections and local locks):
+    each run lands in exactly one experience's provenance, once marked, once counted."""
+    from kbgraph.store.connection import open_driver
+
+    drivers = [open_driver(neo4j_target.uri, (neo4j_target.username, neo4j_target.password), neo4j_target.database)
+               for _ in range(2)]
+    try:
+        clients = [KnowledgeBase(d, embedder, namespace=kb.namespace, database=neo4j_target.database) for d in drivers]
+        failures: list[BaseException] = []
+        start = threading.Barrier(6)
+
+        def add(client: KnowledgeBase, i: int) -> None:
+            start.wait()
+            try:
+                client.add_trajectories([run(100 + i, success=i % 2 == 0)])
+            except BaseException as exc:  # reported below
+                failures.append(exc)
+
+        threads = [threading.Thread(target=add, args=(clients[i % 2], i)) for i in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not failures, [f"{type(f).__name__}: {f}" for f in failures]
+    finally:
+        for d in drivers:
+            d.close()
+    for i in range(6):
+        assert len(kb.gateway.read("experiences_by_source", kb=kb.namespace, source_id=f"mem-{100 + i}")) == 1
+    assert kb.gateway.read("kb_state_unlinked", kb=kb.namespace)[0]["marks"] == []
+    one_by_one = KnowledgeBase(kb.driver, embedder, namespace=f"{kb.namespace}-seq", database=neo4j_target.database)
+    try:
+        for i in range(6):
+            one_by_one.add_trajectories([run(100 + i, success=i % 2 == 0)])
+        counted = [k.gateway.read("kb_state_get", kb=k.namespace)[0]["added_total"] for k in (kb, one_by_one)]
+        assert counted[0] == counted[1], counted
+        assert kb.count() == one_by_one.count()
+    finally:
+        one_by_one.clear()
