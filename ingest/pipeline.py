@@ -39,6 +39,7 @@ from kbgraph.ingest.report import IngestReport
 from kbgraph.core.models import ConceptInsight, Experience, Insight, Trajectory
 from kbgraph.core.votes import apply_votes, check_votes
 from kbgraph.store.writer import ExperienceWriter
+from kbgraph.store.transaction import DeletedInTransaction
 
 if TYPE_CHECKING:
     from kbgraph.ingest.llm_fallback import LLMStages
@@ -113,7 +114,12 @@ class IngestPipeline:
                 self.report = validated.model_copy(deep=True)  # an attempt run again starts afresh
                 return self._write_in(context, records, total, problems, skip_invalid, started)
 
-            return add_in_one_transaction(self.kb, work, self._waiting)
+            try:
+                return add_in_one_transaction(self.kb, work, self._waiting)
+            except DeletedInTransaction:
+                # Rolled back whole; Neo4j refused a statement reaching a node the transaction had
+                # deleted (a merge, then a count): written under the lease instead, batch by batch.
+                self.report = validated.model_copy(deep=True)
         with IngestLease(self.kb.gateway, self.kb.namespace, self.kb.settings.ingest_lease_s, on_wait=self._waiting):
             # Validation ran before the lease (a refused file writes nothing, not even the lease's
             # state node), so what another ingest marked meanwhile is checked again under it: an

@@ -20,10 +20,22 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from typing import Any, Protocol, TypeVar
 
+import neo4j
+
 from kbgraph.store.deadline import Neo4jTimeoutError, within
 from kbgraph.store.gateway import Neo4jGateway, Row, guarded, retried, run_named
 
-__all__ = ["OpenTransaction", "TransactionGateway", "in_one_transaction"]
+__all__ = ["DeletedInTransaction", "OpenTransaction", "TransactionGateway", "in_one_transaction"]
+
+#: What Neo4j answers when a statement reaches a node an earlier statement of the same transaction
+#: deleted (seen in a consolidation that merged, then counted, within one add: 5.26).
+ENTITY_NOT_FOUND = "Neo.ClientError.Statement.EntityNotFound"
+
+
+class DeletedInTransaction(RuntimeError):
+    """A statement of the one transaction reached what the transaction had deleted: the work was
+    rolled back whole, and is to be done again in several transactions, each seeing what the last
+    committed."""
 
 T = TypeVar("T")
 
@@ -129,4 +141,9 @@ def in_one_transaction(gateway: Neo4jGateway, what: str, work: Callable[[Transac
         tx.close()
         return result
 
-    return guarded(what, lambda: retried(attempt, gateway.retry_time_s, gateway.pause, gateway.clock))
+    try:
+        return guarded(what, lambda: retried(attempt, gateway.retry_time_s, gateway.pause, gateway.clock))
+    except neo4j.exceptions.ClientError as error:
+        if error.code == ENTITY_NOT_FOUND:
+            raise DeletedInTransaction(f"{what}: {error.message}") from error
+        raise

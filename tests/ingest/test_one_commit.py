@@ -108,3 +108,33 @@ def test_adds_from_two_drivers_at_once_take_turns_and_count_exactly(
         assert kb.count() == one_by_one.count()
     finally:
         one_by_one.clear()
+
+
+def test_an_add_neo4j_refuses_in_one_transaction_is_rolled_back_whole_and_written_under_the_lease(
+    kb: KnowledgeBase, commits: Commits, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Neo4j 5.26 may refuse a statement that reaches a node its own transaction deleted (a merge,
+    then a count: EntityNotFound). The add is then rolled back whole and done batch by batch."""
+    import kbgraph.ingest.pipeline as pipeline
+
+    kb.add_trajectories([run(0)])
+    refused = {"times": 0}
+    one_transaction = pipeline.add_in_one_transaction
+
+    def refusing(context_kb: Any, work: Any, on_wait: Any = None) -> Any:
+        def then_refused(context: Any) -> Any:
+            work(context)  # everything written in the transaction, then Neo4j's refusal
+            refused["times"] += 1
+            raise neo4j.exceptions.Neo4jError._hydrate_neo4j(
+                code="Neo.ClientError.Statement.EntityNotFound", message="Node with id 1 has been deleted in this transaction")
+        return one_transaction(context_kb, then_refused, on_wait)
+
+    monkeypatch.setattr(pipeline, "add_in_one_transaction", refusing)
+    before = commits.count
+    report = kb.add_trajectories([run(1)])
+    assert refused["times"] == 1
+    assert commits.count - before > 1  # the lease path: a transaction per step
+    assert report.records_read == 1 and report.records_already_ingested == 0
+    monkeypatch.undo()
+    # Written once, exactly: adding it again finds it ingested.
+    assert kb.add_trajectories([run(1)]).records_already_ingested == 1

@@ -325,6 +325,7 @@ NOT_TUNABLES = {
     ("domain_distance", "unknown"): "the distance of two unrelated (orthogonal) domains",
     ("path_score", "trans"): "a reached node's own transferability; the student search multiplies it in after the path",
     ("history_association", "smoothing"): "the pseudo-count of a smoothed estimate (one run's worth), not a weight",
+    ("ask_history_association", "smoothing"): "the pseudo-count of a smoothed estimate (one run's worth), not a weight",
 }
 
 
