@@ -47,15 +47,26 @@ def _local_lock(gateway: Neo4jGateway, namespace: str) -> threading.Lock:
 def process_turn(gateway: Neo4jGateway, namespace: str, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
     """This process's turn at writing ``namespace``: its ingests and adds take it one at a time
     (a local lock, woken at once), before asking Neo4j for anything."""
+    local = _take_local_turn(gateway, namespace, on_wait)
+    try:
+        yield
+    finally:
+        local.release()
+
+
+def _take_local_turn(gateway: Neo4jGateway, namespace: str, on_wait: Callable[[str], None] | None) -> threading.Lock:
+    """This process's lock of ``namespace``, taken (saying so through ``on_wait`` when it waits)."""
     local = _local_lock(gateway, namespace)
     if not local.acquire(blocking=False):
         if on_wait is not None:
             on_wait(f"another ingest of this process is writing namespace {namespace!r}; waiting for it")
         local.acquire()
-    try:
-        yield
-    finally:
-        local.release()
+    return local
+
+
+def _lease_held(holder: object, namespace: str, until: object) -> str:
+    return (f"another ingest ({holder}) is writing namespace {namespace!r}; waiting for it "
+            f"(its lease runs until {until} unless renewed)")
 
 
 class LeaseHeld(Exception):
@@ -70,8 +81,7 @@ def check_lease_free(gateway: Neo4jGateway, namespace: str) -> None:
     back (see docs/architecture.md)."""
     row = gateway.write("ingest_lease_check", kb=namespace, now=datetime.now(UTC))[0]
     if not row["free"]:
-        raise LeaseHeld(f"another ingest ({row['holder']}) is writing namespace {namespace!r}; waiting for it "
-                        f"(its lease runs until {row['until']} unless renewed)")
+        raise LeaseHeld(_lease_held(row["holder"], namespace, row["until"]))
 
 
 def wait_for_lease(gateway: Neo4jGateway) -> None:
@@ -95,11 +105,7 @@ class IngestLease:
         return now, now + timedelta(seconds=self.ttl_s)
 
     def acquire(self) -> None:
-        local = _local_lock(self.gateway, self.namespace)
-        if not local.acquire(blocking=False):
-            if self.on_wait is not None:
-                self.on_wait(f"another ingest of this process is writing namespace {self.namespace!r}; waiting for it")
-            local.acquire()
+        local = _take_local_turn(self.gateway, self.namespace, self.on_wait)
         self._local = local
         try:
             self._acquire_lease()
@@ -117,10 +123,9 @@ class IngestLease:
             if row["acquired"]:
                 break
             if not told and self.on_wait is not None:
-                self.on_wait(f"another ingest ({row['holder']}) is writing namespace {self.namespace!r}; "
-                             f"waiting for it (its lease runs until {row['until']} unless renewed)")
+                self.on_wait(_lease_held(row["holder"], self.namespace, row["until"]))
                 told = True
-            self.gateway.pause(POLL_S * (1.0 + random.random()))
+            wait_for_lease(self.gateway)
         self._stop_heartbeat = self.gateway.every(self.ttl_s / 3, self._renew)
 
     def _renew(self) -> None:

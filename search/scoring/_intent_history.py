@@ -99,15 +99,12 @@ def ask_history_association(asks_words: Sequence[Iterable[str]], operations: Seq
     can be said of counts 0). A workflow is credited for each ask some operation of it answers in
     the history, not for the whole request's words spread over all its operations. None when
     nothing can be said of any ask."""
-    per_ask: list[float] = []
-    said = False
+    distinct = list(dict.fromkeys(operations or (NO_CHANGE,)))
+    per_ask: list[float | None] = []
     for words in asks_words:
-        ask_words = list(words)
-        best: float | None = None
-        for operation in dict.fromkeys(operations or (NO_CHANGE,)):
-            value = history_association(ask_words, [operation], counts, smoothing)
-            if value is not None:
-                best = value if best is None else max(best, value)
-        said = said or best is not None
-        per_ask.append(best or 0.0)
-    return sum(per_ask) / len(per_ask) if said and per_ask else None
+        ask_words = list(words)  # read once per operation
+        said = [v for o in distinct if (v := history_association(ask_words, [o], counts, smoothing)) is not None]
+        per_ask.append(max(said) if said else None)
+    if all(value is None for value in per_ask):
+        return None
+    return sum(value or 0.0 for value in per_ask) / len(per_ask)

@@ -82,9 +82,11 @@ class IntentMatcher:
         self._best_by_ask = np.zeros(len(self._ask_vectors))
         #: The request's words, and what the namespace's history says of them (:meth:`learn`).
         self._words = query_terms(run.query.full_text(), HISTORY_TERMS)
-        self._ask_words = [query_terms(ask, HISTORY_TERMS) for ask in asks] if len(asks) > 1 else []
         self._history: WordOperationCounts | None = None
         self._history_weight = run.weights.intent_history_weight
+        # Each ask's own words, only where the history is read (η > 0) and there are several asks.
+        self._ask_words = ([query_terms(ask, HISTORY_TERMS) for ask in asks]
+                           if len(asks) > 1 and self._history_weight > 0 else [])
 
     def know(self, operations: Sequence[tuple[str, str | None]]) -> None:
         """Sets the operations the memory knows (each with its domain), against which each ask's
