@@ -35,7 +35,7 @@ from kbgraph.core.shapes import intent_text, operation_words
 from kbgraph.search.asks import split_asks
 from kbgraph.search.lexical import query_terms
 from kbgraph.search.results import AskMatch
-from kbgraph.search.scoring import WordOperationCounts, ask_history_association, history_association, intent_match
+from kbgraph.search.scoring import WordOperationCounts, ask_history_association, history_association, intent_match, intent_matches
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.text_vectors import IntentVectors, unit_rows
@@ -132,6 +132,26 @@ class IntentMatcher:
     def scores(self, operations: Sequence[tuple[Sequence[str], str | None] | None]) -> list[IntentScore | None]:
         return [None if item is None else self.score(*item) for item in operations]
 
+    def ranking_scores(self, sequences: Sequence[tuple[tuple[str, ...], str | None]]) -> list[float]:
+        """``score(operations, domain).score`` of many sequences at once, without their explanations:
+        the channel ranks every workflow of the namespace (thousands of sequences at 10,000
+        experiences), so the vectors are read and multiplied once for all of them."""
+        if not sequences:
+            return []
+        if self._history is not None and self._history_weight > 0:
+            # The history's association is a sequence's own.
+            return [self.score(ops, domain).score for ops, domain in sequences]
+        texts = [in_domain(intent_text(ops), domain) for ops, domain in sequences]
+        wholes = np.clip(self._vectors.of(texts) @ self._whole, 0.0, 1.0)
+        if len(self.asks) < 2:
+            return [float(score) for score in wholes]
+        pairs = list(dict.fromkeys((op, domain) for ops, domain in sequences for op in ops))
+        column = {pair: i for i, pair in enumerate(pairs)}
+        by_pair = (self._ask_vectors @ self._vectors.of([in_domain(operation_words(op), domain) for op, domain in pairs]).T
+                   if pairs else np.zeros((len(self.asks), 0)))
+        columns = [[column[(op, domain)] for op in dict.fromkeys(ops)] for ops, domain in sequences]
+        return [float(score) for score in intent_matches(wholes, by_pair, columns, self._best_by_ask, self._penalty)]
+
 
 def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list[ChannelHit]:
     """The ``intent_candidates`` experiences whose workflows do best what the request asks (all the
@@ -149,9 +169,11 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     by_operations: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for exp_id, exp_domain, operations in rows:
         by_operations.setdefault((str(exp_domain), tuple(operations or ())), []).append(str(exp_id))
+    sequences = list(by_operations)
+    scores = matcher.ranking_scores([(ops, d) for d, ops in sequences])
     ranked = sorted(
-        ((matcher.score(ops, d).score * (1.0 if domain is None or d == domain else other), d, ops)
-         for d, ops in by_operations),
+        ((score * (1.0 if domain is None or d == domain else other), d, ops)
+         for score, (d, ops) in zip(scores, sequences, strict=True)),
         key=lambda item: (-item[0], item[1], item[2]),
     )
     out: list[ChannelHit] = []

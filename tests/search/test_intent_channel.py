@@ -6,9 +6,15 @@ from __future__ import annotations
 import pytest
 
 from kbgraph.core.models import Experience, Step
+from kbgraph.core.weights import SearchWeights
+from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
+from kbgraph.search.asks import split_asks
 from kbgraph.search.explain import explain_results
-from kbgraph.search.student.intent import INTENT_CHANNEL
+from kbgraph.search.params import SearchQuery
+from kbgraph.search.student.context import Run
+from kbgraph.search.student.intent import INTENT_CHANNEL, IntentMatcher
+from kbgraph.search.student.text_vectors import IntentVectors
 
 #: Template task texts, as a benchmark's gold runs have them: none of them says what a customer says.
 LOOKUPS = ("find_user_id_by_email", "get_order_details")
@@ -110,3 +116,23 @@ def test_the_memory_s_own_requests_teach_the_intent_match_what_their_words_asked
     # Weight 0 (the default): the operations' words alone.
     off = orders_kb.search(request, domain="retail", k=10, weights=INTENT)
     assert off.hits and set(_learnt_by_operations(off).values()) == {0.0}
+
+
+@pytest.mark.parametrize("request_text", [
+    "The mug I got came in the wrong colour. Can I swap it for a blue one?",
+    "Please cancel the order that hasn't shipped yet, and also I want to return the lamp I received.",
+])
+def test_the_channel_ranks_every_workflow_with_the_scores_each_candidate_gets(embedder: CachedEmbedder,
+                                                                              request_text: str) -> None:
+    # The channel scores all the namespace's sequences at once; each must be the score a candidate
+    # with that sequence gets on its own.
+    query = SearchQuery(task=request_text, domain="retail")
+    run = Run(query, SearchWeights(), 5, {}, list(embedder.embed([query.full_text()])[0]), None, [], [])  # type: ignore[arg-type]
+    matcher = IntentMatcher(run, IntentVectors(embedder), split_asks(query.full_text()))
+    sequences = [(tuple(e.steps[i].action for i in range(len(LOOKUPS), len(e.steps))), domain)
+                 for e in (EXCHANGE, CANCEL, RETURN, CANCEL_AND_RETURN, ADDRESS) for domain in ("retail", None)]
+    sequences.append(((), "retail"))
+    matcher.know([(op, d) for ops, d in sequences for op in ops])
+    together = matcher.ranking_scores(sequences)
+    one_by_one = [matcher.score(ops, d).score for ops, d in sequences]
+    assert together == pytest.approx(one_by_one, abs=1e-12)

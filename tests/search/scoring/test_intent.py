@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from kbgraph.search.scoring import intent_match
+from kbgraph.search.scoring import intent_match, intent_matches
 
 
 def test_a_request_of_one_ask_is_matched_as_a_whole() -> None:
@@ -63,3 +63,22 @@ def test_negative_cosines_are_no_evidence() -> None:
 def test_bad_inputs_are_refused(whole: float, matrix: list[object], best: list[float], gamma: float, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         intent_match(whole, matrix, best, gamma)
+
+
+@pytest.mark.parametrize("asks", [1, 2, 3])
+def test_many_workflows_at_once_score_as_each_does_alone(asks: int) -> None:
+    rng = np.random.default_rng(asks)
+    by_operation = rng.uniform(-0.2, 0.9, size=(asks, 7))
+    best = by_operation.max(axis=1) * rng.uniform(0.6, 1.1, size=asks)   # below some workflows' own best
+    sequences = [[], [0], [3, 1], [6, 5, 4, 2], [2], [0, 1, 2, 3, 4, 5, 6]]
+    wholes = rng.uniform(-0.1, 1.0, size=len(sequences))
+    together = intent_matches(wholes, by_operation, sequences, best, 0.5)
+    alone = [intent_match(whole, by_operation[:, columns], best, 0.5) for whole, columns in zip(wholes, sequences)]
+    assert together == pytest.approx(alone, abs=1e-12)
+
+
+def test_many_workflows_at_once_refuse_what_one_refuses() -> None:
+    with pytest.raises(ValueError, match="finite"):
+        intent_matches([0.5], [[np.nan, 0.2], [0.1, 0.3]], [[0]], [0.5, 0.5], 0.5)
+    with pytest.raises(ValueError, match="2 whole cosines for 1"):
+        intent_matches([0.5, 0.4], [[0.2], [0.1]], [[0]], [0.5, 0.5], 0.5)
