@@ -1,6 +1,8 @@
 """Stage 5 from evidence: a meta-concept's document, every statement where its evidence puts it.
 
-A document is rebuilt from all the insights of its meta-concept, each with what backs it — the
+A document is rebuilt from all the insights of its meta-concept — each a record of what it says
+(:class:`~kbgraph.core.models.StatementRecord`), worded by :func:`kbgraph.ingest.wording.sentence` —
+each with what backs it — the
 runs it was learnt from, their tasks, the runs that then succeeded and, for an error and what the
 agent did next, the runs where the next call went through — split by the domain of those runs:
 
@@ -8,15 +10,16 @@ agent did next, the runs where the next call went through — split by the domai
   least one run behind it reached its goal, and says how many did. What only failed runs showed is
   a pitfall, said as such ("seen only in failed runs"). An error and what followed it is always a
   pitfall; its sentence says what the agent did, not how it went, and the evidence says that
-  separately: "the retried call went through in 4 of 4; the run still failed in all 4".
+  separately, from the record's kind of recovery: "the retried call went through in 4 of 4; the run still failed in all 4".
 - **Rules merged like concepts.** Rules the agents stated (and an LLM reflector's lessons) that say
   the same in other words — cosine of their embeddings at least :data:`DUPLICATE_RULE_SIMILARITY`
   — are one statement: the wording backed by the most runs stands for all of them, with their
-  evidence summed and the sentences it stands for kept (``sources``). The templated statements
-  ("Before X, Y.", "To X, call …", "When X fails with …") are not merged by similarity: two of them
-  that read alike still name different calls. One exception, by rule: retries of one failure (one
-  operation, one error) are one statement whatever arguments they changed, with the evidence of
-  every variant summed and the changed arguments as its detail (:func:`recovery_core`).
+  evidence summed and the sentences it stands for kept (``sources``). Statements of the
+  reflector's kinds (before, how, recovery) are not merged by similarity: two of them that read
+  alike still name different calls. One exception, by rule: retries of one failure (one
+  operation, one error class) are one statement whatever arguments they changed, with the
+  evidence of every variant summed and the changed arguments as its detail
+  (:meth:`~kbgraph.core.models.StatementRecord.retry_key`).
 - **Scoped by domain.** A meta-concept whose runs span domains gets one part per domain, each with
   the statements of that domain's runs: a step seen in one banking run is not a "how" of airline.
 
@@ -27,20 +30,20 @@ Everything here is pure and deterministic (same insights, same document). The au
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
-from kbgraph.core.models import ConceptDocument
+from kbgraph.core.models import ConceptDocument, StatementKind, StatementRecord
 from kbgraph.ingest.integrate import SECTIONS, EmbedFn, Section, classify_insight, sentence_key
+from kbgraph.ingest.wording import RULE_PREFIX, sentence
 
 __all__ = ["DUPLICATE_RULE_SIMILARITY", "DocumentRewriter", "MAX_PER_SECTION", "RULE_PREFIX", "EvidencedDocument", "Evidence",
-           "InsightEvidence", "Kind", "Statement", "build_document", "evidence_rows", "merge_rules",
-           "placed_section", "recovery_core", "rule_core", "statement_kind"]
+           "InsightEvidence", "Statement", "build_document", "evidence_rows", "lesson", "merge_rules",
+           "placed_section", "record_of_row"]
 
 #: Cosine (all-MiniLM-L6-v2, without the "Rule the agent applied:" prefix) from which two rules are
 #: one. Measured on the rules the real airline runs give "cancel reservation" (tests/ingest/
@@ -55,17 +58,6 @@ __all__ = ["DUPLICATE_RULE_SIMILARITY", "DocumentRewriter", "MAX_PER_SECTION", "
 DUPLICATE_RULE_SIMILARITY = 0.75
 #: Statements per section and domain: a document is read by an agent in its prompt.
 MAX_PER_SECTION = 12
-RULE_PREFIX = "Rule the agent applied: "
-
-Kind = Literal["precondition", "call", "recovery", "rule", "lesson"]
-_KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = (
-    ("precondition", re.compile(r"^Before [^,]+, ")),
-    ("call", re.compile(r"^To [^,]+, call ")),
-    ("recovery", re.compile(r"^When [^“]+ fails with “")),
-    ("rule", re.compile(r"^" + re.escape(RULE_PREFIX))),
-)
-_RETRY = re.compile(r", the agent (retried it|repeated it)\b")
-_SWITCH = re.compile(r", the agent switched to\b")
 
 
 class DocumentRewriter(Protocol):
@@ -74,16 +66,6 @@ class DocumentRewriter(Protocol):
     those follow the evidence."""
 
     def reword(self, name: str, statements: Sequence[Statement]) -> list[str]: ...
-
-
-def statement_kind(text: str) -> Kind:
-    """What kind of statement ``text`` is: one of the reflector's templates, or a free lesson."""
-    return next((kind for kind, pattern in _KINDS if pattern.search(text)), "lesson")
-
-
-def rule_core(text: str) -> str:
-    """What a rule says, without the prefix every rule shares (it would make all rules look alike)."""
-    return text[len(RULE_PREFIX):] if text.startswith(RULE_PREFIX) else text
 
 
 def _plural(n: int, word: str) -> str:
@@ -105,17 +87,18 @@ class Evidence:
         return Evidence(self.runs | other.runs, self.tasks | other.tasks, self.succeeded | other.succeeded,
                         self.went_through | other.went_through)
 
-    def describe(self, text: str, section: Section) -> str:
-        """The evidence as the document shows it after ``text``, in words that match what it says."""
+    def describe(self, record: StatementRecord, section: Section) -> str:
+        """The evidence as the document shows it after the statement of ``record``, in words that
+        match what it says."""
         n, s, w = len(self.runs), len(self.succeeded & self.runs), len(self.went_through & self.runs)
         base = f"{_plural(n, 'run')}, {_plural(len(self.tasks), 'task')}"
         if not n:
             return ""
-        if statement_kind(text) == "recovery":
+        if record.kind == "recovery":
             parts = [base]
-            if _RETRY.search(text):
+            if record.recovery in ("retry", "repeat"):
                 parts.append(f"the retried call went through in {w} of {n}")
-            elif _SWITCH.search(text):
+            elif record.recovery == "switch":
                 parts.append(f"the call it switched to went through in {w} of {n}")
             parts.append(_run_outcome(s, n))
             return "; ".join(parts)
@@ -136,17 +119,33 @@ def _run_outcome(succeeded: int, runs: int) -> str:
 
 @dataclass(frozen=True)
 class InsightEvidence:
-    """One insight's text with the evidence of its runs in one domain."""
+    """What one insight says (its record) with the evidence of its runs in one domain."""
 
-    text: str
+    record: StatementRecord
     domain: str
     evidence: Evidence
 
+    @property
+    def text(self) -> str:
+        return sentence(self.record)
+
+
+def lesson(text: str) -> StatementRecord:
+    """A free sentence as a record: an LLM's lesson, or an insight stored before insights kept
+    records (its sentence is not read back for what it says)."""
+    return StatementRecord(kind="lesson", text=text)
+
+
+def record_of_row(row: Mapping[str, Any]) -> StatementRecord:
+    """The record of an insight as the store reads it (``record``, JSON; a lesson when it has none)."""
+    stored = row.get("record")
+    return StatementRecord.model_validate_json(stored) if stored else lesson(str(row["text"]))
+
 
 def evidence_rows(row: Mapping[str, Any]) -> list[InsightEvidence]:
-    """An insight as the store reads it (``text``, ``runs``, ``tasks``, ``succeeded``, ``worked``
-    and ``origins``: the domain, runs and task of each experience it came from), one entry per
-    domain of its runs. A run no origin names belongs to the first origin's domain."""
+    """An insight as the store reads it (``text``, ``record``, ``runs``, ``tasks``, ``succeeded``,
+    ``worked`` and ``origins``: the domain, runs and task of each experience it came from), one
+    entry per domain of its runs. A run no origin names belongs to the first origin's domain."""
     origins = [o for o in row.get("origins") or [] if o and o.get("domain") is not None]
     origins.sort(key=lambda o: (str(o["domain"]), str(o.get("task") or "")))
     fallback = str(origins[0]["domain"]) if origins else "general"
@@ -158,43 +157,61 @@ def evidence_rows(row: Mapping[str, Any]) -> list[InsightEvidence]:
             by_domain[run_domain.get(str(run), fallback)][name].add(str(run))
     for task in row["tasks"]:
         by_domain[task_domain.get(str(task), fallback)]["tasks"].add(str(task))
-    return [InsightEvidence(str(row["text"]), domain, Evidence(
+    record = record_of_row(row)
+    return [InsightEvidence(record, domain, Evidence(
         frozenset(sets["runs"]), frozenset(sets["tasks"]), frozenset(sets["succeeded"]), frozenset(sets["went_through"])))
         for domain, sets in sorted(by_domain.items()) if sets["runs"]]
 
 
-def placed_section(text: str, evidence: Evidence) -> Section:
-    """Where a statement belongs: an error and what followed it under pitfalls; otherwise the
-    section its words call for (:func:`classify_insight`), but never *When to use*, *Why* or *How*
-    without a run that succeeded."""
-    kind = statement_kind(text)
-    if kind == "recovery":
+def placed_section(record: StatementRecord, evidence: Evidence) -> Section:
+    """Where a statement belongs: an error and what followed it under pitfalls; a look-up before a
+    change and the call that made it under how; a rule or a lesson where its words call for
+    (:func:`classify_insight`); but never *When to use*, *Why* or *How* without a run that
+    succeeded."""
+    if record.kind == "recovery":
         return "pitfalls"
-    section: Section = "how" if kind in ("precondition", "call") else classify_insight(text)
+    section: Section = "how" if record.kind in ("before", "how") else classify_insight(sentence(record))
     return section if section == "pitfalls" or evidence.succeeded & evidence.runs else "pitfalls"
 
 
 @dataclass(frozen=True)
 class Statement:
-    """One sentence of a document: where it stands, for which domain, what backs it, and the
-    insight sentences (keys) it stands for."""
+    """One sentence of a document: where it stands, for which domain, what backs it, the insight
+    sentences (keys) it stands for and what it says (its record; None for a statement stored
+    before statements kept records, which is read as a free lesson). ``text`` is the record's
+    sentence, or a writer's rewording of it."""
 
     section: Section
     domain: str
     text: str
     evidence: Evidence
     sources: tuple[str, ...]
+    record: StatementRecord | None = None
+
+    @property
+    def said(self) -> StatementRecord:
+        return self.record if self.record is not None else lesson(self.text)
+
+    @property
+    def kind(self) -> StatementKind:
+        return self.said.kind
+
+    @property
+    def backing(self) -> str:
+        """What backs it, as the document shows it in brackets after the sentence."""
+        return self.evidence.describe(self.said, self.section)
 
     @property
     def line(self) -> str:
-        backing = self.evidence.describe(self.text, self.section)
+        backing = self.backing
         return f"{self.text} ({backing})" if backing else self.text
 
     def as_json(self) -> dict[str, Any]:
         e = self.evidence
+        record = {"record": self.record.model_dump(mode="json", exclude_defaults=True)} if self.record is not None else {}
         return {"section": self.section, "domain": self.domain, "text": self.text, "sources": list(self.sources),
                 "runs": sorted(e.runs), "tasks": sorted(e.tasks), "succeeded": sorted(e.succeeded),
-                "went_through": sorted(e.went_through)}
+                "went_through": sorted(e.went_through), **record}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Statement:
@@ -204,7 +221,8 @@ class Statement:
         return cls(section, str(data["domain"]), str(data["text"]),
                    Evidence(*(frozenset(map(str, data.get(k) or ())) for k in
                               ("runs", "tasks", "succeeded", "went_through"))),
-                   tuple(map(str, data.get("sources") or ())))
+                   tuple(map(str, data.get("sources") or ())),
+                   StatementRecord.model_validate_json(json.dumps(data["record"])) if data.get("record") else None)
 
 
 _TITLES: dict[Section, str] = {"when_to_use": "When to use", "why": "Why", "how": "How", "pitfalls": "Pitfalls"}
@@ -265,71 +283,63 @@ def _runs_per_domain(statements: Iterable[Statement]) -> dict[str, int]:
     return {domain: len(r) for domain, r in runs.items()}
 
 
-def _support(text: str, evidence: Evidence) -> tuple[int, int, int, str]:
+_Entry = tuple[StatementRecord, Evidence, list[str]]
+
+
+def _support(record: StatementRecord, evidence: Evidence) -> tuple[int, int, int, str]:
+    text = sentence(record)
     return (-len(evidence.runs), -len(evidence.succeeded), len(text), text)
 
 
-_RETRIED = re.compile(r"^(?P<head>When [^“]+ fails with “.*”, the agent retried it)(?: with changed (?P<what>.+?))?\.?$")
-
-
-def recovery_core(text: str) -> str | None:
-    """The failure and the kind of recovery a recovery statement says, without the arguments a
-    retry changed: "When book reservation fails with “…”, the agent retried it". Two statements
-    with one core are one statement (the changed arguments are its detail); None for a statement
-    that is not a retry."""
-    found = _RETRIED.match(text.strip())
-    return found["head"] if found else None
-
-
-def _merge_recoveries(ordered: list[tuple[str, Evidence, list[str]]]) -> list[tuple[str, Evidence, list[str]]]:
-    """Retries of one failure (one operation, one error) as one statement, most-supported first:
-    "…, the agent retried it with changed arguments (payment_methods[].amount; payment_methods[],
-    payment_methods[].amount)", with the evidence of every variant summed and each sentence kept."""
-    groups: dict[str, list[int]] = defaultdict(list)
-    for index, (text, _, _) in enumerate(ordered):
-        core = recovery_core(text)
-        if core is not None:
-            groups[core].append(index)
+def _merge_recoveries(ordered: list[_Entry]) -> list[_Entry]:
+    """Retries of one failure (one operation, one error class) as one statement, most-supported
+    first: "…, the agent retried it with changed arguments (payment_methods[].amount;
+    payment_methods[], payment_methods[].amount)", with the evidence of every variant summed and
+    each sentence kept."""
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for index, (record, _, _) in enumerate(ordered):
+        key = record.retry_key()
+        if key is not None:
+            groups[key].append(index)
     merged_into: dict[int, int] = {}
-    heads: dict[int, tuple[str, Evidence, list[str]]] = {}
-    for core, members in groups.items():
+    heads: dict[int, _Entry] = {}
+    for members in groups.values():
         if len(members) < 2:
             continue
-        variants = list(dict.fromkeys(
-            found["what"] for i in members if (found := _RETRIED.match(ordered[i][0].strip())) and found["what"]))
         evidence = Evidence()
         keys: list[str] = []
         for i in members:
             evidence, keys = evidence | ordered[i][1], keys + ordered[i][2]
             merged_into[i] = members[0]
-        detail = f" with changed arguments ({'; '.join(variants)})" if variants else ""
-        heads[members[0]] = (f"{core}{detail}.", evidence, keys)
+        changed = tuple(paths for i in members for paths in ordered[i][0].changed)
+        heads[members[0]] = (ordered[members[0]][0].model_copy(update={"changed": changed, "merged": True}),
+                             evidence, keys)
     return [heads.get(i, entry) for i, entry in enumerate(ordered) if merged_into.get(i, i) == i]
 
 
 def merge_rules(
-    items: Sequence[tuple[str, Evidence]], embed: EmbedFn | None, threshold: float = DUPLICATE_RULE_SIMILARITY,
-) -> list[tuple[str, Evidence, tuple[str, ...]]]:
-    """``items`` (sentence, evidence) with exact repeats merged; retries of one failure merged
-    whatever arguments they changed (:func:`recovery_core`: one failure and one kind of recovery
-    is one statement, the arguments its detail); and, among rules and free lessons, near
+    items: Sequence[tuple[StatementRecord, Evidence]], embed: EmbedFn | None, threshold: float = DUPLICATE_RULE_SIMILARITY,
+) -> list[tuple[StatementRecord, Evidence, tuple[str, ...]]]:
+    """``items`` (record, evidence) with exact repeats merged (one sentence, :func:`sentence_key`);
+    retries of one failure merged whatever arguments they changed (one failure and one kind of
+    recovery is one statement, the arguments its detail); and, among rules and free lessons, near
     duplicates merged: most-supported first, each joins the first kept statement it is at least
     ``threshold`` close to, or stands for itself. So every statement merged is that close to the
     wording that stands for it, and no two statements kept are that close to each other."""
-    exact: dict[str, tuple[str, Evidence, list[str]]] = {}
-    for text, evidence in items:
-        key = sentence_key(text)
+    exact: dict[str, _Entry] = {}
+    for record, evidence in items:
+        key = sentence_key(sentence(record))
         if key in exact:
             best, known, keys = exact[key]
-            exact[key] = (min(best, text), known | evidence, keys)
+            exact[key] = (min(best, record, key=sentence), known | evidence, keys)
         else:
-            exact[key] = (text, evidence, [key])
+            exact[key] = (record, evidence, [key])
     ordered = _merge_recoveries(sorted(exact.values(), key=lambda e: _support(e[0], e[1])))
     ordered = sorted(ordered, key=lambda e: _support(e[0], e[1]))
-    free = [i for i, (text, _, _) in enumerate(ordered) if statement_kind(text) in ("rule", "lesson")]
+    free = [i for i, (record, _, _) in enumerate(ordered) if record.kind in ("rule", "lesson")]
     if embed is None or len(free) < 2:
-        return [(text, evidence, tuple(keys)) for text, evidence, keys in ordered]
-    vectors = np.asarray(embed([rule_core(ordered[i][0]) for i in free]), dtype=np.float64)
+        return [(record, evidence, tuple(keys)) for record, evidence, keys in ordered]
+    vectors = np.asarray(embed([ordered[i][0].text for i in free]), dtype=np.float64)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     vectors = vectors / norms
@@ -341,15 +351,15 @@ def merge_rules(
             heads.append(index)
         else:
             into[index] = head
-    merged: dict[int, tuple[str, Evidence, list[str]]] = {}
-    for index, (text, evidence, keys) in enumerate(ordered):
+    merged: dict[int, _Entry] = {}
+    for index, (record, evidence, keys) in enumerate(ordered):
         head = into.get(index, index)
         if head in merged:
             best, known, all_keys = merged[head]
             merged[head] = (best, known | evidence, all_keys + keys)
         else:
-            merged[head] = (text, evidence, list(keys))
-    return [(text, evidence, tuple(sorted(keys))) for text, evidence, keys in merged.values()]
+            merged[head] = (record, evidence, list(keys))
+    return [(record, evidence, tuple(sorted(keys))) for record, evidence, keys in merged.values()]
 
 
 def build_document(
@@ -360,15 +370,15 @@ def build_document(
     """The document the insights make (module docstring). ``reword`` may reword the placed
     statements (an LLM writer); it returns them in the same order, with the same sections,
     domains, evidence and sources."""
-    by_domain: dict[str, list[tuple[str, Evidence]]] = defaultdict(list)
+    by_domain: dict[str, list[tuple[StatementRecord, Evidence]]] = defaultdict(list)
     for insight in insights:
-        by_domain[insight.domain].append((insight.text, insight.evidence))
+        by_domain[insight.domain].append((insight.record, insight.evidence))
     statements: list[Statement] = []
     for domain in sorted(by_domain):
         placed: dict[Section, list[Statement]] = defaultdict(list)
-        for text, evidence, sources in merge_rules(by_domain[domain], embed, threshold):
-            section = placed_section(text, evidence)
-            placed[section].append(Statement(section, domain, text, evidence, sources))
+        for record, evidence, sources in merge_rules(by_domain[domain], embed, threshold):
+            section = placed_section(record, evidence)
+            placed[section].append(Statement(section, domain, sentence(record), evidence, sources, record))
         for section in SECTIONS:
             chosen = sorted(placed[section], key=lambda s: _order(s))[:max_per_section]
             statements += chosen
@@ -382,5 +392,5 @@ def build_document(
 
 def _order(statement: Statement) -> tuple[int, int, int, str]:
     """Preconditions before the call; then the best supported first; the text decides the rest."""
-    kind_rank = {"precondition": 0, "call": 1}.get(statement_kind(statement.text), 2)
+    kind_rank = {"before": 0, "how": 1}.get(statement.kind, 2)
     return (kind_rank, -len(statement.evidence.succeeded), -len(statement.evidence.runs), statement.text)

@@ -80,7 +80,7 @@ class LLMDocumentWriter:
         if not statements:
             return []
         user = "\n".join([f"Concept: {name}", "", "Statements:", *(
-            f"{n}. [{s.section}] {s.text} ({s.evidence.describe(s.text, s.section) or 'no runs'})"
+            f"{n}. [{s.section}] {s.text} ({s.backing or 'no runs'})"
             for n, s in enumerate(statements, start=1))])
         answer = self.llm.complete_json(SYSTEM_PROMPT, user, RewordAnswer, lambda a: reword_problem(statements, a))
         return [normalise_text(text) for text in answer.statements]

@@ -318,7 +318,7 @@ class IngestPipeline:
                 rows.append({"concept_id": insight.concept_id, "label": insight.concept, "text": insight.text,
                              "insight_id": insight.id, "experience_id": experience.key, "run": run,
                              "task": experience.task_key(), "succeeded": not experience.only_failed,
-                             "worked": pair.worked})
+                             "worked": pair.worked, "record": pair.record.model_dump_json(exclude_defaults=True) if pair.record else None})
         if rows:
             vectors = self.kb.embedder.embed([row["label"] for row in rows])
             for row, vector in zip(rows, vectors, strict=True):

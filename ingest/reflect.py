@@ -4,8 +4,9 @@ Two implementations share the :class:`Reflector` interface: the rule-based one h
 ``kbgraph.ingest.reflect_llm.LLMReflector``.
 
 The rule-based reflector learns what a run shows, filed under the operation it concerns (the
-humanised action, e.g. "book reservation"), in sentences that are the same whenever the lesson is
-the same, so that many runs add up to evidence (the pipeline stores, per insight, the runs and
+humanised action, e.g. "book reservation"), as records of what it says
+(:class:`~kbgraph.core.models.StatementRecord`, worded by :func:`kbgraph.ingest.wording.sentence`)
+that are the same whenever the lesson is the same, so that many runs add up to evidence (the pipeline stores, per insight, the runs and
 tasks it came from, whether its fix went through and whether the run succeeded; documents show
 those counts):
 
@@ -41,7 +42,8 @@ from kbgraph.core.generalise import generalise_text, humanise_action, ids_in_tra
 from kbgraph.core.recovery import Recovery, recovery_after, trim_thought
 from kbgraph.ingest.reflect_rules import rule_operation
 from kbgraph.core.shapes import changes_state
-from kbgraph.core.models import ConceptInsight, Experience, Trajectory, TrajectoryStep
+from kbgraph.core.models import ConceptInsight, Experience, StatementRecord, Trajectory, TrajectoryStep
+from kbgraph.ingest.wording import sentence
 
 
 class Reflector(Protocol):
@@ -74,18 +76,18 @@ def masked_error(error: str, names: frozenset[str] = frozenset(), ids: frozenset
     return text.strip().rstrip(".")[:200]
 
 
-def fix_phrase(recovery: Recovery) -> str:
-    """What the agent did about an error, in the same words whenever it did the same, and nothing
-    about how it went (that is evidence, counted per run)."""
+def recovery_record(operation: str, error: str, recovery: Recovery) -> StatementRecord:
+    """An error and what the agent did about it, as a record: the same whenever it did the same,
+    and nothing about how it went (that is evidence, counted per run)."""
     if recovery.kind == "retry":
-        paths = sorted({_INDEX.sub("[]", c.path) for c in recovery.changes})
-        what = ", ".join(paths[:4]) + (" and more" if len(paths) > 4 else "")
-        return f"the agent retried it with changed {what}" if what else "the agent retried it"
-    if recovery.kind == "repeat":
-        return "the agent repeated it unchanged"
+        paths = tuple(sorted({_INDEX.sub("[]", c.path) for c in recovery.changes}))
+        return StatementRecord(kind="recovery", operation=operation, error=error, recovery="retry",
+                               changed=(paths,) if paths else ())
     if recovery.kind == "switch" and recovery.action:
-        return f"the agent switched to {humanise_action(recovery.action)}"
-    return "nothing was tried after it"
+        return StatementRecord(kind="recovery", operation=operation, error=error, recovery="switch",
+                               action=recovery.action)
+    return StatementRecord(kind="recovery", operation=operation, error=error,
+                           recovery="repeat" if recovery.kind == "repeat" else "none")
 
 
 def _thought_rules(step: TrajectoryStep, names: frozenset[str], ids: frozenset[str]) -> list[str]:
@@ -115,37 +117,37 @@ class RuleBasedReflector:
         pairs: list[ConceptInsight] = []
         seen: set[tuple[str, str]] = set()
 
-        def add(concept: str, insight: str, worked: bool | None = None) -> None:
+        def add(concept: str, record: StatementRecord, worked: bool | None = None) -> None:
+            insight = sentence(record)
             if (concept, insight) not in seen:
                 seen.add((concept, insight))
-                pairs.append(ConceptInsight(concept=concept[:200], insight=insight, worked=worked))
+                pairs.append(ConceptInsight(concept=concept[:200], insight=insight, worked=worked, record=record))
 
-        read: list[str] = []
+        read: dict[str, str] = {}  # look-ups so far, humanised → the first action so named
         rules = 0
         for index, step in enumerate(steps):
             operation = humanise_action(step.action)
             operates = changes_state(step.action)
             if step.error:
                 recovery = recovery_after(trajectory, index, names, ids)
-                error = masked_error(step.error, names, ids)
-                when = f"When {operation} fails with “{error}”"
+                record = recovery_record(operation, masked_error(step.error, names, ids), recovery)
                 # worked: the next call went through (None when nothing was tried).
-                add(operation, f"{when}, {fix_phrase(recovery)}.",
-                    worked=None if recovery.kind == "none" else recovery.recovered)
+                add(operation, record, worked=None if recovery.kind == "none" else recovery.recovered)
             if rules < RULES_PER_RUN:
                 for rule in _thought_rules(step, names, ids):
                     about = rule_operation(rule, [s.action for s in steps[index:]])
                     if about is not None and rules < RULES_PER_RUN:
-                        add(humanise_action(about), f"Rule the agent applied: {rule}")
+                        add(humanise_action(about), StatementRecord(kind="rule", operation=humanise_action(about),
+                                                                    text=rule))
                         rules += 1
             if not operates:
                 if step.action not in ("think", "calculate") and not step.error:
-                    read.append(humanise_action(step.action))
+                    read.setdefault(humanise_action(step.action), step.action)
                 continue
             if step.error or not trajectory.outcome.success:
                 continue
-            for lookup in dict.fromkeys(read):
-                add(operation, f"Before {operation}, {lookup}.")
-            arguments = ", ".join(sorted(step.arguments)) or "no arguments"
-            add(operation, f"To {operation}, call {step.action} with {arguments}.")
+            for lookup in read.values():
+                add(operation, StatementRecord(kind="before", operation=operation, action=lookup))
+            add(operation, StatementRecord(kind="how", operation=operation, action=step.action,
+                                           arguments=tuple(sorted(step.arguments))))
         return pairs

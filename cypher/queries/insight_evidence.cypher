@@ -1,6 +1,7 @@
 // What backs the insights of some concepts: the concepts $concept_ids and those already in the
 // meta-concepts $meta_ids (namespace $kb). Per insight: its concept (and, for a concept read
-// through a meta-concept, that meta-concept), its text and the runs, tasks, runs that succeeded
+// through a meta-concept, that meta-concept), its text, its record (what it says, as JSON; null for
+// a free lesson) and the runs, tasks, runs that succeeded
 // and runs whose next call went through that it was learnt from; and its origins, the domain, runs
 // and task of each experience it came from (so that its evidence splits by domain).
 CALL () {
@@ -18,6 +19,6 @@ CALL (i) {
   RETURN collect({domain: coalesce(e.domain, 'general'), runs: coalesce(e.source_ids, []), task: e.task_key})
     AS origins
 }
-RETURN concept_id, meta_id, i.text AS text, coalesce(i.runs, []) AS runs, coalesce(i.tasks, []) AS tasks,
+RETURN concept_id, meta_id, i.text AS text, i.record AS record, coalesce(i.runs, []) AS runs, coalesce(i.tasks, []) AS tasks,
   coalesce(i.succeeded, []) AS succeeded, coalesce(i.worked, []) AS worked, origins
 ORDER BY concept_id, text;

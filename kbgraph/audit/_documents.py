@@ -3,13 +3,14 @@ evidence is recounted here from the graph's rows — not taken from what the doc
 
 A statement stands for the insight sentences its ``sources`` name (a document written before
 statements kept them stands for its own sentence, in no particular domain). Its evidence is theirs,
-in its domain's runs.
+in its domain's runs. What a statement says is its record, and the counts its document shows are
+the evidence it was stored with (the document is rendered from both): the audit holds those counts
+against the recount, and reads no rendered line.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,31 +20,28 @@ import numpy as np
 
 from kbgraph.audit._findings import NEAR_IDENTICAL_SIMILARITY, Check, Finding
 from kbgraph.ingest.integrate import EmbedFn, sentence_key
-from kbgraph.ingest.integrate_evidence import (
-    DUPLICATE_RULE_SIMILARITY,
-    Evidence,
-    Statement,
-    evidence_rows,
-    recovery_core,
-    rule_core,
-    statement_kind,
-)
+from kbgraph.ingest.integrate_evidence import DUPLICATE_RULE_SIMILARITY, Evidence, Statement, evidence_rows
+from kbgraph.ingest.wording import rule_core
 
 __all__ = ["DocumentInput", "audit_document", "plain_evidence"]
 
-#: (words of a line, what the evidence must be for them to be true, what they claim)
-_CLAIMS: tuple[tuple[re.Pattern[str], Callable[[Evidence, re.Match[str]], bool], str], ...] = (
-    (re.compile(r"got past it(?! \d)"), lambda e, m: bool(e.went_through), "says it got past the error"),
-    (re.compile(r"did not help"), lambda e, m: not e.went_through, "says it did not help"),
-    (re.compile(r"went through in (\d+) of (\d+)"),
-     lambda e, m: (int(m[1]), int(m[2])) == (len(e.went_through & e.runs), len(e.runs)), "counts calls that went through"),
-    (re.compile(r"still failed"), lambda e, m: not e.succeeded, "says the run still failed"),
-    (re.compile(r"succeeded in (\d+) of (\d+)"),
-     lambda e, m: (int(m[1]), int(m[2])) == (len(e.succeeded & e.runs), len(e.runs)), "counts runs that succeeded"),
-    (re.compile(r"\((?:seen only in failed runs: )?(\d+) runs?,"), lambda e, m: int(m[1]) == len(e.runs),
-     "counts the runs behind it"),
-    (re.compile(r"seen only in failed runs"), lambda e, m: not e.succeeded, "says only failed runs showed it"),
+#: (the count a document shows, how to count it, what it claims). A statement's line shows its runs
+#: and the runs that succeeded; a recovery's, how often the next call went through (``describe``
+#: of :class:`~kbgraph.ingest.integrate_evidence.Evidence`).
+_COUNTS: tuple[tuple[str, Callable[[Evidence], int], str], ...] = (
+    ("runs", lambda e: len(e.runs), "counts the runs behind it"),
+    ("succeeded", lambda e: len(e.succeeded & e.runs), "counts runs that succeeded"),
+    ("went_through", lambda e: len(e.went_through & e.runs), "counts calls that went through"),
 )
+
+
+def _claims(statement: Statement) -> tuple[tuple[str, Callable[[Evidence], int], str], ...]:
+    """The counts ``statement``'s line shows: none without runs; how often the next call went
+    through only for a recovery that retried, repeated or switched."""
+    if not statement.evidence.runs:
+        return ()
+    shows_calls = statement.kind == "recovery" and statement.said.recovery in ("retry", "repeat", "switch")
+    return tuple(c for c in _COUNTS if c[0] != "went_through" or shows_calls)
 
 
 @dataclass(frozen=True)
@@ -107,12 +105,10 @@ def audit_document(document: DocumentInput, embed: EmbedFn | None,
         if statement.section != "pitfalls" and not evidence.succeeded & evidence.runs:
             found("how-from-failed-runs", statement,
                   f"stands under {statement.section.replace('_', ' ')}, but no run that succeeded backs it")
-        line = next((ln[2:] for ln in _part(document.rendered, statement.domain).splitlines()
-                     if ln[2:].startswith(statement.text)), "")
-        for pattern, holds, claim in _CLAIMS:
-            match = pattern.search(line)
-            if match and not holds(evidence, match):
-                found("outcome-wording", statement, f"the document {claim} (“{match[0]}”); its runs do not")
+        for _, count, claim in _claims(statement):
+            shown, recounted = count(statement.evidence), count(evidence)
+            if shown != recounted:
+                found("outcome-wording", statement, f"the document {claim} ({shown}); its runs give {recounted}")
     _cross_domain(document, recount, found)
     findings += _same_recovery(document, recount, where)
     if embed is not None:
@@ -121,8 +117,8 @@ def audit_document(document: DocumentInput, embed: EmbedFn | None,
     return findings
 
 
-#: The reflector's templated statements ("Before X, Y.", "To X, call …", "When X fails with …").
-_TEMPLATED = frozenset({"precondition", "call", "recovery"})
+#: The reflector's kinds of statement that name a call (a look-up before it, the call, an error of it).
+_TEMPLATED = frozenset({"before", "how", "recovery"})
 
 
 def _same_recovery(document: DocumentInput, recount: _Recount, where: str) -> list[Finding]:
@@ -130,8 +126,8 @@ def _same_recovery(document: DocumentInput, recount: _Recount, where: str) -> li
     changed other arguments): one statement, with the runs summed and the arguments as detail."""
     findings = []
     for a, b in itertools.combinations(document.statements, 2):
-        core = recovery_core(a.text)
-        if core is not None and a.domain == b.domain and recovery_core(b.text) == core:
+        core = a.said.retry_key()
+        if core is not None and a.domain == b.domain and b.said.retry_key() == core:
             findings.append(Finding(
                 check="near-duplicate-statements", where=where, statement=f"{a.text} ≈ {b.text}",
                 evidence=f"{plain_evidence(recount.of(a))} / {plain_evidence(recount.of(b))}",
@@ -150,24 +146,14 @@ def _near_identical(document: DocumentInput, recount: _Recount, embed: EmbedFn, 
         return []
     findings = []
     for (a, b), similarity in _pairs(statements, embed):
-        kinds = {statement_kind(a.text) in _TEMPLATED, statement_kind(b.text) in _TEMPLATED}
-        named = kinds == {True} or (statement_kind(a.text) in ("rule", "lesson")
-                                    and statement_kind(b.text) in ("rule", "lesson"))
+        kinds = {a.kind in _TEMPLATED, b.kind in _TEMPLATED}
+        named = kinds == {True} or (a.kind in ("rule", "lesson") and b.kind in ("rule", "lesson"))
         if a.domain == b.domain and similarity >= NEAR_IDENTICAL_SIMILARITY and not named:
             findings.append(Finding(
                 check="near-duplicate-statements", where=where, statement=f"{a.text} ≈ {b.text}",
                 evidence=f"{plain_evidence(recount.of(a))} / {plain_evidence(recount.of(b))}",
                 detail=f"two statements say nearly the same (cosine {similarity:.2f} ≥ {NEAR_IDENTICAL_SIMILARITY})"))
     return findings
-
-
-def _part(rendered: str, domain: str) -> str:
-    """The part of a rendered document about ``domain`` (the whole when it has no parts)."""
-    start = rendered.find(f"## In {domain} (") if domain else -1
-    if start < 0:
-        return rendered
-    end = rendered.find("\n## In ", start + 1)
-    return rendered[start:] if end < 0 else rendered[start:end]
 
 
 def _cross_domain(document: DocumentInput, recount: _Recount, found: Callable[[Check, Statement, str], None]) -> None:
@@ -209,7 +195,7 @@ def _pairs(statements: Sequence[Statement], embed: EmbedFn) -> list[tuple[tuple[
 
 def _duplicates(document: DocumentInput, recount: _Recount, embed: EmbedFn, threshold: float,
                 where: str) -> list[Finding]:
-    rules = [s for s in document.statements if statement_kind(s.text) in ("rule", "lesson")]
+    rules = [s for s in document.statements if s.kind in ("rule", "lesson")]
     if len(rules) < 2:
         return []
     findings = []

@@ -18,7 +18,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kbgraph.core.generalise import humanise_action
-from kbgraph.ingest.integrate_evidence import statement_kind
 from kbgraph.ingest.reflect_rules import about_actions, verbs_named
 from kbgraph.search.handoff import hands_off
 from kbgraph.skills.folder import MARKER_KEY, MARKER_VALUE, NAMESPACE_KEY, SKILL_FILE
@@ -215,7 +214,7 @@ def render_skill(skill: PlannedSkill, given: RenderInput) -> dict[str, str]:
            f"{_worked_in(skill.worked, skill.runs, skill.tasks)}. Identifiers, names and numbers from the runs are "
            "shown as placeholders such as `{id}`.", ""]
     out += _when_to_use(skill, doc) + _preconditions(skill, doc) + _steps_section(skill, given)
-    how = [s for s in doc.of("how", domain) if statement_kind(s.text) != "precondition"]
+    how = [s for s in doc.of("how", domain) if s.kind != "before"]
     if how:
         out += ["## How it is done", "", *[f"- {_md(s.line)}" for s in how], ""]
     if why := doc.of("why", domain):
@@ -234,7 +233,7 @@ def render_skill(skill: PlannedSkill, given: RenderInput) -> dict[str, str]:
 def _when_to_use(skill: PlannedSkill, doc: ConceptDoc) -> list[str]:
     domain = skill.domains[0]
     out = ["## When to use", "", f"- {when_to_use(skill)}.",
-           *[f"- {_md(s.line)}" for s in doc.of("when_to_use", domain) if statement_kind(s.text) != "precondition"]]
+           *[f"- {_md(s.line)}" for s in doc.of("when_to_use", domain) if s.kind != "before"]]
     tasks = example_tasks(skill)[:MAX_TASKS_SHOWN]
     if tasks:
         out += ["- Tasks like these, where it worked:", *[f"  - {_quoted(m.problem)}" for m in tasks]]
@@ -245,7 +244,7 @@ def _preconditions(skill: PlannedSkill, doc: ConceptDoc) -> list[str]:
     """The document's "Before …" statements, and what the steps shown look up before their first change."""
     domain = skill.domains[0]
     before = [s for s in (*doc.of("when_to_use", domain), *doc.of("how", domain))
-              if statement_kind(s.text) == "precondition"]
+              if s.kind == "before"]
     out = ["## Preconditions", "", *[f"- {_md(s.line)}" for s in before]]
     best = skill.ways[0]
     first_change = next((i for i, a in enumerate(best.usual_actions) if a in best.operations), None)

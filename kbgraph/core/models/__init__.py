@@ -4,6 +4,8 @@
   with its :class:`Step`, :class:`FailureMode` and :class:`Relation` records;
 - :mod:`~kbgraph.core.models.concepts`: what reflection learns (BREW) — :class:`Concept`,
   :class:`Insight`, :class:`ConceptInsight`, :class:`MetaConcept` and its :class:`ConceptDocument`;
+- :mod:`~kbgraph.core.models.statements`: what an insight or a document's statement says, as a
+  :class:`StatementRecord`;
 - :mod:`~kbgraph.core.models.trajectory`: a raw run as an agent recorded it, the input format;
 - :mod:`~kbgraph.core.models._base`: the limits, field types and strict base they share.
 
@@ -43,6 +45,7 @@ from kbgraph.core.models._base import (
 )
 from kbgraph.core.models.concepts import Concept, ConceptDocument, ConceptInsight, Insight, MetaConcept
 from kbgraph.core.models.experience import Experience, FailureMode, Relation, Step
+from kbgraph.core.models.statements import StatementKind, StatementRecord
 from kbgraph.core.models.trajectory import RAW_ARGUMENTS, Outcome, Trajectory, TrajectoryStep
 
 __all__ = [
@@ -51,5 +54,5 @@ __all__ = [
     "STORED_OBSERVATION_CHARS", "STORED_OUTCOME_TASK_CHARS",
     "Concept", "ConceptDocument", "ConceptInsight", "Count", "Difficulty", "Embedding", "Experience",
     "FailureMode", "IdText", "Insight", "Kind", "MetaConcept", "Name", "Outcome", "RecoveryKind", "Relation",
-    "RelationType", "Reward", "Scope", "ShortText", "Status", "Step", "Trajectory", "TrajectoryStep", "Unit",
+    "RelationType", "Reward", "Scope", "ShortText", "StatementKind", "StatementRecord", "Status", "Step", "Trajectory", "TrajectoryStep", "Unit",
 ]

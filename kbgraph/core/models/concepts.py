@@ -10,6 +10,7 @@ from pydantic import Field, StringConstraints
 
 from kbgraph.core.ids import content_hash, normalise_text
 from kbgraph.core.models._base import MAX_TEXT_CHARS, Count, Embedding, IdText, Name, ShortText, _Strict
+from kbgraph.core.models.statements import StatementRecord
 
 
 class ConceptDocument(_Strict):
@@ -86,8 +87,12 @@ class ConceptInsight(_Strict):
     ``worked`` says, for an insight about a fix, whether the fix went through in this run (None
     when the insight is not about one); the run's id, task and outcome are added when it is
     stored, so identical insights of many runs add up to evidence ("seen in 6 runs of 3 tasks,
-    the fix went through in 4")."""
+    the fix went through in 4").
+
+    ``record`` is what the insight says as data (the rule-based reflector's insights are rendered
+    from it); None for a free lesson, whose record is its sentence."""
 
     concept: Name
     insight: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
     worked: bool | None = None
+    record: StatementRecord | None = None

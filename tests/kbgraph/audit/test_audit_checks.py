@@ -3,20 +3,24 @@ document or skill built to contain the problem — and finds nothing in one buil
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kbgraph.audit import DocumentInput, Finding, audit_document, audit_skill
+from kbgraph.core.models import StatementRecord
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.ingest.integrate import sentence_key
 from kbgraph.ingest.integrate_evidence import Evidence, Statement, build_document, evidence_rows
+from kbgraph.ingest.wording import sentence
 from kbgraph.skills.plan import ConceptDoc, FailureRow, Member, group_workflows, plan_skills
 from kbgraph.skills.render import RenderInput, render_skill
 
 
 def insight(text: str, runs: list[str], succeeded: list[str], worked: list[str] | None = None,
-            domain: str = "airline") -> dict[str, Any]:
+            domain: str = "airline", record: StatementRecord | None = None) -> dict[str, Any]:
     """An insight as the query insight_evidence reads it."""
-    return {"text": text, "runs": runs, "tasks": [f"task-{r}" for r in runs], "succeeded": succeeded,
+    return {"text": text, "record": record.model_dump_json() if record else None,
+            "runs": runs, "tasks": [f"task-{r}" for r in runs], "succeeded": succeeded,
             "worked": worked or [], "origins": [{"domain": domain, "runs": runs, "task": f"task-{r}"} for r in runs]}
 
 
@@ -25,6 +29,10 @@ def old_document(name: str, sections: dict[str, list[str]], rendered: str, rows:
     statements = [Statement(section, "", text, Evidence(), (sentence_key(text),))  # type: ignore[arg-type]
                   for section, texts in sections.items() for text in texts]
     return DocumentInput(name, statements, rendered, rows)
+
+
+def runs(*ids: str) -> frozenset[str]:
+    return frozenset(ids)
 
 
 def checks(findings: list[Finding]) -> list[str]:
@@ -46,28 +54,40 @@ def test_a_how_backed_only_by_failed_runs_is_found_with_its_evidence() -> None:
     assert finding.evidence.startswith("1 runs, 1 tasks, 0 succeeded")
 
 
-GOT_PAST = ("When update reservation flights fails with “gift card balance is not enough”, retrying it with changed "
-            "payment_id got past it.")
+PAYMENT_ERROR = "payment amount does not add up, total price is # but paid #"
 
 
-def test_got_past_it_where_no_call_went_through_is_contradictory_wording() -> None:
-    rows = [insight(GOT_PAST, ["f1", "f2", "f3", "f4"], [], worked=[])]
-    document = old_document("update reservation flights", {"pitfalls": [GOT_PAST]},
-                            f"## Pitfalls\n- {GOT_PAST} (4 runs, 2 tasks, 0 succeeded)", rows)
-    assert checks(audit_document(document, embed=None)) == ["outcome-wording"]
-    rows = [insight(GOT_PAST, ["f1", "f2"], [], worked=["f1"])]
-    honest = old_document("update reservation flights", {"pitfalls": [GOT_PAST]},
-                          f"## Pitfalls\n- {GOT_PAST} (2 runs, 2 tasks)", rows)
-    assert checks(audit_document(honest, embed=None)) == []
+def retried(*changed: str) -> StatementRecord:
+    return StatementRecord(kind="recovery", operation="book reservation", error=PAYMENT_ERROR, recovery="retry",
+                           changed=(changed,))
 
 
-def test_counts_a_line_states_are_checked_against_the_runs() -> None:
-    text = "When book reservation fails with “x”, the agent retried it with changed amount."
-    rows = [insight(text, ["f1", "f2"], ["f2"], worked=["f1"])]
-    statement = Statement("pitfalls", "airline", text, Evidence(), (sentence_key(text),))
-    lying = f"## Pitfalls\n- {text} (2 runs, 2 tasks; the retried call went through in 2 of 2; the run still failed in all 2)"
-    document = DocumentInput("book reservation", [statement], lying, rows)
-    assert checks(audit_document(document, embed=None)) == ["outcome-wording", "outcome-wording"]
+def test_the_counts_a_document_shows_are_the_runs_counts() -> None:
+    # Issue 52: a document said "went through in 5 of 7" and "(7 runs," where its evidence was 1 run, 0 succeeded.
+    record = retried("payment_methods[].amount")
+    rows = [insight(sentence(record), ["f1"], [], record=record)]
+    shown = Evidence(runs("f1", "f2", "f3", "f4", "f5", "f6", "f7"), runs("t1"), frozenset(),
+                     runs("f1", "f2", "f3", "f4", "f5"))
+    lying = Statement("pitfalls", "airline", sentence(record), shown, (sentence_key(sentence(record)),), record)
+    document = DocumentInput("book reservation", [lying], "", rows)
+    found = audit_document(document, embed=None)
+    assert checks(found) == ["outcome-wording", "outcome-wording"]
+    assert {f.detail for f in found} == {"the document counts the runs behind it (7); its runs give 1",
+                                         "the document counts calls that went through (5); its runs give 0"}
+    built = build_document([p for row in rows for p in evidence_rows(row)])
+    assert audit_document(DocumentInput("book reservation", built.statements, built.render(), rows), None) == []
+    assert "(1 run, 1 task; the retried call went through in 0 of 1; the run still failed)" in built.render()
+
+
+def test_a_count_a_line_does_not_show_is_not_a_claim() -> None:
+    rule = StatementRecord(kind="rule", operation="book reservation", text="Basic economy cannot be changed.")
+    rows = [insight(sentence(rule), ["f1", "f2"], ["f2"], worked=["f1"], record=rule)]
+    [statement] = build_document([p for row in rows for p in evidence_rows(row)]).statements
+    # A rule's line shows no call that went through: one recounted differently claims nothing.
+    moved = replace(statement, evidence=replace(statement.evidence, went_through=frozenset()))
+    assert audit_document(DocumentInput("book reservation", [moved], "", rows), embed=None) == []
+    assert checks(audit_document(DocumentInput("book reservation", [replace(moved, evidence=Evidence(
+        runs("f1", "f2"), runs("task-f1", "task-f2"), runs("f1", "f2")))], "", rows), embed=None)) == ["outcome-wording"]
 
 
 DUPLICATES = ["Rule the agent applied: It cannot be canceled for a refund unless the airline cancels the flight.",
@@ -86,12 +106,11 @@ def test_two_wordings_of_one_rule_are_duplicates(embedder: CachedEmbedder) -> No
 
 
 def test_one_failure_with_one_kind_of_recovery_said_twice_is_a_near_duplicate(embedder: CachedEmbedder) -> None:
-    when = "When book reservation fails with “payment amount does not add up, total price is # but paid #”"
-    texts = [f"{when}, the agent retried it with changed payment_methods[].amount.",
-             f"{when}, the agent retried it with changed payment_methods[].amount, payment_methods[].payment_id."]
-    rows = [insight(texts[0], ["r1"], []), insight(texts[1], ["r2"], [])]
-    document = old_document("book reservation", {"pitfalls": texts},
-                            "## Pitfalls\n" + "\n".join(f"- {t} (1 run, 1 task)" for t in texts), rows)
+    records = [retried("payment_methods[].amount"), retried("payment_methods[].amount", "payment_methods[].payment_id")]
+    rows = [insight(sentence(r), [f"r{n}"], [], record=r) for n, r in enumerate(records)]
+    parts = [p for row in rows for p in evidence_rows(row)]
+    apart = [Statement("pitfalls", "airline", p.text, p.evidence, (sentence_key(p.text),), p.record) for p in parts]
+    document = DocumentInput("book reservation", apart, "", rows)
     assert checks(audit_document(document, embed=None)) == ["near-duplicate-statements"]
     # The embeddings say it too, but the pair is named once.
     assert checks(audit_document(document, embed=embedder.embed)) == ["near-duplicate-statements"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import replace
 from importlib import resources
 from itertools import islice
 from pathlib import Path
@@ -45,8 +46,7 @@ def test_the_real_runs_pass_the_audit_and_the_command_exits_0(kb: KnowledgeBase,
     row = next(r for r in kb.gateway.read("meta_concepts_all", kb=kb.namespace) if r["name"] == "cancel reservation")
     document = EvidencedDocument.from_json(row["statements"])
     failed_only = next(s for s in document.statements if not s.evidence.succeeded)
-    moved = EvidencedDocument(tuple(s if s is not failed_only else s.__class__("how", s.domain, s.text, s.evidence,
-                                                                                 s.sources)
+    moved = EvidencedDocument(tuple(s if s is not failed_only else replace(s, section="how")
                                     for s in document.statements), document.domain_runs)
     kb.gateway.write_all([("meta_concept_upsert", {"kb": kb.namespace, "rows": [{
         **{k: row[k] for k in ("id", "name", "embedding", "version", "size")}, "document": moved.render(),
