@@ -138,6 +138,10 @@ def _size_figures(size: dict[str, Any]) -> list[Figure]:
         "—", f"≤ {TARGETS.build_100k_s:.0f} s" if n == 100_000 else "—",
         build["seconds"] <= TARGETS.build_100k_s if n == 100_000 else None))
     search = size["search"]
+    if search.get("step_texts") is not None:
+        rows.append(Figure(
+            f"step index at {n:,}: vectors · distinct step texts", f"{search['steps']:,} · {search['step_texts']:,}",
+            "one vector per step", "report", None))
     limits = {10_000: TARGETS.search_10k_ms, 100_000: TARGETS.search_100k_ms}.get(n)
     rows.append(Figure(
         f"search p50 · p95 at {n:,}", _pair(search["kbgraph_ms"]), f"exact cosine {_pair(search['brute_force_ms'])}",

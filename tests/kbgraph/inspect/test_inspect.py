@@ -318,6 +318,17 @@ def test_domains_count_the_experiences_of_each_domain(inspected: Inspected) -> N
     assert rows["inspect-from"]["reaches"] == ["inspect-mid"]
 
 
+def test_step_texts_count_each_text_once_with_its_copies(inspected: Inspected) -> None:
+    [row] = inspected.run("step_texts", limit=1000)
+    texts = {t["text"]: t for t in row["most_copied"]}
+    assert row["distinct_texts"] == len(texts) and row["steps"] == sum(t["copies"] for t in texts.values())
+    assert row["with_vector"] == row["steps"]
+    shared = texts["find_order: find_order for {id}"]
+    assert shared["copies"] == 2 and shared["vectors"] == 1, "two experiences' steps, one text, one vector"
+    assert [t["copies"] for t in row["most_copied"]] == sorted((t["copies"] for t in row["most_copied"]), reverse=True)
+    assert len(inspected.run("step_texts", limit=1)[0]["most_copied"]) == 1
+
+
 # -- parameters --------------------------------------------------------------------------------------
 
 
