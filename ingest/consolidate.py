@@ -55,6 +55,7 @@ class Consolidation:
         # The namespace's experience relations by type, kept up to date by an incremental
         # consolidation from what each of its writes changed (counted in the write's transaction).
         self._totals: dict[str, int] = {}
+        self._merged_away: set[str] = set()  # experiences this consolidation's merges deleted
 
     def run(self, recluster: bool = False, merge: bool = True, run: str | None = None) -> None:
         """Merges (unless ``merge`` is off: maintenance merges by its own plan), concepts and
@@ -86,8 +87,9 @@ class Consolidation:
             results = self.kb.gateway.write_all([("experiences_unlinked_clear", {"kb": ns, "rows": rows}), counts])
             self._report_concepts(results[-1][0])
             return
-        # Every mark read above is now merged and linked (one written again since keeps its new stamp).
-        rows += [{"id": m["id"], "stamp": m["stamp"]} for m in marks]
+        # Every mark read above is now merged and linked (one written again since keeps its new stamp);
+        # those of experiences merged away left with them.
+        rows += [{"id": m["id"], "stamp": m["stamp"]} for m in marks if m["id"] not in self._merged_away]
         following = uuid.uuid4().hex
         results = self.kb.gateway.write_all([
             ("experiences_unlinked_clear", {"kb": ns, "rows": rows}),
@@ -161,6 +163,7 @@ class Consolidation:
                 results = self.kb.gateway.write_all([("experience_relations_of", {"kb": ns, "ids": merged_away}),
                                                      merge_call])
                 self._count(results[0], -1)
+        self._merged_away.update(i for g in groups for i in g.merged_ids)
         self.report.experiences_merged += sum(len(g.merged_ids) for g in groups)
 
     def _count(self, rows: list[Row], sign: int) -> None:

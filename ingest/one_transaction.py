@@ -18,10 +18,16 @@ compare-and-set of the facts version (kb_state_facts_version_set) and of the mar
 import). A transaction the server rolls back (a deadlock, a lost connection) is run again from
 the start; what the add learnt for later (the link plan, the vectors read) is kept for this
 process only once it has committed (:meth:`OneTransaction.settle`).
+
+An add Neo4j refuses inside its one transaction (:class:`~kbgraph.store.transaction.DeletedInTransaction`)
+is rolled back whole and written under the lease by the pipeline; each time is counted
+(:data:`REFUSALS`, the report's ``one_transaction_refused``) and logged, for that way is a safety
+net, not a path an add should take.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -36,12 +42,30 @@ from kbgraph.store.vector_cache import PgVectorCache, VectorLoader
 from kbgraph.ingest.lease import LeaseHeld, check_lease_free, process_turn, wait_for_lease
 from kbgraph.ingest.link_state import LinkState, RememberedLinks
 from kbgraph.store.experiences import ExperienceStore
-from kbgraph.store.transaction import TransactionGateway, in_one_transaction
+from kbgraph.store.transaction import DeletedInTransaction, TransactionGateway, in_one_transaction
 from kbgraph.store.writer import ExperienceWriter, WriteReport
 
-__all__ = ["OneTransaction", "add_in_one_transaction"]
+__all__ = ["REFUSALS", "OneTransaction", "add_in_one_transaction", "count_refusal"]
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
+
+
+class _Refusals:
+    """How many adds of this process Neo4j refused in their one transaction."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+REFUSALS = _Refusals()
+
+
+def count_refusal(refused: DeletedInTransaction) -> None:
+    """Counts and logs (a warning) an add written under the lease because Neo4j refused its one
+    transaction."""
+    REFUSALS.count += 1
+    logger.warning("%s; written under the lease instead (%d time(s) in this process)", refused, REFUSALS.count)
 
 
 class StagedVectors(PgVectorCache):

@@ -34,7 +34,7 @@ from kbgraph.ingest.integrate_evidence import DocumentRewriter
 from kbgraph.ingest.read import Record, read_records
 from kbgraph.ingest.reflect import Reflector, RuleBasedReflector
 from kbgraph.ingest.lease import IngestLease
-from kbgraph.ingest.one_transaction import OneTransaction, add_in_one_transaction
+from kbgraph.ingest.one_transaction import OneTransaction, add_in_one_transaction, count_refusal
 from kbgraph.ingest.report import IngestReport
 from kbgraph.core.models import ConceptInsight, Experience, Insight, Trajectory
 from kbgraph.core.votes import apply_votes, check_votes
@@ -116,10 +116,12 @@ class IngestPipeline:
 
             try:
                 return add_in_one_transaction(self.kb, work, self._waiting)
-            except DeletedInTransaction:
+            except DeletedInTransaction as refused:
                 # Rolled back whole; Neo4j refused a statement reaching a node the transaction had
-                # deleted (a merge, then a count): written under the lease instead, batch by batch.
+                # deleted: written under the lease instead, batch by batch (a safety net, counted).
+                count_refusal(refused)
                 self.report = validated.model_copy(deep=True)
+                self.report.one_transaction_refused = 1
         with IngestLease(self.kb.gateway, self.kb.namespace, self.kb.settings.ingest_lease_s, on_wait=self._waiting):
             # Validation ran before the lease (a refused file writes nothing, not even the lease's
             # state node), so what another ingest marked meanwhile is checked again under it: an

@@ -51,6 +51,9 @@ class IngestReport(BaseModel):
                                           "on the rule-based path (ingest/llm_fallback.py).")
     maintenance_run: str | None = Field(
         default=None, description="The maintenance run this ingest triggered by crossing a growth checkpoint.")
+    one_transaction_refused: int = Field(
+        default=0, description="1 when Neo4j refused this ingest's one write transaction (an input of one write batch, "
+                               "ingest/one_transaction.py) and it was written under the lease instead; 0 otherwise.")
     growth_checked: tuple[int, int] | None = Field(
         default=None, exclude=True, description="The growth total (before, after) an add checked in its one write "
                                                 "transaction (ingest/one_transaction.py), for the façade's maintenance.")

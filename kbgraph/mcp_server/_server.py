@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any, Literal, TypeVar
 
 import anyio
+from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
@@ -151,6 +152,29 @@ def build_server(
                             version=kbgraph_version(), log_level=log_level, tools=tools)
 
 
+def lowlevel_server(server: MCPServer[Any]) -> Server[Any]:
+    """The SDK's low-level server under ``server``, which runs a session over streams of our own
+    (the bounded stdio of kbgraph.mcp_server.stdio). The SDK offers no public way to do that (its
+    run_stdio_async always opens its own stdio_server), so this is the one place that reads its
+    private ``_lowlevel_server``; should an SDK drop it, serving fails at once, naming the SDK
+    (tests/kbgraph/mcp_server/test_mcp_stdio.py pins it for the installed one)."""
+    lowlevel = getattr(server, "_lowlevel_server", None)
+    if not isinstance(lowlevel, Server):
+        raise RuntimeError(f"the installed MCP SDK (mcp {_sdk_version()}) keeps no low-level server where kbgraph's "
+                           "stdio transport reads it (MCPServer._lowlevel_server): install the version "
+                           "requirements.lock names")
+    return lowlevel
+
+
+def _sdk_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mcp")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def serve_stdio(settings: Settings, *, default_agent: str | None = None) -> None:
     """Serves over stdin/stdout until the client closes stdin. File descriptor 1 points at stderr
     while serving, so nothing but protocol reaches stdout; logs go to stderr. Every line gets an
@@ -160,9 +184,8 @@ def serve_stdio(settings: Settings, *, default_agent: str | None = None) -> None
     server = build_server(source, default_agent=default_agent)
 
     async def serve() -> None:
-        # The SDK's run("stdio") with our transport; its low-level server is the documented
-        # way to run over custom streams.
-        lowlevel = server._lowlevel_server
+        # The SDK's run("stdio") with our transport (kbgraph.mcp_server.stdio).
+        lowlevel = lowlevel_server(server)
         async with bounded_stdio_server() as (read_stream, write_stream):
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 

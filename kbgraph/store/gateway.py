@@ -17,6 +17,7 @@ import neo4j
 from kbgraph.core.errors import Neo4jUnavailableError
 from kbgraph.store.queries import query
 from kbgraph.store.deadline import within
+from kbgraph.store.pool import pool_exhausted, pool_occupancy
 
 if TYPE_CHECKING:
     from kbgraph.store.transaction import OpenTransaction
@@ -159,26 +160,16 @@ def lost_neo4j(what: str, error: BaseException) -> Neo4jUnavailableError:
                                  "is kept; run it again once Neo4j answers")
 
 
-def pool_exhausted(what: str, error: neo4j.exceptions.ConnectionAcquisitionTimeoutError) -> Neo4jUnavailableError:
-    """kbgraph's error, in one line, for a call that waited the driver's connection acquisition
-    timeout (KBGRAPH_CONNECT_TIMEOUT_S when kbgraph opened the driver) for a free connection: every
-    connection of the driver's pool was in use by other calls of this process."""
-    waited = re.search(r"within (\S+?)s\b", str(error))
-    bound = f"{float(waited.group(1)):g} s" if waited else "the connection acquisition timeout"
-    return Neo4jUnavailableError(
-        f"Neo4j was too busy for {what}: no connection of this process's pool came free within {bound} (every one "
-        "was in use by other calls; KBGRAPH_CONNECT_TIMEOUT_S): nothing of this call was written; run it again")
-
-
-def guarded(what: str, call: Callable[[], T]) -> T:
+def guarded(what: str, call: Callable[[], T], driver: Any = None) -> T:
     """``call()``, with the driver's lost-server errors raised as :func:`lost_neo4j`'s and a pool
-    with no free connection as :func:`pool_exhausted`'s."""
+    with no free connection as :func:`~kbgraph.store.pool.pool_exhausted`'s (worded from
+    ``driver``'s pool, when given)."""
     try:
         return call()
     except LOST as error:
         raise lost_neo4j(what, error) from error
     except neo4j.exceptions.ConnectionAcquisitionTimeoutError as error:
-        raise pool_exhausted(what, error) from error
+        raise pool_exhausted(what, error, pool_occupancy(driver)) from error
 
 
 #: The Bolt handshake's opening: the magic number, then four protocol versions proposed (5.0–5.8
@@ -267,7 +258,7 @@ class Neo4jGateway:
 
     def bounded(self, what: str, call: Callable[[], T]) -> T:
         """``call()`` (driver work of its own, e.g. a paged export) under this gateway's bound."""
-        return guarded(what, lambda: within(self.timeout_s, what, call, self.still_there))
+        return guarded(what, lambda: within(self.timeout_s, what, call, self.still_there), self.driver)
 
     def still_there(self) -> bool:
         """Whether the server still answers, asked by a call that has run ``timeout_s``: the Bolt
@@ -307,7 +298,7 @@ class Neo4jGateway:
                 return run_named(session, name, params)
 
         return guarded(name, lambda: within(self.timeout_s, name, lambda: self._retried(once, self.retry_time_s),
-                                            self.still_there))
+                                            self.still_there), self.driver)
 
     def _retried(self, call: Callable[[], T], retry_time_s: float) -> T:
         return retried(call, retry_time_s, self.sleep, self.clock)
@@ -342,7 +333,7 @@ class Neo4jGateway:
 
         what = calls[0][0] if calls else "write"
         return guarded(what, lambda: within(self.timeout_s, what, lambda: self._retried(transaction, retry_time_s),
-                                            self.still_there))
+                                            self.still_there), self.driver)
 
     def open_transaction(self) -> OpenTransaction:
         """One explicit write transaction, for work that commits once (kbgraph.store.transaction)."""
@@ -356,7 +347,7 @@ class Neo4jGateway:
             with self.session() as session:
                 return run_named(session, name, params)
 
-        return guarded(name, lambda: within(self.bulk_timeout_s, name, statement, self.still_there))
+        return guarded(name, lambda: within(self.bulk_timeout_s, name, statement, self.still_there), self.driver)
 
     def run_statement(self, statement: str, params: dict[str, Any]) -> None:
         """One statement that is not a named query (the schema files'), in an auto-commit
@@ -365,7 +356,7 @@ class Neo4jGateway:
             with self.session() as session:
                 session.run(statement, quiet(params)).consume()
 
-        guarded("a schema statement", run)
+        guarded("a schema statement", run, self.driver)
 
     # How shared code waits and runs things side by side: threads here, the event loop's tasks in
     # kbgraph.store.aio.AsyncGateway (so the same code serves KnowledgeBase and AsyncKnowledgeBase).

@@ -142,7 +142,8 @@ def in_one_transaction(gateway: Neo4jGateway, what: str, work: Callable[[Transac
         return result
 
     try:
-        return guarded(what, lambda: retried(attempt, gateway.retry_time_s, gateway.pause, gateway.clock))
+        return guarded(what, lambda: retried(attempt, gateway.retry_time_s, gateway.pause, gateway.clock),
+                       gateway.driver)
     except neo4j.exceptions.ClientError as error:
         if error.code == ENTITY_NOT_FOUND:
             raise DeletedInTransaction(f"{what}: {error.message}") from error

@@ -8,18 +8,25 @@ and a field renamed since kbgraph 0.1 is refused with its new name.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
 
+from kbgraph.core.models import MAX_NAME_CHARS, MAX_TEXT_CHARS
 from kbgraph.core.value_bounds import within_bounds
+from kbgraph.learning.feedback import MAX_IDS_PER_EVENT
 from kbgraph.search.params import MAX_K, MAX_QUERY_CHARS, MAX_QUERY_STEPS
-from kbgraph.tools._inputs import ExecutedStep, StepRewardInput, TakenStep, TrajectoryInput
+from kbgraph.tools._inputs import MAX_ID_CHARS, ExecutedStep, StepRewardInput, TakenStep, TrajectoryInput
 
 #: The most steps one call takes (search's steps_so_far, refine's steps_taken).
 MAX_STEPS = MAX_QUERY_STEPS
 
 _AGENT = "Your agent name: also searches your private experiences."
+
+#: An agent's or a domain's name, an experience id: as long as the Python API takes them
+#: (SearchParams, FeedbackEvent), refused by field here, before anything runs.
+Name = Annotated[str, Field(max_length=MAX_NAME_CHARS)]
+ExperienceIdText = Annotated[str, Field(max_length=MAX_ID_CHARS)]
 _DOMAIN = "Your domain, e.g. 'airline'; experiences from other domains are discounted, not excluded."
 
 
@@ -56,12 +63,12 @@ class SearchExperiencesArgs(ToolArguments):
     task: str = Field(max_length=MAX_QUERY_CHARS, description=(
         "The task you are about to do, in words (the user's request or your summary of it). May be blank only "
         "when steps_so_far is given."))
-    domain: str | None = Field(default=None, description=_DOMAIN)
+    domain: Name | None = Field(default=None, description=_DOMAIN)
     steps_so_far: list[ExecutedStep] | None = Field(
         default=None, max_length=MAX_STEPS, description="Steps you have already executed, in order; they shift the "
                                                         "match from the task description to the workflow.")
     k: int = _k(5, "How many experiences to return")
-    agent: str | None = Field(default=None, description=_AGENT)
+    agent: Name | None = Field(default=None, description=_AGENT)
 
     @model_validator(mode="after")
     def _something_to_search_for(self) -> SearchExperiencesArgs:
@@ -81,9 +88,9 @@ class RefineStepsArgs(ToolArguments):
     steps_taken: list[TakenStep] = Field(
         default_factory=list, max_length=MAX_STEPS,
         description="The steps you have executed so far, in order, each failed one with its error.")
-    domain: str | None = Field(default=None, description=_DOMAIN)
+    domain: Name | None = Field(default=None, description=_DOMAIN)
     k: int = _k(3, "How many matching plans, and recoveries per failed step")
-    agent: str | None = Field(default=None, description=_AGENT)
+    agent: Name | None = Field(default=None, description=_AGENT)
 
     @model_validator(mode="after")
     def _something_to_refine(self) -> RefineStepsArgs:
@@ -96,17 +103,19 @@ class RecordOutcomeArgs(ToolArguments):
 
     renamed = {"success": "outcome (true, false or a score in [0, 1])"}
 
-    used: list[str] = Field(description="Ids of the experiences you followed (from search_experiences or "
-                                        "refine_steps); empty if none helped.")
+    used: list[ExperienceIdText] = Field(max_length=MAX_IDS_PER_EVENT, description=(
+        "Ids of the experiences you followed (from search_experiences or refine_steps); empty if none helped."))
     outcome: StrictBool | StrictFloat | StrictInt = Field(
         description="How the task ended: true/false, or a score in [0, 1] (0.5 or more counts as a success).")
-    retrieved: list[str] | None = Field(
-        default=None, description="Ids of every experience you were shown (search_experiences' retrieved_ids); "
-                                  "by default the used ones.")
-    task: str | None = Field(default=None, description="The task you were doing, in words (the text you searched "
-                                                       "with): the outcome is then remembered for tasks like it.")
-    agent: str | None = Field(default=None, description="Your agent name (updates your ability record).")
-    domain: str | None = Field(default=None, description="The task's domain; by default the one the used "
+    retrieved: list[ExperienceIdText] | None = Field(
+        default=None, max_length=MAX_IDS_PER_EVENT,
+        description="Ids of every experience you were shown (search_experiences' retrieved_ids); by default the "
+                    "used ones.")
+    task: str | None = Field(default=None, max_length=MAX_TEXT_CHARS, description=(
+        "The task you were doing, in words (the text you searched with): the outcome is then remembered for tasks "
+        "like it."))
+    agent: Name | None = Field(default=None, description="Your agent name (updates your ability record).")
+    domain: Name | None = Field(default=None, description="The task's domain; by default the one the used "
                                                          "experiences come from.")
     step_rewards: list[StepRewardInput] | None = Field(
         default=None, description="Optional credit for individual steps of the experiences you used.")
@@ -128,4 +137,5 @@ class AddTrajectoryArgs(ToolArguments):
 class GetExperienceArgs(ToolArguments):
     """One experience, by id."""
 
+    # Unbounded, as HTTP's GET /v1/experiences/{id} and kb.get take it: any other id is not found.
     id: str = Field(min_length=1, description="The experience id, as returned by search_experiences.")

@@ -10,6 +10,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kbgraph.search.params import MAX_QUERY_CHARS
+from kbgraph.search.teacher import MAX_ACTION_CHARS, MAX_NAME_CHARS
+from kbgraph.search.teacher import MAX_TEXT_CHARS as MAX_TEACHER_TEXT_CHARS
+
+#: An experience id's length, as feedback takes it (kbgraph.learning.feedback.ExperienceId).
+MAX_ID_CHARS = 128
+
 
 class _Input(BaseModel):
     # Strict: a client's "yes" is not a success, nor "3" an order (lax parsing would read them so).
@@ -20,29 +27,33 @@ class _Input(BaseModel):
 class ExecutedStep(_Input):
     """A step the agent has already executed in the current task."""
 
-    action: str = Field(description="The tool or operation called, e.g. 'get_order_details'.")
+    action: str = Field(max_length=MAX_ACTION_CHARS, description="The tool or operation called, e.g. "
+                                                                "'get_order_details'.")
     arguments: dict[str, Any] = Field(
         default_factory=dict, description="The arguments it was called with (values may be concrete).")
     error: str | None = Field(
-        default=None, description="The error it returned, verbatim, when it failed; leave out if it worked. A last "
-                                  "step that failed brings back the runs that got past the same failure.")
+        default=None, max_length=MAX_QUERY_CHARS,
+        description="The error it returned, verbatim, when it failed; leave out if it worked. A last step that "
+                    "failed brings back the runs that got past the same failure.")
 
 
 class TakenStep(_Input):
     """A step executed in the current task, with its error when it failed."""
 
-    action: str = Field(min_length=1, description="The tool or operation called, e.g. 'update_reservation_flights'.")
+    action: str = Field(min_length=1, max_length=MAX_ACTION_CHARS,
+                        description="The tool or operation called, e.g. 'update_reservation_flights'.")
     arguments: dict[str, Any] = Field(default_factory=dict, description="The arguments it was called with.")
-    error: str | None = Field(default=None, description="The error it returned, verbatim; leave out if it worked.")
+    error: str | None = Field(default=None, max_length=MAX_TEACHER_TEXT_CHARS,
+                              description="The error it returned, verbatim; leave out if it worked.")
     issue_type: str | None = Field(
-        default=None, description="A short issue class such as 'not_found' or 'permission'; classified from "
-                                  "the error when left out.")
+        default=None, max_length=MAX_NAME_CHARS,
+        description="A short issue class such as 'not_found' or 'permission'; classified from the error when left out.")
 
 
 class StepRewardInput(_Input):
     """How one step of a used experience went (per-step credit, MAEL)."""
 
-    experience_id: str = Field(description="The experience whose step this is.")
+    experience_id: str = Field(max_length=MAX_ID_CHARS, description="The experience whose step this is.")
     order: int = Field(ge=0, description="The step's order within that experience (0 = first), as shown by "
                                          "search_experiences or get_experience.")
     reward: float = Field(ge=-1.0, le=1.0, description="-1 (harmful) … 0 (no help) … 1 (exactly right).")

@@ -110,12 +110,14 @@ def test_adds_from_two_drivers_at_once_take_turns_and_count_exactly(
         one_by_one.clear()
 
 
-def test_an_add_neo4j_refuses_in_one_transaction_is_rolled_back_whole_and_written_under_the_lease(
-    kb: KnowledgeBase, commits: Commits, monkeypatch: pytest.MonkeyPatch,
+def test_an_add_neo4j_refuses_in_one_transaction_is_rolled_back_whole_written_under_the_lease_and_counted(
+    kb: KnowledgeBase, commits: Commits, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Neo4j 5.26 may refuse a statement that reaches a node its own transaction deleted (a merge,
-    then a count: EntityNotFound). The add is then rolled back whole and done batch by batch."""
+    """Should Neo4j refuse a statement that reaches a node its own transaction deleted
+    (EntityNotFound), the add is rolled back whole and done batch by batch; the report and a warning
+    say so, and the process counts it."""
     import kbgraph.ingest.pipeline as pipeline
+    from kbgraph.ingest.one_transaction import REFUSALS
 
     kb.add_trajectories([run(0)])
     refused = {"times": 0}
@@ -130,11 +132,42 @@ def test_an_add_neo4j_refuses_in_one_transaction_is_rolled_back_whole_and_writte
         return one_transaction(context_kb, then_refused, on_wait)
 
     monkeypatch.setattr(pipeline, "add_in_one_transaction", refusing)
-    before = commits.count
+    before, counted = commits.count, REFUSALS.count
     report = kb.add_trajectories([run(1)])
     assert refused["times"] == 1
     assert commits.count - before > 1  # the lease path: a transaction per step
     assert report.records_read == 1 and report.records_already_ingested == 0
+    assert report.one_transaction_refused == 1 and REFUSALS.count == counted + 1
+    assert "written under the lease instead" in caplog.text
     monkeypatch.undo()
     # Written once, exactly: adding it again finds it ingested.
     assert kb.add_trajectories([run(1)]).records_already_ingested == 1
+
+
+def cancelled(run_id: str, looked_up_first: bool) -> dict[str, Any]:
+    """A run of one task: cancel reservation R00001, after looking it up or straight away (the same
+    workflow: runs of one task differ in how often they look things up)."""
+    steps = [{"action": "cancel_reservation", "arguments": {"reservation_id": "R00001"},
+              "observation": '{"status": "cancelled"}'}]
+    if looked_up_first:
+        steps.insert(0, {"action": "get_reservation_details", "arguments": {"reservation_id": "R00001"}})
+    return {"id": run_id, "domain": "airline", "steps": steps, "outcome": {"success": True},
+            "task": "You want to cancel reservation number R00001 and get a refund to the original payment."}
+
+
+def test_an_add_that_merges_away_an_experience_it_gave_a_new_run_commits_in_its_one_transaction(
+    kb: KnowledgeBase, commits: Commits,
+) -> None:
+    """The learning simulation's re-ingest on 5.26: a stored experience gains a run (its `unlinked`
+    mark is written again) and the same add's merge folds it into a shorter way of the same task,
+    deleting it. The consolidation's last write, clearing the marks, still finds it by its key's
+    index and not as a node the transaction deleted: the add commits once, Neo4j refuses nothing."""
+    kb.add_trajectories([cancelled("run-1", looked_up_first=True)])
+    before = commits.count
+    report = kb.add_trajectories([cancelled("run-2", looked_up_first=True), cancelled("run-3", looked_up_first=False)])
+    assert report.experiences_merged == 1, report
+    assert report.one_transaction_refused == 0 and commits.count - before == 1
+    [survivor] = kb.get_many([r["id"] for r in kb.gateway.read("experience_ids_page", kb=kb.namespace,
+                                                                after="", limit=10)])
+    assert sorted(survivor.source_ids) == ["run-1", "run-2", "run-3"]
+    assert kb.gateway.read("kb_state_unlinked", kb=kb.namespace)[0]["marks"] == []

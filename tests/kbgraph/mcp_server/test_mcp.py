@@ -434,3 +434,36 @@ def test_a_bug_in_a_tool_is_one_line_without_its_text_and_the_server_keeps_servi
 def test_a_multi_line_error_becomes_one_line_headline_then_problems() -> None:
     assert one_line("invalid feedback, nothing was written:\n  feedback: a: x\n  feedback: b: y") == (
         "invalid feedback, nothing was written: feedback: a: x; feedback: b: y")
+
+
+@pytest.mark.parametrize(("tool", "arguments", "field", "limit"), [
+    ("search_experiences", {"task": "return an item", "agent": "a" * 201}, "agent", 200),
+    ("search_experiences", {"task": "return an item", "domain": "d" * 201}, "domain", 200),
+    ("search_experiences", {"task": "x", "steps_so_far": [{"action": "a" * 201}]}, "steps_so_far.0.action", 200),
+    ("search_experiences", {"task": "x", "steps_so_far": [{"action": "a", "error": "e" * 8_001}]},
+     "steps_so_far.0.error", 8_000),
+    ("refine_steps", {"task": "x", "agent": "a" * 201}, "agent", 200),
+    ("refine_steps", {"task": "x", "steps_taken": [{"action": "a", "error": "e" * 10_001}]},
+     "steps_taken.0.error", 10_000),
+    ("refine_steps", {"task": "x", "steps_taken": [{"action": "a", "issue_type": "i" * 201}]},
+     "steps_taken.0.issue_type", 200),
+    ("record_outcome", {"used": [], "outcome": True, "task": "t" * 8_001}, "task", 8_000),
+    ("record_outcome", {"used": [], "outcome": True, "agent": "a" * 201}, "agent", 200),
+    ("record_outcome", {"used": [], "outcome": True, "domain": "d" * 201}, "domain", 200),
+    ("record_outcome", {"used": ["e" * 129], "outcome": True}, "used.0", 128),
+    ("record_outcome", {"used": [], "retrieved": ["e-1"] * 1_001, "outcome": True}, "retrieved", 1_000),
+    ("record_outcome", {"used": ["e-1"], "outcome": True,
+                        "step_rewards": [{"experience_id": "e" * 129, "order": 0, "reward": 1.0}]},
+     "step_rewards.0.experience_id", 128),
+])
+def test_free_text_arguments_are_as_long_as_the_python_api_takes_and_refused_by_field_past_that(
+    tool: str, arguments: dict[str, Any], field: str, limit: int
+) -> None:
+    # An agent name of a million characters reached the knowledge base (and its error named no
+    # field): each argument now has the Python API's bound, and past it the call is refused by name.
+    source = OpenedNothing(RuntimeError("must not be reached"))
+    [outcome] = call_in_process(source.source(), [(tool, arguments)])
+    line = error_line(outcome)
+    assert line.startswith(f"{tool}: invalid arguments, nothing was done: {field}: "), line
+    assert f"at most {limit:,}".replace(",", "") in line.replace(",", "") or str(limit) in line, line
+    assert source.opened == 0

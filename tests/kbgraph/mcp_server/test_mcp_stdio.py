@@ -152,3 +152,19 @@ def test_a_client_that_writes_its_requests_and_closes_stdin_gets_every_reply() -
     assert answered - {"gone"} == {0, *range(1, 21), "call-0", "call-1", "call-2"}, done.stderr.decode()[-2000:]
     assert done.returncode == 0
     assert all(reply["result"]["isError"] for reply in replies if str(reply["id"]).startswith("call-"))
+
+
+def test_the_stdio_transport_runs_the_sdks_low_level_server_and_names_the_sdk_should_it_go() -> None:
+    """The SDK has no public way to run a session over streams of one's own; kbgraph reads its
+    low-level server in one place (lowlevel_server), pinned here for the installed SDK."""
+    from mcp.server.lowlevel import Server
+
+    from kbgraph.mcp_server import KnowledgeBaseSource, build_server
+    from kbgraph.mcp_server._server import SERVER_NAME, lowlevel_server
+
+    server = build_server(KnowledgeBaseSource(lambda: pytest.fail("no knowledge base is opened")))
+    lowlevel = lowlevel_server(server)
+    assert isinstance(lowlevel, Server) and lowlevel.name == SERVER_NAME
+    assert lowlevel.create_initialization_options().server_name == SERVER_NAME
+    with pytest.raises(RuntimeError, match=r"installed MCP SDK \(mcp \S+\) keeps no low-level server"):
+        lowlevel_server(object())  # type: ignore[arg-type]

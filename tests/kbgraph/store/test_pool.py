@@ -96,9 +96,56 @@ def test_maintain_that_finds_no_free_connection_fails_in_kbgraphs_one_line_after
         message = str(raised.value)
         assert 1.0 <= time.monotonic() - started < 6.0
         assert "\n" not in message and "no connection of this process's pool came free within 1 s" in message, message
+        assert "every one of its 1 connections was in use by other calls" in message, message
         assert "KBGRAPH_CONNECT_TIMEOUT_S" in message and "maintenance_candidates" in message, message
         holder.join(30)
         assert kb.maintain().merged == 0  # with the connection free again, it runs
     finally:
         kb.clear()
         driver.close()
+
+
+def test_a_wait_spent_opening_a_connection_is_not_blamed_on_calls_holding_the_pool(
+    neo4j_target: Neo4jTarget,
+) -> None:
+    """A connection being opened holds its place in the pool: on a CPU-starved machine opening one
+    can take the whole wait, and a second call then finds no room though no call holds a
+    connection. Its one line says so, not that every connection was in use. (A listener that
+    accepts and never answers stands for a server too slow to open a connection with.)"""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    driver = neo4j.GraphDatabase.driver(f"bolt://127.0.0.1:{port}", auth=("neo4j", "x"), max_connection_pool_size=1,
+                                        connection_acquisition_timeout=1.5, connection_timeout=30)
+    gateway = Neo4jGateway(driver, neo4j_target.database, timeout_s=30.0, retry_time_s=0)
+    try:
+        opener = threading.Thread(target=lambda: pytest.raises(Neo4jUnavailableError, gateway.read, "ping"),
+                                  daemon=True)
+        opener.start()
+        time.sleep(0.5)  # the first call is opening the pool's one connection
+        with pytest.raises(Neo4jUnavailableError) as raised:
+            gateway.read("ping")
+        message = str(raised.value)
+        assert "\n" not in message and "came free within 1.5 s" in message, message
+        assert "in use by other calls" not in message and "0 of its 1 connections were in use" in message, message
+        opener.join(30)
+    finally:
+        driver.close()
+        listener.close()
+
+
+def test_the_pool_kbgraph_reads_its_words_from_is_the_installed_drivers(neo4j_target: Neo4jTarget) -> None:
+    """kbgraph.store.pool reads the driver's pool internals (no public view): they are there."""
+    from kbgraph.store.pool import pool_occupancy
+
+    driver = tiny_pool(neo4j_target, size=3, acquisition_timeout_s=5)
+    try:
+        assert pool_occupancy(driver) == pool_occupancy(driver) and pool_occupancy(driver) is not None
+        with driver.session(database=neo4j_target.database) as session, session.begin_transaction() as tx:
+            tx.run("RETURN 1").consume()
+            occupancy = pool_occupancy(driver)
+            assert occupancy is not None and (occupancy.in_use, occupancy.limit) == (1, 3)
+    finally:
+        driver.close()
+    assert pool_occupancy(object()) is None
