@@ -55,13 +55,8 @@ def intent_match(whole: float, asks_by_operation: npt.ArrayLike, best_by_ask: np
         return float(base)
     if best.size != matrix.shape[0]:
         raise ValueError(f"best_by_ask has {best.size} values for {matrix.shape[0]} asks")
-    cosines = np.clip(matrix, 0.0, 1.0)
-    # An ask's best operation in the memory is at least as close as any of this workflow's.
-    best = np.maximum(np.clip(best, 0.0, 1.0), cosines.max(axis=1))
-    relative = np.divide(cosines, best[:, None], out=np.zeros_like(cosines), where=best[:, None] > 0)
-    cover = float(relative.max(axis=1).mean())
-    asked = float(relative.max(axis=0).mean())
-    return float(cover * asked ** gamma * float(best.mean()))
+    # One workflow making every column: the formula is written once, in intent_matches.
+    return float(intent_matches([base], matrix, [range(matrix.shape[1])], best, gamma)[0])
 
 
 def intent_matches(wholes: npt.ArrayLike, asks_by_operation: npt.ArrayLike, sequences: Sequence[Sequence[int]],
@@ -92,6 +87,7 @@ def intent_matches(wholes: npt.ArrayLike, asks_by_operation: npt.ArrayLike, sequ
         index[row, :len(columns)] = columns
     made = index < padded.shape[1] - 1
     cosines = padded[:, index]                                      # asks × workflows × operations
+    # An ask's best operation in the memory is at least as close as any of this workflow's.
     best_here = np.maximum(best[:, None], cosines.max(axis=2))      # asks × workflows
     relative = np.divide(cosines, best_here[:, :, None], out=np.zeros_like(cosines),
                          where=best_here[:, :, None] > 0)
