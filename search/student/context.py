@@ -9,11 +9,11 @@ stage can be read, and tested, without the retriever around it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from threading import Lock
-from typing import Any, Literal, TypedDict, TypeVar
+from typing import Any, Generic, Literal, TypedDict, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -29,17 +29,48 @@ from kbgraph.search.params import SearchQuery, SearchWeights
 from kbgraph.search.scoring import domain_distance, transferability
 from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.text_vectors import IntentVectors
+from kbgraph.search.student.workflow_operations import OperationRow, WorkflowOperations
 
-__all__ = ["Run", "SearchContext"]
+__all__ = ["KeptByContent", "Run", "SearchContext"]
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 #: How long the answer "does this domain have experiences with steps?" is trusted (seconds).
 DOMAIN_STEPS_TTL = 60.0
 #: Lexical corpora kept (one per set of filters in use; a namespace's searches mostly use one).
 LEXICAL_CORPORA = 4
+#: Tables of workflow operations kept (one per set of filters and query domain in use).
+OPERATION_TABLES = 4
 #: Domain pairs whose transferability is kept (a namespace has tens of domains).
 TRANSFER_PAIRS = 4096
+
+
+class KeptByContent(Generic[K, V]):
+    """What was made from what the namespace holds, kept by that content (the rows one search read):
+    the same rows give back the same object, other rows (a write changed them) another, so nothing
+    kept can be stale. Holds the last ``size`` keys; thread-safe, an object two searches ask for at
+    once may be made twice (outside the lock)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._kept: dict[K, V] = {}
+        self._lock = Lock()
+
+    def get(self, key: K, make: Callable[[], V]) -> V:
+        with self._lock:
+            kept = self._kept.get(key)
+        if kept is None:
+            kept = make()
+            with self._lock:
+                self._kept[key] = kept
+                while len(self._kept) > self.size:
+                    del self._kept[next(iter(self._kept))]
+        return kept
+
+    def __len__(self) -> int:
+        return len(self._kept)
 
 
 @dataclass
@@ -64,23 +95,25 @@ class SearchContext:
     domain_steps: dict[str, tuple[bool, float]] = field(default_factory=dict)
     #: Transferability by (query domain, domain, tau): see :meth:`trans`.
     transfer: dict[tuple[str, str, float], float] = field(default_factory=dict)
-    lexical: dict[tuple[tuple[str, ...], ...], LexicalCorpus] = field(default_factory=dict)
-    _lexical_lock: Lock = field(default_factory=Lock)
+    lexical: KeptByContent[tuple[tuple[str, ...], ...], LexicalCorpus] = field(
+        default_factory=lambda: KeptByContent(LEXICAL_CORPORA))
+    operations: KeptByContent[tuple[OperationRow, ...], WorkflowOperations] = field(
+        default_factory=lambda: KeptByContent(OPERATION_TABLES))
 
     def lexical_corpus(self, rows: Sequence[tuple[str, ...]]) -> LexicalCorpus:
         """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal)``, as
         search_experience_texts reads them): built once for the same texts, so a write to the
         namespace (a text, an experience or a filtered property that changed) makes a new one."""
-        key = tuple(rows)
-        with self._lexical_lock:
-            corpus = self.lexical.get(key)
-        if corpus is None:  # built outside the lock; two searches may build it both
-            corpus = LexicalCorpus([(problem, goal, domain) for _, domain, problem, goal in rows])
-            with self._lexical_lock:
-                self.lexical[key] = corpus
-                while len(self.lexical) > LEXICAL_CORPORA:
-                    del self.lexical[next(iter(self.lexical))]
-        return corpus
+        return self.lexical.get(tuple(rows), lambda: LexicalCorpus(
+            [(problem, goal, domain) for _, domain, problem, goal in rows]))
+
+    def workflow_operations(self, records: Sequence[Sequence[Any]]) -> WorkflowOperations:
+        """What the workflows of the rows ``records`` (``[id, domain, operations]``, as
+        search_workflow_operations reads them) change, worked out once for the same rows: a write to
+        the namespace that changes any row (a workflow, its operations, a filtered property) makes a
+        new one."""
+        rows = WorkflowOperations.rows_of(records)
+        return self.operations.get(rows, lambda: WorkflowOperations(rows, self.intent_vectors))
 
     def domain_has_steps(self, domain: str | None) -> bool:
         """False when the query's domain holds no experience with steps (WebArena's, say): the

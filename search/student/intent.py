@@ -20,7 +20,9 @@ are its state-changing operations (``cancel_pending_order``), read as words
    (:func:`kbgraph.search.scoring.history_association`), added with weight
    ``intent_history_weight``. The query's own runs (``exclude``) are not counted.
 
-The words of operations and intent texts are embedded once per process (:class:`IntentVectors`).
+The words of operations and intent texts are embedded once per process (:class:`IntentVectors`),
+and what the rows of step 2 need of them is worked out once for the same rows
+(:class:`~kbgraph.search.student.workflow_operations.WorkflowOperations`, kept by content).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+import numpy.typing as npt
 
 from kbgraph.core.shapes import intent_text, operation_words
 from kbgraph.search.asks import split_asks
@@ -39,6 +42,7 @@ from kbgraph.search.scoring import WordOperationCounts, ask_history_association,
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.text_vectors import IntentVectors, unit_rows
+from kbgraph.search.student.workflow_operations import SequenceTable, in_domain
 
 __all__ = ["HISTORY_TERMS", "INTENT_CHANNEL", "IntentMatcher", "IntentScore", "intent_channel", "intent_history", "uses_intent"]
 
@@ -133,24 +137,24 @@ class IntentMatcher:
         return [None if item is None else self.score(*item) for item in operations]
 
     def ranking_scores(self, sequences: Sequence[tuple[tuple[str, ...], str | None]]) -> list[float]:
-        """``score(operations, domain).score`` of many sequences at once, without their explanations:
-        the channel ranks every workflow of the namespace (thousands of sequences at 10,000
-        experiences), so the vectors are read and multiplied once for all of them."""
-        if not sequences:
-            return []
+        """``score(operations, domain).score`` of many sequences at once, without their explanations."""
+        return [float(score) for score in self.table_scores(SequenceTable(sequences, self._vectors))]
+
+    def table_scores(self, table: SequenceTable) -> npt.NDArray[np.float64]:
+        """:meth:`ranking_scores` of a table's sequences: the channel ranks every workflow of the
+        namespace (thousands of sequences at 10,000 experiences), so their vectors, kept with the
+        table, are multiplied once for all of them."""
+        if not table.sequences:
+            return np.zeros(0)
         if self._history is not None and self._history_weight > 0:
             # The history's association is a sequence's own.
-            return [self.score(ops, domain).score for ops, domain in sequences]
-        texts = [in_domain(intent_text(ops), domain) for ops, domain in sequences]
-        wholes = np.clip(self._vectors.of(texts) @ self._whole, 0.0, 1.0)
+            return np.array([self.score(ops, domain).score for ops, domain in table.sequences])
+        wholes: npt.NDArray[np.float64] = np.clip(table.texts() @ self._whole, 0.0, 1.0)
         if len(self.asks) < 2:
-            return [float(score) for score in wholes]
-        pairs = list(dict.fromkeys((op, domain) for ops, domain in sequences for op in ops))
-        column = {pair: i for i, pair in enumerate(pairs)}
-        by_pair = (self._ask_vectors @ self._vectors.of([in_domain(operation_words(op), domain) for op, domain in pairs]).T
-                   if pairs else np.zeros((len(self.asks), 0)))
-        columns = [[column[(op, domain)] for op in dict.fromkeys(ops)] for ops, domain in sequences]
-        return [float(score) for score in intent_matches(wholes, by_pair, columns, self._best_by_ask, self._penalty)]
+            return wholes
+        operations, columns = table.operations()
+        by_pair = self._ask_vectors @ operations.T if len(operations) else np.zeros((len(self.asks), 0))
+        return intent_matches(wholes, by_pair, columns, self._best_by_ask, self._penalty)
 
 
 def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list[ChannelHit]:
@@ -158,27 +162,17 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     experiences standing for one sequence of operations come in together), best first, each a
     :class:`ChannelHit`. Another domain than the query's is discounted as the other channels do."""
     params, w = run.params, run.weights
-    rows = ctx.gateway.read("search_workflow_operations", **params)[0]["rows"]
+    workflows = ctx.workflow_operations(ctx.gateway.read("search_workflow_operations", **params)[0]["rows"])
     domain, other = params["domain"], float(params["other_domain"])
-    # What an ask could mean: every operation of the query's domain (of every domain, for a query
-    # without one or a domain the memory has no workflow of).
-    home = [(op, d) for _, d, ops in rows if d == domain for op in ops or ()]
-    matcher.know(home or [(op, d) for _, d, ops in rows for op in ops or ()])
+    matcher.know(workflows.known_operations(domain))
     if w.intent_history_weight > 0:
         matcher.learn(intent_history(ctx, run))
-    by_operations: dict[tuple[str, tuple[str, ...]], list[str]] = {}
-    for exp_id, exp_domain, operations in rows:
-        by_operations.setdefault((str(exp_domain), tuple(operations or ())), []).append(str(exp_id))
-    sequences = list(by_operations)
-    scores = matcher.ranking_scores([(ops, d) for d, ops in sequences])
-    ranked = sorted(
-        ((score * (1.0 if domain is None or d == domain else other), d, ops)
-         for score, (d, ops) in zip(scores, sequences, strict=True)),
-        key=lambda item: (-item[0], item[1], item[2]),
-    )
+    discount = np.array([1.0 if domain is None or d == domain else other for d, _ in workflows.keys])
+    scores = matcher.table_scores(workflows.table) * discount
+    # Best first; equal scores in (domain, operations) order.
     out: list[ChannelHit] = []
-    for score, d, ops in ranked[: w.intent_candidates]:
-        out += [ChannelHit(exp_id, score) for exp_id in by_operations[(d, ops)]]
+    for i in np.lexsort((workflows.tie_order, -scores))[: w.intent_candidates]:
+        out += [ChannelHit(exp_id, float(scores[i])) for exp_id in workflows.members[workflows.keys[i]]]
     return out
 
 
@@ -198,12 +192,6 @@ def stored_request_words(problem: str) -> tuple[str, ...]:
     """The words of a stored request, tokenised once per process: every search of a domain reads
     the same stored requests again."""
     return tuple(query_terms(problem, HISTORY_TERMS))
-
-
-def in_domain(text: str, domain: str | None) -> str:
-    """What an operation does, with the domain it does it in ("book reservation" is a flight's in
-    airline): the words of an operation alone often leave out what it acts on."""
-    return f"{text} ({domain})" if domain else text
 
 
 def _ask_matches(asks: list[str], operations: list[str], matrix: np.ndarray, whole: float) -> tuple[AskMatch, ...]:

@@ -1,0 +1,108 @@
+"""What the workflows of a namespace change, as the intent channel reads them
+(``search_workflow_operations``), with what the intent match needs of them worked out once.
+
+At 10,000 experiences one search reads ~1,600 workflows that make ~27,000 operations between them.
+Turning those into words (:func:`kbgraph.core.shapes.intent_text`), finding the vectors of the
+words and stacking them cost a search ~60 ms of client CPU, every time, for the same rows. A
+:class:`WorkflowOperations` is made from the rows one search read and kept by their content
+(:meth:`kbgraph.search.student.context.SearchContext.workflow_operations`): the next search that
+reads the same rows reuses it, and a write that changes any row (an experience added, archived,
+merged, its operations or filtered properties changed) makes the rows, and so the key, different.
+Nothing is kept that the rows do not say; the request's own side (its asks, their vectors) is the
+:class:`~kbgraph.search.student.intent.IntentMatcher`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from threading import Lock
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from kbgraph.core.shapes import intent_text, operation_words
+from kbgraph.search.student.text_vectors import IntentVectors
+
+__all__ = ["OperationRow", "SequenceTable", "WorkflowOperations", "in_domain"]
+
+#: One row of ``search_workflow_operations``: (experience id, domain, its operations in order).
+OperationRow = tuple[str, str | None, tuple[str, ...]]
+
+
+def in_domain(text: str, domain: str | None) -> str:
+    """What an operation does, with the domain it does it in ("book reservation" is a flight's in
+    airline): the words of an operation alone often leave out what it acts on."""
+    return f"{text} ({domain})" if domain else text
+
+
+class SequenceTable:
+    """Distinct sequences of operations, each with its domain, and their vectors for the intent
+    match: the whole sequence read as one text (:meth:`texts`), and each distinct (operation,
+    domain) pair any of them makes with the columns each sequence makes (:meth:`operations`).
+    Each part is read from the vectors the first time it is asked for, then kept (thread-safe)."""
+
+    def __init__(self, sequences: Sequence[tuple[tuple[str, ...], str | None]], vectors: IntentVectors):
+        self.sequences = list(sequences)
+        self._vectors = vectors
+        self._lock = Lock()
+        self._texts: npt.NDArray[np.float64] | None = None
+        self._operations: tuple[npt.NDArray[np.float64], list[list[int]]] | None = None
+
+    def texts(self) -> npt.NDArray[np.float64]:
+        """Unit vectors of what each sequence changes, in words and in its domain: one row each."""
+        with self._lock:
+            if self._texts is None:
+                self._texts = self._vectors.of([in_domain(intent_text(ops), domain) for ops, domain in self.sequences])
+            return self._texts
+
+    def operations(self) -> tuple[npt.NDArray[np.float64], list[list[int]]]:
+        """Unit vectors of every distinct (operation, domain) pair the sequences make (one row each),
+        and each sequence's distinct operations as row numbers of it, in the order it makes them."""
+        with self._lock:
+            if self._operations is None:
+                pairs = list(dict.fromkeys((op, domain) for ops, domain in self.sequences for op in ops))
+                row = {pair: i for i, pair in enumerate(pairs)}
+                matrix = (self._vectors.of([in_domain(operation_words(op), domain) for op, domain in pairs])
+                          if pairs else np.zeros((0, 0)))
+                self._operations = (matrix, [[row[(op, domain)] for op in dict.fromkeys(ops)]
+                                             for ops, domain in self.sequences])
+            return self._operations
+
+
+class WorkflowOperations:
+    """The rows of one ``search_workflow_operations`` read: the distinct sequences of operations
+    (:attr:`table`, each with the experiences standing for it, :attr:`members`), the order the
+    channel breaks equal scores in, and per query domain the operations an ask could mean."""
+
+    def __init__(self, rows: Sequence[OperationRow], vectors: IntentVectors):
+        self._rows = rows
+        members: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+        for exp_id, domain, operations in rows:
+            members.setdefault((str(domain), operations), []).append(exp_id)
+        #: The experiences that stand for each sequence, by (domain, operations), in the rows' order.
+        self.members = members
+        self.keys = list(members)
+        self.table = SequenceTable([(ops, domain) for domain, ops in self.keys], vectors)
+        #: Each sequence's place in (domain, operations) order: the channel's tie-break.
+        self.tie_order = np.empty(len(self.keys), dtype=np.intp)
+        self.tie_order[sorted(range(len(self.keys)), key=self.keys.__getitem__)] = np.arange(len(self.keys))
+        self._known: dict[str | None, list[tuple[str, str | None]]] = {}
+        self._lock = Lock()
+
+    def known_operations(self, domain: str | None) -> list[tuple[str, str | None]]:
+        """What an ask could mean: the distinct (operation, domain) pairs of the workflows of
+        ``domain`` (of every domain, when it is None or the memory has no workflow of it)."""
+        with self._lock:
+            known = self._known.get(domain)
+            if known is None:
+                home = list(dict.fromkeys((op, d) for _, d, ops in self._rows if d == domain for op in ops))
+                known = home or list(dict.fromkeys((op, d) for _, d, ops in self._rows for op in ops))
+                self._known[domain] = known
+            return known
+
+    @staticmethod
+    def rows_of(records: Sequence[Sequence[Any]]) -> tuple[OperationRow, ...]:
+        """The query's rows ``[id, domain, operations]`` as hashable :data:`OperationRow` (the key
+        the table is kept by)."""
+        return tuple((str(exp_id), domain, tuple(ops or ())) for exp_id, domain, ops in records)

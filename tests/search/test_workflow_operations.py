@@ -1,0 +1,101 @@
+"""What the intent channel works out once from the rows of ``search_workflow_operations``
+(kbgraph.search.student.workflow_operations), and how a search context keeps it by the rows' content."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from kbgraph.search.student.context import KeptByContent
+from kbgraph.search.student.text_vectors import IntentVectors
+from kbgraph.search.student.workflow_operations import WorkflowOperations, in_domain
+
+
+class CountingEmbedder:
+    """A deterministic stand-in for a model: one vector per text, and the texts it was asked for."""
+
+    name = "counting"
+    dimension = 8
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.asked += texts
+        return np.stack([np.random.default_rng(abs(hash(t)) % 2**32).standard_normal(self.dimension) for t in texts])
+
+
+ROWS = [
+    ["e1", "retail", ["cancel_pending_order"]],
+    ["e2", "retail", ["cancel_pending_order", "return_delivered_order_items"]],
+    ["e3", "retail", ["cancel_pending_order"]],
+    ["e4", "airline", ["book_reservation"]],
+    ["e5", "retail", None],
+]
+
+
+def _table(rows: list[list[object]], embedder: CountingEmbedder | None = None) -> WorkflowOperations:
+    return WorkflowOperations(WorkflowOperations.rows_of(rows), IntentVectors(embedder or CountingEmbedder()))
+
+
+def test_each_sequence_of_operations_comes_once_with_the_experiences_that_stand_for_it() -> None:
+    table = _table(ROWS)
+    assert table.members == {
+        ("retail", ("cancel_pending_order",)): ["e1", "e3"],
+        ("retail", ("cancel_pending_order", "return_delivered_order_items")): ["e2"],
+        ("airline", ("book_reservation",)): ["e4"],
+        ("retail", ()): ["e5"],  # a workflow of look-ups alone
+    }
+    assert table.table.sequences == [(ops, domain) for domain, ops in table.members]
+
+
+def test_equal_scores_are_broken_in_domain_then_operations_order() -> None:
+    table = _table(ROWS)
+    assert [table.keys[i] for i in np.argsort(table.tie_order)] == sorted(table.keys)
+
+
+def test_an_ask_may_mean_the_operations_of_the_query_s_domain_or_of_every_domain_when_it_has_none() -> None:
+    table = _table(ROWS)
+    assert table.known_operations("retail") == [("cancel_pending_order", "retail"),
+                                                ("return_delivered_order_items", "retail")]
+    everything = [("cancel_pending_order", "retail"), ("return_delivered_order_items", "retail"),
+                  ("book_reservation", "airline")]
+    assert table.known_operations("banking") == everything
+    assert table.known_operations(None) == everything
+
+
+def test_the_vectors_of_a_table_are_the_words_of_each_sequence_and_of_each_operation_read_once() -> None:
+    embedder = CountingEmbedder()
+    table = _table(ROWS, embedder)
+    texts = table.table.texts()
+    operations, columns = table.table.operations()
+    assert texts.shape == (4, CountingEmbedder.dimension)
+    assert np.allclose(np.linalg.norm(texts, axis=1), 1.0)
+    assert in_domain("cancel pending order, then return delivered order items", "retail") in embedder.asked
+    assert in_domain("book reservation", "airline") in embedder.asked
+    assert columns == [[0], [0, 1], [2], []]
+    assert operations.shape == (3, CountingEmbedder.dimension)
+    asked = len(embedder.asked)
+    assert table.table.texts() is texts and table.table.operations()[0] is operations
+    assert len(embedder.asked) == asked  # kept with the table
+
+
+def test_the_same_rows_give_back_the_same_table_and_changed_rows_a_new_one() -> None:
+    kept: KeptByContent[tuple[object, ...], WorkflowOperations] = KeptByContent(2)
+    made: list[WorkflowOperations] = []
+
+    def get(rows: list[list[object]]) -> WorkflowOperations:
+        def make() -> WorkflowOperations:
+            made.append(_table(rows))
+            return made[-1]
+
+        return kept.get(WorkflowOperations.rows_of(rows), make)
+
+    first = get(ROWS)
+    assert get([list(row) for row in ROWS]) is first  # read again: equal rows, the same table
+    archived = get(ROWS[1:])  # a write changed the rows
+    assert archived is not first and len(made) == 2
+    get(ROWS[2:])
+    assert len(kept) == 2  # the oldest is dropped
+    assert get(ROWS) is not first
