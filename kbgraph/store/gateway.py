@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
+from itertools import chain
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import neo4j
@@ -29,19 +30,30 @@ PING_TIMEOUT_S = 10.0
 Row = dict[str, Any]
 _SCALAR_TYPES = frozenset({float, int, str, bool, type(None)})
 _GRAPH_TYPES = (neo4j.graph.Node, neo4j.graph.Relationship, neo4j.graph.Path)
+_LIST = frozenset({list})
 
 
 def _holds_graph_values(value: Any) -> bool:
-    if type(value) in _SCALAR_TYPES:
-        return False
-    if isinstance(value, list | dict):
-        items = value.values() if isinstance(value, dict) else value
-        # The plain values (all 384 floats of a vector, most fields of a row) are passed over in
-        # one pass in C; only containers and other types are looked into.
-        if _SCALAR_TYPES.issuperset(map(type, items)):
+    """Whether ``value`` holds a node, relationship or path at any depth, walked a level at a time:
+    plain values (a vector's 384 floats) pass in one C pass, rows of rows flatten in C."""
+    level: list[Any] = [value]
+    while level:
+        kinds = set(map(type, level))
+        if kinds <= _SCALAR_TYPES:
             return False
-        return any(_holds_graph_values(item) for item in items if type(item) not in _SCALAR_TYPES)
-    return isinstance(value, _GRAPH_TYPES)
+        if kinds == _LIST:  # rows of rows: flattened in C
+            level = list(chain.from_iterable(level))
+            continue
+        inner: list[Any] = []
+        for item in [item for item in level if type(item) not in _SCALAR_TYPES]:
+            if isinstance(item, dict):
+                inner += item.values()
+            elif isinstance(item, list):
+                inner += item
+            elif isinstance(item, _GRAPH_TYPES):
+                return True
+        level = inner
+    return False
 
 
 def row_of(record: neo4j.Record) -> Row:
