@@ -29,7 +29,7 @@ from kbgraph.search.params import SearchQuery, SearchWeights
 from kbgraph.search.scoring import domain_distance, transferability
 from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.text_vectors import IntentVectors
-from kbgraph.search.student.workflow_operations import OperationRow, WorkflowOperations
+from kbgraph.search.student.workflow_operations import WorkflowOperations
 
 __all__ = ["KeptByContent", "Run", "SearchContext"]
 
@@ -97,7 +97,7 @@ class SearchContext:
     transfer: dict[tuple[str, str, float], float] = field(default_factory=dict)
     lexical: KeptByContent[tuple[tuple[str, ...], ...], LexicalCorpus] = field(
         default_factory=lambda: KeptByContent(LEXICAL_CORPORA))
-    operations: KeptByContent[tuple[OperationRow, ...], WorkflowOperations] = field(
+    operations: KeptByContent[tuple[tuple[Any, ...], ...], WorkflowOperations] = field(
         default_factory=lambda: KeptByContent(OPERATION_TABLES))
 
     def lexical_corpus(self, rows: Sequence[tuple[str, ...]]) -> LexicalCorpus:
@@ -107,13 +107,11 @@ class SearchContext:
         return self.lexical.get(tuple(rows), lambda: LexicalCorpus(
             [(problem, goal, domain) for _, domain, problem, goal in rows]))
 
-    def workflow_operations(self, records: Sequence[Sequence[Any]]) -> WorkflowOperations:
-        """What the workflows of the rows ``records`` (``[id, domain, operations]``, as
-        search_workflow_operations reads them) change, worked out once for the same rows: a write to
-        the namespace that changes any row (a workflow, its operations, a filtered property) makes a
-        new one."""
-        rows = WorkflowOperations.rows_of(records)
-        return self.operations.get(rows, lambda: WorkflowOperations(rows, self.intent_vectors))
+    def workflow_operations(self, rows: tuple[tuple[Any, ...], ...]) -> WorkflowOperations:
+        """What the workflows of ``rows`` (as :func:`~kbgraph.search.student.workflow_operations.read_rows`
+        reads them) change, worked out once for the same rows: a write to the namespace that
+        changes any row (a workflow, its operations, a filtered property) makes a new one."""
+        return self.operations.get(rows, lambda: WorkflowOperations(WorkflowOperations.rows_of(rows), self.intent_vectors))
 
     def domain_has_steps(self, domain: str | None) -> bool:
         """False when the query's domain holds no experience with steps (WebArena's, say): the

@@ -42,7 +42,7 @@ from kbgraph.search.scoring import WordOperationCounts, ask_history_association,
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.text_vectors import IntentVectors, unit_rows
-from kbgraph.search.student.workflow_operations import SequenceTable, in_domain
+from kbgraph.search.student.workflow_operations import SequenceTable, in_domain, read_rows
 
 __all__ = ["HISTORY_TERMS", "INTENT_CHANNEL", "IntentMatcher", "IntentScore", "intent_channel", "intent_history", "uses_intent"]
 
@@ -162,7 +162,7 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     experiences standing for one sequence of operations come in together), best first, each a
     :class:`ChannelHit`. Another domain than the query's is discounted as the other channels do."""
     params, w = run.params, run.weights
-    workflows = ctx.workflow_operations(ctx.gateway.read("search_workflow_operations", **params)[0]["rows"])
+    workflows = ctx.workflow_operations(read_rows(ctx.gateway, params))
     domain, other = params["domain"], float(params["other_domain"])
     matcher.know(workflows.known_operations(domain))
     if w.intent_history_weight > 0:

@@ -14,7 +14,7 @@ Nothing is kept that the rows do not say; the request's own side (its asks, thei
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from threading import Lock
 from typing import Any
 
@@ -22,12 +22,16 @@ import numpy as np
 import numpy.typing as npt
 
 from kbgraph.core.shapes import intent_text, operation_words
+from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.search.student.text_vectors import IntentVectors
 
-__all__ = ["OperationRow", "SequenceTable", "WorkflowOperations", "in_domain"]
+__all__ = ["SEPARATOR", "OperationRow", "SequenceTable", "WorkflowOperations", "in_domain", "read_rows"]
 
-#: One row of ``search_workflow_operations``: (experience id, domain, its operations in order).
+#: One workflow: (experience id, domain, its operations in order).
 OperationRow = tuple[str, str | None, tuple[str, ...]]
+#: What follows each operation's name in the joined string ``search_workflow_operations`` returns
+#: (the ASCII unit separator; a row with a name that holds it comes with its list as well).
+SEPARATOR = "\x1f"
 
 
 def in_domain(text: str, domain: str | None) -> str:
@@ -103,6 +107,17 @@ class WorkflowOperations:
 
     @staticmethod
     def rows_of(records: Sequence[Sequence[Any]]) -> tuple[OperationRow, ...]:
-        """The query's rows ``[id, domain, operations]`` as hashable :data:`OperationRow` (the key
-        the table is kept by)."""
-        return tuple((str(exp_id), domain, tuple(ops or ())) for exp_id, domain, ops in records)
+        """The query's rows ``[id, domain, joined, operations]`` (see :func:`read_rows`) as
+        :data:`OperationRow`."""
+        return tuple((exp_id, domain, tuple(listed) if listed is not None else tuple(joined.split(SEPARATOR)[:-1]))
+                     for exp_id, domain, joined, listed in records)
+
+
+def read_rows(gateway: Neo4jGateway, params: Mapping[str, Any]) -> tuple[tuple[Any, ...], ...]:
+    """The rows of ``search_workflow_operations`` for the filters ``params``, hashable: ``(id,
+    domain, joined, operations)``, each experience's operations one string, every name followed by
+    :data:`SEPARATOR` (the list itself only where a name holds it). The key a table is kept by:
+    equal rows, equal key, made without splitting ~27,000 names every search."""
+    records = gateway.read("search_workflow_operations", **params, separator=SEPARATOR)[0]["rows"]
+    return tuple((exp_id, domain, joined, tuple(listed) if listed is not None else None)
+                 for exp_id, domain, joined, listed in records)

@@ -9,7 +9,7 @@ import numpy as np
 
 from kbgraph.search.student.context import KeptByContent
 from kbgraph.search.student.text_vectors import IntentVectors
-from kbgraph.search.student.workflow_operations import WorkflowOperations, in_domain
+from kbgraph.search.student.workflow_operations import SEPARATOR, WorkflowOperations, in_domain
 
 
 class CountingEmbedder:
@@ -26,16 +26,23 @@ class CountingEmbedder:
         return np.stack([np.random.default_rng(abs(hash(t)) % 2**32).standard_normal(self.dimension) for t in texts])
 
 
+def _row(exp_id: str, domain: str, *operations: str) -> tuple[object, ...]:
+    """A row as search_workflow_operations returns it: the operations joined, each followed by the
+    separator, and listed only where a name holds it."""
+    listed = tuple(operations) if any(SEPARATOR in op for op in operations) else None
+    return (exp_id, domain, "".join(op + SEPARATOR for op in operations), listed)
+
+
 ROWS = [
-    ["e1", "retail", ["cancel_pending_order"]],
-    ["e2", "retail", ["cancel_pending_order", "return_delivered_order_items"]],
-    ["e3", "retail", ["cancel_pending_order"]],
-    ["e4", "airline", ["book_reservation"]],
-    ["e5", "retail", None],
+    _row("e1", "retail", "cancel_pending_order"),
+    _row("e2", "retail", "cancel_pending_order", "return_delivered_order_items"),
+    _row("e3", "retail", "cancel_pending_order"),
+    _row("e4", "airline", "book_reservation"),
+    _row("e5", "retail"),
 ]
 
 
-def _table(rows: list[list[object]], embedder: CountingEmbedder | None = None) -> WorkflowOperations:
+def _table(rows: list[tuple[object, ...]], embedder: CountingEmbedder | None = None) -> WorkflowOperations:
     return WorkflowOperations(WorkflowOperations.rows_of(rows), IntentVectors(embedder or CountingEmbedder()))
 
 
@@ -48,6 +55,12 @@ def test_each_sequence_of_operations_comes_once_with_the_experiences_that_stand_
         ("retail", ()): ["e5"],  # a workflow of look-ups alone
     }
     assert table.table.sequences == [(ops, domain) for domain, ops in table.members]
+
+
+def test_a_name_that_holds_the_separator_is_read_from_its_list() -> None:
+    odd = f"send{SEPARATOR}gift"
+    assert _table([_row("e1", "retail", odd, "cancel_pending_order")]).members == {
+        ("retail", (odd, "cancel_pending_order")): ["e1"]}
 
 
 def test_equal_scores_are_broken_in_domain_then_operations_order() -> None:
@@ -82,18 +95,18 @@ def test_the_vectors_of_a_table_are_the_words_of_each_sequence_and_of_each_opera
 
 
 def test_the_same_rows_give_back_the_same_table_and_changed_rows_a_new_one() -> None:
-    kept: KeptByContent[tuple[object, ...], WorkflowOperations] = KeptByContent(2)
+    kept: KeptByContent[tuple[tuple[object, ...], ...], WorkflowOperations] = KeptByContent(2)
     made: list[WorkflowOperations] = []
 
-    def get(rows: list[list[object]]) -> WorkflowOperations:
+    def get(rows: list[tuple[object, ...]]) -> WorkflowOperations:
         def make() -> WorkflowOperations:
             made.append(_table(rows))
             return made[-1]
 
-        return kept.get(WorkflowOperations.rows_of(rows), make)
+        return kept.get(tuple(rows), make)
 
     first = get(ROWS)
-    assert get([list(row) for row in ROWS]) is first  # read again: equal rows, the same table
+    assert get([tuple(row) for row in ROWS]) is first  # read again: equal rows, the same table
     archived = get(ROWS[1:])  # a write changed the rows
     assert archived is not first and len(made) == 2
     get(ROWS[2:])
