@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from kbgraph.core.models import RelationType
 from kbgraph.core.experience_rules import effectiveness_of
 from kbgraph.core.recovery import error_signature
-from kbgraph.search.results import PathHop, ScoreBreakdown
+from kbgraph.search.results import PathHop
+from kbgraph.search.student.parts import Parts
 from kbgraph.search.scoring import path_score
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.facts import is_excluded, read_facts
@@ -41,7 +42,7 @@ class Reached:
     score: float = 0.0
 
 
-def traverse(ctx: SearchContext, run: Run, breakdowns: dict[str, ScoreBreakdown]) -> dict[str, Reached]:
+def traverse(ctx: SearchContext, run: Run, breakdowns: dict[str, Parts]) -> dict[str, Reached]:
     """The nodes reached from the ``w.seeds`` best direct hits within ``w.max_hops``, by id."""
     w, domain, excluded = run.weights, run.query.domain, run.excluded
     pg = run.pg_or_anchor
@@ -95,7 +96,7 @@ def traverse(ctx: SearchContext, run: Run, breakdowns: dict[str, ScoreBreakdown]
     return reached
 
 
-def ways_past_failure(ctx: SearchContext, run: Run, breakdowns: dict[str, ScoreBreakdown]) -> dict[str, Reached]:
+def ways_past_failure(ctx: SearchContext, run: Run, breakdowns: dict[str, Parts]) -> dict[str, Reached]:
     """When the query's last executed step failed: the experiences whose runs failed the same way,
     each scored ``best direct score · effectiveness · trans`` (module docstring), by id."""
     steps = run.query.steps_so_far

@@ -19,6 +19,7 @@ from kbgraph.search.scoring import mmr_from_similarity, neo4j_to_cosine, support
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.facts import never_worked
 from kbgraph.search.student.graph import Reached
+from kbgraph.search.student.parts import Parts
 from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.scores import Scores
 
@@ -28,7 +29,7 @@ __all__ = ["Pool", "pool_of", "read_hits", "select"]
 _MMR_POOL = 3
 
 #: One entry of the pool: (score, breakdown, found by, the path when traversal found it).
-Entry = tuple[float, ScoreBreakdown, list[str], Reached | None]
+Entry = tuple[float, Parts, list[str], Reached | None]
 
 
 @dataclass
@@ -62,7 +63,7 @@ def pool_of(ctx: SearchContext, run: Run, scores: Scores, reached: dict[str, Rea
         current = entries.get(node.id)
         if current is None:
             facts = node.facts
-            b = ScoreBreakdown(
+            explained = ScoreBreakdown(
                 semantic=max(0.0, neo4j_to_cosine(facts.semantic)) if facts.semantic is not None else 0.0,
                 trans=ctx.trans(run.query.domain, facts.domain, w.tau),
                 success=facts.success_rate,
@@ -70,7 +71,7 @@ def pool_of(ctx: SearchContext, run: Run, scores: Scores, reached: dict[str, Rea
                 quality=facts.quality,
                 utility=round(min(max(facts.utility, 0.0), 1.0), 6),
             )
-            b.utility_factor = round(utility_factor(b.utility or 0.0, w.utility_weight), 6)
+            b = Parts({**dict(explained), "utility_factor": round(utility_factor(explained.utility or 0.0, w.utility_weight), 6)})
             node.score *= b.utility_factor
             entries[node.id] = (node.score, b, [f"edge:{node.hops[-1].relation.value}"], node)
             pool.scopes[node.id] = facts.scope
@@ -175,8 +176,8 @@ def read_hits(
         record = records.get(hit_id)
         if record is None:  # deleted between the stages
             continue
-        score, breakdown, found_by, reached = pool[hit_id]
-        breakdown = breakdown.model_copy()
+        score, parts, found_by, reached = pool[hit_id]
+        breakdown = parts.explained()
         if reached is not None and breakdown.workflow is None:
             breakdown.path = round(reached.score, 6)
             breakdown.hops = len(reached.hops)

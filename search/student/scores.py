@@ -12,7 +12,7 @@ import numpy as np
 
 from kbgraph.core.models import RelationType
 from kbgraph.search.params import SearchWeights
-from kbgraph.search.results import PathHop, ScoreBreakdown
+from kbgraph.search.results import PathHop
 from kbgraph.search.scoring import (
     carried_over, context_factor, direct_scores, fine_score, fit_score, lambda_schedule, neo4j_to_cosine,
     outcome_evidence, support_score, utility_factor, workflow_score,
@@ -22,6 +22,7 @@ from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.facts import is_excluded, read_facts
 from kbgraph.search.student.graph import Reached
 from kbgraph.search.student.intent import IntentMatcher
+from kbgraph.search.student.parts import Parts
 from kbgraph.search.student.rows import CandidateFacts, WorkflowEdge
 
 __all__ = ["WORKFLOW_FIRST", "Scores", "outcome_context", "score_candidates"]
@@ -36,8 +37,8 @@ class Scores:
     the workflows scored from them: ``{abstract id: (score, breakdown, the edge from its instance)}``."""
 
     scored: list[Candidate]
-    breakdowns: dict[str, ScoreBreakdown]
-    workflows: dict[str, tuple[float, ScoreBreakdown, Reached]]
+    breakdowns: dict[str, Parts]
+    workflows: dict[str, tuple[float, Parts, Reached]]
 
 
 def score_candidates(ctx: SearchContext, run: Run, gathered: Gathered,
@@ -54,7 +55,7 @@ def score_candidates(ctx: SearchContext, run: Run, gathered: Gathered,
 def _direct(
     ctx: SearchContext, run: Run, scored: Sequence[Candidate], evidence: Sequence[StepEvidence], lam: float,
     coverage: float = 0.0, intent: IntentMatcher | None = None,
-) -> dict[str, ScoreBreakdown]:
+) -> dict[str, Parts]:
     """The direct score breakdown of every candidate the coarse cut keeps, by id.
 
     ``has_text``: the query has task text (the semantic and lexical channels ran);
@@ -113,10 +114,10 @@ def _direct(
         has_intent=np.array([m is not None for m in matches]), intent_weight=iota,
     )
     parts["direct"] = parts["direct"] * context
-    out: dict[str, ScoreBreakdown] = {}
+    out: dict[str, Parts] = {}
     for i, c in enumerate(scored):
         match = matches[i]
-        out[c.id] = ScoreBreakdown(
+        out[c.id] = Parts(dict(
             semantic=round(float(max(0.0, semantic[i])), 6),
             structural=round(float(max(0.0, structural[i])), 6) if has_structure[i] else None,
             coarse=round(float(parts["coarse"][i]), 6),
@@ -132,7 +133,7 @@ def _direct(
             asks=list(match.asks) if match is not None else None,
             intent_learnt=round(match.learnt, 6) if match is not None else None,
             direct=float(parts["direct"][i]), final=float(parts["direct"][i]),
-        )
+        ))
     coarse_cut = [c.id for i, c in enumerate(scored) if parts["coarse"][i] < w.theta_coarse and has_text]
     for cut in coarse_cut:
         del out[cut]
@@ -140,9 +141,9 @@ def _direct(
 
 
 def _workflows(
-    ctx: SearchContext, run: Run, scored: Sequence[Candidate], breakdowns: dict[str, ScoreBreakdown],
+    ctx: SearchContext, run: Run, scored: Sequence[Candidate], breakdowns: dict[str, Parts],
     workflow_facts: dict[str, CandidateFacts],
-) -> dict[str, tuple[float, ScoreBreakdown, Reached]]:
+) -> dict[str, tuple[float, Parts, Reached]]:
     """Abstract experiences scored from their instances (:func:`workflow_score`): each takes the
     score of its best-fitting instance that worked (stage · trans · success factor · share,
     plus that instance's support), with its own utility and task outcomes, and ranks right
@@ -170,7 +171,7 @@ def _workflows(
     if missing:
         known.update({row.id: row for row in read_facts(
             ctx, missing, run.pg_or_anchor, run.task_or_anchor, run.excluded, params, w.handoff_credit)})
-    out: dict[str, tuple[float, ScoreBreakdown, Reached]] = {}
+    out: dict[str, tuple[float, Parts, Reached]] = {}
     for workflow_id, (relevance, member) in best.items():
         facts = known.get(workflow_id)
         if facts is None or (params["domains"] is not None and facts.domain not in params["domains"]):
@@ -180,12 +181,12 @@ def _workflows(
         by_utility, context = utility_factor(utility, w.utility_weight), outcome_context(facts, w, has_text)
         # The workflow ranks right above the run that speaks for it (WORKFLOW_FIRST breaks the tie).
         score = workflow_score(min(relevance, 1.0), support, w.support_weight) * by_utility * context + WORKFLOW_FIRST
-        b = breakdowns[member.id].model_copy(update={
-            "support": round(support, 6), "utility": round(utility, 6), "utility_factor": round(by_utility, 6),
-            "context": round(context, 6), "outcomes": len(facts.outcomes),
-            "quality": round(min(max(facts.quality, 0.0), 1.0), 6),
-            "workflow": round(score, 6), "direct": score, "final": score,
-        })
+        b = breakdowns[member.id].updated(
+            support=round(support, 6), utility=round(utility, 6), utility_factor=round(by_utility, 6),
+            context=round(context, 6), outcomes=len(facts.outcomes),
+            quality=round(min(max(facts.quality, 0.0), 1.0), 6),
+            workflow=round(score, 6), direct=score, final=score,
+        )
         edge = (member.facts.workflow if member.facts else None) or WorkflowEdge(workflow_id, 1.0, "")
         hop = PathHop(relation=RelationType.ABSTRACTION, direction="out", from_id=member.id, to_id=workflow_id,
                       weight=min(1.0, max(0.0, edge.weight)), reason=edge.reason)
