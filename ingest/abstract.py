@@ -21,6 +21,7 @@ from kbgraph.core.experience_rules import (
 from kbgraph.core.generalise import describe_step, generalise_text, humanise_action, ids_in_trajectory, names_in_trajectory, type_name
 from kbgraph.core.recovery import Recovery, error_signature, recovery_after
 from kbgraph.core.shapes import changes_state, counted_tool, dispatched_tool
+from kbgraph.ingest.reflect import masked_error, recovery_record
 from kbgraph.core.models import (
     MAX_TEXT_CHARS,
     STORED_OBSERVATION_CHARS,
@@ -114,6 +115,8 @@ class RuleBasedAbstractor:
                     action=step.action, signature=signature,
                     recovery_kind=recovery.kind, recovered=recovery.recovered, concrete=recovery.concrete,
                     run_id=trajectory.id, run_succeeded=trajectory.outcome.success,
+                    record=recovery_record(humanise_action(step.action), masked_error(step.error, names, ids), recovery),
+                    looked_up=bool(recovery.preparation),
                 ))
             steps.append(Step(
                 order=order, action=step.action, tool=tool,

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from kbgraph.core.models import ConceptDocument, StatementKind, StatementRecord
+from kbgraph.core.models import ConceptDocument, StatementKind, StatementRecord, stored_record
 from kbgraph.ingest.integrate import SECTIONS, EmbedFn, Section, classify_insight, sentence_key
 from kbgraph.ingest.wording import RULE_PREFIX, sentence
 
@@ -138,8 +138,7 @@ def lesson(text: str) -> StatementRecord:
 
 def record_of_row(row: Mapping[str, Any]) -> StatementRecord:
     """The record of an insight as the store reads it (``record``, JSON; a lesson when it has none)."""
-    stored = row.get("record")
-    return StatementRecord.model_validate_json(stored) if stored else lesson(str(row["text"]))
+    return stored_record(row.get("record")) or lesson(str(row["text"]))
 
 
 def evidence_rows(row: Mapping[str, Any]) -> list[InsightEvidence]:

@@ -52,19 +52,26 @@ def content_words(text: str) -> set[str]:
     return set(_CONTENT_WORD.findall(text.lower()))
 
 
+def rewording_problem(originals: Sequence[str], reworded: Sequence[str], field: str = "statements") -> str | None:
+    """Why ``reworded`` is not a rewording of ``originals``, one sentence each and in order (None
+    when it is): another number of sentences, one that drops what its original says, or one that
+    claims an outcome its original did not state. ``field``: the answer's field, as a problem names it."""
+    if len(reworded) != len(originals):
+        return f"answer has {len(reworded)} {field} for {len(originals)}: reword each one, in order"
+    for index, (original, text) in enumerate(zip(originals, reworded, strict=True)):
+        words = content_words(original)
+        if words and len(words & content_words(text)) < KEPT_WORDS_SHARE * len(words):
+            return f"answer.{field}.{index}: {text!r} drops what {original!r} says"
+        added = set(m.lower() for m in _OUTCOME_WORDS.findall(text)) - set(
+            m.lower() for m in _OUTCOME_WORDS.findall(original))
+        if added:
+            return f"answer.{field}.{index}: says {', '.join(sorted(added))!r}; the evidence says how it went"
+    return None
+
+
 def reword_problem(statements: Sequence[Statement], answer: RewordAnswer) -> str | None:
     """Why an answer is not a rewording of ``statements`` (None when it is)."""
-    if len(answer.statements) != len(statements):
-        return f"answer has {len(answer.statements)} statements for {len(statements)}: reword each one, in order"
-    for index, (statement, text) in enumerate(zip(statements, answer.statements, strict=True)):
-        words = content_words(statement.text)
-        if words and len(words & content_words(text)) < KEPT_WORDS_SHARE * len(words):
-            return f"answer.statements.{index}: {text!r} drops what {statement.text!r} says"
-        added = set(m.lower() for m in _OUTCOME_WORDS.findall(text)) - set(
-            m.lower() for m in _OUTCOME_WORDS.findall(statement.text))
-        if added:
-            return f"answer.statements.{index}: says {', '.join(sorted(added))!r}; the evidence says how it went"
-    return None
+    return rewording_problem([s.text for s in statements], answer.statements)
 
 
 class LLMDocumentWriter:

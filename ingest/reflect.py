@@ -1,7 +1,8 @@
 """Stage 3 — reflection (BREW reflector): concept–insight pairs per trajectory.
 
 Two implementations share the :class:`Reflector` interface: the rule-based one here and
-``kbgraph.ingest.reflect_llm.LLMReflector``.
+``kbgraph.ingest.reflect_llm.LLMReflector``, which has a model reword this one's lessons (their
+records stay these).
 
 The rule-based reflector learns what a run shows, filed under the operation it concerns (the
 humanised action, e.g. "book reservation"), as records of what it says

@@ -5,7 +5,7 @@
 // how often it was tried, how often the fix went through, how often it went through and the run
 // then succeeded (`worked`), the tasks and runs it comes from, the nearest member's cosine score
 // to $vector (normalised as the index's, (1 + cos) / 2), and every member (what its run did next,
-// whether the call went through, whether the run then reached its goal): the caller counts the
+// as its record says, whether the call went through, whether the run then reached its goal): the caller counts the
 // error class's runs from them and chooses the member to show. Members are listed from a run that
 // then succeeded first, then a concrete recovery (it names what to do), then one that went
 // through, the nearest to $vector breaking ties.
@@ -29,5 +29,6 @@ RETURN signature, kind, size(members) AS tried,
   [m IN members |
    {experience_id: m.e.id, problem: m.e.problem, goal: m.e.goal, domain: m.e.domain, failure_id: m.f.id,
     description: m.f.description, issue_type: m.f.issue_type, recovery: m.f.recovery, step_order: m.f.step_order,
-    recovery_kind: m.f.recovery_kind, concrete: m.f.concrete, recovered: m.f.recovered,
-    run_succeeded: m.f.run_succeeded, run_id: m.f.run_id, worked: m.worked, score: m.score}] AS members;
+    recovery_kind: m.f.recovery_kind, record: m.f.record, looked_up: m.f.looked_up, concrete: m.f.concrete,
+    recovered: m.f.recovered, run_succeeded: m.f.run_succeeded, run_id: m.f.run_id, worked: m.worked,
+    score: m.score}] AS members;

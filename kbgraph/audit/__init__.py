@@ -4,7 +4,7 @@ skill an export would write (``kbgraph audit``; docs/ingestion.md, "Checking wha
 - :mod:`kbgraph.audit._findings` — a finding and the checks there are;
 - :mod:`kbgraph.audit._documents` — the checks of a document's statements against the insights
   behind them, recounted from the graph;
-- :mod:`kbgraph.audit._skills` — the checks of a rendered skill;
+- :mod:`kbgraph.audit._skills` — the checks of a skill, against what it is rendered from;
 - :mod:`kbgraph.audit._run` — reading a namespace and running them all.
 """
 

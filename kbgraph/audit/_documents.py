@@ -98,6 +98,7 @@ def audit_document(document: DocumentInput, embed: EmbedFn | None,
 
     def found(check: Check, statement: Statement, detail: str) -> None:
         findings.append(Finding(check=check, where=where, statement=statement.text, detail=detail,
+                                about=(statement.text,),
                                 evidence=plain_evidence(recount.of(statement), sorted(recount.per_domain(statement)))))
 
     for statement in document.statements:
@@ -130,6 +131,7 @@ def _same_recovery(document: DocumentInput, recount: _Recount, where: str) -> li
         if core is not None and a.domain == b.domain and b.said.retry_key() == core:
             findings.append(Finding(
                 check="near-duplicate-statements", where=where, statement=f"{a.text} ≈ {b.text}",
+                about=(a.text, b.text),
                 evidence=f"{plain_evidence(recount.of(a))} / {plain_evidence(recount.of(b))}",
                 detail="one failure with one kind of recovery said twice: one statement with the runs summed and the "
                        "changed arguments as detail"))
@@ -151,6 +153,7 @@ def _near_identical(document: DocumentInput, recount: _Recount, embed: EmbedFn, 
         if a.domain == b.domain and similarity >= NEAR_IDENTICAL_SIMILARITY and not named:
             findings.append(Finding(
                 check="near-duplicate-statements", where=where, statement=f"{a.text} ≈ {b.text}",
+                about=(a.text, b.text),
                 evidence=f"{plain_evidence(recount.of(a))} / {plain_evidence(recount.of(b))}",
                 detail=f"two statements say nearly the same (cosine {similarity:.2f} ≥ {NEAR_IDENTICAL_SIMILARITY})"))
     return findings
@@ -203,6 +206,7 @@ def _duplicates(document: DocumentInput, recount: _Recount, embed: EmbedFn, thre
         if a.domain == b.domain and similarity >= threshold:
             findings.append(Finding(
                 check="duplicate-rules", where=where, statement=f"{a.text} ≈ {b.text}",
+                about=(a.text, b.text),
                 evidence=f"{plain_evidence(recount.of(a))} / {plain_evidence(recount.of(b))}",
                 detail=f"two statements say the same (cosine {similarity:.2f} ≥ {threshold}): one statement with "
                        "their evidence summed"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from kbgraph.ingest.integrate_evidence import DUPLICATE_RULE_SIMILARITY
 
@@ -46,6 +46,9 @@ class Finding(BaseModel):
     evidence: str
     #: Why it is a finding.
     detail: str
+    #: The texts of the document's statements it is about (one, or the two that say the same), so
+    #: that a skill showing them carries the finding; not part of the report.
+    about: tuple[str, ...] = Field(default=(), exclude=True)
 
 
 class AuditReport(BaseModel):

@@ -1,5 +1,5 @@
 """Audits a namespace: every meta-concept document as stored, every skill as an export at
-``min_runs`` would write it (rendered here, nothing written)."""
+``min_runs`` would write it (what it would show, nothing rendered or written)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from kbgraph.audit._skills import audit_skill
 from kbgraph.ingest.integrate import SECTIONS, EmbedFn, sentence_key
 from kbgraph.ingest.integrate_evidence import Evidence, EvidencedDocument, Statement
 from kbgraph.skills.export import DEFAULT_MIN_RUNS, read_skills
-from kbgraph.skills.render import render_skill
+from kbgraph.skills.shown import skill_shows
 from kbgraph.store.gateway import Neo4jGateway
 
 __all__ = ["audit_namespace", "document_input"]
@@ -43,5 +43,5 @@ def audit_namespace(gateway: Neo4jGateway, namespace: str, embed: EmbedFn | None
     plan, given = read_skills(gateway, namespace, min_runs)
     for skill in plan.skills:
         mine = by_meta.get(skill.source_id, []) if skill.kind == "concept" else []
-        findings += audit_skill(skill, render_skill(skill, given), mine)
+        findings += audit_skill(skill, skill_shows(skill, given.failures), mine)
     return AuditReport(namespace=namespace, documents=len(metas), skills=len(plan.skills), findings=findings)

@@ -1,89 +1,118 @@
-"""The checks of a skill as an export would write it: its pitfalls are about its own actions, its
-outcome words match its counts, its "when to use" agrees with the tasks it quotes, and what it
-quotes from its document passed the document's checks."""
+"""The checks of a skill as an export would write it, held against what it was rendered from
+(:func:`kbgraph.skills.shown.skill_shows`: the failure modes it lists, the statements of its
+document and their records, the tasks it quotes), never against its rendered text: its pitfalls are
+about its own actions, the counts of a pitfall are its failure modes', its "when to use" agrees
+with the tasks it quotes, and what it shows of its document passed the document's checks. A
+finding names what the skill says as the skill words it."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from kbgraph.audit._findings import Finding
+from kbgraph.core.generalise import humanise_action
+from kbgraph.ingest.integrate_evidence import Statement
 from kbgraph.ingest.reflect_rules import about_actions, verbs_named
+from kbgraph.skills.names import cut
 from kbgraph.skills.plan import PlannedSkill
-from kbgraph.skills.render import EXAMPLES_FILE
+from kbgraph.skills.render import md, pitfall_line, quoted
+from kbgraph.skills.shown import DESCRIPTION_TASK_CHARS, TASK_CHARS, PitfallGroup, SkillShows
 
-__all__ = ["audit_skill", "sections_of"]
+__all__ = ["audit_skill"]
 
-_FAILING_ACTION = re.compile(r"^- \*\*`([^`]*)` fails with")
-_EVIDENCE = re.compile(r" \([^()]*\)$")
-# Innermost quotes: not an opening one either, so a line of 100,000 “ without a ” is read in one
-# pass (with [^”]* each “ scanned to the end of the line: 43 s, tests/reliability/regex_audit.py).
-_QUOTED = re.compile(r"“([^“”]*)”")
-_NEEDS = re.compile(r"Use when a task needs to (.+?), e\.g\. “([^”]*)”")
-_INFORMATION_ONLY = "only asks for information"
+#: The reflector's kinds of statement about one operation (its ``operation``): a look-up before it,
+#: the call, an error of it. A rule or a lesson is about what its words name.
+_ABOUT_ITS_OPERATION = frozenset({"before", "how", "recovery"})
 
 
-def sections_of(markdown: str) -> dict[str, list[str]]:
-    """A Markdown file's lines by its ``## `` headings (the front matter under "")."""
-    sections: dict[str, list[str]] = {"": []}
-    current = ""
-    for line in markdown.splitlines():
-        if line.startswith("## "):
-            current = line[3:].strip()
-            sections.setdefault(current, [])
-        else:
-            sections[current].append(line)
-    return sections
-
-
-def audit_skill(skill: PlannedSkill, files: Mapping[str, str], document_findings: Sequence[Finding]) -> list[Finding]:
-    """What in the skill's files its evidence does not bear out (see :data:`kbgraph.audit.CHECKS`)."""
+def audit_skill(skill: PlannedSkill, shows: SkillShows, document_findings: Sequence[Finding]) -> list[Finding]:
+    """What the skill shows that its evidence does not bear out (see :data:`kbgraph.audit.CHECKS`).
+    ``document_findings``: its document's; one follows into the skill when the skill shows every
+    statement it is about."""
     where = f"skill {skill.name}"
-    text = files["SKILL.md"]
-    sections = sections_of(text)
-    own = skill.own_actions
-    evidence = f"its actions: {', '.join(sorted(own)) or 'none'}"
-    findings = [f.model_copy(update={"where": where}) for f in document_findings if f.statement in text]
-    for line in sections.get("Pitfalls and recoveries", []):
-        failing = _FAILING_ACTION.match(line)
-        if failing and failing[1] not in own:
-            findings.append(Finding(check="pitfall-about-another-action", where=where, statement=line[2:],
-                                    evidence=evidence, detail=f"a pitfall of {failing[1]}, which is not one of its "
-                                                               "own actions"))
-        elif line.startswith("- ") and not failing and not about_actions(_EVIDENCE.sub("", line[2:]), own):
-            findings.append(Finding(check="pitfall-about-another-action", where=where, statement=line[2:],
-                                    evidence=evidence, detail="a pitfall about "
-                                    + ", ".join(sorted(verbs_named(line))) + ", none of its own actions"))
-    for line in text.splitlines():
-        if "got past it" in line and not re.search(r"went through (in )?[1-9]", line):
-            findings.append(Finding(check="outcome-wording", where=where, statement=line.lstrip("- "),
-                                    evidence="no count of calls that went through", detail="says it got past an "
-                                    "error without a run where the next call went through"))
-    findings += _when_to_use(skill, sections, files.get(EXAMPLES_FILE, ""), where)
+    shown = {s.text for s in shows.statements}
+    findings = [f.model_copy(update={"where": where}) for f in document_findings
+                if set(f.about or (f.statement,)) <= shown]
+    findings += _other_actions(skill, shows, where)
+    findings += [finding for group in shows.pitfalls if (finding := _miscounted(group, where)) is not None]
+    findings += _when_to_use(shows, where)
     return findings
 
 
-def _when_to_use(skill: PlannedSkill, sections: Mapping[str, Sequence[str]], examples: str,
-                 where: str) -> list[Finding]:
-    """The "use when" of the description and of the body, against the tasks the skill quotes."""
-    claims = "\n".join([*sections[""], *sections.get("When to use", [])])
-    quoted = [m for line in sections.get("When to use", []) if line.startswith("  - ") for m in _QUOTED.findall(line)]
-    worked = sections_of(examples).get("Runs that worked", [])
-    quoted += [m for line in worked if line.startswith("### ") for m in _QUOTED.findall(line)]
+def _other_actions(skill: PlannedSkill, shows: SkillShows, where: str) -> list[Finding]:
+    """Pitfalls about an action that is not one of the skill's own: an error of another action's,
+    or a statement of its document whose record is about another operation (a rule or a lesson:
+    whose words name only other state changes)."""
+    own = skill.own_actions
+    evidence = f"its actions: {', '.join(sorted(own)) or 'none'}"
     findings = []
-    if _INFORMATION_ONLY in claims:
-        for task in dict.fromkeys(quoted):
-            if asked := verbs_named(task):
-                findings.append(Finding(
-                    check="when-to-use-contradicted", where=where, statement=f"“{task}”",
-                    evidence=f"the task asks to {', '.join(sorted(asked))}",
-                    detail="the skill is for tasks that only ask for information, but quotes this one as where it "
-                           "worked"))
-    for subject, task in _NEEDS.findall(claims):
-        needed, asked = verbs_named(subject), verbs_named(task)
-        if needed and asked and not needed & asked:
+    for group in shows.pitfalls:
+        if group.action not in own:
+            findings.append(Finding(check="pitfall-about-another-action", where=where, statement=pitfall_line(group)[2:],
+                                    evidence=evidence, detail=f"a pitfall of {group.action}, which is not one of its "
+                                                              "own actions"))
+    operations = {humanise_action(a) for a in own}
+    for statement in shows.warnings:
+        detail = _about_another(statement, own, operations)
+        if detail:
+            findings.append(Finding(check="pitfall-about-another-action", where=where, statement=md(statement.line),
+                                    evidence=evidence, detail=detail))
+    return findings
+
+
+def _about_another(statement: Statement, own: frozenset[str], operations: set[str]) -> str:
+    """Why ``statement`` is about none of the skill's actions ("" when it is about one of them)."""
+    record = statement.said
+    if record.kind in _ABOUT_ITS_OPERATION:
+        if record.operation in operations:
+            return ""
+        return f"a pitfall of {record.operation}, which is not one of its own actions"
+    words = record.text or statement.text
+    if about_actions(words, own):
+        return ""
+    return "a pitfall about " + ", ".join(sorted(verbs_named(words))) + ", none of its own actions"
+
+
+def _miscounted(group: PitfallGroup, where: str) -> Finding | None:
+    """A pitfall whose counts are not its failure modes' recount, or that says a run reached its
+    goal (or its call went through) after the recovery it shows when that run did not."""
+    rows = group.rows
+    runs = {f.run_id or f.id for f in rows}
+    recount = (len(rows), len(runs), sum(1 for f in rows if f.recovered),
+               len({f.run_id or f.id for f in rows if f.run_succeeded}))
+    said = (group.times, group.runs, group.got_past, group.run_succeeded)
+    evidence = (f"{recount[0]} failure modes in {recount[1]} runs, the next call went through {recount[2]} times, "
+                f"{recount[3]} runs reached their goal")
+    if said != recount:
+        detail = ("it says seen {} times in {} runs, the next call went through {} times, {} runs reached their "
+                  "goal").format(*said)
+    elif group.best not in rows:
+        detail = "the recovery it shows is not one of its failure modes"
+    else:
+        return None
+    return Finding(check="outcome-wording", where=where, statement=pitfall_line(group)[2:], evidence=evidence,
+                   detail=detail)
+
+
+def _when_to_use(shows: SkillShows, where: str) -> list[Finding]:
+    """The "use when" of the description and of the body, against the tasks the skill quotes."""
+    findings = []
+    if shows.information_only:
+        for task in dict.fromkeys(quoted(m.problem) for m in shows.tasks if verbs_named(cut(m.problem, TASK_CHARS))):
+            asked = verbs_named(task)
             findings.append(Finding(
-                check="when-to-use-contradicted", where=where, statement=f"Use when a task needs to {subject}, e.g. “{task}”",
+                check="when-to-use-contradicted", where=where, statement=task,
                 evidence=f"the task asks to {', '.join(sorted(asked))}",
-                detail=f"its example asks for something else than to {subject}"))
+                detail="the skill is for tasks that only ask for information, but quotes this one as where it "
+                       "worked"))
+    if shows.needs and shows.example is not None:
+        needed = verbs_named(shows.needs)
+        asked = verbs_named(cut(shows.example.problem, DESCRIPTION_TASK_CHARS))
+        if needed and asked and not needed & asked:
+            example = quoted(shows.example.problem, DESCRIPTION_TASK_CHARS)
+            findings.append(Finding(
+                check="when-to-use-contradicted", where=where,
+                statement=f"Use when a task needs to {shows.needs}, e.g. {example}",
+                evidence=f"the task asks to {', '.join(sorted(asked))}",
+                detail=f"its example asks for something else than to {shows.needs}"))
     return findings

@@ -97,8 +97,9 @@ class KbgraphMCPServer(MCPServer[Any]):
     async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
                          context: Context[Any, Any] | None = None) -> GetPromptResult | InputRequiredResult:
         # The SDK answers an unknown prompt with code 0 and a traceback on stderr; kbgraph has no
-        # prompts, so that is a bad parameter, answered like an unknown resource.
-        if self._prompt_manager.get_prompt(name) is None:
+        # prompts, so that is a bad parameter, answered like an unknown resource. Known prompts are
+        # read through the SDK's public list_prompts (its _prompt_manager is private).
+        if name not in {prompt.name for prompt in await self.list_prompts()}:
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name[:200]!r} (kbgraph offers no prompts)")
         return await super().get_prompt(name, arguments, context)
 

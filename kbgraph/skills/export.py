@@ -34,7 +34,8 @@ from kbgraph.skills.plan import (
     DEFAULT_MIN_RUNS, Abstract, FailureRow, SkillKind, SkillPlan, SkippedCandidate, StepRow, concept_from_row,
     failure_from_row, group_workflows, member_from_row, plan_skills, step_from_row,
 )
-from kbgraph.skills.render import RenderInput, render_skill, shown_members
+from kbgraph.skills.render import RenderInput, render_skill
+from kbgraph.skills.shown import shown_members
 
 __all__ = ["DEFAULT_MIN_RUNS", "ExportedSkill", "SkillsExportReport", "SkippedCandidate", "export_skills",
            "read_skills"]

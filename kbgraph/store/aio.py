@@ -166,7 +166,8 @@ class AsyncGateway(Neo4jGateway):
                 return await run_named_async(session, name, params)
 
         return guarded(name, lambda: self._await(self._bounded(self.timeout_s, name,
-                                                                retried_async(once, self.retry_time_s))))
+                                                                retried_async(once, self.retry_time_s))),
+                       self.async_driver)
 
     def _write(self, calls: Sequence[tuple[str, dict[str, Any]]], verify: Callable[[list[list[Row]]], None] | None,
                retry_time_s: float) -> list[list[Row]]:
@@ -181,7 +182,8 @@ class AsyncGateway(Neo4jGateway):
 
         what = calls[0][0] if calls else "write"
         return guarded(what, lambda: self._await(self._bounded(self.timeout_s, what,
-                                                                retried_async(transaction, retry_time_s))))
+                                                                retried_async(transaction, retry_time_s))),
+                       self.async_driver)
 
     def open_transaction(self) -> AsyncOpenTransaction:
         return AsyncOpenTransaction(self)
@@ -191,14 +193,15 @@ class AsyncGateway(Neo4jGateway):
             async with self._session() as session:
                 return await run_named_async(session, name, params)
 
-        return guarded(name, lambda: self._await(self._bounded(self.bulk_timeout_s, name, statement())))
+        return guarded(name, lambda: self._await(self._bounded(self.bulk_timeout_s, name, statement())),
+                       self.async_driver)
 
     def run_statement(self, statement: str, params: dict[str, Any]) -> None:
         async def run() -> None:
             async with self._session() as session:
                 await (await session.run(statement, quiet(params))).consume()
 
-        guarded("a schema statement", lambda: self._await(run()))
+        guarded("a schema statement", lambda: self._await(run()), self.async_driver)
 
     def pause(self, seconds: float) -> None:
         self._await(asyncio.sleep(seconds))

@@ -15,7 +15,7 @@ from typing import Any
 
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.store.gateway import Neo4jGateway, Row
-from kbgraph.core.models import STORED, Experience, FailureMode, Relation, Step
+from kbgraph.core.models import STORED, Experience, FailureMode, Relation, Step, stored_record
 from kbgraph.core.shapes import operations
 
 # Learning state: set when an experience is created, owned by feedback afterwards (docs/design.md §4).
@@ -28,7 +28,7 @@ EMBEDDING_FIELDS = ("pg_embedding", "structure_embedding", "context_embedding")
 STEP_FIELDS = ("order", "action", "tool", "text", "reward", "issue_type", "resolution_effectiveness", "signature",
                "observation", "observation_chars")
 FAILURE_FIELDS = ("description", "issue_type", "recovery", "step_order", "action", "signature", "recovery_kind",
-                  "recovered", "concrete", "run_id", "run_succeeded")
+                  "recovered", "concrete", "run_id", "run_succeeded", "looked_up")
 
 Progress = Callable[[int], None]
 
@@ -84,7 +84,10 @@ def step_rows(exp: Experience) -> tuple[list[Row], list[Row]]:
 def failure_rows(exp: Experience) -> list[Row]:
     return [
         {"id": exp.failure_id(f), "experience_id": exp.key,
-         "props": {k: getattr(f, k) for k in FAILURE_FIELDS}, "embedding": f.embedding}
+         # The record is stored as JSON text (a node property holds no map).
+         "props": {**{k: getattr(f, k) for k in FAILURE_FIELDS},
+                   "record": f.record.model_dump_json(exclude_defaults=True) if f.record is not None else None},
+         "embedding": f.embedding}
         for f in exp.failure_modes
     ]
 
@@ -128,7 +131,8 @@ def experience_from_record(record: Row) -> Experience:
     ]
     data["failure_modes"] = [
         FailureMode.model_validate({**{k: f[k] for k in FAILURE_FIELDS if f.get(k) is not None},
-                                    "embedding": f.get("embedding")}, context=STORED)
+                                    "record": stored_record(f.get("record")), "embedding": f.get("embedding")},
+                                   context=STORED)
         for f in record["failure_modes"] if f.get("description") is not None
     ]
     data["relations"] = [Relation.model_validate(r, context=STORED) for r in record["relations"] if r is not None]

@@ -27,6 +27,7 @@ from kbgraph.core.models import (
     Insight,
     MetaConcept,
     Step,
+    stored_record,
 )
 
 # Labels whose nodes the reads turn back into a model, with the models that describe their
@@ -37,7 +38,7 @@ _MODELS: Final[dict[str, tuple[type[BaseModel], ...]]] = {
 }
 # Fields that are not properties of their node: other nodes (steps, relations), vectors (the
 # file's "vectors"), a document kept as its sentences, and args_schema, stored as JSON text.
-_NOT_PROPERTIES: Final = frozenset({"steps", "failure_modes", "relations", "document", "args_schema",
+_NOT_PROPERTIES: Final = frozenset({"steps", "failure_modes", "relations", "document", "args_schema", "record",
                                     "embedding", "pg_embedding", "structure_embedding", "context_embedding"})
 # What the models themselves are strict about (kbgraph.core.models._base._Strict).
 _STRICT: Final = ConfigDict(strict=True, allow_inf_nan=False)
@@ -93,6 +94,8 @@ def model_problems(label: str, key: str | None, properties: dict[str, Any]) -> l
             continue
         if name == "args_schema" and label == "Step":
             problems += _args_schema_problems(value)
+        elif name == "record" and label == "FailureMode":
+            problems += _record_problems(value)
         elif (adapter := adapters.get(name)) is not None:
             problems += _problems(f"properties.{name}", adapter, value)
     return problems
@@ -107,3 +110,13 @@ def _args_schema_problems(value: Any) -> list[str]:
     if parsed is None:
         return [f"properties.args_schema: {value!r:.80} is not JSON text of an object of strings"]
     return _problems("properties.args_schema", _ARGS_SCHEMA, parsed)
+
+
+def _record_problems(value: Any) -> list[str]:
+    # A failure mode's record is stored as JSON text of a StatementRecord (store.experiences).
+    try:
+        stored_record(value if isinstance(value, str) else None)
+    except ValidationError as error:
+        item = error.errors(include_url=False)[0]
+        return [f"properties.record: {value!r:.80} is refused: {item['msg']}"]
+    return [] if isinstance(value, str) else [f"properties.record: {value!r:.80} is not JSON text of a record"]

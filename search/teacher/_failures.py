@@ -147,7 +147,8 @@ def shown_key(member: GroupBest, evidence: ClassEvidence) -> tuple[bool, int, bo
     concrete; its call went through; the same call again (it fixed this error, where a switch went
     around it); then similarity. A recovery that only made the call go through in a run that still
     failed comes after every one from a run that reached its goal."""
-    return (bool(member.run_succeeded), evidence.reached(next_action(member.recovery_kind, member.recovery)),
+    form = next_action(member.recovery_kind, member.record, member.looked_up)
+    return (bool(member.run_succeeded), evidence.reached(form),
             bool(member.concrete), bool(member.recovered), (member.recovery_kind or "none") in SAME_CALL,
             float(member.score or 0))
 
@@ -200,7 +201,7 @@ def failure_matches(
             run_succeeded=shown.run_succeeded, run_id=shown.run_id,
             recovery_tried=count.tried, recovery_worked=count.worked,
             class_runs=evidence.runs, class_reached_goal=evidence.reached_goal, next_actions=_counts(evidence),
-            next_action=next_action(shown.recovery_kind, shown.recovery) if group else None,
+            next_action=next_action(shown.recovery_kind, shown.record, shown.looked_up) if group else None,
             headline=evidence.headline if group else "", went_through=evidence.second_fact if group else "",
         )
         # Same class first, ranked by what led to the goal and in how many runs; every other match by its score.

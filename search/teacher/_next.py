@@ -14,11 +14,13 @@ Pure functions over the members of the error class's groups (:class:`~._rows.Gro
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from kbgraph.core.generalise import humanise_action
+from kbgraph.core.models import StatementRecord
+from kbgraph.search.handoff import is_handoff
 from kbgraph.search.teacher._rows import GroupBest
 
 __all__ = ["ClassEvidence", "NextAction", "class_evidence", "next_action"]
@@ -29,29 +31,30 @@ HANDOVER: Final = "handed over to a person"
 LOOK_UP: Final = "only looked things up, no further call"
 NO_CALL: Final = "made no further call (answered the user or stopped)"
 UNKNOWN: Final = "not recorded"
+#: A switch whose tool is not known: the failure mode was stored before records were kept
+#: (re-ingest its runs to name the tool), or given ready-made without a record.
+ANOTHER_CALL: Final = "switched to another call"
 
-_SWITCHED = re.compile(r"^switched to (?P<name>[a-z0-9 _-]+?)(?: \(| after |;|$)", re.IGNORECASE)
-_HANDOVER_WORDS = re.compile(r"\b(?:transfer|hand(?:ed)? ?over|escalat)\w*", re.IGNORECASE)
 
-
-def next_action(kind: str | None, recovery: str) -> str:
-    """The form of what a run did after a failure, from its recovery's ``kind`` and the ``recovery``
-    line ingestion wrote (:attr:`~kbgraph.core.recovery.Recovery.text`): a retry with changed
-    arguments, the same call unchanged, a handover to a person, another tool (named), a look-up
-    with no further call, or no further call at all. The arguments are detail, not form: every
-    retry of a failure class is one form."""
+def next_action(kind: str | None, record: StatementRecord | None, looked_up: bool | None = None) -> str:
+    """The form of what a run did after a failure, from its recovery's ``kind`` and the failure
+    mode's record and look-ups (:attr:`~kbgraph.core.models.FailureMode.record`, ``looked_up``):
+    a retry with changed arguments, the same call unchanged, a handover to a person
+    (:func:`~kbgraph.search.handoff.is_handoff` of the tool switched to), another tool (named), a
+    look-up with no further call, or no further call at all. The arguments are detail, not form:
+    every retry of a failure class is one form. Nothing is read from the recovery's words; a
+    failure mode without a record (stored before records were kept) has its kind only."""
     if kind == "retry":
         return RETRY
     if kind == "repeat":
         return REPEAT
     if kind == "switch":
-        found = _SWITCHED.match(recovery.strip())
-        name = found.group("name").strip() if found else ""
-        if _HANDOVER_WORDS.search(name):
-            return HANDOVER
-        return f"switched to {name}" if name else "switched to another call"
+        tool = record.action if record is not None else ""
+        if not tool:
+            return ANOTHER_CALL
+        return HANDOVER if is_handoff(tool) else f"switched to {humanise_action(tool)}"
     if kind == "none":
-        return LOOK_UP if ", only " in recovery.split(";", 1)[0] else NO_CALL
+        return LOOK_UP if looked_up else NO_CALL
     return UNKNOWN
 
 
@@ -128,7 +131,7 @@ def class_evidence(members: Iterable[GroupBest]) -> ClassEvidence:
     by_action: dict[str, tuple[set[str], set[str], set[str]]] = {}
     for member in members:
         run = _run_key(member)
-        action = next_action(member.recovery_kind, member.recovery)
+        action = next_action(member.recovery_kind, member.record, member.looked_up)
         all_runs, goal, went = by_action.setdefault(action, (set(), set(), set()))
         runs.add(run)
         all_runs.add(run)

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from kbgraph.core.models import StatementRecord, stored_record
+
 __all__ = ["FailureGroupRow", "FailureRow", "GroupBest", "StepRow"]
 
 
@@ -105,6 +107,10 @@ class GroupBest:
     recovery: str
     step_order: int | None
     recovery_kind: str | None
+    #: What the run did next, as data (:attr:`kbgraph.core.models.FailureMode.record`); None for a
+    #: failure mode stored before records were kept.
+    record: StatementRecord | None
+    looked_up: bool | None
     concrete: bool | None
     recovered: bool | None
     run_succeeded: bool | None
@@ -119,7 +125,8 @@ class GroupBest:
             domain=_text(record["domain"]), failure_id=str(record["failure_id"]),
             description=_text(record["description"]), issue_type=record["issue_type"],
             recovery=_text(record["recovery"]), step_order=record["step_order"],
-            recovery_kind=record["recovery_kind"], concrete=record["concrete"], recovered=record["recovered"],
+            recovery_kind=record["recovery_kind"], record=stored_record(record["record"]),
+            looked_up=record["looked_up"], concrete=record["concrete"], recovered=record["recovered"],
             run_succeeded=record["run_succeeded"], run_id=record["run_id"], worked=bool(record["worked"]),
             score=record["score"],
         )
@@ -131,7 +138,8 @@ class GroupBest:
         return cls(
             experience_id=row.experience_id, problem=row.problem, goal=row.goal, domain=row.domain,
             failure_id=row.failure_id, description=row.description, issue_type=row.issue_type,
-            recovery=row.recovery, step_order=row.step_order, recovery_kind=None, concrete=None, recovered=None,
+            recovery=row.recovery, step_order=row.step_order, recovery_kind=None, record=None, looked_up=None,
+            concrete=None, recovered=None,
             run_succeeded=None, run_id=row.run_id, worked=False, score=row.score,
         )
 

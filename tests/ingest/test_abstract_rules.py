@@ -51,6 +51,26 @@ def test_an_errored_step_becomes_a_failure_mode_with_its_recovery() -> None:
     assert exp.efficiency == 0.75
 
 
+def test_a_failure_mode_keeps_what_the_agent_did_next_as_the_reflectors_record() -> None:
+    traj = trajectory()
+    [failure] = RuleBasedAbstractor().abstract(traj).failure_modes
+    # The tool switched to is data, not words to read back (search's teacher names the form from it).
+    assert failure.record is not None
+    assert (failure.record.kind, failure.record.recovery, failure.record.action) == (
+        "recovery", "switch", "find_user_id_by_name_zip")
+    assert failure.looked_up is False
+    # The record is the reflector's: the failure mode is evidence for the statement it says.
+    fix = next(p for p in RuleBasedReflector().reflect(traj, RuleBasedAbstractor().abstract(traj))
+               if p.concept == "find user id by email")
+    assert fix.record == failure.record
+    # Nothing tried after the error, only look-ups: the record says none, the failure mode that it looked things up.
+    looked = trajectory(outcome={"success": False}, steps=[
+        {"action": "book_reservation", "arguments": {"user_id": "jo_1"}, "error": "Error: not enough seats"},
+        {"action": "get_user_details", "arguments": {"user_id": "jo_1"}}])
+    [failure] = RuleBasedAbstractor().abstract(looked).failure_modes
+    assert failure.record is not None and failure.record.recovery == "none" and failure.looked_up is True
+
+
 def test_a_run_that_calls_its_tools_through_a_wrapper_takes_the_way_of_the_tools_it_called() -> None:
     banking = trajectory(domain="banking", task="Close my debit card ending 4721.", steps=[
         {"action": "log_verification", "arguments": {"user_id": "755bcb4d5d"}},

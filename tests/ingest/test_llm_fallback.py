@@ -18,6 +18,7 @@ from kbgraph.ingest.abstract import RuleBasedAbstractor
 from kbgraph.ingest.abstract_llm import SYSTEM_PROMPT as ABSTRACT_PROMPT
 from kbgraph.ingest.integrate_llm import SYSTEM_PROMPT as INTEGRATE_PROMPT
 from kbgraph.ingest.pipeline import IngestPipeline, pipeline_from_settings
+from kbgraph.ingest.reflect import RuleBasedReflector
 from kbgraph.ingest.reflect_llm import SYSTEM_PROMPT as REFLECT_PROMPT
 from kbgraph.ingest.report import IngestReport, LLMCounts
 from kbgraph.kb import KnowledgeBase
@@ -41,6 +42,13 @@ def real_runs() -> list[dict[str, Any]]:
 RUNS = real_runs()
 
 
+def runs_that_teach() -> int:
+    """The runs the rule-based reflector learns something from: the LLM reflector asks the model to
+    reword their lessons, and nothing about a run that teaches nothing."""
+    trajectories = [Trajectory.model_validate(run) for run in RUNS]
+    return sum(1 for t in trajectories if RuleBasedReflector().reflect(t, RuleBasedAbstractor().abstract(t)))
+
+
 def stage_of(body: dict[str, Any]) -> str:
     text = body["messages"][0]["content"]
     for stage, prompt in (("abstract", ABSTRACT_PROMPT), ("reflect", REFLECT_PROMPT), ("integrate", INTEGRATE_PROMPT)):
@@ -57,9 +65,11 @@ def good_abstraction(run: dict[str, Any]) -> str:
     })
 
 
-def good_reflection(run: dict[str, Any]) -> str:
-    return json.dumps({"pairs": [{"concept": f"airline task {run['id'][-5:-3]}",
-                                  "insight": f"Read the reservation before changing it in task {run['id'][-5:-3]}."}]})
+def good_reflection(prompt: str) -> str:
+    """Each lesson of the run reworded: its words kept."""
+    lessons = [re.sub(r"^\d+\. \[[^\]]*\] ", "", line)
+               for line in prompt.split("Lessons:\n", 1)[1].splitlines() if re.match(r"^\d+\. \[", line)]
+    return json.dumps({"insights": [f"As learnt: {lesson}" for lesson in lessons]})
 
 
 def good_document(prompt: str) -> str:
@@ -133,7 +143,7 @@ def test_a_model_that_only_rambles_leaves_the_graph_the_rules_would_have_written
 
     outcomes_add_up(report)
     assert report.llm["abstract"].calls == report.llm["abstract"].fell_back == 4
-    assert report.llm["reflect"].calls == report.llm["reflect"].fell_back == 4
+    assert report.llm["reflect"].calls == report.llm["reflect"].fell_back == runs_that_teach() > 0
     assert report.llm["integrate"].calls == report.llm["integrate"].fell_back >= 1
     assert "cut off at the token limit" in report.llm["abstract"].last_fallback_reason
     assert Counter(stage_of(body) for body in fake.chat_requests)["abstract"] == 8  # each run asked twice
@@ -161,7 +171,7 @@ def test_each_item_ends_one_way_and_the_report_counts_them(kb: KnowledgeBase, fa
 
     def answer(stage: str, run: dict[str, Any], prompt: str) -> ScriptedResponse:
         if stage == "reflect":
-            return 200, chat_completion(good_reflection(run))
+            return 200, chat_completion(good_reflection(prompt))
         if stage == "integrate":
             return 200, chat_completion(good_document(prompt))
         asked[run["id"]] += 1
@@ -183,7 +193,8 @@ def test_each_item_ends_one_way_and_the_report_counts_them(kb: KnowledgeBase, fa
     abstract = report.llm["abstract"]
     assert (abstract.calls, abstract.valid_first_try, abstract.repaired, abstract.retried, abstract.fell_back) == (
         4, 1, 1, 1, 1)
-    assert report.llm["reflect"] == LLMCounts(calls=4, valid_first_try=4)
+    taught = runs_that_teach()
+    assert report.llm["reflect"] == LLMCounts(calls=taught, valid_first_try=taught)
     assert report.llm["integrate"].fell_back == 0 and report.llm["integrate"].calls >= 1
 
     experiences = {e.source_ids[0]: e for e in kb.get_many(list(kb.store.iter_ids()))}
@@ -203,7 +214,7 @@ def test_the_llm_path_writes_from_the_same_evidence_and_passes_the_audit(kb: Kno
         if stage == "abstract":
             return 200, chat_completion(good_abstraction(run))
         if stage == "reflect":
-            return 200, chat_completion(good_reflection(run))
+            return 200, chat_completion(good_reflection(prompt))
         statements = json.loads(good_document(prompt))["statements"]
         if not boasted["asked"]:  # the first answer claims what the runs do not show
             boasted["asked"] += 1
@@ -215,6 +226,11 @@ def test_the_llm_path_writes_from_the_same_evidence_and_passes_the_audit(kb: Kno
     assert report.llm["integrate"].retried == 1 and report.llm["integrate"].fell_back == 0
     documents = "\n".join(row["document"] for row in kb.gateway.read("meta_concepts_all", kb=kb.namespace))
     assert "got past it" not in documents and "- In short: " in documents
+    # The model reworded the reflector's lessons: each insight keeps the record it says, none is a free lesson.
+    metas = [row["id"] for row in kb.gateway.read("meta_concepts_all", kb=kb.namespace)]
+    insights = kb.gateway.read("insight_evidence", kb=kb.namespace, concept_ids=[], meta_ids=metas)
+    assert insights and all(row["text"].startswith("As learnt: ") for row in insights)
+    assert all(json.loads(row["record"])["kind"] in ("before", "how", "recovery", "rule") for row in insights)
     assert audit_namespace(kb.gateway, kb.namespace, kb.embedder.embed).findings == []
 
 

@@ -157,14 +157,15 @@ def test_the_llm_path_end_to_end_through_a_local_openai_compatible_server(
                 "failure_modes": [], "generalizability": 0.8,
             })
         if system.startswith(REFLECT_PROMPT[:200]):
-            return json.dumps({"pairs": [{"concept": "return a delivered item",
-                                          "insight": "Check the order is delivered before returning items."}]})
+            return json.dumps({"insights": ["To return delivered order items, call the tool "
+                                            "return_delivered_order_items with order_id."]})
         return json.dumps({"statements": ["Make sure the order is delivered before returning its items."]})
 
     path = tmp_path / "one.jsonl"
     path.write_text(json.dumps({"id": "llm-1", "domain": "retail", "task": "Return the kettle of order #W1",
                                 "steps": [{"action": "return_delivered_order_items",
-                                           "arguments": {"order_id": "#W1"}}]}) + "\n")
+                                           "arguments": {"order_id": "#W1"}}],
+                                "outcome": {"success": True}}) + "\n")
     with running_fake_openai() as fake:
         fake.chat_answer = answer
         fake.responses.extend([(429, api_error("slow down", "rate_limit_exceeded")), (200, {
@@ -183,8 +184,12 @@ def test_the_llm_path_end_to_end_through_a_local_openai_compatible_server(
     assert exp.problem == "A customer wants to return a delivered item for a refund"
     assert exp.source_ids == ["llm-1"]
     [doc] = kb.gateway.read("meta_concepts_top", kb=kb.namespace, limit=5)
-    assert doc["name"] == "return a delivered item"
+    # The lesson and where it is filed are the rules' (the model reworded it), the document's words the model's.
+    assert doc["name"] == "return delivered order items"
     assert "- Make sure the order is delivered before returning its items. (1 run, 1 task" in doc["document"]
+    [insight] = kb.gateway.read("insight_evidence", kb=kb.namespace, concept_ids=[], meta_ids=[doc["id"]])
+    assert insight["text"].startswith("To return delivered order items, call the tool")
+    assert json.loads(insight["record"])["kind"] == "how"
 
 
 def test_a_trajectory_of_ten_thousand_steps_goes_through(kb: KnowledgeBase, tmp_path: Path) -> None:

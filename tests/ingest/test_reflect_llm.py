@@ -1,4 +1,4 @@
-"""LLMReflector (concept–insight pairs) and LLMDocumentWriter (BREW integrator), over real HTTP.
+"""LLMReflector (the rules' lessons, reworded) and LLMDocumentWriter (BREW integrator), over real HTTP.
 
 The document writer is tested here too: it is the reflector's partner in BREW and shares its fake.
 """
@@ -6,6 +6,7 @@ The document writer is tested here too: it is the reflector's partner in BREW an
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 
 from kbgraph.ingest.integrate_evidence import Evidence, Statement
 from kbgraph.ingest.integrate_llm import LLMDocumentWriter
-from kbgraph.ingest.reflect import Reflector
+from kbgraph.ingest.reflect import Reflector, RuleBasedReflector
 from kbgraph.ingest.reflect_llm import LLMReflector
 from kbgraph.llm import LLMClient, LLMOutputError
 from kbgraph.core.models import ConceptInsight, Experience, FailureMode, Step, Trajectory
@@ -47,18 +48,26 @@ EXPERIENCE = Experience(
                                recovery="transfer to a human agent for a policy exception", step_order=2)],
 )
 
-PAIRS = [
-    {"concept": "return outside the return window",
-     "insight": "Check return eligibility before promising a refund, since the window may have closed."},
-    {"concept": "policy exceptions",
-     "insight": "Hand requests for policy exceptions to a human agent instead of deciding them."},
-]
+def rules_lessons() -> list[ConceptInsight]:
+    """What the rule-based reflector learns from the run: records, worded by kbgraph."""
+    return RuleBasedReflector().reflect(TRAJECTORY, EXPERIENCE)
+
+
+def lessons_in(prompt: str) -> list[str]:
+    """The lessons a prompt lists ("1. [concept] sentence")."""
+    return [re.sub(r"^\d+\. \[[^\]]*\] ", "", line)
+            for line in prompt.split("Lessons:\n", 1)[1].splitlines() if re.match(r"^\d+\. \[", line)]
+
+
+def reworded(prompt: str) -> str:
+    """Each lesson of the prompt reworded: its words kept, "In short:" before them."""
+    return json.dumps({"insights": [f"In short: {lesson}" for lesson in lessons_in(prompt)]})
 
 
 @pytest.fixture
 def fake() -> Iterator[FakeOpenAI]:
     with running_fake_openai() as server:
-        server.chat_answer = lambda body: json.dumps({"pairs": PAIRS})
+        server.chat_answer = lambda body: reworded(body["messages"][1]["content"])
         yield server
 
 
@@ -75,41 +84,57 @@ def test_it_is_a_reflector_named_llm(fake: FakeOpenAI) -> None:
     assert reflector.name == "llm"
 
 
-def test_a_trajectory_gives_the_concept_insight_pairs_the_model_found(fake: FakeOpenAI) -> None:
+def test_the_model_only_rewords_each_lesson_and_the_record_and_evidence_stay_the_rules(fake: FakeOpenAI) -> None:
+    rules = rules_lessons()
+    assert any(r.record is not None and r.record.kind == "recovery" for r in rules), "the run has an error to learn"
     pairs = LLMReflector(llm_for(fake)).reflect(TRAJECTORY, EXPERIENCE)
-    assert pairs == [ConceptInsight(**pair) for pair in PAIRS]
+    assert [p.insight for p in pairs] == [f"In short: {r.insight}" for r in rules]
+    # What the lesson says (its record), where it is filed and whether its call went through are the rules'.
+    assert [(p.concept, p.record, p.worked) for p in pairs] == [(r.concept, r.record, r.worked) for r in rules]
+    assert all(p.record is not None and p.record.kind != "lesson" for p in pairs)
 
 
-def test_the_model_reads_the_trajectory_and_the_experience_abstracted_from_it(fake: FakeOpenAI) -> None:
+def test_the_model_reads_the_run_and_the_lessons_to_reword(fake: FakeOpenAI) -> None:
     LLMReflector(llm_for(fake)).reflect(TRAJECTORY, EXPERIENCE)
     prompt = fake.chat_requests[0]["messages"][1]["content"]
     assert "hiking boots are too small" in prompt and "NotEligible" in prompt and "Outcome: failure" in prompt
-    assert EXPERIENCE.problem in prompt and "return window had ended" in prompt
+    assert lessons_in(prompt) == [r.insight for r in rules_lessons()]
 
 
-def test_more_than_five_pairs_keep_the_first_five(fake: FakeOpenAI) -> None:
-    many = [{"concept": f"concept {i}", "insight": f"Insight number {i}."} for i in range(8)]
-    fake.chat_answer = lambda body: json.dumps({"pairs": many})
-    pairs = LLMReflector(llm_for(fake)).reflect(TRAJECTORY, EXPERIENCE)
-    assert [p.concept for p in pairs] == [f"concept {i}" for i in range(5)]
+def test_a_run_that_teaches_nothing_asks_nothing(fake: FakeOpenAI) -> None:
+    empty = TRAJECTORY.model_copy(update={"steps": []})
+    assert LLMReflector(llm_for(fake)).reflect(empty, EXPERIENCE) == []
+    assert fake.chat_requests == []
 
 
-def test_the_same_lesson_twice_is_returned_once(fake: FakeOpenAI) -> None:
-    again = {**PAIRS[0], "concept": " Return outside the return window "}
-    fake.chat_answer = lambda body: json.dumps({"pairs": [PAIRS[0], again]})
-    assert len(LLMReflector(llm_for(fake)).reflect(TRAJECTORY, EXPERIENCE)) == 1
-
-
-def test_an_answer_without_pairs_is_reported_never_returned(fake: FakeOpenAI) -> None:
-    fake.chat_answer = lambda body: json.dumps({"pairs": []})
-    with pytest.raises(LLMOutputError, match="answer.pairs: List should have at least 1 item"):
+def test_an_answer_with_another_number_of_lessons_is_reported_never_returned(fake: FakeOpenAI) -> None:
+    fake.chat_answer = lambda body: json.dumps({"insights": ["Check the return window before anything else."]})
+    with pytest.raises(LLMOutputError, match=r"answer has 1 insights for \d+: reword each one, in order"):
         LLMReflector(llm_for(fake)).reflect(TRAJECTORY, EXPERIENCE)
 
 
-def test_a_pair_without_an_insight_is_reported_never_returned(fake: FakeOpenAI) -> None:
-    fake.chat_answer = lambda body: json.dumps({"pairs": [{"concept": "policy exceptions"}]})
-    with pytest.raises(LLMOutputError, match="answer.pairs.0.insight: Field required"):
+def test_a_rewording_that_drops_a_lesson_or_claims_an_outcome_is_reported_never_returned(fake: FakeOpenAI) -> None:
+    count = len(rules_lessons())
+    fake.chat_answer = lambda body: json.dumps({"insights": ["Be careful with this."] * count})
+    with pytest.raises(LLMOutputError, match="answer.insights.0: 'Be careful with this.' drops what"):
         LLMReflector(llm_for(fake)).reflect(TRAJECTORY, EXPERIENCE)
+    boast = lambda body: json.dumps({"insights": [  # noqa: E731
+        f"{lesson} It worked." for lesson in lessons_in(body["messages"][1]["content"])]})
+    fake.chat_answer = boast
+    with pytest.raises(LLMOutputError, match="answer.insights.0: says 'worked'; the evidence says how it went"):
+        LLMReflector(llm_for(fake)).reflect(TRAJECTORY, EXPERIENCE)
+
+
+def test_two_lessons_of_one_concept_worded_alike_are_reported_never_returned(fake: FakeOpenAI) -> None:
+    # A return that went through: what was read before it, and the call, all about one operation.
+    returned = TRAJECTORY.model_copy(update={"outcome": TRAJECTORY.outcome.model_copy(update={"success": True}), "steps": [
+        *TRAJECTORY.steps[:2], TRAJECTORY.steps[2].model_copy(update={
+            "action": "return_delivered_order_items", "error": None})]})
+    rules = RuleBasedReflector().reflect(returned, EXPERIENCE)
+    assert [r.concept for r in rules] == ["return delivered order items"] * 3
+    fake.chat_answer = lambda body: json.dumps({"insights": [rules[0].insight] * 3})
+    with pytest.raises(LLMOutputError, match="answer.insights.1: words lesson 2 as lesson 1; reword each apart"):
+        LLMReflector(llm_for(fake)).reflect(returned, EXPERIENCE)
 
 
 # Document writer (integrator) ---------------------------------------------------------------------
@@ -141,46 +166,3 @@ def test_a_rewording_that_drops_what_a_statement_says_or_claims_an_outcome_is_re
     fake.chat_answer = lambda body: json.dumps(dropped)
     with pytest.raises(LLMOutputError, match="drops what"):
         LLMDocumentWriter(llm_for(fake)).reword("returns", _statements())
-
-
-
-
-
-
-
-
-
-
-# What a small model writes when it rambles: well-formed JSON that is no lesson ---------------------
-
-
-def test_an_insight_that_is_not_a_sentence_is_malformed(fake: FakeOpenAI) -> None:
-    fake.chat_answer = lambda body: json.dumps({"pairs": [{"concept": "policy exceptions", "insight": ","}]})
-    with pytest.raises(LLMOutputError, match="answer.pairs.0.insight: ',' is not a sentence"):
-        LLMReflector(llm_for(fake)).reflect(TRAJECTORY, EXPERIENCE)
-
-
-def test_a_concept_copied_from_the_instructions_is_malformed(fake: FakeOpenAI) -> None:
-    copied = "a short noun phrase naming the situation or technique the lesson is about, general enough to recur"
-    fake.chat_answer = lambda body: json.dumps({"pairs": [{"concept": copied, "insight": PAIRS[0]["insight"]}]})
-    with pytest.raises(LLMOutputError, match="answer.pairs.0.concept: longer than 12 words"):
-        LLMReflector(llm_for(fake)).reflect(TRAJECTORY, EXPERIENCE)
-
-
-
-
-
-
-def test_an_insight_that_restates_the_instructions_is_malformed(fake: FakeOpenAI) -> None:
-    # What Gemma 3 270M answered for a real run, once its other answer had been refused.
-    restated = "A short noun phrase named the situation or technique, as concept-insight pairs."
-    fake.chat_answer = lambda body: json.dumps({"pairs": [{"concept": "policy exceptions", "insight": restated}]})
-    with pytest.raises(LLMOutputError, match="answer.pairs.0.insight: repeats the instructions"):
-        LLMReflector(llm_for(fake)).reflect(TRAJECTORY, EXPERIENCE)
-
-
-def test_an_insight_may_use_the_words_of_an_example_concept(fake: FakeOpenAI) -> None:
-    lesson = {"concept": "verify identity before account changes",
-              "insight": "Verify the identity of the customer before changing the account."}
-    fake.chat_answer = lambda body: json.dumps({"pairs": [lesson]})
-    assert LLMReflector(llm_for(fake)).reflect(TRAJECTORY, EXPERIENCE) == [ConceptInsight(**lesson)]

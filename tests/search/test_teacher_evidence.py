@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbgraph.core.models import Experience, FailureMode, Step
+from kbgraph.core.models import Experience, FailureMode, StatementRecord, Step
 from kbgraph.core.recovery import error_signature
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.teacher import ProblematicStep, TeacherRetriever, error_class
@@ -23,8 +23,11 @@ UNAVAILABLE = "503 Service Unavailable"
 
 
 def failed_run(run: str, action: str, error: str, recovery: str, *, kind: str, recovered: bool, concrete: bool,
-               succeeded: bool, domain: str = "airline") -> Experience:
-    """One run whose call ``action`` failed with ``error``, recovered as ingestion would record it."""
+               succeeded: bool, domain: str = "airline", to: str = "") -> Experience:
+    """One run whose call ``action`` failed with ``error``, recovered as ingestion would record it:
+    ``recovery`` in words for people, and as a record (``to``: the tool a switch called)."""
+    record = StatementRecord(kind="recovery", operation=action.replace("_", " "), error=error, recovery=kind,  # type: ignore[arg-type]
+                             action=to)
     return Experience(
         problem=f"Customer request handled in run {run}", goal="Request handled", domain=domain,
         success_rate=1.0 if succeeded else 0.0, source_ids=[run],
@@ -32,7 +35,7 @@ def failed_run(run: str, action: str, error: str, recovery: str, *, kind: str, r
         failure_modes=[FailureMode(
             description=f"{action.replace('_', ' ')} failed: {error}", issue_type="error", recovery=recovery,
             step_order=0, action=action, signature=error_signature(action, error), recovery_kind=kind,  # type: ignore[arg-type]
-            recovered=recovered, concrete=concrete, run_id=run, run_succeeded=succeeded,
+            recovered=recovered, concrete=concrete, run_id=run, run_succeeded=succeeded, record=record,
         )],
     )
 
@@ -67,7 +70,7 @@ def test_a_recovery_followed_by_success_on_another_action_ranks_above_a_nearer_o
                    "the run then succeeded", kind="retry", recovered=True, concrete=True, succeeded=True),
         failed_run("run-other", "update_reservation_flights", "Error: flight HAT001 not available on 2024-05-20",
                    "switched to search direct flight; the run then succeeded",
-                   kind="switch", recovered=True, concrete=True, succeeded=True),
+                   kind="switch", to="search_direct_flight", recovered=True, concrete=True, succeeded=True),
     ])
 
     failures = refine(kb, "update_reservation_flights", GIFT_CARD)
@@ -99,7 +102,7 @@ def test_counted_evidence_orders_recoveries_that_did_not_work_before_similarity(
     kb.add_experiences([
         failed_run("run-switch", "update_reservation_flights", GIFT_CARD,
                    "switched to transfer to human agents; the run still failed",
-                   kind="switch", recovered=True, concrete=True, succeeded=False),
+                   kind="switch", to="transfer_to_human_agents", recovered=True, concrete=True, succeeded=False),
         failed_run("run-retry", "book_reservation", GIFT_CARD,
                    "retried book reservation with payment_methods[0].amount: 340 → 280; the run still failed",
                    kind="retry", recovered=True, concrete=True, succeeded=False),
@@ -126,7 +129,7 @@ def test_a_transient_error_shows_the_call_repeated_unchanged_that_worked(kb: Kno
     ] + [
         failed_run("run-gave-up", "get_order_details", UNAVAILABLE,
                    "switched to transfer to human agents; the run still failed",
-                   kind="switch", recovered=True, concrete=True, succeeded=False, domain="retail"),
+                   kind="switch", to="transfer_to_human_agents", recovered=True, concrete=True, succeeded=False, domain="retail"),
         failed_run("run-user", "get_user_details", "503 Service Unavailable",
                    "repeated get user details unchanged; it failed again; the run still failed",
                    kind="repeat", recovered=False, concrete=False, succeeded=False, domain="retail"),
@@ -159,7 +162,7 @@ def test_what_runs_that_reached_their_goal_did_next_ranks_above_a_retry_that_onl
     ] + [
         failed_run(f"run-handover-{n}", "book_reservation", NO_SEATS,
                    'switched to transfer to human agents (summary: "no seats on the flight asked for"); '
-                   "the run then succeeded", kind="switch", recovered=True, concrete=True, succeeded=True)
+                   "the run then succeeded", kind="switch", to="transfer_to_human_agents", recovered=True, concrete=True, succeeded=True)
         for n in range(2)
     ])
 
@@ -185,7 +188,7 @@ def test_among_runs_that_reached_their_goal_the_form_most_of_them_took_comes_fir
     kb.add_experiences([
         failed_run(f"run-handover-{n}", "update_reservation_flights", NO_SEATS,
                    "switched to transfer to human agents; the run then succeeded",
-                   kind="switch", recovered=True, concrete=True, succeeded=True) for n in range(2)
+                   kind="switch", to="transfer_to_human_agents", recovered=True, concrete=True, succeeded=True) for n in range(2)
     ] + [
         failed_run("run-retry", "update_reservation_flights", NO_SEATS,
                    "retried update reservation flights with cabin: economy → business; the run then succeeded",

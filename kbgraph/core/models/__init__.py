@@ -45,7 +45,7 @@ from kbgraph.core.models._base import (
 )
 from kbgraph.core.models.concepts import Concept, ConceptDocument, ConceptInsight, Insight, MetaConcept
 from kbgraph.core.models.experience import Experience, FailureMode, Relation, Step
-from kbgraph.core.models.statements import StatementKind, StatementRecord
+from kbgraph.core.models.statements import StatementKind, StatementRecord, stored_record
 from kbgraph.core.models.trajectory import RAW_ARGUMENTS, Outcome, Trajectory, TrajectoryStep
 
 __all__ = [
@@ -54,5 +54,5 @@ __all__ = [
     "STORED_OBSERVATION_CHARS", "STORED_OUTCOME_TASK_CHARS",
     "Concept", "ConceptDocument", "ConceptInsight", "Count", "Difficulty", "Embedding", "Experience",
     "FailureMode", "IdText", "Insight", "Kind", "MetaConcept", "Name", "Outcome", "RecoveryKind", "Relation",
-    "RelationType", "Reward", "Scope", "ShortText", "StatementKind", "StatementRecord", "Status", "Step", "Trajectory", "TrajectoryStep", "Unit",
+    "RelationType", "Reward", "Scope", "ShortText", "StatementKind", "StatementRecord", "Status", "stored_record", "Step", "Trajectory", "TrajectoryStep", "Unit",
 ]

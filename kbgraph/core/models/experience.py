@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from kbgraph.core.ids import content_hash, normalise_text
+from kbgraph.core.models.statements import StatementRecord
 from kbgraph.core.models._base import (
     MAX_FAILURE_MODES,
     MAX_PROBLEM_CHARS,
@@ -95,6 +96,13 @@ class FailureMode(_Strict):
     fix, whether the fix call went through (``recovered``) and the run then succeeded, and
     whether the recovery is ``concrete`` (names what changed, what was called instead, or the
     agent's reasoning).
+
+    ``record`` is what the agent did next as data, the record of the reflector's statement about
+    this error (:class:`~kbgraph.core.models.StatementRecord`: the error class, the kind of
+    recovery, the tool switched to, the arguments a retry changed), and ``looked_up`` whether the
+    agent looked things up after the error (before its next attempt, or instead of one): readers
+    take what the agent did from these, never from ``recovery``'s words. A failure mode stored
+    before records were kept, or given ready-made without one, has neither.
     """
 
     description: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
@@ -108,6 +116,8 @@ class FailureMode(_Strict):
     concrete: bool | None = None
     run_id: IdText | None = None
     run_succeeded: bool | None = None
+    record: StatementRecord | None = None
+    looked_up: bool | None = None
     embedding: Embedding | None = None
 
 

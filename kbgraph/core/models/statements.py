@@ -11,13 +11,13 @@ it (``kbgraph.ingest.integrate_evidence.Statement``).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
 from kbgraph.core.models._base import RecoveryKind, _Strict
 
-__all__ = ["StatementKind", "StatementRecord"]
+__all__ = ["StatementKind", "StatementRecord", "stored_record"]
 
 #: Stored as JSON arrays, read back as tuples (a record is frozen).
 _Names = Annotated[tuple[str, ...], Field(strict=False)]
@@ -60,3 +60,9 @@ class StatementRecord(_Strict):
         if self.kind == "recovery" and self.recovery == "retry":
             return (self.operation, self.error)
         return None
+
+
+def stored_record(value: Any) -> StatementRecord | None:
+    """A record as a node property holds it (JSON text); None for none (a node stored before
+    records were kept)."""
+    return StatementRecord.model_validate_json(value) if value else None

@@ -14,6 +14,7 @@ from kbgraph.ingest.integrate_evidence import Evidence, Statement, build_documen
 from kbgraph.ingest.wording import sentence
 from kbgraph.skills.plan import ConceptDoc, FailureRow, Member, group_workflows, plan_skills
 from kbgraph.skills.render import RenderInput, render_skill
+from kbgraph.skills.shown import SkillShows, pitfall_groups, skill_shows
 
 
 def insight(text: str, runs: list[str], succeeded: list[str], worked: list[str] | None = None,
@@ -153,8 +154,9 @@ def failure(experience: str, action: str, error: str) -> FailureRow:
                       concrete=True, run_id=f"{experience}-r", run_succeeded=True, step_order=2)
 
 
-def cancel_skill() -> tuple[Any, dict[str, str]]:
-    """A concept skill whose runs also updated flights and hit an error there."""
+def cancel_skill() -> tuple[Any, dict[str, str], SkillShows]:
+    """A concept skill whose runs also updated flights and hit an error there: the skill, its
+    files and what it shows (what the audit reads)."""
     actions = ("get_reservation_details", "update_reservation_flights", "cancel_reservation")
     members = [member("a", "You want to cancel your reservation.", actions, actions[1:], ("m",)),
                member("b", "Cancel my flight, please.", actions, actions[1:], ("m",))]
@@ -164,57 +166,91 @@ def cancel_skill() -> tuple[Any, dict[str, str]]:
     [skill] = plan_skills([concept], group_workflows(members), min_runs=1).skills
     given = RenderInput("ns", {}, {"a": [failure("a", "update_reservation_flights", "payment method not found"),
                                          failure("a", "cancel_reservation", "reservation is basic economy")]})
-    return skill, render_skill(skill, given)
+    return skill, render_skill(skill, given), skill_shows(skill, given.failures)
 
 
 def test_a_skill_built_from_the_evidence_has_no_findings() -> None:
-    skill, files = cancel_skill()
+    skill, files, shows = cancel_skill()
     assert "`cancel_reservation` fails with" in files["SKILL.md"]
     assert "update_reservation_flights` fails" not in files["SKILL.md"], "another action's error is not its pitfall"
-    assert audit_skill(skill, files, []) == []
+    assert [g.action for g in shows.pitfalls] == ["cancel_reservation"], "what it shows is what it lists"
+    assert audit_skill(skill, shows, []) == []
 
 
-def with_line(files: dict[str, str], heading: str, line: str) -> dict[str, str]:
-    return {**files, "SKILL.md": files["SKILL.md"].replace(f"## {heading}\n\n", f"## {heading}\n\n{line}\n", 1)}
+def pitfall(statement: str, record: StatementRecord | None) -> Statement:
+    """A statement of the skill's document under Pitfalls (one run, which succeeded)."""
+    return Statement("pitfalls", "airline", statement, Evidence(runs("a-r"), runs("task-a-r"), runs("a-r")),
+                     (sentence_key(statement),), record)
 
 
 def test_a_pitfall_about_another_action_is_found() -> None:
-    skill, files = cancel_skill()
-    error = "- **`update_reservation_flights` fails with “payment method not found”** — seen 1 time in 1 run."
-    [finding] = audit_skill(skill, with_line(files, "Pitfalls and recoveries", error), [])
+    skill, _, shows = cancel_skill()
+    [other] = pitfall_groups([failure("a", "update_reservation_flights", "payment method not found")])
+    [finding] = audit_skill(skill, replace(shows, pitfalls=(*shows.pitfalls, other)), [])
     assert finding.check == "pitfall-about-another-action" and "update_reservation_flights" in finding.detail
-    rule = "- Rule the agent applied: The flights cannot be changed to another cabin. (1 run, 1 task, all succeeded)"
-    [finding] = audit_skill(skill, with_line(files, "Pitfalls and recoveries", rule), [])
+    assert finding.statement.startswith("**`update_reservation_flights` fails with “payment method not found”**")
+    rule = "The flights cannot be changed to another cabin."
+    said = pitfall(f"Rule the agent applied: {rule}", StatementRecord(kind="rule", operation="update reservation flights",
+                                                                      text=rule))
+    [finding] = audit_skill(skill, replace(shows, warnings=(said,)), [])
     assert finding.check == "pitfall-about-another-action" and "update" in finding.detail
 
 
-def test_got_past_it_without_a_call_that_went_through_is_found_in_a_skill() -> None:
-    skill, files = cancel_skill()
-    line = "- **`cancel_reservation` fails with “x”** — seen 4 times in 4 runs; the next call got past it."
-    assert checks(audit_skill(skill, with_line(files, "Pitfalls and recoveries", line), [])) == ["outcome-wording"]
+def test_a_pitfall_is_about_the_operation_its_record_names_not_the_words_of_its_error() -> None:
+    # The error's words name a cancellation; the record says it is an error of changing flights.
+    skill, _, shows = cancel_skill()
+    record = StatementRecord(kind="recovery", operation="update reservation flights",
+                             error="reservation cannot be cancelled", recovery="repeat")
+    said = pitfall(sentence(record), record)
+    [finding] = audit_skill(skill, replace(shows, warnings=(said,)), [])
+    assert finding.check == "pitfall-about-another-action"
+    assert finding.detail == "a pitfall of update reservation flights, which is not one of its own actions"
+    assert finding.statement.startswith("When update reservation flights fails with “reservation cannot be cancelled”")
+    # The same error of the skill's own operation is its pitfall.
+    own = record.model_copy(update={"operation": "cancel reservation"})
+    assert audit_skill(skill, replace(shows, warnings=(pitfall(sentence(own), own),)), []) == []
+
+
+def test_a_pitfall_whose_counts_are_not_its_failure_modes_is_found() -> None:
+    skill, _, shows = cancel_skill()
+    [group] = shows.pitfalls
+    assert (group.times, group.runs, group.got_past, group.run_succeeded) == (1, 1, 1, 1)
+    overstated = replace(group, times=4, runs=4, got_past=4, run_succeeded=4)
+    [finding] = audit_skill(skill, replace(shows, pitfalls=(overstated,)), [])
+    assert finding.check == "outcome-wording" and "seen 4 times in 4 runs" in finding.statement
+    assert finding.evidence.startswith("1 failure modes in 1 runs")
+    stranger = replace(group.best, id="fm-elsewhere")
+    [finding] = audit_skill(skill, replace(shows, pitfalls=(replace(group, best=stranger),)), [])
+    assert finding.check == "outcome-wording" and "not one of its failure modes" in finding.detail
 
 
 def test_a_when_to_use_its_examples_contradict_is_found() -> None:
     members = [member("a", "You want to cancel your flights. You insist to cancel and have the refund.",
                       ("get_reservation_details",), ())]
     [skill] = plan_skills([], group_workflows(members), min_runs=1).skills
-    files = render_skill(skill, RenderInput("ns", {}, {}))
-    assert audit_skill(skill, files, []) == [], "its when to use follows the tasks where it worked"
-    claim = "- Use when a task only asks for information or nothing may be changed."
-    [finding] = audit_skill(skill, with_line(files, "When to use", claim), [])
+    shows = skill_shows(skill, {})
+    assert not shows.information_only, "its when to use follows the tasks where it worked"
+    assert audit_skill(skill, shows, []) == []
+    [finding] = audit_skill(skill, replace(shows, information_only=True), [])
     assert finding.check == "when-to-use-contradicted" and "cancel" in finding.evidence
-    skill, files = cancel_skill()
-    described = files["SKILL.md"].replace("Use when a task needs to cancel reservation, e.g. “You want to cancel your "
-                                          "reservation.”", "Use when a task needs to cancel reservation, e.g. "
-                                          "“You want to book a flight.”")
-    assert described != files["SKILL.md"]
-    assert checks(audit_skill(skill, {**files, "SKILL.md": described}, [])) == ["when-to-use-contradicted"]
+    assert finding.statement == "“You want to cancel your flights. You insist to cancel and have the refund.”"
+    skill, _, shows = cancel_skill()
+    assert shows.needs == "cancel reservation" and shows.example is not None
+    booking = replace(shows.example, problem="You want to book a flight.")
+    [finding] = audit_skill(skill, replace(shows, example=booking), [])
+    assert finding.check == "when-to-use-contradicted"
+    assert finding.statement == "Use when a task needs to cancel reservation, e.g. “You want to book a flight.”"
 
 
 def test_a_documents_finding_follows_its_statement_into_the_skill() -> None:
-    skill, files = cancel_skill()
+    skill, _, shows = cancel_skill()
     statement = "Rule the agent applied: Basic economy cannot be cancelled after 24 hours."
     finding = Finding(check="how-from-failed-runs", where="document “cancel reservation”", statement=statement,
-                      evidence="1 runs", detail="…")
-    [again] = audit_skill(skill, files, [finding])
+                      evidence="1 runs", detail="…", about=(statement,))
+    [again] = audit_skill(skill, shows, [finding])
     assert again.where == f"skill {skill.name}" and again.statement == statement
+    # Two statements that say the same follow only when the skill shows both.
+    pair = finding.model_copy(update={"statement": f"{statement} ≈ Another rule.", "about": (statement, "Another rule.")})
+    assert audit_skill(skill, shows, [pair]) == []
+    # What a finding is about is not part of the report.
+    assert "about" not in again.model_dump()

@@ -168,3 +168,40 @@ def test_the_stdio_transport_runs_the_sdks_low_level_server_and_names_the_sdk_sh
     assert lowlevel.create_initialization_options().server_name == SERVER_NAME
     with pytest.raises(RuntimeError, match=r"installed MCP SDK \(mcp \S+\) keeps no low-level server"):
         lowlevel_server(object())  # type: ignore[arg-type]
+
+
+def test_an_unknown_prompt_is_a_bad_parameter_and_a_known_one_is_read_from_the_sdks_public_list() -> None:
+    import anyio
+    from mcp.shared.exceptions import MCPError
+
+    from kbgraph.mcp_server import KnowledgeBaseSource, build_server
+
+    server = build_server(KnowledgeBaseSource(lambda: pytest.fail("no knowledge base is opened")))
+    with pytest.raises(MCPError) as raised:
+        anyio.run(server.get_prompt, "no-such-prompt")
+    assert raised.value.error.code == types.INVALID_PARAMS
+    assert raised.value.error.message == "Unknown prompt: 'no-such-prompt' (kbgraph offers no prompts)"
+
+    @server.prompt()
+    def greet() -> str:  # a prompt added the SDK's public way is known and served
+        return "hello"
+
+    result = anyio.run(server.get_prompt, "greet")
+    assert [m.content.text for m in result.messages] == ["hello"]  # type: ignore[union-attr]
+
+
+def test_the_server_reads_the_sdks_private_state_in_one_place_only() -> None:
+    """kbgraph's server subclasses the SDK's: what it reads of the SDK's private names is listed
+    here (each behind a function that names the SDK should it go)."""
+    import inspect
+
+    from mcp.server.mcpserver import MCPServer
+
+    from kbgraph.mcp_server import KnowledgeBaseSource, _server, build_server
+
+    server = build_server(KnowledgeBaseSource(lambda: pytest.fail("no knowledge base is opened")))
+    private = {name for name in [*dir(MCPServer), *vars(server)]
+               if name.startswith("_") and not name.startswith("__")}
+    source = inspect.getsource(_server)
+    read = {name for name in private if f".{name}" in source or f'"{name}"' in source}
+    assert read == {"_lowlevel_server"}

@@ -149,3 +149,31 @@ def test_the_pool_kbgraph_reads_its_words_from_is_the_installed_drivers(neo4j_ta
     finally:
         driver.close()
     assert pool_occupancy(object()) is None
+
+
+def test_the_async_gateway_says_what_took_the_wait_as_the_sync_one_does(neo4j_target: Neo4jTarget) -> None:
+    """AsyncKnowledgeBase's gateway words a call that found no free connection from its pool too
+    (it said "the pool's state is unknown": it never handed its driver to the wording)."""
+    import asyncio
+
+    from kbgraph.store.aio import AsyncGateway, run_bridged
+
+    async def scenario() -> str:
+        driver = neo4j.AsyncGraphDatabase.driver(neo4j_target.uri, auth=(neo4j_target.username, neo4j_target.password),
+                                                 max_connection_pool_size=1, connection_acquisition_timeout=1.0,
+                                                 notifications_disabled_classifications=["UNRECOGNIZED"])
+        try:
+            gateway = AsyncGateway(driver, asyncio.get_running_loop(), neo4j_target.database, timeout_s=30.0)
+            async with driver.session(database=neo4j_target.database) as session:
+                tx = await session.begin_transaction()  # holds the pool's one connection
+                await (await tx.run("RETURN 1")).consume()
+                with pytest.raises(Neo4jUnavailableError) as raised:
+                    await run_bridged(gateway.read, "ping")
+                await tx.rollback()
+            return str(raised.value)
+        finally:
+            await driver.close()
+
+    message = asyncio.run(scenario())
+    assert "\n" not in message and "no connection of this process's pool came free within 1 s" in message, message
+    assert "every one of its 1 connections was in use by other calls" in message, message

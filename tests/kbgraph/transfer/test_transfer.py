@@ -416,6 +416,13 @@ def _bad_datetime(lines: list[str]) -> tuple[list[str], int, str]:
             at + 1, "created_at: datetime: '2026-13-01T00:00:00Z' is not a datetime")
 
 
+def _bad_failure_record(lines: list[str]) -> tuple[list[str], int, str]:
+    # A failure mode's record (what the agent did next, as data) is JSON text of a statement record.
+    at = _first(lines, lambda r: _is_node("FailureMode")(r) and bool(r["properties"].get("record")))
+    return (_edit(lines, at, lambda r: r["properties"].update(record='{"kind": "anecdote"}')), at + 1,
+            "properties.record: '{\"kind\": \"anecdote\"}' is refused")
+
+
 def _no_header(lines: list[str]) -> tuple[list[str], int, str]:
     return lines[1:], 1, "the first line must be the header record"
 
@@ -423,6 +430,7 @@ def _no_header(lines: list[str]) -> tuple[list[str], int, str]:
 @pytest.mark.parametrize("damage", [
     _bad_json, _unknown_label, _label_with_cypher_in_it, _unknown_relationship_type, _short_vector,
     _garbled_vector, _other_embedder, _truncated, _missing_end, _duplicate_node, _bad_datetime, _no_header,
+    _bad_failure_record,
 ], ids=lambda f: f.__name__.strip("_"))
 def test_a_damaged_file_is_refused_by_line_and_nothing_is_written(
     damage: Callable[[list[str]], tuple[list[str], int, str]], source: Source, target: KnowledgeBase, tmp_path: Path
