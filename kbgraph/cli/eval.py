@@ -139,11 +139,7 @@ def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Pa
                runs_fraction: float = 1.0) -> None:
     from kbgraph.search.eval.suite import ABLATIONS, BASELINES, discover_sets, run_suite
 
-    chosen = _names(ablations)
-    unknown = [n for n in chosen or [] if n not in ABLATIONS]
-    if unknown:
-        raise InvalidInputError([f"--ablations: unknown {', '.join(unknown)} (known: {', '.join(ABLATIONS)})"])
-    columns = ABLATIONS if chosen is None else {n: ABLATIONS[n] for n in chosen}
+    columns = ABLATIONS.chosen(_names(ablations))
     found = discover_sets(data, dev_sets if dev_sets is not None else _checkout_dev_sets(), _names(sets),
                           cache_dir=Settings().cache_dir)
     with _open(None) as kb, _progress() as progress:
