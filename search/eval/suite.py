@@ -20,6 +20,7 @@ to kbgraph's.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -31,6 +32,7 @@ from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.jsonl import read_jsonl
 from kbgraph.core.settings import default_cache_dir
 from kbgraph.search.eval.baselines import BASELINES, TextEmbedder
+from kbgraph.search.eval.cached_namespace import BuildingKb, Note, ready_namespace
 from kbgraph.search.eval.data import EvalQuery, load_qrels, load_queries, qrels_by_query
 from kbgraph.search.eval.evaluate import eval_namespace
 from kbgraph.search.eval.held_out import without_runs
@@ -53,11 +55,8 @@ DEV_CORPORA = {"alternative": "real_runs"}
 DERIVED_CORPORA: dict[str, tuple[str, Callable[[Path, Path], Path]]] = {"transient": ("trajectories", transient_corpus)}
 
 
-class SuiteKb(SearchingKb, Protocol):
-    """What the suite needs of an open knowledge base: to build its namespace, and to search it."""
-
-    def ingest(self, paths: Sequence[str | Path], skip_invalid: bool = False,
-               on_progress: Callable[[str, int, int | None], None] | None = None) -> Any: ...
+class SuiteKb(SearchingKb, BuildingKb, Protocol):
+    """What the suite needs of an open knowledge base: to build (or check) its namespace, and to search it."""
 
 
 OpenKb = Callable[[str], AbstractContextManager[SuiteKb]]
@@ -151,15 +150,17 @@ def run_suite(
     cache_dir: Path | None = None,
     per_query: bool = False,
     runs_fraction: float = 1.0,
+    note: Note | None = None,
 ) -> SuiteReport:
     """nDCG@k of kbgraph, of each baseline and of kbgraph under each ablation, for every set; with
     ``held_out``, each set whose queries exclude runs also from the corpus without those runs
     (made under ``cache_dir``), from ``runs_fraction`` of its runs (a learning curve's point:
     :func:`kbgraph.search.eval.held_out.kept_in_fraction`); with ``per_query``, every figure query by
-    query as well."""
+    query as well. A namespace kept from an earlier run is checked before it is used
+    (kbgraph.search.eval.cached_namespace); ``note`` (stderr by default) hears when one is rebuilt."""
     base = dict(weights or {})
     columns = [recipe.checked(base) for recipe in (KBGRAPH, *ablations.values())]  # a bad --set fails first
-    workspace = Workspace(_opener(open_kb, on_progress), embedder, on_progress)
+    workspace = Workspace(_opener(open_kb, on_progress, note or _to_stderr), embedder, on_progress)
     cache = cache_dir if cache_dir is not None else default_cache_dir()
     rows: list[SetRow] = []
     for suite_set in sets:
@@ -208,15 +209,15 @@ def _held_out(
     return HeldOutRow.of(run, per_query, namespace=part.namespace, runs_left_out=len(runs))
 
 
-def _opener(open_kb: OpenKb, on_progress: Progress | None) -> Callable[[CorpusPart], AbstractContextManager[SuiteKb]]:
-    """Opens a part's namespace, ingesting its corpus (idempotent) the first time the run opens it."""
+def _opener(open_kb: OpenKb, on_progress: Progress | None, note: Note) -> Callable[[CorpusPart], AbstractContextManager[SuiteKb]]:
+    """Opens a part's namespace, checked (or built) the first time the run opens it."""
     ready: set[str] = set()
 
     @contextmanager
     def open_ready(part: CorpusPart) -> Iterator[SuiteKb]:
         with open_kb(part.namespace) as kb:
             if part.namespace not in ready:
-                kb.ingest(part.files, on_progress=_ingest_progress(on_progress, part.namespace))
+                ready_namespace(kb, part.namespace, part.files, _ingest_progress(on_progress, part.namespace), note)
                 ready.add(part.namespace)
             yield kb
 
@@ -232,3 +233,6 @@ def _ingest_progress(on_progress: Progress | None, namespace: str) -> Callable[[
 
     return report
 
+
+def _to_stderr(message: str) -> None:
+    print(f"kbgraph eval: {message}", file=sys.stderr)
