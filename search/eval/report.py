@@ -19,8 +19,15 @@ from kbgraph.search.eval.recipes import KBGRAPH
 __all__ = ["HeldOutRow", "SetRow", "SuiteReport", "SystemsRow"]
 
 
+#: With ``per_query``: each query's nDCG@k, by system (kbgraph, every baseline, and in a set's row
+#: every ablation column and own_text_hidden): where a figure comes from, query by query. Each row
+#: type declares it last, so a report's JSON lists the (long) figures by query after the rest.
+PerQuery = dict[str, dict[str, float]]
+
+
 class SystemsRow(BaseModel):
-    """kbgraph next to every baseline over one view of a set."""
+    """kbgraph next to every baseline over one view of a set (and ``per_query``, declared last by
+    each row type)."""
 
     #: Queries evaluated (those with a relevant run).
     queries: int
@@ -28,18 +35,15 @@ class SystemsRow(BaseModel):
     baselines: dict[str, float]
     best_baseline: str
     margin: float
-    #: With ``per_query``: each query's nDCG@k, by system (kbgraph, every baseline, and in a set's
-    #: row every ablation column and own_text_hidden): where a figure comes from, query by query.
-    per_query: dict[str, dict[str, float]] = Field(default_factory=dict)
 
     @classmethod
     def of(cls, run: SetRun, per_query: bool, **own: Any) -> Self:
-        """The row of ``run``, with ``own``: the fields of the row's own type."""
+        """The row of ``run``, with ``own``: the fields of the row's own type (each has ``per_query``)."""
         scores, best = run.ndcg(), run.best_baseline()
+        fields: dict[str, Any] = {"per_query": ndcg_by_query(run.evaluated) if per_query else {}, **own}
         return cls(queries=run.evaluated[KBGRAPH.name]["evaluated"], kbgraph=scores[KBGRAPH.name],
                    baselines={name: scores[name] for name in BASELINES}, best_baseline=best,
-                   margin=round(scores[KBGRAPH.name] - scores[best], 4),
-                   per_query=ndcg_by_query(run.evaluated) if per_query else {}, **own)
+                   margin=round(scores[KBGRAPH.name] - scores[best], 4), **fields)
 
 
 class HeldOutRow(SystemsRow):
@@ -47,6 +51,7 @@ class HeldOutRow(SystemsRow):
 
     namespace: str
     runs_left_out: int
+    per_query: PerQuery = Field(default_factory=dict)
 
 
 class SetRow(SystemsRow):
@@ -63,6 +68,7 @@ class SetRow(SystemsRow):
     held_out: HeldOutRow | None = None
     seconds: float
     namespaces: list[str]
+    per_query: PerQuery = Field(default_factory=dict)
 
 
 class SuiteReport(BaseModel):

@@ -21,7 +21,7 @@ from kbgraph.embedders import Embedder
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.eval.evaluate import eval_namespace
 from kbgraph.search.eval.recipes import Recipes
-from kbgraph.search.eval.suite import ABLATIONS, BASELINES, SuiteSet, corpus_files, discover_sets, run_suite
+from kbgraph.search.eval.suite import ABLATIONS, BASELINES, SuiteReport, SuiteSet, corpus_files, discover_sets, run_suite
 from kbgraph.search.params import SearchWeights
 from tests.conftest import SHARED_DATA, Neo4jTarget
 
@@ -185,3 +185,18 @@ def test_held_out_a_set_is_answered_from_a_namespace_that_never_held_its_queries
     runs = set(records[0]["runs"])
     assert runs and source not in runs and set(others) <= runs
 
+
+
+def test_a_report_saved_before_the_rows_shared_one_type_still_reads() -> None:
+    # A row as the suite wrote it before (set first, per_query last; held_out with its own fields).
+    old = {"k": 10, "weights": {}, "ablations": {"lexical_off": {"alpha": 0.0}}, "worst_set": "loo", "worst_margin": -0.1,
+           "rows": [{"set": "loo", "queries": 1, "kbgraph": 0.5, "baselines": {"tfidf": 0.6}, "best_baseline": "tfidf",
+                     "margin": -0.1, "ablations": {"lexical_off": 0.4}, "own_text_hidden": 0.5, "own_text_margin": -0.1,
+                     "own_text_queries": 0, "held_out": {"kbgraph": 0.2, "baselines": {"tfidf": 0.1}, "best_baseline": "tfidf",
+                                                          "margin": 0.1, "namespace": "eval-x", "runs_left_out": 1,
+                                                          "queries": 1, "per_query": {"a1": {"kbgraph": 0.2}}},
+                     "seconds": 1.0, "namespaces": ["eval-y"], "per_query": {"a1": {"kbgraph": 0.5}}}]}
+    report = SuiteReport.model_validate_json(json.dumps(old))
+    row = report.rows[0]
+    assert row.held_out is not None and row.held_out.per_query == {"a1": {"kbgraph": 0.2}}
+    assert json.loads(report.model_dump_json()) == old
