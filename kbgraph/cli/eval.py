@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from kbgraph.cli._common import JsonOption, _open, _parse_assignments, _progress, add_commands, out
+from kbgraph.cli._common import JsonOption, _open, _parse_assignments, _progress, add_commands, err, out
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.settings import Settings
 from kbgraph.kb import KnowledgeBase
@@ -73,6 +73,7 @@ def eval_command(
 ) -> None:
     """nDCG@k, Recall@k and MRR of kbgraph next to TF-IDF, MiniLM cosine, the Agent KB hybrid and MiniLM over the
     successful runs only; with --phase teacher, the failure matches and recoveries next to TF-IDF and the oracle."""
+    from kbgraph.search.eval.cached_namespace import ready_namespace
     from kbgraph.search.eval.evaluate import eval_namespace, run_eval
 
     if compare is not None:
@@ -102,7 +103,13 @@ def eval_command(
     with _open(eval_namespace(corpus) if namespace is None else namespace) as kb, _progress() as progress:
         on_progress = stage_reporter(progress)
 
-        kb.ingest(sorted(corpus.glob("*.jsonl")), on_progress=lambda stage, done, total: on_progress(f"ingest: {stage}", done, total))
+        files = sorted(corpus.glob("*.jsonl"))
+        ingest_progress: Callable[[str, int, int | None], None] = (
+            lambda stage, done, total: on_progress(f"ingest: {stage}", done, total))
+        if namespace is None:  # the evaluation's own namespace, kept between runs: checked before it is reused
+            ready_namespace(kb, kb.namespace, files, ingest_progress, _note)
+        else:
+            kb.ingest(files, on_progress=ingest_progress)
         if phase == "teacher":
             from kbgraph.search.teacher import TeacherRetriever
             from kbgraph.search.eval.teacher import SPLITS, run_teacher_eval
@@ -130,6 +137,10 @@ def eval_command(
     out.print(f"kbgraph − best baseline ({report.best_baseline}): {report.kbgraph_minus_best_baseline:+.4f} nDCG@{k}")
 
 
+def _note(message: str) -> None:
+    err.print(f"kbgraph eval: {message}", markup=False, highlight=False)
+
+
 def _names(raw: str | None) -> list[str] | None:
     return None if raw is None else [n.strip() for n in raw.split(",") if n.strip() and n.strip() != "none"]
 
@@ -139,11 +150,7 @@ def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Pa
                runs_fraction: float = 1.0) -> None:
     from kbgraph.search.eval.suite import ABLATIONS, BASELINES, discover_sets, run_suite
 
-    chosen = _names(ablations)
-    unknown = [n for n in chosen or [] if n not in ABLATIONS]
-    if unknown:
-        raise InvalidInputError([f"--ablations: unknown {', '.join(unknown)} (known: {', '.join(ABLATIONS)})"])
-    columns = ABLATIONS if chosen is None else {n: ABLATIONS[n] for n in chosen}
+    columns = ABLATIONS.chosen(_names(ablations))
     found = discover_sets(data, dev_sets if dev_sets is not None else _checkout_dev_sets(), _names(sets),
                           cache_dir=Settings().cache_dir)
     with _open(None) as kb, _progress() as progress:
@@ -161,7 +168,7 @@ def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Pa
 
         report = run_suite(open_kb, kb.embedder, found, k=k, weights=weights, ablations=columns, on_progress=on_progress,
                            held_out=held_out, cache_dir=Settings().cache_dir, per_query=per_query,
-                           runs_fraction=runs_fraction)
+                           runs_fraction=runs_fraction, note=_note)
     if as_json:
         sys.stdout.write(json_safe(report.model_dump_json(indent=2)) + "\n")
         return

@@ -42,6 +42,7 @@ from kbgraph.core.errors import validation_problems
 from kbgraph.search.eval.data import EvalDataError, EvalQuery
 
 __all__ = [
+    "BASELINES",
     "HYBRID_ALPHA",
     "HYBRID_DEPTH",
     "TFIDF_SETTINGS",
@@ -52,6 +53,7 @@ __all__ = [
     "SuccessfulRunsBaseline",
     "TextEmbedder",
     "TfidfBaseline",
+    "build_baselines",
     "document_text",
     "fuse_candidates",
     "load_documents",
@@ -330,3 +332,16 @@ def rank_queries(baseline: Baseline, queries: Sequence[EvalQuery], k: int = 10) 
     removed), the shape :func:`kbgraph.search.eval.metrics.evaluate` takes."""
     rankings = baseline.rank_many([(query.query, query.exclude) for query in queries], k)
     return {query.qid: ranking for query, ranking in zip(queries, rankings, strict=True)}
+
+
+#: The baselines by name, in the order a table lists them (a tie for the best goes to the first).
+BASELINES: tuple[str, ...] = ("tfidf", "minilm_cosine", "agent_kb_hybrid", "success_cosine")
+
+
+def build_baselines(documents: Sequence[Document], embedder: TextEmbedder) -> dict[str, Baseline]:
+    """The four baselines of one corpus, by the names of :data:`BASELINES` (the corpus is embedded
+    once; the hybrid and the successful-runs ranker reuse the TF-IDF and MiniLM indexes)."""
+    tfidf, minilm = TfidfBaseline(documents), MiniLMBaseline(documents, embedder)
+    built: dict[str, Baseline] = {"tfidf": tfidf, "minilm_cosine": minilm, "agent_kb_hybrid": HybridBaseline(tfidf, minilm),
+                                  "success_cosine": SuccessfulRunsBaseline(minilm)}
+    return {name: built[name] for name in BASELINES}

@@ -19,7 +19,8 @@ from pydantic import BaseModel
 
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.search.eval.bootstrap import Interval, Verdict, paired_bootstrap, verdict
-from kbgraph.search.eval.suite import OWN_TEXT_HIDDEN, SetRow, SuiteReport
+from kbgraph.search.eval.recipes import OWN_TEXT_HIDDEN
+from kbgraph.search.eval.report import SetRow, SuiteReport
 
 __all__ = ["HELD_OUT_VIEW", "OWN_TEXT_VIEW", "SetChange", "SuiteComparison", "compare_reports", "leak_free_per_query"]
 
@@ -49,7 +50,7 @@ def leak_free_per_query(row: SetRow) -> dict[str, dict[str, float]]:
     is an error."""
     if not row.per_query:
         raise _no_per_query(row)
-    views = {OWN_TEXT_VIEW: {qid: figures.get(OWN_TEXT_HIDDEN, figures["kbgraph"]) for qid, figures in row.per_query.items()}}
+    views = {OWN_TEXT_VIEW: {qid: figures.get(OWN_TEXT_HIDDEN.name, figures["kbgraph"]) for qid, figures in row.per_query.items()}}
     if row.held_out is not None and row.held_out.queries > 0:
         if not row.held_out.per_query:
             raise _no_per_query(row)

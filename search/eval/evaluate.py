@@ -22,31 +22,26 @@ from __future__ import annotations
 
 import hashlib
 import re
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from kbgraph.store.gateway import Neo4jGateway
-from kbgraph.search.eval.baselines import (
-    HybridBaseline,
-    MiniLMBaseline,
-    SuccessfulRunsBaseline,
-    TextEmbedder,
-    TfidfBaseline,
-    load_documents,
-    rank_queries,
-)
-from kbgraph.search.eval.data import EvalQuery, load_queries, load_qrels, qrels_by_query
-from kbgraph.search.eval.metrics import Evaluation, evaluate
-from kbgraph.search.eval.shown_text import own_text_of
 from kbgraph.core.weights import WeightChanges
-from kbgraph.search.params import QueryStep, SearchQuery, SearchWeights
+from kbgraph.search.eval.baselines import BASELINES, TextEmbedder
+from kbgraph.search.eval.data import EvalDataError, load_queries, load_qrels, qrels_by_query
+from kbgraph.search.eval.metrics import ndcg_by_query
+from kbgraph.search.eval.pipeline import CorpusPart, EvalSet, Progress, SearchingKb, Workspace
+from kbgraph.search.eval.ranking import expand_to_trajectories, hit_sources, search_query_for, search_rankings
+from kbgraph.search.eval.recipes import KBGRAPH
+from kbgraph.search.params import SearchWeights
 from kbgraph.search.student import StudentRetriever
+from kbgraph.store.gateway import Neo4jGateway
 
 __all__ = ["EvalReport", "SystemScores", "eval_namespace", "expand_to_trajectories", "hit_sources", "ndcg_by_query",
-           "run_eval", "search_rankings"]
+           "run_eval", "search_query_for", "search_rankings"]
 
 
 def eval_namespace(corpus: Path, without_domain: str | None = None) -> str:
@@ -63,9 +58,6 @@ def eval_namespace(corpus: Path, without_domain: str | None = None) -> str:
     held = re.sub(r"[^A-Za-z0-9_.-]+", "-", without_domain)[:30]
     digest = hashlib.sha256(f"{path}\n{without_domain}".encode()).hexdigest()[:8]
     return f"eval-{name}-minus-{held}-{digest}"
-
-
-Progress = Callable[[str, int, int], None]
 
 
 class SystemScores(BaseModel):
@@ -89,71 +81,12 @@ class EvalReport(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-def expand_to_trajectories(
-    ranked_ids: Sequence[str], sources: dict[str, list[str]], exclude: frozenset[str] | set[str], k: int,
-    failed: dict[str, list[str]] | None = None,
-) -> list[str]:
-    """The first ``k`` distinct trajectories the ranked experiences stand for, in rank order: first
-    the runs that worked (``sources``), then, if places are left, the ones that failed (``failed``)."""
-    out: list[str] = []
-    if k <= 0:
-        return out
-    seen = set(exclude)
-    for by_id in (sources, failed or {}):
-        for experience_id in ranked_ids:
-            for source in by_id.get(experience_id, []):
-                if source not in seen:
-                    seen.add(source)
-                    out.append(source)
-                    if len(out) == k:
-                        return out
-    return out
+@dataclass(frozen=True)
+class _Open:
+    """A namespace the caller has made ready (``kbgraph eval`` ingests the corpus first)."""
 
-
-def hit_sources(gateway: Neo4jGateway, namespace: str, ids: Sequence[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """The runs each experience stands for: ``(worked, failed)``, each ``{experience id: [run ids]}``."""
-    worked: dict[str, list[str]] = {}
-    failed: dict[str, list[str]] = {}
-    for row in gateway.read("search_hit_sources", kb=namespace, ids=list(ids)) if ids else []:
-        worked[row["id"]], failed[row["id"]] = list(row["worked"]), list(row["failed"])
-    return worked, failed
-
-
-def search_query_for(query: EvalQuery, k: int, also_exclude: Sequence[str] = ()) -> SearchQuery:
-    """The search of one evaluation query; ``also_exclude``: experience ids left out besides the
-    query's own ``exclude`` (see kbgraph.search.eval.shown_text)."""
-    steps = [QueryStep(action=s.action, arguments=s.arguments, error=s.error) for s in (query.steps_so_far or [])]
-    return SearchQuery(task=query.query, domain=query.domain, steps_so_far=steps, k=k,
-                       exclude=sorted({*query.exclude, *also_exclude}))
-
-
-def search_rankings(
-    retriever: StudentRetriever,
-    gateway: Neo4jGateway,
-    queries: Sequence[EvalQuery],
-    k: int = 10,
-    weights: SearchWeights | WeightChanges | None = None,
-    on_progress: Progress | None = None,
-    experiences_per_query: int = 10,
-    shown: Mapping[str, frozenset[str]] | None = None,
-) -> dict[str, list[str]]:
-    """kbgraph's ranking of trajectories for every query (see the module docstring). ``shown``:
-    the runs whose text each merged experience shows (:func:`kbgraph.search.eval.shown_text.shown_runs`);
-    given, an experience that shows only a query's excluded runs' own text is left out too."""
-    rankings: dict[str, list[str]] = {}
-    sources: dict[str, list[str]] = {}
-    failed: dict[str, list[str]] = {}
-    for done, query in enumerate(queries, 1):
-        own_text = own_text_of(query.exclude, shown) if shown else []
-        results = retriever.search(search_query_for(query, experiences_per_query, own_text), weights=weights)
-        ids = results.ids()
-        worked, lost = hit_sources(gateway, retriever.namespace, [i for i in ids if i not in sources])
-        sources.update(worked)
-        failed.update(lost)
-        rankings[query.qid] = expand_to_trajectories(ids, sources, query.exclude, k, failed)
-        if on_progress is not None:
-            on_progress("kbgraph", done, len(queries))
-    return rankings
+    student: StudentRetriever
+    gateway: Neo4jGateway
 
 
 def run_eval(
@@ -168,50 +101,30 @@ def run_eval(
     on_progress: Progress | None = None,
     per_query: bool = False,
 ) -> EvalReport:
-    """nDCG@k, Recall@k and MRR of kbgraph and of the four baselines over the same corpus."""
+    """nDCG@k, Recall@k and MRR of kbgraph and of the four baselines over the same corpus, the
+    retriever's namespace holding that corpus (kbgraph.search.eval.pipeline)."""
     queries = load_queries(queries_path)
-    qrels = qrels_by_query(load_qrels(qrels_path))
-    systems: list[SystemScores] = []
-    evaluated: dict[str, Evaluation] = {}
+    if isinstance(weights, SearchWeights):
+        weights = weights.model_dump()
+    files = tuple(sorted(corpus.glob("*.jsonl")))
 
-    def score(name: str, ranking: dict[str, list[str]], seconds: float) -> None:
-        result = evaluated[name] = evaluate(ranking, qrels, k)
-        systems.append(SystemScores(system=name, ndcg=round(result["ndcg"], 4), recall=round(result["recall"], 4),
-                                    mrr=round(result["mrr"], 4), evaluated=result["evaluated"], seconds=round(seconds, 2)))
+    @contextmanager
+    def open_ready(part: CorpusPart) -> Iterator[SearchingKb]:
+        yield _Open(retriever, gateway)
 
-    started = time.perf_counter()
-    score("kbgraph", search_rankings(retriever, gateway, queries, k, weights, on_progress), time.perf_counter() - started)
-
-    documents = load_documents(corpus)
-    started = time.perf_counter()
-    tfidf = TfidfBaseline(documents)
-    score("tfidf", rank_queries(tfidf, queries, k), time.perf_counter() - started)
-    started = time.perf_counter()
-    minilm = MiniLMBaseline(documents, embedder)
-    score("minilm_cosine", rank_queries(minilm, queries, k), time.perf_counter() - started)
-    started = time.perf_counter()
-    score("agent_kb_hybrid", rank_queries(HybridBaseline(tfidf, minilm), queries, k), time.perf_counter() - started)
-    started = time.perf_counter()
-    score("success_cosine", rank_queries(SuccessfulRunsBaseline(minilm), queries, k), time.perf_counter() - started)
-    if on_progress is not None:
-        on_progress("baselines", 4, 4)
-
-    baselines = [s for s in systems if s.system != "kbgraph"]
-    best = max(baselines, key=lambda s: s.ndcg)
-    ours = systems[0]
+    workspace = Workspace(open_ready, embedder, on_progress)
+    if not workspace.documents(files):
+        raise EvalDataError([f"{corpus}: no trajectories in any *.jsonl file"])
+    run = workspace.run_set(EvalSet("", (CorpusPart(retriever.namespace, files, tuple(queries)),),
+                                    qrels_by_query(load_qrels(qrels_path))), [KBGRAPH], weights or {}, k)
+    systems = [SystemScores(system=name, ndcg=round(result["ndcg"], 4), recall=round(result["recall"], 4),
+                            mrr=round(result["mrr"], 4), evaluated=result["evaluated"], seconds=round(run.seconds[name], 2))
+               for name, result in run.evaluated.items()]
+    ours, best = systems[0], systems[1 + BASELINES.index(run.best_baseline())]
     report = EvalReport(
         queries=str(queries_path), qrels=str(qrels_path), k=k, namespace=retriever.namespace, systems=systems,
         best_baseline=best.system, kbgraph_minus_best_baseline=round(ours.ndcg - best.ndcg, 4),
     )
     if per_query:
-        report.per_query = ndcg_by_query(evaluated)
+        report.per_query = ndcg_by_query(run.evaluated)
     return report
-
-
-def ndcg_by_query(evaluated: Mapping[str, Evaluation]) -> dict[str, dict[str, float]]:
-    """``{qid: {system: nDCG}}`` from each system's :func:`evaluate` result, by system name."""
-    out: dict[str, dict[str, float]] = {}
-    for name, result in evaluated.items():
-        for qid, metrics in result["per_query"].items():
-            out.setdefault(qid, {})[name] = round(metrics["ndcg"], 4)
-    return out

@@ -32,6 +32,7 @@ __all__ = [
     "evaluate",
     "mrr",
     "ndcg_at_k",
+    "ndcg_by_query",
     "recall_at_k",
 ]
 
@@ -176,3 +177,12 @@ def evaluate(
         missing=missing,
         per_query=per_query,
     )
+
+
+def ndcg_by_query(evaluated: Mapping[str, Evaluation]) -> dict[str, dict[str, float]]:
+    """``{qid: {system: nDCG}}`` from each system's :func:`evaluate` result, by system name."""
+    out: dict[str, dict[str, float]] = {}
+    for name, result in evaluated.items():
+        for qid, metrics in result["per_query"].items():
+            out.setdefault(qid, {})[name] = round(metrics["ndcg"], 4)
+    return out

@@ -20,7 +20,8 @@ from kbgraph.core.settings import NAMESPACE_PATTERN
 from kbgraph.embedders import Embedder
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.eval.evaluate import eval_namespace
-from kbgraph.search.eval.suite import ABLATIONS, BASELINES, SuiteSet, corpus_files, discover_sets, run_suite
+from kbgraph.search.eval.recipes import Recipes
+from kbgraph.search.eval.suite import ABLATIONS, BASELINES, SuiteReport, SuiteSet, corpus_files, discover_sets, run_suite
 from kbgraph.search.params import SearchWeights
 from tests.conftest import SHARED_DATA, Neo4jTarget
 
@@ -65,9 +66,19 @@ def suite_kbs(driver: neo4j.Driver, embedder: Embedder, neo4j_target: Neo4jTarge
 
 
 def test_every_ablation_names_real_weights() -> None:
-    for name, change in ABLATIONS.items():
-        SearchWeights().merged(change)  # an unknown or out-of-range weight raises
-        assert change, name
+    for name, recipe in ABLATIONS.items():
+        SearchWeights().merged(recipe.changes)  # an unknown or out-of-range weight raises
+        assert recipe.changes and recipe.name == name and not recipe.hides_own_text, name
+
+
+def test_ablations_are_chosen_by_name_and_an_unknown_one_is_refused() -> None:
+    assert list(ABLATIONS.chosen(["lexical_off", "traversal_off"])) == ["lexical_off", "traversal_off"]
+    assert ABLATIONS.chosen(None) is ABLATIONS and len(ABLATIONS.chosen([])) == 0
+    assert ABLATIONS.chosen(["intent_off"]).changes() == {"intent_off": {"intent_weight": 0.0}}
+    with pytest.raises(InvalidInputError, match="unknown nope"):
+        ABLATIONS.chosen(["nope"])
+    with pytest.raises(InvalidInputError, match="weights of lexical_off"):
+        ABLATIONS["lexical_off"].checked({"no_such_weight": 1})
 
 
 def test_the_suite_finds_the_shared_sets_and_the_projects_own(tmp_path: Path) -> None:
@@ -154,7 +165,7 @@ def test_held_out_a_set_is_answered_from_a_namespace_that_never_held_its_queries
     plain = SuiteSet("plain", _write(tmp_path / "plain_queries.jsonl", [{"qid": "p1", "query": "Book a hotel room",
                                                                           "domain": "hotel"}]),
                      _write(tmp_path / "plain_qrels.jsonl", [{"qid": "p1", "doc_id": "none", "rel": 1}]), corpus)
-    report = run_suite(suite_kbs, embedder, [leave_one_out, plain], ablations={}, on_progress=lambda *_: None,
+    report = run_suite(suite_kbs, embedder, [leave_one_out, plain], ablations=Recipes(), on_progress=lambda *_: None,
                        held_out=True, cache_dir=tmp_path / "cache", per_query=True)
     loo, whole = report.rows
     # Asked for, every figure comes query by query too: one query here, so each equals the set's.
@@ -174,3 +185,18 @@ def test_held_out_a_set_is_answered_from_a_namespace_that_never_held_its_queries
     runs = set(records[0]["runs"])
     assert runs and source not in runs and set(others) <= runs
 
+
+
+def test_a_report_saved_before_the_rows_shared_one_type_still_reads() -> None:
+    # A row as the suite wrote it before (set first, per_query last; held_out with its own fields).
+    old = {"k": 10, "weights": {}, "ablations": {"lexical_off": {"alpha": 0.0}}, "worst_set": "loo", "worst_margin": -0.1,
+           "rows": [{"set": "loo", "queries": 1, "kbgraph": 0.5, "baselines": {"tfidf": 0.6}, "best_baseline": "tfidf",
+                     "margin": -0.1, "ablations": {"lexical_off": 0.4}, "own_text_hidden": 0.5, "own_text_margin": -0.1,
+                     "own_text_queries": 0, "held_out": {"kbgraph": 0.2, "baselines": {"tfidf": 0.1}, "best_baseline": "tfidf",
+                                                          "margin": 0.1, "namespace": "eval-x", "runs_left_out": 1,
+                                                          "queries": 1, "per_query": {"a1": {"kbgraph": 0.2}}},
+                     "seconds": 1.0, "namespaces": ["eval-y"], "per_query": {"a1": {"kbgraph": 0.5}}}]}
+    report = SuiteReport.model_validate_json(json.dumps(old))
+    row = report.rows[0]
+    assert row.held_out is not None and row.held_out.per_query == {"a1": {"kbgraph": 0.2}}
+    assert json.loads(report.model_dump_json()) == old

@@ -1,0 +1,95 @@
+"""The kbgraph columns of the evaluation as named recipes: kbgraph itself, its ablations (a mechanism
+switched off) and opt-in variants (a mechanism switched on), and the view with each query's own
+source text hidden.
+
+A recipe is a name and the weights it changes (on top of any ``--set`` of the run). To add a column
+to ``kbgraph eval --suite``, add one :class:`Recipe` to :data:`ABLATIONS`; the suite, its table,
+its JSON and ``--ablations`` take it from there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.weights import WeightChanges
+from kbgraph.search.params import SearchWeights
+
+__all__ = ["ABLATIONS", "KBGRAPH", "OWN_TEXT_HIDDEN", "Recipe", "Recipes"]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One kbgraph column: ``changes`` to the run's weights; with ``hides_own_text``, an experience
+    that shows only a query's excluded runs' own text is left out too (kbgraph.search.eval.shown_text)."""
+
+    name: str
+    changes: WeightChanges = field(default_factory=dict)
+    #: What the column shows, in a few words.
+    about: str = ""
+    hides_own_text: bool = False
+
+    def on(self, weights: Mapping[str, object]) -> WeightChanges:
+        """The weights of this column over the run's own: the run's, then this recipe's changes."""
+        return {**weights, **self.changes}
+
+    def checked(self, weights: Mapping[str, object]) -> Recipe:
+        """This recipe, after checking that its weights over ``weights`` are valid (a bad ``--set``
+        or an unknown weight fails before anything runs)."""
+        try:
+            SearchWeights().merged(self.on(weights))
+        except ValueError as error:
+            raise InvalidInputError([f"weights of {self.name}: {error}"]) from None
+        return self
+
+
+class Recipes(Mapping[str, Recipe]):
+    """Recipes by name, in the order given (the order of the table's columns)."""
+
+    def __init__(self, *recipes: Recipe):
+        self._by_name = {recipe.name: recipe for recipe in recipes}
+        if len(self._by_name) != len(recipes):
+            raise ValueError("recipe names must be unique")
+
+    def __getitem__(self, name: str) -> Recipe:
+        return self._by_name[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def chosen(self, names: Sequence[str] | None) -> Recipes:
+        """These recipes only (None: all of them); an unknown name is an error."""
+        if names is None:
+            return self
+        unknown = [name for name in names if name not in self._by_name]
+        if unknown:
+            raise InvalidInputError([f"--ablations: unknown {', '.join(unknown)} (known: {', '.join(self._by_name)})"])
+        return Recipes(*(self._by_name[name] for name in names))
+
+    def changes(self) -> dict[str, WeightChanges]:
+        """``{name: changes}``: how a report records its columns."""
+        return {name: dict(recipe.changes) for name, recipe in self._by_name.items()}
+
+
+#: kbgraph with the run's weights.
+KBGRAPH = Recipe("kbgraph", about="kbgraph with the run's weights")
+#: kbgraph kept from each query's own text (see kbgraph.search.eval.suite.SetRow.own_text_hidden).
+OWN_TEXT_HIDDEN = Recipe("own_text_hidden", about="kbgraph, a query's own source text hidden", hides_own_text=True)
+
+#: The ablation columns and opt-in variants of the suite.
+ABLATIONS = Recipes(
+    Recipe("traversal_off", {"max_hops": 0}, "traversal (max_hops 1 by default) off"),
+    Recipe("workflows_off", {"workflows": False}, "workflows off"),
+    Recipe("lexical_off", {"alpha": 0.0}, "the lexical channel off"),
+    Recipe("structure_off", {"structure_weight": 0.0, "task_structure_weight": 0.0, "intent_structure_weight": 0.0},
+           "the structure scores off"),
+    Recipe("outcomes_off", {"success_floor": 1.0, "support_weight": 0.0, "handoff_credit": 1.0, "outcome_weight": 0.0},
+           "what outcomes add, off"),
+    Recipe("intent_off", {"intent_weight": 0.0}, "the intent channel of requests without steps (search/student/intent.py) off"),
+    Recipe("history_on", {"intent_history_weight": 0.1},
+           "opt-in: what the namespace's own history adds to the intent match (kbgraph.search.scoring.history_association)"),
+)

@@ -1,0 +1,81 @@
+"""The suite's report: one row per set, made from the pipeline's run of it
+(kbgraph.search.eval.pipeline). A set's row and its held-out view share one row type,
+:class:`SystemsRow` (kbgraph next to every baseline); each adds what only it has. The JSON field
+names are the report's format: ``kbgraph eval --compare`` reads reports saved by earlier versions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+from pydantic import BaseModel, Field
+
+from kbgraph.core.weights import WeightChanges
+from kbgraph.search.eval.baselines import BASELINES
+from kbgraph.search.eval.metrics import ndcg_by_query
+from kbgraph.search.eval.pipeline import SetRun
+from kbgraph.search.eval.recipes import KBGRAPH
+
+__all__ = ["HeldOutRow", "SetRow", "SuiteReport", "SystemsRow"]
+
+
+#: With ``per_query``: each query's nDCG@k, by system (kbgraph, every baseline, and in a set's row
+#: every ablation column and own_text_hidden): where a figure comes from, query by query. Each row
+#: type declares it last, so a report's JSON lists the (long) figures by query after the rest.
+PerQuery = dict[str, dict[str, float]]
+
+
+class SystemsRow(BaseModel):
+    """kbgraph next to every baseline over one view of a set (and ``per_query``, declared last by
+    each row type)."""
+
+    #: Queries evaluated (those with a relevant run).
+    queries: int
+    kbgraph: float
+    baselines: dict[str, float]
+    best_baseline: str
+    margin: float
+
+    @classmethod
+    def of(cls, run: SetRun, per_query: bool, **own: Any) -> Self:
+        """The row of ``run``, with ``own``: the fields of the row's own type (each has ``per_query``)."""
+        scores, best = run.ndcg(), run.best_baseline()
+        fields: dict[str, Any] = {"per_query": ndcg_by_query(run.evaluated) if per_query else {}, **own}
+        return cls(queries=run.evaluated[KBGRAPH.name]["evaluated"], kbgraph=scores[KBGRAPH.name],
+                   baselines={name: scores[name] for name in BASELINES}, best_baseline=best,
+                   margin=round(scores[KBGRAPH.name] - scores[best], 4), **fields)
+
+
+class HeldOutRow(SystemsRow):
+    """A set answered from the corpus less its queries' excluded runs."""
+
+    namespace: str
+    runs_left_out: int
+    per_query: PerQuery = Field(default_factory=dict)
+
+
+class SetRow(SystemsRow):
+    set: str
+    ablations: dict[str, float] = Field(default_factory=dict)
+    #: kbgraph with the experiences that show a query's excluded source's own text left out too
+    #: (kbgraph.search.eval.shown_text), and its margin over the same best baseline; how many
+    #: queries had such an experience. Equal to kbgraph where none had.
+    own_text_hidden: float
+    own_text_margin: float
+    own_text_queries: int = 0
+    #: With ``held_out``: the set answered from the corpus without its queries' excluded runs
+    #: (kbgraph.search.eval.held_out), kbgraph and every baseline over that corpus.
+    held_out: HeldOutRow | None = None
+    seconds: float
+    namespaces: list[str]
+    per_query: PerQuery = Field(default_factory=dict)
+
+
+class SuiteReport(BaseModel):
+    k: int
+    weights: WeightChanges
+    ablations: dict[str, WeightChanges]
+    rows: list[SetRow]
+    #: The set whose margin over its best baseline is smallest, and that margin.
+    worst_set: str
+    worst_margin: float
