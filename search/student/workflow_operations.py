@@ -44,34 +44,37 @@ class SequenceTable:
     """Distinct sequences of operations, each with its domain, and their vectors for the intent
     match: the whole sequence read as one text (:meth:`texts`), and each distinct (operation,
     domain) pair any of them makes with the columns each sequence makes (:meth:`operations`).
-    Each part is read from the vectors the first time it is asked for, then kept (thread-safe)."""
+    Each part is read from the vectors the first time it is asked for, then kept: no lock is held
+    while it is read (a search that stopped or hung inside the embedder must never block every later
+    search of the namespace); two searches asking at once may both compute it, the same value, and
+    the last one's is kept."""
 
     def __init__(self, sequences: Sequence[tuple[tuple[str, ...], str | None]], vectors: IntentVectors):
         self.sequences = list(sequences)
         self._vectors = vectors
-        self._lock = Lock()
         self._texts: npt.NDArray[np.float64] | None = None
         self._operations: tuple[npt.NDArray[np.float64], list[list[int]]] | None = None
 
     def texts(self) -> npt.NDArray[np.float64]:
         """Unit vectors of what each sequence changes, in words and in its domain: one row each."""
-        with self._lock:
-            if self._texts is None:
-                self._texts = self._vectors.of([in_domain(intent_text(ops), domain) for ops, domain in self.sequences])
-            return self._texts
+        texts = self._texts
+        if texts is None:
+            texts = self._vectors.of([in_domain(intent_text(ops), domain) for ops, domain in self.sequences])
+            self._texts = texts
+        return texts
 
     def operations(self) -> tuple[npt.NDArray[np.float64], list[list[int]]]:
         """Unit vectors of every distinct (operation, domain) pair the sequences make (one row each),
         and each sequence's distinct operations as row numbers of it, in the order it makes them."""
-        with self._lock:
-            if self._operations is None:
-                pairs = list(dict.fromkeys((op, domain) for ops, domain in self.sequences for op in ops))
-                row = {pair: i for i, pair in enumerate(pairs)}
-                matrix = (self._vectors.of([in_domain(operation_words(op), domain) for op, domain in pairs])
-                          if pairs else np.zeros((0, 0)))
-                self._operations = (matrix, [[row[(op, domain)] for op in dict.fromkeys(ops)]
-                                             for ops, domain in self.sequences])
-            return self._operations
+        operations = self._operations
+        if operations is None:
+            pairs = list(dict.fromkeys((op, domain) for ops, domain in self.sequences for op in ops))
+            row = {pair: i for i, pair in enumerate(pairs)}
+            matrix = (self._vectors.of([in_domain(operation_words(op), domain) for op, domain in pairs])
+                      if pairs else np.zeros((0, 0)))
+            operations = (matrix, [[row[(op, domain)] for op in dict.fromkeys(ops)] for ops, domain in self.sequences])
+            self._operations = operations
+        return operations
 
 
 class WorkflowOperations:
