@@ -68,14 +68,16 @@ def _cue_text(sentence: str) -> str:
     return " ".join(sentence.replace("\u2019", "'").replace("\u2018", "'").lower().split())
 
 
-def classify_insight(sentence: str) -> Section:
-    """The document section an insight sentence belongs to (rules above; deterministic)."""
+def classify_insight(sentence: str, opens: bool = True) -> Section:
+    """The document section an insight sentence belongs to (rules above; deterministic).
+    ``opens``: whether ``sentence`` opens the statement; words that follow others (a rule the agent
+    stated, after the words every rule's sentence opens with) never open with a condition."""
     text = _cue_text(sentence)
     reason = _REASON.search(text)
     main_clause = text[: reason.start()] if reason else text
     if _WARNING.search(main_clause):
         return "pitfalls"
-    if _CONDITION_START.search(text) or _USE_WHEN.search(text):
+    if opens and (_CONDITION_START.search(text) or _USE_WHEN.search(text)):
         return "when_to_use"
     if reason:
         return "why"

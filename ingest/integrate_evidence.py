@@ -165,11 +165,12 @@ def evidence_rows(row: Mapping[str, Any]) -> list[InsightEvidence]:
 def placed_section(record: StatementRecord, evidence: Evidence) -> Section:
     """Where a statement belongs: an error and what followed it under pitfalls; a look-up before a
     change and the call that made it under how; a rule or a lesson where its words call for
-    (:func:`classify_insight`); but never *When to use*, *Why* or *How* without a run that
-    succeeded."""
+    (:func:`classify_insight` of the rule as stated, after the words every rule's sentence opens
+    with, or of the lesson); but never *When to use*, *Why* or *How* without a run that succeeded."""
     if record.kind == "recovery":
         return "pitfalls"
-    section: Section = "how" if record.kind in ("before", "how") else classify_insight(sentence(record))
+    rule = record.kind == "rule"
+    section: Section = "how" if record.kind in ("before", "how") else classify_insight(record.text, opens=not rule)
     return section if section == "pitfalls" or evidence.succeeded & evidence.runs else "pitfalls"
 
 
@@ -194,6 +195,11 @@ class Statement:
     @property
     def kind(self) -> StatementKind:
         return self.said.kind
+
+    @property
+    def meaning(self) -> str:
+        """What it says to compare by: a rule as the agent stated it (unless reworded), else its sentence."""
+        return self.said.text if self.kind == "rule" and self.text == sentence(self.said) else self.text
 
     @property
     def backing(self) -> str:
@@ -271,15 +277,14 @@ class EvidencedDocument:
     def from_json(cls, text: str | None) -> EvidencedDocument:
         if not text:
             return cls()
-        statements = tuple(Statement.from_json(s) for s in json.loads(text))
-        return cls(statements, _runs_per_domain(statements))
+        return cls.of(Statement.from_json(s) for s in json.loads(text))
 
-
-def _runs_per_domain(statements: Iterable[Statement]) -> dict[str, int]:
-    runs: dict[str, set[str]] = defaultdict(set)
-    for statement in statements:
-        runs[statement.domain] |= statement.evidence.runs
-    return {domain: len(r) for domain, r in runs.items()}
+    @classmethod
+    def of(cls, statements: Iterable[Statement]) -> EvidencedDocument:
+        runs: dict[str, set[str]] = defaultdict(set)
+        for statement in (kept := tuple(statements)):
+            runs[statement.domain] |= statement.evidence.runs
+        return cls(kept, {domain: len(r) for domain, r in runs.items()})
 
 
 _Entry = tuple[StatementRecord, Evidence, list[str]]
@@ -386,7 +391,7 @@ def build_document(
         if len(reworded) != len(statements):
             raise ValueError(f"reword returned {len(reworded)} statements for {len(statements)}")
         statements = [replace(old, text=new.text) for old, new in zip(statements, reworded, strict=True)]
-    return EvidencedDocument(tuple(statements), _runs_per_domain(statements))
+    return EvidencedDocument.of(statements)
 
 
 def _order(statement: Statement) -> tuple[int, int, int, str]:

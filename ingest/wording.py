@@ -16,7 +16,7 @@ from __future__ import annotations
 from kbgraph.core.generalise import humanise_action
 from kbgraph.core.models import StatementRecord
 
-__all__ = ["RULE_PREFIX", "changed_arguments", "rule_core", "sentence"]
+__all__ = ["RULE_PREFIX", "changed_arguments", "sentence"]
 
 RULE_PREFIX = "Rule the agent applied: "
 #: Argument paths a retry names at most; the rest are "and more".
@@ -52,9 +52,3 @@ def sentence(record: StatementRecord) -> str:
     if record.kind == "rule":
         return f"{RULE_PREFIX}{record.text}"
     return record.text
-
-
-def rule_core(text: str) -> str:
-    """What a rule's sentence (or a writer's rewording of it) says without the prefix every rule
-    shares, which would make all rules look alike to an embedding."""
-    return text[len(RULE_PREFIX):] if text.startswith(RULE_PREFIX) else text

@@ -20,8 +20,13 @@ import numpy as np
 
 from kbgraph.audit._findings import NEAR_IDENTICAL_SIMILARITY, Check, Finding
 from kbgraph.ingest.integrate import EmbedFn, sentence_key
-from kbgraph.ingest.integrate_evidence import DUPLICATE_RULE_SIMILARITY, Evidence, Statement, evidence_rows
-from kbgraph.ingest.wording import rule_core
+from kbgraph.ingest.integrate_evidence import (
+    DUPLICATE_RULE_SIMILARITY,
+    Evidence,
+    EvidencedDocument,
+    Statement,
+    evidence_rows,
+)
 
 __all__ = ["DocumentInput", "audit_document", "plain_evidence"]
 
@@ -46,8 +51,9 @@ def _claims(statement: Statement) -> tuple[tuple[str, Callable[[Evidence], int],
 
 @dataclass(frozen=True)
 class DocumentInput:
-    """A stored document: its meta-concept's name, its statements, the text an agent reads and the
-    rows of the insights of its concepts (as the query ``insight_evidence`` reads them)."""
+    """A stored document: its meta-concept's name, its statements, the text an agent reads (held
+    whole against the rendering of its statements, never read) and the rows of the insights of its
+    concepts (as the query ``insight_evidence`` reads them)."""
 
     name: str
     statements: Sequence[Statement]
@@ -163,10 +169,11 @@ def _cross_domain(document: DocumentInput, recount: _Recount, found: Callable[[C
     """Statements shown for a domain whose runs did not show them; a document spanning domains without
     a part for each."""
     domains = sorted({s.domain for s in document.statements if s.domain})
-    for domain in domains:
-        if len(domains) > 1 and f"## In {domain} " not in document.rendered:
+    if len(domains) > 1 and document.rendered != EvidencedDocument.of(document.statements).render():
+        for domain in domains:  # the rendering of its statements has one part per domain
             found("cross-domain-how", next(s for s in document.statements if s.domain == domain),
-                  f"the document spans {', '.join(domains)} but has no part for {domain}")
+                  f"the document spans {', '.join(domains)} but is not stored as its statements' rendering, "
+                  f"with a part for {domain}")
     scoped = [s for s in document.statements if s.section != "pitfalls"]
     unscoped_domains: dict[str, int] = defaultdict(int)
     for statement in scoped:
@@ -189,8 +196,8 @@ def _cross_domain(document: DocumentInput, recount: _Recount, found: Callable[[C
 
 
 def _pairs(statements: Sequence[Statement], embed: EmbedFn) -> list[tuple[tuple[Statement, Statement], float]]:
-    """Every pair of ``statements`` with the cosine of their embeddings (a rule without its prefix)."""
-    vectors = np.asarray(embed([rule_core(s.text) for s in statements]), dtype=np.float64)
+    """Every pair of ``statements`` with the cosine of the embeddings of what they say (:attr:`Statement.meaning`)."""
+    vectors = np.asarray(embed([s.meaning for s in statements]), dtype=np.float64)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     return [((a, b), float(vectors[i] @ vectors[j]))
             for (i, a), (j, b) in itertools.combinations(enumerate(statements), 2)]

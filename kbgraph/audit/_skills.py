@@ -10,20 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kbgraph.audit._findings import Finding
-from kbgraph.core.generalise import humanise_action
 from kbgraph.ingest.integrate_evidence import Statement
-from kbgraph.ingest.reflect_rules import about_actions, verbs_named
+from kbgraph.ingest.reflect_rules import verbs_named
 from kbgraph.skills.names import cut
 from kbgraph.skills.plan import PlannedSkill
 from kbgraph.skills.render import md, pitfall_line, quoted
-from kbgraph.skills.shown import DESCRIPTION_TASK_CHARS, TASK_CHARS, PitfallGroup, SkillShows
+from kbgraph.skills.shown import DESCRIPTION_TASK_CHARS, TASK_CHARS, PitfallGroup, SkillShows, about_own_actions
 
 __all__ = ["audit_skill"]
-
-#: The reflector's kinds of statement about one operation (its ``operation``): a look-up before it,
-#: the call, an error of it. A rule or a lesson is about what its words name.
-_ABOUT_ITS_OPERATION = frozenset({"before", "how", "recovery"})
-
 
 def audit_skill(skill: PlannedSkill, shows: SkillShows, document_findings: Sequence[Finding]) -> list[Finding]:
     """What the skill shows that its evidence does not bear out (see :data:`kbgraph.audit.CHECKS`).
@@ -41,8 +35,7 @@ def audit_skill(skill: PlannedSkill, shows: SkillShows, document_findings: Seque
 
 def _other_actions(skill: PlannedSkill, shows: SkillShows, where: str) -> list[Finding]:
     """Pitfalls about an action that is not one of the skill's own: an error of another action's,
-    or a statement of its document whose record is about another operation (a rule or a lesson:
-    whose words name only other state changes)."""
+    or a statement of its document about another operation (:func:`~kbgraph.skills.shown.about_own_actions`)."""
     own = skill.own_actions
     evidence = f"its actions: {', '.join(sorted(own)) or 'none'}"
     findings = []
@@ -51,26 +44,22 @@ def _other_actions(skill: PlannedSkill, shows: SkillShows, where: str) -> list[F
             findings.append(Finding(check="pitfall-about-another-action", where=where, statement=pitfall_line(group)[2:],
                                     evidence=evidence, detail=f"a pitfall of {group.action}, which is not one of its "
                                                               "own actions"))
-    operations = {humanise_action(a) for a in own}
     for statement in shows.warnings:
-        detail = _about_another(statement, own, operations)
+        detail = _about_another(statement, own)
         if detail:
             findings.append(Finding(check="pitfall-about-another-action", where=where, statement=md(statement.line),
                                     evidence=evidence, detail=detail))
     return findings
 
 
-def _about_another(statement: Statement, own: frozenset[str], operations: set[str]) -> str:
+def _about_another(statement: Statement, own: frozenset[str]) -> str:
     """Why ``statement`` is about none of the skill's actions ("" when it is about one of them)."""
     record = statement.said
-    if record.kind in _ABOUT_ITS_OPERATION:
-        if record.operation in operations:
-            return ""
-        return f"a pitfall of {record.operation}, which is not one of its own actions"
-    words = record.text or statement.text
-    if about_actions(words, own):
+    if about_own_actions(record, own):
         return ""
-    return "a pitfall about " + ", ".join(sorted(verbs_named(words))) + ", none of its own actions"
+    if record.kind != "lesson":
+        return f"a pitfall of {record.operation}, which is not one of its own actions"
+    return "a pitfall about " + ", ".join(sorted(verbs_named(record.text))) + ", none of its own actions"
 
 
 def _miscounted(group: PitfallGroup, where: str) -> Finding | None:

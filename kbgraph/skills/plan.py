@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from kbgraph.core.generalise import humanise_action
+from kbgraph.core.models import StatementRecord, stored_record
 from kbgraph.ingest.integrate import SECTIONS, Section, sentence_key
 from kbgraph.ingest.integrate_evidence import Evidence, EvidencedDocument, Statement
 from kbgraph.ingest.reflect_rules import action_verb, verbs_named
@@ -136,6 +137,9 @@ class FailureRow:
     run_id: str | None
     run_succeeded: bool | None
     step_order: int | None
+    #: What the reflector's statement about its error says (operation, error class, what was done
+    #: next); None for a failure mode stored before records were kept.
+    record: StatementRecord | None = None
 
 
 def member_from_row(row: Mapping[str, Any]) -> Member:
@@ -185,6 +189,7 @@ def failure_from_row(row: Mapping[str, Any]) -> FailureRow:
         action=row.get("action"), signature=row.get("signature"), recovery=str(row.get("recovery") or ""),
         recovery_kind=row.get("recovery_kind"), recovered=row.get("recovered"), concrete=row.get("concrete"),
         run_id=row.get("run_id"), run_succeeded=row.get("run_succeeded"), step_order=row.get("step_order"),
+        record=stored_record(row.get("record")),
     )
 
 

@@ -9,16 +9,18 @@ other's text. Everything here is pure: the plan and the failure rows in, data ou
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from kbgraph.core.generalise import humanise_action
+from kbgraph.core.models import StatementRecord
 from kbgraph.ingest.integrate_evidence import Statement
 from kbgraph.ingest.reflect_rules import about_actions, verbs_named
 from kbgraph.skills.names import cut, one_line
 from kbgraph.skills.plan import ConceptDoc, FailureRow, Member, PlannedSkill
 
 __all__ = ["DESCRIPTION_TASK_CHARS", "MAX_FAILED_EXAMPLES", "MAX_PITFALLS", "MAX_TASKS_SHOWN", "MAX_WORKED_EXAMPLES",
-           "TASK_CHARS", "PitfallGroup", "SkillShows", "asked_verbs", "changes_nothing", "description_example",
+           "TASK_CHARS", "PitfallGroup", "SkillShows", "about_own_actions", "asked_verbs", "changes_nothing", "description_example",
            "document_of", "document_warnings", "example_tasks", "failed_examples", "own_pitfalls", "pitfall_groups",
            "runs_in", "shown_members", "skill_shows"]
 
@@ -98,13 +100,23 @@ def document_of(skill: PlannedSkill) -> ConceptDoc:
     return skill.concept or ConceptDoc(id="", name="", version=0)  # a workflow skill has no document
 
 
+def about_own_actions(record: StatementRecord, own: Collection[str]) -> bool:
+    """Whether a statement is about one of the actions ``own``: a look-up before one, the call, an
+    error of it or a rule the agent applied to it, by its record's operation; a free lesson, which
+    names no operation, when its words name no state change or one of theirs."""
+    if record.kind != "lesson":
+        return record.operation in {humanise_action(a) for a in own}
+    return about_actions(record.text, own)
+
+
 def document_warnings(skill: PlannedSkill, groups: Sequence[PitfallGroup]) -> list[Statement]:
-    """The document's pitfalls about the skill's own actions that do not quote one of the errors
-    ``groups`` list (they would say the same again)."""
-    own = skill.own_actions
-    errors = [g.error.casefold() for g in groups if len(g.error) >= 8]
+    """The document's pitfalls about the skill's own actions (:func:`about_own_actions`) but the
+    recoveries of an error the skill already lists: the same operation and error class as the record
+    of one of ``groups``' failure modes (it would say the same again)."""
+    listed = {(f.record.operation, f.record.error) for g in groups for f in g.rows if f.record is not None}
     return [s for s in document_of(skill).of("pitfalls", skill.domains[0])
-            if about_actions(s.text, own) and not any(e in s.text.casefold() for e in errors)]
+            if about_own_actions(s.said, skill.own_actions)
+            and not (s.kind == "recovery" and (s.said.operation, s.said.error) in listed)]
 
 
 def _asks_for(skill: PlannedSkill, member: Member, limit: int = TASK_CHARS) -> bool:

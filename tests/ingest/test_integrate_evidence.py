@@ -63,6 +63,27 @@ def test_a_rule_seen_only_in_failed_runs_is_a_pitfall_said_as_such() -> None:
                               "(seen only in failed runs: 1 run, 1 task)")
 
 
+def test_a_rule_stands_where_its_own_words_put_it_and_a_condition_it_opens_with_does_not_make_it_when_to_use() -> None:
+    # The rule as the agent stated it is read, never its sentence; the sentence opens with the words
+    # every rule's does, so a rule is never placed by a condition it opens with.
+    placed = {text: build_document([seen(rule(text), 2, succeeded=2)]).statements[0].section for text in (
+        "Never cancel a basic economy reservation without insurance.",
+        "Cancellations are refunded to the original payment method because the policy says so.",
+        "If the flight has departed, the reservation is kept.",
+        "Reservations of fewer than five passengers are refunded in full.")}
+    assert list(placed.values()) == ["pitfalls", "why", "how", "how"]
+    lesson = StatementRecord(kind="lesson", text="If the flight has departed, keep the reservation.")
+    assert build_document([seen(lesson, 2, succeeded=2)]).statements[0].section == "when_to_use"
+
+
+def test_statements_are_compared_by_what_they_say_a_rule_without_the_words_every_rule_opens_with() -> None:
+    document = build_document([seen(RULE_FAILED, 1), seen(RECOVERY, 2, went_through=1)])
+    assert sorted(s.meaning for s in document.statements) == sorted([RULE_FAILED.text, sentence(RECOVERY)])
+    reworded = document.statements[0].__class__("pitfalls", "airline", "Business class can be cancelled.",
+                                                 Evidence(), (), RULE_FAILED)
+    assert reworded.meaning == "Business class can be cancelled."
+
+
 def test_how_stands_only_on_runs_that_succeeded_and_says_how_many() -> None:
     cancel = call("cancel reservation", "cancel_reservation", "reservation_id")
     document = build_document([seen(cancel, 7, succeeded=7, tasks=3),

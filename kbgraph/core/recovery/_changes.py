@@ -20,19 +20,21 @@ MAX_DEPTH = 12
 class ArgumentChange:
     """One argument that differs between the failed call and the fix, as shown (never a raw id).
     ``before`` is None when the fix added it, ``after`` None when the fix dropped it;
-    ``identifying`` when the value is an id shown only as "another …" or by its type prefix."""
+    ``identifying`` when the value is an id shown only as "another …" (``masked``) or by its type
+    prefix."""
 
     path: str
     before: str | None
     after: str | None
     identifying: bool = False
+    masked: bool = False
 
     def describe(self) -> str:
         if self.before is None:
             return f"{self.path} added ({self.after})"
         if self.after is None:
             return f"{self.path} removed ({self.before})"
-        if self.identifying and self.after.startswith("another "):
+        if self.masked:
             return f"{self.path}: {self.after}"
         return f"{self.path}: {self.before} → {self.after}"
 
@@ -69,7 +71,7 @@ def _change(path: str, old: Any, new: Any, run: Run) -> ArgumentChange:
         if types[0] and types[1] and types[0] != types[1]:
             return ArgumentChange(path, f"{types[0]}_…", f"{types[1]}_…", identifying=True)
         label = f"{types[1]}_…" if types[0] and types[0] == types[1] else key
-        return ArgumentChange(path, f"one {label}", f"another {label}", identifying=True)
+        return ArgumentChange(path, f"one {label}", f"another {label}", identifying=True, masked=True)
     return ArgumentChange(path, shown(key, old, run), shown(key, new, run))
 
 
