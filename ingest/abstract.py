@@ -21,7 +21,7 @@ from kbgraph.core.experience_rules import (
 from kbgraph.core.generalise import describe_step, generalise_text, humanise_action, ids_in_trajectory, names_in_trajectory, type_name
 from kbgraph.core.recovery import Recovery, error_signature, recovery_after
 from kbgraph.core.shapes import changes_state, counted_tool, dispatched_tool
-from kbgraph.ingest.reflect import masked_error, recovery_record
+from kbgraph.ingest.failure_records import failed_step
 from kbgraph.core.models import (
     MAX_TEXT_CHARS,
     STORED_OBSERVATION_CHARS,
@@ -76,12 +76,6 @@ def stored_observation(observation: str | None, names: Collection[str] = (), ids
     return {"observation": cut, "observation_chars": len(observation)}
 
 
-def resolution_effectiveness(recovery: Recovery) -> float:
-    """How well a failed step was resolved (Agent KB's resolution effectiveness): see
-    :func:`effectiveness_of`."""
-    return effectiveness_of(recovery.recovered, recovery.run_succeeded)
-
-
 def difficulty_of(step_count: int) -> Difficulty | None:
     if step_count == 0:
         return None
@@ -105,19 +99,10 @@ class RuleBasedAbstractor:
             signature = error_signature(step.action, step.error, step.arguments) if step.error else None
             effectiveness = None
             if step.error:
-                error = stored_error(step.error, names, ids)
-                text = failed_step_text(text, error)
-                recovery = recovery_after(trajectory, order, names, ids)
-                effectiveness = resolution_effectiveness(recovery)
-                failures.append(FailureMode(
-                    description=f"{humanise_action(tool or step.action)} failed: {error}",
-                    issue_type=issue, recovery=recovery.text[:MAX_TEXT_CHARS], step_order=order,
-                    action=step.action, signature=signature,
-                    recovery_kind=recovery.kind, recovered=recovery.recovered, concrete=recovery.concrete,
-                    run_id=trajectory.id, run_succeeded=trajectory.outcome.success,
-                    record=recovery_record(humanise_action(step.action), masked_error(step.error, names, ids), recovery),
-                    looked_up=bool(recovery.preparation),
-                ))
+                text = failed_step_text(text, stored_error(step.error, names, ids))
+                failure = failed_step(trajectory, order, names, ids)
+                effectiveness = effectiveness_of(bool(failure.recovered), bool(failure.run_succeeded))
+                failures.append(failure)
             steps.append(Step(
                 order=order, action=step.action, tool=tool,
                 text=text[:MAX_TEXT_CHARS],

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from kbgraph.core.shapes import dispatched_tool
+from kbgraph.ingest.failure_records import with_run_evidence
 from kbgraph.llm import LLMClient, describe_validation_error
 from kbgraph.core.models import (
     Difficulty,
@@ -193,7 +194,7 @@ class LLMAbstractor:
     def _experience(trajectory: Trajectory, answer: AbstractionAnswer) -> Experience:
         # Rewards belong to tool calls; they can be carried over only when steps are calls one to one.
         same_steps = len(answer.steps) == len(trajectory.steps)
-        failures = [
+        worded = [
             FailureMode(
                 description=f.description, issue_type=f.issue_type, recovery=f.recovery,
                 # An index past the last step points nowhere; keep the failure, drop the pointer.
@@ -201,7 +202,7 @@ class LLMAbstractor:
             )
             for f in answer.failure_modes
         ]
-        issue_at = {f.step_order: f.issue_type for f in reversed(failures) if f.step_order is not None and f.issue_type}
+        issue_at = {f.step_order: f.issue_type for f in reversed(worded) if f.step_order is not None and f.issue_type}
         tools = _tools_called([s.action for s in answer.steps], trajectory)
         steps = [
             Step(
@@ -211,6 +212,8 @@ class LLMAbstractor:
             )
             for i, s in enumerate(answer.steps)
         ]
+        # What the run shows of each errored call (its record, what was done next), in the model's words.
+        failures = with_run_evidence(worded, steps, trajectory)
         return Experience(
             problem=answer.problem, goal=answer.goal, steps=steps, domain=trajectory.domain,
             difficulty=answer.difficulty, kind="concrete",

@@ -38,6 +38,7 @@ from kbgraph.core.models import Experience
 from kbgraph.core.settings import Settings
 from kbgraph.embedders import Embedder
 from kbgraph.ingest.context import IngestContext
+from kbgraph.ingest.failure_records import with_records
 from kbgraph.store.vector_cache import PgVectorCache, VectorLoader
 from kbgraph.ingest.lease import LeaseHeld, check_lease_free, process_turn, wait_for_lease
 from kbgraph.ingest.link_state import LinkState, RememberedLinks
@@ -129,7 +130,7 @@ class OneTransaction:
         labels: Sequence[str] | None = None, maintain: bool = False,
     ) -> WriteReport:
         # Growth counted here is checked once, at the end of the add (kb_state_growth).
-        return ExperienceWriter(self.store, self.embedder).add(items, on_progress, labels, count_growth=maintain)
+        return ExperienceWriter(self.store, self.embedder, with_records).add(items, on_progress, labels, count_growth=maintain)
 
     def embed_missing(self, experiences: Sequence[Experience]) -> None:
         ExperienceWriter(self.store, self.embedder).embed_missing(experiences)

@@ -30,6 +30,7 @@ from kbgraph.core.ids import normalise_text
 from kbgraph.ingest.abstract import Abstractor, RuleBasedAbstractor
 from kbgraph.ingest.consolidate import Consolidation
 from kbgraph.ingest.context import IngestContext
+from kbgraph.ingest.failure_records import with_records
 from kbgraph.ingest.integrate_evidence import DocumentRewriter
 from kbgraph.ingest.read import Record, read_records
 from kbgraph.ingest.reflect import Reflector, RuleBasedReflector
@@ -295,7 +296,7 @@ class IngestPipeline:
         with self._stage("write"):
             # Counted towards the maintenance checkpoints as they are written (the check is the
             # façade's, after the ingest): what a crashed run wrote stays counted.
-            written = ExperienceWriter(self.kb.store, self.kb.embedder).add(experiences, labels=labels,
+            written = ExperienceWriter(self.kb.store, self.kb.embedder, with_records).add(experiences, labels=labels,
                                                                              count_growth=True)
             report.experiences_new += written.new
             report.experiences_existing += written.existing

@@ -21,6 +21,7 @@ from kbgraph.store.experiences import ExperienceStore
 from kbgraph.learning.feedback import ExperienceLearningState, FeedbackEvent, FeedbackRecorder, FeedbackReport
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.vector_cache import PgVectorCache
+from kbgraph.ingest.failure_records import with_records
 from kbgraph.ingest.link_state import RememberedLinks
 from kbgraph.ingest.pipeline import pipeline_from_settings
 from kbgraph.ingest.read import listed_items, records_from_items
@@ -126,8 +127,7 @@ class KnowledgeBase:
         Nothing is written when any item is invalid. ``on_progress`` is called with the number of
         experiences each committed batch wrote. With ``maintain=True`` new experiences count
         towards the growth checkpoints at which maintenance runs by itself, as ingested ones do;
-        by default ready-made experiences are kept exactly as written.
-        """
+        by default they are kept as written, but for a record on each failure mode without one."""
         report = self._writer.add(items, on_progress, labels, count_growth=maintain)
         if maintain:
             self.maintainer.after_growth()
@@ -135,7 +135,7 @@ class KnowledgeBase:
 
     @property
     def _writer(self) -> ExperienceWriter:
-        return ExperienceWriter(self.store, self.embedder)
+        return ExperienceWriter(self.store, self.embedder, with_records)
 
     def ingest(
         self, paths: Sequence[str | Path], skip_invalid: bool = False,

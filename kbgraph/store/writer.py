@@ -9,7 +9,7 @@ and the façade; maintenance after growth is the façade's to start, since it is
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,10 +54,13 @@ def _combine_duplicates(experiences: list[Experience]) -> list[Experience]:
 @dataclass(frozen=True)
 class ExperienceWriter:
     """Validates, embeds and writes experiences into ``store``'s namespace with ``embedder``.
-    Cheap to make: the façade makes one per call, so it always uses its current embedder."""
+    Cheap to make: the façade makes one per call, so it always uses its current embedder.
+    ``complete``: what each valid experience becomes before it is written (the façade and the
+    ingest give their failure modes a record: ``kbgraph.ingest.failure_records.with_records``)."""
 
     store: ExperienceStore
     embedder: Embedder
+    complete: Callable[[Experience], Experience] | None = None
 
     def validate(
         self, items: Iterable[Experience | Mapping[str, Any]], labels: Sequence[str] | None = None
@@ -75,7 +78,7 @@ class ExperienceWriter:
                 problems += validation_problems(label, error)
                 continue
             problems += self._embedding_problems(exp, label)
-            experiences.append(exp)
+            experiences.append(exp if self.complete is None else self.complete(exp))
             item_labels.append(label)
         known = {e.key for e in experiences}
         targets = {r.target_id for e in experiences for r in e.relations} - known

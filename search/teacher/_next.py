@@ -32,7 +32,7 @@ LOOK_UP: Final = "only looked things up, no further call"
 NO_CALL: Final = "made no further call (answered the user or stopped)"
 UNKNOWN: Final = "not recorded"
 #: A switch whose tool is not known: the failure mode was stored before records were kept
-#: (re-ingest its runs to name the tool), or given ready-made without a record.
+#: (re-ingest its runs to name the tool), or given ready-made (its record names no tool).
 ANOTHER_CALL: Final = "switched to another call"
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kbgraph.ingest.abstract import Abstractor
+from kbgraph.ingest.abstract import Abstractor, RuleBasedAbstractor
 from kbgraph.ingest.abstract_llm import PROMPT_BUDGET_CHARS, LLMAbstractor, render_trajectory
 from kbgraph.llm import LLMClient, LLMOutputError
 from kbgraph.core.models import Trajectory
@@ -56,6 +56,11 @@ ANSWER: dict[str, Any] = {
     "generalizability": 0.8,
     "notes": "models add keys nobody asked for; they are ignored",
 }
+
+
+#: What a failure mode says of the run, as the rule-based abstractor reads it (the model names the issue).
+EVIDENCE = {"action", "signature", "recovery_kind", "recovered", "concrete", "run_id", "run_succeeded", "record",
+            "looked_up"}
 
 
 @pytest.fixture
@@ -199,3 +204,36 @@ def test_an_answer_cut_off_after_some_steps_keeps_them(fake: FakeOpenAI) -> None
     experience = abstractor.abstract(trajectory())
     assert [s.action for s in experience.steps] == ["find_user_by_email", "find_user_by_name_zip"]
     assert abstractor.llm.stats.repaired == 1
+
+
+def test_a_failure_the_model_places_at_an_errored_call_carries_what_the_run_shows(fake: FakeOpenAI) -> None:
+    # The model words it; what was done next, the record and the outcome are read from the run, as
+    # the rule-based abstractor reads them, so the teacher and the audit read both paths alike.
+    experience = abstractor_for(fake).abstract(trajectory())
+    [failure] = experience.failure_modes
+    [rules] = RuleBasedAbstractor().abstract(trajectory()).failure_modes
+    assert failure.description == ANSWER["failure_modes"][0]["description"]
+    assert failure.recovery == ANSWER["failure_modes"][0]["recovery"] and failure.step_order == 0
+    assert failure.record is not None and failure.record == rules.record
+    assert failure.record.kind == "recovery" and failure.record.operation == "find user by email"
+    assert failure.record.recovery == "switch" and failure.record.action == "find_user_by_name_zip"
+    assert failure.model_dump(include=EVIDENCE) == rules.model_dump(include=EVIDENCE)
+
+
+def test_an_errored_call_the_model_does_not_name_is_added_as_the_rule_path_reads_it(fake: FakeOpenAI) -> None:
+    fake.chat_answer = lambda body: json.dumps({**ANSWER, "failure_modes": []})
+    [rules] = RuleBasedAbstractor().abstract(trajectory()).failure_modes
+    assert abstractor_for(fake).abstract(trajectory()).failure_modes == [rules]
+    # Its step is the model's step that stands for the call; none when the model left the call out.
+    fake.chat_answer = lambda body: json.dumps({**ANSWER, "steps": ANSWER["steps"][1:], "failure_modes": []})
+    [added] = abstractor_for(fake).abstract(trajectory()).failure_modes
+    assert added.step_order is None and added.record == rules.record
+
+
+def test_a_failure_at_a_call_that_did_not_error_keeps_the_models_words_alone(fake: FakeOpenAI) -> None:
+    # Nothing of the run backs it (the writer gives it a record from its words: test_failure_records).
+    failure = {"description": "the refund went to the wrong card", "recovery": "", "step_order": 3}
+    fake.chat_answer = lambda body: json.dumps({**ANSWER, "failure_modes": [failure]})
+    own, added = abstractor_for(fake).abstract(trajectory()).failure_modes
+    assert (own.description, own.step_order, own.record, own.run_id) == (failure["description"], 3, None, None)
+    assert added.action == "find_user_by_email" and added.record is not None

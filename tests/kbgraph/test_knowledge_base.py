@@ -10,6 +10,7 @@ import pytest
 
 from kbgraph.bench.synthetic import synthetic_experiences
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.ingest.failure_records import with_records
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import Experience, FailureMode, Relation, Step
 
@@ -17,7 +18,9 @@ EMBEDDINGS = ("pg_embedding", "structure_embedding", "context_embedding")
 
 
 def assert_same_experience(written: Experience, read: Experience) -> None:
-    """Field for field; embeddings within float32 tolerance (they are stored as float32)."""
+    """Field for field, every failure mode with its record (given, or made from what it gives:
+    ingest/failure_records.py); embeddings within float32 tolerance (they are stored as float32)."""
+    written = with_records(written)
     skip = {"steps": {"__all__": {"embedding"}}, "failure_modes": {"__all__": {"embedding"}},
             **{f: True for f in EMBEDDINGS}}
     assert read.model_dump(exclude=skip) == written.model_dump(exclude=skip)

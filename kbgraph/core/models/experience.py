@@ -102,7 +102,8 @@ class FailureMode(_Strict):
     recovery, the tool switched to, the arguments a retry changed), and ``looked_up`` whether the
     agent looked things up after the error (before its next attempt, or instead of one): readers
     take what the agent did from these, never from ``recovery``'s words. A failure mode stored
-    before records were kept, or given ready-made without one, has neither.
+    before records were kept has neither; one given without a record (ready-made, or worded by a
+    model) is given one from what it says when it is written (``kbgraph.ingest.failure_records``).
     """
 
     description: Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_CHARS)]
