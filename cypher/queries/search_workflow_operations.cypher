@@ -12,8 +12,10 @@
 OPTIONAL MATCH (state:KbState {kb: $kb})
 WITH state.search_version AS version
 CALL (version) {
-  WITH version WHERE version IS NULL OR $known IS NULL OR version <> $known
-  MATCH (e:Experience {kb: $kb})
+  // The namespace looked in: none when the version is the one sent (a filter on the version alone
+  // is planned after the experiences are read; an index seek for a null key reads nothing).
+  WITH CASE WHEN version IS NOT NULL AND version = $known THEN null ELSE $kb END AS scanned
+  MATCH (e:Experience {kb: scanned})
   WHERE e.status IN $statuses
     AND e.operations IS NOT NULL
     AND ($domains IS NULL OR e.domain IN $domains)

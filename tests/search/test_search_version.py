@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import neo4j
 import pytest
@@ -19,7 +20,8 @@ from kbgraph.kb import KnowledgeBase
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.student.channels import filter_params
 from kbgraph.search.student.context import FilterParams, SearchContext
-from kbgraph.search.student.workflow_operations import read_rows
+from kbgraph.search.student.workflow_operations import SEPARATOR, read_rows
+from kbgraph.store.queries import query
 from kbgraph.store.connection import open_driver
 from tests.conftest import Neo4jTarget
 
@@ -73,6 +75,24 @@ def test_the_server_reads_no_row_while_the_version_is_the_one_sent(kb: Knowledge
     again = read_rows(kb.gateway, params(kb), known=first.version)
     assert again.unchanged and again.rows == () and again.version == first.version
     assert not read_rows(kb.gateway, params(kb), known="another").unchanged
+
+
+def db_hits(plan: Any) -> int:
+    return int(plan.get("dbHits", 0)) + sum(db_hits(child) for child in plan.get("children", []))
+
+
+@pytest.mark.parametrize("name", ["search_workflow_operations", "search_experience_texts"])
+def test_an_unchanged_version_costs_the_server_a_look_at_the_state_node_alone(kb: KnowledgeBase, driver: neo4j.Driver,
+                                                                              name: str) -> None:
+    kb.add_experiences([experience(n) for n in range(20)])
+    current = version(kb)
+    with driver.session() as session:
+        def hits(known: str | None) -> int:
+            summary = session.run("PROFILE " + query(name), **params(kb), separator=SEPARATOR, known=known).consume()
+            return db_hits(summary.profile)
+
+        assert hits(None) > 20 * 2, "every experience is read"
+        assert hits(current) <= 4, "the state node's index entry and its version"
 
 
 def test_a_search_reuses_what_it_made_of_the_rows_until_the_version_changes(kb: KnowledgeBase,
