@@ -7,7 +7,10 @@ Two channels read the namespace as a whole: the intent channel every workflow's 
 its state node that every write changing those rows replaces in its own transaction, and is sent the
 version the caller kept its rows with (``$known``): when the two are equal the server reads nothing
 and answers ``unchanged``. The version is read before the rows, so rows are at worst kept under an
-older version than theirs (the next search reads them again), never under a newer one.
+older version than theirs (the next search reads them again). Neo4j reads at read committed, and a
+read that overlaps a commit being applied may see part of it: so the rows of a version are read
+twice, by the first two searches that see it, and only the second read is trusted (the kept value
+is the same object when the rows are, see ``KeptByContent``).
 
 Kept per set of filters (:func:`filter_key`: namespace, statuses, domains, kinds, success and quality
 floors, the calling agent, whose own experiences it sees), so a tenant's or an agent's rows are never
@@ -59,28 +62,30 @@ def _tuple(values: Any) -> tuple[Any, ...] | None:
 
 class KeptByVersion(Generic[K, V]):
     """What was made of one whole-namespace read per key (a set of filters), with the search version
-    it was read at. Holds the last ``size`` keys; thread-safe. Two searches that read at once both
-    keep theirs, the last one stays: an older version than the server's is only read again."""
+    it was read at and whether a second read at that version confirmed it. Holds the last ``size``
+    keys; thread-safe. Two searches that read at once both keep theirs, the last one stays: an older
+    version than the server's is only read again."""
 
     def __init__(self, size: int):
         self.size = size
-        self._kept: dict[K, tuple[str, V]] = {}
+        self._kept: dict[K, tuple[str, V, bool]] = {}
         self._lock = Lock()
 
     def get(self, key: K | None, read: Callable[[str | None], VersionedRead[R]], make: Callable[[R], V]) -> V:
-        """What ``make`` made of the rows ``read(known)`` returns, ``known`` being the version kept for
-        ``key`` (None: nothing kept); the kept value itself when the server says it is unchanged. A
-        ``key`` of None keeps nothing (filters :func:`version_applies` refuses)."""
+        """What ``make`` made of the rows ``read(known)`` returns, ``known`` being the confirmed
+        version kept for ``key`` (else None: the rows are read); the kept value itself when the server
+        says it is unchanged. A ``key`` of None keeps nothing (filters :func:`version_applies` refuses)."""
         with self._lock:
             kept = self._kept.get(key) if key is not None else None
-        answer = read(kept[0] if kept is not None else None)
+        answer = read(kept[0] if kept is not None and kept[2] else None)
         if kept is not None and answer.unchanged:
             return kept[1]
         value = make(answer.rows)
         if key is not None and answer.version is not None:
+            confirmed = kept is not None and kept[0] == answer.version
             with self._lock:
                 self._kept.pop(key, None)
-                self._kept[key] = (answer.version, value)
+                self._kept[key] = (answer.version, value, confirmed)
                 while len(self._kept) > self.size:
                     del self._kept[next(iter(self._kept))]
         return value

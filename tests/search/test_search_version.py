@@ -99,6 +99,7 @@ def test_a_search_reuses_what_it_made_of_the_rows_until_the_version_changes(kb: 
                                                                              searcher: KnowledgeBase) -> None:
     kb.add_experiences([experience(1)])
     first = context(searcher).namespace_workflows(params(searcher))
+    assert context(searcher).namespace_workflows(params(searcher)) is first, "read twice, the same rows"
     assert context(searcher).namespace_workflows(params(searcher)) is first
     kb.add_experiences([experience(2)])
     assert context(searcher).namespace_workflows(params(searcher)) is not first
