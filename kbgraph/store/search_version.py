@@ -13,8 +13,9 @@ The bump is central: the gateway runs every named query through
 first: a query that changes what is searched is preceded by ``kb_state_search_version_bump`` in
 the same transaction, once per transaction and namespace (:func:`bump_first`). Which named
 writes change what is searched is :data:`CHANGES_SEARCHED`: experiences written, merged, archived,
-restored, deleted or imported, abstract experiences grown or dissolved, ABSTRACTION and HAS_STEP
-edges. Feedback is not among them (:data:`LEAVES_SEARCHED`): it changes an experience's quality,
+restored or deleted, abstract experiences grown or dissolved, ABSTRACTION and HAS_STEP edges. An
+import renews the version itself after each batch (:data:`RENEW`, kbgraph.transfer), so that a
+state node it brings from a file gets a version of its own. Feedback is not among them (:data:`LEAVES_SEARCHED`): it changes an experience's quality,
 which a search with ``min_quality`` above 0 filters on, so such a search does not use the version
 (kbgraph.search.student.context.version_applies). A burst of feedback never waits for the
 namespace's state node.
@@ -31,10 +32,12 @@ import neo4j
 
 from kbgraph.store.queries import query
 
-__all__ = ["BUMP", "CHANGES_SEARCHED", "LEAVES_SEARCHED", "bump_first", "bump_search_version", "bump_search_version_async"]
+__all__ = ["BUMP", "CHANGES_SEARCHED", "LEAVES_SEARCHED", "RENEW", "bump_first", "bump_search_version", "bump_search_version_async"]
 
 #: The named query that gives namespace ``$kb`` a new search version.
 BUMP = "kb_state_search_version_bump"
+#: The same for an import: never creates the state node, which the import may bring.
+RENEW = "kb_state_search_version_renew"
 
 #: The named writes that can change what a search reads of a namespace as a whole: an
 #: experience's existence, status, kind, domain, operations, texts, scope, owner, success rate
@@ -45,7 +48,6 @@ CHANGES_SEARCHED = frozenset({
     "abstract_experiences_refresh", "abstract_experiences_rewrite",
     "abstract_experiences_dissolve", "abstract_experiences_dissolve_ids",
     "relation_upsert", "relations_inferred_delete", "relations_inferred_delete_some",
-    "import_merge_experience", "import_node_values", "import_rel_abstraction", "import_rel_has_step",
     "namespace_delete",
 })
 
@@ -61,6 +63,8 @@ LEAVES_SEARCHED: Mapping[str, str] = {
     "failure_mode_upsert": "FailureMode nodes, HAS_FAILURE edges",
     "step_link_next": "NEXT edges between steps",
     "meta_concept_link": "EXHIBITS edges to meta-concepts",
+    **{name: "the importer renews the version after each batch (RENEW, kbgraph.transfer)" for name in (
+        "import_merge_experience", "import_node_values", "import_rel_abstraction", "import_rel_has_step")},
     "import_relationship_values": "relationship properties",
     "import_rel_exhibits": "EXHIBITS edges", "import_rel_has_failure": "HAS_FAILURE edges",
     "import_rel_had_outcome": "HAD_OUTCOME edges", "import_rel_composition": "COMPOSITION edges",

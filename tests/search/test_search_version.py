@@ -213,3 +213,12 @@ def test_a_namespace_deleted_and_written_again_is_read_again(kb: KnowledgeBase, 
     assert workflow_ids(searcher) == set()
     kb.add_experiences([experience(2)])
     assert workflow_ids(searcher) == {experience(2).key}
+
+
+def test_an_imported_state_node_does_not_keep_the_version_its_file_carried(kb: KnowledgeBase, tmp_path: Path) -> None:
+    kb.add_experiences([experience(1)])
+    exported_at = version(kb)
+    kb.export(tmp_path / "kb.jsonl")
+    kb.clear()
+    kb.import_file(tmp_path / "kb.jsonl")
+    assert version(kb) not in (exported_at, None)
