@@ -1,12 +1,11 @@
 """A namespace's search version: a token on its ``KbState`` node that every write which can change
 what a search reads of the namespace as a whole replaces, in the write's own transaction.
 
-A search reads the whole namespace twice over for some channels (what every workflow changes,
-``search_workflow_operations``; every experience's text, ``search_experience_texts``) and gets the
-same rows back until a write changes them. It sends the version it last read with the request, and
-the server returns the rows only when the version is another (kbgraph.search.student.context,
-``KeptByVersion``): the version is read first, so rows read with an old version are at worst kept
-under that old version, never under a newer one.
+Some channels read the whole namespace (what every workflow changes, ``search_workflow_operations``;
+every experience's text, ``search_experience_texts``) and get the same rows back until a write
+changes them. A search sends the version it kept its rows with, and the server returns the rows
+only when the version is another (kbgraph.search.student.versioned): the version is read first, so
+rows read with an old version are at worst kept under that old version, never under a newer one.
 
 The bump is central: the gateway runs every named query through
 :func:`kbgraph.store.gateway.run_named` (or its async twin), which calls :func:`bump_search_version`
@@ -15,9 +14,10 @@ the same transaction, once per transaction and namespace (:func:`bump_first`). W
 writes change what is searched is :data:`CHANGES_SEARCHED`: experiences written, merged, archived,
 restored or deleted, abstract experiences grown or dissolved, ABSTRACTION and HAS_STEP edges. An
 import renews the version itself after each batch (:data:`RENEW`, kbgraph.transfer), so that a
-state node it brings from a file gets a version of its own. Feedback is not among them (:data:`LEAVES_SEARCHED`): it changes an experience's quality,
-which a search with ``min_quality`` above 0 filters on, so such a search does not use the version
-(kbgraph.search.student.context.version_applies). A burst of feedback never waits for the
+state node it brings from a file gets a version of its own. Feedback is not among them
+(:data:`LEAVES_SEARCHED`): it changes an experience's quality, which a search with ``min_quality``
+above 0 filters on, so such a search does not use the version
+(kbgraph.search.student.versioned.version_applies). A burst of feedback never waits for the
 namespace's state node.
 """
 
@@ -32,7 +32,8 @@ import neo4j
 
 from kbgraph.store.queries import query
 
-__all__ = ["BUMP", "CHANGES_SEARCHED", "LEAVES_SEARCHED", "RENEW", "bump_first", "bump_search_version", "bump_search_version_async"]
+__all__ = ["BUMP", "CHANGES_SEARCHED", "LEAVES_SEARCHED", "RENEW", "bump_first", "bump_search_version",
+           "bump_search_version_async"]
 
 #: The named query that gives namespace ``$kb`` a new search version.
 BUMP = "kb_state_search_version_bump"
