@@ -6,12 +6,22 @@
 // own texts (kbgraph.search.lexical.LexicalCorpus): the full-text index's top hits and its term
 // statistics are the whole database's, crowded by other namespaces. Used for a namespace small
 // enough to scan (search_namespace_size).
-MATCH (e:Experience {kb: $kb})
-WHERE e.status IN $statuses
-  AND ($domains IS NULL OR e.domain IN $domains)
-  AND ($kinds IS NULL OR e.kind IN $kinds)
-  AND coalesce(e.success_rate, 0.0) >= $min_success
-  AND coalesce(e.quality, 0.0) >= $min_quality
-  AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
-WITH e ORDER BY e.id
-RETURN collect([e.id, e.domain, coalesce(e.problem, ''), coalesce(e.goal, '')]) AS rows;
+// The namespace's search version comes first (kbgraph.store.search_version): when it is $known,
+// the version the caller read its rows with, the rows are not read (`unchanged`, rows []).
+OPTIONAL MATCH (state:KbState {kb: $kb})
+WITH state.search_version AS version
+CALL (version) {
+  // The namespace looked in: none when the version is the one sent (a filter on the version alone
+  // is planned after the experiences are read; an index seek for a null key reads nothing).
+  WITH CASE WHEN version IS NOT NULL AND version = $known THEN null ELSE $kb END AS scanned
+  MATCH (e:Experience {kb: scanned})
+  WHERE e.status IN $statuses
+    AND ($domains IS NULL OR e.domain IN $domains)
+    AND ($kinds IS NULL OR e.kind IN $kinds)
+    AND coalesce(e.success_rate, 0.0) >= $min_success
+    AND coalesce(e.quality, 0.0) >= $min_quality
+    AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
+  WITH e ORDER BY e.id
+  RETURN collect([e.id, e.domain, coalesce(e.problem, ''), coalesce(e.goal, '')]) AS rows
+}
+RETURN version, coalesce(version = $known, false) AS unchanged, rows;

@@ -7,16 +7,26 @@
 // cost the client ~3x more to decode one by one), and the list itself only where a name holds
 // $separator or is null (else null). kbgraph matches the request's asks with the operations' words
 // (kbgraph.search.student.intent, workflow_operations). One row of lists, as search_experience_texts.
-MATCH (e:Experience {kb: $kb})
-WHERE e.status IN $statuses
-  AND e.operations IS NOT NULL
-  AND ($domains IS NULL OR e.domain IN $domains)
-  AND ($kinds IS NULL OR e.kind IN $kinds)
-  AND coalesce(e.success_rate, 0.0) >= $min_success
-  AND coalesce(e.quality, 0.0) >= $min_quality
-  AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
-  AND (e.kind = 'abstract' OR NOT EXISTS { (e)-[:ABSTRACTION]->(:Experience {kb: $kb}) })
-  AND (e.kind = 'abstract' OR EXISTS { (e)-[:HAS_STEP]->() })
-WITH e ORDER BY e.id
-RETURN collect([e.id, e.domain, reduce(joined = '', o IN e.operations | joined + o + $separator),
-                CASE WHEN any(o IN e.operations WHERE o IS NULL OR o CONTAINS $separator) THEN e.operations END]) AS rows;
+// The namespace's search version comes first (kbgraph.store.search_version): when it is $known,
+// the version the caller read its rows with, the rows are not read (`unchanged`, rows []).
+OPTIONAL MATCH (state:KbState {kb: $kb})
+WITH state.search_version AS version
+CALL (version) {
+  // The namespace looked in: none when the version is the one sent (a filter on the version alone
+  // is planned after the experiences are read; an index seek for a null key reads nothing).
+  WITH CASE WHEN version IS NOT NULL AND version = $known THEN null ELSE $kb END AS scanned
+  MATCH (e:Experience {kb: scanned})
+  WHERE e.status IN $statuses
+    AND e.operations IS NOT NULL
+    AND ($domains IS NULL OR e.domain IN $domains)
+    AND ($kinds IS NULL OR e.kind IN $kinds)
+    AND coalesce(e.success_rate, 0.0) >= $min_success
+    AND coalesce(e.quality, 0.0) >= $min_quality
+    AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
+    AND (e.kind = 'abstract' OR NOT EXISTS { (e)-[:ABSTRACTION]->(:Experience {kb: $kb}) })
+    AND (e.kind = 'abstract' OR EXISTS { (e)-[:HAS_STEP]->() })
+  WITH e ORDER BY e.id
+  RETURN collect([e.id, e.domain, reduce(joined = '', o IN e.operations | joined + o + $separator),
+                  CASE WHEN any(o IN e.operations WHERE o IS NULL OR o CONTAINS $separator) THEN e.operations END]) AS rows
+}
+RETURN version, coalesce(version = $known, false) AS unchanged, rows;

@@ -25,6 +25,7 @@ import greenlet
 import neo4j
 
 from kbgraph.store.queries import query
+from kbgraph.store.search_version import bump_search_version_async
 from kbgraph.store.deadline import timed_out
 from kbgraph.embedders import Embedder, Vectors, WrappingEmbedder
 from kbgraph.store.gateway import (PING_TIMEOUT_S, Neo4jGateway, Row, guarded, handshake_answers, quiet, retried_async,
@@ -83,6 +84,7 @@ class _TaskFuture(concurrent.futures.Future[Any]):
 async def run_named_async(runner: neo4j.AsyncSession | neo4j.AsyncTransaction | neo4j.AsyncManagedTransaction,
                           name: str, params: dict[str, Any]) -> list[Row]:
     """:func:`kbgraph.store.gateway.run_named` on the async driver."""
+    await bump_search_version_async(runner, name, params)
     return [row_of(record) async for record in await runner.run(query(name), quiet(params))]
 
 

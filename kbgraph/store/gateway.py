@@ -17,6 +17,7 @@ import neo4j
 
 from kbgraph.core.errors import Neo4jUnavailableError
 from kbgraph.store.queries import query
+from kbgraph.store.search_version import bump_search_version
 from kbgraph.store.deadline import within
 from kbgraph.store.pool import pool_exhausted, pool_occupancy
 
@@ -71,7 +72,6 @@ class _QuietList(list[Any]):
     """A list parameter whose repr is one short line (see :func:`quiet`)."""
 
     __slots__ = ()
-
     def __repr__(self) -> str:
         return f"<list of {len(self)}>"
 
@@ -80,7 +80,6 @@ class _QuietDict(dict[str, Any]):
     """A map parameter whose repr is one short line (see :func:`quiet`)."""
 
     __slots__ = ()
-
     def __repr__(self) -> str:
         return f"<map of {len(self)}>"
 
@@ -99,6 +98,7 @@ def run_named(runner: neo4j.Session | neo4j.Transaction | neo4j.ManagedTransacti
               params: dict[str, Any]) -> list[Row]:
     """The rows of named query ``name`` run in ``runner`` (a session: one auto-commit query; a
     transaction: one statement of it), its parameters sent :func:`quiet`."""
+    bump_search_version(runner, name, params)
     return [row_of(record) for record in runner.run(query(name), quiet(params))]
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from kbgraph.core.errors import InvalidInputError, validation_problems
 from kbgraph.store.gateway import Neo4jGateway, Row, run_named
+from kbgraph.store.search_version import RENEW
 from kbgraph.core.jsonl import read_jsonl
 from kbgraph.transfer._check import check_export_file
 from kbgraph.transfer._export import vector_dimension
@@ -119,6 +120,7 @@ class _Importer:
                 created.append(value_row)
             if created:
                 run_named(tx, values_query, {"kb": self.namespace, "rows": created})
+                run_named(tx, RENEW, {"kb": self.namespace})  # after the values: a file's version is not kept
                 if self.changes_a_namespace:
                     run_named(tx, "kb_state_facts_changed", {"kb": self.namespace})
             return merged

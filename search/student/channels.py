@@ -186,8 +186,7 @@ def _lexical_scan(ctx: SearchContext, run: Run, terms: list[str]) -> list[Channe
     its own statistics (:class:`~kbgraph.search.lexical.LexicalCorpus`), ranked as the index query
     ranks them (another domain than the query's discounted), the ``candidates`` best."""
     params = run.params
-    rows = [tuple(str(value) for value in row) for row in ctx.gateway.read("search_experience_texts", **params)[0]["rows"]]
-    corpus = ctx.lexical_corpus(rows)
+    rows, corpus = ctx.namespace_texts(params)
     domain, other = params["domain"], float(params["other_domain"])
     ranked = sorted(
         ((score * (1.0 if domain is None or rows[i][1] == domain else other), rows[i][0], score)

@@ -29,7 +29,8 @@ from kbgraph.search.params import SearchQuery, SearchWeights
 from kbgraph.search.scoring import domain_distance, transferability
 from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.text_vectors import IntentVectors
-from kbgraph.search.student.workflow_operations import WorkflowOperations
+from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key, version_applies
+from kbgraph.search.student.workflow_operations import WorkflowOperations, read_rows
 
 __all__ = ["KeptByContent", "Run", "SearchContext"]
 
@@ -99,6 +100,12 @@ class SearchContext:
         default_factory=lambda: KeptByContent(LEXICAL_CORPORA))
     operations: KeptByContent[tuple[tuple[Any, ...], ...], WorkflowOperations] = field(
         default_factory=lambda: KeptByContent(OPERATION_TABLES))
+    #: The same two, by set of filters, with the search version they were read at: a search whose
+    #: version is unchanged reads neither (kbgraph.search.student.versioned).
+    lexical_by_version: KeptByVersion[tuple[Any, ...], tuple[list[tuple[str, ...]], LexicalCorpus]] = field(
+        default_factory=lambda: KeptByVersion(LEXICAL_CORPORA))
+    operations_by_version: KeptByVersion[tuple[Any, ...], WorkflowOperations] = field(
+        default_factory=lambda: KeptByVersion(OPERATION_TABLES))
 
     def lexical_corpus(self, rows: Sequence[tuple[str, ...]]) -> LexicalCorpus:
         """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal)``, as
@@ -112,6 +119,24 @@ class SearchContext:
         reads them) change, worked out once for the same rows: a write to the namespace that
         changes any row (a workflow, its operations, a filtered property) makes a new one."""
         return self.operations.get(rows, lambda: WorkflowOperations(WorkflowOperations.rows_of(rows), self.intent_vectors))
+
+    def namespace_texts(self, params: FilterParams) -> tuple[list[tuple[str, ...]], LexicalCorpus]:
+        """The texts of the experiences that pass ``params``'s filters (``(id, domain, problem,
+        goal)`` each, as search_experience_texts reads them) and their BM25 index: read again only
+        when the namespace's search version changed (or the filters are not kept by it)."""
+        def read(known: str | None) -> VersionedRead[list[tuple[str, ...]]]:
+            answer = self.gateway.read("search_experience_texts", **params, known=known)[0]
+            rows = [tuple(str(value) for value in row) for row in answer["rows"]]
+            return VersionedRead(answer["version"], bool(answer["unchanged"]), rows)
+
+        return self.lexical_by_version.get(_kept_key(params), read, lambda rows: (rows, self.lexical_corpus(rows)))
+
+    def namespace_workflows(self, params: FilterParams) -> WorkflowOperations:
+        """What the workflows that pass ``params``'s filters change (search_workflow_operations):
+        read again only when the namespace's search version changed (or the filters are not kept
+        by it), and worked out again only when the rows did."""
+        return self.operations_by_version.get(_kept_key(params), lambda known: read_rows(self.gateway, params, known),
+                                              self.workflow_operations)
 
     def domain_has_steps(self, domain: str | None) -> bool:
         """False when the query's domain holds no experience with steps (WebArena's, say): the
@@ -240,6 +265,11 @@ class Run:
     @property
     def task_or_anchor(self) -> list[float]:
         return self.task or self.anchor
+
+
+def _kept_key(params: FilterParams) -> tuple[Any, ...] | None:
+    """What a whole-namespace read with ``params`` is kept by, or None when it is read every time."""
+    return filter_key(params) if version_applies(params) else None
 
 
 def _as_list(vector: Any) -> list[float] | None:

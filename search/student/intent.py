@@ -22,7 +22,9 @@ are its state-changing operations (``cancel_pending_order``), read as words
 
 The words of operations and intent texts are embedded once per process (:class:`IntentVectors`),
 and what the rows of step 2 need of them is worked out once for the same rows
-(:class:`~kbgraph.search.student.workflow_operations.WorkflowOperations`, kept by content).
+(:class:`~kbgraph.search.student.workflow_operations.WorkflowOperations`, kept by content); the rows
+themselves are read again only when the namespace's search version changed
+(:mod:`kbgraph.search.student.versioned`).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from kbgraph.search.scoring import WordOperationCounts, ask_history_association,
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.text_vectors import IntentVectors, unit_rows
-from kbgraph.search.student.workflow_operations import SequenceTable, in_domain, read_rows
+from kbgraph.search.student.workflow_operations import SequenceTable, in_domain
 
 __all__ = ["HISTORY_TERMS", "INTENT_CHANNEL", "IntentMatcher", "IntentScore", "intent_channel", "intent_history", "uses_intent"]
 
@@ -162,7 +164,7 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     experiences standing for one sequence of operations come in together), best first, each a
     :class:`ChannelHit`. Another domain than the query's is discounted as the other channels do."""
     params, w = run.params, run.weights
-    workflows = ctx.workflow_operations(read_rows(ctx.gateway, params))
+    workflows = ctx.namespace_workflows(params)
     domain, other = params["domain"], float(params["other_domain"])
     matcher.know(workflows.known_operations(domain))
     if w.intent_history_weight > 0:

@@ -93,6 +93,11 @@ class StudentRetriever:
         """The namespace's cached size (shared with the step search: kb.search_steps)."""
         return self._context.size
 
+    @property
+    def context(self) -> SearchContext:
+        """What every search of this retriever shares, its caches included."""
+        return self._context
+
     def _executor(self) -> Executor:
         # The channels are independent index queries; running them concurrently overlaps their
         # round trips (threads, or the event loop's tasks under AsyncKnowledgeBase).

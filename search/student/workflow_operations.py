@@ -24,6 +24,7 @@ import numpy.typing as npt
 from kbgraph.core.shapes import intent_text, operation_words
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.search.student.text_vectors import IntentVectors
+from kbgraph.search.student.versioned import VersionedRead
 
 __all__ = ["SEPARATOR", "OperationRow", "SequenceTable", "WorkflowOperations", "in_domain", "read_rows"]
 
@@ -116,11 +117,14 @@ class WorkflowOperations:
                      for exp_id, domain, joined, listed in records)
 
 
-def read_rows(gateway: Neo4jGateway, params: Mapping[str, Any]) -> tuple[tuple[Any, ...], ...]:
+def read_rows(gateway: Neo4jGateway, params: Mapping[str, Any],
+              known: str | None = None) -> VersionedRead[tuple[tuple[Any, ...], ...]]:
     """The rows of ``search_workflow_operations`` for the filters ``params``, hashable: ``(id,
     domain, joined, operations)``, each experience's operations one string, every name followed by
     :data:`SEPARATOR` (the list itself only where a name holds it). The key a table is kept by:
-    equal rows, equal key, made without splitting ~27,000 names every search."""
-    records = gateway.read("search_workflow_operations", **params, separator=SEPARATOR)[0]["rows"]
-    return tuple((exp_id, domain, joined, tuple(listed) if listed is not None else None)
-                 for exp_id, domain, joined, listed in records)
+    equal rows, equal key, made without splitting ~27,000 names every search. With the
+    namespace's search version; none read when it is ``known`` (kbgraph.search.student.versioned)."""
+    answer = gateway.read("search_workflow_operations", **params, separator=SEPARATOR, known=known)[0]
+    rows = tuple((exp_id, domain, joined, tuple(listed) if listed is not None else None)
+                 for exp_id, domain, joined, listed in answer["rows"])
+    return VersionedRead(answer["version"], bool(answer["unchanged"]), rows)

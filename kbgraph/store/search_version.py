@@ -1,0 +1,116 @@
+"""A namespace's search version: a token on its ``KbState`` node that every write which can change
+what a search reads of the namespace as a whole replaces, in the write's own transaction.
+
+Some channels read the whole namespace (what every workflow changes, ``search_workflow_operations``;
+every experience's text, ``search_experience_texts``) and get the same rows back until a write
+changes them. A search sends the version it kept its rows with, and the server returns the rows
+only when the version is another (kbgraph.search.student.versioned): the version is read first, so
+rows read with an old version are at worst kept under that old version, never under a newer one.
+
+The bump is central: the gateway runs every named query through
+:func:`kbgraph.store.gateway.run_named` (or its async twin), which calls :func:`bump_search_version`
+first: a query that changes what is searched is preceded by ``kb_state_search_version_bump`` in
+the same transaction, once per transaction and namespace (:func:`bump_first`). Which named
+writes change what is searched is :data:`CHANGES_SEARCHED`: experiences written, merged, archived,
+restored or deleted, abstract experiences grown or dissolved, ABSTRACTION and HAS_STEP edges. An
+import renews the version itself after each batch (:data:`RENEW`, kbgraph.transfer), so that a
+state node it brings from a file gets a version of its own. Feedback is not among them
+(:data:`LEAVES_SEARCHED`): it changes an experience's quality, which a search with ``min_quality``
+above 0 filters on, so such a search does not use the version
+(kbgraph.search.student.versioned.version_applies). A burst of feedback never waits for the
+namespace's state node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from threading import Lock
+from typing import Any
+from weakref import WeakKeyDictionary
+
+import neo4j
+
+from kbgraph.store.queries import query
+
+__all__ = ["BUMP", "CHANGES_SEARCHED", "LEAVES_SEARCHED", "RENEW", "bump_first", "bump_search_version",
+           "bump_search_version_async"]
+
+#: The named query that gives namespace ``$kb`` a new search version.
+BUMP = "kb_state_search_version_bump"
+#: The same for an import: never creates the state node, which the import may bring.
+RENEW = "kb_state_search_version_renew"
+
+#: The named writes that can change what a search reads of a namespace as a whole: an
+#: experience's existence, status, kind, domain, operations, texts, scope, owner, success rate
+#: or quality; its ABSTRACTION edges; whether it has steps (HAS_STEP).
+CHANGES_SEARCHED = frozenset({
+    "experience_upsert", "experience_merge", "experience_delete", "step_upsert",
+    "maintenance_archive", "maintenance_restore",
+    "abstract_experiences_refresh", "abstract_experiences_rewrite",
+    "abstract_experiences_dissolve", "abstract_experiences_dissolve_ids",
+    "relation_upsert", "relations_inferred_delete", "relations_inferred_delete_some",
+    "namespace_delete",
+})
+
+#: Named writes that reach experiences but leave what is searched as a whole as it was, and why.
+LEAVES_SEARCHED: Mapping[str, str] = {
+    "feedback_used": "quality: a search filtering on min_quality > 0 does not use the version",
+    "feedback_retrieved": "a counter no search filters on",
+    "feedback_outcome": "Outcome nodes and HAD_OUTCOME edges",
+    "feedback_step_rewards": "step rewards",
+    "experiences_unlinked_clear": "the consolidation's marks",
+    "experience_content_claims": "locks the state node, writes nothing searched",
+    "concept_insight_upsert": "Concept and Insight nodes, EXHIBITS edges",
+    "failure_mode_upsert": "FailureMode nodes, HAS_FAILURE edges",
+    "step_link_next": "NEXT edges between steps",
+    "meta_concept_link": "EXHIBITS edges to meta-concepts",
+    **{name: "the importer renews the version after each batch (RENEW, kbgraph.transfer)" for name in (
+        "import_merge_experience", "import_node_values", "import_rel_abstraction", "import_rel_has_step")},
+    "import_relationship_values": "relationship properties",
+    "import_rel_exhibits": "EXHIBITS edges", "import_rel_has_failure": "HAS_FAILURE edges",
+    "import_rel_had_outcome": "HAD_OUTCOME edges", "import_rel_composition": "COMPOSITION edges",
+    "import_rel_adaptation": "ADAPTATION edges", "import_rel_alternative": "ALTERNATIVE edges",
+    "import_rel_next": "NEXT edges", "import_rel_has_vector": "HAS_VECTOR edges",
+    "import_rel_in_domain": "IN_DOMAIN edges", "import_rel_about": "ABOUT edges",
+    "import_rel_from": "FROM edges", "import_rel_instance_of": "INSTANCE_OF edges",
+    "import_rel_performed": "PERFORMED edges",
+}
+
+# The transactions that bumped already, and for which namespaces (a transaction is one thread's).
+_bumped: WeakKeyDictionary[Any, set[str]] = WeakKeyDictionary()
+_lock = Lock()
+
+
+def bump_first(runner: Any, name: str, params: Mapping[str, Any], transaction: bool) -> str | None:
+    """The namespace whose search version must be bumped in ``runner`` before named query ``name``
+    runs there with ``params``, or None: ``name`` changes nothing searched, or ``runner`` (a
+    ``transaction``) bumped that namespace already. In an auto-commit session the bump is a
+    statement of its own, run first (``namespace_delete`` deletes the state node anyway)."""
+    kb = params.get("kb")
+    if name not in CHANGES_SEARCHED or not isinstance(kb, str):
+        return None
+    if not transaction:
+        return kb
+    with _lock:
+        done = _bumped.setdefault(runner, set())
+        if kb in done:
+            return None
+        done.add(kb)
+    return kb
+
+
+def bump_search_version(runner: neo4j.Session | neo4j.Transaction | neo4j.ManagedTransaction, name: str,
+                        params: Mapping[str, Any]) -> None:
+    """Bumps, in ``runner``, the search version of the namespace named query ``name`` is about to
+    change what is searched of, if it does and ``runner`` has not bumped it yet."""
+    kb = bump_first(runner, name, params, not isinstance(runner, neo4j.Session))
+    if kb is not None:
+        runner.run(query(BUMP), {"kb": kb}).consume()
+
+
+async def bump_search_version_async(runner: neo4j.AsyncSession | neo4j.AsyncTransaction | neo4j.AsyncManagedTransaction,
+                                    name: str, params: Mapping[str, Any]) -> None:
+    """:func:`bump_search_version` on the async driver."""
+    kb = bump_first(runner, name, params, not isinstance(runner, neo4j.AsyncSession))
+    if kb is not None:
+        await (await runner.run(query(BUMP), {"kb": kb})).consume()

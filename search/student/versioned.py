@@ -1,0 +1,94 @@
+"""What a search makes of a whole-namespace read, kept with the namespace's search version
+(kbgraph.store.search_version), so that the next search with the same filters skips the read.
+
+Two channels read the namespace as a whole: the intent channel every workflow's operations
+(``search_workflow_operations``), the lexical scan every experience's text
+(``search_experience_texts``). Each request first reads the namespace's search version, a token on
+its state node that every write changing those rows replaces in its own transaction, and is sent the
+version the caller kept its rows with (``$known``): when the two are equal the server reads nothing
+and answers ``unchanged``. The version is read before the rows, so rows are at worst kept under an
+older version than theirs (the next search reads them again). Neo4j reads at read committed, and a
+read that overlaps a commit being applied may see part of it: so the rows of a version are read
+twice, by the first two searches that see it, and only the second read is trusted (the kept value
+is the same object when the rows are, see ``KeptByContent``).
+
+Kept per set of filters (:func:`filter_key`: namespace, statuses, domains, kinds, success and quality
+floors, the calling agent, whose own experiences it sees), so a tenant's or an agent's rows are never
+another's. Feedback changes an experience's quality without a new version (a burst of feedback must
+not queue on the namespace's state node): a search with a quality floor above 0 reads its rows
+every time (:func:`version_applies`); quality is in [0, 1], so a floor of 0 filters nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+from threading import Lock
+from typing import Any, Generic, TypeVar
+
+__all__ = ["KeptByVersion", "VersionedRead", "filter_key", "version_applies"]
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class VersionedRead(Generic[R]):
+    """One answer of a versioned whole-namespace read: the namespace's search version (None: the
+    namespace has none yet, nothing is kept), whether it was the one sent, and the rows (empty when
+    ``unchanged``)."""
+
+    version: str | None
+    unchanged: bool
+    rows: R
+
+
+def version_applies(params: Mapping[str, Any]) -> bool:
+    """Whether rows read with these filters may be kept by the search version: not with a quality
+    floor above 0, which feedback's quality changes (no new version) can cross."""
+    return float(params["min_quality"]) <= 0.0
+
+
+def filter_key(params: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What the rows of a whole-namespace read depend on besides the namespace's contents."""
+    return (params["kb"], tuple(params["statuses"]), _tuple(params["domains"]), _tuple(params["kinds"]),
+            float(params["min_success"]), float(params["min_quality"]), params["agent"])
+
+
+def _tuple(values: Any) -> tuple[Any, ...] | None:
+    return None if values is None else tuple(values)
+
+
+class KeptByVersion(Generic[K, V]):
+    """What was made of one whole-namespace read per key (a set of filters), with the search version
+    it was read at and whether a second read at that version confirmed it. Holds the last ``size``
+    keys; thread-safe. Two searches that read at once both keep theirs, the last one stays: an older
+    version than the server's is only read again."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._kept: dict[K, tuple[str, V, bool]] = {}
+        self._lock = Lock()
+
+    def get(self, key: K | None, read: Callable[[str | None], VersionedRead[R]], make: Callable[[R], V]) -> V:
+        """What ``make`` made of the rows ``read(known)`` returns, ``known`` being the confirmed
+        version kept for ``key`` (else None: the rows are read); the kept value itself when the server
+        says it is unchanged. A ``key`` of None keeps nothing (filters :func:`version_applies` refuses)."""
+        with self._lock:
+            kept = self._kept.get(key) if key is not None else None
+        answer = read(kept[0] if kept is not None and kept[2] else None)
+        if kept is not None and answer.unchanged:
+            return kept[1]
+        value = make(answer.rows)
+        if key is not None and answer.version is not None:
+            confirmed = kept is not None and kept[0] == answer.version
+            with self._lock:
+                self._kept.pop(key, None)
+                self._kept[key] = (answer.version, value, confirmed)
+                while len(self._kept) > self.size:
+                    del self._kept[next(iter(self._kept))]
+        return value
+
+    def __len__(self) -> int:
+        return len(self._kept)

@@ -1,0 +1,85 @@
+"""What a search keeps of a whole-namespace read with the namespace's search version
+(kbgraph.search.student.versioned): the server is told the version kept, and what was made of the
+rows is reused only when it answers that the version is unchanged."""
+
+from __future__ import annotations
+
+from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key, version_applies
+
+
+class Server:
+    """Answers as the versioned queries do: the rows only when the version sent is not the current one."""
+
+    def __init__(self, version: str | None, rows: tuple[str, ...]):
+        self.version, self.rows = version, rows
+        self.sent: list[str | None] = []
+
+    def read(self, known: str | None) -> VersionedRead[tuple[str, ...]]:
+        self.sent.append(known)
+        unchanged = self.version is not None and known == self.version
+        return VersionedRead(self.version, unchanged, () if unchanged else self.rows)
+
+
+def made(rows: tuple[str, ...]) -> list[str]:
+    return list(rows)
+
+
+def test_the_rows_of_a_version_are_read_twice_then_reused_until_it_changes() -> None:
+    kept: KeptByVersion[str, list[str]] = KeptByVersion(4)
+    server = Server("v1", ("a", "b"))
+    kept.get("filters", server.read, made)
+    second = kept.get("filters", server.read, made)  # a read may have overlapped a commit: read again
+    assert kept.get("filters", server.read, made) is second and server.sent == [None, None, "v1"]
+    server.version, server.rows = "v2", ("a",)
+    assert kept.get("filters", server.read, made) == ["a"] and server.sent[-1] == "v1"
+    assert kept.get("filters", server.read, made) == ["a"] and server.sent[-1] is None
+    assert kept.get("filters", server.read, made) == ["a"] and server.sent[-1] == "v2"
+
+
+def test_rows_read_while_a_commit_was_applied_are_replaced_by_the_second_read() -> None:
+    kept: KeptByVersion[str, list[str]] = KeptByVersion(4)
+    kept.get("filters", Server("v2", ("a",)).read, made)  # v2's commit half applied: b not seen yet
+    assert kept.get("filters", Server("v2", ("a", "b")).read, made) == ["a", "b"]
+
+
+def test_a_namespace_without_a_version_and_filters_not_kept_by_it_are_read_every_time() -> None:
+    kept: KeptByVersion[str, list[str]] = KeptByVersion(4)
+    unversioned = Server(None, ("a",))
+    kept.get("filters", unversioned.read, made)
+    kept.get("filters", unversioned.read, made)
+    assert unversioned.sent == [None, None]
+    versioned = Server("v1", ("a",))
+    kept.get(None, versioned.read, made)
+    kept.get(None, versioned.read, made)
+    assert versioned.sent == [None, None] and len(kept) == 0
+
+
+def test_each_set_of_filters_keeps_its_own_and_the_oldest_goes_first() -> None:
+    kept: KeptByVersion[str, list[str]] = KeptByVersion(2)
+    for key in ("tenant a", "tenant b", "tenant c"):
+        kept.get(key, Server("v1", (key,)).read, made)
+    assert len(kept) == 2
+    for key in ("tenant b", "tenant c"):  # confirmed
+        kept.get(key, Server("v1", (key,)).read, made)
+    server = Server("v1", ("tenant b",))
+    assert kept.get("tenant b", server.read, made) == ["tenant b"] and server.sent == ["v1"]
+    server = Server("v1", ("tenant a",))
+    kept.get("tenant a", server.read, made)
+    assert server.sent == [None], "the oldest was let go"
+
+
+PARAMS = {"kb": "ns", "statuses": ["active"], "domains": None, "kinds": ["abstract"], "min_success": 0.0,
+          "min_quality": 0.0, "agent": "agent-a", "domain": "retail", "other_domain": 0.5}
+
+
+def test_the_key_is_the_namespace_and_every_filter_but_not_the_query_s_domain() -> None:
+    assert filter_key(PARAMS) == filter_key({**PARAMS, "domain": "airline"})
+    for changed in ({"kb": "other"}, {"agent": None}, {"statuses": ["archived"]}, {"domains": ["retail"]},
+                    {"kinds": None}, {"min_success": 0.5}):
+        assert filter_key(PARAMS) != filter_key({**PARAMS, **changed}), changed
+
+
+def test_a_quality_floor_above_zero_is_read_every_time_as_feedback_changes_quality_without_a_new_version() -> None:
+    assert version_applies(PARAMS)
+    assert not version_applies({**PARAMS, "min_quality": 0.1})
+    assert version_applies({**PARAMS, "min_success": 0.9})
