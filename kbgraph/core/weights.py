@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kbgraph.core.models import RelationType
 
@@ -66,20 +66,32 @@ class SearchWeights(StrictModel):
         default=0.9, description="ι: for a request without executed steps, share of the intent match in S_coarse ← "
         "(1−ι)·S_coarse + ι·intent, intent = how well what a workflow changes (its state-changing operations in words) "
         "matches what the request asks, ask by ask (kbgraph.search.scoring.intent_match). 0 turns the intent channel off.")
-    intent_scale: Literal["fixed", "novelty"] = Field(
-        default="novelty", description="How ι applies to one request: as it is (fixed), or times how far the request is "
-        "from every text the memory holds (novelty: ι·(1 − the best semantic cosine among the candidates)). A request "
+    intent_scale: Literal["fixed", "novelty", "ramp"] = Field(
+        default="ramp", description="How ι applies to one request: as it is (fixed), times how far the request is "
+        "from every text the memory holds (novelty: ι·(1 − the best semantic cosine among the candidates)), or all of "
+        "ι below intent_new_below, none above intent_known_above and a straight line between (ramp). A request "
         "the memory holds nearly word for word (a task seen before) is answered by its own runs, whatever their "
-        "operations; a request in new words by what workflows change.")
+        "operations; a request in new words by what workflows change (kbgraph.search.scoring.intent_share). The ramp applies "
+        "to a request of a domain the memory holds workflows of; another is matched across domains and scaled by novelty.")
+    intent_new_below: Unit = Field(
+        default=0.45, description="ramp: a request whose best semantic cosine with the candidates is below this is new "
+        "to the memory and takes all of ι.")
+    intent_known_above: Unit = Field(
+        default=0.70, description="ramp: a request whose best semantic cosine is above this is a task the memory holds "
+        "and takes no ι.")
+    intent_spread: bool = Field(
+        default=True, description="Stretch the intent matches of one request's candidates to [0, 1] (min to max) "
+        "before mixing them with ι, as the lexical score is relative to the best: a request's intent matches span a "
+        "few tenths of cosine, so unstretched they weigh less than ι says (a request of a domain the memory holds "
+        "workflows of).")
     intent_candidates: Annotated[int, Field(ge=0, le=2000)] = Field(
         default=10, description="Workflows (distinct sequences of operations) the intent channel adds as candidates, the "
         "best matches of the request's asks, with every experience that stands for them.")
     intent_history_weight: Annotated[float, Field(ge=0.0, le=10.0, allow_inf_nan=False)] = Field(
-        default=0.0, description="η: how much the namespace's own history adds to the intent match: intent ← intent + "
+        default=0.1, description="η: how much the namespace's own history adds to the intent match: intent ← intent + "
         "η·association, the idf-weighted mean lift of the request's words for a workflow's operations over the stored "
-        "runs that worked (kbgraph.search.scoring.history_association; a query never counts its own runs). 0 (the "
-        "default, opt-in until the suite adopts it: 0.1 measured pooled +0.007 [−0.002, +0.020]) matches by the "
-        "operations' words alone.")
+        "runs that worked (kbgraph.search.scoring.history_association; a query never counts its own runs). 0 matches "
+        "by the operations' words alone (docs/search.md has the suite's figures for both).")
     intent_unasked_penalty: Unit = Field(
         default=1.0, description="γ of the intent match of a request of several asks: a workflow's match is multiplied by "
         "(mean / max over its operations of how well some ask asks for it)^γ, so changes nobody asked for cost.")
@@ -169,6 +181,13 @@ class SearchWeights(StrictModel):
     overfetch_limit: Annotated[int, Field(ge=1, le=100_000)] = Field(
         default=DEFAULT_OVERFETCH_LIMIT, description="Most nodes asked of one index before falling back to an exact namespace scan.")
     concepts: Annotated[int, Field(ge=0, le=20)] = Field(default=3, description="Meta-concept documents returned (BREW: 3).")
+
+    @model_validator(mode="after")
+    def _ramp_rises(self) -> SearchWeights:
+        if self.intent_known_above <= self.intent_new_below:
+            raise ValueError(f"intent_known_above ({self.intent_known_above}) must exceed intent_new_below "
+                             f"({self.intent_new_below})")
+        return self
 
     @field_validator("edge_weights", mode="before")
     @classmethod

@@ -90,6 +90,10 @@ ABLATIONS = Recipes(
     Recipe("outcomes_off", {"success_floor": 1.0, "support_weight": 0.0, "handoff_credit": 1.0, "outcome_weight": 0.0},
            "what outcomes add, off"),
     Recipe("intent_off", {"intent_weight": 0.0}, "the intent channel of requests without steps (search/student/intent.py) off"),
-    Recipe("history_on", {"intent_history_weight": 0.1},
-           "opt-in: what the namespace's own history adds to the intent match (kbgraph.search.scoring.history_association)"),
+    Recipe("history_off", {"intent_history_weight": 0.0},
+           "what the namespace's own history adds to the intent match (kbgraph.search.scoring.history_association) off"),
+    Recipe("intent_ramp_off", {"intent_scale": "novelty"},
+           "the intent weight scaled by novelty (1 − best semantic cosine) instead of the ramp (intent_share)"),
+    Recipe("intent_spread_off", {"intent_spread": False},
+           "the intent matches mixed as cosines instead of stretched over the candidates (scoring._direct.spread)"),
 )

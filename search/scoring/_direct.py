@@ -82,6 +82,7 @@ def direct_scores(
     intent: npt.ArrayLike | None = None,
     has_intent: npt.ArrayLike | None = None,
     intent_weight: float,
+    intent_spread: bool = False,
 ) -> dict[str, FloatArray]:
     """The student-phase score of n candidates found directly by an index (docs/design.md §3), vectorised.
 
@@ -91,7 +92,9 @@ def direct_scores(
         textual = (1−α)·semantic + α·lexical         (Agent KB §E.2 hybrid, over problem and goal)
         coarse  = (1−ω)·textual + ω·structural       (textual alone where has_structure is False)
         coarse  ← (1−ι)·coarse + ι·intent             (a request without steps; intent of a candidate
-                                                       without one: the mean of those with one)
+                                                       without one: the mean of those with one;
+                                                       intent_spread: (intent − min) / (max − min)
+                                                       over the candidates with one)
         stage   = λ·coarse + (1−λ)·fine              (Agent KB §A.1)
         direct  = stage · trans · (floor + (1−floor)·success) · share + β·support   (eq. 5, plus evidence)
         direct  ← (1−w_q)·direct + w_q·quality        (MAEL: α·sim + (1−α)·reward)
@@ -163,6 +166,8 @@ def direct_scores(
         if matched.size != n or intent_mask.size != n:
             raise ValueError(f"intent has {matched.size} values for {n} candidates")
         if intent_mask.any():
+            if intent_spread:
+                matched = spread(matched, intent_mask)
             neutral = float(matched[intent_mask].mean())
             coarse = (1.0 - iota) * coarse + iota * np.where(intent_mask, matched, neutral)
     stage = weight_lam * coarse + (1.0 - weight_lam) * np.clip(arrays["fine"], 0.0, 1.0)
@@ -180,3 +185,16 @@ def direct_scores(
         "utility_factor": by_utility,
         "direct": direct,
     }
+
+
+def spread(scores: FloatArray, among: npt.NDArray[np.bool_]) -> FloatArray:
+    """``scores`` stretched to [0, 1] over the entries ``among`` marks: ``(x − min) / (max − min)``
+    (all 1 where they are equal), the others left as they are. The intent match of one request
+    spans a few tenths (cosines of short texts), where the lexical score, relative to the best,
+    spans the whole range: stretched, the intent weighs in the mix what its weight says."""
+    out = scores.copy()
+    if not among.any():
+        return out
+    low, high = float(scores[among].min()), float(scores[among].max())
+    out[among] = (scores[among] - low) / (high - low) if high > low else 1.0
+    return out

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from kbgraph.search.scoring._checks import _unit_interval
 
-__all__ = ["intent_match", "intent_matches"]
+__all__ = ["intent_match", "intent_matches", "intent_share"]
 
 
 def intent_match(whole: float, asks_by_operation: npt.ArrayLike, best_by_ask: npt.ArrayLike,
@@ -105,3 +105,26 @@ def _cosine(value: float, name: str) -> float:
     if number < -1.0001 or number > 1.0001:
         raise ValueError(f"{name} must be a cosine in [-1, 1], got {value!r}")
     return min(1.0, max(0.0, number))
+
+
+def intent_share(intent_weight: float, best_semantic: float, scale: str, new_below: float, known_above: float) -> float:
+    """ι for one request: how much of the coarse score the intent match takes.
+
+    ``best_semantic`` is the best cosine of the request with any candidate's problem and goal: how
+    near the memory holds its words. ``fixed`` applies ι as it is; ``novelty`` scales it by
+    ``1 − best``; ``ramp`` gives all of ι to a request farther than ``new_below`` from every stored
+    text, none to one nearer than ``known_above`` (a task the memory holds, answered by its own runs
+    whatever their operations) and a straight line between::
+
+        ι · clip((known_above − best) / (known_above − new_below), 0, 1)
+    """
+    best = min(max(best_semantic, 0.0), 1.0)
+    if scale == "fixed":
+        return intent_weight
+    if scale == "novelty":
+        return intent_weight * (1.0 - best)
+    if scale != "ramp":
+        raise ValueError(f"unknown intent scale {scale!r} (fixed, novelty, ramp)")
+    if known_above <= new_below:
+        raise ValueError(f"known_above ({known_above}) must exceed new_below ({new_below})")
+    return intent_weight * min(max((known_above - best) / (known_above - new_below), 0.0), 1.0)

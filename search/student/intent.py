@@ -84,6 +84,9 @@ class IntentMatcher:
         self._ask_vectors = (unit_rows(np.asarray(vectors.embedder.embed(asks), dtype=np.float64)) if len(asks) > 1
                              else self._whole[None, :])
         self._known: dict[tuple[str | None, tuple[str, ...]], IntentScore] = {}
+        #: The memory holds workflows of the request's domain (:meth:`know`): the match is then with
+        #: the operations of its own domain, not a guess across domains.
+        self.home = True
         #: Each ask's largest cosine over every operation the namespace knows (:meth:`know`).
         self._best_by_ask = np.zeros(len(self._ask_vectors))
         #: The request's words, and what the namespace's history says of them (:meth:`learn`).
@@ -94,9 +97,11 @@ class IntentMatcher:
         self._ask_words = ([query_terms(ask, HISTORY_TERMS) for ask in asks]
                            if len(asks) > 1 and self._history_weight > 0 else [])
 
-    def know(self, operations: Sequence[tuple[str, str | None]]) -> None:
+    def know(self, operations: Sequence[tuple[str, str | None]], home: bool = True) -> None:
         """Sets the operations the memory knows (each with its domain), against which each ask's
-        best match is taken (before any :meth:`score`)."""
+        best match is taken (before any :meth:`score`); ``home``: whether they include workflows
+        of the request's own domain."""
+        self.home = home
         distinct = sorted(set(operations), key=lambda item: (item[0], item[1] or ""))
         if distinct and len(self.asks) > 1:
             texts = [in_domain(operation_words(op), domain) for op, domain in distinct]
@@ -166,7 +171,7 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     params, w = run.params, run.weights
     workflows = ctx.namespace_workflows(params)
     domain, other = params["domain"], float(params["other_domain"])
-    matcher.know(workflows.known_operations(domain))
+    matcher.know(workflows.known_operations(domain), home=workflows.holds(domain))
     if w.intent_history_weight > 0:
         matcher.learn(intent_history(ctx, run))
     discount = np.array([1.0 if domain is None or d == domain else other for d, _ in workflows.keys])

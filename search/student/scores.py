@@ -14,7 +14,7 @@ from kbgraph.core.models import RelationType
 from kbgraph.search.params import SearchWeights
 from kbgraph.search.results import PathHop
 from kbgraph.search.scoring import (
-    carried_over, context_factor, direct_scores, fine_score, fit_score, lambda_schedule, neo4j_to_cosine,
+    carried_over, context_factor, direct_scores, fine_score, fit_score, intent_share, lambda_schedule, neo4j_to_cosine,
     outcome_evidence, support_score, utility_factor, workflow_score,
 )
 from kbgraph.search.student.channels import Candidate, Gathered, StepEvidence
@@ -100,8 +100,11 @@ def _direct(
                              else None for f in facts]) \
         if intent is not None else [None] * len(facts)
     iota = w.intent_weight if intent is not None else 0.0
-    if iota > 0 and w.intent_scale == "novelty" and semantic.size:
-        iota *= 1.0 - float(np.clip(semantic.max(), 0.0, 1.0))
+    if iota > 0 and semantic.size:
+        # The ramp trusts the match with the operations of the request's own domain; a request of a
+        # domain the memory holds no workflow of is matched across domains, scaled by novelty.
+        scale = w.intent_scale if intent is None or intent.home or w.intent_scale != "ramp" else "novelty"
+        iota = intent_share(iota, float(semantic.max()), scale, w.intent_new_below, w.intent_known_above)
     parts = direct_scores(
         semantic=semantic, structural=structural, has_structure=has_structure, fine=fine,
         lexical=np.array([c.lexical for c in scored]), trans=trans, success=success, support=support,
@@ -112,6 +115,7 @@ def _direct(
         utility=utility, utility_weight=w.utility_weight, share=share,
         intent=np.array([m.score if m is not None else 0.0 for m in matches]),
         has_intent=np.array([m is not None for m in matches]), intent_weight=iota,
+        intent_spread=w.intent_spread and (intent is None or intent.home),
     )
     parts["direct"] = parts["direct"] * context
     out: dict[str, Parts] = {}

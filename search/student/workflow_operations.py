@@ -109,6 +109,11 @@ class WorkflowOperations:
                 self._known[domain] = known
             return known
 
+    def holds(self, domain: str | None) -> bool:
+        """The memory holds workflows of ``domain`` (of any domain, when it is None): a request of
+        that domain can be matched with its own domain's operations."""
+        return any(domain is None or d == domain for _, d, _ in self._rows)
+
     @staticmethod
     def rows_of(records: Sequence[Sequence[Any]]) -> tuple[OperationRow, ...]:
         """The query's rows ``[id, domain, joined, operations]`` (see :func:`read_rows`) as

@@ -103,7 +103,7 @@ def _learnt_by_operations(results) -> dict[str, float]:  # type: ignore[no-untyp
 def test_the_memory_s_own_requests_teach_the_intent_match_what_their_words_asked_for(orders_kb: KnowledgeBase) -> None:
     orders_kb.add_experiences(REROUTE)
     request = "Can you reroute my parcel?"
-    learning = {**INTENT, "intent_history_weight": 0.1}  # opt-in (docs/search.md)
+    learning = {**INTENT, "intent_history_weight": 0.1}  # the default (docs/search.md)
     results = orders_kb.search(request, domain="retail", k=10, weights=learning)
     learnt = _learnt_by_operations(results)
     # The workflow the rerouting requests made gains; one they never made gains nothing.
@@ -113,8 +113,8 @@ def test_the_memory_s_own_requests_teach_the_intent_match_what_their_words_asked
     # A query never learns from its own runs: leaving those two out, the word is unknown, nothing is learnt.
     own = orders_kb.search(request, domain="retail", k=10, weights=learning, exclude=["t-reroute-1", "t-reroute-2"])
     assert own.hits and set(_learnt_by_operations(own).values()) == {0.0}
-    # Weight 0 (the default): the operations' words alone.
-    off = orders_kb.search(request, domain="retail", k=10, weights=INTENT)
+    # Weight 0: the operations' words alone.
+    off = orders_kb.search(request, domain="retail", k=10, weights={**INTENT, "intent_history_weight": 0.0})
     assert off.hits and set(_learnt_by_operations(off).values()) == {0.0}
 
 

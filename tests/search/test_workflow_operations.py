@@ -112,3 +112,11 @@ def test_the_same_rows_give_back_the_same_table_and_changed_rows_a_new_one() -> 
     get(ROWS[2:])
     assert len(kept) == 2  # the oldest is dropped
     assert get(ROWS) is not first
+
+
+def test_the_memory_holds_a_domain_when_some_workflow_of_it_has_operations_read() -> None:
+    table = _table(ROWS)
+    assert table.holds("retail") and table.holds("airline")
+    assert not table.holds("banking")  # a request of banking is matched across domains
+    assert table.holds(None)  # a request without a domain: any workflow is its own
+    assert not _table([]).holds(None)

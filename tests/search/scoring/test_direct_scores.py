@@ -388,3 +388,17 @@ def test_a_candidate_without_an_intent_match_is_mixed_with_the_others_mean_neith
     assert none["coarse"].tolist() == approx(without["coarse"].tolist())
     with pytest.raises(ValueError, match="intent has 1 values for 3 candidates"):
         direct(**base, intent=[0.9], has_intent=[True, False, False], intent_weight=0.6)
+
+
+def test_spread_intent_matches_are_stretched_min_to_max_over_the_candidates_that_have_one() -> None:
+    # The matches of one request span a few tenths (0.3 to 0.5); stretched, the best weighs 1 and
+    # the worst 0, and the record without operations takes their mean (0.5), as unstretched.
+    base = dict(semantic=[0.4] * 4, structural=[0.2] * 4, has_structure=[True] * 4, fine=[0.0] * 4,
+                lexical=[1.0] * 4, trans=[1.0] * 4, success=[1.0] * 4, support=[0.0] * 4, quality=[0.5] * 4)
+    without = direct(**base)
+    stretched = direct(**base, intent=[0.5, 0.4, 0.3, 0.0], has_intent=[True, True, True, False], intent_weight=0.6,
+                       intent_spread=True)
+    assert stretched["coarse"].tolist() == approx([0.4 * without["coarse"][0] + 0.6 * v for v in (1.0, 0.5, 0.0, 0.5)])
+    # Equal matches say nothing: all of them 1, the order left to the rest of the score.
+    equal = direct(**base, intent=[0.4] * 4, has_intent=[True] * 4, intent_weight=0.6, intent_spread=True)
+    assert equal["coarse"].tolist() == approx([0.4 * without["coarse"][0] + 0.6] * 4)

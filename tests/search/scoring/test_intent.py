@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from kbgraph.search.scoring import intent_match, intent_matches
+from kbgraph.search.scoring import intent_match, intent_matches, intent_share
 
 
 def test_a_request_of_one_ask_is_matched_as_a_whole() -> None:
@@ -82,3 +82,22 @@ def test_many_workflows_at_once_refuse_what_one_refuses() -> None:
         intent_matches([0.5], [[np.nan, 0.2], [0.1, 0.3]], [[0]], [0.5, 0.5], 0.5)
     with pytest.raises(ValueError, match="2 whole cosines for 1"):
         intent_matches([0.5, 0.4], [[0.2], [0.1]], [[0]], [0.5, 0.5], 0.5)
+
+
+def test_a_request_new_to_the_memory_takes_all_of_iota_on_the_ramp_and_a_known_task_none() -> None:
+    assert intent_share(0.9, 0.30, "ramp", 0.45, 0.70) == 0.9
+    assert intent_share(0.9, 0.80, "ramp", 0.45, 0.70) == 0.0
+    assert intent_share(0.9, 0.575, "ramp", 0.45, 0.70) == pytest.approx(0.45)
+
+
+def test_novelty_scales_iota_by_the_distance_from_the_nearest_text_and_fixed_keeps_it() -> None:
+    assert intent_share(0.9, 0.5, "novelty", 0.45, 0.70) == pytest.approx(0.45)
+    assert intent_share(0.9, 1.4, "novelty", 0.45, 0.70) == 0.0  # a cosine above 1 is clipped
+    assert intent_share(0.9, 0.5, "fixed", 0.45, 0.70) == 0.9
+
+
+def test_a_ramp_that_does_not_rise_or_an_unknown_scale_is_refused() -> None:
+    with pytest.raises(ValueError, match="must exceed"):
+        intent_share(0.9, 0.5, "ramp", 0.70, 0.70)
+    with pytest.raises(ValueError, match="unknown intent scale"):
+        intent_share(0.9, 0.5, "steep", 0.45, 0.70)
