@@ -97,6 +97,8 @@ class WorkflowOperations:
         self.tie_order[sorted(range(len(self.keys)), key=self.keys.__getitem__)] = np.arange(len(self.keys))
         self._known: dict[str | None, list[tuple[str, str | None]]] = {}
         self._lock = Lock()
+        #: The domains of the rows, once: every search of a request asks whether its own is among them.
+        self._domains = frozenset(d for _, d, _ in rows)
 
     def known_operations(self, domain: str | None) -> list[tuple[str, str | None]]:
         """What an ask could mean: the distinct (operation, domain) pairs of the workflows of
@@ -112,7 +114,7 @@ class WorkflowOperations:
     def holds(self, domain: str | None) -> bool:
         """The memory holds workflows of ``domain`` (of any domain, when it is None): a request of
         that domain can be matched with its own domain's operations."""
-        return any(domain is None or d == domain for _, d, _ in self._rows)
+        return bool(self._rows) if domain is None else domain in self._domains
 
     @staticmethod
     def rows_of(records: Sequence[Sequence[Any]]) -> tuple[OperationRow, ...]:
