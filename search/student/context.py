@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from threading import Lock
 from typing import Any, Generic, Literal, TypedDict, TypeVar
 
 import numpy as np
@@ -27,6 +26,7 @@ from kbgraph.search.lexical import LexicalCorpus
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import SearchQuery, SearchWeights
 from kbgraph.search.scoring import domain_distance, transferability
+from kbgraph.search.student.bounded import BoundedMap
 from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key, version_applies
@@ -55,19 +55,17 @@ class KeptByContent(Generic[K, V]):
     once may be made twice (outside the lock)."""
 
     def __init__(self, size: int):
-        self.size = size
-        self._kept: dict[K, V] = {}
-        self._lock = Lock()
+        self._kept: BoundedMap[K, V] = BoundedMap(size)
+
+    @property
+    def size(self) -> int:
+        return self._kept.size
 
     def get(self, key: K, make: Callable[[], V]) -> V:
-        with self._lock:
-            kept = self._kept.get(key)
+        kept = self._kept.get(key)
         if kept is None:
             kept = make()
-            with self._lock:
-                self._kept[key] = kept
-                while len(self._kept) > self.size:
-                    del self._kept[next(iter(self._kept))]
+            self._kept.put(key, kept)
         return kept
 
     def __len__(self) -> int:

@@ -100,10 +100,11 @@ def _direct(
                              else None for f in facts]) \
         if intent is not None else [None] * len(facts)
     iota = w.intent_weight if intent is not None else 0.0
+    # The ramp and the spread trust the match with the operations of the request's own domain; a
+    # request of a domain the memory holds no workflow of is matched across domains, scaled by novelty.
+    home = intent is None or intent.home
     if iota > 0 and semantic.size:
-        # The ramp trusts the match with the operations of the request's own domain; a request of a
-        # domain the memory holds no workflow of is matched across domains, scaled by novelty.
-        scale = w.intent_scale if intent is None or intent.home or w.intent_scale != "ramp" else "novelty"
+        scale = "novelty" if w.intent_scale == "ramp" and not home else w.intent_scale
         iota = intent_share(iota, float(semantic.max()), scale, w.intent_new_below, w.intent_known_above)
     parts = direct_scores(
         semantic=semantic, structural=structural, has_structure=has_structure, fine=fine,
@@ -115,7 +116,7 @@ def _direct(
         utility=utility, utility_weight=w.utility_weight, share=share,
         intent=np.array([m.score if m is not None else 0.0 for m in matches]),
         has_intent=np.array([m is not None for m in matches]), intent_weight=iota,
-        intent_spread=w.intent_spread and (intent is None or intent.home),
+        intent_spread=w.intent_spread and home,
     )
     parts["direct"] = parts["direct"] * context
     out: dict[str, Parts] = {}

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from threading import Lock
 from typing import Any, Generic, TypeVar
+
+from kbgraph.search.student.bounded import BoundedMap
 
 __all__ = ["KeptByVersion", "VersionedRead", "filter_key", "version_applies"]
 
@@ -67,27 +68,23 @@ class KeptByVersion(Generic[K, V]):
     version than the server's is only read again."""
 
     def __init__(self, size: int):
-        self.size = size
-        self._kept: dict[K, tuple[str, V, bool]] = {}
-        self._lock = Lock()
+        self._kept: BoundedMap[K, tuple[str, V, bool]] = BoundedMap(size)
+
+    @property
+    def size(self) -> int:
+        return self._kept.size
 
     def get(self, key: K | None, read: Callable[[str | None], VersionedRead[R]], make: Callable[[R], V]) -> V:
         """What ``make`` made of the rows ``read(known)`` returns, ``known`` being the confirmed
         version kept for ``key`` (else None: the rows are read); the kept value itself when the server
         says it is unchanged. A ``key`` of None keeps nothing (filters :func:`version_applies` refuses)."""
-        with self._lock:
-            kept = self._kept.get(key) if key is not None else None
+        kept = self._kept.get(key) if key is not None else None
         answer = read(kept[0] if kept is not None and kept[2] else None)
         if kept is not None and answer.unchanged:
             return kept[1]
         value = make(answer.rows)
         if key is not None and answer.version is not None:
-            confirmed = kept is not None and kept[0] == answer.version
-            with self._lock:
-                self._kept.pop(key, None)
-                self._kept[key] = (answer.version, value, confirmed)
-                while len(self._kept) > self.size:
-                    del self._kept[next(iter(self._kept))]
+            self._kept.put(key, (answer.version, value, kept is not None and kept[0] == answer.version))
         return value
 
     def __len__(self) -> int:

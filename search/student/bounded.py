@@ -1,0 +1,39 @@
+"""A small thread-safe map that keeps the last entries put: what the search caches of a namespace
+(:class:`~kbgraph.search.student.context.KeptByContent`,
+:class:`~kbgraph.search.student.versioned.KeptByVersion`) hold their entries in."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from threading import Lock
+from typing import Generic, TypeVar
+
+__all__ = ["BoundedMap"]
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class BoundedMap(Generic[K, V]):
+    """At most ``size`` entries: putting one more drops the oldest put. Thread-safe; nothing is
+    computed under the lock, so a caller that makes a value does so outside it."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._entries: dict[K, V] = {}
+        self._lock = Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            return self._entries.get(key)
+
+    def put(self, key: K, value: V) -> None:
+        """Keeps ``value`` for ``key`` as the newest entry."""
+        with self._lock:
+            self._entries.pop(key, None)
+            self._entries[key] = value
+            while len(self._entries) > self.size:
+                del self._entries[next(iter(self._entries))]
+
+    def __len__(self) -> int:
+        return len(self._entries)
