@@ -145,7 +145,7 @@ def neo4j_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neo4jTarg
     server = ManagedNeo4j(
         home=tmp_path_factory.mktemp("neo4j-home"), cache_dir=Settings().cache_dir,
         bolt_port=free_port(), http_port=free_port(), heap="3g", pagecache="1g", quiet=True,
-        line=line, jvm_options=archive.jvm_options(write=True),
+        line=line, jvm_options=archive.jvm_options(write=True), dies_with_starter=True,
     )
     server.start()
     try:
