@@ -151,7 +151,7 @@ def generalise_text(text: str, names: Collection[str] = (), ids: Collection[str]
     for values, kind in ((frozenset(names), "name"), (own_ids, "id")):
         pattern = _words_pattern(values)
         if pattern is not None:
-            text = pattern.sub(lambda _: placeholder(kind), text)  # noqa: B023 (used at once)
+            text = pattern.sub(lambda _: placeholder(kind), text)
     return SPACES.sub(" ", _generalise_values(text, placeholder)).strip()
 
 
