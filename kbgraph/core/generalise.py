@@ -157,8 +157,10 @@ def generalise_text(text: str, names: Collection[str] = (), ids: Collection[str]
 
 # "You are {name} (with ID: {id}), you want …", "You are '{id}'. You want …", "You {id} and you …":
 # who the user is, not what the task is.
+# The placeholders it looks for are this module's own, written by braced().
+_IDENTITY = "|".join(re.escape(braced(kind)) for kind in ("id", "name", "email"))
 _IDENTITY_CLAUSE = re.compile(
-    r"^\s*you(?:\s+are)?\s+(?:['\"]?\{(?:id|name|email)\}['\"]?\s*(?:\([^)]*\))?\s*(?:and\s+)?)+[,.;:]?\s*"
+    rf"^\s*you(?:\s+are)?\s+(?:['\"]?(?:{_IDENTITY})['\"]?\s*(?:\([^)]*\))?\s*(?:and\s+)?)+[,.;:]?\s*"
     r"(?:and\s+)?",
     re.IGNORECASE,
 )
