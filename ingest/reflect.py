@@ -68,12 +68,19 @@ _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 RULES_PER_RUN = 2
 _ERROR_PREFIX = re.compile(r"^\s*error\s*:\s*", re.IGNORECASE)
 _INDEX = re.compile(r"\[\d+\]")
+#: A number or an amount as the tool wrote it in its error ("total price is $1,204.50").
+_NUMBER = re.compile(r"\$?\d[\d,]*(?:\.\d+)?")
+
+
+def _masked(kind: str) -> str:
+    return "#"
 
 
 def masked_error(error: str, names: frozenset[str] = frozenset(), ids: frozenset[str] = frozenset()) -> str:
-    """The error as an insight quotes it: generalised, values as ``#``, no "Error:" prefix."""
-    text = _ERROR_PREFIX.sub("", generalise_text(error, names, ids))
-    text = re.sub(r"\{(?:id|number|name|email|url)\}|\$?\d[\d,]*(?:\.\d+)?", "#", text)
+    """The error as an insight quotes it: generalised with every placeholder written ``#``, the
+    other numbers and amounts of the error's own text ``#`` too, no "Error:" prefix."""
+    text = _ERROR_PREFIX.sub("", generalise_text(error, names, ids, placeholder=_masked))
+    text = _NUMBER.sub("#", text)
     return text.strip().rstrip(".")[:200]
 
 

@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
+from kbgraph.core.generalise import PLACEHOLDER
 from kbgraph.search.stop_words import ENGLISH_STOP_WORDS
 
 __all__ = ["CHAT_WORDS", "MAX_TERMS", "LexicalCorpus", "bm25_ceiling", "bm25_scores", "bm25_with_ceiling", "is_verbose", "lucene_query",
@@ -38,9 +39,9 @@ __all__ = ["CHAT_WORDS", "MAX_TERMS", "LexicalCorpus", "bm25_ceiling", "bm25_sco
 MAX_TERMS = 64
 
 _TOKEN = re.compile(r"[0-9A-Za-z\u00C0-\uFFFF]+")
-#: Placeholders generalisation put in the text ({id}, {email}, …): not words anybody said, and every
-#: stored problem has them.
-_PLACEHOLDER = re.compile(r"\{[^{}\s]*\}")
+#: Placeholders generalisation put in the text ({id}, {email}, …; kbgraph.core.generalise.PLACEHOLDER,
+#: beside what writes them): not words anybody said, and every stored problem has them. Search has
+#: the stored string alone, so it leaves them out of it.
 #: Words of a request that are not about its task: greetings, courtesy and "I need / would like /
 #: am looking to" (an agent's first message from a user is full of them, and on real runs they
 #: matched incidental words of unrelated tasks). Always dropped, like the placeholders.
@@ -57,7 +58,7 @@ def query_terms(text: str, limit: int = MAX_TERMS, stop_words: bool = True) -> l
     seen: dict[str, None] = {}
     if limit <= 0:
         return []
-    for match in _TOKEN.finditer(_PLACEHOLDER.sub(" ", text).lower()):
+    for match in _TOKEN.finditer(PLACEHOLDER.sub(" ", text).lower()):
         token = match.group(0)
         if len(token) < 2 or token in CHAT_WORDS or (stop_words and token in ENGLISH_STOP_WORDS) or token in seen:
             continue

@@ -11,7 +11,9 @@ The server is, in order of preference:
 1. the one at NEO4J_URI (with NEO4J_USERNAME / NEO4J_PASSWORD / NEO4J_DATABASE), when set;
 2. a neo4j:<line>-community container through testcontainers, when a Docker engine answers;
 3. kbgraph's managed server of that line, started on free ports with a throw-away data directory
-   (its JVM maps the class-data archive of tests/class_data.py).
+   (its JVM maps the class-data archive of tests/class_data.py). Like every throw-away server of the
+   suite it dies with the process that started it, even one killed with kill -9
+   (kbgraph/store/managed/watchdog.py).
 """
 
 from __future__ import annotations
@@ -145,7 +147,7 @@ def neo4j_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neo4jTarg
     server = ManagedNeo4j(
         home=tmp_path_factory.mktemp("neo4j-home"), cache_dir=Settings().cache_dir,
         bolt_port=free_port(), http_port=free_port(), heap="3g", pagecache="1g", quiet=True,
-        line=line, jvm_options=archive.jvm_options(write=True),
+        line=line, jvm_options=archive.jvm_options(write=True), dies_with_starter=True,
     )
     server.start()
     try:

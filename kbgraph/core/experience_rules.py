@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from kbgraph.core.generalise import generalise_task, generalise_text, ids_in_trajectory, names_in_trajectory
+from kbgraph.core.generalise import braced, generalise_task, generalise_text, ids_in_trajectory, names_in_trajectory
 from kbgraph.core.models import Trajectory
 from kbgraph.core.models.experience import TRANSIENT_ISSUES
 
@@ -21,7 +21,8 @@ _PERSONA = re.compile(
     r"^(you are (playing the role|(\w+, )+\w+\.?$)|your character is|your name is|you are a person)",
     re.IGNORECASE,
 )
-_LEADING_CONTACT = re.compile(r"^\s*(\{email\}|\{id\})[.:,]?\s*")
+# A task that opens with the user's e-mail or id, as generalisation writes them (braced()).
+_LEADING_CONTACT = re.compile(rf"^\s*({re.escape(braced('email'))}|{re.escape(braced('id'))})[.:,]?\s*")
 PROBLEM_CHARS = 600
 
 _ISSUE_RULES = [

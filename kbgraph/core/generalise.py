@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -83,16 +83,28 @@ _NOT_A_CODE = re.compile(r"^(?:\d+(?:\.\d+)?(?:st|nd|rd|th|am|pm|[a-z]{1,5})|[a-
 _IDENTIFYING_DIGITS = 5
 
 
-def _replace(match: re.Match[str]) -> str:
-    kind = match.lastgroup
-    value = match.group(0)
-    if kind in ("date", "time", "money"):
-        return value
-    if kind == "code":
-        return value if _NOT_A_CODE.match(value) else "{id}"
-    if kind == "grouped":
-        return "{number}" if sum(c.isdigit() for c in value) >= _IDENTIFYING_DIGITS else value
-    return {"email": "{email}", "url": "{url}", "phone": "{number}", "long": "{number}"}[kind or "long"]
+def braced(kind: str) -> str:
+    """How a placeholder is written: ``{id}``, ``{email}``; ``{order_id}`` for a tool's argument."""
+    return "{" + kind + "}"
+
+
+#: Every placeholder :func:`braced` writes into a stored text (its name holds no brace or space): what
+#: search leaves out of a stored text's words, since nothing but the stored string is left of it there.
+PLACEHOLDER = re.compile(r"\{[^{}\s]*\}")
+
+
+def _replacer(placeholder: Callable[[str], str]) -> Callable[[re.Match[str]], str]:
+    def replace(match: re.Match[str]) -> str:
+        kind = match.lastgroup
+        value = match.group(0)
+        if kind in ("date", "time", "money"):
+            return value
+        if kind == "code":
+            return value if _NOT_A_CODE.match(value) else placeholder("id")
+        if kind == "grouped":
+            return placeholder("number") if sum(c.isdigit() for c in value) >= _IDENTIFYING_DIGITS else value
+        return placeholder({"email": "email", "url": "url", "phone": "number", "long": "number"}[kind or "long"])
+    return replace
 
 
 # Six-character record codes named as such ("reservation HXDUBJ", "reservation IDs IFOYYZ and
@@ -105,14 +117,13 @@ _RECORD_CODES = re.compile(
 _RECORD_CODE = re.compile(r"\b[A-Z0-9]{6}\b")
 
 
-def _replace_record_codes(match: re.Match[str]) -> str:
-    start = match.start("codes") - match.start()
-    whole = match.group(0)
-    return whole[:start] + _RECORD_CODE.sub("{id}", whole[start:])
+def _generalise_values(text: str, placeholder: Callable[[str], str] = braced) -> str:
+    def record_codes(match: re.Match[str]) -> str:
+        start = match.start("codes") - match.start()
+        whole = match.group(0)
+        return whole[:start] + _RECORD_CODE.sub(lambda _: placeholder("id"), whole[start:])
 
-
-def _generalise_values(text: str) -> str:
-    return _VALUES.sub(_replace, _RECORD_CODES.sub(_replace_record_codes, text))
+    return _VALUES.sub(_replacer(placeholder), _RECORD_CODES.sub(record_codes, text))
 
 
 @lru_cache(maxsize=256)
@@ -126,24 +137,30 @@ def _words_pattern(words: frozenset[str]) -> re.Pattern[str] | None:
     return re.compile(r"(?<![\w{])(?:" + "|".join(re.escape(p) for p in parts) + r")(?![\w}])")
 
 
-def generalise_text(text: str, names: Collection[str] = (), ids: Collection[str] = ()) -> str:
+def generalise_text(text: str, names: Collection[str] = (), ids: Collection[str] = (),
+                    placeholder: Callable[[str], str] = braced) -> str:
     """``text`` with what identifies a person or a record as placeholders (module docstring);
     ``names`` are the person names to replace by ``{name}``, ``ids`` values the tools were called
     with as identifiers (``HXDUBJ``: a record code without a digit) to replace by ``{id}`` (both
     whole words, as written). An id the value rules already replace (an e-mail, a phone number)
-    is left to them, so it keeps its own placeholder."""
+    is left to them, so it keeps its own placeholder. ``placeholder`` writes each one from its
+    kind ("id", "number", "name", "email", "url"): an error quoted in a lesson writes them all
+    ``#``, and a recovery's values (:mod:`kbgraph.core.recovery`) only count them: nobody reads
+    them back out of the text."""
     own_ids = frozenset(i for i in ids if _generalise_values(i) == i)
-    for values, placeholder in ((frozenset(names), "{name}"), (own_ids, "{id}")):
+    for values, kind in ((frozenset(names), "name"), (own_ids, "id")):
         pattern = _words_pattern(values)
         if pattern is not None:
-            text = pattern.sub(placeholder, text)
-    return SPACES.sub(" ", _generalise_values(text)).strip()
+            text = pattern.sub(lambda _: placeholder(kind), text)
+    return SPACES.sub(" ", _generalise_values(text, placeholder)).strip()
 
 
 # "You are {name} (with ID: {id}), you want …", "You are '{id}'. You want …", "You {id} and you …":
 # who the user is, not what the task is.
+# The placeholders it looks for are this module's own, written by braced().
+_IDENTITY = "|".join(re.escape(braced(kind)) for kind in ("id", "name", "email"))
 _IDENTITY_CLAUSE = re.compile(
-    r"^\s*you(?:\s+are)?\s+(?:['\"]?\{(?:id|name|email)\}['\"]?\s*(?:\([^)]*\))?\s*(?:and\s+)?)+[,.;:]?\s*"
+    rf"^\s*you(?:\s+are)?\s+(?:['\"]?(?:{_IDENTITY})['\"]?\s*(?:\([^)]*\))?\s*(?:and\s+)?)+[,.;:]?\s*"
     r"(?:and\s+)?",
     re.IGNORECASE,
 )
@@ -297,25 +314,25 @@ IDENTIFYING = re.compile(r"(^|_)(id|ids|name|first|last|email|phone|address|zip|
 def placeholder_for(name: str, value: Any) -> str:
     """The placeholder an argument's value becomes: named after the argument for ids and codes."""
     if IDENTIFYING.search(name) and not isinstance(value, list | dict | bool):
-        return "{" + name + "}"
+        return braced(name)
     if isinstance(value, bool):
-        return "{flag}"
+        return braced("flag")
     if isinstance(value, int | float):
-        return "{number}"
+        return braced("number")
     if isinstance(value, str):
         if EMAIL.fullmatch(value):
-            return "{email}"
+            return braced("email")
         if URL.match(value):
-            return "{url}"
+            return braced("url")
         if CODE.search(value) or NUMBER.search(value):
-            return "{" + name + "}"
-        return generalise_text(value) if len(value) <= 60 else "{" + name + "}"
+            return braced(name)
+        return generalise_text(value) if len(value) <= 60 else braced(name)
     if isinstance(value, list):
         inner = placeholder_for(name.rstrip("s") or name, value[0]) if value else "…"
         return f"[{inner}, …]" if len(value) > 1 else f"[{inner}]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {placeholder_for(k, v)}" for k, v in sorted(value.items())) + "}"
-    return "{" + name + "}"
+    return braced(name)
 
 
 def type_name(value: Any) -> str:

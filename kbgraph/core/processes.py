@@ -26,6 +26,15 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+def is_stopped(pid: int) -> bool:
+    """Whether the process is stopped by a signal (state T in /proc): it cannot answer until resumed."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] in ("T", "t")
+
+
 def terminate(pid: int, timeout_s: float, poll_s: float = 0.05) -> None:
     """SIGTERM, then SIGKILL after ``timeout_s``; returns once the process is gone (or ~1 s after
     the SIGKILL, which is not instant)."""

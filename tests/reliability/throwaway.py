@@ -31,7 +31,7 @@ class ThrowawayNeo4j:
         self.server = ManagedNeo4j(home=home, cache_dir=settings.cache_dir, bolt_port=free_port(),
                                    http_port=free_port(), heap="1g", pagecache="256m", quiet=True, assets_port=0,
                                    line=line, jvm_options=(*ClassDataArchive(settings.cache_dir, line).jvm_options(),
-                                                           *SHORT_LIVED_JIT))
+                                                           *SHORT_LIVED_JIT), dies_with_starter=True)
 
     @property
     def uri(self) -> str:

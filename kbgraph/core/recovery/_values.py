@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kbgraph.core.generalise import IDENTIFYING, generalise_text
+from kbgraph.core.generalise import IDENTIFYING, braced, generalise_text
 from kbgraph.core.models import Trajectory
 
 #: Longest free-text argument value shown (a transfer's summary), cut at a word.
@@ -25,7 +25,6 @@ _PERSONAL = re.compile(r"(?:^|_)(?:dob|birth|birthday|birthdate)(?:$|_)", re.IGN
 _PERSON_ARGUMENT = re.compile(r"user|customer|account|holder|name|email", re.IGNORECASE)
 _TYPED_ID = re.compile(r"^([a-z]+(?:_[a-z]+)*)_\d+$")
 _ANY_TYPED_ID = re.compile(r"\b[a-z]+(?:_[a-z]+)*_\d+\b")
-_PLACEHOLDER = re.compile(r"\{\w+\}")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 
@@ -39,6 +38,18 @@ class Run:
 
     def general(self, text: str) -> str:
         return generalise_text(text, names=self.names, ids=self.ids)
+
+    def identifies(self, text: str) -> bool:
+        """Whether generalisation puts a placeholder in ``text``: counted as it writes them, not
+        read back out of what it wrote."""
+        written: list[str] = []
+
+        def counted(kind: str) -> str:
+            written.append(kind)
+            return braced(kind)
+
+        generalise_text(text, names=self.names, ids=self.ids, placeholder=counted)
+        return bool(written)
 
 
 def _walk(value: Any, key: str = "") -> Iterator[tuple[str, Any]]:
@@ -95,7 +106,7 @@ def identifying(key: str, value: Any, run: Run) -> bool:
     if IDENTIFYING.search(key) or _PERSONAL.search(key):
         return True
     text = str(value).strip()
-    return isinstance(value, str) and " " not in text and bool(_PLACEHOLDER.search(run.general(text)))
+    return isinstance(value, str) and " " not in text and run.identifies(text)
 
 
 def type_of(value: Any, run: Run) -> str | None:

@@ -24,7 +24,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import neo4j
@@ -56,7 +56,8 @@ from kbgraph.store.managed.java import (
 from kbgraph.store.managed.lines import DEFAULT_LINE, LINES, Neo4jLine
 from kbgraph.store.managed.reset import RESET_ASIDE_PREFIX, finish_interrupted_resets, put_back, reset_parts
 from kbgraph.store.managed.runtime import ensure_runtime
-from kbgraph.core.processes import free_port, port_in_use, terminate
+from kbgraph.store.managed.watchdog import reap, watch
+from kbgraph.core.processes import free_port, is_stopped, port_in_use, terminate
 from kbgraph.core.settings import Settings
 
 # Re-exported: the Java and neo4j.conf names were defined here before java.py and conf.py, and
@@ -114,6 +115,10 @@ class ManagedNeo4j:
     line: Neo4jLine = DEFAULT_LINE
     # JVM options added after kbgraph's own (the test suite's servers use a class-data archive).
     jvm_options: tuple[str, ...] = ()
+    # A throw-away server (tests): killed when the process that started it dies (store/managed/watchdog.py).
+    # The managed default server outlives the command that started it.
+    dies_with_starter: bool = False
+    _watchdog: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def from_settings(cls, settings: Settings, quiet: bool = False) -> ManagedNeo4j:
@@ -196,7 +201,7 @@ class ManagedNeo4j:
     def _start_or_join(self, resetting: Path | None = None) -> ServerStatus:
         self._finish_interrupted_resets(running=self._live_pid() is not None, but=resetting)
         if (pid := self._live_pid()) is not None:
-            if _is_stopped(pid):
+            if is_stopped(pid):
                 raise ManagedServerError(
                     f"the managed Neo4j (pid {pid}) is stopped (SIGSTOP or Ctrl-Z) and cannot answer: resume it "
                     f"with `kill -CONT {pid}`, or restart it with `kbgraph server stop` then `kbgraph server start`.")
@@ -245,6 +250,9 @@ class ManagedNeo4j:
         finally:
             log.close()
         self.pid_file.write_text(str(proc.pid))
+        if self.dies_with_starter:
+            reap(self._watchdog)  # the one of a server killed since it started (it left when the server died)
+            self._watchdog = watch([proc.pid, *filter(None, [self.browser_assets.running_pid()])])
         try:
             self._wait_until_ready(proc, self.start_timeout_s)
         except BaseException:
@@ -298,6 +306,8 @@ class ManagedNeo4j:
             terminate(pid, timeout_s, poll_s=0.2)
         self.pid_file.unlink(missing_ok=True)
         self.browser_assets.stop()  # also one left behind by a Neo4j that died on its own
+        reap(self._watchdog)  # it leaves once both are gone
+        self._watchdog = None
         return pid is not None
 
     # -- internals ------------------------------------------------------------------------------
@@ -376,15 +386,6 @@ def configured_assets_port(settings: Settings) -> int:
     """The preferred port of the Browser asset server: ``settings.managed_assets_port`` (env
     ``KBGRAPH_MANAGED_ASSETS_PORT``), 0 to serve no style or guide; 7475 by default."""
     return settings.managed_assets_port
-
-
-def _is_stopped(pid: int) -> bool:
-    """Whether the process is stopped by a signal (state T in /proc): it cannot answer until resumed."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] in ("T", "t")
 
 
 def refused_password(uri: str, password_file: Path, reason: str | None) -> str:

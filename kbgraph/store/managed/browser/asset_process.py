@@ -61,6 +61,11 @@ class BrowserAssetServer:
             return None
         return BrowserAssets(f"http://{HOST}:{port}")
 
+    def running_pid(self) -> int | None:
+        """The asset server's process while it runs, or None."""
+        pid, _ = self._recorded()
+        return pid if pid is not None and self._is_ours(pid) else None
+
     def recorded_port(self) -> int | None:
         """The port the last start used (still in neo4j.conf while that server runs)."""
         return self._recorded()[1]

@@ -241,7 +241,7 @@ def managed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrowserTarget]
         server = ManagedNeo4j(
             home=tmp_path_factory.mktemp("browser-neo4j"), cache_dir=Settings().cache_dir, bolt_port=free_port(),
             http_port=free_port(), heap="1g", pagecache="256m", quiet=True, assets_port=busy.getsockname()[1],
-            jvm_options=ClassDataArchive(Settings().cache_dir, DEFAULT_LINE).jvm_options(),
+            jvm_options=ClassDataArchive(Settings().cache_dir, DEFAULT_LINE).jvm_options(), dies_with_starter=True,
         )
         server.start()
         try:

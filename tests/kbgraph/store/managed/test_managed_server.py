@@ -124,7 +124,7 @@ def test_start_status_browser_stop_and_restart(tmp_path: Path, monkeypatch: pyte
     line = LINES[Settings().neo4j_version]
     server = ManagedNeo4j(home=tmp_path / "instance", cache_dir=Settings().cache_dir, bolt_port=free_port(),
                           http_port=free_port(), heap="1g", pagecache="256m", quiet=True, line=line,
-                          jvm_options=short_lived())
+                          jvm_options=short_lived(), dies_with_starter=True)
     assert not server.status().running
     try:
         status = server.start()
@@ -212,7 +212,7 @@ def test_a_lost_password_file_is_recovered_by_reset_password_and_the_data_is_kep
     # On the line the suite runs (KBGRAPH_NEO4J_VERSION): the system database is recreated by each release.
     server = ManagedNeo4j(home=tmp_path / "instance", cache_dir=Settings().cache_dir, bolt_port=free_port(),
                           http_port=free_port(), heap="1g", pagecache="256m", quiet=True, assets_port=0,
-                          line=LINES[Settings().neo4j_version])
+                          line=LINES[Settings().neo4j_version], dies_with_starter=True)
     try:
         server.start()
         with neo4j.GraphDatabase.driver(server.bolt_uri, auth=server.auth()) as driver:
