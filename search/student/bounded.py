@@ -1,10 +1,11 @@
 """A small thread-safe map that keeps the last entries put: what the search caches of a namespace
 (:class:`~kbgraph.search.student.context.KeptByContent`,
-:class:`~kbgraph.search.student.versioned.KeptByVersion`) hold their entries in."""
+:class:`~kbgraph.search.student.versioned.KeptByVersion`,
+:class:`~kbgraph.search.student.text_vectors.IntentVectors`) hold their entries in."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable, Mapping
 from threading import Lock
 from typing import Generic, TypeVar
 
@@ -27,11 +28,21 @@ class BoundedMap(Generic[K, V]):
         with self._lock:
             return self._entries.get(key)
 
+    def get_many(self, keys: Iterable[K]) -> dict[K, V]:
+        """The entries of ``keys`` that are kept, under one hold of the lock."""
+        with self._lock:
+            return {key: value for key in keys if (value := self._entries.get(key)) is not None}
+
     def put(self, key: K, value: V) -> None:
         """Keeps ``value`` for ``key`` as the newest entry."""
+        self.put_many({key: value})
+
+    def put_many(self, entries: Mapping[K, V]) -> None:
+        """Keeps each of ``entries`` as the newest, in their order."""
         with self._lock:
-            self._entries.pop(key, None)
-            self._entries[key] = value
+            for key, value in entries.items():
+                self._entries.pop(key, None)
+                self._entries[key] = value
             while len(self._entries) > self.size:
                 del self._entries[next(iter(self._entries))]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from threading import Lock
 
 import numpy as np
 
 from kbgraph.embedders import Embedder
+from kbgraph.search.student.bounded import BoundedMap
 
 __all__ = ["KEPT_VECTORS", "IntentVectors", "unit_rows"]
 
@@ -24,22 +24,19 @@ class IntentVectors:
     once may be embedded twice)."""
 
     embedder: Embedder
-    _kept: dict[str, np.ndarray] = field(default_factory=dict)
-    _lock: Lock = field(default_factory=Lock)
+    _kept: BoundedMap[str, np.ndarray] = field(default_factory=lambda: BoundedMap(KEPT_VECTORS))
 
     def of(self, texts: Sequence[str]) -> np.ndarray:
         """The unit vectors of ``texts``, one row each."""
-        with self._lock:
-            missing = [t for t in dict.fromkeys(texts) if t not in self._kept]
+        distinct = list(dict.fromkeys(texts))
+        vectors = self._kept.get_many(distinct)
+        missing = [t for t in distinct if t not in vectors]
         if missing:
-            fresh = unit_rows(np.asarray(self.embedder.embed(missing), dtype=np.float64))
-            with self._lock:
-                for text, vector in zip(missing, fresh, strict=True):
-                    self._kept[text] = vector
-                while len(self._kept) > KEPT_VECTORS:
-                    del self._kept[next(iter(self._kept))]
-        with self._lock:
-            return np.stack([self._kept[t] for t in texts]) if texts else np.zeros((0, 0))
+            fresh = dict(zip(missing, unit_rows(np.asarray(self.embedder.embed(missing), dtype=np.float64)), strict=True))
+            self._kept.put_many(fresh)
+            # Read from this call's own copy: another search may drop them from the map meanwhile.
+            vectors.update(fresh)
+        return np.stack([vectors[t] for t in texts]) if texts else np.zeros((0, 0))
 
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
