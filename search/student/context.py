@@ -27,6 +27,7 @@ from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import SearchQuery, SearchWeights
 from kbgraph.search.scoring import domain_distance, transferability
 from kbgraph.search.student.bounded import BoundedMap
+from kbgraph.search.student.intent_history import HistoryRow, IntentHistory, rows_of
 from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key, version_applies
@@ -44,6 +45,8 @@ DOMAIN_STEPS_TTL = 60.0
 LEXICAL_CORPORA = 4
 #: Tables of workflow operations kept (one per set of filters and query domain in use).
 OPERATION_TABLES = 4
+#: Histories of requests kept (one per set of filters and query domain in use).
+HISTORIES = 8
 #: Domain pairs whose transferability is kept (a namespace has tens of domains).
 TRANSFER_PAIRS = 4096
 
@@ -104,6 +107,12 @@ class SearchContext:
         default_factory=lambda: KeptByVersion(LEXICAL_CORPORA))
     operations_by_version: KeptByVersion[tuple[Any, ...], WorkflowOperations] = field(
         default_factory=lambda: KeptByVersion(OPERATION_TABLES))
+    #: The namespace's history of requests per query domain (the intent channel's), kept by its
+    #: rows and by the search version as the two above.
+    histories: KeptByContent[tuple[HistoryRow, ...], IntentHistory] = field(
+        default_factory=lambda: KeptByContent(HISTORIES))
+    history_by_version: KeptByVersion[tuple[Any, ...], IntentHistory] = field(
+        default_factory=lambda: KeptByVersion(HISTORIES))
 
     def lexical_corpus(self, rows: Sequence[tuple[str, ...]]) -> LexicalCorpus:
         """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal)``, as
@@ -135,6 +144,20 @@ class SearchContext:
         by it), and worked out again only when the rows did."""
         return self.operations_by_version.get(_kept_key(params), lambda known: read_rows(self.gateway, params, known),
                                               self.workflow_operations)
+
+    def namespace_history(self, params: FilterParams) -> IntentHistory:
+        """The stored runs that worked of the query's domain that pass ``params``'s filters, every
+        one of them (``search_intent_history``; the query's own runs are left out by
+        :meth:`IntentHistory.counts`): read again only when the namespace's search version changed,
+        counted again only when the rows did. The rows are kept with any quality floor: they do not
+        depend on quality, which feedback changes without a new version."""
+        def read(known: str | None) -> VersionedRead[tuple[HistoryRow, ...]]:
+            answer = self.gateway.read("search_intent_history", kb=params["kb"], statuses=params["statuses"],
+                                       domains=params["domains"], domain=params["domain"], agent=params["agent"],
+                                       known=known)[0]
+            return VersionedRead(answer["version"], bool(answer["unchanged"]), rows_of(answer["rows"]))
+
+        return self.history_by_version.get((*filter_key(params), params["domain"]), read, lambda rows: self.histories.get(rows, lambda: IntentHistory(rows)))
 
     def domain_has_steps(self, domain: str | None) -> bool:
         """False when the query's domain holds no experience with steps (WebArena's, say): the

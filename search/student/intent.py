@@ -18,7 +18,9 @@ are its state-changing operations (``cancel_pending_order``), read as words
 4. sharpens the match with the namespace's own history (``search_intent_history``): which
    operations the stored runs that worked made when their requests held the request's words
    (:func:`kbgraph.search.scoring.history_association`), added with weight
-   ``intent_history_weight``. The query's own runs (``exclude``) are not counted.
+   ``intent_history_weight``. The query's own runs (``exclude``) are not counted: the rows of the
+   domain are read once per search version and the excluded runs' counts taken off in the client
+   (:mod:`kbgraph.search.student.intent_history`).
 
 The words of operations and intent texts are embedded once per process (:class:`IntentVectors`),
 and what the rows of step 2 need of them is worked out once for the same rows
@@ -29,9 +31,8 @@ themselves are read again only when the namespace's search version changed
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +43,7 @@ from kbgraph.search.lexical import query_terms
 from kbgraph.search.results import AskMatch
 from kbgraph.search.scoring import WordOperationCounts, ask_history_association, history_association, intent_match, intent_matches
 from kbgraph.search.student.context import Run, SearchContext
+from kbgraph.search.student.intent_history import HISTORY_TERMS
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.text_vectors import IntentVectors, unit_rows
 from kbgraph.search.student.workflow_operations import SequenceTable, in_domain
@@ -50,11 +52,6 @@ __all__ = ["HISTORY_TERMS", "INTENT_CHANNEL", "IntentMatcher", "IntentScore", "i
 
 #: The name the intent channel gives its candidates (``SearchHit.found_by``).
 INTENT_CHANNEL = "intent:operations"
-
-#: Words of a request (and of each stored request) the history counts: the first ones say what it
-#: asks; a pasted story is not counted word for word.
-HISTORY_TERMS = 256
-
 
 def uses_intent(run: Run) -> bool:
     """The intent match takes part: a request with words and without executed steps, and a weight."""
@@ -107,6 +104,11 @@ class IntentMatcher:
             texts = [in_domain(operation_words(op), domain) for op, domain in distinct]
             self._best_by_ask = (self._ask_vectors @ self._vectors.of(texts).T).max(axis=1)
         self._known.clear()
+
+    @property
+    def history_words(self) -> set[str]:
+        """Every word :meth:`score` asks the history about: the request's and each ask's."""
+        return {*self._words, *(word for words in self._ask_words for word in words)}
 
     def learn(self, history: WordOperationCounts) -> None:
         """Sets the namespace's history of requests and operations (before any :meth:`score`)."""
@@ -173,7 +175,7 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     domain, other = params["domain"], float(params["other_domain"])
     matcher.know(workflows.known_operations(domain), home=workflows.holds(domain))
     if w.intent_history_weight > 0:
-        matcher.learn(intent_history(ctx, run))
+        matcher.learn(intent_history(ctx, run, matcher.history_words))
     discount = np.array([1.0 if domain is None or d == domain else other for d, _ in workflows.keys])
     scores = matcher.table_scores(workflows.table) * discount
     # Best first; equal scores in (domain, operations) order.
@@ -183,22 +185,12 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     return out
 
 
-def intent_history(ctx: SearchContext, run: Run) -> WordOperationCounts:
+def intent_history(ctx: SearchContext, run: Run, words: Iterable[str]) -> WordOperationCounts:
     """The namespace's requests (their words) and what they changed, over the stored runs of the
-    query's domain that worked, less the query's own (``search_intent_history``)."""
-    params = run.params
-    rows = ctx.gateway.read("search_intent_history", kb=params["kb"], statuses=params["statuses"],
-                            domains=params["domains"], domain=params["domain"], agent=params["agent"],
-                            exclude=sorted(run.excluded))[0]["rows"]
-    return WordOperationCounts.of((stored_request_words(str(problem)), operations or ())
-                                  for problem, operations in rows)
-
-
-@lru_cache(maxsize=65_536)
-def stored_request_words(problem: str) -> tuple[str, ...]:
-    """The words of a stored request, tokenised once per process: every search of a domain reads
-    the same stored requests again."""
-    return tuple(query_terms(problem, HISTORY_TERMS))
+    query's domain that worked, less the query's own (``search_intent_history``, kept with the
+    search version: :meth:`~kbgraph.search.student.context.SearchContext.namespace_history`), for
+    ``words``: every word the matcher asks the history about (:attr:`IntentMatcher.history_words`)."""
+    return ctx.namespace_history(run.params).counts(words, run.excluded)
 
 
 def _ask_matches(asks: list[str], operations: list[str], matrix: np.ndarray, whole: float) -> tuple[AskMatch, ...]:
