@@ -41,7 +41,7 @@ from kbgraph.core.shapes import intent_text, operation_words
 from kbgraph.search.asks import split_asks
 from kbgraph.search.lexical import query_terms
 from kbgraph.search.results import AskMatch
-from kbgraph.search.scoring import WordOperationCounts, ask_history_association, history_association, intent_match, intent_matches
+from kbgraph.search.scoring import NO_CHANGE, WordOperationCounts, history_association, intent_match, intent_matches
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.intent_history import HISTORY_TERMS
 from kbgraph.search.student.rows import ChannelHit
@@ -89,6 +89,8 @@ class IntentMatcher:
         #: The request's words, and what the namespace's history says of them (:meth:`learn`).
         self._words = query_terms(run.query.full_text(), HISTORY_TERMS)
         self._history: WordOperationCounts | None = None
+        #: One operation's association with the request's words (-1) or an ask's (:meth:`_said`).
+        self._associations: dict[tuple[int, str], float | None] = {}
         self._history_weight = run.weights.intent_history_weight
         # Each ask's own words, only where the history is read (η > 0) and there are several asks.
         self._ask_words = ([query_terms(ask, HISTORY_TERMS) for ask in asks]
@@ -113,6 +115,7 @@ class IntentMatcher:
     def learn(self, history: WordOperationCounts) -> None:
         """Sets the namespace's history of requests and operations (before any :meth:`score`)."""
         self._history = history
+        self._associations.clear()
         self._known.clear()
 
     @classmethod
@@ -132,15 +135,42 @@ class IntentMatcher:
             matrix = np.zeros((len(self._ask_vectors), 0))
         score = intent_match(min(1.0, max(-1.0, whole)), np.clip(matrix, -1.0, 1.0),
                              np.clip(self._best_by_ask, -1.0, 1.0), self._penalty)
-        association = None
-        if self._history is not None and self._history_weight > 0:
-            # Several asks: each ask's own words for the operation that answers it best (a workflow
-            # is credited ask by ask); one ask: the request's words for every operation.
-            association = (ask_history_association(self._ask_words, distinct, self._history) if self._ask_words
-                           else history_association(self._words, distinct, self._history))
-        learnt = self._history_weight * association if association is not None else 0.0
+        learnt = self._learnt(distinct)
         self._known[(domain, key)] = IntentScore(score + learnt, _ask_matches(self.asks, distinct, matrix, whole), learnt)
         return self._known[(domain, key)]
+
+    def _learnt(self, distinct: Sequence[str]) -> float:
+        """What the history adds to the match of the distinct operations ``distinct``: η times
+        :func:`~kbgraph.search.scoring.history_association` of the request's words (one ask) or
+        :func:`~kbgraph.search.scoring.ask_history_association` of each ask's (several), 0 when it
+        says nothing. Both are means and maxima of one operation's association with a set of words,
+        which is worked out once per operation and request (:meth:`_said`): a namespace's thousands
+        of workflows make a few hundred distinct operations."""
+        if self._history is None or self._history_weight <= 0:
+            return 0.0
+        operations = list(distinct) or [NO_CHANGE]
+        association: float | None
+        if not self._ask_words:
+            # One ask: the request's words for every operation (None for one is None for all).
+            lifts = [self._said(-1, op) for op in operations]
+            association = None if lifts[0] is None else sum(lift or 0.0 for lift in lifts) / len(lifts)
+        else:
+            # Several asks: each ask's own words for the operation that answers it best (a workflow
+            # is credited ask by ask).
+            per_ask = [max(said) if (said := [v for op in operations if (v := self._said(i, op)) is not None]) else None
+                       for i in range(len(self._ask_words))]
+            association = (None if all(v is None for v in per_ask)
+                           else sum(v or 0.0 for v in per_ask) / len(per_ask))
+        return self._history_weight * association if association is not None else 0.0
+
+    def _said(self, ask: int, operation: str) -> float | None:
+        """The association of ask ``ask``'s words (-1: the request's) with ``operation`` alone."""
+        key = (ask, operation)
+        if key not in self._associations:
+            assert self._history is not None
+            words = self._words if ask < 0 else self._ask_words[ask]
+            self._associations[key] = history_association(words, [operation], self._history)
+        return self._associations[key]
 
     def scores(self, operations: Sequence[tuple[Sequence[str], str | None] | None]) -> list[IntentScore | None]:
         return [None if item is None else self.score(*item) for item in operations]
@@ -155,15 +185,15 @@ class IntentMatcher:
         table, are multiplied once for all of them."""
         if not table.sequences:
             return np.zeros(0)
-        if self._history is not None and self._history_weight > 0:
-            # The history's association is a sequence's own.
-            return np.array([self.score(ops, domain).score for ops, domain in table.sequences])
-        wholes: npt.NDArray[np.float64] = np.clip(table.texts() @ self._whole, 0.0, 1.0)
-        if len(self.asks) < 2:
-            return wholes
-        operations, columns = table.operations()
-        by_pair = self._ask_vectors @ operations.T if len(operations) else np.zeros((len(self.asks), 0))
-        return intent_matches(wholes, by_pair, columns, self._best_by_ask, self._penalty)
+        matches: npt.NDArray[np.float64] = np.clip(table.texts() @ self._whole, 0.0, 1.0)
+        if len(self.asks) >= 2:
+            operations, columns = table.operations()
+            by_pair = self._ask_vectors @ operations.T if len(operations) else np.zeros((len(self.asks), 0))
+            matches = intent_matches(matches, by_pair, columns, self._best_by_ask, self._penalty)
+        if self._history is None or self._history_weight <= 0:
+            return matches
+        # What the history adds is a sequence's own (its distinct operations').
+        return matches + np.array([self._learnt(list(dict.fromkeys(ops))) for ops, _ in table.sequences])
 
 
 def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list[ChannelHit]:
