@@ -19,8 +19,8 @@ are its state-changing operations (``cancel_pending_order``), read as words
    operations the stored runs that worked made when their requests held the request's words
    (:func:`kbgraph.search.scoring.history_association`), added with weight
    ``intent_history_weight``. The query's own runs (``exclude``) are not counted: the rows of the
-   domain are read once per search version and the excluded runs' counts taken off in the client
-   (:mod:`kbgraph.search.student.intent_history`).
+   domain are read once per search version, in the same request as step 2's, and the excluded
+   runs' counts taken off in the client (:mod:`kbgraph.search.student.intent_history`).
 
 The words of operations and intent texts are embedded once per process (:class:`IntentVectors`),
 and what the rows of step 2 need of them is worked out once for the same rows
@@ -31,7 +31,7 @@ themselves are read again only when the namespace's search version changed
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,7 +48,7 @@ from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.text_vectors import IntentVectors, unit_rows
 from kbgraph.search.student.workflow_operations import SequenceTable, in_domain
 
-__all__ = ["HISTORY_TERMS", "INTENT_CHANNEL", "IntentMatcher", "IntentScore", "intent_channel", "intent_history", "uses_intent"]
+__all__ = ["HISTORY_TERMS", "INTENT_CHANNEL", "IntentMatcher", "IntentScore", "intent_channel", "uses_intent"]
 
 #: The name the intent channel gives its candidates (``SearchHit.found_by``).
 INTENT_CHANNEL = "intent:operations"
@@ -201,11 +201,12 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     experiences standing for one sequence of operations come in together), best first, each a
     :class:`ChannelHit`. Another domain than the query's is discounted as the other channels do."""
     params, w = run.params, run.weights
-    workflows = ctx.namespace_workflows(params)
+    # One request: the workflows and, when the history takes part, the history of requests.
+    workflows, history = ctx.intent_rows(params, history=w.intent_history_weight > 0)
     domain, other = params["domain"], float(params["other_domain"])
     matcher.know(workflows.known_operations(domain), home=workflows.holds(domain))
-    if w.intent_history_weight > 0:
-        matcher.learn(intent_history(ctx, run, matcher.history_words))
+    if history is not None:
+        matcher.learn(history.counts(matcher.history_words, run.excluded))
     discount = np.array([1.0 if domain is None or d == domain else other for d, _ in workflows.keys])
     scores = matcher.table_scores(workflows.table) * discount
     # Best first; equal scores in (domain, operations) order.
@@ -213,14 +214,6 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     for i in np.lexsort((workflows.tie_order, -scores))[: w.intent_candidates]:
         out += [ChannelHit(exp_id, float(scores[i])) for exp_id in workflows.members[workflows.keys[i]]]
     return out
-
-
-def intent_history(ctx: SearchContext, run: Run, words: Iterable[str]) -> WordOperationCounts:
-    """The namespace's requests (their words) and what they changed, over the stored runs of the
-    query's domain that worked, less the query's own (``search_intent_history``, kept with the
-    search version: :meth:`~kbgraph.search.student.context.SearchContext.namespace_history`), for
-    ``words``: every word the matcher asks the history about (:attr:`IntentMatcher.history_words`)."""
-    return ctx.namespace_history(run.params).counts(words, run.excluded)
 
 
 def _ask_matches(asks: list[str], operations: list[str], matrix: np.ndarray, whole: float) -> tuple[AskMatch, ...]:

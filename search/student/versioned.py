@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeVar
 
 from kbgraph.search.student.bounded import BoundedMap
 
-__all__ = ["KeptByVersion", "VersionedRead", "filter_key", "version_applies"]
+__all__ = ["Kept", "KeptByVersion", "VersionedRead", "filter_key", "sent", "version_applies"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -61,6 +61,17 @@ def _tuple(values: Any) -> tuple[Any, ...] | None:
     return None if values is None else tuple(values)
 
 
+#: What :class:`KeptByVersion` holds for one key: the version the rows were read at, what was made
+#: of them, and whether a second read at that version confirmed them.
+Kept = tuple[str, V, bool]
+
+
+def sent(kept: Kept[V] | None) -> str | None:
+    """The version to send with a read for which ``kept`` is held: its own once confirmed, else None
+    (the rows are read)."""
+    return kept[0] if kept is not None and kept[2] else None
+
+
 class KeptByVersion(Generic[K, V]):
     """What was made of one whole-namespace read per key (a set of filters), with the search version
     it was read at and whether a second read at that version confirmed it. Holds the last ``size``
@@ -68,7 +79,7 @@ class KeptByVersion(Generic[K, V]):
     version than the server's is only read again."""
 
     def __init__(self, size: int):
-        self._kept: BoundedMap[K, tuple[str, V, bool]] = BoundedMap(size)
+        self._kept: BoundedMap[K, Kept[V]] = BoundedMap(size)
 
     @property
     def size(self) -> int:
@@ -78,8 +89,17 @@ class KeptByVersion(Generic[K, V]):
         """What ``make`` made of the rows ``read(known)`` returns, ``known`` being the confirmed
         version kept for ``key`` (else None: the rows are read); the kept value itself when the server
         says it is unchanged. A ``key`` of None keeps nothing (filters :func:`version_applies` refuses)."""
-        kept = self._kept.get(key) if key is not None else None
-        answer = read(kept[0] if kept is not None and kept[2] else None)
+        kept = self.kept(key)
+        return self.take(key, kept, read(sent(kept)), make)
+
+    def kept(self, key: K | None) -> Kept[V] | None:
+        """What is kept for ``key`` now: (version, value, confirmed), to send its version with
+        :func:`sent` and to hand to :meth:`take` with the answer (a read that serves several keys
+        at once, as the intent channel's does)."""
+        return self._kept.get(key) if key is not None else None
+
+    def take(self, key: K | None, kept: Kept[V] | None, answer: VersionedRead[R], make: Callable[[R], V]) -> V:
+        """:meth:`get`'s value from an answer to a read sent :func:`sent` of ``kept``."""
         if kept is not None and answer.unchanged:
             return kept[1]
         value = make(answer.rows)
