@@ -41,7 +41,9 @@ from kbgraph.core.shapes import intent_text, operation_words
 from kbgraph.search.asks import split_asks
 from kbgraph.search.lexical import query_terms
 from kbgraph.search.results import AskMatch
-from kbgraph.search.scoring import NO_CHANGE, WordOperationCounts, history_association, intent_match, intent_matches
+from kbgraph.search.scoring import (
+    NO_CHANGE, WordOperationCounts, ask_history_association, history_association, intent_match, intent_matches,
+)
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.intent_history import HISTORY_TERMS
 from kbgraph.search.student.rows import ChannelHit
@@ -135,17 +137,25 @@ class IntentMatcher:
             matrix = np.zeros((len(self._ask_vectors), 0))
         score = intent_match(min(1.0, max(-1.0, whole)), np.clip(matrix, -1.0, 1.0),
                              np.clip(self._best_by_ask, -1.0, 1.0), self._penalty)
-        learnt = self._learnt(distinct)
+        association = None
+        if self._history is not None and self._history_weight > 0:
+            # Several asks: each ask's own words for the operation that answers it best (a workflow
+            # is credited ask by ask); one ask: the request's words for every operation.
+            association = (ask_history_association(self._ask_words, distinct, self._history) if self._ask_words
+                           else history_association(self._words, distinct, self._history))
+        learnt = self._history_weight * association if association is not None else 0.0
         self._known[(domain, key)] = IntentScore(score + learnt, _ask_matches(self.asks, distinct, matrix, whole), learnt)
         return self._known[(domain, key)]
 
-    def _learnt(self, distinct: Sequence[str]) -> float:
-        """What the history adds to the match of the distinct operations ``distinct``: η times
+    def learnt(self, distinct: Sequence[str]) -> float:
+        """What the history adds to the match of the distinct operations ``distinct``, as
+        :meth:`score` works it out (``learnt``), for the channel's thousands of workflows: η times
         :func:`~kbgraph.search.scoring.history_association` of the request's words (one ask) or
         :func:`~kbgraph.search.scoring.ask_history_association` of each ask's (several), 0 when it
         says nothing. Both are means and maxima of one operation's association with a set of words,
-        which is worked out once per operation and request (:meth:`_said`): a namespace's thousands
-        of workflows make a few hundred distinct operations."""
+        taken in the same order, so the value is equal; that association is worked out once per
+        operation and request (:meth:`_said`): a namespace's workflows make a few hundred distinct
+        operations."""
         if self._history is None or self._history_weight <= 0:
             return 0.0
         operations = list(distinct) or [NO_CHANGE]
@@ -193,7 +203,8 @@ class IntentMatcher:
         if self._history is None or self._history_weight <= 0:
             return matches
         # What the history adds is a sequence's own (its distinct operations').
-        return matches + np.array([self._learnt(list(dict.fromkeys(ops))) for ops, _ in table.sequences])
+        learnt: npt.NDArray[np.float64] = np.array([self.learnt(list(dict.fromkeys(ops))) for ops, _ in table.sequences])
+        return matches + learnt
 
 
 def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list[ChannelHit]:

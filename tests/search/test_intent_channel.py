@@ -164,6 +164,7 @@ def test_what_the_history_adds_is_each_workflow_s_own_association_whether_ranked
         association = (ask_history_association(ask_words, distinct, history) if len(asks) > 1
                        else history_association(query_terms(query.full_text(), HISTORY_TERMS), distinct, history))
         assert matcher.score(ops, domain).learnt == (η * association if association is not None else 0.0)
+        assert matcher.learnt(distinct) == matcher.score(ops, domain).learnt, "the channel's, exactly"
     assert any(matcher.score(ops, d).learnt > 0 for ops, d in sequences)
     together = matcher.ranking_scores(sequences)
     assert together == pytest.approx([matcher.score(ops, d).score for ops, d in sequences], abs=1e-12)
