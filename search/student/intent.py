@@ -203,7 +203,9 @@ class IntentMatcher:
         if self._history is None or self._history_weight <= 0:
             return matches
         # What the history adds is a sequence's own (its distinct operations').
-        learnt: npt.NDArray[np.float64] = np.array([self.learnt(list(dict.fromkeys(ops))) for ops, _ in table.sequences])
+        # Sequences of several domains may make the same operations: each set is worked out once.
+        by_operations = {distinct: self.learnt(distinct) for distinct in dict.fromkeys(table.distinct)}
+        learnt: npt.NDArray[np.float64] = np.array([by_operations[distinct] for distinct in table.distinct])
         return matches + learnt
 
 

@@ -58,6 +58,9 @@ class SequenceTable:
         self._vectors = vectors
         self._texts: npt.NDArray[np.float64] | None = None
         self._operations: tuple[npt.NDArray[np.float64], list[list[int]]] | None = None
+        #: Each sequence's distinct operations, in the order it makes them (the history's part of
+        #: the match is a function of them alone).
+        self.distinct = [tuple(dict.fromkeys(ops)) for ops, _ in self.sequences]
 
     def texts(self) -> npt.NDArray[np.float64]:
         """Unit vectors of what each sequence changes, in words and in its domain: one row each."""
