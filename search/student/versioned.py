@@ -1,9 +1,10 @@
 """What a search makes of a whole-namespace read, kept with the namespace's search version
 (kbgraph.store.search_version), so that the next search with the same filters skips the read.
 
-Two channels read the namespace as a whole: the intent channel every workflow's operations
-(``search_workflow_operations``), the lexical scan every experience's text
-(``search_experience_texts``). Each request first reads the namespace's search version, a token on
+Two channels read the namespace as a whole: the intent channel every workflow's operations and,
+in the same request, the history of requests of the query's domain (``search_workflow_operations``;
+one answer serves both kept reads, :meth:`KeptByVersion.kept` / :meth:`KeptByVersion.take`), the
+lexical scan every experience's text (``search_experience_texts``). Each request first reads the namespace's search version, a token on
 its state node that every write changing those rows replaces in its own transaction, and is sent the
 version the caller kept its rows with (``$known``): when the two are equal the server reads nothing
 and answers ``unchanged``. The version is read before the rows, so rows are at worst kept under an
