@@ -15,7 +15,7 @@ are its state-changing operations (``cancel_pending_order``), read as words
 3. gives every candidate with steps its intent score, which the direct score mixes into the coarse
    one with weight ``intent_weight`` (:func:`kbgraph.search.scoring.direct_scores`), and the asks
    each operation answers, for the explanation;
-4. sharpens the match with the namespace's own history (``search_intent_history``): which
+4. sharpens the match with the namespace's own history (read with step 2's rows): which
    operations the stored runs that worked made when their requests held the request's words
    (:func:`kbgraph.search.scoring.history_association`), added with weight
    ``intent_history_weight``. The query's own runs (``exclude``) are not counted: the rows of the
@@ -54,6 +54,7 @@ __all__ = ["HISTORY_TERMS", "INTENT_CHANNEL", "IntentMatcher", "IntentScore", "i
 
 #: The name the intent channel gives its candidates (``SearchHit.found_by``).
 INTENT_CHANNEL = "intent:operations"
+
 
 def uses_intent(run: Run) -> bool:
     """The intent match takes part: a request with words and without executed steps, and a weight."""
