@@ -196,10 +196,14 @@ class IntentMatcher:
         table, are multiplied once for all of them."""
         if not table.sequences:
             return np.zeros(0)
-        matches: npt.NDArray[np.float64] = np.clip(table.texts() @ self._whole, 0.0, 1.0)
+        # np.einsum, not BLAS: products of this size (thousands of rows) make OpenBLAS start its
+        # threads, which then spin after it (~20 ms of CPU a search on 2 cores, the cores Neo4j needs;
+        # docs/performance.md). One thread is what a product this small needs.
+        matches: npt.NDArray[np.float64] = np.clip(np.einsum("ij,j->i", table.texts(), self._whole), 0.0, 1.0)
         if len(self.asks) >= 2:
             operations, columns = table.operations()
-            by_pair = self._ask_vectors @ operations.T if len(operations) else np.zeros((len(self.asks), 0))
+            by_pair = (np.einsum("aj,oj->ao", self._ask_vectors, operations) if len(operations)
+                       else np.zeros((len(self.asks), 0)))
             matches = intent_matches(matches, by_pair, columns, self._best_by_ask, self._penalty)
         if self._history is None or self._history_weight <= 0:
             return matches
