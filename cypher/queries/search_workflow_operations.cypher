@@ -1,14 +1,24 @@
-// Student search, intent channel: what every workflow of namespace $kb changes. One row per
-// experience with steps that passes the filters ($statuses, $domains, $kinds, $min_success,
-// $min_quality, scope / $agent, as in search_experience_texts) and stands for its workflow: an
-// abstract experience, or a concrete one that has no workflow of its own (no ABSTRACTION edge
-// out). Each is [id, domain, joined, operations]: its state-changing actions in order, as stored by
-// the write path, each followed by $separator (one string: ~27,000 names at 10,000 experiences
-// cost the client ~3x more to decode one by one), and the list itself only where a name holds
-// $separator or is null (else null). kbgraph matches the request's asks with the operations' words
-// (kbgraph.search.student.intent, workflow_operations). One row of lists, as search_experience_texts.
-// The namespace's search version comes first (kbgraph.store.search_version): when it is $known,
-// the version the caller read its rows with, the rows are not read (`unchanged`, rows []).
+// Student search, intent channel: what every workflow of namespace $kb changes and, with $history,
+// the namespace's own history of requests, in one request.
+// `rows`: one row per experience with steps that passes the filters ($statuses, $domains, $kinds,
+// $min_success, $min_quality, scope / $agent, as in search_experience_texts) and stands for its
+// workflow: an abstract experience, or a concrete one that has no workflow of its own (no
+// ABSTRACTION edge out). Each is [id, domain, joined, operations]: its state-changing actions in
+// order, as stored by the write path, each followed by $separator (one string: ~27,000 names at
+// 10,000 experiences cost the client ~3x more to decode one by one), and the list itself only where
+// a name holds $separator or is null (else null). kbgraph matches the request's asks with the
+// operations' words (kbgraph.search.student.intent, workflow_operations). One row of lists, as
+// search_experience_texts.
+// `history`: [id, source_ids, problem, operations] of every concrete experience with steps that
+// worked at least once (success_rate > 0), passes the filters ($statuses, $domains, scope /
+// $agent) and is of the query's domain $domain (every domain when null). The query's own runs are
+// left out by kbgraph, not here (kbgraph.search.student.intent_history: an experience whose id is
+// excluded, or whose runs all are), so the rows are the same for every query of the domain;
+// kbgraph counts which request words went with which operations
+// (kbgraph.search.scoring.history_association).
+// The namespace's search version comes first (kbgraph.store.search_version): the rows are read
+// only when it is not $known (the version the caller read them with; `unchanged`, rows []), the
+// history only with $history and when it is not $history_known (`history_unchanged`).
 OPTIONAL MATCH (state:KbState {kb: $kb})
 WITH state.search_version AS version
 CALL (version) {
@@ -29,4 +39,19 @@ CALL (version) {
   RETURN collect([e.id, e.domain, reduce(joined = '', o IN e.operations | joined + o + $separator),
                   CASE WHEN any(o IN e.operations WHERE o IS NULL OR o CONTAINS $separator) THEN e.operations END]) AS rows
 }
-RETURN version, coalesce(version = $known, false) AS unchanged, rows;
+CALL (version) {
+  WITH CASE WHEN NOT $history OR (version IS NOT NULL AND version = $history_known) THEN null ELSE $kb END AS scanned
+  MATCH (e:Experience {kb: scanned})
+  WHERE e.kind = 'concrete'
+    AND e.status IN $statuses
+    AND e.operations IS NOT NULL
+    AND coalesce(e.success_rate, 0.0) > 0.0
+    AND ($domains IS NULL OR e.domain IN $domains)
+    AND ($domain IS NULL OR e.domain = $domain)
+    AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
+    AND EXISTS { (e)-[:HAS_STEP]->() }
+  WITH e ORDER BY e.id
+  RETURN collect([e.id, coalesce(e.source_ids, []), coalesce(e.problem, ''), e.operations]) AS history
+}
+RETURN version, coalesce(version = $known, false) AS unchanged, rows,
+  coalesce($history AND version = $history_known, false) AS history_unchanged, history;

@@ -57,6 +57,7 @@ from rich.table import Table
 
 from kbgraph.bench.figures import growth_per_doubling, growth_rows, percentiles
 from kbgraph.bench.cpu import CpuMeter, managed_server_pid
+from kbgraph.bench.requests import counting_reads, per_operation
 from kbgraph.bench.scale import ScaleReport, build_scaled_kb, load_seeds, scaled_namespace
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.kb import KnowledgeBase
@@ -216,7 +217,7 @@ def run_search_benchmark(
     # BLAS thread (see the module docstring). CPU: the client's around each search, the server's
     # over the whole loop (the baseline asks nothing of it).
     cpu = CpuMeter(server_pid)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with threadpool_limits(limits=1, user_api="blas"), counting_reads(kb.gateway) as requests:
         for i in range(min(max(warmup, 0), len(picked))):
             kb.student.search(picked[i], query_vectors=vectors[i])
             row = query_rows[i]
@@ -232,6 +233,7 @@ def run_search_benchmark(
         hits: list[float] = []
         notes: Counter[str] = Counter()
         cpu.begin()
+        requests.clear()  # the warm-up's are not counted
         for done, (query, vector, row) in enumerate(zip(picked, vectors, query_rows, strict=True), 1):
             cpu.start()
             started = time.perf_counter()
@@ -274,6 +276,7 @@ def run_search_benchmark(
                                         "cosine_min": round(min(agreement), 6) if agreement else None,
                                         "vectors_compared": len(agreement)} if other is not None else None),
         "cpu_per_search_ms": cpu.per_operation(),
+        "requests_per_search": per_operation(requests, len(picked)),
         "kbgraph_ms": percentiles(wall),
         "kbgraph_retrieval_ms": percentiles(retrieval),
         "kbgraph_by_query_ms": {kind: percentiles(values) for kind, values in by_kind.items()},
@@ -373,6 +376,9 @@ def bench_search_cli(
         server = "—" if c["server_ms"] is None else f"{c['server_ms']:.1f} ms"
         out.print(f"{line}; CPU per search: client {c['client_ms']:.1f} ms, server {server} "
                   f"(kbgraph p50 {run['kbgraph_ms']['p50']:.1f} ms)")
+        r = run["requests_per_search"]
+        out.print(f"{run['namespace']}: requests per search {r['total']:.2f} ("
+                  + ", ".join(f"{name} {n:.2f}" for name, n in r["by_query"].items()) + ")")
         out.print(f"{run['namespace']}: {run['steps']:,} steps, {run['step_texts']:,} distinct step texts "
                   "(vectors in the step index: one per step)")
         out.print(f"load average before {run['load_average']['before']}, after {run['load_average']['after']}")

@@ -1,11 +1,12 @@
 """A namespace's search version: a token on its ``KbState`` node that every write which can change
 what a search reads of the namespace as a whole replaces, in the write's own transaction.
 
-Some channels read the whole namespace (what every workflow changes, ``search_workflow_operations``;
-every experience's text, ``search_experience_texts``) and get the same rows back until a write
-changes them. A search sends the version it kept its rows with, and the server returns the rows
-only when the version is another (kbgraph.search.student.versioned): the version is read first, so
-rows read with an old version are at worst kept under that old version, never under a newer one.
+Some channels read the whole namespace (what every workflow changes and the history of requests
+of a domain, ``search_workflow_operations``; every experience's text, ``search_experience_texts``)
+and get the same rows back until a write changes them. A search sends the version it kept its rows
+with, and the server returns the rows only when the version is another
+(kbgraph.search.student.versioned): the version is read first, so rows read with an old version
+are at worst kept under that old version, never under a newer one.
 
 The bump is central: the gateway runs every named query through
 :func:`kbgraph.store.gateway.run_named` (or its async twin), which calls :func:`bump_search_version`

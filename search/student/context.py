@@ -27,10 +27,11 @@ from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import SearchQuery, SearchWeights
 from kbgraph.search.scoring import domain_distance, transferability
 from kbgraph.search.student.bounded import BoundedMap
+from kbgraph.search.student.intent_history import HistoryRow, IntentHistory
 from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.text_vectors import IntentVectors
-from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key, version_applies
-from kbgraph.search.student.workflow_operations import WorkflowOperations, read_rows
+from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key, sent, version_applies
+from kbgraph.search.student.workflow_operations import WorkflowOperations, read_intent_rows
 
 __all__ = ["KeptByContent", "Run", "SearchContext"]
 
@@ -44,6 +45,8 @@ DOMAIN_STEPS_TTL = 60.0
 LEXICAL_CORPORA = 4
 #: Tables of workflow operations kept (one per set of filters and query domain in use).
 OPERATION_TABLES = 4
+#: Histories of requests kept (one per set of filters and query domain in use).
+HISTORIES = 8
 #: Domain pairs whose transferability is kept (a namespace has tens of domains).
 TRANSFER_PAIRS = 4096
 
@@ -104,6 +107,12 @@ class SearchContext:
         default_factory=lambda: KeptByVersion(LEXICAL_CORPORA))
     operations_by_version: KeptByVersion[tuple[Any, ...], WorkflowOperations] = field(
         default_factory=lambda: KeptByVersion(OPERATION_TABLES))
+    #: The namespace's history of requests per query domain (the intent channel's), kept by its
+    #: rows and by the search version as the two above.
+    histories: KeptByContent[tuple[HistoryRow, ...], IntentHistory] = field(
+        default_factory=lambda: KeptByContent(HISTORIES))
+    history_by_version: KeptByVersion[tuple[Any, ...], IntentHistory] = field(
+        default_factory=lambda: KeptByVersion(HISTORIES))
 
     def lexical_corpus(self, rows: Sequence[tuple[str, ...]]) -> LexicalCorpus:
         """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal)``, as
@@ -133,8 +142,32 @@ class SearchContext:
         """What the workflows that pass ``params``'s filters change (search_workflow_operations):
         read again only when the namespace's search version changed (or the filters are not kept
         by it), and worked out again only when the rows did."""
-        return self.operations_by_version.get(_kept_key(params), lambda known: read_rows(self.gateway, params, known),
-                                              self.workflow_operations)
+        return self.intent_rows(params, history=False)[0]
+
+    def namespace_history(self, params: FilterParams) -> IntentHistory:
+        """The stored runs that worked of the query's domain that pass ``params``'s filters, every
+        one of them (the query's own runs are left out by :meth:`IntentHistory.counts`)."""
+        history = self.intent_rows(params, history=True)[1]
+        assert history is not None
+        return history
+
+    def intent_rows(self, params: FilterParams, history: bool) -> tuple[WorkflowOperations, IntentHistory | None]:
+        """What the intent channel reads of the namespace, in one request (search_workflow_operations):
+        the workflows and, with ``history``, the history of requests of the query's domain. Each is
+        read again only when the namespace's search version changed, and worked out again only
+        when its rows did. The workflows are kept by filters :func:`version_applies` accepts; the
+        history with any quality floor (it does not depend on quality, which feedback changes
+        without a new version)."""
+        operations_key, history_key = _kept_key(params), (*filter_key(params), params["domain"])
+        operations_kept = self.operations_by_version.kept(operations_key)
+        history_kept = self.history_by_version.kept(history_key) if history else None
+        answer = read_intent_rows(self.gateway, params, sent(operations_kept), history, sent(history_kept))
+        workflows = self.operations_by_version.take(operations_key, operations_kept, answer.operations,
+                                                    self.workflow_operations)
+        if answer.history is None:
+            return workflows, None
+        return workflows, self.history_by_version.take(
+            history_key, history_kept, answer.history, lambda rows: self.histories.get(rows, lambda: IntentHistory(rows)))
 
     def domain_has_steps(self, domain: str | None) -> bool:
         """False when the query's domain holds no experience with steps (WebArena's, say): the

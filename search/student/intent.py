@@ -15,10 +15,12 @@ are its state-changing operations (``cancel_pending_order``), read as words
 3. gives every candidate with steps its intent score, which the direct score mixes into the coarse
    one with weight ``intent_weight`` (:func:`kbgraph.search.scoring.direct_scores`), and the asks
    each operation answers, for the explanation;
-4. sharpens the match with the namespace's own history (``search_intent_history``): which
+4. sharpens the match with the namespace's own history (read with step 2's rows): which
    operations the stored runs that worked made when their requests held the request's words
    (:func:`kbgraph.search.scoring.history_association`), added with weight
-   ``intent_history_weight``. The query's own runs (``exclude``) are not counted.
+   ``intent_history_weight``. The query's own runs (``exclude``) are not counted: the rows of the
+   domain are read once per search version, in the same request as step 2's, and the excluded
+   runs' counts taken off in the client (:mod:`kbgraph.search.student.intent_history`).
 
 The words of operations and intent texts are embedded once per process (:class:`IntentVectors`),
 and what the rows of step 2 need of them is worked out once for the same rows
@@ -31,7 +33,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -40,20 +41,19 @@ from kbgraph.core.shapes import intent_text, operation_words
 from kbgraph.search.asks import split_asks
 from kbgraph.search.lexical import query_terms
 from kbgraph.search.results import AskMatch
-from kbgraph.search.scoring import WordOperationCounts, ask_history_association, history_association, intent_match, intent_matches
+from kbgraph.search.scoring import (
+    NO_CHANGE, WordOperationCounts, ask_history_association, history_association, intent_match, intent_matches,
+)
 from kbgraph.search.student.context import Run, SearchContext
+from kbgraph.search.student.intent_history import HISTORY_TERMS
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.text_vectors import IntentVectors, unit_rows
 from kbgraph.search.student.workflow_operations import SequenceTable, in_domain
 
-__all__ = ["HISTORY_TERMS", "INTENT_CHANNEL", "IntentMatcher", "IntentScore", "intent_channel", "intent_history", "uses_intent"]
+__all__ = ["HISTORY_TERMS", "INTENT_CHANNEL", "IntentMatcher", "IntentScore", "intent_channel", "uses_intent"]
 
 #: The name the intent channel gives its candidates (``SearchHit.found_by``).
 INTENT_CHANNEL = "intent:operations"
-
-#: Words of a request (and of each stored request) the history counts: the first ones say what it
-#: asks; a pasted story is not counted word for word.
-HISTORY_TERMS = 256
 
 
 def uses_intent(run: Run) -> bool:
@@ -92,6 +92,8 @@ class IntentMatcher:
         #: The request's words, and what the namespace's history says of them (:meth:`learn`).
         self._words = query_terms(run.query.full_text(), HISTORY_TERMS)
         self._history: WordOperationCounts | None = None
+        #: One operation's association with the request's words (-1) or an ask's (:meth:`_said`).
+        self._associations: dict[tuple[int, str], float | None] = {}
         self._history_weight = run.weights.intent_history_weight
         # Each ask's own words, only where the history is read (η > 0) and there are several asks.
         self._ask_words = ([query_terms(ask, HISTORY_TERMS) for ask in asks]
@@ -108,9 +110,15 @@ class IntentMatcher:
             self._best_by_ask = (self._ask_vectors @ self._vectors.of(texts).T).max(axis=1)
         self._known.clear()
 
+    @property
+    def history_words(self) -> set[str]:
+        """Every word :meth:`score` asks the history about: the request's and each ask's."""
+        return {*self._words, *(word for words in self._ask_words for word in words)}
+
     def learn(self, history: WordOperationCounts) -> None:
         """Sets the namespace's history of requests and operations (before any :meth:`score`)."""
         self._history = history
+        self._associations.clear()
         self._known.clear()
 
     @classmethod
@@ -140,6 +148,41 @@ class IntentMatcher:
         self._known[(domain, key)] = IntentScore(score + learnt, _ask_matches(self.asks, distinct, matrix, whole), learnt)
         return self._known[(domain, key)]
 
+    def learnt(self, distinct: Sequence[str]) -> float:
+        """What the history adds to the match of the distinct operations ``distinct``, as
+        :meth:`score` works it out (``learnt``), for the channel's thousands of workflows: η times
+        :func:`~kbgraph.search.scoring.history_association` of the request's words (one ask) or
+        :func:`~kbgraph.search.scoring.ask_history_association` of each ask's (several), 0 when it
+        says nothing. Both are means and maxima of one operation's association with a set of words,
+        taken in the same order, so the value is equal; that association is worked out once per
+        operation and request (:meth:`_said`): a namespace's workflows make a few hundred distinct
+        operations."""
+        if self._history is None or self._history_weight <= 0:
+            return 0.0
+        operations = list(distinct) or [NO_CHANGE]
+        association: float | None
+        if not self._ask_words:
+            # One ask: the request's words for every operation (None for one is None for all).
+            lifts = [self._said(-1, op) for op in operations]
+            association = None if lifts[0] is None else sum(lift or 0.0 for lift in lifts) / len(lifts)
+        else:
+            # Several asks: each ask's own words for the operation that answers it best (a workflow
+            # is credited ask by ask).
+            per_ask = [max(said) if (said := [v for op in operations if (v := self._said(i, op)) is not None]) else None
+                       for i in range(len(self._ask_words))]
+            association = (None if all(v is None for v in per_ask)
+                           else sum(v or 0.0 for v in per_ask) / len(per_ask))
+        return self._history_weight * association if association is not None else 0.0
+
+    def _said(self, ask: int, operation: str) -> float | None:
+        """The association of ask ``ask``'s words (-1: the request's) with ``operation`` alone."""
+        key = (ask, operation)
+        if key not in self._associations:
+            assert self._history is not None
+            words = self._words if ask < 0 else self._ask_words[ask]
+            self._associations[key] = history_association(words, [operation], self._history)
+        return self._associations[key]
+
     def scores(self, operations: Sequence[tuple[Sequence[str], str | None] | None]) -> list[IntentScore | None]:
         return [None if item is None else self.score(*item) for item in operations]
 
@@ -153,15 +196,22 @@ class IntentMatcher:
         table, are multiplied once for all of them."""
         if not table.sequences:
             return np.zeros(0)
-        if self._history is not None and self._history_weight > 0:
-            # The history's association is a sequence's own.
-            return np.array([self.score(ops, domain).score for ops, domain in table.sequences])
-        wholes: npt.NDArray[np.float64] = np.clip(table.texts() @ self._whole, 0.0, 1.0)
-        if len(self.asks) < 2:
-            return wholes
-        operations, columns = table.operations()
-        by_pair = self._ask_vectors @ operations.T if len(operations) else np.zeros((len(self.asks), 0))
-        return intent_matches(wholes, by_pair, columns, self._best_by_ask, self._penalty)
+        # np.einsum, not BLAS: products of this size (thousands of rows) make OpenBLAS start its
+        # threads, which then spin after it (~20 ms of CPU a search on 2 cores, the cores Neo4j needs;
+        # docs/performance.md). One thread is what a product this small needs.
+        matches: npt.NDArray[np.float64] = np.clip(np.einsum("ij,j->i", table.texts(), self._whole), 0.0, 1.0)
+        if len(self.asks) >= 2:
+            operations, columns = table.operations()
+            by_pair = (np.einsum("aj,oj->ao", self._ask_vectors, operations) if len(operations)
+                       else np.zeros((len(self.asks), 0)))
+            matches = intent_matches(matches, by_pair, columns, self._best_by_ask, self._penalty)
+        if self._history is None or self._history_weight <= 0:
+            return matches
+        # What the history adds is a sequence's own (its distinct operations').
+        # Sequences of several domains may make the same operations: each set is worked out once.
+        by_operations = {distinct: self.learnt(distinct) for distinct in dict.fromkeys(table.distinct)}
+        learnt: npt.NDArray[np.float64] = np.array([by_operations[distinct] for distinct in table.distinct])
+        return matches + learnt
 
 
 def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list[ChannelHit]:
@@ -169,11 +219,12 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     experiences standing for one sequence of operations come in together), best first, each a
     :class:`ChannelHit`. Another domain than the query's is discounted as the other channels do."""
     params, w = run.params, run.weights
-    workflows = ctx.namespace_workflows(params)
+    # One request: the workflows and, when the history takes part, the history of requests.
+    workflows, history = ctx.intent_rows(params, history=w.intent_history_weight > 0)
     domain, other = params["domain"], float(params["other_domain"])
     matcher.know(workflows.known_operations(domain), home=workflows.holds(domain))
-    if w.intent_history_weight > 0:
-        matcher.learn(intent_history(ctx, run))
+    if history is not None:
+        matcher.learn(history.counts(matcher.history_words, run.excluded))
     discount = np.array([1.0 if domain is None or d == domain else other for d, _ in workflows.keys])
     scores = matcher.table_scores(workflows.table) * discount
     # Best first; equal scores in (domain, operations) order.
@@ -181,24 +232,6 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     for i in np.lexsort((workflows.tie_order, -scores))[: w.intent_candidates]:
         out += [ChannelHit(exp_id, float(scores[i])) for exp_id in workflows.members[workflows.keys[i]]]
     return out
-
-
-def intent_history(ctx: SearchContext, run: Run) -> WordOperationCounts:
-    """The namespace's requests (their words) and what they changed, over the stored runs of the
-    query's domain that worked, less the query's own (``search_intent_history``)."""
-    params = run.params
-    rows = ctx.gateway.read("search_intent_history", kb=params["kb"], statuses=params["statuses"],
-                            domains=params["domains"], domain=params["domain"], agent=params["agent"],
-                            exclude=sorted(run.excluded))[0]["rows"]
-    return WordOperationCounts.of((stored_request_words(str(problem)), operations or ())
-                                  for problem, operations in rows)
-
-
-@lru_cache(maxsize=65_536)
-def stored_request_words(problem: str) -> tuple[str, ...]:
-    """The words of a stored request, tokenised once per process: every search of a domain reads
-    the same stored requests again."""
-    return tuple(query_terms(problem, HISTORY_TERMS))
 
 
 def _ask_matches(asks: list[str], operations: list[str], matrix: np.ndarray, whole: float) -> tuple[AskMatch, ...]:

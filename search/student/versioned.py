@@ -1,9 +1,10 @@
 """What a search makes of a whole-namespace read, kept with the namespace's search version
 (kbgraph.store.search_version), so that the next search with the same filters skips the read.
 
-Two channels read the namespace as a whole: the intent channel every workflow's operations
-(``search_workflow_operations``), the lexical scan every experience's text
-(``search_experience_texts``). Each request first reads the namespace's search version, a token on
+Two channels read the namespace as a whole: the intent channel every workflow's operations and,
+in the same request, the history of requests of the query's domain (``search_workflow_operations``;
+one answer serves both kept reads, :meth:`KeptByVersion.kept` / :meth:`KeptByVersion.take`), the
+lexical scan every experience's text (``search_experience_texts``). Each request first reads the namespace's search version, a token on
 its state node that every write changing those rows replaces in its own transaction, and is sent the
 version the caller kept its rows with (``$known``): when the two are equal the server reads nothing
 and answers ``unchanged``. The version is read before the rows, so rows are at worst kept under an
@@ -27,7 +28,7 @@ from typing import Any, Generic, TypeVar
 
 from kbgraph.search.student.bounded import BoundedMap
 
-__all__ = ["KeptByVersion", "VersionedRead", "filter_key", "version_applies"]
+__all__ = ["Kept", "KeptByVersion", "VersionedRead", "filter_key", "sent", "version_applies"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -61,6 +62,17 @@ def _tuple(values: Any) -> tuple[Any, ...] | None:
     return None if values is None else tuple(values)
 
 
+#: What :class:`KeptByVersion` holds for one key: the version the rows were read at, what was made
+#: of them, and whether a second read at that version confirmed them.
+Kept = tuple[str, V, bool]
+
+
+def sent(kept: Kept[V] | None) -> str | None:
+    """The version to send with a read for which ``kept`` is held: its own once confirmed, else None
+    (the rows are read)."""
+    return kept[0] if kept is not None and kept[2] else None
+
+
 class KeptByVersion(Generic[K, V]):
     """What was made of one whole-namespace read per key (a set of filters), with the search version
     it was read at and whether a second read at that version confirmed it. Holds the last ``size``
@@ -68,7 +80,7 @@ class KeptByVersion(Generic[K, V]):
     version than the server's is only read again."""
 
     def __init__(self, size: int):
-        self._kept: BoundedMap[K, tuple[str, V, bool]] = BoundedMap(size)
+        self._kept: BoundedMap[K, Kept[V]] = BoundedMap(size)
 
     @property
     def size(self) -> int:
@@ -78,8 +90,17 @@ class KeptByVersion(Generic[K, V]):
         """What ``make`` made of the rows ``read(known)`` returns, ``known`` being the confirmed
         version kept for ``key`` (else None: the rows are read); the kept value itself when the server
         says it is unchanged. A ``key`` of None keeps nothing (filters :func:`version_applies` refuses)."""
-        kept = self._kept.get(key) if key is not None else None
-        answer = read(kept[0] if kept is not None and kept[2] else None)
+        kept = self.kept(key)
+        return self.take(key, kept, read(sent(kept)), make)
+
+    def kept(self, key: K | None) -> Kept[V] | None:
+        """What is kept for ``key`` now: (version, value, confirmed), to send its version with
+        :func:`sent` and to hand to :meth:`take` with the answer (a read that serves several keys
+        at once, as the intent channel's does)."""
+        return self._kept.get(key) if key is not None else None
+
+    def take(self, key: K | None, kept: Kept[V] | None, answer: VersionedRead[R], make: Callable[[R], V]) -> V:
+        """:meth:`get`'s value from an answer to a read sent :func:`sent` of ``kept``."""
         if kept is not None and answer.unchanged:
             return kept[1]
         value = make(answer.rows)

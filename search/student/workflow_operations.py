@@ -15,6 +15,7 @@ Nothing is kept that the rows do not say; the request's own side (its asks, thei
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from threading import Lock
 from typing import Any
 
@@ -24,9 +25,11 @@ import numpy.typing as npt
 from kbgraph.core.shapes import intent_text, operation_words
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.search.student.text_vectors import IntentVectors
+from kbgraph.search.student.intent_history import HistoryRow, rows_of
 from kbgraph.search.student.versioned import VersionedRead
 
-__all__ = ["SEPARATOR", "OperationRow", "SequenceTable", "WorkflowOperations", "in_domain", "read_rows"]
+__all__ = ["SEPARATOR", "IntentRows", "OperationRow", "SequenceTable", "WorkflowOperations", "in_domain", "read_intent_rows",
+           "read_rows"]
 
 #: One workflow: (experience id, domain, its operations in order).
 OperationRow = tuple[str, str | None, tuple[str, ...]]
@@ -55,6 +58,9 @@ class SequenceTable:
         self._vectors = vectors
         self._texts: npt.NDArray[np.float64] | None = None
         self._operations: tuple[npt.NDArray[np.float64], list[list[int]]] | None = None
+        #: Each sequence's distinct operations, in the order it makes them (the history's part of
+        #: the match is a function of them alone).
+        self.distinct = [tuple(dict.fromkeys(ops)) for ops, _ in self.sequences]
 
     def texts(self) -> npt.NDArray[np.float64]:
         """Unit vectors of what each sequence changes, in words and in its domain: one row each."""
@@ -131,7 +137,28 @@ def read_rows(gateway: Neo4jGateway, params: Mapping[str, Any],
     :data:`SEPARATOR` (the list itself only where a name holds it). The key a table is kept by:
     equal rows, equal key, made without splitting ~27,000 names every search. With the
     namespace's search version; none read when it is ``known`` (kbgraph.search.student.versioned)."""
-    answer = gateway.read("search_workflow_operations", **params, separator=SEPARATOR, known=known)[0]
+    return read_intent_rows(gateway, params, known).operations
+
+
+@dataclass(frozen=True)
+class IntentRows:
+    """One answer of ``search_workflow_operations``: the workflows' rows (see :func:`read_rows`)
+    and, when asked for, the history of requests of the query's domain
+    (:class:`~kbgraph.search.student.intent_history.IntentHistory`)."""
+
+    operations: VersionedRead[tuple[tuple[Any, ...], ...]]
+    history: VersionedRead[tuple[HistoryRow, ...]] | None
+
+
+def read_intent_rows(gateway: Neo4jGateway, params: Mapping[str, Any], known: str | None = None,
+                     history: bool = False, history_known: str | None = None) -> IntentRows:
+    """What the intent channel reads, in one request: the workflows' rows (none when the search
+    version is ``known``) and, with ``history``, the history's (none when it is ``history_known``)."""
+    answer = gateway.read("search_workflow_operations", **params, separator=SEPARATOR, known=known,
+                          history=history, history_known=history_known)[0]
     rows = tuple((exp_id, domain, joined, tuple(listed) if listed is not None else None)
                  for exp_id, domain, joined, listed in answer["rows"])
-    return VersionedRead(answer["version"], bool(answer["unchanged"]), rows)
+    version = answer["version"]
+    return IntentRows(VersionedRead(version, bool(answer["unchanged"]), rows),
+                      VersionedRead(version, bool(answer["history_unchanged"]), rows_of(answer["history"]))
+                      if history else None)

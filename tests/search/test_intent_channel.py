@@ -13,7 +13,9 @@ from kbgraph.search.asks import split_asks
 from kbgraph.search.explain import explain_results
 from kbgraph.search.params import SearchQuery
 from kbgraph.search.student.context import Run
-from kbgraph.search.student.intent import INTENT_CHANNEL, IntentMatcher
+from kbgraph.search.lexical import query_terms
+from kbgraph.search.scoring import WordOperationCounts, ask_history_association, history_association
+from kbgraph.search.student.intent import HISTORY_TERMS, INTENT_CHANNEL, IntentMatcher
 from kbgraph.search.student.text_vectors import IntentVectors
 
 #: Template task texts, as a benchmark's gold runs have them: none of them says what a customer says.
@@ -136,3 +138,33 @@ def test_the_channel_ranks_every_workflow_with_the_scores_each_candidate_gets(em
     together = matcher.ranking_scores(sequences)
     one_by_one = [matcher.score(ops, d).score for ops, d in sequences]
     assert together == pytest.approx(one_by_one, abs=1e-12)
+
+
+@pytest.mark.parametrize("request_text", [
+    "Can you reroute my parcel to the office?",
+    "Please cancel the order that hasn't shipped yet, and also I want to return the lamp I received.",
+])
+def test_what_the_history_adds_is_each_workflow_s_own_association_whether_ranked_together_or_alone(
+        embedder: CachedEmbedder, request_text: str) -> None:
+    query = SearchQuery(task=request_text, domain="retail")
+    run = Run(query, SearchWeights(), 5, {}, list(embedder.embed([query.full_text()])[0]), None, [], [])  # type: ignore[arg-type]
+    asks = split_asks(query.full_text())
+    matcher = IntentMatcher(run, IntentVectors(embedder), asks)
+    stored = [*(e for e in (EXCHANGE, CANCEL, RETURN, CANCEL_AND_RETURN, ADDRESS)), *REROUTE]
+    sequences = [(tuple(e.steps[i].action for i in range(len(LOOKUPS), len(e.steps))), "retail") for e in stored]
+    history = WordOperationCounts.of((query_terms(e.problem, HISTORY_TERMS), ops)
+                                     for e, (ops, _) in zip(stored, sequences, strict=True))
+    sequences.append(((), "retail"))
+    matcher.know([(op, d) for ops, d in sequences for op in ops])
+    matcher.learn(history)
+    η = SearchWeights().intent_history_weight
+    ask_words = [query_terms(ask, HISTORY_TERMS) for ask in asks]
+    for ops, domain in sequences:
+        distinct = list(dict.fromkeys(ops))
+        association = (ask_history_association(ask_words, distinct, history) if len(asks) > 1
+                       else history_association(query_terms(query.full_text(), HISTORY_TERMS), distinct, history))
+        assert matcher.score(ops, domain).learnt == (η * association if association is not None else 0.0)
+        assert matcher.learnt(distinct) == matcher.score(ops, domain).learnt, "the channel's, exactly"
+    assert any(matcher.score(ops, d).learnt > 0 for ops, d in sequences)
+    together = matcher.ranking_scores(sequences)
+    assert together == pytest.approx([matcher.score(ops, d).score for ops, d in sequences], abs=1e-12)

@@ -64,6 +64,14 @@ def text_ids(kb: KnowledgeBase, agent: str | None = None) -> set[str]:
     return {row[0] for row in rows}
 
 
+def history_ids(kb: KnowledgeBase, exclude: tuple[str, ...] = ()) -> set[str]:
+    """The runs the intent channel's history counts (of every domain), as the searcher's cache
+    gives them, less those a query excluding ``exclude`` leaves out."""
+    kept = context(kb).namespace_history(params(kb))
+    left_out = {row[0] for row in kept.left_out(set(exclude))}
+    return {row[0] for row in kept.rows} - left_out
+
+
 def version(kb: KnowledgeBase) -> str | None:
     return read_rows(kb.gateway, params(kb)).version
 
@@ -88,11 +96,14 @@ def test_an_unchanged_version_costs_the_server_a_look_at_the_state_node_alone(kb
     current = version(kb)
     with driver.session() as session:
         def hits(known: str | None) -> int:
-            summary = session.run("PROFILE " + query(name), **params(kb), separator=SEPARATOR, known=known).consume()
+            summary = session.run("PROFILE " + query(name), **params(kb), separator=SEPARATOR, known=known,
+                                  history=True, history_known=known).consume()
             return db_hits(summary.profile)
 
-        assert hits(None) > 20 * 2, "every experience is read"
-        assert hits(current) <= 4, "the state node's index entry and its version"
+        assert hits(None) > 20 * 2, "every experience is read (and, for the workflows, the history of requests)"
+        # The state node's index entry and its version, and one look for no namespace per read
+        # (the workflows' and, in the same request, the history's).
+        assert hits(current) <= 4 + (name == "search_workflow_operations")
 
 
 def test_a_search_reuses_what_it_made_of_the_rows_until_the_version_changes(kb: KnowledgeBase,
@@ -222,3 +233,19 @@ def test_an_imported_state_node_does_not_keep_the_version_its_file_carried(kb: K
     kb.clear()
     kb.import_file(tmp_path / "kb.jsonl")
     assert version(kb) not in (exported_at, None)
+
+
+def test_the_history_of_requests_follows_another_process_s_writes_and_leaves_out_each_query_s_own_runs(
+        kb: KnowledgeBase, searcher: KnowledgeBase) -> None:
+    items = [experience(n, source_ids=[f"t-{n}"]) for n in range(3)]
+    kb.add_experiences(items[:2])
+    assert history_ids(searcher) == {items[0].key, items[1].key}
+    first = context(searcher).namespace_history(params(searcher))
+    assert context(searcher).namespace_history(params(searcher)) is first, "the same rows, counted once"
+    assert history_ids(searcher, exclude=("t-1",)) == {items[0].key}, "a query never learns from its own runs"
+    assert history_ids(searcher, exclude=(items[0].key,)) == {items[1].key}
+    kb.add_experiences([items[2]])
+    assert history_ids(searcher) == {e.key for e in items}
+    assert kb.delete([items[0].key]) == 1
+    assert history_ids(searcher) == {items[1].key, items[2].key}
+    assert context(searcher).namespace_history(params(searcher)).counts(["kettle"], {"t-1", "t-2"}).runs == 0

@@ -4,7 +4,7 @@ rows is reused only when it answers that the version is unchanged."""
 
 from __future__ import annotations
 
-from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key, version_applies
+from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key, sent, version_applies
 
 
 class Server:
@@ -83,3 +83,26 @@ def test_a_quality_floor_above_zero_is_read_every_time_as_feedback_changes_quali
     assert version_applies(PARAMS)
     assert not version_applies({**PARAMS, "min_quality": 0.1})
     assert version_applies({**PARAMS, "min_success": 0.9})
+
+
+def test_one_answer_serves_two_kept_reads_each_by_the_version_it_sent() -> None:
+    # The intent channel's request carries the workflows and the history; each is kept on its own.
+    workflows: KeptByVersion[str, list[str]] = KeptByVersion(4)
+    history: KeptByVersion[str, list[str]] = KeptByVersion(4)
+    server = Server("v1", ("a",))
+
+    def both(workflow_key: str, history_key: str) -> tuple[list[str], list[str]]:
+        kept_w, kept_h = workflows.kept(workflow_key), history.kept(history_key)
+        answer_w, answer_h = server.read(sent(kept_w)), server.read(sent(kept_h))
+        return workflows.take(workflow_key, kept_w, answer_w, made), history.take(history_key, kept_h, answer_h, made)
+
+    both("filters", "filters, retail")
+    first = both("filters", "filters, retail")  # confirmed
+    assert both("filters", "filters, retail") == first and server.sent[-2:] == ["v1", "v1"]
+    both("filters", "filters, airline")  # another domain's history is read, the workflows are not
+    assert server.sent[-2:] == ["v1", None]
+    kept = history.kept("filters, retail")
+    server.version, server.rows = "v2", ("a", "b")
+    history.take("filters, retail", kept, server.read(sent(kept)), made)
+    assert sent(history.kept("filters, retail")) is None, "v2's rows are read again before they are trusted"
+    assert sent(None) is None

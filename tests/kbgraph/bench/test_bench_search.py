@@ -138,6 +138,10 @@ def test_search_benchmark_reports_both_systems(kb: KnowledgeBase, tmp_path: Path
     # CPU per search: the client's always; the server's only for a server process named.
     cpu = result["cpu_per_search_ms"]
     assert cpu["n"] == 12 and cpu["client_ms"] > 0 and cpu["server_ms"] is None
+    # Requests per search, by query: every search reads its candidates' facts and its hits.
+    requests = result["requests_per_search"]
+    assert requests["by_query"]["search_hits_get"] == 1.0 and requests["by_query"]["search_candidates_score"] >= 1.0
+    assert requests["total"] == pytest.approx(sum(requests["by_query"].values()), abs=0.1)
 
 
 def test_cpu_per_operation_counts_the_client_and_the_server_process() -> None:
