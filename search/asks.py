@@ -37,6 +37,7 @@ split stop submit swap switch take tell trade transfer unfreeze unlock update up
 like prefer dispute claim know look raise lower increase decrease report block unblock
 shut kill terminate redirect reroute become enroll register activate deactivate waive pause resume renew extend
 withdraw deposit refer sell
+tweak adjust alter amend edit revise rather
 """.split())
 
 _SENTENCE = re.compile(r"(?<=[.?!;])\s+|\n+")

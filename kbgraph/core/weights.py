@@ -92,6 +92,11 @@ class SearchWeights(StrictModel):
         "η·association, the idf-weighted mean lift of the request's words for a workflow's operations over the stored "
         "runs that worked (kbgraph.search.scoring.history_association; a query never counts its own runs). 0 matches "
         "by the operations' words alone (docs/search.md has the suite's figures for both).")
+    intent_one_ask_penalty: Annotated[float, Field(ge=0.0, le=10.0, allow_inf_nan=False)] = Field(
+        default=3.0, description="γ1 of the intent match of a request of one ask: a workflow of two or more distinct "
+        "operations has its match multiplied by (mean over its operations of cos(request, operation) / the request's best "
+        "cosine with any operation)^γ1, as one ask is one change (kbgraph.search.scoring.one_ask_matches). 0: matched "
+        "as a whole only.")
     intent_unasked_penalty: Unit = Field(
         default=1.0, description="γ of the intent match of a request of several asks: a workflow's match is multiplied by "
         "(mean / max over its operations of how well some ask asks for it)^γ, so changes nobody asked for cost.")

@@ -96,4 +96,7 @@ ABLATIONS = Recipes(
            "the intent weight scaled by novelty (1 − best semantic cosine) instead of the ramp (intent_share)"),
     Recipe("intent_spread_off", {"intent_spread": False},
            "the intent matches mixed as cosines instead of stretched over the candidates (scoring._direct.spread)"),
+    Recipe("one_ask_penalty_off", {"intent_one_ask_penalty": 0.0},
+           "a request of one ask matched with a workflow's operations read as one text only, whatever changes it "
+           "makes besides (scoring.one_ask_matches)"),
 )

@@ -60,7 +60,7 @@ from __future__ import annotations
 from kbgraph.search.scoring._direct import direct_scores, fit_score, support_score, workflow_score
 from kbgraph.search.scoring._diversity import mmr_from_similarity
 from kbgraph.search.scoring._graph import carried_over, domain_distance, path_score, transferability
-from kbgraph.search.scoring._intent import intent_match, intent_matches, intent_share
+from kbgraph.search.scoring._intent import intent_match, intent_matches, intent_share, one_ask_matches
 from kbgraph.search.scoring._intent_history import NO_CHANGE, WordOperationCounts, ask_history_association, history_association
 from kbgraph.search.scoring._learnt import context_factor, outcome_evidence, step_score, utility_factor
 from kbgraph.search.scoring._stages import fine_score, lambda_schedule
@@ -87,6 +87,7 @@ __all__ = [
     "intent_match",
     "intent_matches",
     "intent_share",
+    "one_ask_matches",
     "issue_match",
     "issue_similarity",
     "lambda_schedule",

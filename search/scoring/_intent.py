@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from kbgraph.search.scoring._checks import _unit_interval
 
-__all__ = ["intent_match", "intent_matches", "intent_share"]
+__all__ = ["intent_match", "intent_matches", "intent_share", "one_ask_matches"]
 
 
 def intent_match(whole: float, asks_by_operation: npt.ArrayLike, best_by_ask: npt.ArrayLike,
@@ -128,3 +128,47 @@ def intent_share(intent_weight: float, best_semantic: float, scale: str, new_bel
     if known_above <= new_below:
         raise ValueError(f"known_above ({known_above}) must exceed new_below ({new_below})")
     return intent_weight * min(max((known_above - best) / (known_above - new_below), 0.0), 1.0)
+
+
+def one_ask_matches(wholes: npt.ArrayLike, by_operation: npt.ArrayLike, sequences: Sequence[Sequence[int]],
+                    best: float, penalty: float) -> npt.NDArray[np.float64]:
+    """The intent match of a request of one ask against many workflows: each workflow's ``whole``
+    (the request against its operations read as one text), and for a workflow of two or more
+    distinct operations that times how much of it the request asks for::
+
+        asked  = mean over its distinct operations o of cos(request, o) / best
+        intent = whole · asked^γ1                       (whole alone for one operation or none)
+
+    One ask is one change: read as one text, "return delivered order items, then modify pending
+    order address, then modify pending order items" is about as near "can I swap it?" as "exchange
+    delivered order items" is, though it also makes two changes nobody asked for. ``by_operation``:
+    the request's cosine with every operation any workflow makes; ``sequences``: each workflow's
+    distinct operations as indexes into it; ``best``: the request's largest cosine with any operation
+    the memory knows (raised to the workflow's own largest when the memory's is smaller); γ1 = ``penalty`` ≥ 0
+    (0: the whole alone). Cosines are clamped to [0, 1]."""
+    gamma = float(penalty)
+    if not np.isfinite(gamma) or gamma < 0:
+        raise ValueError(f"penalty must be a finite number ≥ 0, got {penalty!r}")
+    raw_wholes = np.asarray(wholes, dtype=np.float64).reshape(-1)
+    raw_cosines = np.asarray(by_operation, dtype=np.float64).reshape(-1)
+    if raw_wholes.size != len(sequences):
+        raise ValueError(f"{raw_wholes.size} whole cosines for {len(sequences)} workflows")
+    if not np.isfinite(raw_cosines).all() or not np.isfinite(raw_wholes).all() or not np.isfinite(best):
+        raise ValueError("wholes, by_operation and best must be finite cosines")
+    base, cosines = np.clip(raw_wholes, 0.0, 1.0), np.clip(raw_cosines, 0.0, 1.0)
+    if gamma == 0 or not sequences:
+        return base
+    widest = max(len(columns) for columns in sequences)
+    if widest < 2:
+        return base
+    # Each workflow's columns, padded with a column of zeros that ``made`` leaves out.
+    padded = np.append(cosines, 0.0)
+    index = np.full((len(sequences), widest), cosines.size)
+    for row, columns in enumerate(sequences):
+        index[row, :len(columns)] = columns
+    made = index < cosines.size
+    own = padded[index]
+    counts = made.sum(axis=1)
+    top = np.maximum(min(max(float(best), 0.0), 1.0), own.max(axis=1))
+    asked = np.divide(own.sum(axis=1), np.maximum(counts, 1) * top, out=np.ones(len(sequences)), where=top > 0)
+    return np.where(counts > 1, base * asked ** gamma, base)

@@ -43,6 +43,7 @@ from kbgraph.search.lexical import query_terms
 from kbgraph.search.results import AskMatch
 from kbgraph.search.scoring import (
     NO_CHANGE, WordOperationCounts, ask_history_association, history_association, intent_match, intent_matches,
+    one_ask_matches,
 )
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.intent_history import HISTORY_TERMS
@@ -78,6 +79,7 @@ class IntentMatcher:
         assert run.pg is not None
         self._vectors = vectors
         self._penalty = run.weights.intent_unasked_penalty
+        self._one_ask_penalty = run.weights.intent_one_ask_penalty
         self.asks = asks
         self._whole = unit_rows(np.asarray([run.pg], dtype=np.float64))[0]
         # The asks are this request's own: embedded here, not kept with the memory's texts.
@@ -105,7 +107,7 @@ class IntentMatcher:
         of the request's own domain."""
         self.home = home
         distinct = sorted(set(operations), key=lambda item: (item[0], item[1] or ""))
-        if distinct and len(self.asks) > 1:
+        if distinct and (len(self.asks) > 1 or self._one_ask_penalty > 0):
             texts = [in_domain(operation_words(op), domain) for op, domain in distinct]
             self._best_by_ask = (self._ask_vectors @ self._vectors.of(texts).T).max(axis=1)
         self._known.clear()
@@ -138,6 +140,9 @@ class IntentMatcher:
             matrix = np.zeros((len(self._ask_vectors), 0))
         score = intent_match(min(1.0, max(-1.0, whole)), np.clip(matrix, -1.0, 1.0),
                              np.clip(self._best_by_ask, -1.0, 1.0), self._penalty)
+        if self._one_ask_counts():
+            score = float(one_ask_matches([score], matrix[0], [range(len(distinct))], float(self._best_by_ask[0]),
+                                          self._one_ask_penalty)[0])
         association = None
         if self._history is not None and self._history_weight > 0:
             # Several asks: each ask's own words for the operation that answers it best (a workflow
@@ -183,6 +188,12 @@ class IntentMatcher:
             self._associations[key] = history_association(words, [operation], self._history)
         return self._associations[key]
 
+    def _one_ask_counts(self) -> bool:
+        """A request of one ask, of a domain the memory holds workflows of, costs a workflow the
+        changes it makes beyond one (:func:`~kbgraph.search.scoring.one_ask_matches`); another
+        domain's request is matched across domains as a guess, and left as it is."""
+        return len(self.asks) < 2 and self.home and self._one_ask_penalty > 0
+
     def scores(self, operations: Sequence[tuple[Sequence[str], str | None] | None]) -> list[IntentScore | None]:
         return [None if item is None else self.score(*item) for item in operations]
 
@@ -205,6 +216,10 @@ class IntentMatcher:
             by_pair = (np.einsum("aj,oj->ao", self._ask_vectors, operations) if len(operations)
                        else np.zeros((len(self.asks), 0)))
             matches = intent_matches(matches, by_pair, columns, self._best_by_ask, self._penalty)
+        elif self._one_ask_counts():
+            operations, columns = table.operations()
+            by_operation = np.einsum("j,oj->o", self._whole, operations) if len(operations) else np.zeros(0)
+            matches = one_ask_matches(matches, by_operation, columns, float(self._best_by_ask[0]), self._one_ask_penalty)
         if self._history is None or self._history_weight <= 0:
             return matches
         # What the history adds is a sequence's own (its distinct operations').

@@ -50,3 +50,11 @@ def test_closing_and_ending_verbs_start_an_ask_of_their_own() -> None:
         "Open a savings account for my $6,000", "shut my empty Light Blue one"]
     assert split_asks("I don't need order #W1 anymore, please kill it. And on #W2, could the hose become the blue one?") == [
         "I don't need order #W1 anymore, please kill it", "And on #W2, could the hose become the blue one"]
+
+
+def test_changing_an_item_and_a_preference_are_asks_of_their_own() -> None:
+    # "tweak", "adjust", "alter" ask a change; "I'd rather have" asks for another item.
+    assert split_asks("Please ship #W3386832 to my Phoenix address, and also tweak the helmet to a small") == [
+        "Please ship #W3386832 to my Phoenix address", "tweak the helmet to a small"]
+    assert split_asks("Can my bike order go on my other card? Also, it hasn't shipped, so I'd rather have the red one") == [
+        "Can my bike order go on my other card", "it hasn't shipped, so I'd rather have the red one"]

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from kbgraph.search.scoring import intent_match, intent_matches, intent_share
+from kbgraph.search.scoring import intent_match, intent_matches, intent_share, one_ask_matches
 
 
 def test_a_request_of_one_ask_is_matched_as_a_whole() -> None:
@@ -101,3 +101,37 @@ def test_a_ramp_that_does_not_rise_or_an_unknown_scale_is_refused() -> None:
         intent_share(0.9, 0.5, "ramp", 0.70, 0.70)
     with pytest.raises(ValueError, match="unknown intent scale"):
         intent_share(0.9, 0.5, "steep", 0.45, 0.70)
+
+
+def test_one_ask_costs_a_workflow_each_change_it_was_not_asked_for() -> None:
+    # "Can I swap it?": exchange 0.30 (the best operation in memory), return 0.15, modify address 0.06.
+    by_operation = [0.30, 0.15, 0.06]
+    wholes = [0.21, 0.22, 0.20]
+    scores = one_ask_matches(wholes, by_operation, [[0], [1, 2], [0, 1]], 0.30, 3.0)
+    assert scores[0] == pytest.approx(0.21)  # one change: matched as a whole
+    assert scores[1] == pytest.approx(0.22 * ((0.15 + 0.06) / 2 / 0.30) ** 3)
+    assert scores[2] == pytest.approx(0.20 * ((0.30 + 0.15) / 2 / 0.30) ** 3)
+    assert scores[0] > scores[2] > scores[1]
+
+
+def test_without_the_penalty_one_ask_is_matched_as_a_whole_only() -> None:
+    assert list(one_ask_matches([0.2, 0.4], [0.3, 0.1], [[0], [0, 1]], 0.3, 0.0)) == [0.2, 0.4]
+
+
+def test_a_workflow_without_operations_keeps_its_whole_match_and_best_is_never_below_what_is_offered() -> None:
+    # The memory's best (0.1) is stale: the workflow's own 0.5 stands in, so no factor exceeds 1.
+    scores = one_ask_matches([0.3, 0.6], [0.5, 0.5], [[], [0, 1]], 0.1, 2.0)
+    assert scores[0] == pytest.approx(0.3) and scores[1] == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize(("wholes", "by_operation", "sequences", "best", "penalty", "message"), [
+    ([0.1], [0.1], [[0]], 0.1, -1.0, "penalty"),
+    ([0.1], [0.1], [[0]], 0.1, math.nan, "penalty"),
+    ([0.1, 0.2], [0.1], [[0]], 0.1, 1.0, "2 whole cosines for 1 workflows"),
+    ([0.1], [math.inf], [[0]], 0.1, 1.0, "finite"),
+])
+def test_one_ask_refuses_what_is_no_cosine_or_weight(wholes: list[float], by_operation: list[float],
+                                                    sequences: list[list[int]], best: float, penalty: float,
+                                                    message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        one_ask_matches(wholes, by_operation, sequences, best, penalty)
