@@ -44,7 +44,7 @@ RENEW = "kb_state_search_version_renew"
 #: experience's existence, status, kind, domain, operations, texts, scope, owner, success rate
 #: or quality; its ABSTRACTION edges; whether it has steps (HAS_STEP).
 CHANGES_SEARCHED = frozenset({
-    "experience_upsert", "experience_merge", "experience_delete", "step_upsert",
+    "experience_upsert", "experience_merge", "experience_delete", "step_upsert", "step_texts_migrate",
     "maintenance_archive", "maintenance_restore",
     "abstract_experiences_refresh", "abstract_experiences_rewrite",
     "abstract_experiences_dissolve", "abstract_experiences_dissolve_ids",
