@@ -27,7 +27,7 @@ candidates per search, a per-stage p50/mean breakdown of ``timings_ms``, the nam
 and the whole database's (the vector and full-text indexes are database-wide: other namespaces
 crowd a namespace's index searches), and the load average before and after.
 
-Scaled namespaces (``bench-search-<N>``) are made by :mod:`kbgraph.bench.scale` from the real
+Scaled namespaces (``bench-scaled-<N>``) are made by :mod:`kbgraph.bench.scale` from the real
 experiences of a source namespace (default ``shared``): recombined (problem of one seed, steps of
 another of the same domain), perturbed (one step-list edit, one word edit and a ``(variant n)``
 suffix, so content ids are new), composed to ~8 steps per experience on average (step lists of
@@ -297,7 +297,7 @@ def bench_search_cli(
     source: str = "shared", seed: int = 0, eval_dir: Path = DEFAULT_EVAL_DIR, namespace: str | None = None,
 ) -> int:
     """``kbgraph bench search``: for each size (0 = ``namespace``, or the configured one, as it
-    is), builds or reuses the scaled namespace ``bench-search-<size>`` from the experiences of
+    is), builds or reuses the scaled namespace ``bench-scaled-<size>`` from the experiences of
     ``source``, runs :func:`run_search_benchmark` and prints kbgraph and brute force side by side,
     with the growth per doubling between successive sizes (or everything as JSON).
 
