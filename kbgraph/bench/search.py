@@ -143,10 +143,10 @@ def _runtime(model: Embedder) -> str:
 def _namespace_size(kb: KnowledgeBase) -> dict[str, int]:
     stats = kb.stats()
     relations = sum(stats.relationships.get(t, 0) for t in ("ABSTRACTION", "COMPOSITION", "ADAPTATION", "ALTERNATIVE"))
-    # One vector per step today; one per distinct step text is what the step index would need.
-    step_texts = int(kb.gateway.read("bench_step_texts", kb=kb.namespace)[0]["step_texts"])
-    return {"experiences": stats.experiences, "steps": stats.nodes.get("Step", 0), "step_texts": step_texts,
-            "relations": relations}
+    # The step index holds one vector per distinct step text (StepText): vectors = distinct texts.
+    texts = kb.gateway.read("bench_step_texts", kb=kb.namespace)[0]
+    return {"experiences": stats.experiences, "steps": stats.nodes.get("Step", 0),
+            "step_texts": int(texts["step_texts"]), "step_vectors": int(texts["step_vectors"]), "relations": relations}
 
 
 def run_search_benchmark(
@@ -373,8 +373,8 @@ def bench_search_cli(
         server = "—" if c["server_ms"] is None else f"{c['server_ms']:.1f} ms"
         out.print(f"{line}; CPU per search: client {c['client_ms']:.1f} ms, server {server} "
                   f"(kbgraph p50 {run['kbgraph_ms']['p50']:.1f} ms)")
-        out.print(f"{run['namespace']}: {run['steps']:,} steps, {run['step_texts']:,} distinct step texts "
-                  "(vectors in the step index: one per step)")
+        out.print(f"{run['namespace']}: {run['steps']:,} steps, {run['step_texts']:,} distinct step texts, "
+                  f"{run['step_vectors']:,} vectors in the step index (one per distinct step text)")
         out.print(f"load average before {run['load_average']['before']}, after {run['load_average']['after']}")
     for row in growth:
         out.print(f"growth per doubling {row['from']:,} → {row['to']:,}: kbgraph p50 ×{row['kbgraph_p50']}, "
