@@ -81,7 +81,7 @@ class AsyncKnowledgeBase:
         offloaded = OffloadedEmbedder(embedder, loop)
         kb = KnowledgeBase(driver, offloaded, namespace=namespace, database=database,  # type: ignore[arg-type]
                            settings=settings, ensure_schema=False, gateway=gateway)
-        if ensure_schema:
+        if ensure_schema:  # the schema applied, the namespace's steps converted to one vector per text
             await run_bridged(open_namespace, gateway, embedder.dimension, namespace)
         return cls(kb, driver, owns_driver=owns_driver)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from threading import Lock
+from typing import Any
 from weakref import WeakKeyDictionary
 
 from kbgraph.core.ids import text_hash
@@ -31,7 +32,7 @@ __all__ = ["OLD_STEP_INDEX", "StepTextMigration", "migrate_step_texts", "open_na
 OLD_STEP_INDEX = "step_embedding"
 PAGE = 2000
 
-_MIGRATED: WeakKeyDictionary[Neo4jGateway, set[str]] = WeakKeyDictionary()
+_MIGRATED: WeakKeyDictionary[Any, set[tuple[str, str]]] = WeakKeyDictionary()  # by driver
 _LOCK = Lock()
 
 
@@ -49,16 +50,20 @@ class StepTextMigration:
     dropped_old_index: bool
 
 
-def open_namespace(gateway: Neo4jGateway, dimension: int, namespace: str) -> None:
-    """The schema applied, and ``namespace`` converted to one vector per step text if it was
-    written before (checked once per gateway and namespace)."""
-    apply_schema(gateway, dimension)
+def open_namespace(gateway: Neo4jGateway, dimension: int, namespace: str, schema: bool = True) -> None:
+    """The schema applied (unless not ``schema``), and ``namespace`` converted to one vector per
+    step text if it was written before: checked once per driver, database and namespace in a
+    process, however many knowledge bases open it (the evaluation and the HTTP API open one per
+    namespace without applying the schema again)."""
+    if schema:
+        apply_schema(gateway, dimension)
+    seen = (gateway.database, namespace)
     with _LOCK:
-        if namespace in _MIGRATED.get(gateway, set()):
+        if seen in _MIGRATED.get(gateway.driver, set()):
             return
     migrate_step_texts(gateway, namespace)
     with _LOCK:
-        _MIGRATED.setdefault(gateway, set()).add(namespace)
+        _MIGRATED.setdefault(gateway.driver, set()).add(seen)
 
 
 def migrate_step_texts(gateway: Neo4jGateway, namespace: str, page: int = PAGE) -> StepTextMigration:
