@@ -13,11 +13,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import neo4j
 from pydantic import BaseModel, Field, ValidationError
 
 from kbgraph.embedders import Embedder
 from kbgraph.core.errors import InvalidInputError, validation_problems
 from kbgraph.store.experiences import ExperienceStore, Progress, StepTextGone, step_text, step_text_key
+from kbgraph.store.transaction import ENTITY_NOT_FOUND
 from kbgraph.core.models import Experience
 
 __all__ = ["ExperienceWriter", "WriteReport"]
@@ -149,9 +151,12 @@ class ExperienceWriter:
         self.embed_missing(fresh)
         try:
             self.store.write(unique, existing, on_batch=on_progress, where=where, count_growth=count_growth)
-        except StepTextGone:
-            # A delete removed texts between the read of known keys and the write: every step
-            # gets its vector this time (the write is idempotent; committed batches stay as they are).
+        except (StepTextGone, neo4j.exceptions.ClientError) as error:
+            # A delete removed texts between the read of known keys and the write (or, holding a
+            # text's lock, while this write waited for it: EntityNotFound): every step gets its
+            # vector this time (the write is idempotent; committed batches stay as they are).
+            if isinstance(error, neo4j.exceptions.ClientError) and error.code != ENTITY_NOT_FOUND:
+                raise
             self.embed_missing(fresh, every_step=True)
             self.store.write(unique, existing, on_batch=on_progress, where=where, count_growth=count_growth)
         return WriteReport(
