@@ -199,7 +199,8 @@ class Consolidation:
             next_rows += links
         ns = self.kb.namespace
         return [("abstract_experiences_refresh", {"kb": ns, "rows": [abstract_row(a) for a in grown]}),
-                ("abstract_experiences_rewrite", {"kb": ns, "rows": [embedding_row(a) for a in changed]}),
+                ("abstract_experiences_rewrite", {"kb": ns, "rows": [embedding_row(a) for a in changed],
+                                                  "keep": sorted({row["key"] for row in step_rows})}),
                 ("step_upsert", {"kb": ns, "rows": step_rows}),
                 ("step_link_next", {"kb": ns, "rows": next_rows})]
 

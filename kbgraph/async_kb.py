@@ -24,7 +24,7 @@ from kbgraph.store.aio import AsyncGateway, OffloadedEmbedder, run_bridged
 from kbgraph.store.connection import connect
 from kbgraph.embedders import Embedder, embedder_from_settings
 from kbgraph.kb import KnowledgeBase
-from kbgraph.store.schema import apply_schema
+from kbgraph.store.step_texts import open_namespace
 from kbgraph.core.settings import Settings
 
 P = ParamSpec("P")
@@ -81,8 +81,8 @@ class AsyncKnowledgeBase:
         offloaded = OffloadedEmbedder(embedder, loop)
         kb = KnowledgeBase(driver, offloaded, namespace=namespace, database=database,  # type: ignore[arg-type]
                            settings=settings, ensure_schema=False, gateway=gateway)
-        if ensure_schema:
-            await run_bridged(apply_schema, gateway, embedder.dimension)
+        if ensure_schema:  # the schema applied, the namespace's steps converted to one vector per text
+            await run_bridged(open_namespace, gateway, embedder.dimension, namespace)
         return cls(kb, driver, owns_driver=owns_driver)
 
     @classmethod

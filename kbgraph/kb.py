@@ -29,7 +29,8 @@ from kbgraph.ingest.report import IngestReport
 from kbgraph.learning.maintenance import Maintainer, MaintenanceReport
 from kbgraph.core.models import Experience, Trajectory
 from kbgraph.store.namespace_stats import KbStats, experience_count, namespace_stats
-from kbgraph.store.schema import IndexStatus, apply_schema, index_status
+from kbgraph.store.schema import IndexStatus, index_status
+from kbgraph.store.step_texts import open_namespace
 from kbgraph.search.params import QueryStep, SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import SearchResults
 from kbgraph.search.steps import StepHit, StepRetriever
@@ -50,8 +51,7 @@ class KnowledgeBase:
     """kbgraph's memory for one namespace of one Neo4j database.
 
     Give it a driver and an embedder (dependency injection, e.g. in tests), or build both from
-    settings with :meth:`from_settings`. Use it as a context manager, or call :meth:`close`.
-    """
+    settings with :meth:`from_settings`. Use it as a context manager, or call :meth:`close`."""
 
     def __init__(
         self,
@@ -81,8 +81,8 @@ class KnowledgeBase:
         self.pg_vectors = PgVectorCache()
         #: The namespace's link state as this KnowledgeBase's last consolidation left it (ingest/consolidate.py).
         self.link_state = RememberedLinks()
-        if ensure_schema:
-            apply_schema(self.gateway, embedder.dimension)
+        if ensure_schema:  # the schema applied, the namespace's steps converted to one vector per text
+            open_namespace(self.gateway, embedder.dimension, self.namespace)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None, *, quiet: bool = False, **overrides: Any) -> KnowledgeBase:

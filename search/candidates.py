@@ -106,10 +106,10 @@ class Nearest(Generic[Row]):
 INDEX_QUERIES: Final[dict[tuple[str, str], str]] = {
     ("search_experience_vectors", "experience_pg_embedding"): "search_experience_pg_vectors_2026",
     ("search_experience_vectors", "experience_structure_embedding"): "search_experience_structure_vectors_2026",
-    ("search_step_vectors", "step_embedding"): "search_step_vectors_2026",
+    ("search_step_vectors", "step_text_embedding"): "search_step_vectors_2026",
     ("search_meta_concepts", "meta_concept_embedding"): "search_meta_concepts_2026",
-    ("steps_search", "step_embedding"): "steps_search_2026",
-    ("refine_step_vectors", "step_embedding"): "refine_step_vectors_2026",
+    ("steps_search", "step_text_embedding"): "steps_search_2026",
+    ("refine_step_vectors", "step_text_embedding"): "refine_step_vectors_2026",
     ("refine_failure_vectors", "failure_mode_embedding"): "refine_failure_vectors_2026",
     ("store_search_vectors", "store_vector_embedding"): "store_search_vectors_2026",
 }

@@ -103,7 +103,7 @@ class StepRetriever:
         filters = {"kb": self.namespace, "vector": vector, "k": pool, "domains": [domain] if domain else None,
                    "agent": agent}
 
-        query = index_query(self.gateway, "steps_search", "step_embedding")
+        query = index_query(self.gateway, "steps_search", "step_text_embedding")
 
         def fetch(n: int) -> tuple[int, list[StoredStepRow]]:
             row = self.gateway.read(query, fetch=n, **filters)[0]

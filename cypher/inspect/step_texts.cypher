@@ -1,23 +1,36 @@
-// Step texts of a namespace: how many of its step vectors are copies of one text?
+// Step texts of a namespace: how many steps share each vector?
 //
-// Every step keeps a vector of its own (the step index step_embedding holds one per step), though
-// steps whose text is the same embed to the same vector: "find_user_id_by_name_zip: …" starts
-// most retail runs. Per namespace: the steps, those with a vector, the distinct step texts
-// (`action: text`, what kbgraph embeds), the distinct vectors of each text added up (one a text
-// when every copy embeds alike), and the texts copied most, with their copies and distinct vectors.
-// steps / distinct_texts is what one vector per distinct step text would take out of the index.
+// Steps whose text is the same share one vector: a (:StepText {key, embedding}) node that they
+// SAY, key = sha256 of the text `action: text` (what kbgraph embeds); the step index
+// step_text_embedding holds one vector per distinct text ("find_user_id_by_name_zip: …" starts
+// most retail runs). Per namespace: the steps, those still holding a vector of their own (written
+// before; converted when the namespace is next opened), the distinct step texts, the StepText
+// nodes (the vectors), those without a vector or said by no step (both should be 0: the audit of
+// the deletes), and the texts said most, with how many steps say them.
 //
 // @param kb "default" — the namespace (kbgraph cypher run fills it from --namespace / settings)
-// @param limit 10 — how many of the most copied texts to list
+// @param limit 10 — how many of the most said texts to list
 //
 // In cypher-shell or Neo4j Browser set the parameters first (kbgraph demo's namespace is "demo"):
 // :param kb => "default"
 // :param limit => 10
-MATCH (s:Step {kb: $kb})
-WITH s.action + ': ' + coalesce(s.text, '') AS text, count(s) AS copies, count(s.embedding) AS with_vector,
-  count(DISTINCT s.embedding) AS vectors
-ORDER BY copies DESC, text
-WITH sum(copies) AS steps, sum(with_vector) AS with_vector, count(text) AS distinct_texts,
-  sum(vectors) AS distinct_vectors, collect({text: text, copies: copies, vectors: vectors}) AS texts
+CALL () {
+  MATCH (s:Step {kb: $kb})
+  RETURN count(s) AS steps, count(s.embedding) AS with_own_vector,
+    count(DISTINCT s.action + ': ' + coalesce(s.text, '')) AS distinct_texts
+}
+CALL () {
+  OPTIONAL MATCH (v:StepText {kb: $kb})
+  RETURN count(v) AS vectors, count(CASE WHEN v.embedding IS NULL THEN 1 END) AS without_vector,
+    count(CASE WHEN NOT EXISTS { (v)<-[:SAYS]-() } THEN 1 END) AS orphans
+}
+CALL () {
+  OPTIONAL MATCH (s:Step {kb: $kb})-[:SAYS]->(v:StepText {kb: $kb})
+  WITH s.action + ': ' + coalesce(s.text, '') AS text, v.key AS key, count(s) AS saying
+  WHERE key IS NOT NULL
+  ORDER BY saying DESC, text
+  RETURN collect({text: text, key: key, steps: saying})[..$limit] AS most_said
+}
+WITH steps, with_own_vector, distinct_texts, vectors, without_vector, orphans, most_said
 WHERE steps > 0
-RETURN steps, with_vector, distinct_texts, distinct_vectors, texts[..$limit] AS most_copied;
+RETURN steps, with_own_vector, distinct_texts, vectors, without_vector, orphans, most_said;

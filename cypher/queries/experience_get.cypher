@@ -1,11 +1,13 @@
-// Experiences by id with their steps (in order), failure modes and outgoing relations.
+// Experiences by id with their steps (in order, each with its text's vector: StepText), failure
+// modes and outgoing relations.
 // $kb; $ids
 UNWIND $ids AS id
 MATCH (e:Experience {kb: $kb, id: id})
 CALL (e) {
   OPTIONAL MATCH (e)-[:HAS_STEP]->(s:Step)
-  WITH s ORDER BY s.order
-  RETURN collect(s {.*}) AS steps
+  OPTIONAL MATCH (s)-[:SAYS]->(t:StepText)
+  WITH s, t ORDER BY s.order
+  RETURN collect(s {.*, embedding: coalesce(t.embedding, s.embedding)}) AS steps
 }
 CALL (e) {
   OPTIONAL MATCH (e)-[:HAS_FAILURE]->(f:FailureMode)

@@ -63,8 +63,25 @@ CALL (o, c) {
   FOREACH (t IN outcomes | MERGE (c)-[:HAD_OUTCOME]->(t))
 }
 CALL (o) {
+  OPTIONAL MATCH (o)-[:HAS_STEP]->(:Step)-[:SAYS]->(v:StepText)
+  RETURN collect(DISTINCT v) AS texts
+}
+CALL (o) {
   OPTIONAL MATCH (o)-[:HAS_STEP]->(s:Step)
   DETACH DELETE s
 }
 DETACH DELETE o
-RETURN count(*) AS merged;
+// The merged members' step vectors (StepText) no step says any more go, under their write lock
+// (see experience_delete).
+WITH collect(texts) AS texts, count(*) AS merged
+CALL (texts) {
+  UNWIND texts AS some
+  UNWIND some AS v
+  WITH DISTINCT v
+  SET v._lock = true
+  WITH v WHERE v.kb IS NOT NULL
+  REMOVE v._lock
+  WITH v WHERE COUNT { (v)<-[:SAYS]-() } = 0
+  DELETE v
+}
+RETURN merged;

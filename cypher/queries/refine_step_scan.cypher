@@ -1,19 +1,18 @@
 // Teacher phase, exact scan of namespace $kb for a namespace small enough (see
-// search_namespace_size): every Step node of $kb is scored by cosine against $vector
+// search_namespace_size): every step text (StepText) of $kb is scored by cosine against $vector
 // (the same normalised score as the index) and the $first nearest go on exactly as in
 // refine_step_vectors.cypher, whose filters and rows follow. Exact, and independent of what
 // other namespaces hold.
-MATCH (node:Step {kb: $kb})
+MATCH (node:StepText {kb: $kb})
 WHERE node.embedding IS NOT NULL
 WITH node, vector.similarity.cosine(node.embedding, $vector) AS score
 ORDER BY score DESC
 LIMIT $first
-WITH collect({step: node, score: score}) AS hits
+WITH collect({text: node, score: score}) AS hits
 CALL (hits) {
   UNWIND hits AS hit
-  WITH hit.step AS s, hit.score AS score
-  WHERE s.kb = $kb
-  MATCH (e:Experience {kb: $kb})-[:HAS_STEP]->(s)
+  WITH hit.text AS text, hit.score AS score
+  MATCH (e:Experience {kb: $kb})-[:HAS_STEP]->(s:Step)-[:SAYS]->(text)
   WHERE e.status = 'active'
     AND ($domains IS NULL OR toLower(e.domain) IN $domains)
     AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)

@@ -1,20 +1,21 @@
 // Teacher phase, step channel: which stored steps are nearest to one problematic step, with the
-// experience each belongs to? Neo4j 5.26 cannot filter inside a vector index, so the index is
-// asked for the $first nearest steps of the whole database and the filters run afterwards:
-// `fetched` is how many steps the index returned, `rows` the survivors, nearest first
+// experience each belongs to? Neo4j 5.26 cannot filter inside a vector index, so the step text
+// index (one vector per distinct step text) is asked for the $first nearest texts of the whole
+// database, they are expanded to the steps that SAY them and the filters run afterwards:
+// `fetched` is how many texts the index returned, `rows` the survivors, nearest first
 // (score is Neo4j's cosine score (1 + cos) / 2).
-// $kb: namespace; $vector: the problematic step's embedding; $first: how many nearest steps to
+// $kb: namespace; $vector: the problematic step's embedding; $first: how many nearest texts to
 // ask the index for; $domains: lower-cased domain names to keep, or null for every domain;
 // $agent: the calling agent: private experiences are returned only to their owner (none when null);
 // $exclude_runs: an experience standing only for these runs is left out. Only active experiences
 // are returned.
-CALL db.index.vector.queryNodes('step_embedding', $first, $vector) YIELD node, score
-WITH collect({step: node, score: score}) AS hits
+CALL db.index.vector.queryNodes('step_text_embedding', $first, $vector) YIELD node, score
+WITH collect({text: node, score: score}) AS hits
 CALL (hits) {
   UNWIND hits AS hit
-  WITH hit.step AS s, hit.score AS score
-  WHERE s.kb = $kb
-  MATCH (e:Experience {kb: $kb})-[:HAS_STEP]->(s)
+  WITH hit.text AS text, hit.score AS score
+  WHERE text.kb = $kb
+  MATCH (e:Experience {kb: $kb})-[:HAS_STEP]->(s:Step)-[:SAYS]->(text)
   WHERE e.status = 'active'
     AND ($domains IS NULL OR toLower(e.domain) IN $domains)
     AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)

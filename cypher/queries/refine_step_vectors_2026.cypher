@@ -1,15 +1,15 @@
 // Teacher phase, step channel, on Neo4j 2026: as refine_step_vectors (same parameters and rows),
-// but the step index keeps namespace $kb itself (declared in it), so its $first nearest steps are
-// all this namespace's, as refine_step_scan's are; the filters on the owning experience apply
+// but the step text index keeps namespace $kb itself (declared in it), so its $first nearest texts
+// are all this namespace's, as refine_step_scan's are; the filters on the owning experience apply
 // here: active, $domains (lower-cased, null = all), scope / $agent, $exclude_runs.
 CYPHER 25
-MATCH (node:Step)
-  SEARCH node IN (VECTOR INDEX step_embedding FOR $vector WHERE node.kb = $kb LIMIT $first) SCORE AS score
-WITH collect({step: node, score: score}) AS hits
+MATCH (node:StepText)
+  SEARCH node IN (VECTOR INDEX step_text_embedding FOR $vector WHERE node.kb = $kb LIMIT $first) SCORE AS score
+WITH collect({text: node, score: score}) AS hits
 CALL (hits) {
   UNWIND hits AS hit
-  WITH hit.step AS s, hit.score AS score
-  MATCH (e:Experience {kb: $kb})-[:HAS_STEP]->(s)
+  WITH hit.text AS text, hit.score AS score
+  MATCH (e:Experience {kb: $kb})-[:HAS_STEP]->(s:Step)-[:SAYS]->(text)
   WHERE e.status = 'active'
     AND ($domains IS NULL OR toLower(e.domain) IN $domains)
     AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)

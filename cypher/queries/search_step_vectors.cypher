@@ -1,15 +1,17 @@
 // Student search, step channel and fine score: experiences owning a step near one executed step
-// $vector (the step index step_embedding, over-fetched to $fetch nodes, then filtered on the
-// owning experience: $kb, $statuses, $domains, $kinds, $min_success, $min_quality, scope /
-// $agent). Returns how many steps the index gave, the Neo4j cosine score of the last one (every
-// step the index did not return scores at most that), and up to $k experiences, each with its
-// best step's score, best first.
-CALL db.index.vector.queryNodes('step_embedding', $fetch, $vector) YIELD node, score
+// $vector (the step text index step_text_embedding, one vector per distinct step text, over-fetched
+// to $fetch texts, then expanded to the steps that SAY them and filtered on the owning experience:
+// $kb, $statuses, $domains, $kinds, $min_success, $min_quality, scope / $agent). Returns how many
+// texts the index gave, the Neo4j cosine score of the last one (every step whose text the index
+// did not return scores at most that), and up to $k experiences, each with its best step's score,
+// best first.
+CALL db.index.vector.queryNodes('step_text_embedding', $fetch, $vector) YIELD node, score
 WITH collect([node, score]) AS hits
 WITH size(hits) AS fetched, hits[-1][1] AS cutoff, [h IN hits WHERE h[0].kb = $kb] AS ours
 CALL (ours) {
   UNWIND ours AS h
-  WITH h[0] AS step, h[1] AS score
+  WITH h[0] AS text, h[1] AS score
+  MATCH (text)<-[:SAYS]-(step:Step)
   MATCH (e:Experience {kb: $kb, id: step.experience_id})
   WHERE e.status IN $statuses
     AND ($domains IS NULL OR e.domain IN $domains)

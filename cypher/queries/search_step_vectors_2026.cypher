@@ -1,18 +1,19 @@
 // Student search, step channel and fine score, on Neo4j 2026: as search_step_vectors, but the
-// step index step_embedding keeps namespace $kb itself (declared in it), so its $fetch nearest
-// steps are all this namespace's; the filters on the owning experience apply here ($statuses,
+// step text index step_text_embedding keeps namespace $kb itself (declared in it), so its $fetch
+// nearest texts are all this namespace's, expanded to the steps that SAY them; the filters on the owning experience apply here ($statuses,
 // $domains, $kinds, $min_success, $min_quality, scope / $agent). Returns how many steps the index
 // gave, the Neo4j cosine score of the last one (every step of the namespace it did not return
 // scores at most that), and up to $k experiences, each with its best step's score, best first.
 CYPHER 25
-MATCH (step:Step)
-  SEARCH step IN (VECTOR INDEX step_embedding FOR $vector WHERE step.kb = $kb LIMIT $fetch) SCORE AS score
-WITH step, score ORDER BY score DESC
-WITH collect([step, score]) AS hits
+MATCH (text:StepText)
+  SEARCH text IN (VECTOR INDEX step_text_embedding FOR $vector WHERE text.kb = $kb LIMIT $fetch) SCORE AS score
+WITH text, score ORDER BY score DESC
+WITH collect([text, score]) AS hits
 WITH size(hits) AS fetched, hits[-1][1] AS cutoff, hits AS ours
 CALL (ours) {
   UNWIND ours AS h
-  WITH h[0] AS step, h[1] AS score
+  WITH h[0] AS text, h[1] AS score
+  MATCH (text)<-[:SAYS]-(step:Step)
   MATCH (e:Experience {kb: $kb, id: step.experience_id})
   WHERE e.status IN $statuses
     AND ($domains IS NULL OR e.domain IN $domains)

@@ -3,6 +3,7 @@
 CALL () {
   MATCH (n:Experience {kb: $kb}) RETURN 'Experience' AS label, count(n) AS count
   UNION ALL MATCH (n:Step {kb: $kb}) RETURN 'Step' AS label, count(n) AS count
+  UNION ALL MATCH (n:StepText {kb: $kb}) RETURN 'StepText' AS label, count(n) AS count
   UNION ALL MATCH (n:FailureMode {kb: $kb}) RETURN 'FailureMode' AS label, count(n) AS count
   UNION ALL MATCH (n:Domain {kb: $kb}) RETURN 'Domain' AS label, count(n) AS count
   UNION ALL MATCH (n:Concept {kb: $kb}) RETURN 'Concept' AS label, count(n) AS count

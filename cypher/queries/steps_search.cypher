@@ -1,13 +1,15 @@
-// MAEL step-wise retrieval: stored steps near $vector (the step index step_embedding, over-fetched to
-// $fetch nodes, then filtered on the owning experience: namespace $kb, active, $domains (null = all),
+// MAEL step-wise retrieval: stored steps near $vector (the step text index step_text_embedding, one
+// vector per distinct step text, over-fetched to $fetch texts, expanded to the steps that SAY
+// them, then filtered on the owning experience: namespace $kb, active, $domains (null = all),
 // shared or owned by $agent) with their reward. Returns how many steps the index gave and up to $k
 // candidates, nearest first, each with the Neo4j cosine score ((1 + cos) / 2).
-CALL db.index.vector.queryNodes('step_embedding', $fetch, $vector) YIELD node, score
+CALL db.index.vector.queryNodes('step_text_embedding', $fetch, $vector) YIELD node, score
 WITH collect([node, score]) AS hits
 WITH size(hits) AS fetched, [h IN hits WHERE h[0].kb = $kb] AS ours
 CALL (ours) {
   UNWIND ours AS h
-  WITH h[0] AS step, h[1] AS score
+  WITH h[0] AS text, h[1] AS score
+  MATCH (text)<-[:SAYS]-(step:Step)
   MATCH (e:Experience {kb: $kb, id: step.experience_id})
   WHERE e.status = 'active'
     AND ($domains IS NULL OR e.domain IN $domains)

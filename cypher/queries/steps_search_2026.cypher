@@ -1,15 +1,16 @@
-// MAEL step-wise retrieval on Neo4j 2026: as steps_search, but the step index step_embedding
-// keeps namespace $kb itself (declared in it), so its $fetch nearest steps are all this
-// namespace's; the owning experience is filtered here (active, $domains (null = all), shared or
+// MAEL step-wise retrieval on Neo4j 2026: as steps_search, but the step text index
+// step_text_embedding keeps namespace $kb itself (declared in it), so its $fetch nearest texts
+// are all this namespace's (expanded to the steps that SAY them); the owning experience is filtered here (active, $domains (null = all), shared or
 // owned by $agent). Returns how many steps the index gave and up to $k candidates, nearest first,
 // each with the Neo4j cosine score ((1 + cos) / 2).
 CYPHER 25
-MATCH (step:Step)
-  SEARCH step IN (VECTOR INDEX step_embedding FOR $vector WHERE step.kb = $kb LIMIT $fetch) SCORE AS score
-WITH collect([step, score]) AS hits
+MATCH (text:StepText)
+  SEARCH text IN (VECTOR INDEX step_text_embedding FOR $vector WHERE text.kb = $kb LIMIT $fetch) SCORE AS score
+WITH collect([text, score]) AS hits
 CALL (hits) {
   UNWIND hits AS h
-  WITH h[0] AS step, h[1] AS score
+  WITH h[0] AS text, h[1] AS score
+  MATCH (text)<-[:SAYS]-(step:Step)
   MATCH (e:Experience {kb: $kb, id: step.experience_id})
   WHERE e.status = 'active'
     AND ($domains IS NULL OR e.domain IN $domains)

@@ -3,6 +3,8 @@
 // MERGEs of the same key safe.
 CREATE CONSTRAINT experience_key IF NOT EXISTS FOR (n:Experience) REQUIRE (n.kb, n.id) IS UNIQUE;
 CREATE CONSTRAINT step_key IF NOT EXISTS FOR (n:Step) REQUIRE (n.kb, n.id) IS UNIQUE;
+// One vector per distinct step text of a namespace: key = sha256 of the embedded text `action: text`.
+CREATE CONSTRAINT step_text_key IF NOT EXISTS FOR (n:StepText) REQUIRE (n.kb, n.key) IS UNIQUE;
 CREATE CONSTRAINT failure_mode_key IF NOT EXISTS FOR (n:FailureMode) REQUIRE (n.kb, n.id) IS UNIQUE;
 CREATE CONSTRAINT concept_key IF NOT EXISTS FOR (n:Concept) REQUIRE (n.kb, n.id) IS UNIQUE;
 CREATE CONSTRAINT meta_concept_key IF NOT EXISTS FOR (n:MetaConcept) REQUIRE (n.kb, n.id) IS UNIQUE;

@@ -6,6 +6,7 @@ CREATE INDEX experience_kb_unlinked IF NOT EXISTS FOR (n:Experience) ON (n.kb, n
 // The runs of one task (search weighs a way by the share of the task's successful runs it took).
 CREATE INDEX experience_kb_task IF NOT EXISTS FOR (n:Experience) ON (n.kb, n.task_key);
 CREATE INDEX step_kb IF NOT EXISTS FOR (n:Step) ON (n.kb);
+CREATE INDEX step_text_kb IF NOT EXISTS FOR (n:StepText) ON (n.kb);
 CREATE INDEX failure_mode_kb IF NOT EXISTS FOR (n:FailureMode) ON (n.kb);
 // Identical failure modes (the same error on the same action) are one group in the teacher phase.
 CREATE INDEX failure_mode_kb_signature IF NOT EXISTS FOR (n:FailureMode) ON (n.kb, n.signature);

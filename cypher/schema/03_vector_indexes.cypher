@@ -6,8 +6,10 @@ OPTIONS {indexConfig: {`vector.dimensions`: $dimension, `vector.similarity_funct
 CREATE VECTOR INDEX experience_structure_embedding IF NOT EXISTS
 FOR (n:Experience) ON n.structure_embedding
 OPTIONS {indexConfig: {`vector.dimensions`: $dimension, `vector.similarity_function`: 'cosine'}};
-CREATE VECTOR INDEX step_embedding IF NOT EXISTS
-FOR (n:Step) ON n.embedding
+// One vector per distinct step text (steps share it through SAYS); the old per-step index
+// step_embedding is dropped once no step keeps a vector (kbgraph.store.step_texts).
+CREATE VECTOR INDEX step_text_embedding IF NOT EXISTS
+FOR (n:StepText) ON n.embedding
 OPTIONS {indexConfig: {`vector.dimensions`: $dimension, `vector.similarity_function`: 'cosine'}};
 CREATE VECTOR INDEX failure_mode_embedding IF NOT EXISTS
 FOR (n:FailureMode) ON n.embedding

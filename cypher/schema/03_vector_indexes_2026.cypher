@@ -9,8 +9,8 @@ OPTIONS {indexConfig: {`vector.dimensions`: $dimension, `vector.similarity_funct
 CYPHER 25 CREATE VECTOR INDEX experience_structure_embedding IF NOT EXISTS
 FOR (n:Experience) ON n.structure_embedding WITH [n.kb, n.status]
 OPTIONS {indexConfig: {`vector.dimensions`: $dimension, `vector.similarity_function`: 'cosine'}};
-CYPHER 25 CREATE VECTOR INDEX step_embedding IF NOT EXISTS
-FOR (n:Step) ON n.embedding WITH [n.kb]
+CYPHER 25 CREATE VECTOR INDEX step_text_embedding IF NOT EXISTS
+FOR (n:StepText) ON n.embedding WITH [n.kb]
 OPTIONS {indexConfig: {`vector.dimensions`: $dimension, `vector.similarity_function`: 'cosine'}};
 CYPHER 25 CREATE VECTOR INDEX failure_mode_embedding IF NOT EXISTS
 FOR (n:FailureMode) ON n.embedding WITH [n.kb]

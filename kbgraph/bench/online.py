@@ -140,8 +140,10 @@ def _size_figures(size: dict[str, Any]) -> list[Figure]:
     search = size["search"]
     if search.get("step_texts") is not None:
         rows.append(Figure(
-            f"step index at {n:,}: vectors · distinct step texts", f"{search['steps']:,} · {search['step_texts']:,}",
-            "one vector per step", "report", None))
+            f"step index at {n:,}: vectors · distinct step texts",
+            f"{search.get('step_vectors', search['steps']):,} · {search['step_texts']:,}",
+            "one vector per step", "one per text",
+            search["step_vectors"] == search["step_texts"] if "step_vectors" in search else None))
     limits = {10_000: TARGETS.search_10k_ms, 100_000: TARGETS.search_100k_ms}.get(n)
     rows.append(Figure(
         f"search p50 · p95 at {n:,}", _pair(search["kbgraph_ms"]), f"exact cosine {_pair(search['brute_force_ms'])}",

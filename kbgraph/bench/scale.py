@@ -16,11 +16,13 @@ relations), deterministically for a given ``seed``:
   set, step lists of domains that have steps are extended with whole step lists of further seeds of
   the same domain (composite workflows) to a Poisson-drawn length, so the namespace averages about
   that many steps per experience; domains without steps keep none;
-- **jittered**: every vector (structure, context, each step, each failure mode) is the seed's own
-  vector plus Gaussian noise of relative norm ``jitter`` (0.3: cosine ≈ 0.96 to the seed's),
+- **jittered**: every vector of the experience (structure, context, each failure mode) is the
+  seed's own vector plus Gaussian noise of relative norm ``jitter`` (0.3: cosine ≈ 0.96 to the seed's),
   re-normalised; the problem+goal vector gets ``pg_jitter`` (0.6: copies of one seed at cosine
   ≈ 0.74 to each other, below the merge threshold, so a consolidation leaves the scaled KB at its
-  size). The structure vector comes from the step donor B. No model runs;
+  size). The structure vector comes from the step donor B. A copied step keeps its seed step's
+  vector: one text is one vector, as in every real namespace (kbgraph.store.step_texts), so the
+  scaled namespace holds its seeds' distinct step texts, not a vector per copy. No model runs;
 - **linked**: every relation of the seed graph (ABSTRACTION, COMPOSITION, ADAPTATION,
   ALTERNATIVE, with its weight and reason) is mirrored from each copy of its source seed to one
   copy of its target seed, so the scaled KB has the real KB's edge mix and edges per experience.
@@ -77,8 +79,10 @@ PG_JITTER = 0.6
 MAX_COMPOSED_STEPS = 60
 
 
-def scaled_namespace(size: int, prefix: str = "bench-search") -> str:
-    """The namespace a scaled KB of ``size`` experiences lives in."""
+def scaled_namespace(size: int, prefix: str = "bench-scaled") -> str:
+    """The namespace a scaled KB of ``size`` experiences lives in. (``bench-search-<size>`` before
+    copied steps kept their seed's vector: content-hash ids do not see vectors, so a build would
+    have reused a namespace whose step vectors were jittered.)"""
     return f"{prefix}-{size}"
 
 
@@ -235,14 +239,13 @@ class ScaledKbBuilder:
         # Vectors are set after validation (the id does not depend on them): one noise draw per
         # experience, from its own generator.
         vectors = self._jittered(
-            [a.pg_embedding, donor.structure_embedding, a.context_embedding,
-             *[s.embedding for s in steps], *[f.embedding for f in failures]],
+            [a.pg_embedding, donor.structure_embedding, a.context_embedding, *[f.embedding for f in failures]],
             np.random.default_rng([self.seed, 1, n]),
         )
         exp.pg_embedding, exp.structure_embedding, exp.context_embedding = vectors[:3]
-        for step, vector in zip(exp.steps, vectors[3 : 3 + len(steps)], strict=True):
-            step.embedding = vector
-        for failure, vector in zip(exp.failure_modes, vectors[3 + len(steps):], strict=True):
+        for step, seed_step in zip(exp.steps, steps, strict=True):
+            step.embedding = None if seed_step.embedding is None else list(seed_step.embedding)
+        for failure, vector in zip(exp.failure_modes, vectors[3:], strict=True):
             failure.embedding = vector
         return exp
 
@@ -346,7 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--size", type=int, required=True, help="experiences to make")
     parser.add_argument("--source", default="shared", help="namespace holding the seed experiences")
-    parser.add_argument("--namespace", default=None, help="target namespace [bench-search-SIZE]")
+    parser.add_argument("--namespace", default=None, help="target namespace [bench-scaled-SIZE]")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jitter", type=float, default=0.3)
     parser.add_argument("--steps-per-experience", type=float, default=8.0)

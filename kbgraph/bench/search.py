@@ -27,7 +27,7 @@ candidates per search, a per-stage p50/mean breakdown of ``timings_ms``, the nam
 and the whole database's (the vector and full-text indexes are database-wide: other namespaces
 crowd a namespace's index searches), and the load average before and after.
 
-Scaled namespaces (``bench-search-<N>``) are made by :mod:`kbgraph.bench.scale` from the real
+Scaled namespaces (``bench-scaled-<N>``) are made by :mod:`kbgraph.bench.scale` from the real
 experiences of a source namespace (default ``shared``): recombined (problem of one seed, steps of
 another of the same domain), perturbed (one step-list edit, one word edit and a ``(variant n)``
 suffix, so content ids are new), composed to ~8 steps per experience on average (step lists of
@@ -144,10 +144,10 @@ def _runtime(model: Embedder) -> str:
 def _namespace_size(kb: KnowledgeBase) -> dict[str, int]:
     stats = kb.stats()
     relations = sum(stats.relationships.get(t, 0) for t in ("ABSTRACTION", "COMPOSITION", "ADAPTATION", "ALTERNATIVE"))
-    # One vector per step today; one per distinct step text is what the step index would need.
-    step_texts = int(kb.gateway.read("bench_step_texts", kb=kb.namespace)[0]["step_texts"])
-    return {"experiences": stats.experiences, "steps": stats.nodes.get("Step", 0), "step_texts": step_texts,
-            "relations": relations}
+    # The step index holds one vector per distinct step text (StepText): vectors = distinct texts.
+    texts = kb.gateway.read("bench_step_texts", kb=kb.namespace)[0]
+    return {"experiences": stats.experiences, "steps": stats.nodes.get("Step", 0),
+            "step_texts": int(texts["step_texts"]), "step_vectors": int(texts["step_vectors"]), "relations": relations}
 
 
 def run_search_benchmark(
@@ -300,7 +300,7 @@ def bench_search_cli(
     source: str = "shared", seed: int = 0, eval_dir: Path = DEFAULT_EVAL_DIR, namespace: str | None = None,
 ) -> int:
     """``kbgraph bench search``: for each size (0 = ``namespace``, or the configured one, as it
-    is), builds or reuses the scaled namespace ``bench-search-<size>`` from the experiences of
+    is), builds or reuses the scaled namespace ``bench-scaled-<size>`` from the experiences of
     ``source``, runs :func:`run_search_benchmark` and prints kbgraph and brute force side by side,
     with the growth per doubling between successive sizes (or everything as JSON).
 
@@ -379,8 +379,8 @@ def bench_search_cli(
         r = run["requests_per_search"]
         out.print(f"{run['namespace']}: requests per search {r['total']:.2f} ("
                   + ", ".join(f"{name} {n:.2f}" for name, n in r["by_query"].items()) + ")")
-        out.print(f"{run['namespace']}: {run['steps']:,} steps, {run['step_texts']:,} distinct step texts "
-                  "(vectors in the step index: one per step)")
+        out.print(f"{run['namespace']}: {run['steps']:,} steps, {run['step_texts']:,} distinct step texts, "
+                  f"{run['step_vectors']:,} vectors in the step index (one per distinct step text)")
         out.print(f"load average before {run['load_average']['before']}, after {run['load_average']['after']}")
     for row in growth:
         out.print(f"growth per doubling {row['from']:,} → {row['to']:,}: kbgraph p50 ×{row['kbgraph_p50']}, "

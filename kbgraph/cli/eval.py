@@ -149,6 +149,7 @@ def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Pa
                weights: dict[str, Any], as_json: bool, held_out: bool = False, per_query: bool = False,
                runs_fraction: float = 1.0) -> None:
     from kbgraph.search.eval.suite import ABLATIONS, BASELINES, discover_sets, run_suite
+    from kbgraph.store.step_texts import open_namespace
 
     columns = ABLATIONS.chosen(_names(ablations))
     found = discover_sets(data, dev_sets if dev_sets is not None else _checkout_dev_sets(), _names(sets),
@@ -161,6 +162,8 @@ def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Pa
             # One driver and one embedder for every namespace of the suite.
             other = KnowledgeBase(kb.driver, kb.embedder, namespace=namespace, database=kb.gateway.database,
                                   settings=kb.settings.model_copy(update={"namespace": namespace}), ensure_schema=False)
+            # The schema is applied already; a namespace written before still gets one vector per step text.
+            open_namespace(other.gateway, kb.embedder.dimension, namespace, schema=False)
             try:
                 yield other
             finally:

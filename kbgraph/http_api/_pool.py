@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from kbgraph.core.settings import checked_namespace
 from kbgraph.kb import KnowledgeBase
+from kbgraph.store.step_texts import open_namespace
 
 #: Namespaces whose KnowledgeBase is kept open; the least recently used one beyond is dropped
 #: (opening one again is cheap: it shares the driver and the embedder).
@@ -64,7 +65,10 @@ class NamespacePool:
                     self._others.popitem(last=False)
             else:
                 self._others.move_to_end(namespace)
-            return kb
+        # Outside the lock (a gateway call): a namespace written before gets one vector per step
+        # text the first time this process opens it (the schema is the base's).
+        open_namespace(kb.gateway, kb.embedder.dimension, namespace, schema=False)
+        return kb
 
     def close(self) -> None:
         with self._lock:

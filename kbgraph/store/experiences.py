@@ -14,7 +14,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kbgraph.core.errors import InvalidInputError
+from kbgraph.core.ids import text_hash
 from kbgraph.store.gateway import Neo4jGateway, Row
+from kbgraph.store.transaction import DeletedInTransaction
 from kbgraph.core.models import STORED, Experience, FailureMode, Relation, Step, stored_record
 from kbgraph.core.shapes import operations
 
@@ -66,15 +68,49 @@ def embedding_row(exp: Experience) -> Row:
     return {"id": exp.key, **{f: getattr(exp, f) for f in EMBEDDING_FIELDS}}
 
 
-def step_rows(exp: Experience) -> tuple[list[Row], list[Row]]:
-    """Rows for the steps of one experience, and the NEXT links between consecutive ones."""
+def step_text(step: Step) -> str:
+    """What kbgraph embeds of a step: ``action: text`` (steps saying the same share one vector)."""
+    return f"{step.action}: {step.text}"
+
+
+def step_text_key(step: Step) -> str:
+    """The key of a step's vector node (``StepText``) in its namespace: its text's sha256."""
+    return text_hash(step_text(step))
+
+
+class StepTextGone(DeletedInTransaction):
+    """A batch of steps met StepTexts without a vector: texts a delete removed after the writer
+    read which ones the namespace holds. The batch was rolled back; embed them and write again."""
+
+    def __init__(self, keys: Sequence[str]):
+        super().__init__(f"{len(keys)} step text(s) deleted while being written: {', '.join(sorted(keys)[:3])}")
+        self.keys = frozenset(keys)
+
+
+def refuse_missing_step_texts(results: list[list[Row]], at: int) -> None:
+    """Rolls a write back when its ``step_upsert`` (call ``at``) left a StepText without a vector."""
+    rows = results[at]
+    missing = [k for k in (rows[0]["missing"] if rows else []) if k is not None]
+    if missing:
+        raise StepTextGone(missing)
+
+
+def step_rows(exp: Experience, vectors_given: set[str] | None = None) -> tuple[list[Row], list[Row]]:
+    """Rows for the steps of one experience, and the NEXT links between consecutive ones. A text's
+    vector goes with its first step only (``vectors_given``: the keys already carrying one in this
+    batch), so a batch never sets one vector twice."""
     steps, links = [], []
+    given = set() if vectors_given is None else vectors_given
     for step in exp.steps:
         assert step.order is not None
         props = {f: getattr(step, f) for f in STEP_FIELDS}
         props["args_schema"] = json.dumps(step.args_schema, sort_keys=True)
-        steps.append({"id": exp.step_id(step.order), "experience_id": exp.key, "props": props,
-                      "embedding": step.embedding})
+        key = step_text_key(step)
+        vector = step.embedding if key not in given else None
+        if vector is not None:
+            given.add(key)
+        steps.append({"id": exp.step_id(step.order), "experience_id": exp.key, "key": key, "props": props,
+                      "embedding": vector})
     for before, after in zip(exp.steps, exp.steps[1:], strict=False):
         assert before.order is not None and after.order is not None
         links.append({"from_id": exp.step_id(before.order), "to_id": exp.step_id(after.order)})
@@ -156,6 +192,21 @@ def _refuse_claimed(where: Mapping[str, str]) -> Callable[[list[list[Row]]], Non
     return verify
 
 
+def _verify_batch(calls: Sequence[tuple[str, Any]], where: Mapping[str, str] | None) -> Callable[[list[list[Row]]], None]:
+    """The checks of one batch: ids claimed with other content (when ``where`` is given) and step
+    texts deleted meanwhile."""
+    claimed = _refuse_claimed(where) if where is not None else None
+    upsert = next((i for i, (name, _) in enumerate(calls) if name == "step_upsert"), None)
+
+    def verify(results: list[list[Row]]) -> None:
+        if claimed is not None:
+            claimed(results)
+        if upsert is not None:
+            refuse_missing_step_texts(results, upsert)
+
+    return verify
+
+
 class ExperienceStore:
     def __init__(self, gateway: Neo4jGateway, namespace: str, batch_size: int = 500):
         self.gateway = gateway
@@ -173,11 +224,19 @@ class ExperienceStore:
         return found
 
     def existing_ids(self, ids: Iterable[str]) -> set[str]:
-        wanted = list(dict.fromkeys(ids))
+        return self._collected("experience_existing_ids", "ids", ids)
+
+    def known_step_texts(self, keys: Iterable[str]) -> set[str]:
+        """Which of ``keys`` (step text keys) the namespace holds a vector for."""
+        return self._collected("step_texts_known", "keys", keys)
+
+    def _collected(self, query: str, name: str, values: Iterable[str]) -> set[str]:
+        """The ``values`` named query ``query`` finds (its parameter and column ``name``), 5,000 at a time."""
+        wanted = list(dict.fromkeys(values))
         found: set[str] = set()
         for start in range(0, len(wanted), 5000):
-            rows = self.gateway.read("experience_existing_ids", kb=self.namespace, ids=wanted[start : start + 5000])
-            found.update(rows[0]["ids"] if rows else [])
+            rows = self.gateway.read(query, kb=self.namespace, **{name: wanted[start : start + 5000]})
+            found.update(rows[0][name] if rows else [])
         return found
 
     def write(
@@ -207,8 +266,9 @@ class ExperienceStore:
             steps: list[Row] = []
             links: list[Row] = []
             fresh = [exp for exp in batch if exp.key not in existing]
+            vectors_given: set[str] = set()
             for exp in fresh:
-                s, n = step_rows(exp)
+                s, n = step_rows(exp, vectors_given)
                 steps += s
                 links += n
             failures = [row for exp in fresh for row in failure_rows(exp)]
@@ -224,10 +284,7 @@ class ExperienceStore:
                 calls.append(("step_link_next", {"kb": kb, "rows": links}))
             if failures:
                 calls.append(("failure_mode_upsert", {"kb": kb, "rows": failures}))
-            if claims:
-                self.gateway.write_all(calls, verify=_refuse_claimed(where or {}))
-            else:
-                self.gateway.write_all(calls)
+            self.gateway.write_all(calls, verify=_verify_batch(calls, where if claims else None))
             if on_batch:
                 on_batch(len(batch))
         # Relations are not content: they are (re)written for every experience given.

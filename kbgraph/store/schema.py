@@ -36,7 +36,7 @@ _ALREADY_THERE = {
 VECTOR_INDEXES = (
     "experience_pg_embedding",
     "experience_structure_embedding",
-    "step_embedding",
+    "step_text_embedding",
     "failure_mode_embedding",
     "meta_concept_embedding",
     "store_vector_embedding",

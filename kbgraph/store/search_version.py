@@ -45,7 +45,7 @@ RENEW = "kb_state_search_version_renew"
 #: experience's existence, status, kind, domain, operations, texts, scope, owner, success rate
 #: or quality; its ABSTRACTION edges; whether it has steps (HAS_STEP).
 CHANGES_SEARCHED = frozenset({
-    "experience_upsert", "experience_merge", "experience_delete", "step_upsert",
+    "experience_upsert", "experience_merge", "experience_delete", "step_upsert", "step_texts_migrate",
     "maintenance_archive", "maintenance_restore",
     "abstract_experiences_refresh", "abstract_experiences_rewrite",
     "abstract_experiences_dissolve", "abstract_experiences_dissolve_ids",
@@ -66,7 +66,8 @@ LEAVES_SEARCHED: Mapping[str, str] = {
     "step_link_next": "NEXT edges between steps",
     "meta_concept_link": "EXHIBITS edges to meta-concepts",
     **{name: "the importer renews the version after each batch (RENEW, kbgraph.transfer)" for name in (
-        "import_merge_experience", "import_node_values", "import_rel_abstraction", "import_rel_has_step")},
+        "import_merge_experience", "import_node_values", "import_rel_abstraction", "import_rel_has_step",
+        "import_merge_step_text", "import_rel_says")},
     "import_relationship_values": "relationship properties",
     "import_rel_exhibits": "EXHIBITS edges", "import_rel_has_failure": "HAS_FAILURE edges",
     "import_rel_had_outcome": "HAD_OUTCOME edges", "import_rel_composition": "COMPOSITION edges",

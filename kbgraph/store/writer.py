@@ -13,11 +13,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import neo4j
 from pydantic import BaseModel, Field, ValidationError
 
 from kbgraph.embedders import Embedder
 from kbgraph.core.errors import InvalidInputError, validation_problems
-from kbgraph.store.experiences import ExperienceStore, Progress
+from kbgraph.store.experiences import ExperienceStore, Progress, StepTextGone, step_text, step_text_key
+from kbgraph.store.transaction import ENTITY_NOT_FOUND
 from kbgraph.core.models import Experience
 
 __all__ = ["ExperienceWriter", "WriteReport"]
@@ -107,8 +109,12 @@ class ExperienceWriter:
             if vector is not None and len(vector) != dim
         ]
 
-    def embed_missing(self, experiences: Sequence[Experience]) -> None:
-        """Fills every absent embedding, with one embedder call per kind of text."""
+    def embed_missing(self, experiences: Sequence[Experience], every_step: bool = False) -> None:
+        """Fills every absent embedding, with one embedder call per kind of text. A step whose
+        text the namespace holds a vector for is left without one (``step_upsert`` links it to
+        the stored vector; one read of keys), unless ``every_step``."""
+        known = set() if every_step else self.store.known_step_texts(
+            step_text_key(s) for exp in experiences for s in exp.steps if s.embedding is None)
         jobs: list[tuple[Any, str, str]] = []  # (object, attribute, text)
         for exp in experiences:
             if exp.pg_embedding is None:
@@ -117,7 +123,8 @@ class ExperienceWriter:
                 jobs.append((exp, "structure_embedding", exp.structure_text()))
             if exp.context_embedding is None:
                 jobs.append((exp, "context_embedding", exp.context_text()))
-            jobs += [(s, "embedding", f"{s.action}: {s.text}") for s in exp.steps if s.embedding is None]
+            jobs += [(s, "embedding", step_text(s)) for s in exp.steps
+                     if s.embedding is None and step_text_key(s) not in known]
             jobs += [
                 (f, "embedding", f"{f.issue_type or 'failure'}: {f.description}")
                 for f in exp.failure_modes if f.embedding is None
@@ -140,8 +147,18 @@ class ExperienceWriter:
         where, stored = self._refuse_changed_content(experiences, labels)
         unique = _combine_duplicates(experiences)
         existing = {e.key for e in unique if e.key in stored}
-        self.embed_missing([e for e in unique if e.key not in existing])
-        self.store.write(unique, existing, on_batch=on_progress, where=where, count_growth=count_growth)
+        fresh = [e for e in unique if e.key not in existing]
+        self.embed_missing(fresh)
+        try:
+            self.store.write(unique, existing, on_batch=on_progress, where=where, count_growth=count_growth)
+        except (StepTextGone, neo4j.exceptions.ClientError) as error:
+            # A delete removed texts between the read of known keys and the write (or, holding a
+            # text's lock, while this write waited for it: EntityNotFound): every step gets its
+            # vector this time (the write is idempotent; committed batches stay as they are).
+            if isinstance(error, neo4j.exceptions.ClientError) and error.code != ENTITY_NOT_FOUND:
+                raise
+            self.embed_missing(fresh, every_step=True)
+            self.store.write(unique, existing, on_batch=on_progress, where=where, count_growth=count_growth)
         return WriteReport(
             received=len(experiences), new=len(unique) - len(existing), existing=len(existing),
             ids=[e.key for e in experiences],

@@ -15,7 +15,10 @@ from typing import Final
 from kbgraph.core.errors import KbgraphError
 
 FORMAT_NAME: Final = "kbgraph-export"
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2
+# The versions an import reads. Version 1 (before one vector per distinct step text) kept a vector
+# on every Step: the import converts it as opening a namespace does (kbgraph.store.step_texts).
+READABLE_VERSIONS: Final = (1, 2)
 # What ingest marks as read (ingest/pipeline.py _record_key): a forged key is refused.
 INGESTED_KEY: Final = re.compile(r"(trajectory|experience):[A-Za-z0-9_.:\-]{1,128}")
 # One problem per line is plenty to fix a file; past this many, the check stops reading.
@@ -63,7 +66,10 @@ class RelationshipShape:
 # namespace (see export_census_nodes): add it here with its two query files.
 NODE_LABELS: Final[tuple[NodeLabel, ...]] = (
     NodeLabel("Experience", "id", "experience", ("pg_embedding", "structure_embedding", "context_embedding")),
+    # A Step's own vector comes only in version 1 files (converted on import); since version 2 the
+    # vector is its text's, a StepText's, which the steps SAY.
     NodeLabel("Step", "id", "step", ("embedding",)),
+    NodeLabel("StepText", "key", "step_text", ("embedding",)),
     NodeLabel("FailureMode", "id", "failure_mode", ("embedding",)),
     NodeLabel("Domain", "name", "domain"),
     NodeLabel("Concept", "id", "concept", ("embedding",)),
@@ -80,6 +86,7 @@ NODE_LABELS: Final[tuple[NodeLabel, ...]] = (
 RELATIONSHIPS: Final[tuple[RelationshipShape, ...]] = (
     RelationshipShape("HAS_STEP", "Experience", "Step"),
     RelationshipShape("NEXT", "Step", "Step"),
+    RelationshipShape("SAYS", "Step", "StepText"),
     RelationshipShape("HAS_FAILURE", "Experience", "FailureMode"),
     RelationshipShape("IN_DOMAIN", "Experience", "Domain"),
     RelationshipShape("ABSTRACTION", "Experience", "Experience"),

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 from kbgraph.core.errors import InvalidInputError, validation_problems
 from kbgraph.store.gateway import Neo4jGateway, Row, run_named
 from kbgraph.store.search_version import RENEW
+from kbgraph.store.step_texts import migrate_step_texts
 from kbgraph.core.jsonl import read_jsonl
 from kbgraph.transfer._check import check_export_file
 from kbgraph.transfer._export import vector_dimension
@@ -151,6 +152,7 @@ def import_file(
     total = sum(header.counts.nodes.values()) + sum(header.counts.relationships.values())
     importer = _Importer(gateway, namespace, path, batch_size, on_progress, total)
     importer.run()
+    migrate_step_texts(gateway, namespace)  # a version 1 file's steps held vectors of their own
     nodes, relationships = importer.nodes, importer.relationships
     return ImportReport(
         file=str(path), source_namespace=header.namespace, namespace=namespace,

@@ -12,6 +12,7 @@ stay: they cover the properties no model describes, and temporal values are chec
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from typing import Annotated, Any, Final, cast
 
@@ -43,6 +44,7 @@ _NOT_PROPERTIES: Final = frozenset({"steps", "failure_modes", "relations", "docu
 # What the models themselves are strict about (kbgraph.core.models._base._Strict).
 _STRICT: Final = ConfigDict(strict=True, allow_inf_nan=False)
 _ID: Final[TypeAdapter[str]] = TypeAdapter(IdText, config=_STRICT)
+_STEP_TEXT_KEY: Final = re.compile(r"[0-9a-f]{64}")
 _ARGS_SCHEMA: Final[TypeAdapter[dict[str, str]]] = TypeAdapter(dict[str, str], config=_STRICT)
 
 
@@ -78,7 +80,11 @@ def _problems(path: str, adapter: TypeAdapter[Any], value: Any) -> list[str]:
 
 
 def key_problems(label: str, key: str | None, where: str = "key") -> list[str]:
-    """A problem when ``key`` is the id of a node the models rebuild and the models refuse it."""
+    """A problem when ``key`` is the id of a node the models rebuild and the models refuse it, or
+    a step text's key is not a sha256 (what kbgraph.core.ids.text_hash gives)."""
+    if label == "StepText":
+        return [] if key is not None and _STEP_TEXT_KEY.fullmatch(key) else [
+            f"{where}: {key!r:.80} is refused: a step text's key is the sha256 of its text, 64 hex digits"]
     if label not in _MODELS or key is None:
         return []
     return _problems(where, _ID, key)

@@ -12,7 +12,8 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
-from kbgraph.transfer._format import FORMAT_NAME, FORMAT_VERSION, INGESTED_KEY, LABELS, RELATIONSHIP_TYPES
+from kbgraph.transfer._format import (FORMAT_NAME, FORMAT_VERSION, INGESTED_KEY, LABELS, READABLE_VERSIONS,
+                                      RELATIONSHIP_TYPES)
 from kbgraph.transfer._models import key_problems, model_problems
 from kbgraph.transfer._rules import NODE_RULES, RELATIONSHIP_RULES, counter_problems, property_problems
 from kbgraph.transfer._values import _checked_properties, decode_vector
@@ -40,8 +41,9 @@ class ExportHeader(BaseModel):
     @field_validator("version")
     @classmethod
     def _known_version(cls, value: int) -> int:
-        if value != FORMAT_VERSION:
-            raise ValueError(f"this kbgraph reads version {FORMAT_VERSION} of the format, the file is version {value}")
+        if value not in READABLE_VERSIONS:
+            raise ValueError(f"this kbgraph reads versions {', '.join(map(str, READABLE_VERSIONS))} of the format, "
+                             f"the file is version {value}")
         return value
 
 

@@ -21,6 +21,7 @@ and nothing else: ``kbgraph eval`` builds it in a namespace of its own per corpu
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -50,8 +51,12 @@ def eval_namespace(corpus: Path, without_domain: str | None = None) -> str:
     files: ``eval-<folder>-minus-<domain>-<hash>``.
 
     The baselines index exactly the corpus; a namespace that also held other runs (the agents'
-    own, another corpus evaluated before) would rank those too and compare unlike with like."""
-    path = str(corpus.resolve())
+    own, another corpus evaluated before) would rank those too and compare unlike with like.
+
+    ``KBGRAPH_EVAL_SALT`` (environment), when set, goes into the hash: the suite then builds
+    namespaces of its own instead of the cached ones (a branch that changes what is stored, run
+    beside engineers whose checkouts read the cached namespaces as they are)."""
+    path = str(corpus.resolve()) + (f"\nsalt {salt}" if (salt := os.environ.get("KBGRAPH_EVAL_SALT")) else "")
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", corpus.resolve().name or "corpus")[:40]
     if without_domain is None:
         return f"eval-{name}-{hashlib.sha256(path.encode()).hexdigest()[:8]}"

@@ -199,7 +199,7 @@ def _lexical_scan(ctx: SearchContext, run: Run, terms: list[str]) -> list[Channe
 def _step_channel(ctx: SearchContext, run: Run, vector: list[float]) -> StepEvidence:
     w, params = run.weights, run.params
     cutoff: list[float] = [0.0]
-    query = index_query(ctx.gateway, "search_step_vectors", "step_embedding")
+    query = index_query(ctx.gateway, "search_step_vectors", "step_text_embedding")
 
     def fetch(n: int) -> tuple[int, list[ChannelHit]]:
         row = ctx.gateway.read(query, vector=vector, fetch=n, k=w.candidates, **params)[0]

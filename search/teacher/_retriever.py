@@ -36,7 +36,7 @@ MIN_WINDOW = 20
 STEP_QUERY = "refine_step_vectors"
 FAILURE_QUERY = "refine_failure_vectors"
 #: The vector index each channel asks.
-INDEXES: Final = {STEP_QUERY: "step_embedding", FAILURE_QUERY: "failure_mode_embedding"}
+INDEXES: Final = {STEP_QUERY: "step_text_embedding", FAILURE_QUERY: "failure_mode_embedding"}
 #: The exact-scan variants of the two channels (same parameters and rows): a namespace with at
 #: most ``exact_scan_max`` steps is scanned exactly (steps and failure modes) instead of asking the
 #: vector indexes, as the student search does.

@@ -41,7 +41,7 @@ def test_a_small_namespace_is_scanned_exactly_whatever_else_the_database_holds(
         search = kb.settings.search.model_copy(update={"exact_scan_max": 0})  # the setting is honoured
         monkeypatch.setattr(kb, "settings", kb.settings.model_copy(update={"search": search}))
         indexed = answer()
-        index = index_query(kb.gateway, "steps_search", "step_embedding")
+        index = index_query(kb.gateway, "steps_search", "step_text_embedding")
         assert index in asked and "steps_scan" not in asked
         if index == "steps_search_2026":
             # On Neo4j 2026 the index itself keeps the namespace: the crowd takes no place in it.

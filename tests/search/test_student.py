@@ -284,7 +284,7 @@ def test_a_small_namespace_is_scanned_exactly_whatever_else_the_database_holds(
         asked.clear()  # a namespace above the limit asks the indexes (each as the server's line asks it)
         kb.search("I ordered this by mistake, please cancel my order", weights={"exact_scan_max": 0}, **query)
         indexes = {index_query(kb.gateway, "search_experience_vectors", "experience_pg_embedding"),
-                   index_query(kb.gateway, "search_step_vectors", "step_embedding")}
+                   index_query(kb.gateway, "search_step_vectors", "step_text_embedding")}
         assert indexes <= set(asked)
     finally:
         crowd.clear()

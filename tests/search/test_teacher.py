@@ -244,7 +244,7 @@ def test_another_namespace_is_never_returned_even_when_it_crowds_the_index(
         # The window holds max(4·k, 20) experiences: 8 nodes per experience first...
         sizes = [first for _, first in asked]
         assert sizes[0] == 20 * MAX_FIRST_FACTOR, asked
-        if "step_embedding" in filtering_indexes(kb.gateway):
+        if "step_text_embedding" in filtering_indexes(kb.gateway):
             # ...and on Neo4j 2026 the index holds back the crowd: one request, the namespace's steps.
             assert asked == [("refine_step_vectors_2026", 20 * MAX_FIRST_FACTOR)], asked
         else:
@@ -263,7 +263,7 @@ def test_the_teacher_scans_or_asks_the_index_as_the_settings_say(
 ) -> None:
     kb.add_experiences([WRONG_ID, SLOW_BACKEND])
     asked = queries_read(kb, monkeypatch)
-    index = "refine_step_vectors_2026" if "step_embedding" in filtering_indexes(kb.gateway) else "refine_step_vectors"
+    index = "refine_step_vectors_2026" if "step_text_embedding" in filtering_indexes(kb.gateway) else "refine_step_vectors"
 
     # The knowledge base's search settings: 6 steps are at most the default exact_scan_max...
     scanned = kb.refine([ORDER_NOT_FOUND], k=5)

@@ -69,7 +69,7 @@ def bench_write(
 def bench_search(
     sizes: Annotated[list[int] | None, typer.Option(
         "--size", "-s", help="KB sizes in experiences (repeatable); 0 = the namespace as it is. Sizes above 0 "
-                             "are scaled up from the source namespace into bench-search-<size>")] = None,
+                             "are scaled up from the source namespace into bench-scaled-<size>")] = None,
     queries: Annotated[int, typer.Option("--queries", "-q", help="Random queries per size")] = 300,
     k: Annotated[int, typer.Option("--k", "-k", help="Results per search")] = 5,
     namespace: NamespaceOption = None,

@@ -85,9 +85,12 @@ def test_cpu_per_search_and_the_query_embedding_are_shown_beside_the_latency() -
 def test_the_step_index_is_shown_as_its_vectors_beside_its_distinct_step_texts() -> None:
     size = _size(10_000, (12.0, 30.0), 50.0, 120.0, 80.0)
     assert not [f for f in online_figures(_report(size)) if f.figure.startswith("step index")], "a report without the count"
-    size["search"].update(steps=80_566, step_texts=99)
+    size["search"].update(steps=80_566, step_texts=99)  # a report of before: one vector per step
     row = _row(online_figures(_report(size)), "step index at 10,000")
     assert (row.measured, row.met) == ("80,566 · 99", None)
+    size["search"].update(step_vectors=99)  # one vector per distinct step text
+    row = _row(online_figures(_report(size)), "step index at 10,000")
+    assert (row.measured, row.met) == ("99 · 99", True)
 
 
 def test_every_figure_is_shown_next_to_its_baseline() -> None:

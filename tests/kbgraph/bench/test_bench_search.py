@@ -110,6 +110,12 @@ def test_scaled_kb_from_seed_experiences(kb: KnowledgeBase) -> None:
         assert seed.pg_embedding is not None and exp.pg_embedding is not None
         cosine = float(np.dot(seed.pg_embedding, exp.pg_embedding))
         assert 0.8 < cosine < 0.9999
+    # A copied step keeps its seed's vector: the namespace holds one vector per distinct step text.
+    seed_vectors = {(s.action, s.text): s.embedding for seed in seeds for s in seed.steps}
+    for exp in kb.get_many([same.experience(n).key for n in range(0, SIZE, 5)]):
+        for step in exp.steps:
+            assert step.embedding == pytest.approx(seed_vectors[(step.action, step.text)], abs=1e-6)
+    assert kb.stats().nodes["StepText"] <= len(seed_vectors) < report.steps
 
     # Built already: reused, nothing written; reading the seeds back from a namespace works too.
     again = build_scaled_kb(kb, seeds, SIZE, seed=7)
@@ -128,8 +134,8 @@ def test_search_benchmark_reports_both_systems(kb: KnowledgeBase, tmp_path: Path
     assert set(result["stages_p50_ms"]) >= {"channels", "facts", "score", "traverse", "select", "read"}
     assert result["candidates"]["p50"] >= 3 and result["hits"]["p50"] == 3
     assert result["database"]["experiences"] >= SIZE
-    # Copies of a seed's steps repeat its texts: the step index holds far more vectors than texts.
-    assert 0 < result["step_texts"] < result["steps"]
+    # Copies of a seed's steps repeat its texts: the step index holds one vector per distinct text.
+    assert 0 < result["step_texts"] == result["step_vectors"] < result["steps"]
     # The query embedding of both MiniLM runtimes, side by side on the same queries, same vectors.
     ours, other = result["embedding_ms"], result["embedding_other_runtime_ms"]
     assert {ours["runtime"], other["runtime"]} == {"onnx", "torch"} and other["n"] == 12

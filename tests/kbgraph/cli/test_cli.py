@@ -90,9 +90,9 @@ def test_schema_status_shows_every_index_online(neo4j_target: Neo4jTarget, cli_n
     result = kbgraph(neo4j_target, cli_namespace, "schema", "status", "--json")
     assert result.returncode == 0, result.stderr
     indexes = {row["name"]: row for row in json.loads(result.stdout)}
-    for name in ("experience_pg_embedding", "step_embedding", "experience_text", "experience_key"):
+    for name in ("experience_pg_embedding", "step_text_embedding", "experience_text", "experience_key"):
         assert indexes[name]["state"] == "ONLINE"
-    assert indexes["step_embedding"]["type"] == "VECTOR" and indexes["step_text"]["type"] == "FULLTEXT"
+    assert indexes["step_text_embedding"]["type"] == "VECTOR" and indexes["step_text"]["type"] == "FULLTEXT"
 
 
 def test_get_prints_an_experience_and_delete_all_wants_confirmation(

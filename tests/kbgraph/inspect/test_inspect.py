@@ -318,15 +318,15 @@ def test_domains_count_the_experiences_of_each_domain(inspected: Inspected) -> N
     assert rows["inspect-from"]["reaches"] == ["inspect-mid"]
 
 
-def test_step_texts_count_each_text_once_with_its_copies(inspected: Inspected) -> None:
+def test_step_texts_show_one_vector_per_text_and_how_many_steps_say_it(inspected: Inspected) -> None:
     [row] = inspected.run("step_texts", limit=1000)
-    texts = {t["text"]: t for t in row["most_copied"]}
-    assert row["distinct_texts"] == len(texts) and row["steps"] == sum(t["copies"] for t in texts.values())
-    assert row["with_vector"] == row["steps"]
+    texts = {t["text"]: t for t in row["most_said"]}
+    assert row["distinct_texts"] == len(texts) == row["vectors"] and row["steps"] == sum(t["steps"] for t in texts.values())
+    assert (row["with_own_vector"], row["without_vector"], row["orphans"]) == (0, 0, 0)
     shared = texts["find_order: find_order for {id}"]
-    assert shared["copies"] == 2 and shared["vectors"] == 1, "two experiences' steps, one text, one vector"
-    assert [t["copies"] for t in row["most_copied"]] == sorted((t["copies"] for t in row["most_copied"]), reverse=True)
-    assert len(inspected.run("step_texts", limit=1)[0]["most_copied"]) == 1
+    assert shared["steps"] == 2, "two experiences' steps, one text, one vector"
+    assert [t["steps"] for t in row["most_said"]] == sorted((t["steps"] for t in row["most_said"]), reverse=True)
+    assert len(inspected.run("step_texts", limit=1)[0]["most_said"]) == 1
 
 
 # -- parameters --------------------------------------------------------------------------------------

@@ -88,14 +88,14 @@ def test_each_line_gets_its_vector_indexes_and_an_outdated_2026_one_is_made_agai
         assert filtering_indexes(gateway) == frozenset()
         return
     assert covers["experience_pg_embedding"] == ["pg_embedding", "kb", "status"]
-    assert covers["step_embedding"] == ["embedding", "kb"]
+    assert covers["step_text_embedding"] == ["embedding", "kb"]
     assert filtering_indexes(gateway) == frozenset(VECTOR_INDEXES)
     # A 2026 store whose step index was made before it declared the namespace (5.26's statement)...
-    driver.execute_query("DROP INDEX step_embedding", database_=neo4j_target.database)
-    old = next(s for name, s in schema_statements(filters_in_index=False) if "INDEX step_embedding " in s)
+    driver.execute_query("DROP INDEX step_text_embedding", database_=neo4j_target.database)
+    old = next(s for name, s in schema_statements(filters_in_index=False) if "INDEX step_text_embedding " in s)
     driver.execute_query(old, {"dimension": 384}, database_=neo4j_target.database)
-    assert [s.properties for s in index_status(gateway) if s.name == "step_embedding"] == [["embedding"]]
+    assert [s.properties for s in index_status(gateway) if s.name == "step_text_embedding"] == [["embedding"]]
     # ...gets it back declaring the namespace when the schema is applied, and the search asks it so.
     apply_schema(gateway, 384)
-    assert [s.properties for s in index_status(gateway) if s.name == "step_embedding"] == [["embedding", "kb"]]
-    assert "step_embedding" in filtering_indexes(gateway)
+    assert [s.properties for s in index_status(gateway) if s.name == "step_text_embedding"] == [["embedding", "kb"]]
+    assert "step_text_embedding" in filtering_indexes(gateway)

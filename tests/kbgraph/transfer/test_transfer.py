@@ -151,10 +151,10 @@ def import_into(kb: KnowledgeBase, path: Path) -> Any:
 
 def test_the_source_has_something_of_every_kind_to_carry(source: Source) -> None:
     stats = source.kb.stats()
-    for label in ("Experience", "Step", "FailureMode", "Domain", "Concept", "MetaConcept", "Insight", "Agent",
-                  "IngestedRecord"):
+    for label in ("Experience", "Step", "StepText", "FailureMode", "Domain", "Concept", "MetaConcept", "Insight",
+                  "Agent", "IngestedRecord"):
         assert stats.nodes.get(label, 0) > 0, label
-    for type_ in ("HAS_STEP", "NEXT", "HAS_FAILURE", "IN_DOMAIN", "ABSTRACTION", "EXHIBITS", "INSTANCE_OF",
+    for type_ in ("HAS_STEP", "NEXT", "SAYS", "HAS_FAILURE", "IN_DOMAIN", "ABSTRACTION", "EXHIBITS", "INSTANCE_OF",
                   "ABOUT", "FROM", "PERFORMED"):
         assert stats.relationships.get(type_, 0) > 0, type_
     state = source.kb.learning_state([source.used])[0]
@@ -210,6 +210,45 @@ def test_search_in_the_copy_returns_the_same_experiences(source: Source, copy: C
     assert target.refine(failing, k=3).experiences == source.kb.refine(failing, k=3).experiences
 
 
+def test_the_copy_keeps_one_vector_per_distinct_step_text(source: Source, copy: Copy) -> None:
+    a, b = source.kb.stats(), copy.kb.stats()
+    assert b.nodes["StepText"] == a.nodes["StepText"] < a.nodes["Step"]
+    assert b.relationships["SAYS"] == a.relationships["SAYS"] == a.nodes["Step"]
+
+
+def _as_version_1(lines: list[str]) -> list[str]:
+    """An export as version 1 of the format wrote it: every step its own vector, no StepText."""
+    records = [json.loads(line) for line in lines]
+    vectors = {r["key"]: r["vectors"]["embedding"] for r in records if r.get("label") == "StepText"}
+    says = {r["start"]["key"]: r["end"]["key"] for r in records if r.get("type") == "SAYS"}
+    out = []
+    for record in records:
+        if record.get("label") == "StepText" or record.get("type") == "SAYS":
+            continue
+        if record["record"] == "header":
+            record["version"] = 1
+            record["counts"]["nodes"].pop("StepText")
+            record["counts"]["relationships"].pop("SAYS")
+        elif record.get("label") == "Step":
+            record["vectors"] = {"embedding": vectors[says[record["key"]]]}
+        out.append(json.dumps(record))
+    return out
+
+
+def test_a_version_1_file_is_converted_to_one_vector_per_step_text_on_import(
+    source: Source, target: KnowledgeBase, tmp_path: Path
+) -> None:
+    old = tmp_path / "v1.jsonl"
+    old.write_text("\n".join(_as_version_1(_lines(source.export))) + "\n", encoding="utf-8")
+    import_into(target, old)
+    assert target.stats().nodes == source.kb.stats().nodes
+    assert target.stats().relationships == source.kb.stats().relationships
+    assert target.get(source.used) == source.kb.get(source.used)
+    task = "cancel my order, I bought it by mistake"
+    steps = [{"action": "get_order_details", "arguments": {}}]
+    assert target.search(task, steps_so_far=steps, k=5).ids() == source.kb.search(task, steps_so_far=steps, k=5).ids()
+
+
 def test_importing_twice_creates_no_duplicates(
     source: Source, target: KnowledgeBase, driver: neo4j.Driver, neo4j_target: Neo4jTarget
 ) -> None:
@@ -258,7 +297,7 @@ def test_the_file_starts_with_a_header_and_lists_nodes_before_relationships(sour
     lines = source.export.read_text(encoding="utf-8").splitlines()
     header = json.loads(lines[0])
     stats = source.kb.stats()
-    assert header["record"] == "header" and header["format"] == "kbgraph-export" and header["version"] == 1
+    assert header["record"] == "header" and header["format"] == "kbgraph-export" and header["version"] == 2
     assert header["namespace"] == source.kb.namespace and header["embedding_dimension"] == 384
     assert header["counts"] == {"nodes": stats.nodes, "relationships": stats.relationships}
     kinds = [json.loads(line)["record"] for line in lines[1:]]
@@ -390,7 +429,7 @@ def _short_vector(lines: list[str]) -> tuple[list[str], int, str]:
 
 
 def _garbled_vector(lines: list[str]) -> tuple[list[str], int, str]:
-    at = _first(lines, _is_node("Step"))
+    at = _first(lines, _is_node("StepText"))
     return (_edit(lines, at, lambda r: r["vectors"].update(embedding="%%%")), at + 1,
             "vectors: embedding: not base64")
 
