@@ -17,7 +17,7 @@ from neo4j.spatial import Point
 from neo4j.time import Date, DateTime, Duration, Time
 
 from kbgraph.inspect._query import InspectionError, InspectionQuery, InspectionResult, WriteRefusedError
-from kbgraph.store.gateway import guarded
+from kbgraph.store.retry import guarded
 
 # Node properties the runner leaves out of its answers: 384 (or more) numbers each, noise to a reader.
 VECTOR_PROPERTY_SUFFIX = "embedding"
@@ -96,7 +96,7 @@ class InspectionRunner:
 
     def _read(self, query: InspectionQuery, cypher: str, parameters: Mapping[str, Any]) -> neo4j.EagerResult:
         """The statement's answer; a Neo4j lost on the way is kbgraph's Neo4jUnavailableError, in one
-        line, as from every other call (:func:`kbgraph.store.gateway.guarded`)."""
+        line, as from every other call (:func:`kbgraph.store.retry.guarded`)."""
         try:
             result: neo4j.EagerResult = guarded(f"inspection query {query.name}", lambda: self.driver.execute_query(
                 cypher, dict(parameters), database_=self.database, routing_=neo4j.RoutingControl.READ))

@@ -28,8 +28,9 @@ from kbgraph.store.queries import query
 from kbgraph.store.search_version import bump_search_version_async
 from kbgraph.store.deadline import timed_out
 from kbgraph.embedders import Embedder, Vectors, WrappingEmbedder
-from kbgraph.store.gateway import (PING_TIMEOUT_S, Neo4jGateway, Row, guarded, handshake_answers, quiet, retried_async,
-                                   row_of)
+from kbgraph.store.gateway import PING_TIMEOUT_S, Neo4jGateway, Row, quiet, row_of
+from kbgraph.store.reachability import handshake_answers
+from kbgraph.store.retry import guarded, retried_async
 
 T = TypeVar("T")
 

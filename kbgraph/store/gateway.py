@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
-import random
-import re
-import socket
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from itertools import chain
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import neo4j
 
-from kbgraph.core.errors import Neo4jUnavailableError
 from kbgraph.store.queries import query
 from kbgraph.store.search_version import bump_search_version
 from kbgraph.store.deadline import within
-from kbgraph.store.pool import pool_exhausted, pool_occupancy
+from kbgraph.store.reachability import direct_address, driver_retry_time_s, handshake_answers
+from kbgraph.store.retry import guarded, lost_neo4j, retried
 
 if TYPE_CHECKING:
     from kbgraph.store.transaction import OpenTransaction
@@ -102,140 +98,6 @@ def run_named(runner: neo4j.Session | neo4j.Transaction | neo4j.ManagedTransacti
     return [row_of(record) for record in runner.run(query(name), quiet(params))]
 
 
-class RetryBackoff:
-    """The driver's retry schedule for one call: after an error the driver calls retryable
-    (``is_retryable()``: transient errors, a lost or expired connection), wait 1 s, 2 s, 4 s …
-    (±20 %) and run it again, until ``retry_time_s`` have passed since its first failure."""
-
-    def __init__(self, retry_time_s: float, clock: Callable[[], float] = time.monotonic):
-        self.retry_time_s = retry_time_s
-        self.clock = clock
-        self.first_failure: float | None = None
-        self.delay = 1.0
-
-    def wait_after(self, error: Exception) -> float | None:
-        """Seconds to wait before the next attempt, or None: raise ``error`` now."""
-        if not isinstance(error, neo4j.exceptions.Neo4jError | neo4j.exceptions.DriverError) or not error.is_retryable():
-            return None
-        now = self.clock()
-        self.first_failure = now if self.first_failure is None else self.first_failure
-        spent = now - self.first_failure
-        if spent >= self.retry_time_s:
-            return None
-        wait = min(self.delay * random.uniform(0.8, 1.2), max(self.retry_time_s - spent, 0.0))
-        self.delay *= 2
-        return wait
-
-
-def retried(
-    call: Callable[[], T], retry_time_s: float, sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
-) -> T:
-    """``call()``, run again on the schedule of :class:`RetryBackoff` as the driver's managed
-    transactions are; then the last error is raised. Other errors are raised at once."""
-    backoff = RetryBackoff(retry_time_s, clock)
-    while True:
-        try:
-            return call()
-        except Exception as exc:
-            wait = backoff.wait_after(exc)
-            if wait is None:
-                raise
-            sleep(wait)
-
-
-async def retried_async(
-    call: Callable[[], Awaitable[T]], retry_time_s: float,
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, clock: Callable[[], float] = time.monotonic,
-) -> T:
-    """:func:`retried` for a coroutine function (the AsyncGateway's reads)."""
-    backoff = RetryBackoff(retry_time_s, clock)
-    while True:
-        try:
-            return await call()
-        except Exception as exc:
-            wait = backoff.wait_after(exc)
-            if wait is None:
-                raise
-            await sleep(wait)
-
-
-#: What the driver raises when the server is gone (after our retries): a connection refused or
-#: lost, a routing table with no member, a commit whose outcome is unknown (IncompleteCommit).
-LOST = (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired)
-
-
-def lost_neo4j(what: str, error: BaseException) -> Neo4jUnavailableError:
-    """kbgraph's error, in one line, for a Neo4j lost during ``what`` (a query's name)."""
-    reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:200].rstrip(":")
-    return Neo4jUnavailableError(f"lost Neo4j during {what} ({type(error).__name__}: {reason}): what was committed "
-                                 "is kept; run it again once Neo4j answers")
-
-
-def guarded(what: str, call: Callable[[], T], driver: Any = None) -> T:
-    """``call()``, with the driver's lost-server errors raised as :func:`lost_neo4j`'s and a pool
-    with no free connection as :func:`~kbgraph.store.pool.pool_exhausted`'s (worded from
-    ``driver``'s pool, when given)."""
-    try:
-        return call()
-    except LOST as error:
-        raise lost_neo4j(what, error) from error
-    except neo4j.exceptions.ConnectionAcquisitionTimeoutError as error:
-        raise pool_exhausted(what, error, pool_occupancy(driver)) from error
-
-
-#: The Bolt handshake's opening: the magic number, then four protocol versions proposed (5.0–5.8
-#: and 4.4). Any four bytes back, the version agreed or none, are an answer.
-BOLT_HANDSHAKE = b"\x60\x60\xb0\x17" + b"\x00\x08\x08\x05" + b"\x00\x00\x04\x04" + bytes(8)
-
-
-def handshake_answers(address: tuple[str, int], timeout_s: float, clock: Callable[[], float] = time.monotonic) -> bool:
-    """Whether the Bolt server at ``address`` answers the protocol handshake within ``timeout_s``,
-    on a connection of its own: no pool connection, no login, no transaction. A frozen server
-    (SIGSTOP) or a dead one does not answer; a busy one does, at once."""
-    deadline = clock() + timeout_s
-    try:
-        with socket.create_connection(address, timeout=timeout_s) as connection:
-            connection.settimeout(max(deadline - clock(), 0.001))
-            connection.sendall(BOLT_HANDSHAKE)
-            reply = b""
-            while len(reply) < 4:
-                connection.settimeout(max(deadline - clock(), 0.001))
-                chunk = connection.recv(4 - len(reply))
-                if not chunk:
-                    return False
-                reply += chunk
-    except OSError:  # refused, reset, timed out
-        return False
-    return True
-
-
-def direct_address(driver: neo4j.Driver) -> tuple[str, int] | None:
-    """The host and port of the one server a plain ``bolt://`` driver connects to, or None (a
-    routing or encrypted driver, or a driver without the attributes: then pings go through the
-    pool). The driver keeps its address in a private attribute of its pool."""
-    pool = getattr(driver, "_pool", None)
-    address = getattr(pool, "address", None)
-    if not getattr(pool, "is_direct_pool", False) or not isinstance(address, tuple) or len(address) < 2:
-        return None
-    try:
-        if driver.encrypted:
-            return None
-    except AttributeError:
-        return None
-    host, port = address[0], address[1]
-    return (host, port) if isinstance(host, str) and isinstance(port, int) else None
-
-
-def driver_retry_time_s(driver: neo4j.Driver, default: float = 30.0) -> float:
-    """The ``max_transaction_retry_time`` ``driver`` was made with. The driver keeps it in a
-    private attribute; a driver without it (another version, a wrapper) gets the driver's
-    documented default, 30 s."""
-    config = getattr(driver, "_default_workspace_config", None)
-    value = getattr(config, "max_transaction_retry_time", None)
-    return float(value) if isinstance(value, int | float) else default
-
-
 class Neo4jGateway:
     """Every ``timeout_s`` a read or write transaction is still running (``bulk_timeout_s`` for
     statements that batch themselves, ``CALL … IN TRANSACTIONS``), the server is pinged: a call on
@@ -245,7 +107,8 @@ class Neo4jGateway:
     Reads and write transactions are retried by :func:`retried`, not by the driver's managed
     transactions: the driver starts its clock at the first failure and may sleep past the end
     (1 + 2 + 4 + 8 s ±20 % for 10 s), ours stops at ``retry_time_s``. A server lost for good is
-    kbgraph's :class:`Neo4jUnavailableError` (:func:`lost_neo4j`), from every call."""
+    kbgraph's :class:`~kbgraph.core.errors.Neo4jUnavailableError`
+    (:func:`~kbgraph.store.retry.lost_neo4j`), from every call."""
 
     def __init__(self, driver: neo4j.Driver, database: str = "neo4j", *, timeout_s: float | None = 20.0,
                  bulk_timeout_s: float | None = 600.0, retry_time_s: float | None = None,

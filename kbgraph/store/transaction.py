@@ -9,7 +9,7 @@ a problem of the input, anything) rolls the whole of it back. Adding a run is su
 
 An error the driver would retry (a deadlock, a transient error, a connection lost) rolls back
 and runs ``work`` again from the start, on the schedule of
-:func:`kbgraph.store.gateway.retried`: ``work`` must be safe to run again, so it keeps what it
+:func:`kbgraph.store.retry.retried`: ``work`` must be safe to run again, so it keeps what it
 learns for after the commit. Each statement is bounded as the gateway bounds its calls
 (``timeout_s``, then a ping), so a frozen server fails the work instead of hanging it.
 """
@@ -23,7 +23,8 @@ from typing import Any, Protocol, TypeVar
 import neo4j
 
 from kbgraph.store.deadline import Neo4jTimeoutError, within
-from kbgraph.store.gateway import Neo4jGateway, Row, guarded, retried, run_named
+from kbgraph.store.gateway import Neo4jGateway, Row, run_named
+from kbgraph.store.retry import guarded, retried
 
 __all__ = ["DeletedInTransaction", "OpenTransaction", "TransactionGateway", "in_one_transaction"]
 

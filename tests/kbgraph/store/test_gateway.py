@@ -10,7 +10,9 @@ import time
 import neo4j
 import pytest
 
-from kbgraph.store.gateway import Neo4jGateway, driver_retry_time_s, quiet, retried, retried_async, row_of
+from kbgraph.store.gateway import Neo4jGateway, quiet, row_of
+from kbgraph.store.reachability import driver_retry_time_s
+from kbgraph.store.retry import retried, retried_async
 
 QUERIES = [
     "RETURN [x IN range(1, 384) | x / 384.0] AS vector, 'a' AS text, null AS nothing, 3 AS n, true AS flag",
