@@ -62,10 +62,10 @@ def test_a_crash_between_an_experience_and_its_concepts_is_repaired_by_the_next_
     kb.settings.write_batch_size = 10
     original = kb.gateway.write_all
 
-    def crash_before_concepts(calls):  # type: ignore[no-untyped-def]
+    def crash_before_concepts(calls, verify=None):  # type: ignore[no-untyped-def]
         if any(name == "ingested_records_mark" for name, _ in calls):
             raise RuntimeError("killed")
-        return original(calls)
+        return original(calls, verify)
 
     monkeypatch.setattr(kb.gateway, "write_all", crash_before_concepts)
     with pytest.raises(RuntimeError):
