@@ -61,7 +61,9 @@ from kbgraph.search.scoring._direct import direct_scores, fit_score, support_sco
 from kbgraph.search.scoring._diversity import mmr_from_similarity
 from kbgraph.search.scoring._graph import carried_over, domain_distance, path_score, transferability
 from kbgraph.search.scoring._intent import intent_match, intent_matches, intent_share, one_ask_matches
-from kbgraph.search.scoring._intent_history import NO_CHANGE, WordOperationCounts, ask_history_association, history_association
+from kbgraph.search.scoring._intent_history import (
+    NO_CHANGE, WordOperationCounts, ask_history_association, asks_association, history_association, operations_association,
+)
 from kbgraph.search.scoring._learnt import context_factor, outcome_evidence, step_score, utility_factor
 from kbgraph.search.scoring._stages import fine_score, lambda_schedule
 from kbgraph.search.scoring._teacher import (
@@ -83,7 +85,9 @@ __all__ = [
     "fine_score",
     "fit_score",
     "ask_history_association",
+    "asks_association",
     "history_association",
+    "operations_association",
     "intent_match",
     "intent_matches",
     "intent_share",

@@ -82,10 +82,7 @@ def intent_matches(wholes: npt.ArrayLike, asks_by_operation: npt.ArrayLike, sequ
     # Each workflow's columns, padded with a column of zeros (a cosine clamped to 0 adds nothing
     # to a maximum and is left out of the means by ``made``).
     padded = np.hstack([np.clip(matrix, 0.0, 1.0), np.zeros((matrix.shape[0], 1))])
-    index = np.full((len(sequences), widest), padded.shape[1] - 1)
-    for row, columns in enumerate(sequences):
-        index[row, :len(columns)] = columns
-    made = index < padded.shape[1] - 1
+    index, made = _padded_columns(sequences, widest, matrix.shape[1])
     cosines = padded[:, index]                                      # asks × workflows × operations
     # An ask's best operation in the memory is at least as close as any of this workflow's.
     best_here = np.maximum(best[:, None], cosines.max(axis=2))      # asks × workflows
@@ -96,6 +93,16 @@ def intent_matches(wholes: npt.ArrayLike, asks_by_operation: npt.ArrayLike, sequ
     asked = (relative.max(axis=0) * made).sum(axis=1) / counts
     scores = cover * asked ** gamma * best_here.mean(axis=0)
     return np.where(made.any(axis=1), scores, base)
+
+
+def _padded_columns(sequences: Sequence[Sequence[int]], widest: int,
+                    columns: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Each workflow's columns as a row of ``widest`` indexes, the missing ones pointing at the
+    padding column ``columns`` (one past the last), and which entries are the workflow's own."""
+    index = np.full((len(sequences), widest), columns)
+    for row, made in enumerate(sequences):
+        index[row, :len(made)] = made
+    return index, index < columns
 
 
 def _cosine(value: float, name: str) -> float:
@@ -162,12 +169,8 @@ def one_ask_matches(wholes: npt.ArrayLike, by_operation: npt.ArrayLike, sequence
     if widest < 2:
         return base
     # Each workflow's columns, padded with a column of zeros that ``made`` leaves out.
-    padded = np.append(cosines, 0.0)
-    index = np.full((len(sequences), widest), cosines.size)
-    for row, columns in enumerate(sequences):
-        index[row, :len(columns)] = columns
-    made = index < cosines.size
-    own = padded[index]
+    index, made = _padded_columns(sequences, widest, cosines.size)
+    own = np.append(cosines, 0.0)[index]
     counts = made.sum(axis=1)
     top = np.maximum(min(max(float(best), 0.0), 1.0), own.max(axis=1))
     asked = np.divide(own.sum(axis=1), np.maximum(counts, 1) * top, out=np.ones(len(sequences)), where=top > 0)

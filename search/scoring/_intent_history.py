@@ -26,7 +26,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["NO_CHANGE", "WordOperationCounts", "ask_history_association", "history_association"]
+__all__ = ["NO_CHANGE", "WordOperationCounts", "ask_history_association", "asks_association", "history_association",
+           "operations_association"]
 
 #: The operation a run that changed nothing is counted under.
 NO_CHANGE = "<no change>"
@@ -89,7 +90,7 @@ def history_association(words: Iterable[str], operations: Sequence[str], counts:
             given = (counts.together[(w, operation)] + smoothing * prior) / (counts.by_word[w] + smoothing)
             total += w_idf * math.log(given / prior)
         lifts.append(max(0.0, total / weight))
-    return sum(lifts) / len(lifts)
+    return operations_association(lifts)
 
 
 def ask_history_association(asks_words: Sequence[Iterable[str]], operations: Sequence[str],
@@ -100,11 +101,28 @@ def ask_history_association(asks_words: Sequence[Iterable[str]], operations: Seq
     the history, not for the whole request's words spread over all its operations. None when
     nothing can be said of any ask."""
     distinct = list(dict.fromkeys(operations or (NO_CHANGE,)))
-    per_ask: list[float | None] = []
+    by_ask = []
     for words in asks_words:
         ask_words = list(words)  # read once per operation
-        said = [v for o in distinct if (v := history_association(ask_words, [o], counts, smoothing)) is not None]
-        per_ask.append(max(said) if said else None)
+        by_ask.append([history_association(ask_words, [o], counts, smoothing) for o in distinct])
+    return asks_association(by_ask)
+
+
+def operations_association(by_operation: Sequence[float | None]) -> float | None:
+    """:func:`history_association` from each distinct operation's own association with the words
+    (``history_association(words, [o])``, in the workflow's order): their mean, None when nothing
+    can be said (then nothing can be said of any operation: it depends on the words alone). For a
+    caller that works each operation's association out once for many workflows."""
+    if not by_operation or all(value is None for value in by_operation):
+        return None
+    return sum(value or 0.0 for value in by_operation) / len(by_operation)
+
+
+def asks_association(by_ask: Sequence[Sequence[float | None]]) -> float | None:
+    """:func:`ask_history_association` from each ask's association with each distinct operation
+    alone (rows: asks, in order; columns: operations): the mean over the asks of the best of the
+    ask's row (an ask nothing can be said of counts 0), None when nothing can be said of any ask."""
+    per_ask = [max(said) if (said := [v for v in row if v is not None]) else None for row in by_ask]
     if all(value is None for value in per_ask):
         return None
     return sum(value or 0.0 for value in per_ask) / len(per_ask)

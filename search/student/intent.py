@@ -42,8 +42,8 @@ from kbgraph.search.asks import split_asks
 from kbgraph.search.lexical import query_terms
 from kbgraph.search.results import AskMatch
 from kbgraph.search.scoring import (
-    NO_CHANGE, WordOperationCounts, ask_history_association, history_association, intent_match, intent_matches,
-    one_ask_matches,
+    NO_CHANGE, WordOperationCounts, ask_history_association, asks_association, history_association, intent_match,
+    intent_matches, one_ask_matches, operations_association,
 )
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.intent_history import HISTORY_TERMS
@@ -158,25 +158,19 @@ class IntentMatcher:
         :meth:`score` works it out (``learnt``), for the channel's thousands of workflows: η times
         :func:`~kbgraph.search.scoring.history_association` of the request's words (one ask) or
         :func:`~kbgraph.search.scoring.ask_history_association` of each ask's (several), 0 when it
-        says nothing. Both are means and maxima of one operation's association with a set of words,
-        taken in the same order, so the value is equal; that association is worked out once per
-        operation and request (:meth:`_said`): a namespace's workflows make a few hundred distinct
-        operations."""
+        says nothing, combined by the same functions those use
+        (:func:`~kbgraph.search.scoring.operations_association`,
+        :func:`~kbgraph.search.scoring.asks_association`), so the value is equal; each operation's
+        association is worked out once per request (:meth:`_said`): a namespace's workflows make a
+        few hundred distinct operations."""
         if self._history is None or self._history_weight <= 0:
             return 0.0
         operations = list(distinct) or [NO_CHANGE]
-        association: float | None
-        if not self._ask_words:
-            # One ask: the request's words for every operation (None for one is None for all).
-            lifts = [self._said(-1, op) for op in operations]
-            association = None if lifts[0] is None else sum(lift or 0.0 for lift in lifts) / len(lifts)
-        else:
-            # Several asks: each ask's own words for the operation that answers it best (a workflow
-            # is credited ask by ask).
-            per_ask = [max(said) if (said := [v for op in operations if (v := self._said(i, op)) is not None]) else None
-                       for i in range(len(self._ask_words))]
-            association = (None if all(v is None for v in per_ask)
-                           else sum(v or 0.0 for v in per_ask) / len(per_ask))
+        # One ask: the request's words for every operation; several: each ask's own words for the
+        # operation that answers it best (a workflow is credited ask by ask).
+        association = (operations_association([self._said(-1, op) for op in operations]) if not self._ask_words
+                       else asks_association([[self._said(i, op) for op in operations]
+                                              for i in range(len(self._ask_words))]))
         return self._history_weight * association if association is not None else 0.0
 
     def _said(self, ask: int, operation: str) -> float | None:

@@ -6,7 +6,9 @@ import math
 
 from pytest import approx
 
-from kbgraph.search.scoring import NO_CHANGE, WordOperationCounts, ask_history_association, history_association
+from kbgraph.search.scoring import (
+    NO_CHANGE, WordOperationCounts, ask_history_association, asks_association, history_association, operations_association,
+)
 
 #: A small airline history: the words of each stored request and what its run changed.
 HISTORY = WordOperationCounts.of([
@@ -80,3 +82,24 @@ def test_an_ask_the_history_says_nothing_of_counts_zero_and_none_when_no_ask_is_
     assert ask_history_association([["friday"], ["zebra"]], ["book_reservation"], HISTORY) is None
     known = ask_history_association([["friday"], ["cancel"]], ["cancel_reservation"], HISTORY)
     assert known == approx(history_association(["cancel"], ["cancel_reservation"], HISTORY) / 2)
+
+
+def test_an_association_is_the_same_from_each_operations_own_association() -> None:
+    # The intent channel works each operation's association out once and combines them for
+    # thousands of workflows: the combination must give exactly what the whole call gives.
+    counts = WordOperationCounts.of([
+        (["swap", "kettle"], ["exchange"]), (["swap", "lamp"], ["exchange", "return"]),
+        (["refund", "lamp"], ["return"]), (["cancel"], ["cancel"]), (["cancel", "refund"], ["cancel", "return"]),
+    ])
+    words, asks = ["swap", "refund", "lamp"], [["swap", "kettle"], ["refund"], ["unknown"]]
+    for operations in (["exchange"], ["exchange", "return"], ["cancel", "return", "exchange"]):
+        alone = [history_association(words, [o], counts) for o in operations]
+        assert operations_association(alone) == history_association(words, operations, counts)
+        by_ask = [[history_association(ask, [o], counts) for o in operations] for ask in asks]
+        assert asks_association(by_ask) == ask_history_association(asks, operations, counts)
+
+
+def test_nothing_said_of_any_operation_or_ask_is_none() -> None:
+    assert operations_association([None, None]) is None and operations_association([]) is None
+    assert asks_association([[None], [None, None]]) is None
+    assert asks_association([[None], [0.4, 0.2]]) == approx(0.2)  # an ask nothing is said of counts 0
