@@ -97,6 +97,11 @@ class SearchWeights(StrictModel):
         "operations has its match multiplied by (mean over its operations of cos(request, operation) / the request's best "
         "cosine with any operation)^γ1, as one ask is one change (kbgraph.search.scoring.one_ask_matches). 0: matched "
         "as a whole only.")
+    intent_human_asks: bool = Field(
+        default=True, description="A request that asks to be put through to a human (\"let me talk to a real person\", "
+        "kbgraph.search.handoff.asks_for_a_human) is answered by the workflows that hand the task to one: the intent "
+        "match takes their handoff operation as the answer to that ask, and their successes count in full "
+        "(handoff_credit does not apply).")
     intent_unasked_penalty: Unit = Field(
         default=1.0, description="γ of the intent match of a request of several asks: a workflow's match is multiplied by "
         "(mean / max over its operations of how well some ask asks for it)^γ, so changes nobody asked for cost.")

@@ -96,6 +96,8 @@ ABLATIONS = Recipes(
            "the intent weight scaled by novelty (1 − best semantic cosine) instead of the ramp (intent_share)"),
     Recipe("intent_spread_off", {"intent_spread": False},
            "the intent matches mixed as cosines instead of stretched over the candidates (scoring._direct.spread)"),
+    Recipe("human_asks_off", {"intent_human_asks": False},
+           "a request asking for a human matched like any other (kbgraph.search.handoff.asks_for_a_human off)"),
     Recipe("one_ask_penalty_off", {"intent_one_ask_penalty": 0.0},
            "a request of one ask matched with a workflow's operations read as one text only, whatever changes it "
            "makes besides (scoring.one_ask_matches)"),

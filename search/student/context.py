@@ -22,6 +22,7 @@ from kbgraph.core.errors import InvalidInputError
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.vector_cache import PgVectorCache
 from kbgraph.search.candidates import PassRates
+from kbgraph.search.handoff import asks_for_a_human
 from kbgraph.search.lexical import LexicalCorpus
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import SearchQuery, SearchWeights
@@ -280,6 +281,15 @@ class Run:
         task = _as_list(vectors.get("task"))
         steps = [v for v in (_as_list(x) for x in vectors.get("steps", [])) if v is not None]
         return cls(query, weights, k, params, pg, task, steps, notes, excluded=set(query.exclude))
+
+    @property
+    def handoff_credit(self) -> float:
+        """What a success of a way that hands the task to a human counts: ``handoff_credit``, or in
+        full when the request itself asks for a human (kbgraph.search.handoff.asks_for_a_human):
+        the handoff is then what was asked, not a request passed on."""
+        if self.weights.intent_human_asks and asks_for_a_human(self.query.full_text()):
+            return 1.0
+        return self.weights.handoff_credit
 
     @property
     def anchor(self) -> list[float]:

@@ -27,7 +27,7 @@ def attach_facts(ctx: SearchContext, run: Run, gathered: Gathered) -> dict[str, 
     candidates, w = gathered.candidates, run.weights
     pg, task = run.pg_or_anchor, run.task_or_anchor
     facts = read_facts(
-        ctx, list(candidates), pg, task, run.excluded, run.params, w.handoff_credit,
+        ctx, list(candidates), pg, task, run.excluded, run.params, run.handoff_credit,
         known={c.id: c.known for c in candidates.values() if c.known}, split=run.split,
     ) if candidates else []
     workflow_facts: dict[str, CandidateFacts] = {}

@@ -111,7 +111,7 @@ def ways_past_failure(ctx: SearchContext, run: Run, breakdowns: dict[str, Parts]
     anchor = max((b.direct for b in breakdowns.values()), default=1.0)
     facts = {row.id: row for row in read_facts(
         ctx, sorted({p.id for p in past}), run.pg_or_anchor, run.task_or_anchor, run.excluded, run.params,
-        run.weights.handoff_credit) if not is_excluded(row, run.excluded)}
+        run.handoff_credit) if not is_excluded(row, run.excluded)}
     reached: dict[str, Reached] = {}
     for failure in sorted(past, key=lambda p: p.id):
         node = facts.get(failure.id)

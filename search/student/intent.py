@@ -15,7 +15,11 @@ are its state-changing operations (``cancel_pending_order``), read as words
 3. gives every candidate with steps its intent score, which the direct score mixes into the coarse
    one with weight ``intent_weight`` (:func:`kbgraph.search.scoring.direct_scores`), and the asks
    each operation answers, for the explanation;
-4. sharpens the match with the namespace's own history (read with step 2's rows): which
+4. takes an ask for a human ("put me through to a real person",
+   :func:`kbgraph.search.handoff.asks_for_a_human`) as answered by the operations that hand the task
+   to one (``transfer_to_human_agents``): their cosine with that ask is 1, whatever MiniLM makes of
+   "a real person" and "human agents" (setting ``intent_human_asks``);
+5. sharpens the match with the namespace's own history (read with step 2's rows): which
    operations the stored runs that worked made when their requests held the request's words
    (:func:`kbgraph.search.scoring.history_association`), added with weight
    ``intent_history_weight``. The query's own runs (``exclude``) are not counted: the rows of the
@@ -39,6 +43,7 @@ import numpy.typing as npt
 
 from kbgraph.core.shapes import intent_text, operation_words
 from kbgraph.search.asks import split_asks
+from kbgraph.search.handoff import asks_for_a_human, is_handoff
 from kbgraph.search.lexical import query_terms
 from kbgraph.search.results import AskMatch
 from kbgraph.search.scoring import (
@@ -86,6 +91,9 @@ class IntentMatcher:
         self._ask_vectors = (unit_rows(np.asarray(vectors.embedder.embed(asks), dtype=np.float64)) if len(asks) > 1
                              else self._whole[None, :])
         self._known: dict[tuple[str | None, tuple[str, ...]], IntentScore] = {}
+        #: The asks that ask for a human (:func:`~kbgraph.search.handoff.asks_for_a_human`).
+        self._human = np.array([run.weights.intent_human_asks and asks_for_a_human(ask) for ask in asks] or [False],
+                               dtype=bool)
         #: The memory holds workflows of the request's domain (:meth:`know`): the match is then with
         #: the operations of its own domain, not a guess across domains.
         self.home = True
@@ -110,6 +118,9 @@ class IntentMatcher:
         if distinct and (len(self.asks) > 1 or self._one_ask_penalty > 0):
             texts = [in_domain(operation_words(op), domain) for op, domain in distinct]
             self._best_by_ask = (self._ask_vectors @ self._vectors.of(texts).T).max(axis=1)
+        if any(is_handoff(op) for op, _ in distinct):
+            # An ask for a human means the handoff, which the memory knows: its best match is 1.
+            self._best_by_ask = np.where(self._human, 1.0, self._best_by_ask)
         self._known.clear()
 
     @property
@@ -138,6 +149,10 @@ class IntentMatcher:
             matrix = self._ask_vectors @ self._vectors.of([in_domain(operation_words(op), domain) for op in distinct]).T
         else:
             matrix = np.zeros((len(self._ask_vectors), 0))
+        handoffs = np.array([is_handoff(op) for op in distinct], dtype=bool)
+        matrix = self._answer_human_asks(matrix, handoffs)
+        if self._asks_one_human() and handoffs.any():
+            whole = 1.0
         score = intent_match(min(1.0, max(-1.0, whole)), np.clip(matrix, -1.0, 1.0),
                              np.clip(self._best_by_ask, -1.0, 1.0), self._penalty)
         if self._one_ask_counts():
@@ -182,6 +197,20 @@ class IntentMatcher:
             self._associations[key] = history_association(words, [operation], self._history)
         return self._associations[key]
 
+    def _asks_one_human(self) -> bool:
+        """The request is one ask, and it asks for a human."""
+        return len(self.asks) < 2 and bool(self._human[0])
+
+    def _answer_human_asks(self, by_pair: npt.NDArray[np.float64],
+                           handoff_columns: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+        """``by_pair`` (asks × operations cosines) with each ask for a human answered by each
+        handoff operation in full (cosine 1)."""
+        if not self._human.any() or not handoff_columns.any() or by_pair.shape[0] != len(self._human):
+            return by_pair
+        answered = by_pair.copy()
+        answered[np.ix_(self._human, handoff_columns)] = 1.0
+        return answered
+
     def _one_ask_counts(self) -> bool:
         """A request of one ask, of a domain the memory holds workflows of, costs a workflow the
         changes it makes beyond one (:func:`~kbgraph.search.scoring.one_ask_matches`); another
@@ -205,14 +234,21 @@ class IntentMatcher:
         # threads, which then spin after it (~20 ms of CPU a search on 2 cores, the cores Neo4j needs;
         # docs/performance.md). One thread is what a product this small needs.
         matches: npt.NDArray[np.float64] = np.clip(np.einsum("ij,j->i", table.texts(), self._whole), 0.0, 1.0)
+        handoff_columns, hands_off = table.handoffs() if self._human.any() else (None, None)
+        if hands_off is not None and self._asks_one_human():
+            matches = np.where(hands_off, 1.0, matches)
         if len(self.asks) >= 2:
             operations, columns = table.operations()
             by_pair = (np.einsum("aj,oj->ao", self._ask_vectors, operations) if len(operations)
                        else np.zeros((len(self.asks), 0)))
+            if handoff_columns is not None:
+                by_pair = self._answer_human_asks(by_pair, handoff_columns)
             matches = intent_matches(matches, by_pair, columns, self._best_by_ask, self._penalty)
         elif self._one_ask_counts():
             operations, columns = table.operations()
             by_operation = np.einsum("j,oj->o", self._whole, operations) if len(operations) else np.zeros(0)
+            if handoff_columns is not None:
+                by_operation = self._answer_human_asks(by_operation[None, :], handoff_columns)[0]
             matches = one_ask_matches(matches, by_operation, columns, float(self._best_by_ask[0]), self._one_ask_penalty)
         if self._history is None or self._history_weight <= 0:
             return matches

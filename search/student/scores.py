@@ -80,8 +80,10 @@ def _direct(
     # A record without steps of another domain carries nothing here (carried_over).
     trans = np.array([carried_over(ctx.trans(domain, f.domain, w.tau), ctx.same_domain(domain, f.domain),
                                    f.has_steps or f.kind == "abstract") for f in facts])
-    # A way that hands the task to a human counts its successes at handoff_credit (search/handoff.py).
-    success = np.clip(np.array([f.success_rate * (w.handoff_credit if f.hands_off else 1.0)
+    # A way that hands the task to a human counts its successes at handoff_credit (search/handoff.py),
+    # in full when the request asks for a human (Run.handoff_credit).
+    credit = run.handoff_credit
+    success = np.clip(np.array([f.success_rate * (credit if f.hands_off else 1.0)
                                 for f in facts]), 0.0, 1.0)
     support = np.array([support_score(f.remaining, w.support_saturation) for f in facts])
     quality = np.clip(np.array([f.quality for f in facts]), 0.0, 1.0)

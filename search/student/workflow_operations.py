@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbgraph.core.shapes import intent_text, operation_words
+from kbgraph.search.handoff import is_handoff
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.intent_history import HistoryRow, rows_of
@@ -58,6 +59,7 @@ class SequenceTable:
         self._vectors = vectors
         self._texts: npt.NDArray[np.float64] | None = None
         self._operations: tuple[npt.NDArray[np.float64], list[list[int]]] | None = None
+        self._handoff_columns: npt.NDArray[np.bool_] | None = None
         #: Each sequence's distinct operations, in the order it makes them (the history's part of
         #: the match is a function of them alone).
         self.distinct = [tuple(dict.fromkeys(ops)) for ops, _ in self.sequences]
@@ -80,8 +82,18 @@ class SequenceTable:
             matrix = (self._vectors.of([in_domain(operation_words(op), domain) for op, domain in pairs])
                       if pairs else np.zeros((0, 0)))
             operations = (matrix, [[row[(op, domain)] for op in dict.fromkeys(ops)] for ops, domain in self.sequences])
+            # Set before the operations, which a concurrent search reads as "both are there".
+            self._handoff_columns = np.array([is_handoff(op) for op, _ in pairs], dtype=bool)
             self._operations = operations
         return operations
+
+    def handoffs(self) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+        """Which columns of :meth:`operations` hand the task to a human
+        (:func:`kbgraph.search.handoff.is_handoff`), and which sequences make one."""
+        self.operations()
+        columns = self._handoff_columns
+        assert columns is not None
+        return columns, np.array([any(is_handoff(op) for op in ops) for ops in self.distinct], dtype=bool)
 
 
 class WorkflowOperations:

@@ -37,6 +37,8 @@ CANCEL_AND_RETURN = run("Cancel order {id} because ordered by mistake. Return {i
 # A persona story, as simulated users' instructions are: its words say nothing of what was changed.
 ADDRESS = run("You are Yuki, patient and organized, and you live in Portland with two cats.",
               "modify_pending_order_address", source="t-address")
+# A run that handed the customer to a human: what a request for a person asks for.
+HANDOFF = run("Refund {id} outside the return window.", "transfer_to_human_agents", source="t-human")
 
 INTENT = {"intent_weight": 0.6}
 
@@ -120,9 +122,26 @@ def test_the_memory_s_own_requests_teach_the_intent_match_what_their_words_asked
     assert off.hits and set(_learnt_by_operations(off).values()) == {0.0}
 
 
+def test_a_request_to_talk_to_a_person_finds_the_workflow_that_hands_the_task_to_a_human(
+        orders_kb: KnowledgeBase) -> None:
+    orders_kb.add_experiences([HANDOFF])
+    request = "My refund still hasn't come through after three weeks. Let me speak to someone above you."
+    top = orders_kb.search(request, domain="retail", k=3, weights=INTENT).hits[0]
+    assert top.id == HANDOFF.key
+    asks = top.breakdown.asks or []
+    assert [a.ask for a in asks] == ["My refund still hasn't come through after three weeks",
+                                     "Let me speak to someone above you"]
+    assert (asks[1].operation, asks[1].similarity) == ("transfer_to_human_agents", 1.0), "the ask for a person"
+    assert top.breakdown.share == 1.0, "the handoff was asked for: its successes count in full"
+    off = orders_kb.search(request, domain="retail", k=5, weights={**INTENT, "intent_human_asks": False}).hits
+    assert [h.id for h in off][:1] != [HANDOFF.key], "MiniLM alone reads 'someone above you' as no handoff"
+
+
 @pytest.mark.parametrize("request_text", [
     "The mug I got came in the wrong colour. Can I swap it for a blue one?",
     "Please cancel the order that hasn't shipped yet, and also I want to return the lamp I received.",
+    "My refund never arrived. I want to talk to a real person!",
+    "Please cancel the order that hasn't shipped yet. If you can't, put me through to a supervisor.",
 ])
 def test_the_channel_ranks_every_workflow_with_the_scores_each_candidate_gets(embedder: CachedEmbedder,
                                                                               request_text: str) -> None:
@@ -132,8 +151,8 @@ def test_the_channel_ranks_every_workflow_with_the_scores_each_candidate_gets(em
     run = Run(query, SearchWeights(), 5, {}, list(embedder.embed([query.full_text()])[0]), None, [], [])  # type: ignore[arg-type]
     matcher = IntentMatcher(run, IntentVectors(embedder), split_asks(query.full_text()))
     sequences = [(tuple(e.steps[i].action for i in range(len(LOOKUPS), len(e.steps))), domain)
-                 for e in (EXCHANGE, CANCEL, RETURN, CANCEL_AND_RETURN, ADDRESS) for domain in ("retail", None)]
-    sequences.append(((), "retail"))
+                 for e in (EXCHANGE, CANCEL, RETURN, CANCEL_AND_RETURN, ADDRESS, HANDOFF) for domain in ("retail", None)]
+    sequences += [((), "retail"), (("cancel_pending_order", "transfer_to_human_agents"), "retail")]
     matcher.know([(op, d) for ops, d in sequences for op in ops])
     together = matcher.ranking_scores(sequences)
     one_by_one = [matcher.score(ops, d).score for ops, d in sequences]
