@@ -102,6 +102,10 @@ class SearchWeights(StrictModel):
         "kbgraph.search.handoff.asks_for_a_human) is answered by the workflows that hand the task to one: the intent "
         "match takes their handoff operation as the answer to that ask, and their successes count in full "
         "(handoff_credit does not apply).")
+    intent_state_shift: Unit = Field(
+        default=0.1, description="An ask that says the state its object is in (\"the kettle I got\", \"hasn't shipped "
+        "yet\", kbgraph.search.order_state) has its cosine with an operation whose name needs that state raised by this "
+        "much, and with one that needs another state lowered by it. 0: off.")
     intent_unasked_penalty: Unit = Field(
         default=1.0, description="γ of the intent match of a request of several asks: a workflow's match is multiplied by "
         "(mean / max over its operations of how well some ask asks for it)^γ, so changes nobody asked for cost.")

@@ -98,6 +98,8 @@ ABLATIONS = Recipes(
            "the intent matches mixed as cosines instead of stretched over the candidates (scoring._direct.spread)"),
     Recipe("human_asks_off", {"intent_human_asks": False},
            "a request asking for a human matched like any other (kbgraph.search.handoff.asks_for_a_human off)"),
+    Recipe("state_shift_off", {"intent_state_shift": 0.0},
+           "the state an ask says its object is in left out of the intent match (kbgraph.search.order_state)"),
     Recipe("one_ask_penalty_off", {"intent_one_ask_penalty": 0.0},
            "a request of one ask matched with a workflow's operations read as one text only, whatever changes it "
            "makes besides (scoring.one_ask_matches)"),

@@ -19,7 +19,11 @@ are its state-changing operations (``cancel_pending_order``), read as words
    :func:`kbgraph.search.handoff.asks_for_a_human`) as answered by the operations that hand the task
    to one (``transfer_to_human_agents``): their cosine with that ask is 1, whatever MiniLM makes of
    "a real person" and "human agents" (setting ``intent_human_asks``);
-5. sharpens the match with the namespace's own history (read with step 2's rows): which
+5. moves an ask's cosine with an operation by ``intent_state_shift`` towards the operations whose
+   names need the state the ask says its object is in ("the boots that came" →
+   ``exchange_delivered_order_items``) and away from those of another state
+   (:mod:`kbgraph.search.order_state`);
+6. sharpens the match with the namespace's own history (read with step 2's rows): which
    operations the stored runs that worked made when their requests held the request's words
    (:func:`kbgraph.search.scoring.history_association`), added with weight
    ``intent_history_weight``. The query's own runs (``exclude``) are not counted: the rows of the
@@ -44,6 +48,7 @@ import numpy.typing as npt
 from kbgraph.core.shapes import intent_text, operation_words
 from kbgraph.search.asks import split_asks
 from kbgraph.search.handoff import asks_for_a_human, is_handoff
+from kbgraph.search.order_state import operation_state, stated_states
 from kbgraph.search.lexical import query_terms
 from kbgraph.search.results import AskMatch
 from kbgraph.search.scoring import (
@@ -94,6 +99,9 @@ class IntentMatcher:
         #: The asks that ask for a human (:func:`~kbgraph.search.handoff.asks_for_a_human`).
         self._human = np.array([run.weights.intent_human_asks and asks_for_a_human(ask) for ask in asks] or [False],
                                dtype=bool)
+        #: The one state each ask says its object is in, if it says exactly one (kbgraph.search.order_state).
+        self._state_shift = run.weights.intent_state_shift
+        self._states = [_one_state(ask) if self._state_shift > 0 else None for ask in asks] or [None]
         #: The memory holds workflows of the request's domain (:meth:`know`): the match is then with
         #: the operations of its own domain, not a guess across domains.
         self.home = True
@@ -117,7 +125,8 @@ class IntentMatcher:
         distinct = sorted(set(operations), key=lambda item: (item[0], item[1] or ""))
         if distinct and (len(self.asks) > 1 or self._one_ask_penalty > 0):
             texts = [in_domain(operation_words(op), domain) for op, domain in distinct]
-            self._best_by_ask = (self._ask_vectors @ self._vectors.of(texts).T).max(axis=1)
+            by_pair = self._ask_vectors @ self._vectors.of(texts).T
+            self._best_by_ask = self._shift_by_state(by_pair, [op for op, _ in distinct]).max(axis=1)
         if any(is_handoff(op) for op, _ in distinct):
             # An ask for a human means the handoff, which the memory knows: its best match is 1.
             self._best_by_ask = np.where(self._human, 1.0, self._best_by_ask)
@@ -149,6 +158,10 @@ class IntentMatcher:
             matrix = self._ask_vectors @ self._vectors.of([in_domain(operation_words(op), domain) for op in distinct]).T
         else:
             matrix = np.zeros((len(self._ask_vectors), 0))
+        shifts = self._state_shifts(distinct)
+        matrix = matrix + shifts
+        if len(self.asks) < 2 and distinct:
+            whole += float(shifts[0].mean())
         handoffs = np.array([is_handoff(op) for op in distinct], dtype=bool)
         matrix = self._answer_human_asks(matrix, handoffs)
         if self._asks_one_human() and handoffs.any():
@@ -197,6 +210,22 @@ class IntentMatcher:
             self._associations[key] = history_association(words, [operation], self._history)
         return self._associations[key]
 
+    def _state_shifts(self, operations: Sequence[str]) -> npt.NDArray[np.float64]:
+        """asks × ``operations``: ``intent_state_shift`` where an ask says the state an operation's
+        name needs, minus it where the operation needs another state, 0 elsewhere."""
+        shifts = np.zeros((len(self._states), len(operations)))
+        if not any(self._states):
+            return shifts
+        needs = [operation_state(op) for op in operations]
+        for row, said in enumerate(self._states):
+            if said is not None:
+                shifts[row] = [0.0 if need is None else (self._state_shift if need == said else -self._state_shift)
+                               for need in needs]
+        return shifts
+
+    def _shift_by_state(self, by_pair: npt.NDArray[np.float64], operations: Sequence[str]) -> npt.NDArray[np.float64]:
+        return by_pair + self._state_shifts(operations) if any(self._states) else by_pair
+
     def _asks_one_human(self) -> bool:
         """The request is one ask, and it asks for a human."""
         return len(self.asks) < 2 and bool(self._human[0])
@@ -234,6 +263,12 @@ class IntentMatcher:
         # threads, which then spin after it (~20 ms of CPU a search on 2 cores, the cores Neo4j needs;
         # docs/performance.md). One thread is what a product this small needs.
         matches: npt.NDArray[np.float64] = np.clip(np.einsum("ij,j->i", table.texts(), self._whole), 0.0, 1.0)
+        shifts = self._state_shifts(table.column_operations()) if any(self._states) else None
+        if shifts is not None and len(self.asks) < 2:
+            # A request of one ask: the whole match moves by the mean shift of the sequence's operations.
+            _, columns = table.operations()
+            by_sequence = np.array([shifts[0, made].mean() if made else 0.0 for made in columns])
+            matches = np.clip(np.einsum("ij,j->i", table.texts(), self._whole) + by_sequence, 0.0, 1.0)
         handoff_columns, hands_off = table.handoffs() if self._human.any() else (None, None)
         if hands_off is not None and self._asks_one_human():
             matches = np.where(hands_off, 1.0, matches)
@@ -241,12 +276,16 @@ class IntentMatcher:
             operations, columns = table.operations()
             by_pair = (np.einsum("aj,oj->ao", self._ask_vectors, operations) if len(operations)
                        else np.zeros((len(self.asks), 0)))
+            if shifts is not None:
+                by_pair = by_pair + shifts
             if handoff_columns is not None:
                 by_pair = self._answer_human_asks(by_pair, handoff_columns)
             matches = intent_matches(matches, by_pair, columns, self._best_by_ask, self._penalty)
         elif self._one_ask_counts():
             operations, columns = table.operations()
             by_operation = np.einsum("j,oj->o", self._whole, operations) if len(operations) else np.zeros(0)
+            if shifts is not None:
+                by_operation = by_operation + shifts[0]
             if handoff_columns is not None:
                 by_operation = self._answer_human_asks(by_operation[None, :], handoff_columns)[0]
             matches = one_ask_matches(matches, by_operation, columns, float(self._best_by_ask[0]), self._one_ask_penalty)
@@ -277,6 +316,12 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     for i in np.lexsort((workflows.tie_order, -scores))[: w.intent_candidates]:
         out += [ChannelHit(exp_id, float(scores[i])) for exp_id in workflows.members[workflows.keys[i]]]
     return out
+
+
+def _one_state(ask: str) -> str | None:
+    """The state the ask says its object is in, when it says one (of :data:`kbgraph.search.order_state.STATES`)."""
+    said = stated_states(ask)
+    return next(iter(said)) if len(said) == 1 else None
 
 
 def _ask_matches(asks: list[str], operations: list[str], matrix: np.ndarray, whole: float) -> tuple[AskMatch, ...]:

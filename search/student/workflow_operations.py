@@ -59,7 +59,7 @@ class SequenceTable:
         self._vectors = vectors
         self._texts: npt.NDArray[np.float64] | None = None
         self._operations: tuple[npt.NDArray[np.float64], list[list[int]]] | None = None
-        self._handoff_columns: npt.NDArray[np.bool_] | None = None
+        self._column_operations: list[str] | None = None
         #: Each sequence's distinct operations, in the order it makes them (the history's part of
         #: the match is a function of them alone).
         self.distinct = [tuple(dict.fromkeys(ops)) for ops, _ in self.sequences]
@@ -83,17 +83,22 @@ class SequenceTable:
                       if pairs else np.zeros((0, 0)))
             operations = (matrix, [[row[(op, domain)] for op in dict.fromkeys(ops)] for ops, domain in self.sequences])
             # Set before the operations, which a concurrent search reads as "both are there".
-            self._handoff_columns = np.array([is_handoff(op) for op, _ in pairs], dtype=bool)
+            self._column_operations = [op for op, _ in pairs]
             self._operations = operations
         return operations
 
     def handoffs(self) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
         """Which columns of :meth:`operations` hand the task to a human
         (:func:`kbgraph.search.handoff.is_handoff`), and which sequences make one."""
+        return (np.array([is_handoff(op) for op in self.column_operations()], dtype=bool),
+                np.array([any(is_handoff(op) for op in ops) for ops in self.distinct], dtype=bool))
+
+    def column_operations(self) -> list[str]:
+        """The operation of each column of :meth:`operations`."""
         self.operations()
-        columns = self._handoff_columns
-        assert columns is not None
-        return columns, np.array([any(is_handoff(op) for op in ops) for ops in self.distinct], dtype=bool)
+        names = self._column_operations
+        assert names is not None
+        return names
 
 
 class WorkflowOperations:
