@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from kbgraph.core.models import RelationType
 
-__all__ = ["DEFAULT_EXACT_SCAN_MAX", "DEFAULT_OVERFETCH_LIMIT", "SearchWeights", "StrictModel", "Unit"]
+__all__ = ["DEFAULT_EXACT_SCAN_MAX", "DEFAULT_OVERFETCH_LIMIT", "ExactScanMax", "OverfetchLimit", "ScanLimits",
+           "SearchWeights", "StrictModel", "Unit"]
 
 #: The default limit (nodes) at or below which a namespace is scanned exactly (see
 #: kbgraph.search.namespace_size).
@@ -24,12 +25,40 @@ DEFAULT_EXACT_SCAN_MAX = 2000
 DEFAULT_OVERFETCH_LIMIT = 4096
 
 Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+#: The bounds of the two scan limits, wherever a caller may give them (the search settings, a
+#: refine call's RefineWeights, the LangGraph store).
+ExactScanMax = Annotated[int, Field(ge=0, le=100_000)]
+OverfetchLimit = Annotated[int, Field(ge=1, le=100_000)]
 
 
 class StrictModel(BaseModel):
     """Frozen, no unknown fields, no NaN or infinite numbers: every search parameter's base."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class ScanLimits(StrictModel):
+    """When a namespace is scanned exactly, and how far a shared index is asked above that: the two
+    limits every candidate search reads (kbgraph.search.candidates, which calls it ``ScanPolicy``)."""
+
+    exact_scan_max: ExactScanMax = Field(
+        default=DEFAULT_EXACT_SCAN_MAX, description="A namespace with at most this many experiences (steps, for the "
+        "step channel) is scanned exactly instead of asking the shared vector indexes (HNSW, approximate, and crowded "
+        "by other namespaces): results are then exact and do not depend on what else the database holds. A scan "
+        "costs about 7 µs a node on 2 cores, so 2000 nodes stay near 14 ms. 0 always asks the indexes.")
+    overfetch_limit: OverfetchLimit = Field(
+        default=DEFAULT_OVERFETCH_LIMIT,
+        description="Most nodes asked of one index before falling back to an exact namespace scan.")
+
+    def overridden(self, exact_scan_max: int | None = None, overfetch_limit: int | None = None) -> ScanLimits:
+        """These limits with a call's own, where it gives them (validated)."""
+        changes = {name: value for name, value in (("exact_scan_max", exact_scan_max),
+                                                   ("overfetch_limit", overfetch_limit)) if value is not None}
+        return ScanLimits.model_validate({**self.model_dump(), **changes}) if changes else self
+
+    def scans(self, count: int) -> bool:
+        """A namespace holding ``count`` nodes of the kind searched is scanned exactly."""
+        return count <= self.exact_scan_max
 
 
 def _default_edge_weights() -> dict[RelationType, float]:
@@ -178,13 +207,10 @@ class SearchWeights(StrictModel):
         "candidates; all of them (up to `candidates`) still give the fine score its evidence. Steps such as finding "
         "the user start most runs of a domain, so beyond the nearest few this channel adds runs alike only in that "
         "step, and each candidate costs its scoring facts (retail nDCG@10 0.5316 with 40, 20, 10, 5 or 0).")
-    exact_scan_max: Annotated[int, Field(ge=0, le=100_000)] = Field(
-        default=DEFAULT_EXACT_SCAN_MAX, description="A namespace with at most this many experiences (steps, for the step channel) is "
-        "scanned exactly instead of asking the shared vector indexes (HNSW, approximate, and crowded by other "
-        "namespaces): results are then exact and do not depend on what else the database holds. A scan costs about "
-        "7 µs a node on 2 cores, so 2000 nodes stay near 14 ms. 0 always asks the indexes.")
-    overfetch_limit: Annotated[int, Field(ge=1, le=100_000)] = Field(
-        default=DEFAULT_OVERFETCH_LIMIT, description="Most nodes asked of one index before falling back to an exact namespace scan.")
+    exact_scan_max: ExactScanMax = Field(
+        default=DEFAULT_EXACT_SCAN_MAX, description=ScanLimits.model_fields["exact_scan_max"].description)
+    overfetch_limit: OverfetchLimit = Field(
+        default=DEFAULT_OVERFETCH_LIMIT, description=ScanLimits.model_fields["overfetch_limit"].description)
     concepts: Annotated[int, Field(ge=0, le=20)] = Field(default=3, description="Meta-concept documents returned (BREW: 3).")
 
     @model_validator(mode="after")
@@ -207,6 +233,11 @@ class SearchWeights(StrictModel):
                     raise ValueError(f"unknown relation {key!r} (allowed: {allowed})") from None
             return merged
         return value
+
+    @property
+    def scan(self) -> ScanLimits:
+        """The two scan limits (kbgraph.search.candidates)."""
+        return ScanLimits(exact_scan_max=self.exact_scan_max, overfetch_limit=self.overfetch_limit)
 
     def merged(self, overrides: SearchWeights | WeightChanges | None) -> SearchWeights:
         """These weights with ``overrides`` applied (validated as a whole)."""

@@ -20,7 +20,7 @@ from typing import Any
 
 from kbgraph.core.generalise import generalise_text
 from kbgraph.search.lexical import is_verbose, lucene_query, query_terms
-from kbgraph.search.candidates import ScanPolicy, index_query, nearest
+from kbgraph.search.candidates import index_query, nearest
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import ConceptHit
 from kbgraph.search.scoring import neo4j_to_cosine
@@ -149,7 +149,7 @@ def _vector_channel(ctx: SearchContext, run: Run, index: str, vector: list[float
         return [ChannelHit.from_record(r) for r in ctx.gateway.read(
             "search_experience_scan", property=_EXPERIENCE_INDEXES[index], vector=vector, k=w.candidates, **params)]
 
-    result = nearest(ScanPolicy.of(w), ctx.size.get(w.exact_scan_max).experiences, w.candidates, scan=scan,
+    result = nearest(w.scan, ctx.size.get(w.exact_scan_max).experiences, w.candidates, scan=scan,
                      fetch=fetch, first=ctx.pass_rates.first(_pass_rate_key(index, params), w.candidates, w.overfetch_limit),
                      fall_back=True)
     if result.fell_back:
@@ -172,7 +172,7 @@ def _fulltext_channel(ctx: SearchContext, run: Run, text: str, terms: list[str])
 
     # No fall-back scan above exact_scan_max: reading every text of a large namespace costs more
     # than the few candidates the index could not give.
-    result = nearest(ScanPolicy.of(w), ctx.size.get(w.exact_scan_max).experiences, w.candidates,
+    result = nearest(w.scan, ctx.size.get(w.exact_scan_max).experiences, w.candidates,
                      scan=lambda: _lexical_scan(ctx, run, terms), fetch=fetch,
                      first=ctx.pass_rates.first(_pass_rate_key("experience_text", params), w.candidates, w.overfetch_limit))
     if result.limit_hit:
@@ -214,7 +214,7 @@ def _step_channel(ctx: SearchContext, run: Run, vector: list[float]) -> StepEvid
     # retail task starts by finding the user), and asking for more would only confirm what the
     # bound says.
     first = w.candidates * 2
-    result = nearest(ScanPolicy.of(w), ctx.size.get(w.exact_scan_max).steps, w.candidates, scan=scan, fetch=fetch,
+    result = nearest(w.scan, ctx.size.get(w.exact_scan_max).steps, w.candidates, scan=scan, fetch=fetch,
                      first=first, limit=first)
     best = {r.id: max(0.0, neo4j_to_cosine(r.score)) for r in result.rows}
     if len(result.rows) >= w.candidates:  # truncated to the k best experiences
@@ -242,7 +242,7 @@ def concepts(ctx: SearchContext, vector: list[float], w: SearchWeights) -> list[
         rows = ctx.gateway.read("search_meta_concepts_scan", kb=ctx.namespace, vector=vector, k=w.concepts)[0]["rows"]
         return [_concept_hit(r) for r in rows]
 
-    return nearest(ScanPolicy.of(w), ctx.size.get(w.exact_scan_max).meta_concepts, w.concepts, scan=scan,
+    return nearest(w.scan, ctx.size.get(w.exact_scan_max).meta_concepts, w.concepts, scan=scan,
                    fetch=fetch, first=w.concepts * 10, fall_back=True).rows
 
 
