@@ -59,7 +59,7 @@ INTENT_CHANNEL = "intent:operations"
 
 def uses_intent(run: Run) -> bool:
     """The intent match takes part: a request with words and without executed steps, and a weight."""
-    return not run.steps and run.pg is not None and run.weights.intent_weight > 0
+    return not run.steps and run.pg is not None and run.weights.intent.weight > 0
 
 
 @dataclass(frozen=True)
@@ -78,8 +78,8 @@ class IntentMatcher:
     def __init__(self, run: Run, vectors: IntentVectors, asks: list[str]):
         assert run.pg is not None
         self._vectors = vectors
-        self._penalty = run.weights.intent_unasked_penalty
-        self._one_ask_penalty = run.weights.intent_one_ask_penalty
+        self._penalty = run.weights.intent.unasked_penalty
+        self._one_ask_penalty = run.weights.intent.one_ask_penalty
         self.asks = asks
         self._whole = unit_rows(np.asarray([run.pg], dtype=np.float64))[0]
         # The asks are this request's own: embedded here, not kept with the memory's texts.
@@ -96,7 +96,7 @@ class IntentMatcher:
         self._history: WordOperationCounts | None = None
         #: One operation's association with the request's words (-1) or an ask's (:meth:`_said`).
         self._associations: dict[tuple[int, str], float | None] = {}
-        self._history_weight = run.weights.intent_history_weight
+        self._history_weight = run.weights.intent.history_weight
         # Each ask's own words, only where the history is read (η > 0) and there are several asks.
         self._ask_words = ([query_terms(ask, HISTORY_TERMS) for ask in asks]
                            if len(asks) > 1 and self._history_weight > 0 else [])
@@ -229,7 +229,7 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     :class:`ChannelHit`. Another domain than the query's is discounted as the other channels do."""
     params, w = run.params, run.weights
     # One request: the workflows and, when the history takes part, the history of requests.
-    workflows, history = ctx.intent_rows(params, history=w.intent_history_weight > 0)
+    workflows, history = ctx.intent_rows(params, history=w.intent.history_weight > 0)
     domain, other = params["domain"], float(params["other_domain"])
     matcher.know(workflows.known_operations(domain), home=workflows.holds(domain))
     if history is not None:
@@ -238,7 +238,7 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     scores = matcher.table_scores(workflows.table) * discount
     # Best first; equal scores in (domain, operations) order.
     out: list[ChannelHit] = []
-    for i in np.lexsort((workflows.tie_order, -scores))[: w.intent_candidates]:
+    for i in np.lexsort((workflows.tie_order, -scores))[: w.intent.candidates]:
         out += [ChannelHit(exp_id, float(scores[i])) for exp_id in workflows.members[workflows.keys[i]]]
     return out
 
