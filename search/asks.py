@@ -28,7 +28,12 @@ __all__ = ["ASK_VERBS", "MAX_ASKS", "split_asks"]
 MAX_ASKS = 6
 
 #: Verbs a customer asks a change, or a question, with. A piece holding none of them is not an ask
-#: of its own. Plain English, not any domain's tool names.
+#: of its own. Plain English, not any domain's tool names, but grown on the development sets, so it
+#: holds the vocabulary of their domains (retail, airline, banking): the first lines with the intent
+#: channel (3c5a79b, 2026-12-03, intent_retail and the short_* sets), "shut … deposit refer sell"
+#: from short_banking and composite failures (4bdb5d2, 2026-12-03), "tweak … rather" with the one-ask
+#: penalty on the intent sets (12a2a08, 2026-12-04). A request of another domain may ask with a verb
+#: that is missing here, and then joins the ask before it.
 ASK_VERBS = frozenset("""
 add apply ask book buy call cancel change charge check close confirm correct delete downgrade drop exchange
 file find fix freeze get give help keep let lock make modify move need open order pay process put rebook receive

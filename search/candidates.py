@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from threading import Lock
 from typing import Final, Generic, TypeVar
 
-from kbgraph.core.weights import DEFAULT_EXACT_SCAN_MAX, DEFAULT_OVERFETCH_LIMIT, SearchWeights
+from kbgraph.core.weights import ScanLimits
 from kbgraph.search.overfetch import FetchPage, overfetch
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.schema import filtering_indexes
@@ -64,25 +64,9 @@ MAX_FIRST_FACTOR = 8
 Row = TypeVar("Row")
 
 
-@dataclass(frozen=True)
-class ScanPolicy:
-    """When a namespace is scanned exactly, and how far a shared index is asked above that."""
-
-    exact_scan_max: int = DEFAULT_EXACT_SCAN_MAX
-    overfetch_limit: int = DEFAULT_OVERFETCH_LIMIT
-
-    @classmethod
-    def of(cls, weights: SearchWeights) -> ScanPolicy:
-        return cls(weights.exact_scan_max, weights.overfetch_limit)
-
-    def overridden(self, exact_scan_max: int | None, overfetch_limit: int | None) -> ScanPolicy:
-        """This policy with a call's own limits, where it gives them."""
-        return ScanPolicy(self.exact_scan_max if exact_scan_max is None else exact_scan_max,
-                          self.overfetch_limit if overfetch_limit is None else overfetch_limit)
-
-    def scans(self, count: int) -> bool:
-        """A namespace holding ``count`` nodes of the kind searched is scanned exactly."""
-        return count <= self.exact_scan_max
+#: When a namespace is scanned exactly, and how far a shared index is asked above that: the search
+#: settings' scan limits (``SearchWeights.scan``), defined once in kbgraph.core.weights.
+ScanPolicy = ScanLimits
 
 
 @dataclass(frozen=True)

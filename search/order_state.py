@@ -6,7 +6,7 @@ came in size 10", "the grill that hasn't shipped yet", "before it leaves". MiniL
 "came" to "delivered", so "the dumbbells that came are too heavy, can I get the 30-50 lb ones?"
 matched ``modify_pending_order_items`` as well as the exchange. :func:`stated_states` reads the
 states an ask states; :func:`operation_state` the state an operation's name needs. The intent
-match moves an ask's cosine with an operation by ``intent_state_shift`` towards the operations of the
+match moves an ask's cosine with an operation by ``intent.state_shift`` towards the operations of the
 state it states and away from those of the other (kbgraph.search.student.intent).
 
 The words are the order's life in English (delivered: received, got, arrived, came; pending: not

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from kbgraph.core.errors import InvalidInputError, validation_problems
-from kbgraph.core.weights import SearchWeights, StrictModel, Unit, WeightChanges
+from kbgraph.core.weights import SearchWeights, StrictModel, Unit, WeightChanges, names_given
 
 __all__ = [
     "MAX_K",
@@ -143,4 +143,5 @@ def parse_search_options(
     try:
         return flt, base.merged(weights)
     except ValidationError as error:
-        raise InvalidInputError(validation_problems("weights", error), "invalid search") from None
+        raise InvalidInputError(validation_problems("weights", error, names=names_given(weights)),
+                                "invalid search") from None

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from kbgraph.embedders import Embedder
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.store.gateway import Neo4jGateway
-from kbgraph.search.candidates import FIRST_FACTOR, ScanPolicy, index_query, nearest
+from kbgraph.search.candidates import FIRST_FACTOR, index_query, nearest
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import SearchWeights
 from kbgraph.search.scoring import neo4j_to_cosine, step_score
@@ -79,7 +79,7 @@ class StepRetriever:
         self.size = size or NamespaceSize(gateway, namespace)
         #: When the namespace's steps are scanned exactly: the search settings' exact_scan_max and
         #: overfetch_limit (see kbgraph.search.candidates).
-        self.policy = ScanPolicy.of(weights or SearchWeights())
+        self.policy = (weights or SearchWeights()).scan
 
     def search(
         self, action: str, arguments: dict[str, Any] | None = None, *, text: str | None = None,

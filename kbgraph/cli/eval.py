@@ -42,7 +42,9 @@ def eval_command(
         "--namespace", "-n", help="Namespace the corpus is built in; default: one of its own per corpus "
                                   "(eval-<folder>-<hash>), so the KB holds exactly what the baselines index")] = None,
     k: Annotated[int, typer.Option("--k", help="Cut-off of nDCG and Recall")] = 10,
-    setting: Annotated[list[str] | None, typer.Option("--set", help="Override a search weight: NAME=VALUE")] = None,
+    setting: Annotated[list[str] | None, typer.Option(
+        "--set", help="Override a search weight: NAME=VALUE (a path of the settings tree, lexical.alpha=0.3, "
+        "or its flat name, alpha=0.3)")] = None,
     per_query: Annotated[bool, typer.Option("--per-query", help="Include each query's nDCG per system (with "
                                              "--suite: in the JSON, and the table lists, per set, the queries where "
                                              "kbgraph is below the best baseline)")] = False,
@@ -51,7 +53,8 @@ def eval_command(
                         "kbgraph, each baseline and each ablation column")] = False,
     sets: Annotated[str | None, typer.Option("--sets", help="With --suite: only these sets (comma-separated)")] = None,
     ablations: Annotated[str | None, typer.Option(
-        "--ablations", help="With --suite: only these ablation columns (comma-separated; 'none' for none)")] = None,
+        "--ablations", help="With --suite: only these ablation columns, or opt-in variants by name "
+        "(comma-separated; 'none' for none; the recipes are in kbgraph.search.eval.recipes)")] = None,
     held_out: Annotated[bool, typer.Option(
         "--held-out", help="With --suite: also answer each set whose queries exclude runs from the corpus without "
                            "those runs (kbgraph and the baselines; one more namespace per set)")] = False,
@@ -148,10 +151,11 @@ def _names(raw: str | None) -> list[str] | None:
 def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Path | None, k: int,
                weights: dict[str, Any], as_json: bool, held_out: bool = False, per_query: bool = False,
                runs_fraction: float = 1.0) -> None:
-    from kbgraph.search.eval.suite import ABLATIONS, BASELINES, discover_sets, run_suite
+    from kbgraph.search.eval.recipes import columns as recipe_columns
+    from kbgraph.search.eval.suite import BASELINES, discover_sets, run_suite
     from kbgraph.store.step_texts import open_namespace
 
-    columns = ABLATIONS.chosen(_names(ablations))
+    columns = recipe_columns(_names(ablations))
     found = discover_sets(data, dev_sets if dev_sets is not None else _checkout_dev_sets(), _names(sets),
                           cache_dir=Settings().cache_dir)
     with _open(None) as kb, _progress() as progress:

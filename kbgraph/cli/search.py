@@ -61,7 +61,8 @@ def search(
     kind: Annotated[str | None, typer.Option("--kind", help="Filter: concrete or abstract")] = None,
     min_success: Annotated[float, typer.Option(help="Filter: minimum success rate")] = 0.0,
     setting: Annotated[list[str] | None, typer.Option(
-        "--set", help="Override a search weight for this call: NAME=VALUE (e.g. alpha=0.3; repeatable)")] = None,
+        "--set", help="Override a search weight for this call: NAME=VALUE, NAME a path of the settings tree or its "
+        "flat name (intent.one_ask_penalty=1, lexical.alpha=0.3 or alpha=0.3; repeatable)")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Student-phase search: the experiences that worked for tasks like this one, each explained."""
@@ -89,8 +90,8 @@ def search(
         return
     from kbgraph.search.explain import explain_results
 
-    omega = effective.structure_weight if steps else effective.task_structure_weight
-    out.print(explain_results(results, effective.alpha, omega), markup=False, highlight=False)
+    omega = effective.coarse.structure_weight if steps else effective.coarse.task_structure_weight
+    out.print(explain_results(results, effective.lexical.alpha, omega), markup=False, highlight=False)
     out.print(startup_and_search(startup_s, search_ms), markup=False, highlight=False)
 
 

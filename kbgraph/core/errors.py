@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pydantic import ValidationError
 
 
@@ -35,12 +37,18 @@ class SchemaError(KbgraphError):
     """The schema could not be applied or did not come ONLINE."""
 
 
-def validation_problems(where: str, error: ValidationError, *, strip_value_error: bool = False) -> list[str]:
+def validation_problems(where: str, error: ValidationError, *, strip_value_error: bool = False,
+                        names: Mapping[str, str] | None = None) -> list[str]:
     """``where: field.path: reason`` for every problem pydantic found (``(record)`` for the whole
-    record). ``strip_value_error`` drops pydantic's "Value error, " prefix from custom checks."""
+    record). ``strip_value_error`` drops pydantic's "Value error, " prefix from custom checks.
+    ``names`` renames a field's path (and the paths below it) to the name the caller gave it."""
     problems = []
     for item in error.errors(include_url=False):
         path = ".".join(str(part) for part in item["loc"]) or "(record)"
+        for known, name in (names or {}).items():
+            if path == known or path.startswith(known + "."):
+                path = name + path[len(known):]
+                break
         message = item["msg"].removeprefix("Value error, ") if strip_value_error else item["msg"]
         problems.append(f"{where}: {path}: {message}")
     return problems

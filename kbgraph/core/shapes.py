@@ -18,6 +18,10 @@ from typing import Any
 
 
 # First word of a tool name → what kind of step it is. Unknown verbs stand for themselves.
+# Domain vocabulary: written with the ingestion (03e7d78, 2026-11-22) for the tool names of the
+# shared trajectories and real runs (τ-bench retail and airline: ``transfer_to_human_agents``; web
+# tasks), not measured on another tool set; a domain whose verbs are missing keeps them as their own
+# classes (its workflows then match only its own).
 VERB_CLASSES = {
     **dict.fromkeys(["get", "find", "list", "search", "lookup", "read", "fetch", "query", "check", "calculate",
                      "view", "open", "show", "retrieve", "count", "inspect", "describe", "think"], "lookup"),
@@ -31,7 +35,9 @@ VERB_CLASSES = {
 
 
 #: What an agent "opens" by making it (``open_bank_account``, ``open_ticket``), where opening a
-#: page, a file or a product shows it (a look-up).
+#: page, a file or a product shows it (a look-up). This word list and the two below are domain
+#: vocabulary, measured on the banking gold runs of the development suite (39539b2, 2026-12-01: 94 of
+#: 97 runs with the operations short_banking judges by, 11 before; short_banking .552 → .625).
 OPENED_BY_CREATING = frozenset({"account", "accounts", "ticket", "case", "claim", "incident", "dispute", "request",
                                 "position", "issue", "deposit", "loan", "subscription", "membership"})
 #: Words of an action that checks who or what it deals with (``verify_identity``,

@@ -1,230 +1,185 @@
-"""The tunables of student retrieval (docs/design.md §3): :class:`SearchWeights` and its defaults.
+"""The tunables of student retrieval (docs/design.md §3): :class:`SearchWeights`, a small tree of
+settings, its flat aliases and its named recipes.
 
 They live in the core, below both the settings (``[search]`` in ``kbgraph.toml`` or
-``KBGRAPH_SEARCH__ALPHA=0.3``) and the search that reads them, so the settings need not import a
-pipeline. The defaults are the ones chosen by measurement on the development sets (``kbgraph
-eval``; see docs/search.md for the figures behind each). :mod:`kbgraph.search.params` re-exports
-them next to the query a caller sends.
+``KBGRAPH_SEARCH__LEXICAL__ALPHA=0.3``) and the search that reads them, so the settings need not
+import a pipeline. The tree's groups (``coarse``, ``lexical``, ``intent``, ``outcomes``,
+``traversal``, ``selection``, ``scan``) and every field's default, bounds and meaning are in
+:mod:`kbgraph.core.weight_groups`; a field is named by its path, ``intent.one_ask_penalty``.
+
+Every field also keeps the flat name it had before the tree (``intent_one_ask_penalty``, ``alpha``,
+``exact_scan_max``): :data:`FLAT_NAMES` maps each to its path. Wherever weights are given — the
+constructor, :meth:`SearchWeights.merged`, ``--set NAME=VALUE``, the settings, a request's JSON, an
+evaluation recipe — a flat name, a dotted path and a nested group (``{"intent": {"weight": 0}}``)
+are all accepted, and reading ``weights.alpha`` still answers (untyped: typed code reads
+``weights.lexical.alpha``). :mod:`kbgraph.search.params` re-exports them next to the query a caller
+sends.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, model_validator
 
-from kbgraph.core.models import RelationType
+from kbgraph.core.weight_groups import (
+    DEFAULT_EXACT_SCAN_MAX, DEFAULT_OVERFETCH_LIMIT, CoarseWeights, ExactScanMax, IntentWeights, LexicalWeights,
+    OutcomeWeights, OverfetchLimit, ScanLimits, SelectionWeights, StrictModel, TraversalWeights, Unit,
+)
 
-__all__ = ["DEFAULT_EXACT_SCAN_MAX", "DEFAULT_OVERFETCH_LIMIT", "SearchWeights", "StrictModel", "Unit"]
+__all__ = [
+    "DEFAULT_EXACT_SCAN_MAX", "DEFAULT_OVERFETCH_LIMIT", "FLAT_NAMES", "GROUPS", "CoarseWeights", "ExactScanMax",
+    "IntentWeights", "LexicalWeights", "OutcomeWeights", "OverfetchLimit", "ScanLimits", "SearchWeights",
+    "SelectionWeights", "StrictModel", "TraversalWeights", "Unit", "WeightChanges", "as_paths", "as_tree", "names_given",
+]
 
-#: The default limit (nodes) at or below which a namespace is scanned exactly (see
-#: kbgraph.search.namespace_size).
-DEFAULT_EXACT_SCAN_MAX = 2000
-#: Most nodes asked of one index (``SearchWeights.overfetch_limit``'s default).
-DEFAULT_OVERFETCH_LIMIT = 4096
-
-Unit = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
-
-
-class StrictModel(BaseModel):
-    """Frozen, no unknown fields, no NaN or infinite numbers: every search parameter's base."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-
-def _default_edge_weights() -> dict[RelationType, float]:
-    return {
-        RelationType.ABSTRACTION: 0.9,
-        RelationType.COMPOSITION: 0.7,
-        RelationType.ADAPTATION: 0.8,
-        RelationType.ALTERNATIVE: 0.6,
-    }
-
-
-#: Changes to some of the SearchWeights, by field name, as a caller gives them (``--set``, an
-#: ablation of the suite, a request's JSON); :meth:`SearchWeights.merged` validates them as a whole.
+#: Changes to some of the SearchWeights, as a caller gives them (``--set``, a recipe of the suite, a
+#: request's JSON): by flat name, by dotted path or by group; :meth:`SearchWeights.merged` validates
+#: them as a whole.
 WeightChanges = dict[str, Any]
+
+#: The groups of the tree, in order, and the model of each.
+GROUPS: dict[str, type[StrictModel]] = {
+    "coarse": CoarseWeights, "lexical": LexicalWeights, "intent": IntentWeights, "outcomes": OutcomeWeights,
+    "traversal": TraversalWeights, "selection": SelectionWeights, "scan": ScanLimits,
+}
+
+# Fields whose flat name is not their name within the group (every other field keeps its name).
+_RENAMED = {
+    "structure_query_steps": "coarse.query_steps", "theta_coarse": "coarse.theta",
+    "lexical_scale": "lexical.scale", "lexical_stop_words": "lexical.stop_words",
+    "intent_weight": "intent.weight", "intent_scale": "intent.scale", "intent_new_below": "intent.new_below",
+    "intent_known_above": "intent.known_above", "intent_spread": "intent.spread",
+    "intent_candidates": "intent.candidates", "intent_history_weight": "intent.history_weight",
+    "intent_one_ask_penalty": "intent.one_ask_penalty", "intent_unasked_penalty": "intent.unasked_penalty",
+    "intent_human_asks": "intent.human_asks", "intent_state_shift": "intent.state_shift",
+}
+
+
+def _flat_names() -> dict[str, str]:
+    names = {flat: path for flat, path in _RENAMED.items()}
+    renamed = set(_RENAMED.values())
+    for group, model in GROUPS.items():
+        for field in model.model_fields:
+            if f"{group}.{field}" not in renamed:
+                names[field] = f"{group}.{field}"
+    return names
+
+
+#: Every field's flat name (the name before the tree, still accepted) and its path in the tree.
+FLAT_NAMES: dict[str, str] = _flat_names()
+assert len(FLAT_NAMES) == sum(len(model.model_fields) for model in GROUPS.values()), "a flat name is ambiguous"
+
+
+def _path(name: str) -> tuple[str, str] | None:
+    """``(group, field)`` of a flat name or a dotted path; None for neither."""
+    path = FLAT_NAMES.get(name, name)
+    group, dot, field = path.partition(".")
+    return (group, field) if dot and group in GROUPS else None
+
+
+def as_tree(changes: Mapping[str, Any]) -> dict[str, Any]:
+    """``changes`` (flat names, dotted paths or groups, mixed) as a nested dict of groups, the later
+    of two names for one field winning. A group given as a model counts the fields it was given.
+    A name that is none of these is kept as it is, for validation to refuse."""
+    tree: dict[str, Any] = {}
+    for name, value in changes.items():
+        if name in GROUPS:
+            fields = value.model_dump(exclude_unset=True) if isinstance(value, BaseModel) else value
+            if isinstance(fields, Mapping) and isinstance(tree.get(name), dict):
+                tree[name].update(fields)
+            else:
+                tree[name] = dict(fields) if isinstance(fields, Mapping) else fields
+            continue
+        path = _path(name)
+        if path is None:
+            tree[name] = value
+            continue
+        group, field = path
+        if not isinstance(tree.get(group), dict):
+            tree[group] = {}
+        tree[group][field] = value
+    return tree
+
+
+def as_paths(changes: Mapping[str, Any]) -> WeightChanges:
+    """``changes`` by dotted path (``{"intent.weight": 0}``), however they were named: the one spelling
+    a report records, so two runs that named a field differently agree."""
+    paths: WeightChanges = {}
+    for group, fields in as_tree(changes).items():
+        if group in GROUPS and isinstance(fields, Mapping):
+            paths.update({f"{group}.{field}": value for field, value in fields.items()})
+        else:
+            paths[group] = fields
+    return paths
+
+
+def names_given(changes: object) -> dict[str, str]:
+    """The flat names among ``changes``, by path (``{"lexical.alpha": "alpha"}``): an error about a
+    field then names it as the caller did."""
+    if not isinstance(changes, Mapping):
+        return {}
+    return {FLAT_NAMES[name]: name for name in changes if isinstance(name, str) and name in FLAT_NAMES}
 
 
 class SearchWeights(StrictModel):
-    """The tunables of student retrieval. Symbols are those of docs/design.md §3."""
+    """The tunables of student retrieval, as a tree of seven groups (kbgraph.core.weight_groups).
 
-    # -- coarse: the semantic (problem+goal) and structural (workflow shape) indexes
-    structure_weight: Unit = Field(
-        default=0.8, description="ω: share of the structural index in S_coarse = (1−ω)·textual + ω·cos(structure), "
-        "textual = (1−α)·cos(pg) + α·lexical. Experiences without steps use textual alone.")
-    task_structure_weight: Unit = Field(
-        default=0.0, description="ω for a query that carries no executed steps: its words alone say what was asked, "
-        "not which workflow worked (on real runs the answer is often to refuse or transfer), so the structural index "
-        "weighs less than when the executed steps give the query a shape.")
-    intent_structure_weight: Unit = Field(
-        default=0.2, description="ω for a query without executed steps, scaled by how little of it the memory's words "
-        "cover: ω = max(task_structure_weight, intent_structure_weight·(1 − coverage)). A request in words the memory "
-        "does not use (\"swap an item that arrived for another colour\") says what kind of change it wants, which is "
-        "what a workflow's shape is; one whose words the memory holds (ids, products, places) is matched by its text.")
-    intent_weight: Unit = Field(
-        default=0.9, description="ι: for a request without executed steps, share of the intent match in S_coarse ← "
-        "(1−ι)·S_coarse + ι·intent, intent = how well what a workflow changes (its state-changing operations in words) "
-        "matches what the request asks, ask by ask (kbgraph.search.scoring.intent_match). 0 turns the intent channel off.")
-    intent_scale: Literal["fixed", "novelty", "ramp"] = Field(
-        default="ramp", description="How ι applies to one request: as it is (fixed), times how far the request is "
-        "from every text the memory holds (novelty: ι·(1 − the best semantic cosine among the candidates)), or all of "
-        "ι below intent_new_below, none above intent_known_above and a straight line between (ramp). A request "
-        "the memory holds nearly word for word (a task seen before) is answered by its own runs, whatever their "
-        "operations; a request in new words by what workflows change (kbgraph.search.scoring.intent_share). The ramp applies "
-        "to a request of a domain the memory holds workflows of; another is matched across domains and scaled by novelty.")
-    intent_new_below: Unit = Field(
-        default=0.45, description="ramp: a request whose best semantic cosine with the candidates is below this is new "
-        "to the memory and takes all of ι.")
-    intent_known_above: Unit = Field(
-        default=0.70, description="ramp: a request whose best semantic cosine is above this is a task the memory holds "
-        "and takes no ι.")
-    intent_spread: bool = Field(
-        default=True, description="Stretch the intent matches of one request's candidates to [0, 1] (min to max) "
-        "before mixing them with ι, as the lexical score is relative to the best: a request's intent matches span a "
-        "few tenths of cosine, so unstretched they weigh less than ι says (a request of a domain the memory holds "
-        "workflows of).")
-    intent_candidates: Annotated[int, Field(ge=0, le=2000)] = Field(
-        default=10, description="Workflows (distinct sequences of operations) the intent channel adds as candidates, the "
-        "best matches of the request's asks, with every experience that stands for them.")
-    intent_history_weight: Annotated[float, Field(ge=0.0, le=10.0, allow_inf_nan=False)] = Field(
-        default=0.1, description="η: how much the namespace's own history adds to the intent match: intent ← intent + "
-        "η·association, the idf-weighted mean lift of the request's words for a workflow's operations over the stored "
-        "runs that worked (kbgraph.search.scoring.history_association; a query never counts its own runs). 0 matches "
-        "by the operations' words alone (docs/search.md has the suite's figures for both).")
-    intent_one_ask_penalty: Annotated[float, Field(ge=0.0, le=10.0, allow_inf_nan=False)] = Field(
-        default=3.0, description="γ1 of the intent match of a request of one ask: a workflow of two or more distinct "
-        "operations has its match multiplied by (mean over its operations of cos(request, operation) / the request's best "
-        "cosine with any operation)^γ1, as one ask is one change (kbgraph.search.scoring.one_ask_matches). 0: matched "
-        "as a whole only.")
-    intent_human_asks: bool = Field(
-        default=True, description="A request that asks to be put through to a human (\"let me talk to a real person\", "
-        "kbgraph.search.handoff.asks_for_a_human) is answered by the workflows that hand the task to one: the intent "
-        "match takes their handoff operation as the answer to that ask, and their successes count in full "
-        "(handoff_credit does not apply).")
-    intent_state_shift: Unit = Field(
-        default=0.1, description="An ask that says the state its object is in (\"the kettle I got\", \"hasn't shipped "
-        "yet\", kbgraph.search.order_state) has its cosine with an operation whose name needs that state raised by this "
-        "much, and with one that needs another state lowered by it. 0: off.")
-    intent_unasked_penalty: Unit = Field(
-        default=1.0, description="γ of the intent match of a request of several asks: a workflow's match is multiplied by "
-        "(mean / max over its operations of how well some ask asks for it)^γ, so changes nobody asked for cost.")
-    structure_query_steps: bool = Field(
-        default=True, description="Append the executed actions (a -> b) to the text searched in the structural index.")
-    theta_coarse: Unit = Field(default=0.0, description="θ_coarse: candidates whose coarse score is below are dropped.")
-    # -- fine + stage blend
-    lambda_kind: Literal["exponential", "linear", "constant"] = "exponential"
-    lambda_rate: Annotated[float, Field(ge=0.0, le=10.0, allow_inf_nan=False)] = Field(
-        default=0.25, description="λ(t) = max(floor, exp(−rate·t)) with t the number of steps executed so far.")
-    lambda_floor: Unit = 0.2
-    # -- lexical
-    alpha: Unit = Field(default=0.6, description="α: weight of the lexical score within textual (BM25 over the candidates, relative to the best match).")
-    lexical_scale: Literal["best", "coverage"] = Field(
-        default="best", description="The lexical score relative to the best candidate's BM25 (best), or to the BM25 a "
-        "document holding every query word would get (coverage: the share of the request the text covers).")
-    lexical_stop_words: Literal["keep", "drop", "auto"] = Field(
-        default="auto", description="English stop words in the full-text query: keep them (as the index does), "
-        "drop them, or drop them only from verbose queries (more than verbose_query_terms distinct words).")
-    verbose_query_terms: Annotated[int, Field(ge=1, le=1000)] = Field(
-        default=20, description="From this many distinct words on, a query is verbose (a story, not a request).")
-    # -- transfer, success, evidence, quality
-    tau: Annotated[float, Field(gt=0.0, le=100.0, allow_inf_nan=False)] = Field(
-        default=1.0, description="τ of trans = exp(−d_domain/τ); d_domain = 1 − cos of the two domain names' embeddings.")
-    success_floor: Unit = Field(
-        default=0.2, description="Score is multiplied by floor + (1−floor)·success_rate (Agent KB eq. 5 with a floor, so a "
-        "failed experience still surfaces, below successful ones).")
-    support_weight: Unit = Field(
-        default=0.2, description="β: added β·support, support = min(1, ln(1+n)/ln(1+n_sat)) for an experience that stands "
-        "for n successful runs (an abstract one: its instances' successful runs). More evidence, more trust.")
-    support_saturation: Annotated[int, Field(ge=1, le=1_000_000)] = 100
-    quality_weight: Unit = Field(
-        default=0.0, description="MAEL/Agent KB: score ← (1−w)·score + w·quality; quality is learnt from feedback.")
-    utility_weight: Unit = Field(
-        default=0.1, description="Agent KB D.3: score ← score·((1−w) + w·utility); utility = quality decayed since last use "
-        "plus the decayed impact of each use (see kbgraph.core.utility). Equal utilities keep the order.")
-    outcome_weight: Annotated[float, Field(ge=0.0, le=5.0)] = Field(
-        default=0.7, description="Task-conditioned feedback: score ← score·exp(w·evidence), evidence = the outcomes this "
-        "experience had on tasks like the query (reported with record_feedback(task=…)), weighted by task similarity. "
-        "0 turns it off.")
-    outcome_similarity_floor: Annotated[float, Field(ge=0.0, lt=1.0)] = Field(
-        default=0.9, description="Past tasks less similar than this (cosine) to the query do not count as evidence.")
-    workflows: bool = Field(
-        default=True, description="An abstract experience (a workflow) scores as its best-fitting instance that worked "
-        "and ranks right above it: the workflow of the run most like the task is the answer, standing for all its runs.")
-    handoff_credit: Unit = Field(
-        default=0.5, description="A way that hands the task to a human (transfer_to_human_agents, escalate_to_support) "
-        "counts each success at this weight, in its success factor and its share of its task's successes: the agent "
-        "passed the request on rather than resolving it (kbgraph.search.handoff). 1 turns it off.")
-    same_task_similarity: Unit = Field(
-        default=0.9, description="A run that only failed is shown as a failed attempt of the hit whose problem+goal is at "
-        "least this similar (cosine), instead of as a hit of its own.")
-    shared_first: bool = Field(
-        default=True, description="EDV hierarchical retrieval for a calling agent: shared experiences first, its "
-        "private ones only to fill up k. False ranks both banks together by score.")
-    # -- graph traversal
-    hop_decay: Unit = Field(default=0.8, description="δ: per-hop decay of a path score.")
-    max_hops: Annotated[int, Field(ge=0, le=3)] = Field(
-        default=1, description="Hops of graph traversal. When the query's last executed step failed, the experiences "
-        "whose runs failed the same way are reached from that failure (the ALTERNATIVE way past it) and score as the "
-        "best direct hit times how well their run resolved it: this is what the default 1 is for (the alternative "
-        "development set, docs/search.md). From the best direct hits along ADAPTATION, COMPOSITION, ALTERNATIVE "
-        "(and ABSTRACTION), a path decays below its seed and changed no figure of any set; 2-3 go further. "
-        "0: traversal takes no part in the ranking.")
-    seeds: Annotated[int, Field(ge=0, le=100)] = Field(
-        default=0, description="Top direct hits expanded along ADAPTATION, COMPOSITION, ALTERNATIVE and ABSTRACTION "
-        "(with max_hops >= 1). 0 by default: those hops changed no figure of any development set, and each search would "
-        "pay one more request in sequence for them (docs/search.md); the way past a failed step needs no seeds. 10 "
-        "opts in, e.g. for a sparse knowledge base whose direct channels find little.")
-    neighbours_per_seed: Annotated[int, Field(ge=1, le=1000)] = 20
-    edge_weights: dict[RelationType, Unit] = Field(default_factory=_default_edge_weights)
-    # -- selection
-    mmr_lambda: Unit = Field(default=1.0, description="MMR λ over the final candidates; 1 = no diversity.")
-    threshold: Unit = Field(default=0.0, description="θ: results below this final score are not returned.")
-    candidates: Annotated[int, Field(ge=1, le=2000)] = Field(
-        default=40, description="Candidates each channel (vector, full-text, steps) contributes.")
-    step_candidates: Annotated[int, Field(ge=0, le=2000)] = Field(
-        default=10, description="Of the experiences owning a step near an executed step, how many (the nearest) join the "
-        "candidates; all of them (up to `candidates`) still give the fine score its evidence. Steps such as finding "
-        "the user start most runs of a domain, so beyond the nearest few this channel adds runs alike only in that "
-        "step, and each candidate costs its scoring facts (retail nDCG@10 0.5316 with 40, 20, 10, 5 or 0).")
-    exact_scan_max: Annotated[int, Field(ge=0, le=100_000)] = Field(
-        default=DEFAULT_EXACT_SCAN_MAX, description="A namespace with at most this many experiences (steps, for the step channel) is "
-        "scanned exactly instead of asking the shared vector indexes (HNSW, approximate, and crowded by other "
-        "namespaces): results are then exact and do not depend on what else the database holds. A scan costs about "
-        "7 µs a node on 2 cores, so 2000 nodes stay near 14 ms. 0 always asks the indexes.")
-    overfetch_limit: Annotated[int, Field(ge=1, le=100_000)] = Field(
-        default=DEFAULT_OVERFETCH_LIMIT, description="Most nodes asked of one index before falling back to an exact namespace scan.")
-    concepts: Annotated[int, Field(ge=0, le=20)] = Field(default=3, description="Meta-concept documents returned (BREW: 3).")
+    ``SearchWeights(intent={"one_ask_penalty": 0})``, ``SearchWeights.model_validate({"intent.one_ask_penalty":
+    0})`` and ``SearchWeights.model_validate({"intent_one_ask_penalty": 0})`` are the same weights.
+    """
 
-    @model_validator(mode="after")
-    def _ramp_rises(self) -> SearchWeights:
-        if self.intent_known_above <= self.intent_new_below:
-            raise ValueError(f"intent_known_above ({self.intent_known_above}) must exceed intent_new_below "
-                             f"({self.intent_new_below})")
-        return self
+    coarse: CoarseWeights = Field(default_factory=CoarseWeights)
+    lexical: LexicalWeights = Field(default_factory=LexicalWeights)
+    intent: IntentWeights = Field(default_factory=IntentWeights)
+    outcomes: OutcomeWeights = Field(default_factory=OutcomeWeights)
+    traversal: TraversalWeights = Field(default_factory=TraversalWeights)
+    selection: SelectionWeights = Field(default_factory=SelectionWeights)
+    scan: ScanLimits = Field(default_factory=ScanLimits)
 
-    @field_validator("edge_weights", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _complete_edge_weights(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            merged: dict[Any, Any] = dict(_default_edge_weights())
-            for key, weight in value.items():
-                try:
-                    merged[RelationType(str(key).upper())] = weight
-                except ValueError:
-                    allowed = ", ".join(t.value for t in RelationType)
-                    raise ValueError(f"unknown relation {key!r} (allowed: {allowed})") from None
-            return merged
-        return value
+    def _flat_and_dotted_names(cls, data: Any) -> Any:
+        return as_tree(data) if isinstance(data, Mapping) else data
+
+    if not TYPE_CHECKING:  # the flat names read at run time only: typed code reads the tree
+        def __getattr__(self, name: str) -> Any:
+            path = FLAT_NAMES.get(name)
+            if path is None:
+                return super().__getattr__(name)
+            group, _, field = path.partition(".")
+            return getattr(getattr(self, group), field)
+
+    def value(self, name: str) -> Any:
+        """One field's value, by flat name or dotted path (``"intent.weight"``)."""
+        path = _path(name)
+        if path is None or path[1] not in GROUPS[path[0]].model_fields:
+            raise KeyError(f"unknown search weight {name!r}")
+        return getattr(getattr(self, path[0]), path[1])
 
     def merged(self, overrides: SearchWeights | WeightChanges | None) -> SearchWeights:
-        """These weights with ``overrides`` applied (validated as a whole)."""
+        """These weights with ``overrides`` applied (validated as a whole): a SearchWeights counts the
+        fields it was given; a mapping may name fields by flat name, dotted path or group."""
         if overrides is None:
             return self
-        changes = overrides.model_dump(exclude_unset=True) if isinstance(overrides, SearchWeights) else dict(overrides)
-        current = self.model_dump()
-        edges = changes.get("edge_weights")
-        if isinstance(edges, dict):  # name some edge types, keep the others' current weights
-            changes["edge_weights"] = {**{k.value: v for k, v in self.edge_weights.items()},
-                                       **{str(k).upper(): v for k, v in edges.items()}}
-        return SearchWeights.model_validate({**current, **changes})
+        changes = (overrides.model_dump(exclude_unset=True) if isinstance(overrides, SearchWeights)
+                   else as_tree(overrides))
+        tree = self.model_dump()
+        for group, fields in changes.items():
+            if group in tree and isinstance(fields, Mapping):
+                fields = dict(fields)
+                edges = fields.get("edge_weights")
+                if group == "traversal" and isinstance(edges, Mapping):  # name some edge types, keep the others'
+                    fields["edge_weights"] = {**{k.value: v for k, v in self.traversal.edge_weights.items()},
+                                              **{str(k).upper(): v for k, v in edges.items()}}
+                tree[group] = {**tree[group], **fields}
+            else:
+                tree[group] = fields
+        return SearchWeights.model_validate(tree)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> SearchWeights:
+        """A copy; ``update`` is validated and may name fields as :meth:`merged` takes them
+        (pydantic's own copy would set an unknown flat name without a word)."""
+        copy = super().model_copy(deep=deep)
+        return copy if not update else copy.merged(dict(update))

@@ -70,7 +70,7 @@ from kbgraph.integrations.store_values import (
     matches_filter,
     value_text,
 )
-from kbgraph.search.candidates import ScanPolicy, index_query, nearest
+from kbgraph.search.candidates import index_query, nearest
 from kbgraph.search.scoring import neo4j_to_cosine
 
 from kbgraph.async_kb import AsyncKnowledgeBase
@@ -109,8 +109,8 @@ class KbgraphStore(BaseStore):
         self._async = kb if isinstance(kb, AsyncKnowledgeBase) else None
         self._kb = kb if isinstance(kb, KnowledgeBase) else None
         self.ttl_config = ttl
-        self.exact_scan_max = kb.settings.search.exact_scan_max if exact_scan_max is None else exact_scan_max
-        self.overfetch_limit = kb.settings.search.overfetch_limit if overfetch_limit is None else overfetch_limit
+        #: The knowledge base's scan limits (``[search]``), with this store's own where it gives them.
+        self.scan = kb.settings.search.scan.overridden(exact_scan_max, overfetch_limit)
         self.index_config = dict(index) if index is not None else None
         self._embeddings: Any = None
         self._fields: list[tuple[str, Any]] = []
@@ -293,7 +293,7 @@ class KbgraphStore(BaseStore):
             row = self.kb.gateway.read(query, fetch=n, vector=vector, **params)[0]
             return int(row["fetched"]), [r for r in row["rows"] if matches_filter(json.loads(r["value"]), op.filter)]
 
-        rows = nearest(ScanPolicy(self.exact_scan_max, self.overfetch_limit), self._count(params["prefix"]), wanted,
+        rows = nearest(self.scan, self._count(params["prefix"]), wanted,
                        scan=lambda: self._scan(op, vector, params), fetch=fetch, first=max(wanted * 4, 40),
                        fall_back=True).rows
         return list(rows[op.offset: wanted])

@@ -19,7 +19,7 @@ def support_score(trajectories: int, saturation: int) -> float:
     ``n`` trajectories (its sources; an abstract experience: its instances' sources).
 
     Logarithmic, because the tenth confirming trajectory adds less trust than the second, and
-    saturating at ``saturation`` (``SearchWeights.support_saturation``) so the most common workflow
+    saturating at ``saturation`` (``SearchWeights.outcomes.support_saturation``) so the most common workflow
     cannot outgrow relevance. n ≥ 0, saturation ≥ 1, else ValueError.
     """
     if isinstance(trajectories, bool) or int(trajectories) != trajectories or trajectories < 0:
@@ -50,7 +50,7 @@ def workflow_score(evidence: float, support: float, support_weight: float) -> fl
     of the run most like this task is the answer. Measured on the development sets, adding the
     popularity of the whole workflow instead (the support of all its runs) ranked the most common
     way first on every vague request (retail 0.538 against 0.557, real runs same). All in [0, 1];
-    ``support_weight`` is β (``SearchWeights.support_weight``).
+    ``support_weight`` is β (``SearchWeights.outcomes.support_weight``).
     """
     fit = _unit_interval(evidence, "evidence")
     trust = _unit_interval(support, "support")

@@ -36,7 +36,7 @@ def mmr_from_similarity(
     Greedy: the first pick is the most relevant candidate, then each pick maximises MMR over the
     rest. ``candidate_scores`` are the n relevance scores, ``similarity`` the n×n cosine similarity
     matrix of the candidates (retrieval computes it from their problem+goal vectors), ``lam`` λ
-    (``SearchWeights.mmr_lambda``; 1 is plain relevance order). Returns the indices of up to ``k``
+    (``SearchWeights.selection.mmr_lambda``; 1 is plain relevance order). Returns the indices of up to ``k``
     candidates in the order picked (all of them when k ≥ n; ``[]`` when k = 0). Ties go to the
     lowest index, so the result is deterministic. k < 0, λ outside [0, 1], NaN/inf or a matrix
     that is not n×n raise ValueError.

@@ -42,7 +42,7 @@ def transferability(domain_distance: float, tau: float) -> float:
     """Transferability ``trans = exp(−d_domain / τ)`` (Agent KB eq. 4), in (0, 1].
 
     ``domain_distance`` must be finite and ≥ 0 (0 → trans 1); the temperature ``tau`` finite and
-    > 0 (``SearchWeights.tau``; a larger τ forgives domain differences more).
+    > 0 (``SearchWeights.coarse.tau``; a larger τ forgives domain differences more).
     """
     distance = _finite(domain_distance, "domain_distance")
     if distance < 0:
@@ -85,7 +85,7 @@ def path_score(
 
     ``edge_weights`` are the ``weight`` properties of the path's edges in order (each in [0, 1]);
     hops = ``len(edge_weights)``, so an empty path is the seed itself (``seed_score · trans``).
-    ``hop_decay`` δ (``SearchWeights.hop_decay``) is in [0, 1]. ``types`` names each edge's relation type (e.g. a
+    ``hop_decay`` δ (``SearchWeights.traversal.hop_decay``) is in [0, 1]. ``types`` names each edge's relation type (e.g. a
     :class:`~kbgraph.core.models.RelationType`) and ``edge_type_weights`` maps a type to its weight in
     [0, 1]; without a mapping every type weighs 1. A mapping requires ``types`` of the same length
     as ``edge_weights``, and a type missing from it raises ValueError. ``trans`` (the reached node's

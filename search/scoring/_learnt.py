@@ -40,7 +40,7 @@ def utility_factor(utility: float | FloatArray, weight: float) -> float | FloatA
     loses up to ×(1 − w). Equal utilities leave the ranking alone; w = 0 turns the factor off.
 
     ``utility`` is one value or an array of them (elementwise), each clamped to [0, 1]; ``weight``
-    (``SearchWeights.utility_weight``) must be in [0, 1]."""
+    (``SearchWeights.outcomes.utility_weight``) must be in [0, 1]."""
     w = _unit_interval(weight, "utility_weight")
     if isinstance(utility, np.ndarray):
         factors: FloatArray = (1.0 - w) + w * np.clip(_scores(utility, "utility"), 0.0, 1.0) / NEUTRAL_UTILITY
@@ -51,7 +51,7 @@ def utility_factor(utility: float | FloatArray, weight: float) -> float | FloatA
 def outcome_evidence(similarities: Sequence[float], outcomes: Sequence[float], floor: float) -> float:
     """What an experience's past outcomes on tasks like the query say (task-conditioned feedback):
     ``Σ w_i·(2·outcome_i − 1)`` with ``w_i = ((cos_i − floor)/(1 − floor))^4`` for the outcomes
-    whose task has cosine ``cos_i`` > ``floor`` (``SearchWeights.outcome_similarity_floor``) with the
+    whose task has cosine ``cos_i`` > ``floor`` (``SearchWeights.outcomes.outcome_similarity_floor``) with the
     query, 0 otherwise. The same task weighs 1; a merely related one next to nothing — an
     experience that failed someone else's kind of task is not held against this one."""
     if len(similarities) != len(outcomes):
@@ -68,7 +68,7 @@ def outcome_evidence(similarities: Sequence[float], outcomes: Sequence[float], f
 
 def context_factor(evidence: float, strength: float) -> float:
     """How past outcomes on similar tasks scale a search score: ``exp(strength·evidence)``, in
-    [0.25, 4] (``strength`` is ``SearchWeights.outcome_weight``). One failure on the same task
+    [0.25, 4] (``strength`` is ``SearchWeights.outcomes.outcome_weight``). One failure on the same task
     with strength 0.7 halves the score; one success doubles it."""
     low, high = CONTEXT_FACTOR_RANGE
     return min(max(math.exp(strength * evidence), low), high)

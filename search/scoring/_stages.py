@@ -49,7 +49,7 @@ def lambda_schedule(
     - ``"constant"``: ``λ(0) = 1``, then ``λ(t) = max(floor, 1 − rate)`` for every t > 0 (a fixed
       blend as soon as any step has been executed).
 
-    ``kind``, ``rate`` and ``floor`` are ``SearchWeights.lambda_kind``, ``lambda_rate`` and
+    ``kind``, ``rate`` and ``floor`` are ``SearchWeights.coarse.lambda_kind``, ``lambda_rate`` and
     ``lambda_floor``. ``rate`` must be finite and ≥ 0; ``floor`` in [0, 1]; otherwise ValueError.
     """
     steps = _finite(t, "t")

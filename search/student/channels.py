@@ -20,7 +20,7 @@ from typing import Any
 
 from kbgraph.core.generalise import generalise_text
 from kbgraph.search.lexical import is_verbose, lucene_query, query_terms
-from kbgraph.search.candidates import ScanPolicy, index_query, nearest
+from kbgraph.search.candidates import index_query, nearest
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import ConceptHit
 from kbgraph.search.scoring import neo4j_to_cosine
@@ -93,7 +93,7 @@ def filter_params(namespace: str, flt: SearchFilters, query: SearchQuery, w: Sea
         "min_success": flt.min_success, "min_quality": flt.min_quality, "agent": query.agent,
         # Candidate generation ranks other domains' hits as scoring will: an unrelated domain
         # (distance 1) transfers with exp(−1/τ).
-        "domain": query.domain, "other_domain": math.exp(-1.0 / w.tau),
+        "domain": query.domain, "other_domain": math.exp(-1.0 / w.coarse.tau),
     }
 
 
@@ -102,8 +102,8 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
     candidates; the meta-concept search is left running (:attr:`Gathered.concepts`)."""
     q, w = run.query, run.weights
     query_text = generalise_text(q.full_text())
-    drop_stop_words = w.lexical_stop_words == "drop" or (
-        w.lexical_stop_words == "auto" and is_verbose(query_text, w.verbose_query_terms))
+    drop_stop_words = w.lexical.stop_words == "drop" or (
+        w.lexical.stop_words == "auto" and is_verbose(query_text, w.lexical.verbose_query_terms))
     text = lucene_query(query_text, stop_words=drop_stop_words)
     terms = query_terms(query_text, stop_words=drop_stop_words)
     jobs: dict[str, Future[Any]] = {}
@@ -111,11 +111,11 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
     if run.pg is not None:
         jobs["vector:experience_pg_embedding"] = executor.submit(
             _vector_channel, ctx, run, "experience_pg_embedding", run.pg)
-    omega = w.structure_weight if run.steps else max(w.task_structure_weight, w.intent_structure_weight)
+    omega = w.coarse.structure_weight if run.steps else max(w.coarse.task_structure_weight, w.coarse.intent_structure_weight)
     if run.task is not None and omega > 0 and ctx.domain_has_steps(q.domain):
         jobs["vector:experience_structure_embedding"] = executor.submit(
             _vector_channel, ctx, run, "experience_structure_embedding", run.task)
-    if text is not None and w.alpha > 0:
+    if text is not None and w.lexical.alpha > 0:
         jobs["fulltext:experience_text"] = executor.submit(_fulltext_channel, ctx, run, text, terms)
     step_jobs = [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
     intent = IntentMatcher.of(ctx, run) if uses_intent(run) else None
@@ -130,7 +130,7 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
         gathered.add(job.result(), channel)
     gathered.evidence = [job.result() for job in step_jobs]
     for evidence in gathered.evidence:  # rows come best first
-        gathered.add(evidence.rows[: w.step_candidates], "vector:step_embedding")
+        gathered.add(evidence.rows[: w.selection.step_candidates], "vector:step_embedding")
     return gathered
 
 
@@ -141,16 +141,16 @@ def _vector_channel(ctx: SearchContext, run: Run, index: str, vector: list[float
     query = index_query(ctx.gateway, "search_experience_vectors", index)
 
     def fetch(n: int) -> tuple[int, list[ChannelHit]]:
-        row = ctx.gateway.read(query, index=index, fetch=n, vector=vector, k=w.candidates, **params)[0]
+        row = ctx.gateway.read(query, index=index, fetch=n, vector=vector, k=w.selection.candidates, **params)[0]
         ctx.pass_rates.learn(_pass_rate_key(index, params), int(row["fetched"]), int(row["passed_same"]))
         return int(row["fetched"]), [ChannelHit.from_record(r) for r in row["rows"]]
 
     def scan() -> list[ChannelHit]:
         return [ChannelHit.from_record(r) for r in ctx.gateway.read(
-            "search_experience_scan", property=_EXPERIENCE_INDEXES[index], vector=vector, k=w.candidates, **params)]
+            "search_experience_scan", property=_EXPERIENCE_INDEXES[index], vector=vector, k=w.selection.candidates, **params)]
 
-    result = nearest(ScanPolicy.of(w), ctx.size.get(w.exact_scan_max).experiences, w.candidates, scan=scan,
-                     fetch=fetch, first=ctx.pass_rates.first(_pass_rate_key(index, params), w.candidates, w.overfetch_limit),
+    result = nearest(w.scan, ctx.size.get(w.scan.exact_scan_max).experiences, w.selection.candidates, scan=scan,
+                     fetch=fetch, first=ctx.pass_rates.first(_pass_rate_key(index, params), w.selection.candidates, w.scan.overfetch_limit),
                      fall_back=True)
     if result.fell_back:
         run.notes.append(f"{index}: other namespaces or filters crowd the index; scanned namespace {ctx.namespace!r} exactly")
@@ -166,17 +166,17 @@ def _fulltext_channel(ctx: SearchContext, run: Run, text: str, terms: list[str])
     w, params = run.weights, run.params
 
     def fetch(n: int) -> tuple[int, list[ChannelHit]]:
-        row = ctx.gateway.read("search_experience_fulltext", text=text, fetch=n, k=w.candidates, **params)[0]
+        row = ctx.gateway.read("search_experience_fulltext", text=text, fetch=n, k=w.selection.candidates, **params)[0]
         ctx.pass_rates.learn(_pass_rate_key("experience_text", params), int(row["fetched"]), int(row["passed_same"]))
         return int(row["fetched"]), [ChannelHit.from_record(r) for r in row["rows"]]
 
     # No fall-back scan above exact_scan_max: reading every text of a large namespace costs more
     # than the few candidates the index could not give.
-    result = nearest(ScanPolicy.of(w), ctx.size.get(w.exact_scan_max).experiences, w.candidates,
+    result = nearest(w.scan, ctx.size.get(w.scan.exact_scan_max).experiences, w.selection.candidates,
                      scan=lambda: _lexical_scan(ctx, run, terms), fetch=fetch,
-                     first=ctx.pass_rates.first(_pass_rate_key("experience_text", params), w.candidates, w.overfetch_limit))
+                     first=ctx.pass_rates.first(_pass_rate_key("experience_text", params), w.selection.candidates, w.scan.overfetch_limit))
     if result.limit_hit:
-        run.notes.append(f"full-text channel: only {len(result.rows)} of {w.candidates} candidates within the "
+        run.notes.append(f"full-text channel: only {len(result.rows)} of {w.selection.candidates} candidates within the "
                          f"first {result.fetched} index hits (others belong to other namespaces or filters)")
     return result.rows
 
@@ -193,7 +193,7 @@ def _lexical_scan(ctx: SearchContext, run: Run, terms: list[str]) -> list[Channe
          for i, score in corpus.scores(terms).items() if score > 0),
         key=lambda item: (-item[0], item[1]),
     )
-    return [ChannelHit(hit_id, score) for _, hit_id, score in ranked[: run.weights.candidates]]
+    return [ChannelHit(hit_id, score) for _, hit_id, score in ranked[: run.weights.selection.candidates]]
 
 
 def _step_channel(ctx: SearchContext, run: Run, vector: list[float]) -> StepEvidence:
@@ -202,22 +202,22 @@ def _step_channel(ctx: SearchContext, run: Run, vector: list[float]) -> StepEvid
     query = index_query(ctx.gateway, "search_step_vectors", "step_text_embedding")
 
     def fetch(n: int) -> tuple[int, list[ChannelHit]]:
-        row = ctx.gateway.read(query, vector=vector, fetch=n, k=w.candidates, **params)[0]
+        row = ctx.gateway.read(query, vector=vector, fetch=n, k=w.selection.candidates, **params)[0]
         cutoff[0] = float(row["cutoff"] or 0.0)
         return int(row["fetched"]), [ChannelHit.from_record(r) for r in row["rows"]]
 
     def scan() -> list[ChannelHit]:
-        rows = ctx.gateway.read("search_step_scan", vector=vector, k=w.candidates, **params)[0]["rows"]
+        rows = ctx.gateway.read("search_step_scan", vector=vector, k=w.selection.candidates, **params)[0]["rows"]
         return [ChannelHit.from_record(r) for r in rows]
 
     # Above exact_scan_max steps, one request and no growth: many experiences share a step (every
     # retail task starts by finding the user), and asking for more would only confirm what the
     # bound says.
-    first = w.candidates * 2
-    result = nearest(ScanPolicy.of(w), ctx.size.get(w.exact_scan_max).steps, w.candidates, scan=scan, fetch=fetch,
+    first = w.selection.candidates * 2
+    result = nearest(w.scan, ctx.size.get(w.scan.exact_scan_max).steps, w.selection.candidates, scan=scan, fetch=fetch,
                      first=first, limit=first)
     best = {r.id: max(0.0, neo4j_to_cosine(r.score)) for r in result.rows}
-    if len(result.rows) >= w.candidates:  # truncated to the k best experiences
+    if len(result.rows) >= w.selection.candidates:  # truncated to the k best experiences
         bound = min(best.values())
     elif result.exact or result.exhausted:  # every step there is was scored
         bound = 0.0
@@ -227,23 +227,23 @@ def _step_channel(ctx: SearchContext, run: Run, vector: list[float]) -> StepEvid
 
 
 def concepts(ctx: SearchContext, vector: list[float], w: SearchWeights) -> list[ConceptHit]:
-    """The meta-concept documents nearest to ``vector`` (``w.concepts`` of them)."""
-    if w.concepts == 0:
+    """The meta-concept documents nearest to ``vector`` (``w.selection.concepts`` of them)."""
+    if w.selection.concepts == 0:
         return []
     query = index_query(ctx.gateway, "search_meta_concepts", "meta_concept_embedding")
 
     def fetch(n: int) -> tuple[int, list[ConceptHit]]:
-        row = ctx.gateway.read(query, kb=ctx.namespace, vector=vector, fetch=n, k=w.concepts)[0]
+        row = ctx.gateway.read(query, kb=ctx.namespace, vector=vector, fetch=n, k=w.selection.concepts)[0]
         return int(row["fetched"]), [_concept_hit(r) for r in row["rows"]]
 
     def scan() -> list[ConceptHit]:
         # A namespace holds tens of documents: scoring them all is one cheap request, where the
         # shared index, crowded by other namespaces' documents, needs growing requests.
-        rows = ctx.gateway.read("search_meta_concepts_scan", kb=ctx.namespace, vector=vector, k=w.concepts)[0]["rows"]
+        rows = ctx.gateway.read("search_meta_concepts_scan", kb=ctx.namespace, vector=vector, k=w.selection.concepts)[0]["rows"]
         return [_concept_hit(r) for r in rows]
 
-    return nearest(ScanPolicy.of(w), ctx.size.get(w.exact_scan_max).meta_concepts, w.concepts, scan=scan,
-                   fetch=fetch, first=w.concepts * 10, fall_back=True).rows
+    return nearest(w.scan, ctx.size.get(w.scan.exact_scan_max).meta_concepts, w.selection.concepts, scan=scan,
+                   fetch=fetch, first=w.selection.concepts * 10, fall_back=True).rows
 
 
 def _concept_hit(r: Mapping[str, Any]) -> ConceptHit:

@@ -287,9 +287,9 @@ class Run:
         """What a success of a way that hands the task to a human counts: ``handoff_credit``, or in
         full when the request itself asks for a human (kbgraph.search.handoff.asks_for_a_human):
         the handoff is then what was asked, not a request passed on."""
-        if self.weights.intent_human_asks and asks_for_a_human(self.query.full_text()):
+        if self.weights.intent.human_asks and asks_for_a_human(self.query.full_text()):
             return 1.0
-        return self.weights.handoff_credit
+        return self.weights.outcomes.handoff_credit
 
     @property
     def anchor(self) -> list[float]:

@@ -46,7 +46,7 @@ def attach_facts(ctx: SearchContext, run: Run, gathered: Gathered) -> dict[str, 
         # How much of the request the best candidate covers; with lexical_scale=coverage every
         # candidate is scored that way (against the request, not against the best candidate).
         gathered.coverage = min(1.0, max(raw) / ceiling) if ceiling > 0 else 0.0
-        scale = ceiling if ceiling > 0 and w.lexical_scale == "coverage" else None
+        scale = ceiling if ceiling > 0 and w.lexical.scale == "coverage" else None
         for c, value in zip(with_facts, raw, strict=True):
             c.lexical = value if scale is None else min(1.0, value / scale)
     return workflow_facts

@@ -43,26 +43,26 @@ class Reached:
 
 
 def traverse(ctx: SearchContext, run: Run, breakdowns: dict[str, Parts]) -> dict[str, Reached]:
-    """The nodes reached from the ``w.seeds`` best direct hits within ``w.max_hops``, by id."""
+    """The nodes reached from the ``w.traversal.seeds`` best direct hits within ``w.traversal.max_hops``, by id."""
     w, domain, excluded = run.weights, run.query.domain, run.excluded
     pg = run.pg_or_anchor
-    if w.max_hops == 0:
+    if w.traversal.max_hops == 0:
         return {}
     reached = ways_past_failure(ctx, run, breakdowns)
-    if w.seeds == 0 or not breakdowns:
+    if w.traversal.seeds == 0 or not breakdowns:
         return reached
-    seeds = sorted(breakdowns.items(), key=lambda item: (-item[1].direct, item[0]))[: w.seeds]
-    type_weights = {t.value: weight for t, weight in w.edge_weights.items()}
+    seeds = sorted(breakdowns.items(), key=lambda item: (-item[1].direct, item[0]))[: w.traversal.seeds]
+    type_weights = {t.value: weight for t, weight in w.traversal.edge_weights.items()}
     frontier: dict[str, tuple[str, float, list[PathHop]]] = {sid: (sid, b.direct, []) for sid, b in seeds}
     visited = set(frontier)
 
     def neighbours(of: list[str]) -> list[Neighbour]:
-        result = ctx.gateway.read("search_neighbours", seeds=of, pg=pg, per_seed=w.neighbours_per_seed,
+        result = ctx.gateway.read("search_neighbours", seeds=of, pg=pg, per_seed=w.traversal.neighbours_per_seed,
                                   decay=ctx.utility_decay, **run.params)
         # A node deleted while the query read it comes back without an id: it is dropped.
         return [Neighbour.from_record(row) for record in result for row in record["rows"] if row["id"] is not None]
 
-    for _hop in range(w.max_hops):
+    for _hop in range(w.traversal.max_hops):
         if not frontier:
             break
         # Halves keep the seeds' order, so the rows come in the order one request gives them.
@@ -82,8 +82,8 @@ def traverse(ctx: SearchContext, run: Run, breakdowns: dict[str, Parts]) -> dict
                 from_id=row.seed, to_id=node_id, weight=edge_weight, reason=row.reason,
             )
             path = [*hops, hop]
-            new_chain = path_score(chain, [edge_weight], w.hop_decay, type_weights, [relation.value])
-            trans = ctx.trans(domain, row.domain, w.tau)
+            new_chain = path_score(chain, [edge_weight], w.traversal.hop_decay, type_weights, [relation.value])
+            trans = ctx.trans(domain, row.domain, w.coarse.tau)
             score = new_chain * trans
             best = reached.get(node_id)
             if best is None or score > best.score:
@@ -92,7 +92,7 @@ def traverse(ctx: SearchContext, run: Run, breakdowns: dict[str, Parts]) -> dict
             if node_id not in visited and (previous is None or new_chain > previous[1]):
                 next_frontier[node_id] = (seed, new_chain, path)
         visited |= set(next_frontier)
-        frontier = dict(sorted(next_frontier.items(), key=lambda item: (-item[1][1], item[0]))[: w.seeds])
+        frontier = dict(sorted(next_frontier.items(), key=lambda item: (-item[1][1], item[0]))[: w.traversal.seeds])
     return reached
 
 
@@ -121,7 +121,7 @@ def ways_past_failure(ctx: SearchContext, run: Run, breakdowns: dict[str, Parts]
         hop = PathHop(relation=RelationType.ALTERNATIVE, direction="in", from_id=failure.failure, to_id=failure.id,
                       weight=effectiveness, reason=f"got past the same failure ({failure.description}): "
                                                    f"{failure.recovery}".strip())
-        trans = ctx.trans(run.query.domain, node.domain, run.weights.tau)
+        trans = ctx.trans(run.query.domain, node.domain, run.weights.coarse.tau)
         # No hop decay: the way is reached from the query's own failure, not from another hit.
         chain = path_score(anchor, [effectiveness], 1.0)
         reached[failure.id] = Reached(failure.id, failure.failure, chain, [hop], node, chain * trans)

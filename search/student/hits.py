@@ -65,13 +65,13 @@ def pool_of(ctx: SearchContext, run: Run, scores: Scores, reached: dict[str, Rea
             facts = node.facts
             explained = ScoreBreakdown(
                 semantic=max(0.0, neo4j_to_cosine(facts.semantic)) if facts.semantic is not None else 0.0,
-                trans=ctx.trans(run.query.domain, facts.domain, w.tau),
+                trans=ctx.trans(run.query.domain, facts.domain, w.coarse.tau),
                 success=facts.success_rate,
-                support=support_score(facts.support, w.support_saturation),
+                support=support_score(facts.support, w.outcomes.support_saturation),
                 quality=facts.quality,
                 utility=round(min(max(facts.utility, 0.0), 1.0), 6),
             )
-            b = Parts({**dict(explained), "utility_factor": round(utility_factor(explained.utility or 0.0, w.utility_weight), 6)})
+            b = Parts({**dict(explained), "utility_factor": round(utility_factor(explained.utility or 0.0, w.outcomes.utility_weight), 6)})
             node.score *= b.utility_factor
             entries[node.id] = (node.score, b, [f"edge:{node.hops[-1].relation.value}"], node)
             pool.scopes[node.id] = facts.scope
@@ -90,14 +90,14 @@ def select(ctx: SearchContext, run: Run, pool: Pool) -> tuple[list[str], dict[st
     """The ids to return, best first, and the failed attempts attached to them."""
     w, k = run.weights, run.k
     ranked = sorted(
-        ((score, hit_id) for hit_id, (score, *_rest) in pool.entries.items() if score >= w.threshold),
+        ((score, hit_id) for hit_id, (score, *_rest) in pool.entries.items() if score >= w.selection.threshold),
         key=lambda pair: (-pair[0], pair[1]),
     )
     attempts = _failed_attempts(ctx, ranked, pool.facts, k, w)
     if attempts:
         attached = {f for found in attempts.values() for f, _ in found}
         ranked = [pair for pair in ranked if pair[1] not in attached]
-    if run.query.agent and w.shared_first:
+    if run.query.agent and w.selection.shared_first:
         # EDV hierarchical retrieval: the shared bank first; the agent's private bank tops up.
         shared = [pair for pair in ranked if pool.scopes.get(pair[1]) != "private"]
         chosen = _diversify(ctx, shared, k, w, pool.facts)
@@ -127,7 +127,7 @@ def _failed_attempts(
     attached: dict[str, list[tuple[str, float]]] = {}
     for failed_id in failed:
         score, hit_id = max(((_cosine(vectors, failed_id, h), h) for h in worked), key=lambda p: (p[0], p[1]))
-        if score >= w.same_task_similarity:
+        if score >= w.selection.same_task_similarity:
             attached.setdefault(hit_id, []).append((failed_id, round(score, 6)))
     for found in attached.values():
         found.sort(key=lambda pair: (-pair[1], pair[0]))
@@ -138,7 +138,7 @@ def _diversify(
     ctx: SearchContext, ranked: list[tuple[float, str]], k: int, w: SearchWeights, facts: dict[str, NodeFacts],
 ) -> list[str]:
     pool = ranked[: k * _MMR_POOL]
-    if w.mmr_lambda >= 1.0 or len(pool) <= 1:
+    if w.selection.mmr_lambda >= 1.0 or len(pool) <= 1:
         return [hit_id for _, hit_id in pool[:k]]
     ids = [hit_id for _, hit_id in pool]
     vectors = ctx.unit_pg_vectors(ids, facts)
@@ -147,7 +147,7 @@ def _diversify(
     if present:  # a hit stored without a vector is like no other
         matrix = np.stack([vectors[ids[i]] for i in present]).astype(np.float64)
         similarity[np.ix_(present, present)] = np.clip(matrix @ matrix.T, -1.0, 1.0)
-    order = mmr_from_similarity(np.array([score for score, _ in pool]), similarity, k, w.mmr_lambda)
+    order = mmr_from_similarity(np.array([score for score, _ in pool]), similarity, k, w.selection.mmr_lambda)
     return [ids[i] for i in order]
 
 

@@ -18,8 +18,8 @@ are its state-changing operations (``cancel_pending_order``), read as words
 4. takes an ask for a human ("put me through to a real person",
    :func:`kbgraph.search.handoff.asks_for_a_human`) as answered by the operations that hand the task
    to one (``transfer_to_human_agents``): their cosine with that ask is 1, whatever MiniLM makes of
-   "a real person" and "human agents" (setting ``intent_human_asks``);
-5. moves an ask's cosine with an operation by ``intent_state_shift`` towards the operations whose
+   "a real person" and "human agents" (setting ``intent.human_asks``);
+5. moves an ask's cosine with an operation by ``intent.state_shift`` towards the operations whose
    names need the state the ask says its object is in ("the boots that came" →
    ``exchange_delivered_order_items``) and away from those of another state
    (:mod:`kbgraph.search.order_state`);
@@ -69,7 +69,7 @@ INTENT_CHANNEL = "intent:operations"
 
 def uses_intent(run: Run) -> bool:
     """The intent match takes part: a request with words and without executed steps, and a weight."""
-    return not run.steps and run.pg is not None and run.weights.intent_weight > 0
+    return not run.steps and run.pg is not None and run.weights.intent.weight > 0
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,8 @@ class IntentMatcher:
     def __init__(self, run: Run, vectors: IntentVectors, asks: list[str]):
         assert run.pg is not None
         self._vectors = vectors
-        self._penalty = run.weights.intent_unasked_penalty
-        self._one_ask_penalty = run.weights.intent_one_ask_penalty
+        self._penalty = run.weights.intent.unasked_penalty
+        self._one_ask_penalty = run.weights.intent.one_ask_penalty
         self.asks = asks
         self._whole = unit_rows(np.asarray([run.pg], dtype=np.float64))[0]
         # The asks are this request's own: embedded here, not kept with the memory's texts.
@@ -97,10 +97,10 @@ class IntentMatcher:
                              else self._whole[None, :])
         self._known: dict[tuple[str | None, tuple[str, ...]], IntentScore] = {}
         #: The asks that ask for a human (:func:`~kbgraph.search.handoff.asks_for_a_human`).
-        self._human = np.array([run.weights.intent_human_asks and asks_for_a_human(ask) for ask in asks] or [False],
+        self._human = np.array([run.weights.intent.human_asks and asks_for_a_human(ask) for ask in asks] or [False],
                                dtype=bool)
         #: The one state each ask says its object is in, if it says exactly one (kbgraph.search.order_state).
-        self._state_shift = run.weights.intent_state_shift
+        self._state_shift = run.weights.intent.state_shift
         self._states = [_one_state(ask) if self._state_shift > 0 else None for ask in asks] or [None]
         #: The memory holds workflows of the request's domain (:meth:`know`): the match is then with
         #: the operations of its own domain, not a guess across domains.
@@ -112,7 +112,7 @@ class IntentMatcher:
         self._history: WordOperationCounts | None = None
         #: One operation's association with the request's words (-1) or an ask's (:meth:`_said`).
         self._associations: dict[tuple[int, str], float | None] = {}
-        self._history_weight = run.weights.intent_history_weight
+        self._history_weight = run.weights.intent.history_weight
         # Each ask's own words, only where the history is read (η > 0) and there are several asks.
         self._ask_words = ([query_terms(ask, HISTORY_TERMS) for ask in asks]
                            if len(asks) > 1 and self._history_weight > 0 else [])
@@ -211,7 +211,7 @@ class IntentMatcher:
         return self._associations[key]
 
     def _state_shifts(self, operations: Sequence[str]) -> npt.NDArray[np.float64]:
-        """asks × ``operations``: ``intent_state_shift`` where an ask says the state an operation's
+        """asks × ``operations``: ``intent.state_shift`` where an ask says the state an operation's
         name needs, minus it where the operation needs another state, 0 elsewhere."""
         shifts = np.zeros((len(self._states), len(operations)))
         if not any(self._states):
@@ -304,7 +304,7 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     :class:`ChannelHit`. Another domain than the query's is discounted as the other channels do."""
     params, w = run.params, run.weights
     # One request: the workflows and, when the history takes part, the history of requests.
-    workflows, history = ctx.intent_rows(params, history=w.intent_history_weight > 0)
+    workflows, history = ctx.intent_rows(params, history=w.intent.history_weight > 0)
     domain, other = params["domain"], float(params["other_domain"])
     matcher.know(workflows.known_operations(domain), home=workflows.holds(domain))
     if history is not None:
@@ -313,7 +313,7 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     scores = matcher.table_scores(workflows.table) * discount
     # Best first; equal scores in (domain, operations) order.
     out: list[ChannelHit] = []
-    for i in np.lexsort((workflows.tie_order, -scores))[: w.intent_candidates]:
+    for i in np.lexsort((workflows.tie_order, -scores))[: w.intent.candidates]:
         out += [ChannelHit(exp_id, float(scores[i])) for exp_id in workflows.members[workflows.keys[i]]]
     return out
 

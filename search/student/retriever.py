@@ -148,8 +148,8 @@ class StudentRetriever:
         if k > MAX_K:
             notes.append(f"k={k} is more than one search returns; clamped to {MAX_K}")
             k = MAX_K
-        if k > w.candidates:  # each channel must be able to fill the list on its own
-            w = w.merged({"candidates": k})
+        if k > w.selection.candidates:  # each channel must be able to fill the list on its own
+            w = w.merged({"selection.candidates": k})
         timings: dict[str, float] = {}
         context = self._context
         with _timed(timings, "embed"):
@@ -197,7 +197,7 @@ class StudentRetriever:
         """
         pg_text = generalise_text(q.pg_text())
         task_text = generalise_text(q.task.strip()) or pg_text
-        if q.steps_so_far and w.structure_query_steps:
+        if q.steps_so_far and w.coarse.query_steps:
             # As a stored shape (Experience.structure_text): a generic call as the tool it called,
             # less the calls that failed for the moment.
             flow = " -> ".join(counted_tool(s.action, s.arguments) for s in q.steps_so_far

@@ -44,11 +44,11 @@ class Scores:
 def score_candidates(ctx: SearchContext, run: Run, gathered: Gathered,
                      workflow_facts: dict[str, CandidateFacts]) -> Scores:
     w = run.weights
-    lam = lambda_schedule(len(run.steps), w.lambda_kind, w.lambda_rate, w.lambda_floor) if run.steps else 1.0
+    lam = lambda_schedule(len(run.steps), w.coarse.lambda_kind, w.coarse.lambda_rate, w.coarse.lambda_floor) if run.steps else 1.0
     scored = [c for c in gathered.candidates.values() if c.facts is not None and not is_excluded(c.facts, run.excluded)]
     breakdowns = _direct(ctx, run, scored, gathered.evidence, lam, gathered.coverage, gathered.intent)
     # Workflows: each abstract experience scores as its best instance that worked.
-    workflows = _workflows(ctx, run, scored, breakdowns, workflow_facts) if w.workflows else {}
+    workflows = _workflows(ctx, run, scored, breakdowns, workflow_facts) if w.selection.workflows else {}
     return Scores(scored, breakdowns, workflows)
 
 
@@ -78,14 +78,14 @@ def _direct(
     fine = np.array([fine_score([e.best.get(f.id, e.bound) for e in evidence]) if f.has_steps else 0.0
                      for f in facts])
     # A record without steps of another domain carries nothing here (carried_over).
-    trans = np.array([carried_over(ctx.trans(domain, f.domain, w.tau), ctx.same_domain(domain, f.domain),
+    trans = np.array([carried_over(ctx.trans(domain, f.domain, w.coarse.tau), ctx.same_domain(domain, f.domain),
                                    f.has_steps or f.kind == "abstract") for f in facts])
     # A way that hands the task to a human counts its successes at handoff_credit (search/handoff.py),
     # in full when the request asks for a human (Run.handoff_credit).
     credit = run.handoff_credit
     success = np.clip(np.array([f.success_rate * (credit if f.hands_off else 1.0)
                                 for f in facts]), 0.0, 1.0)
-    support = np.array([support_score(f.remaining, w.support_saturation) for f in facts])
+    support = np.array([support_score(f.remaining, w.outcomes.support_saturation) for f in facts])
     quality = np.clip(np.array([f.quality for f in facts]), 0.0, 1.0)
     utility = np.clip(np.array([f.utility for f in facts]), 0.0, 1.0)
     share = np.clip(np.array([f.share for f in facts]), 0.0, 1.0)
@@ -95,30 +95,30 @@ def _direct(
     lam_used = lam if (has_text or has_flow) else 0.0
     # Without executed steps the query's shape comes from its words alone: the less of them the
     # memory's texts cover, the more the request is only an intent, which the workflow shape matches.
-    no_step_omega = max(w.task_structure_weight, w.intent_structure_weight * (1.0 - coverage))
+    no_step_omega = max(w.coarse.task_structure_weight, w.coarse.intent_structure_weight * (1.0 - coverage))
     # What each candidate's workflow changes against what the request asks (a record without steps
     # has no operations: its coarse score stays as it is).
     matches = intent.scores([(f.operations, f.domain) if f.operations is not None and (f.has_steps or f.kind == "abstract")
                              else None for f in facts]) \
         if intent is not None else [None] * len(facts)
-    iota = w.intent_weight if intent is not None else 0.0
+    iota = w.intent.weight if intent is not None else 0.0
     # The ramp and the spread trust the match with the operations of the request's own domain; a
     # request of a domain the memory holds no workflow of is matched across domains, scaled by novelty.
     home = intent is None or intent.home
     if iota > 0 and semantic.size:
-        scale = "novelty" if w.intent_scale == "ramp" and not home else w.intent_scale
-        iota = intent_share(iota, float(semantic.max()), scale, w.intent_new_below, w.intent_known_above)
+        scale = "novelty" if w.intent.scale == "ramp" and not home else w.intent.scale
+        iota = intent_share(iota, float(semantic.max()), scale, w.intent.new_below, w.intent.known_above)
     parts = direct_scores(
         semantic=semantic, structural=structural, has_structure=has_structure, fine=fine,
         lexical=np.array([c.lexical for c in scored]), trans=trans, success=success, support=support,
-        quality=quality, structure_weight=(w.structure_weight if evidence else no_step_omega) if has_text else 1.0,
-        lexical_normalised=w.lexical_scale == "coverage",
-        lam=lam_used, alpha=w.alpha,
-        success_floor=w.success_floor, support_weight=w.support_weight, quality_weight=w.quality_weight,
-        utility=utility, utility_weight=w.utility_weight, share=share,
+        quality=quality, structure_weight=(w.coarse.structure_weight if evidence else no_step_omega) if has_text else 1.0,
+        lexical_normalised=w.lexical.scale == "coverage",
+        lam=lam_used, alpha=w.lexical.alpha,
+        success_floor=w.outcomes.success_floor, support_weight=w.outcomes.support_weight, quality_weight=w.outcomes.quality_weight,
+        utility=utility, utility_weight=w.outcomes.utility_weight, share=share,
         intent=np.array([m.score if m is not None else 0.0 for m in matches]),
         has_intent=np.array([m is not None for m in matches]), intent_weight=iota,
-        intent_spread=w.intent_spread and home,
+        intent_spread=w.intent.spread and home,
     )
     parts["direct"] = parts["direct"] * context
     out: dict[str, Parts] = {}
@@ -141,7 +141,7 @@ def _direct(
             intent_learnt=round(match.learnt, 6) if match is not None else None,
             direct=float(parts["direct"][i]), final=float(parts["direct"][i]),
         ))
-    coarse_cut = [c.id for i, c in enumerate(scored) if parts["coarse"][i] < w.theta_coarse and has_text]
+    coarse_cut = [c.id for i, c in enumerate(scored) if parts["coarse"][i] < w.coarse.theta and has_text]
     for cut in coarse_cut:
         del out[cut]
     return out
@@ -166,7 +166,7 @@ def _workflows(
         breakdown = breakdowns.get(c.id)
         if facts is None or breakdown is None or facts.workflow is None or facts.remaining == 0:
             continue
-        relevance = fit_score(breakdown.stage, breakdown.trans, breakdown.success, breakdown.share, w.success_floor)
+        relevance = fit_score(breakdown.stage, breakdown.trans, breakdown.success, breakdown.share, w.outcomes.success_floor)
         workflow_id = facts.workflow.id
         if workflow_id not in best or relevance > best[workflow_id][0]:
             best[workflow_id] = (relevance, c)
@@ -177,7 +177,7 @@ def _workflows(
     missing = [i for i in sorted(best) if i not in known]
     if missing:
         known.update({row.id: row for row in read_facts(
-            ctx, missing, run.pg_or_anchor, run.task_or_anchor, run.excluded, params, w.handoff_credit)})
+            ctx, missing, run.pg_or_anchor, run.task_or_anchor, run.excluded, params, w.outcomes.handoff_credit)})
     out: dict[str, tuple[float, Parts, Reached]] = {}
     for workflow_id, (relevance, member) in best.items():
         facts = known.get(workflow_id)
@@ -185,9 +185,9 @@ def _workflows(
             continue  # filtered out (status, domain)
         support = breakdowns[member.id].support
         utility = min(max(facts.utility, 0.0), 1.0)
-        by_utility, context = utility_factor(utility, w.utility_weight), outcome_context(facts, w, has_text)
+        by_utility, context = utility_factor(utility, w.outcomes.utility_weight), outcome_context(facts, w, has_text)
         # The workflow ranks right above the run that speaks for it (WORKFLOW_FIRST breaks the tie).
-        score = workflow_score(min(relevance, 1.0), support, w.support_weight) * by_utility * context + WORKFLOW_FIRST
+        score = workflow_score(min(relevance, 1.0), support, w.outcomes.support_weight) * by_utility * context + WORKFLOW_FIRST
         b = breakdowns[member.id].updated(
             support=round(support, 6), utility=round(utility, 6), utility_factor=round(by_utility, 6),
             context=round(context, 6), outcomes=len(facts.outcomes),
@@ -206,5 +206,5 @@ def outcome_context(facts: CandidateFacts, w: SearchWeights, has_text: bool) -> 
     if not has_text or not facts.outcomes:
         return 1.0
     evidence = outcome_evidence([neo4j_to_cosine(score) for score, _ in facts.outcomes],
-                                [outcome for _, outcome in facts.outcomes], w.outcome_similarity_floor)
-    return context_factor(evidence, w.outcome_weight)
+                                [outcome for _, outcome in facts.outcomes], w.outcomes.outcome_similarity_floor)
+    return context_factor(evidence, w.outcomes.outcome_weight)

@@ -83,10 +83,11 @@ criticism channel's groups, counts and order; the formulas are
 
 from __future__ import annotations
 
+from kbgraph.search.params import MAX_K
 from kbgraph.search.scoring import UNKNOWN_ISSUE_TYPES, execution_similarity, issue_similarity
 from kbgraph.search.teacher._failures import error_class
 from kbgraph.search.teacher._params import (
-    ERROR_CHARS, MAX_ACTION_CHARS, MAX_K, MAX_NAME_CHARS, MAX_PROBLEMATIC_STEPS, MAX_TEXT_CHARS, ProblematicStep,
+    ERROR_CHARS, MAX_ACTION_CHARS, MAX_NAME_CHARS, MAX_PROBLEMATIC_STEPS, MAX_TEXT_CHARS, ProblematicStep,
     RefineRequest, RefineWeights, failure_query_text, parse_refine_request, step_query_text,
 )
 from kbgraph.search.teacher._results import (

@@ -17,11 +17,11 @@ from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.experience_rules import classify_issue
 from kbgraph.core.generalise import describe_step, generalise_text, humanise_action
 from kbgraph.core.recovery import error_signature
+from kbgraph.core.weights import ExactScanMax, OverfetchLimit
+from kbgraph.search.params import MAX_K  # ``k`` above it is clamped (with a note in the results), as for search
 
 #: At most this many problematic steps per call.
 MAX_PROBLEMATIC_STEPS = 50
-#: ``k`` above this is clamped (with a note in the results).
-MAX_K = 100
 MAX_ACTION_CHARS = 200
 MAX_NAME_CHARS = 200
 MAX_TEXT_CHARS = 10_000
@@ -163,8 +163,8 @@ class RefineWeights(BaseModel):
     missing_precision: float = 0.5
     precision_floor: float = 0.5
     failure_weight: float = 0.5
-    exact_scan_max: int | None = Field(default=None, ge=0, le=100_000)
-    overfetch_limit: int | None = Field(default=None, ge=1, le=100_000)
+    exact_scan_max: ExactScanMax | None = None
+    overfetch_limit: OverfetchLimit | None = None
 
     @field_validator("w_func", "w_exec", "same_issue", "different_issue", "unknown_issue", "missing_resolution",
                      "missing_precision", "precision_floor", "failure_weight", mode="before")

@@ -14,7 +14,7 @@ from typing import Any, Final, TypedDict
 from kbgraph.embedders import Embedder
 from kbgraph.core.weights import SearchWeights
 from kbgraph.store.gateway import Neo4jGateway, Row
-from kbgraph.search.candidates import GROWTH, MAX_FIRST_FACTOR, Nearest, ScanPolicy, index_query, nearest
+from kbgraph.search.candidates import GROWTH, MAX_FIRST_FACTOR, Nearest, index_query, nearest
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.overfetch import overfetch
 from kbgraph.search.scoring import (
@@ -91,7 +91,7 @@ class TeacherRetriever:
         self._size = size or NamespaceSize(gateway, namespace)
         #: When the namespace is scanned exactly and how far an index is asked: the search settings'
         #: exact_scan_max and overfetch_limit, unless a call's RefineWeights give their own.
-        self.policy = ScanPolicy.of(settings or SearchWeights())
+        self.policy = (settings or SearchWeights()).scan
 
     def refine(
         self,

@@ -79,9 +79,18 @@ def test_falling_back_scans_the_namespace_when_the_index_cannot_fill_the_list() 
 
 def test_the_policy_is_the_search_settings() -> None:
     weights = SearchWeights(exact_scan_max=7, overfetch_limit=99)
-    assert ScanPolicy.of(weights) == ScanPolicy(7, 99)
-    assert ScanPolicy() == ScanPolicy.of(SearchWeights())
+    assert weights.scan == ScanPolicy(exact_scan_max=7, overfetch_limit=99)
+    assert ScanPolicy() == SearchWeights().scan
     assert ScanPolicy(exact_scan_max=7).scans(7) and not ScanPolicy(exact_scan_max=7).scans(8)
+
+
+def test_a_call_overrides_only_the_limits_it_gives_and_within_their_bounds() -> None:
+    policy = ScanPolicy(exact_scan_max=7, overfetch_limit=99)
+    assert policy.overridden(None, None) == policy
+    assert policy.overridden(0, None) == ScanPolicy(exact_scan_max=0, overfetch_limit=99)
+    assert policy.overridden(None, 5) == ScanPolicy(exact_scan_max=7, overfetch_limit=5)
+    with pytest.raises(ValueError, match="overfetch_limit"):
+        policy.overridden(None, 0)
 
 
 def test_a_first_request_follows_the_learnt_pass_rate_within_its_bounds() -> None:

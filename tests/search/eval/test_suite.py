@@ -74,7 +74,7 @@ def test_every_ablation_names_real_weights() -> None:
 def test_ablations_are_chosen_by_name_and_an_unknown_one_is_refused() -> None:
     assert list(ABLATIONS.chosen(["lexical_off", "traversal_off"])) == ["lexical_off", "traversal_off"]
     assert ABLATIONS.chosen(None) is ABLATIONS and len(ABLATIONS.chosen([])) == 0
-    assert ABLATIONS.chosen(["intent_off"]).changes() == {"intent_off": {"intent_weight": 0.0}}
+    assert ABLATIONS.chosen(["intent_off"]).changes() == {"intent_off": {"intent.weight": 0.0}}
     with pytest.raises(InvalidInputError, match="unknown nope"):
         ABLATIONS.chosen(["nope"])
     with pytest.raises(InvalidInputError, match="weights of lexical_off"):
