@@ -13,7 +13,10 @@ that does both is not found. So the request is cut where a new ask begins:
   not "the black and white kettle".
 
 Pieces without a verb of their own (a greeting, "thanks", a name or an order number left alone)
-join the ask before them, or the next one at the start. A request that yields one piece is one
+join the ask before them, or the next one at the start; so does a piece whose only object is the
+one before it ("… I really wanted the A5 size instead. Can I swap it?", "please cancel both of
+them"): it asks the same change again, and two asks for one change made workflows of two changes
+look like the answer. A request that yields one piece is one
 ask. Pure and deterministic: the same text gives the same asks.
 """
 
@@ -54,6 +57,13 @@ _JOINER = re.compile(
 _COMMA_CONJUNCTION = re.compile(r",\s*(?:and|but|or)\s+", re.IGNORECASE)
 _AND_VERB = re.compile(r"\s+and\s+(?=(?:i\s+|please\s+|can you\s+|could you\s+)?(\w+))", re.IGNORECASE)
 _WORD = re.compile(r"[a-z]+")
+#: Words that point back at what was just named.
+_BACK_REFERENCES = frozenset("it them this that these those both".split())
+#: Words that name nothing: who asks, how politely, how it is phrased.
+_NAMING_NOTHING = frozenset("""
+a an the i me my you your we us our can could would will please do does just also and or so for to of with
+too again instead then now all both one ones for me thanks thank kindly maybe possibly
+""".split())
 
 
 def split_asks(request: str) -> list[str]:
@@ -89,12 +99,23 @@ def _has_verb(piece: str) -> bool:
     return any(word in ASK_VERBS for word in _WORD.findall(piece.lower()))
 
 
+def _refers_back(piece: str) -> bool:
+    """The piece's only object is what came before it ("Can I swap it?", "cancel both of them"):
+    besides verbs of :data:`ASK_VERBS` and words naming nothing, it holds a back-reference alone."""
+    words = _WORD.findall(piece.lower())
+    rest = [w for w in words if w not in ASK_VERBS and w not in _NAMING_NOTHING and w not in _BACK_REFERENCES]
+    return not rest and any(w in _BACK_REFERENCES for w in words)
+
+
 def _attach_verbless(pieces: list[str]) -> list[str]:
-    """Pieces without an ask verb join the ask before them (or, before the first ask, the next one)."""
+    """Pieces without an ask verb, and pieces that only point back at the ask before them, join
+    the ask before them (or, before the first ask, the next one)."""
     asks: list[str] = []
     waiting: list[str] = []
     for piece in pieces:
-        if _has_verb(piece):
+        if asks and _refers_back(piece):
+            asks[-1] = f"{asks[-1]} {piece}"
+        elif _has_verb(piece):
             asks.append(" ".join([*waiting, piece]))
             waiting = []
         elif asks:

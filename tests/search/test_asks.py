@@ -58,3 +58,15 @@ def test_changing_an_item_and_a_preference_are_asks_of_their_own() -> None:
         "Please ship #W3386832 to my Phoenix address", "tweak the helmet to a small"]
     assert split_asks("Can my bike order go on my other card? Also, it hasn't shipped, so I'd rather have the red one") == [
         "Can my bike order go on my other card", "it hasn't shipped, so I'd rather have the red one"]
+
+
+def test_a_piece_that_only_points_back_asks_the_same_change_again() -> None:
+    # "Can I swap it?" names no object of its own: it is the ask before it, restated.
+    assert split_asks("The notebook I got is A6 and I really wanted the A5 size instead. Can I swap it?") == [
+        "The notebook I got is A6 and I really wanted the A5 size instead Can I swap it"]
+    assert split_asks("I ordered #W1 and #W2 by mistake. Please cancel both of them.") == [
+        "I ordered #W1 and #W2 by mistake Please cancel both of them"]
+    # A piece that names an object of its own is an ask of its own.
+    assert split_asks("My grill arrived but I'd rather have the charcoal one. Can you trade it for me? "
+                      "Pay any difference with PayPal.") == [
+        "My grill arrived but I'd rather have the charcoal one Can you trade it for me", "Pay any difference with PayPal"]
