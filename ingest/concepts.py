@@ -102,7 +102,7 @@ class ConceptStage:
             if metas:
                 meta_ids = sorted(metas)
                 threshold = DEFAULT_ATTACH_THRESHOLD if self.attach_threshold is None else self.attach_threshold
-                # A concept never attaches to a meta-concept of another operation (ingest/operations.py).
+                # A concept never attaches to a meta-concept of another operation (kbgraph/core/operation_keys.py).
                 nearest = attach(vectors, np.stack([np.asarray(metas[m]["embedding"], dtype=np.float32)
                                                     for m in meta_ids]), threshold,
                                  labels=[c.label for c in pending], meta_labels=[metas[m]["name"] for m in meta_ids])

@@ -4,7 +4,7 @@ cancel) and the action of a run they fit.
 The reflector files an agent's rule under the operation it is about, and the audit
 (:mod:`kbgraph.audit`) reads a pitfall's operation the same way to check that a skill's pitfalls are
 about its own actions. Verbs are read through the operation lexicon of concept deduplication
-(:func:`kbgraph.ingest.operations.operation_key`), with their inflections ("cancelled",
+(:func:`kbgraph.core.operation_keys.operation_key`), with their inflections ("cancelled",
 "changing", "books") brought back to the word the lexicon knows. Pure, no state.
 """
 
@@ -16,12 +16,10 @@ from functools import lru_cache
 
 from kbgraph.core.shapes import changes_state
 from kbgraph.core.generalise import humanise_action
-from kbgraph.ingest.operations import operation_key
+from kbgraph.core.operation_keys import LOOKUP_VERBS, operation_key
 
 __all__ = ["LOOKUP_VERBS", "about_actions", "action_verb", "rule_operation", "rule_verb", "verbs_in_order", "verbs_named"]
 
-#: Operation verbs that change nothing: a sentence naming only these is about no state change.
-LOOKUP_VERBS = frozenset({"get", "verify", "think", "calculate", "request"})
 #: Verbs that name the same change from another side (an upgrade of a cabin is an update).
 _SAME_CHANGE = {"upgrade": "update", "downgrade": "update", "add": "update", "remove": "update", "refund": "cancel"}
 _WORD = re.compile(r"[a-z]+")

@@ -18,6 +18,7 @@ from types import ModuleType
 
 # old path -> new path; a package's modules move with it (kbgraph.managed.server -> kbgraph.store.managed.server)
 MOVED: dict[str, str] = {
+    "kbgraph.ingest.operations": "kbgraph.core.operation_keys",
     "kbgraph.errors": "kbgraph.core.errors",
     "kbgraph.ids": "kbgraph.core.ids",
     "kbgraph.settings": "kbgraph.core.settings",

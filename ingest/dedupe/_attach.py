@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbgraph.ingest.dedupe._vectors import TIE, centroid, checked_unit_rows
-from kbgraph.ingest.operations import cannot_link, operation_key
+from kbgraph.core.operation_keys import cannot_link, operation_key
 
 #: A new concept (or an HDBSCAN noise point) joins an existing group when its cosine to the
 #: group's centroid is at least this. Higher than the merge threshold: a centroid averages its
@@ -38,7 +38,7 @@ def attach(
     least ``threshold``, else None. Ties go to the lower index. Meta-concept vectors are best the
     normalised centroids of their members' :func:`concept_vectors`. Given ``labels`` (the
     concepts') and ``meta_labels`` (the meta-concepts' names), a concept never attaches to a
-    meta-concept of another operation (:func:`kbgraph.ingest.operations.cannot_link`)."""
+    meta-concept of another operation (:func:`kbgraph.core.operation_keys.cannot_link`)."""
     if np.asarray(vectors).size == 0:
         return []
     rows = checked_unit_rows(vectors)

@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from kbgraph.ingest.dedupe._attach import DEFAULT_ATTACH_THRESHOLD, attach_unblocked
 from kbgraph.ingest.dedupe._vectors import TIE, centroid, checked_unit_rows, nearest_neighbours, normalise_label
-from kbgraph.ingest.operations import cannot_link, operation_key
+from kbgraph.core.operation_keys import cannot_link, operation_key
 
 #: Two concepts may share a group only if their vectors' cosine is at least this (complete linkage:
 #: every pair in a group, not just the nearest one, so groups cannot drift by chaining).

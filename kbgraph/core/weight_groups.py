@@ -137,6 +137,10 @@ class IntentWeights(StrictModel):
         default=0.1, description="An ask that says the state its object is in (\"the kettle I got\", \"hasn't shipped "
         "yet\", kbgraph.search.order_state) has its cosine with an operation whose name needs that state raised by this "
         "much, and with one that needs another state lowered by it. 0: off.")
+    verb_shift: Unit = Field(
+        default=0.1, description="An ask that names an operation by its verb (\"can I swap it?\" an exchange, \"send it "
+        "back\" a return; kbgraph.search.asked_verbs) has its cosine with each operation of that verb raised by this much. "
+        "0: off.")
     unasked_penalty: Unit = Field(
         default=1.0, description="γ of the intent match of a request of several asks: a workflow's match is multiplied by "
         "(mean / max over its operations of how well some ask asks for it)^γ, so changes nobody asked for cost.")

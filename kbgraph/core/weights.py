@@ -54,6 +54,7 @@ _RENAMED = {
     "intent_candidates": "intent.candidates", "intent_history_weight": "intent.history_weight",
     "intent_one_ask_penalty": "intent.one_ask_penalty", "intent_unasked_penalty": "intent.unasked_penalty",
     "intent_human_asks": "intent.human_asks", "intent_state_shift": "intent.state_shift",
+    "intent_verb_shift": "intent.verb_shift",
 }
 
 

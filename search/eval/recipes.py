@@ -106,6 +106,8 @@ ABLATIONS = Recipes(
            "a request asking for a human matched like any other (kbgraph.search.handoff.asks_for_a_human off)"),
     Recipe("state_shift_off", {"intent.state_shift": 0.0},
            "the state an ask says its object is in left out of the intent match (kbgraph.search.order_state)"),
+    Recipe("verb_shift_off", {"intent.verb_shift": 0.0},
+           "the operations an ask names by their verb left out of the intent match (kbgraph.search.asked_verbs)"),
     Recipe("one_ask_penalty_off", {"intent.one_ask_penalty": 0.0},
            "a request of one ask matched with a workflow's operations read as one text only, whatever changes it "
            "makes besides (scoring.one_ask_matches)"),

@@ -22,7 +22,8 @@ are its state-changing operations (``cancel_pending_order``), read as words
 5. moves an ask's cosine with an operation by ``intent.state_shift`` towards the operations whose
    names need the state the ask says its object is in ("the boots that came" →
    ``exchange_delivered_order_items``) and away from those of another state
-   (:mod:`kbgraph.search.order_state`);
+   (:mod:`kbgraph.search.order_state`), and by ``intent.verb_shift`` towards the operations whose verb
+   the ask names ("can I swap it?" → ``exchange_delivered_order_items``, :mod:`kbgraph.search.asked_verbs`);
 6. sharpens the match with the namespace's own history (read with step 2's rows): which
    operations the stored runs that worked made when their requests held the request's words
    (:func:`kbgraph.search.scoring.history_association`), added with weight
@@ -46,6 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbgraph.core.shapes import intent_text, operation_words
+from kbgraph.search.asked_verbs import asked_verbs, operation_verb
 from kbgraph.search.asks import split_asks
 from kbgraph.search.handoff import asks_for_a_human, is_handoff
 from kbgraph.search.order_state import operation_state, stated_states
@@ -102,6 +104,9 @@ class IntentMatcher:
         #: The one state each ask says its object is in, if it says exactly one (kbgraph.search.order_state).
         self._state_shift = run.weights.intent.state_shift
         self._states = [_one_state(ask) if self._state_shift > 0 else None for ask in asks] or [None]
+        #: The verbs of change each ask names (kbgraph.search.asked_verbs).
+        self._verb_shift = run.weights.intent.verb_shift
+        self._verbs = [asked_verbs(ask) if self._verb_shift > 0 else frozenset() for ask in asks] or [frozenset()]
         #: The memory holds workflows of the request's domain (:meth:`know`): the match is then with
         #: the operations of its own domain, not a guess across domains.
         self.home = True
@@ -158,7 +163,7 @@ class IntentMatcher:
             matrix = self._ask_vectors @ self._vectors.of([in_domain(operation_words(op), domain) for op in distinct]).T
         else:
             matrix = np.zeros((len(self._ask_vectors), 0))
-        shifts = self._state_shifts(distinct)
+        shifts = self._word_shifts(distinct)
         matrix = matrix + shifts
         if len(self.asks) < 2 and distinct:
             whole += float(shifts[0].mean())
@@ -210,21 +215,29 @@ class IntentMatcher:
             self._associations[key] = history_association(words, [operation], self._history)
         return self._associations[key]
 
-    def _state_shifts(self, operations: Sequence[str]) -> npt.NDArray[np.float64]:
+    def _word_shifts(self, operations: Sequence[str]) -> npt.NDArray[np.float64]:
         """asks × ``operations``: ``intent.state_shift`` where an ask says the state an operation's
-        name needs, minus it where the operation needs another state, 0 elsewhere."""
+        name needs, minus it where the operation needs another state; plus ``intent.verb_shift``
+        where the ask names the operation's verb."""
         shifts = np.zeros((len(self._states), len(operations)))
-        if not any(self._states):
+        if not self._shifts_any():
             return shifts
         needs = [operation_state(op) for op in operations]
-        for row, said in enumerate(self._states):
+        verbs = [operation_verb(op) for op in operations]
+        for row, (said, named) in enumerate(zip(self._states, self._verbs, strict=True)):
             if said is not None:
-                shifts[row] = [0.0 if need is None else (self._state_shift if need == said else -self._state_shift)
-                               for need in needs]
+                shifts[row] += [0.0 if need is None else (self._state_shift if need == said else -self._state_shift)
+                                for need in needs]
+            if named:
+                shifts[row] += [self._verb_shift if verb in named else 0.0 for verb in verbs]
         return shifts
 
+    def _shifts_any(self) -> bool:
+        """Some ask says a state or names a verb: the cosines move."""
+        return any(self._states) or any(self._verbs)
+
     def _shift_by_state(self, by_pair: npt.NDArray[np.float64], operations: Sequence[str]) -> npt.NDArray[np.float64]:
-        return by_pair + self._state_shifts(operations) if any(self._states) else by_pair
+        return by_pair + self._word_shifts(operations) if self._shifts_any() else by_pair
 
     def _asks_one_human(self) -> bool:
         """The request is one ask, and it asks for a human."""
@@ -263,7 +276,7 @@ class IntentMatcher:
         # threads, which then spin after it (~20 ms of CPU a search on 2 cores, the cores Neo4j needs;
         # docs/performance.md). One thread is what a product this small needs.
         matches: npt.NDArray[np.float64] = np.clip(np.einsum("ij,j->i", table.texts(), self._whole), 0.0, 1.0)
-        shifts = self._state_shifts(table.column_operations()) if any(self._states) else None
+        shifts = self._word_shifts(table.column_operations()) if self._shifts_any() else None
         if shifts is not None and len(self.asks) < 2:
             # A request of one ask: the whole match moves by the mean shift of the sequence's operations.
             _, columns = table.operations()

@@ -12,9 +12,9 @@ import pytest
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.ingest import dedupe
 from kbgraph.ingest.dedupe import attach, cluster_concepts, concept_context, concept_vectors
-from kbgraph.ingest.operations import cannot_link, operation_key
+from kbgraph.core.operation_keys import cannot_link, operation_key
 
-PAIRS = Path(__file__).parent / "data" / "concept_pairs.jsonl"
+PAIRS = Path(__file__).parents[2] / "ingest" / "data" / "concept_pairs.jsonl"
 
 
 def apart(a: str, b: str) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["OperationKey", "cannot_link", "operation_key"]
+__all__ = ["LOOKUP_VERBS", "VERB_PHRASES", "OperationKey", "cannot_link", "operation_key", "verb_group"]
 
 _VERB_GROUPS: dict[str, tuple[str, ...]] = {
     "book": ("book", "reserve"),
@@ -52,6 +52,16 @@ _VERB_GROUPS: dict[str, tuple[str, ...]] = {
 }
 _VERBS = {word: group for group, words in _VERB_GROUPS.items() for word in words}
 _PHRASES = sorted((w for w in _VERBS if " " in w), key=lambda w: -len(w))
+#: The verbs of several words ("call off", "send back", "look up"), longest first.
+VERB_PHRASES: tuple[str, ...] = tuple(_PHRASES)
+#: Operation verbs that change nothing: a sentence naming only these is about no state change.
+LOOKUP_VERBS = frozenset({"get", "verify", "think", "calculate", "request"})
+
+
+def verb_group(word: str) -> str | None:
+    """The canonical verb of ``word`` as the lexicon has it (base forms and :data:`VERB_PHRASES`:
+    "swap" → exchange, "send back" → return), or None; no inflection, no negating prefix."""
+    return _VERBS.get(word)
 # A negating prefix makes another operation (unfreeze, delist), unless the lexicon names it.
 _NEGATIONS = ("un", "dis", "de")
 _OBJECT_SYNONYMS = {"booking": "reservation", "bookings": "reservation", "reservations": "reservation",
