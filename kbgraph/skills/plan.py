@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from kbgraph.core.generalise import humanise_action
 from kbgraph.core.models import StatementRecord, stored_record
+from kbgraph.core.recovery import ErrorSignature
 from kbgraph.ingest.integrate import SECTIONS, Section, sentence_key
 from kbgraph.ingest.integrate_evidence import Evidence, EvidencedDocument, Statement
 from kbgraph.ingest.reflect_rules import action_verb, verbs_named
@@ -129,7 +130,8 @@ class FailureRow:
     id: str
     description: str
     action: str | None
-    signature: str | None
+    #: The error on its action, values masked (None for a failure mode without a signature).
+    signed: ErrorSignature | None
     recovery: str
     recovery_kind: str | None
     recovered: bool | None
@@ -186,7 +188,8 @@ def step_from_row(row: Mapping[str, Any]) -> StepRow:
 def failure_from_row(row: Mapping[str, Any]) -> FailureRow:
     return FailureRow(
         experience_id=str(row["experience_id"]), id=str(row["id"]), description=str(row["description"] or ""),
-        action=row.get("action"), signature=row.get("signature"), recovery=str(row.get("recovery") or ""),
+        action=row.get("action"), signed=ErrorSignature.stored(row.get("signature_action"), row.get("signature_error"),
+                                                             row.get("signature")), recovery=str(row.get("recovery") or ""),
         recovery_kind=row.get("recovery_kind"), recovered=row.get("recovered"), concrete=row.get("concrete"),
         run_id=row.get("run_id"), run_succeeded=row.get("run_succeeded"), step_order=row.get("step_order"),
         record=stored_record(row.get("record")),

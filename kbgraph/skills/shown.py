@@ -75,8 +75,8 @@ def pitfall_groups(failures: Iterable[FailureRow]) -> list[PitfallGroup]:
     groups: dict[tuple[str, str], list[FailureRow]] = {}
     for failure in failures:
         action, error = failure.action or "", failure.description
-        if failure.signature and "|" in failure.signature:
-            action, _, error = failure.signature.partition("|")
+        if failure.signed is not None:
+            action, error = failure.signed.action, failure.signed.error
             error = re.sub(r"^\s*error\s*:\s*", "", error, flags=re.IGNORECASE)
         groups.setdefault((action, one_line(error)), []).append(failure)
     result = []

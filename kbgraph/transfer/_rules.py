@@ -96,6 +96,7 @@ NODE_RULES: Final[dict[str, dict[str, Rule]]] = {
     "FailureMode": {
         "action": text(), "description": text(), "experience_id": text(1), "step_order": count,
         "recovered": flag, "run_succeeded": flag, "concrete": flag, "looked_up": flag, "record": text(),
+        "signature_action": text(), "signature_error": text(),
     },
     "MetaConcept": {"name": text(1), "size": count, "version": count, "how": texts, "why": texts,
                     "pitfalls": texts, "when_to_use": texts, "statements": text()},
