@@ -102,6 +102,13 @@ class ConceptDoc:
     name: str
     version: int
     statements: tuple[Statement, ...] = ()
+    #: The state changes its operation makes, as the write path stored them; None when stored before.
+    verbs: frozenset[str] | None = None
+
+    @property
+    def operation_verbs(self) -> frozenset[str]:
+        """:attr:`verbs`, or for one stored before, read from its name (:func:`kbgraph.ingest.concepts.operation_verbs`)."""
+        return self.verbs if self.verbs is not None else verbs_named(self.name)
 
     def of(self, section: Section, domain: str) -> list[Statement]:
         """The statements of one section for ``domain`` (and those of no known domain)."""
@@ -109,7 +116,7 @@ class ConceptDoc:
 
     def for_domain(self, domain: str) -> ConceptDoc:
         return ConceptDoc(self.id, self.name, self.version,
-                          tuple(s for s in self.statements if s.domain in (domain, "")))
+                          tuple(s for s in self.statements if s.domain in (domain, "")), self.verbs)
 
 @dataclass(frozen=True)
 class StepRow:
@@ -168,7 +175,8 @@ def concept_from_row(row: Mapping[str, Any]) -> ConceptDoc:
         statements = tuple(Statement(section, "", text, backing.get(sentence_key(text), Evidence()),
                                      (sentence_key(text),))
                            for section in SECTIONS for text in row[section])
-    return ConceptDoc(id=str(row["id"]), name=str(row["name"]), version=int(row["version"]), statements=statements)
+    return ConceptDoc(id=str(row["id"]), name=str(row["name"]), version=int(row["version"]), statements=statements,
+                      verbs=frozenset(row["verbs"]) if row.get("verbs") is not None else None)
 
 
 def _args_of(raw: Any) -> dict[str, str]:
@@ -337,7 +345,7 @@ class PlannedSkill:
         call; for a meta-concept, the look-ups of its ways and the state changes of the operation
         it names ("cancel reservation": cancel_reservation, not the update its runs also made)."""
         actions = {a for m in self.members for a in m.actions}
-        named = verbs_named(self.concept.name) if self.concept is not None else frozenset()
+        named = self.concept.operation_verbs if self.concept is not None else frozenset()
         if not named:
             return frozenset(actions)
         return frozenset(a for a in actions if action_verb(a) is None or action_verb(a) in named)
