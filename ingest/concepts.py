@@ -29,6 +29,7 @@ from kbgraph.ingest.dedupe import (
     concept_vectors,
     representative,
 )
+from kbgraph.ingest.reflect_rules import verbs_named
 from kbgraph.ingest.integrate_evidence import (
     DocumentRewriter,
     EvidencedDocument,
@@ -39,6 +40,15 @@ from kbgraph.ingest.integrate_evidence import (
 )
 
 Vectors = npt.NDArray[np.float32]
+
+
+def operation_verbs(name: str) -> list[str]:
+    """The state changes a meta-concept's operation makes, stored with it (``MetaConcept.verbs``) so
+    that readers (the skills export) take them from there. Its name is the label of its representative
+    concept, the operation its insights are about (:func:`~kbgraph.core.generalise.humanise_action`
+    of an action on the rule path, a model's words on the LLM path, which keep no action): they are
+    read from that label once, here, where the meta-concept is written."""
+    return sorted(verbs_named(name))
 
 
 @dataclass
@@ -159,7 +169,8 @@ class ConceptStage:
                 version, size = 1, joined[meta_id]
             result.documents_updated += 1
             upserts.append({
-                "id": meta_id, "name": name, "embedding": embedding.tolist(), "version": version, "size": size,
+                "id": meta_id, "name": name, "verbs": operation_verbs(name), "embedding": embedding.tolist(),
+                "version": version, "size": size,
                 "document": rendered, "statements": document.statements_json(), **document.sections().model_dump(),
             })
         result.meta_concepts_new = len(new_metas)

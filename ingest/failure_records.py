@@ -24,7 +24,7 @@ from collections.abc import Collection, Sequence
 from kbgraph.core.experience_rules import classify_issue, stored_error
 from kbgraph.core.generalise import humanise_action, ids_in_trajectory, names_in_trajectory
 from kbgraph.core.models import MAX_TEXT_CHARS, Experience, FailureMode, StatementRecord, Step, Trajectory
-from kbgraph.core.recovery import error_signature, recovery_after
+from kbgraph.core.recovery import recovery_after, signed_error
 from kbgraph.core.shapes import dispatched_tool
 from kbgraph.ingest.reflect import masked_error, recovery_record
 
@@ -40,10 +40,11 @@ def failed_step(trajectory: Trajectory, order: int, names: Collection[str] | Non
     error = step.error or ""
     tool = dispatched_tool(step.action, step.arguments)
     recovery = recovery_after(trajectory, order, names, ids)
+    signed = signed_error(step.action, error, step.arguments)
     return FailureMode(
         description=f"{humanise_action(tool or step.action)} failed: {stored_error(error, names, ids)}",
         issue_type=classify_issue(error), recovery=recovery.text[:MAX_TEXT_CHARS], step_order=order,
-        action=step.action, signature=error_signature(step.action, error, step.arguments),
+        action=step.action, signature=signed.key, signature_action=signed.action, signature_error=signed.error,
         recovery_kind=recovery.kind, recovered=recovery.recovered, concrete=recovery.concrete,
         run_id=trajectory.id, run_succeeded=trajectory.outcome.success,
         record=recovery_record(humanise_action(step.action), masked_error(error, names, ids), recovery),

@@ -241,22 +241,22 @@ class KnowledgeBase:
         problematic_steps: Sequence[ProblematicStep | Mapping[str, Any]],
         *,
         domain: str | Sequence[str] | None = None,
-        k: int = 5,
-        agent: str | None = None,
+        k: int = 5, agent: str | None = None,
         weights: RefineWeights | Mapping[str, Any] | None = None,
-        exclude_runs: Sequence[str] = (),
+        exclude_runs: Sequence[str] = (), step_names: Sequence[str] | None = None,
     ) -> RefineResults:
-        """Teacher phase (while executing): for steps that went wrong (``action``, ``arguments``,
-        ``error``, ``issue_type``), the stored steps that match them — by step similarity, issue
-        match and precision — and the failure modes that failed the same way, grouped with how
-        often they were seen and recovered, each with its most useful recovery. ``exclude_runs``
-        leaves runs out (a leave-one-run-out evaluation). See :mod:`kbgraph.search.teacher`."""
-        check_bounds(problematic_steps=[s.model_dump() if isinstance(s, ProblematicStep) else s
-                                          for s in problematic_steps],
-                       domain=domain if isinstance(domain, str | None) else list(domain), agent=agent,
-                       exclude_runs=list(exclude_runs))
+        """Teacher phase (while executing): for steps that went wrong (``action``, ``arguments``, ``error``,
+        ``issue_type``), the stored steps that match them — by step similarity, issue match and precision — and the
+        failure modes that failed the same way, grouped with how often seen and recovered, each with its most useful
+        recovery. ``exclude_runs`` leaves runs out (a leave-one-run-out evaluation); ``step_names`` names the
+        steps in problems and notes, one a step (else ``problematic_steps[i]``: a caller that numbers its steps
+        otherwise names them its way). See :mod:`kbgraph.search.teacher`."""
+        check_bounds(problematic_steps=[s.model_dump() if isinstance(s, ProblematicStep) else s for s in problematic_steps],
+                     domain=domain if isinstance(domain, str | None) else list(domain), agent=agent,
+                     exclude_runs=list(exclude_runs))
         teacher = TeacherRetriever(self.gateway, self.embedder, self.namespace, self.student.namespace_size, self.settings.search)
-        return teacher.refine(problematic_steps, domain=domain, k=k, agent=agent, weights=weights, exclude_runs=exclude_runs)
+        return teacher.refine(problematic_steps, domain=domain, k=k, agent=agent, weights=weights,
+                              exclude_runs=exclude_runs, step_names=step_names)
 
     def search_steps(
         self, action: str, arguments: Mapping[str, Any] | None = None, *, text: str | None = None,

@@ -1,5 +1,6 @@
 // Writes a batch of failure modes, each attached to its experience.
 // $kb; $rows: [{id, experience_id, props: {description, issue_type, recovery, step_order, action, signature,
+//   signature_action, signature_error,
 //   recovery_kind, recovered, concrete, run_id, run_succeeded}, embedding}]
 UNWIND $rows AS row
 MATCH (e:Experience {kb: $kb, id: row.experience_id})

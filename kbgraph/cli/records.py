@@ -4,16 +4,16 @@ their reports."""
 
 from __future__ import annotations
 
-import re
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from kbgraph.cli._common import JsonOption, NamespaceOption, _open, _print_json, _progress, add_commands, err, out
-from kbgraph.core.errors import InvalidInputError, KbgraphError
+from kbgraph.core.errors import InvalidInputError, KbgraphError, Problem
 from kbgraph.core.jsonl import read_jsonl, read_jsonl_stream
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.progress import stage_reporter
@@ -26,49 +26,67 @@ def register(app: typer.Typer) -> None:
                        "delete": delete})
 
 
-def _read_experience_files(paths: list[Path]) -> tuple[list[dict[str, Any]], list[str], list[str]]:
-    values, labels, problems = [], [], []
+@dataclass
+class _ExperienceFiles:
+    """The records of experience files: their values and labels (``file:line``), the problems
+    found in them, and each label's file and line number (the order problems are reported in)."""
+
+    values: list[dict[str, Any]] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    places: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def in_file_and_line_order(self, problems: list[str]) -> list[str]:
+        """``problems`` by file, then line: a problem of a record where its label stands, one of
+        a whole file (no such file, empty) as its line 0; one found in several places keeps its
+        order among them."""
+        def place(problem: str) -> tuple[str, int]:
+            if isinstance(problem, Problem):
+                return self.places.get(problem.where, (problem.where, 0))
+            return problem, 0
+        return sorted(problems, key=place)
+
+
+def _read_experience_files(paths: list[Path]) -> _ExperienceFiles:
+    read = _ExperienceFiles()
     for path in paths:
         if not path.is_file():
-            problems.append(f"{path}: no such file")
+            read.problems.append(Problem(str(path), "no such file"))
             continue
         count = 0
         for record in read_jsonl(path):
             count += 1
+            read.places[record.where] = (str(path), record.line)
             if record.problem or record.value is None:
-                problems.append(f"{record.where}: {record.problem}")
+                read.problems.append(Problem(record.where, str(record.problem)))
             else:
-                values.append(record.value)
-                labels.append(record.where)
+                read.values.append(record.value)
+                read.labels.append(record.where)
         if count == 0:
-            problems.append(f"{path}: empty file, no experiences in it")
-    return values, labels, problems
-
-
-def _by_file_and_line(problem: str) -> tuple[str, int]:
-    match = re.match(r"(.*?):(\d+): ", problem)
-    return (match.group(1), int(match.group(2))) if match else (problem, 0)
+            read.problems.append(Problem(str(path), "empty file, no experiences in it"))
+    return read
 
 
 def add_files(kb: KnowledgeBase, paths: list[Path], votes: dict[str, bool] | None = None) -> dict[str, Any]:
     """Validates every record of every file first and reports all problems at once, in file and
     line order; writes only when all are valid. With ``votes``, the experiences are EDV candidates
     (see :meth:`KnowledgeBase.add_verified`)."""
-    values, labels, problems = _read_experience_files(paths)
+    read = _read_experience_files(paths)
+    problems = list(read.problems)
     experiences = []
     try:
-        experiences = kb.validate(values, labels)
+        experiences = kb.validate(read.values, read.labels)
     except InvalidInputError as invalid:
         problems += invalid.problems
     if problems:
-        raise InvalidInputError(sorted(problems, key=_by_file_and_line))
+        raise InvalidInputError(read.in_file_and_line_order(problems))
     started = time.perf_counter()
     if votes is not None:
         verified = kb.add_verified(experiences, votes)
         return {**verified.model_dump(), "seconds": round(time.perf_counter() - started, 2)}
     with _progress() as progress:
         task = progress.add_task("storing experiences", total=len(experiences))
-        report = kb.add_experiences(experiences, labels=labels, on_progress=lambda n: progress.advance(task, n))
+        report = kb.add_experiences(experiences, labels=read.labels, on_progress=lambda n: progress.advance(task, n))
     return {**report.model_dump(exclude={"ids"}), "seconds": round(time.perf_counter() - started, 2)}
 
 

@@ -61,6 +61,7 @@ class JsonlRecord:
     where: str  # "path:line"
     value: dict[str, Any] | None  # None when the line is not a JSON object
     problem: str | None = None
+    line: int = 0  # the line's number in its file (``where`` says it to people)
 
 
 def read_bounded_line(handle: IO[bytes], limit: int) -> tuple[bytes, int]:
@@ -94,27 +95,27 @@ def read_jsonl_stream(handle: IO[bytes], name: str) -> Iterator[JsonlRecord]:
     for number, (raw, length) in enumerate(_lines(handle), start=1):
         where = f"{name}:{number}"
         if length > MAX_LINE_BYTES:
-            yield JsonlRecord(where, None, f"line is {length:,} bytes, over the {MAX_LINE_BYTES:,}-byte limit")
+            yield JsonlRecord(where, None, f"line is {length:,} bytes, over the {MAX_LINE_BYTES:,}-byte limit", line=number)
             continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            yield JsonlRecord(where, None, f"not UTF-8 (byte {exc.start + 1} is 0x{raw[exc.start]:02x})")
+            yield JsonlRecord(where, None, f"not UTF-8 (byte {exc.start + 1} is 0x{raw[exc.start]:02x})", line=number)
             continue
         if not text.strip():
             continue
         try:
             value = loads(text)
         except json.JSONDecodeError as exc:
-            yield JsonlRecord(where, None, json_problem(exc))
+            yield JsonlRecord(where, None, json_problem(exc), line=number)
             continue
         except RecursionError:
-            yield JsonlRecord(where, None, f"nested deeper than {MAX_NESTING_DEPTH} levels")
+            yield JsonlRecord(where, None, f"nested deeper than {MAX_NESTING_DEPTH} levels", line=number)
             continue
         if not isinstance(value, dict):
-            yield JsonlRecord(where, None, f"expected a JSON object, got {type(value).__name__}")
+            yield JsonlRecord(where, None, f"expected a JSON object, got {type(value).__name__}", line=number)
             continue
         if problem := value_problem(value):
-            yield JsonlRecord(where, None, problem)
+            yield JsonlRecord(where, None, problem, line=number)
             continue
-        yield JsonlRecord(where, value)
+        yield JsonlRecord(where, value, line=number)

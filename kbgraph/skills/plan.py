@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from kbgraph.core.generalise import humanise_action
 from kbgraph.core.models import StatementRecord, stored_record
+from kbgraph.core.recovery import ErrorSignature
 from kbgraph.ingest.integrate import SECTIONS, Section, sentence_key
 from kbgraph.ingest.integrate_evidence import Evidence, EvidencedDocument, Statement
 from kbgraph.ingest.reflect_rules import action_verb, verbs_named
@@ -101,6 +102,13 @@ class ConceptDoc:
     name: str
     version: int
     statements: tuple[Statement, ...] = ()
+    #: The state changes its operation makes, as the write path stored them; None when stored before.
+    verbs: frozenset[str] | None = None
+
+    @property
+    def operation_verbs(self) -> frozenset[str]:
+        """:attr:`verbs`, or for one stored before, read from its name (:func:`kbgraph.ingest.concepts.operation_verbs`)."""
+        return self.verbs if self.verbs is not None else verbs_named(self.name)
 
     def of(self, section: Section, domain: str) -> list[Statement]:
         """The statements of one section for ``domain`` (and those of no known domain)."""
@@ -108,7 +116,7 @@ class ConceptDoc:
 
     def for_domain(self, domain: str) -> ConceptDoc:
         return ConceptDoc(self.id, self.name, self.version,
-                          tuple(s for s in self.statements if s.domain in (domain, "")))
+                          tuple(s for s in self.statements if s.domain in (domain, "")), self.verbs)
 
 @dataclass(frozen=True)
 class StepRow:
@@ -129,7 +137,8 @@ class FailureRow:
     id: str
     description: str
     action: str | None
-    signature: str | None
+    #: The error on its action, values masked (None for a failure mode without a signature).
+    signed: ErrorSignature | None
     recovery: str
     recovery_kind: str | None
     recovered: bool | None
@@ -166,7 +175,8 @@ def concept_from_row(row: Mapping[str, Any]) -> ConceptDoc:
         statements = tuple(Statement(section, "", text, backing.get(sentence_key(text), Evidence()),
                                      (sentence_key(text),))
                            for section in SECTIONS for text in row[section])
-    return ConceptDoc(id=str(row["id"]), name=str(row["name"]), version=int(row["version"]), statements=statements)
+    return ConceptDoc(id=str(row["id"]), name=str(row["name"]), version=int(row["version"]), statements=statements,
+                      verbs=frozenset(row["verbs"]) if row.get("verbs") is not None else None)
 
 
 def _args_of(raw: Any) -> dict[str, str]:
@@ -186,7 +196,8 @@ def step_from_row(row: Mapping[str, Any]) -> StepRow:
 def failure_from_row(row: Mapping[str, Any]) -> FailureRow:
     return FailureRow(
         experience_id=str(row["experience_id"]), id=str(row["id"]), description=str(row["description"] or ""),
-        action=row.get("action"), signature=row.get("signature"), recovery=str(row.get("recovery") or ""),
+        action=row.get("action"), signed=ErrorSignature.stored(row.get("signature_action"), row.get("signature_error"),
+                                                             row.get("signature")), recovery=str(row.get("recovery") or ""),
         recovery_kind=row.get("recovery_kind"), recovered=row.get("recovered"), concrete=row.get("concrete"),
         run_id=row.get("run_id"), run_succeeded=row.get("run_succeeded"), step_order=row.get("step_order"),
         record=stored_record(row.get("record")),
@@ -334,7 +345,7 @@ class PlannedSkill:
         call; for a meta-concept, the look-ups of its ways and the state changes of the operation
         it names ("cancel reservation": cancel_reservation, not the update its runs also made)."""
         actions = {a for m in self.members for a in m.actions}
-        named = verbs_named(self.concept.name) if self.concept is not None else frozenset()
+        named = self.concept.operation_verbs if self.concept is not None else frozenset()
         if not named:
             return frozenset(actions)
         return frozenset(a for a in actions if action_verb(a) is None or action_verb(a) in named)

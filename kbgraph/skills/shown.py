@@ -75,8 +75,8 @@ def pitfall_groups(failures: Iterable[FailureRow]) -> list[PitfallGroup]:
     groups: dict[tuple[str, str], list[FailureRow]] = {}
     for failure in failures:
         action, error = failure.action or "", failure.description
-        if failure.signature and "|" in failure.signature:
-            action, _, error = failure.signature.partition("|")
+        if failure.signed is not None:
+            action, error = failure.signed.action, failure.signed.error
             error = re.sub(r"^\s*error\s*:\s*", "", error, flags=re.IGNORECASE)
         groups.setdefault((action, one_line(error)), []).append(failure)
     result = []
@@ -122,7 +122,7 @@ def document_warnings(skill: PlannedSkill, groups: Sequence[PitfallGroup]) -> li
 def _asks_for(skill: PlannedSkill, member: Member, limit: int = TASK_CHARS) -> bool:
     """Whether a task, as far as a skill quotes it (``limit`` characters), asks for what a
     meta-concept skill does (its operation's verb), or the skill names no operation."""
-    named = verbs_named(skill.concept.name) if skill.concept is not None else frozenset()
+    named = skill.concept.operation_verbs if skill.concept is not None else frozenset()
     return not named or bool(named & verbs_named(cut(member.problem, limit)))
 
 

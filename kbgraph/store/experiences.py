@@ -29,8 +29,8 @@ CONTENT_FIELDS = (
 EMBEDDING_FIELDS = ("pg_embedding", "structure_embedding", "context_embedding")
 STEP_FIELDS = ("order", "action", "tool", "text", "reward", "issue_type", "resolution_effectiveness", "signature",
                "observation", "observation_chars")
-FAILURE_FIELDS = ("description", "issue_type", "recovery", "step_order", "action", "signature", "recovery_kind",
-                  "recovered", "concrete", "run_id", "run_succeeded", "looked_up")
+FAILURE_FIELDS = ("description", "issue_type", "recovery", "step_order", "action", "signature", "signature_action",
+                  "signature_error", "recovery_kind", "recovered", "concrete", "run_id", "run_succeeded", "looked_up")
 
 Progress = Callable[[int], None]
 

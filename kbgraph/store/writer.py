@@ -17,7 +17,7 @@ import neo4j
 from pydantic import BaseModel, Field, ValidationError
 
 from kbgraph.embedders import Embedder
-from kbgraph.core.errors import InvalidInputError, validation_problems
+from kbgraph.core.errors import InvalidInputError, Problem, validation_problems
 from kbgraph.store.experiences import ExperienceStore, Progress, StepTextGone, step_text, step_text_key
 from kbgraph.store.transaction import ENTITY_NOT_FOUND
 from kbgraph.core.models import Experience
@@ -89,10 +89,9 @@ class ExperienceWriter:
             for index, exp in enumerate(experiences):
                 for r_index, relation in enumerate(exp.relations):
                     if relation.target_id in missing:
-                        problems.append(
-                            f"{item_labels[index]}: relations.{r_index}.target_id: no experience "
-                            f"{relation.target_id!r} in namespace {self.store.namespace!r} or in this batch"
-                        )
+                        problems.append(Problem(
+                            item_labels[index], f"no experience {relation.target_id!r} in namespace "
+                            f"{self.store.namespace!r} or in this batch", f"relations.{r_index}.target_id"))
         if problems:
             raise InvalidInputError(problems)
         return experiences
@@ -104,7 +103,8 @@ class ExperienceWriter:
         vectors += [(f"steps.{i}.embedding", s.embedding) for i, s in enumerate(exp.steps)]
         vectors += [(f"failure_modes.{i}.embedding", f.embedding) for i, f in enumerate(exp.failure_modes)]
         return [
-            f"{label}: {name}: has {len(vector)} values, this knowledge base's embedder ({self.embedder.name}) uses {dim}"
+            Problem(label, f"has {len(vector)} values, this knowledge base's embedder ({self.embedder.name}) uses {dim}",
+                    name)
             for name, vector in vectors
             if vector is not None and len(vector) != dim
         ]

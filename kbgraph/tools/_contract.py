@@ -12,7 +12,6 @@ tests/kbgraph/tools/test_contract.py holds all three to it.
 from __future__ import annotations
 
 import inspect
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from kbgraph.async_kb import AsyncKnowledgeBase
-from kbgraph.core.errors import InvalidInputError, KbgraphError
+from kbgraph.core.errors import InvalidInputError, KbgraphError, Problem
 from kbgraph.core.version import kbgraph_version as installed_version
 from kbgraph.kb import KnowledgeBase
 from kbgraph.learning.feedback import FeedbackReport
@@ -85,10 +84,19 @@ def kbgraph_version() -> str:
 
 
 def _in_callers_words(error: InvalidInputError) -> InvalidInputError:
-    """The façade names a search's fields ``query: task: …``; a tool's caller sent ``task``."""
-    problems = [re.sub(r"^query: (\(record\): )?", "", problem).replace("Value error, ", "")
-                for problem in error.problems]
-    return InvalidInputError(problems, "invalid arguments, nothing was done")
+    """The façade names a search's fields ``query: task: …``; a tool's caller sent ``task``: a
+    problem of the query is said by its field alone (by its message alone, of the whole query),
+    without pydantic's "Value error, " before a custom check's message."""
+    return InvalidInputError([_callers_words(problem) for problem in error.problems], "invalid arguments, nothing was done")
+
+
+def _callers_words(problem: str) -> str:
+    if not isinstance(problem, Problem):
+        return problem
+    message = problem.message.replace("Value error, ", "")
+    if problem.where != "query":
+        return Problem(problem.where, message, problem.field)
+    return message if problem.field in (None, "(record)") else f"{problem.field}: {message}"
 
 
 #: kb.search's options a way in may add to the tool's arguments (HTTP does).

@@ -4,7 +4,6 @@ pitfalls known there, and past failures like the failed steps with their recover
 
 from __future__ import annotations
 
-import re
 
 from pydantic import BaseModel, Field
 
@@ -124,11 +123,6 @@ def _recoveries(refined: RefineResults, failed: list[int], taken: list[TakenStep
     ]
 
 
-def _renumbered(text: str, failed: list[int]) -> str:
-    """kb.refine numbers the failed steps among themselves; the caller numbers all the steps taken."""
-    return re.sub(r"problematic_steps\[(\d+)\]", lambda m: f"steps_taken.{failed[int(m.group(1))]}", text)
-
-
 def refine_steps(kb: KnowledgeBase, args: RefineStepsArgs, agent: str | None = None) -> RefineStepsResult:
     """What to do next in a task, given the steps taken so far: the plans that match the task and
     those steps (:meth:`KnowledgeBase.search` with ``steps_so_far``), each lined up with the steps
@@ -143,12 +137,13 @@ def refine_steps(kb: KnowledgeBase, args: RefineStepsArgs, agent: str | None = N
     notes = list(results.notes)
     if failed:
         try:
+            # kb.refine is given the failed steps alone; its problems and notes name each as the
+            # caller numbers all the steps taken.
             refined = kb.refine([args.steps_taken[i].model_dump(exclude_none=True) for i in failed],
-                                domain=args.domain, k=args.k, agent=agent)
+                                domain=args.domain, k=args.k, agent=agent, step_names=[f"steps_taken.{i}" for i in failed])
         except InvalidInputError as error:
-            raise InvalidInputError([_renumbered(problem, failed) for problem in error.problems],
-                                    "invalid steps_taken, nothing was done") from None
+            raise InvalidInputError(error.problems, "invalid steps_taken, nothing was done") from None
         recoveries = _recoveries(refined, failed, args.steps_taken)
-        notes += [_renumbered(note, failed) for note in refined.notes]
+        notes += refined.notes
     return RefineStepsResult(next=[_way_forward(hit, taken, results.hits) for hit in results.hits],
                              recoveries=recoveries, retrieved_ids=results.ids(), notes=notes)

@@ -60,7 +60,8 @@ def _property_adapters(label: str) -> dict[str, TypeAdapter[Any]]:
     adapters: dict[str, TypeAdapter[Any]] = {}
     for model in _MODELS.get(label, ()):
         for name, info in model.model_fields.items():
-            if name not in _NOT_PROPERTIES and name != "id":
+            # A field left out of dumps (FailureMode.signature_action) has its rule (_rules.py) alone.
+            if name not in _NOT_PROPERTIES and name != "id" and not info.exclude:
                 adapters.setdefault(name, _field_adapter(info))
     if label in ("Step", "FailureMode"):  # the experience a step or failure mode belongs to
         adapters["experience_id"] = _ID

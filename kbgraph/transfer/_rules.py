@@ -96,9 +96,10 @@ NODE_RULES: Final[dict[str, dict[str, Rule]]] = {
     "FailureMode": {
         "action": text(), "description": text(), "experience_id": text(1), "step_order": count,
         "recovered": flag, "run_succeeded": flag, "concrete": flag, "looked_up": flag, "record": text(),
+        "signature_action": text(), "signature_error": text(),
     },
     "MetaConcept": {"name": text(1), "size": count, "version": count, "how": texts, "why": texts,
-                    "pitfalls": texts, "when_to_use": texts, "statements": text()},
+                    "pitfalls": texts, "when_to_use": texts, "statements": text(), "verbs": texts},
     "Insight": {"text": text(1), "runs": texts, "tasks": texts, "succeeded": texts, "worked": texts},
     # What feedback stores: the start of its task, its agent's name (kbgraph.learning.feedback).
     "Outcome": {"outcome": UNIT, "at": datetime_value, "task": text(1, STORED_OUTCOME_TASK_CHARS),

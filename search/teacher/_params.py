@@ -192,6 +192,17 @@ class RefineRequest(BaseModel):
     weights: RefineWeights = Field(default_factory=RefineWeights)
     #: Runs (trajectory ids) left out: their failure modes, and experiences standing only for them.
     exclude_runs: list[str] = Field(default_factory=list)
+    #: What notes call each of ``problematic_steps`` (see :func:`parse_refine_request`).
+    step_names: list[str] = Field(default_factory=list)
+
+    def step_name(self, index: int) -> str:
+        return _step_name(self.step_names or None, index)
+
+
+def _step_name(names: Sequence[str] | None, index: int) -> str:
+    """What problems and notes call the problematic step ``index``: the caller's name for it, or
+    ``problematic_steps[index]``."""
+    return names[index] if names is not None and index < len(names) else f"problematic_steps[{index}]"
 
 
 def _pydantic_problems(where: str, error: ValidationError, model: type[BaseModel]) -> list[str]:
@@ -228,9 +239,12 @@ def parse_refine_request(
     agent: str | None = None,
     weights: RefineWeights | Mapping[str, Any] | None = None,
     exclude_runs: Sequence[str] = (),
+    step_names: Sequence[str] | None = None,
 ) -> tuple[RefineRequest, list[str]]:
     """Validates a refine call: the request and its notes (e.g. ``k`` clamped), or
-    :class:`~kbgraph.core.errors.InvalidInputError` listing every problem as ``where: reason``."""
+    :class:`~kbgraph.core.errors.InvalidInputError` listing every problem as ``where: reason``.
+    ``step_names`` is what problems and notes call each problematic step, one a step (a caller
+    that numbers its steps otherwise names them its way); by default ``problematic_steps[i]``."""
     problems: list[str] = []
     notes: list[str] = []
 
@@ -243,7 +257,7 @@ def parse_refine_request(
         problems.append(f"problematic_steps: at most {MAX_PROBLEMATIC_STEPS} steps, got {len(problematic_steps)}")
     else:
         for i, item in enumerate(problematic_steps):
-            where = f"problematic_steps[{i}]"
+            where = _step_name(step_names, i)
             if isinstance(item, ProblematicStep):
                 steps.append(item)
                 continue
@@ -254,6 +268,9 @@ def parse_refine_request(
                 steps.append(ProblematicStep.model_validate(dict(item)))
             except ValidationError as error:
                 problems += _pydantic_problems(where, error, ProblematicStep)
+
+    if step_names is not None and isinstance(problematic_steps, Sequence) and len(step_names) != len(problematic_steps):
+        problems.append(f"step_names: give one name a step, got {len(step_names)} for {len(problematic_steps)} steps")
 
     domains: list[str] | None = None
     if domain is not None:
@@ -292,7 +309,7 @@ def parse_refine_request(
         raise InvalidInputError(problems, headline="invalid refine request, nothing was searched")
     for i, step in enumerate(steps):
         if step.issue_classified:
-            notes.append(f"problematic_steps[{i}]: issue_type {step.issue_type!r} classified from its error")
+            notes.append(f"{_step_name(step_names, i)}: issue_type {step.issue_type!r} classified from its error")
     request = RefineRequest(problematic_steps=steps, domains=domains, k=k, agent=agent_name, weights=checked_weights,
-                            exclude_runs=sorted({str(r) for r in exclude_runs}))
+                            exclude_runs=sorted({str(r) for r in exclude_runs}), step_names=list(step_names or ()))
     return request, notes

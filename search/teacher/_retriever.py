@@ -102,16 +102,18 @@ class TeacherRetriever:
         agent: str | None = None,
         weights: RefineWeights | Mapping[str, Any] | None = None,
         exclude_runs: Sequence[str] = (),
+        step_names: Sequence[str] | None = None,
     ) -> RefineResults:
         """Experiences whose steps went wrong like ``problematic_steps`` and how they recovered.
 
         ``domain`` keeps only experiences of that domain (or those domains; case-insensitive);
         private experiences are returned only to their owner ``agent``; ``k`` (1..100, larger is clamped with a
-        note) bounds each list per problematic step; ``exclude_runs`` leaves those runs out. Raises
+        note) bounds each list per problematic step; ``exclude_runs`` leaves those runs out; problems and
+        notes call the steps ``step_names``, one a step (by default ``problematic_steps[i]``). Raises
         :class:`~kbgraph.core.errors.InvalidInputError` naming every problem before anything is searched.
         """
         request, notes = parse_refine_request(problematic_steps, domain=domain, k=k, agent=agent, weights=weights,
-                                              exclude_runs=exclude_runs)
+                                              exclude_runs=exclude_runs, step_names=step_names)
         steps = request.problematic_steps
         texts = [step_query_text(s) for s in steps] + [failure_query_text(s) for s in steps if s.failed]
         vectors = [[float(x) for x in row] for row in self.embedder.embed(texts)]
@@ -126,7 +128,7 @@ class TeacherRetriever:
                     by_class = self._signatures_by_class(request)
                 results.failures += self._failure_matches(i, step, next(failure_vectors), request, notes, by_class)
             else:
-                notes.append(f"problematic_steps[{i}]: no error or issue_type, so no failure modes were searched")
+                notes.append(f"{request.step_name(i)}: no error or issue_type, so no failure modes were searched")
 
         best: dict[str, float] = {}
         for match in results.steps:
@@ -180,7 +182,7 @@ class TeacherRetriever:
         rows = [StepRow.from_record(row) for row in window]
         if fetched.limit_hit:
             notes.append(
-                f"problematic_steps[{index}]: the {fetched.fetched} nearest steps of the index held only "
+                f"{request.step_name(index)}: the {fetched.fetched} nearest steps of the index held only "
                 f"{len(fetched.rows)} matching experiences; step matches may be incomplete"
             )
         w = request.weights
@@ -243,7 +245,7 @@ class TeacherRetriever:
         rows = [FailureRow.from_record(row) for row in window]
         if fetched.limit_hit:
             notes.append(
-                f"problematic_steps[{index}]: the {fetched.fetched} nearest failure modes of the index held only "
+                f"{request.step_name(index)}: the {fetched.fetched} nearest failure modes of the index held only "
                 f"{len(fetched.rows)} matching ones; failure matches may be incomplete"
             )
         # Identical failure modes (one signature) are one match: the nearest of them stands for it.

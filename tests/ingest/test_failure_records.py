@@ -59,3 +59,14 @@ def _first_errored_run() -> Trajectory:
         if any(s.get("error") for s in run["steps"]):
             return Trajectory.model_validate(run)
     raise AssertionError(f"no errored run in {REAL_RUNS}")
+
+
+def test_a_failure_mode_of_a_run_carries_its_signatures_parts_and_the_store_keeps_them(kb: KnowledgeBase) -> None:
+    rules = RuleBasedAbstractor().abstract(_first_errored_run())
+    failure = rules.failure_modes[0]
+    assert failure.signature == f"{failure.signature_action}|{failure.signature_error}"
+    assert "signature_action" not in failure.model_dump(), "the parts say again what signature says"
+    [key] = kb.add_experiences([rules]).ids
+    [row] = [r for r in kb.gateway.read("skills_failure_modes", kb=kb.namespace, ids=[key])
+             if r["step_order"] == failure.step_order]
+    assert (row["signature_action"], row["signature_error"]) == (failure.signature_action, failure.signature_error)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kbgraph.core.generalise import ids_in_trajectory, names_in_trajectory
-from kbgraph.core.recovery import THOUGHT_CHARS, argument_changes, error_signature, recovery_after
+from kbgraph.core.recovery import THOUGHT_CHARS, ErrorSignature, argument_changes, error_signature, recovery_after, signed_error
 from kbgraph.core.models import Trajectory
 from tests.conftest import SHARED_DATA
 
@@ -324,6 +324,19 @@ def test_the_same_error_on_the_same_action_has_one_signature() -> None:
     assert error_signature("x", "No user 'mia@example.com' (#W123, HAT136)") == error_signature(
         "x", "no user \"noah@example.org\" (#W9, HAT001)")
     assert error_signature("update_reservation_flights", PAYMENT_ERROR) != error_signature("book_reservation", PAYMENT_ERROR)
+
+
+def test_a_signature_is_its_action_and_masked_error_as_data_and_its_key_joins_them() -> None:
+    signed = signed_error("Book_Reservation ", PAYMENT_ERROR)
+    assert signed == ErrorSignature("book_reservation", "error: payment amount does not add up, total price is # but paid #")
+    assert signed.key == error_signature("Book_Reservation ", PAYMENT_ERROR)
+
+
+def test_a_stored_signature_is_its_stored_parts_and_only_one_stored_before_them_is_read_from_its_key() -> None:
+    assert ErrorSignature.stored("cancel_reservation", "a|b", "ignored|x") == ErrorSignature("cancel_reservation", "a|b")
+    assert ErrorSignature.stored(None, None, "cancel_reservation|error: a|b") == ErrorSignature("cancel_reservation",
+                                                                                               "error: a|b")
+    assert ErrorSignature.stored(None, None, None) is None and ErrorSignature.stored(None, None, "no key") is None
 
 
 # ----------------------------------------------------------------------------- the real runs

@@ -372,6 +372,19 @@ def test_every_problem_is_listed_at_once(kb: KnowledgeBase) -> None:
     ]
 
 
+def test_problems_and_notes_call_each_step_by_the_callers_name_for_it(kb: KnowledgeBase) -> None:
+    # A caller that passes some of its steps names them as it numbers them: nothing renumbers text after.
+    with pytest.raises(InvalidInputError) as caught:
+        teacher(kb).refine([ORDER_NOT_FOUND, {"action": ""}], step_names=["steps_taken.2", "steps_taken.5"])
+    assert caught.value.problems == ["steps_taken.5.action: must not be empty"]
+    results = teacher(kb).refine([ORDER_NOT_FOUND, {"action": "ok"}], step_names=["steps_taken.2", "steps_taken.5"])
+    assert results.notes == ["steps_taken.2: issue_type 'not_found' classified from its error",
+                             "steps_taken.5: no error or issue_type, so no failure modes were searched"]
+    with pytest.raises(InvalidInputError) as caught:
+        teacher(kb).refine([ORDER_NOT_FOUND], step_names=["a", "b"])
+    assert caught.value.problems == ["step_names: give one name a step, got 2 for 1 steps"]
+
+
 def test_a_huge_k_is_clamped_with_a_note(kb: KnowledgeBase) -> None:
     kb.add_experiences([WRONG_ID])
 

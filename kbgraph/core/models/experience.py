@@ -112,6 +112,13 @@ class FailureMode(_Strict):
     step_order: Count | None = None
     action: Name | None = None
     signature: ShortText | None = None
+    #: The two parts of ``signature`` as they were made (:class:`~kbgraph.core.recovery.ErrorSignature`):
+    #: the action and the masked error. Readers take these, never the parts of ``signature``'s text.
+    #: None on a failure mode stored before they were kept (readers then fall back to the stored
+    #: ``signature``: :meth:`~kbgraph.core.recovery.ErrorSignature.stored`). Left out of dumps: they say again
+    #: what ``signature`` says.
+    signature_action: ShortText | None = Field(default=None, exclude=True)
+    signature_error: ShortText | None = Field(default=None, exclude=True)
     recovery_kind: RecoveryKind | None = None
     recovered: bool | None = None
     concrete: bool | None = None

@@ -40,8 +40,8 @@ blank thought is absent.
 A recovery is **concrete** when its fix went through and it names something to act on: a retry's
 changes, a switch's arguments, or the agent's thought (a bare repeat is not).
 
-:func:`error_signature` names "the same error on the same action", so identical failure modes of
-many runs are one group. Pure functions, no state; odd arguments and results never raise.
+:func:`signed_error` names "the same error on the same action" (its parts, and the key
+:func:`error_signature` that identical failure modes of many runs share), so they are one group. Pure functions, no state; odd arguments and results never raise.
 
 The package: :mod:`._values` shows one value (masked or not), :mod:`._changes` diffs two calls,
 :mod:`._thoughts` reads what lies between a failure and its fix, :mod:`._recovery` puts them
@@ -51,7 +51,7 @@ together.
 from __future__ import annotations
 
 from kbgraph.core.recovery._changes import MAX_CHANGES_SHOWN, MAX_DEPTH, ArgumentChange, argument_changes
-from kbgraph.core.recovery._recovery import Recovery, error_signature, recovery_after
+from kbgraph.core.recovery._recovery import ErrorSignature, Recovery, error_signature, recovery_after, signed_error
 from kbgraph.core.recovery._thoughts import MAX_PREPARATION, THOUGHT_CHARS, trim_thought
 from kbgraph.core.recovery._values import VALUE_CHARS, type_prefixes
 from kbgraph.core.models import RecoveryKind
@@ -63,11 +63,13 @@ __all__ = [
     "THOUGHT_CHARS",
     "VALUE_CHARS",
     "ArgumentChange",
+    "ErrorSignature",
     "Recovery",
     "RecoveryKind",
     "argument_changes",
     "error_signature",
     "recovery_after",
+    "signed_error",
     "trim_thought",
     "type_prefixes",
 ]

@@ -101,20 +101,54 @@ _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _QUOTED = re.compile(r"(['\"`]).*?\1")
 
 
-def error_signature(action: str, error: str, arguments: Mapping[str, Any] | None = None) -> str:
-    """``action|error`` with every value masked (e-mails, quoted values, ids and codes, numbers
-    as ``#``), lower-cased, white space collapsed: the same error on the same action, whatever the
-    run's values (``payment method certificate_7504069 not found`` and ``… certificate_4856383 …``
-    share one). Given the call's ``arguments``, a call made through a wrapper is signed by the tool
-    it called (:func:`~kbgraph.core.shapes.counted_tool`), as its step counts: the same error of
-    two tools called through one wrapper is two failures, not one."""
+@dataclass(frozen=True)
+class ErrorSignature:
+    """The same error on the same action, values masked (:func:`signed_error`): its two parts as
+    data, and ``key``, the one string they make (``action|error``), which identical failure modes
+    share and the graph matches on. Readers take the parts from here, never from ``key``."""
+
+    action: str
+    error: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.action}|{self.error}"
+
+    @classmethod
+    def stored(cls, action: str | None, error: str | None, key: str | None) -> ErrorSignature | None:
+        """A stored failure mode's signature from its parts as the write path stores them
+        (``signature_action``, ``signature_error``). One stored before the parts were kept, or
+        given ready-made with a ``signature`` alone, has only its ``key``: the parts are then read
+        back from it (before the first ``|``, after it), the one place that does, for data
+        written before kbgraph kept them. None without a signature."""
+        if action is not None and error is not None:
+            return cls(action, error)
+        if not key or "|" not in key:
+            return None
+        action, _, error = key.partition("|")
+        return cls(action, error)
+
+
+def signed_error(action: str, error: str, arguments: Mapping[str, Any] | None = None) -> ErrorSignature:
+    """The action (lower-cased) and the error with every value masked (e-mails, quoted values, ids
+    and codes, numbers as ``#``), lower-cased, white space collapsed: the same error on the same
+    action, whatever the run's values (``payment method certificate_7504069 not found`` and
+    ``… certificate_4856383 …`` share one). Given the call's ``arguments``, a call made through a
+    wrapper is signed by the tool it called (:func:`~kbgraph.core.shapes.counted_tool`), as its
+    step counts: the same error of two tools called through one wrapper is two failures, not one."""
     if arguments is not None:
         action = counted_tool(action, arguments)
     text = EMAIL.sub("@", error)
     text = _QUOTED.sub("'…'", text)
     text = CODE.sub("#", text)
     text = _NUMBER.sub("#", text)
-    return f"{action.strip().lower()}|{SPACES.sub(' ', text).strip().lower()[:300]}"
+    return ErrorSignature(action.strip().lower(), SPACES.sub(" ", text).strip().lower()[:300])
+
+
+def error_signature(action: str, error: str, arguments: Mapping[str, Any] | None = None) -> str:
+    """``action|error``: the key of :func:`signed_error` (what failure modes and steps store as
+    ``signature``)."""
+    return signed_error(action, error, arguments).key
 
 
 def recovery_after(

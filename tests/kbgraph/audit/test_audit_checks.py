@@ -8,6 +8,7 @@ from typing import Any
 
 from kbgraph.audit import DocumentInput, Finding, audit_document, audit_skill
 from kbgraph.core.models import StatementRecord
+from kbgraph.core.recovery import ErrorSignature
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.ingest.integrate import sentence_key
 from kbgraph.ingest.integrate_evidence import Evidence, Statement, build_document, evidence_rows
@@ -150,7 +151,7 @@ def member(id: str, problem: str, actions: tuple[str, ...], ops: tuple[str, ...]
 
 def failure(experience: str, action: str, error: str) -> FailureRow:
     return FailureRow(experience_id=experience, id=f"fm-{experience}", description=error, action=action,
-                      signature=f"{action}|{error}", recovery="retried it", recovery_kind="retry", recovered=True,
+                      signed=ErrorSignature(action, error), recovery="retried it", recovery_kind="retry", recovered=True,
                       concrete=True, run_id=f"{experience}-r", run_succeeded=True, step_order=2)
 
 

@@ -5,6 +5,7 @@ failure modes the skill lists, never from the words of a statement."""
 from __future__ import annotations
 
 from kbgraph.core.models import StatementRecord
+from kbgraph.core.recovery import ErrorSignature
 from kbgraph.ingest.integrate import sentence_key
 from kbgraph.ingest.integrate_evidence import Evidence, Statement
 from kbgraph.ingest.wording import sentence
@@ -33,7 +34,7 @@ def cancel_skill(*statements: Statement) -> PlannedSkill:
 def failure(error: str, record: StatementRecord | None) -> FailureRow:
     """A failure mode of the skill's cancel_reservation, its signature worded unlike its record."""
     return FailureRow(experience_id="a", id="fm-a", description=error, action="cancel_reservation",
-                      signature=f"cancel_reservation|error: {error.upper()}", recovery="", recovery_kind="repeat",
+                      signed=ErrorSignature("cancel_reservation", f"error: {error.upper()}"), recovery="", recovery_kind="repeat",
                       recovered=False, concrete=False, run_id="a-r", run_succeeded=True, step_order=2,
                       record=record)
 
@@ -72,3 +73,8 @@ def test_a_rule_is_about_its_records_operation_and_a_free_lesson_about_what_its_
     assert not about_own_actions(StatementRecord(kind="lesson", text="Book the flight again."),
                                  frozenset({"cancel_reservation"}))
     assert about_own_actions(StatementRecord(kind="lesson", text="Read the policy first."), frozenset())
+
+
+def test_a_pitfall_is_grouped_by_its_signatures_parts_as_stored() -> None:
+    [group] = pitfall_groups([failure("reservation 7 is basic economy", None)])
+    assert (group.action, group.error) == ("cancel_reservation", "RESERVATION 7 IS BASIC ECONOMY")

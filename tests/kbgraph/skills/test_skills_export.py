@@ -24,6 +24,7 @@ from skills_ref.validator import validate_metadata
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.core.errors import InvalidInputError, KbgraphError
 from kbgraph.core.shapes import operations
+from kbgraph.ingest.concepts import operation_verbs
 from kbgraph.kb import KnowledgeBase
 from kbgraph.skills.export import DEFAULT_MIN_RUNS, SkillsExportReport
 from kbgraph.skills.folder import MANIFEST_NAME, write_skill_folders
@@ -166,6 +167,17 @@ def test_a_candidate_becomes_a_skill_when_it_worked_in_at_least_min_runs_runs() 
     assert [s.name for s in plan_skills(concepts, group_workflows(members), min_runs=1).skills] == [
         "cancel-order", "shop-return-item"]
     assert plan_skills(concepts, group_workflows(members), min_runs=3).skills == []
+
+
+def test_a_concept_skill_speaks_for_the_state_changes_stored_with_its_meta_concept() -> None:
+    members = [member("a", ("cancel_order", "return_item"), 2, 0, metas=("m",))]
+    # A meta-concept stored before its verbs were kept has them read from its name.
+    [before] = plan_skills([ConceptDoc(id="m", name="cancel order", version=1)], group_workflows(members), 1).skills
+    assert before.own_actions == {"get_order", "cancel_order"}
+    stored = ConceptDoc(id="m", name="cancel order", version=1, verbs=frozenset({"return"}))
+    assert stored.for_domain("shop").verbs == {"return"}
+    [skill] = plan_skills([stored], group_workflows(members), 1).skills
+    assert skill.own_actions == {"get_order", "return_item"}, "the stored verbs, not the name's words"
 
 
 def test_a_workflow_inside_an_exported_concept_skill_is_not_exported_again() -> None:
@@ -341,6 +353,12 @@ def test_a_skills_evidence_counts_the_runs_in_the_data(exported: tuple[Path, Ski
     _, report = exported
     skill = next(s for s in report.skills if s.name == "airline-look-up-change-nothing")
     assert (skill.runs, skill.worked) == (len(lookups), sum(r["outcome"]["success"] for r in lookups))
+
+
+def test_a_meta_concept_is_stored_with_the_state_changes_its_operation_makes(runs_kb: KnowledgeBase) -> None:
+    rows = runs_kb.gateway.read("skills_meta_concepts", kb=runs_kb.namespace)
+    assert rows and all(row["verbs"] == operation_verbs(row["name"]) for row in rows)
+    assert {"cancel"} <= {verb for row in rows for verb in row["verbs"]}
 
 
 def test_the_threshold_decides_what_is_exported(runs_kb: KnowledgeBase, tmp_path: Path) -> None:

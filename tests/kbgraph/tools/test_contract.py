@@ -22,11 +22,13 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from mcp import Client
 
+from kbgraph.core.errors import InvalidInputError, Problem
 from kbgraph.http_api import create_app
 from kbgraph.integrations.langchain import kbgraph_tools
 from kbgraph.kb import KnowledgeBase
 from kbgraph.mcp_server import build_server
 from kbgraph.tools import (SEARCH_OPTIONS, SPECS, TOOL_NAMES, TOOLS, AddTrajectoryArgs, kbgraph_version, run_tool)
+from kbgraph.tools._contract import _in_callers_words
 from tests.one_utc_day import on_one_utc_day
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -300,3 +302,13 @@ def test_a_refusal_from_deeper_down_names_the_callers_fields_too(ways: list[Way]
     refused = same_everywhere(ways, "search_experiences", {"task": "x", "domain": ""})
     assert refused.problems is not None and refused.problems.startswith("invalid arguments, nothing was done: domain: ")
     assert "query" not in refused.problems and "(record)" not in refused.problems
+
+
+def test_a_problem_of_the_query_is_said_by_the_callers_field_from_its_parts() -> None:
+    said = _in_callers_words(InvalidInputError([
+        Problem("query", "Value error, give a task or a problem", "(record)"), Problem("query", "Field required", "task"),
+        Problem("query", "too long"), Problem("weights", "Value error, must be at most 1", "alpha"),
+        "query vector: contains NaN or infinite values"]))
+    assert said.problems == ["give a task or a problem", "task: Field required", "too long",
+                             "weights: alpha: must be at most 1", "query vector: contains NaN or infinite values"]
+    assert str(said).startswith("invalid arguments, nothing was done:")
