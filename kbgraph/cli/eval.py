@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -16,10 +16,11 @@ from kbgraph.cli._common import JsonOption, _open, _parse_assignments, _progress
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.settings import Settings
 from kbgraph.kb import KnowledgeBase
-from kbgraph.core.progress import stage_reporter
+from kbgraph.core.progress import StageReporter, stage_reporter
 from kbgraph.core.terminal import json_safe
 
 if TYPE_CHECKING:  # the suite is imported when it runs (the CLI starts without the eval stack)
+    from kbgraph.search.eval.pipeline import CorpusPart
     from kbgraph.search.eval.suite import SuiteReport
 
 
@@ -76,8 +77,8 @@ def eval_command(
 ) -> None:
     """nDCG@k, Recall@k and MRR of kbgraph next to TF-IDF, MiniLM cosine, the Agent KB hybrid and MiniLM over the
     successful runs only; with --phase teacher, the failure matches and recoveries next to TF-IDF and the oracle."""
-    from kbgraph.search.eval.cached_namespace import ready_namespace
     from kbgraph.search.eval.evaluate import eval_namespace, run_eval
+    from kbgraph.search.eval.pipeline import CorpusPart, ready_opener
 
     if compare is not None:
         _compare(*compare, as_json=as_json)
@@ -103,28 +104,22 @@ def eval_command(
     if not corpus.is_dir() or not sorted(corpus.glob("*.jsonl")):
         raise InvalidInputError([f"--corpus {corpus}: no folder of .jsonl trajectory files there"])
     weights = _parse_assignments(setting, "--set")
-    with _open(eval_namespace(corpus) if namespace is None else namespace) as kb, _progress() as progress:
+    name = eval_namespace(corpus) if namespace is None else namespace
+    with _progress() as progress:
         on_progress = stage_reporter(progress)
-
-        files = sorted(corpus.glob("*.jsonl"))
-        ingest_progress: Callable[[str, int, int | None], None] = (
-            lambda stage, done, total: on_progress(f"ingest: {stage}", done, total))
-        if namespace is None:  # the evaluation's own namespace, kept between runs: checked before it is reused
-            ready_namespace(kb, kb.namespace, files, ingest_progress, _note)
-        else:
-            kb.ingest(files, on_progress=ingest_progress)
+        # The evaluation's own namespace, kept between runs, is checked before it is reused; one named
+        # with --namespace is only ingested into (idempotent).
+        open_ready = ready_opener(_open, on_progress, _note) if namespace is None else _ingesting(on_progress)
         if phase == "teacher":
-            from kbgraph.search.teacher import TeacherRetriever
-            from kbgraph.search.eval.teacher import SPLITS, run_teacher_eval
+            from kbgraph.search.eval.teacher import SPLITS, run_teacher_phase
 
-            retriever = TeacherRetriever(kb.gateway, kb.embedder, kb.namespace, kb.student.namespace_size,
-                                         kb.settings.search)
-            teacher = run_teacher_eval(retriever, corpus, on_progress,
-                                       split=None if split is None else SPLITS[SPLITS.index(split)])
+            teacher = run_teacher_phase(open_ready, corpus, name, on_progress,
+                                        split=None if split is None else SPLITS[SPLITS.index(split)])
         else:
             assert queries is not None and qrels is not None
-            report = run_eval(kb.student, kb.gateway, kb.embedder, queries, qrels, corpus, k=k,
-                              weights=weights or None, on_progress=on_progress, per_query=per_query)
+            with open_ready(CorpusPart(name, tuple(sorted(corpus.glob("*.jsonl"))), ())) as kb:
+                report = run_eval(kb.student, kb.gateway, kb.embedder, queries, qrels, corpus, k=k,
+                                  weights=weights or None, on_progress=on_progress, per_query=per_query)
     if phase == "teacher":
         _print_teacher_report(teacher, as_json)
         return
@@ -138,6 +133,18 @@ def eval_command(
     out.print(f"{report.queries.rsplit('/', 1)[-1]} over namespace {report.namespace!r} (corpus {corpus})")
     out.print(table)
     out.print(f"kbgraph − best baseline ({report.best_baseline}): {report.kbgraph_minus_best_baseline:+.4f} nDCG@{k}")
+
+
+def _ingesting(on_progress: StageReporter) -> Callable[[CorpusPart], AbstractContextManager[KnowledgeBase]]:
+    """Opens a namespace named with --namespace and ingests the part's files into it (idempotent)."""
+
+    @contextmanager
+    def open_ingested(part: CorpusPart) -> Iterator[KnowledgeBase]:
+        with _open(part.namespace) as kb:
+            kb.ingest(part.files, on_progress=lambda stage, done, total: on_progress(f"ingest: {stage}", done, total))
+            yield kb
+
+    return open_ingested
 
 
 def _note(message: str) -> None:

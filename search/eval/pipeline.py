@@ -4,18 +4,21 @@ leave-one-domain-out set, the corpora) they are answered from — goes through
 under every recipe (kbgraph.search.eval.recipes) and with every baseline over the same files, and
 evaluates every ranking the same way. ``kbgraph eval``, the suite's sets and their held-out views
 all run through it; they differ only in the set they hand it and the row they make of its result.
+Each opens its namespaces with :func:`ready_opener`, and so does the teacher phase
+(kbgraph.search.eval.teacher), whose systems and measures are its own.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from kbgraph.search.eval.baselines import BASELINES, Baseline, Document, TextEmbedder, build_baselines, load_documents_from, rank_queries
+from kbgraph.search.eval.cached_namespace import BuildingKb, Note, ready_namespace
 from kbgraph.search.eval.data import EvalQuery
 from kbgraph.search.eval.ranking import search_rankings
 from kbgraph.search.eval.metrics import Evaluation, evaluate
@@ -24,7 +27,7 @@ from kbgraph.search.eval.shown_text import merged_experiences, own_text_of, run_
 from kbgraph.search.student import StudentRetriever
 from kbgraph.store.gateway import Neo4jGateway
 
-__all__ = ["CorpusPart", "EvalSet", "OpenReady", "Progress", "SearchingKb", "SetRun", "Workspace"]
+__all__ = ["CorpusPart", "EvalSet", "OpenReady", "Progress", "SearchingKb", "SetRun", "Workspace", "ready_opener"]
 
 Progress = Callable[[str, int, int], None]
 Rankings = dict[str, list[str]]
@@ -62,6 +65,35 @@ class EvalSet:
 
 #: Opens a part's namespace ready to search (built, or checked and reused).
 OpenReady = Callable[[CorpusPart], AbstractContextManager[SearchingKb]]
+
+Kb = TypeVar("Kb", bound=BuildingKb)
+
+
+def ready_opener(open_kb: Callable[[str], AbstractContextManager[Kb]], on_progress: Progress | None,
+                 note: Note) -> Callable[[CorpusPart], AbstractContextManager[Kb]]:
+    """Opens a part's namespace (``open_kb``), checked — or built from the part's files — the first
+    time the run opens it (kbgraph.search.eval.cached_namespace); ``note`` hears when one is rebuilt."""
+    ready: set[str] = set()
+
+    @contextmanager
+    def open_ready(part: CorpusPart) -> Iterator[Kb]:
+        with open_kb(part.namespace) as kb:
+            if part.namespace not in ready:
+                ready_namespace(kb, part.namespace, part.files, _ingest_progress(on_progress, part.namespace), note)
+                ready.add(part.namespace)
+            yield kb
+
+    return open_ready
+
+
+def _ingest_progress(on_progress: Progress | None, namespace: str) -> Callable[[str, int, int | None], None] | None:
+    if on_progress is None:
+        return None
+
+    def report(stage: str, done: int, total: int | None) -> None:
+        on_progress(f"{namespace}: ingest ({stage})", done, total or 0)
+
+    return report
 
 
 @dataclass

@@ -23,7 +23,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,11 +32,11 @@ from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.jsonl import read_jsonl
 from kbgraph.core.settings import default_cache_dir
 from kbgraph.search.eval.baselines import BASELINES, TextEmbedder
-from kbgraph.search.eval.cached_namespace import BuildingKb, Note, ready_namespace
+from kbgraph.search.eval.cached_namespace import BuildingKb, Note
 from kbgraph.search.eval.data import EvalQuery, load_qrels, load_queries, qrels_by_query
 from kbgraph.search.eval.evaluate import eval_namespace
 from kbgraph.search.eval.held_out import without_runs
-from kbgraph.search.eval.pipeline import CorpusPart, EvalSet, Progress, SearchingKb, Workspace
+from kbgraph.search.eval.pipeline import CorpusPart, EvalSet, Progress, SearchingKb, Workspace, ready_opener
 from kbgraph.search.eval.recipes import ABLATIONS, KBGRAPH, OWN_TEXT_HIDDEN, Recipes
 from kbgraph.search.eval.report import HeldOutRow, SetRow, SuiteReport
 from kbgraph.search.eval.transient import transient_corpus
@@ -160,7 +160,7 @@ def run_suite(
     (kbgraph.search.eval.cached_namespace); ``note`` (stderr by default) hears when one is rebuilt."""
     base = dict(weights or {})
     columns = [recipe.checked(base) for recipe in (KBGRAPH, *ablations.values())]  # a bad --set fails first
-    workspace = Workspace(_opener(open_kb, on_progress, note or _to_stderr), embedder, on_progress)
+    workspace = Workspace(ready_opener(open_kb, on_progress, note or _to_stderr), embedder, on_progress)
     cache = cache_dir if cache_dir is not None else default_cache_dir()
     rows: list[SetRow] = []
     for suite_set in sets:
@@ -207,31 +207,6 @@ def _held_out(
     run = workspace.run_set(EvalSet(f"{suite_set.name}, held out", (part,), qrels, judge_present_only=True),
                             [KBGRAPH], weights, k)
     return HeldOutRow.of(run, per_query, namespace=part.namespace, runs_left_out=len(runs))
-
-
-def _opener(open_kb: OpenKb, on_progress: Progress | None, note: Note) -> Callable[[CorpusPart], AbstractContextManager[SuiteKb]]:
-    """Opens a part's namespace, checked (or built) the first time the run opens it."""
-    ready: set[str] = set()
-
-    @contextmanager
-    def open_ready(part: CorpusPart) -> Iterator[SuiteKb]:
-        with open_kb(part.namespace) as kb:
-            if part.namespace not in ready:
-                ready_namespace(kb, part.namespace, part.files, _ingest_progress(on_progress, part.namespace), note)
-                ready.add(part.namespace)
-            yield kb
-
-    return open_ready
-
-
-def _ingest_progress(on_progress: Progress | None, namespace: str) -> Callable[[str, int, int | None], None] | None:
-    if on_progress is None:
-        return None
-
-    def report(stage: str, done: int, total: int | None) -> None:
-        on_progress(f"{namespace}: ingest ({stage})", done, total or 0)
-
-    return report
 
 
 def _to_stderr(message: str) -> None:

@@ -29,14 +29,22 @@ document with kbgraph's recovery of it — and the **oracle**: whether a memory 
 error class at all, with a concrete recovery, and with one from a run that then succeeded (the
 best share any system can reach): whether a memory run hit the same error class at all, with a
 concrete recovery that went through, and then reached its goal.
+
+:func:`run_teacher_phase` is the phase as ``kbgraph eval --phase teacher`` runs it: the corpus's
+namespace is opened through the evaluation pipeline's opener (kbgraph.search.eval.pipeline:
+built, or checked and reused), and nDCG is the pipeline's :func:`~kbgraph.search.eval.metrics.evaluate`.
+The rest is the phase's own: its queries are errored steps, not requests; its systems rank runs by
+failure match (``refine``) and by failure text, not documents by task; its first-match shares
+are measures no other set has.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -48,13 +56,17 @@ from kbgraph.core.recovery import error_signature, recovery_after
 from kbgraph.core.shapes import changes_state
 from kbgraph.core.jsonl import read_jsonl
 from kbgraph.core.models import Trajectory
+from kbgraph.core.settings import Settings
+from kbgraph.embedders import Embedder
+from kbgraph.search.eval.cached_namespace import BuildingKb
 from kbgraph.search.eval.metrics import evaluate
+from kbgraph.search.eval.pipeline import CorpusPart, Progress
+from kbgraph.search.student import StudentRetriever
 from kbgraph.search.teacher import TeacherRetriever, error_class
 
-__all__ = ["SPLITS", "ClassScore", "Split", "TeacherEvalReport", "TeacherQuery", "TeacherSystemScores", "memory_runs", "run_teacher_eval",
-           "class_scores", "teacher_queries"]
+__all__ = ["SPLITS", "ClassScore", "Split", "TeacherEvalReport", "TeacherKb", "TeacherQuery", "TeacherSystemScores", "memory_runs",
+           "run_teacher_eval", "run_teacher_phase", "class_scores", "teacher_queries"]
 
-Progress = Callable[[str, int, int], None]
 K = 5
 
 
@@ -128,9 +140,28 @@ class TeacherEvalReport(BaseModel):
     short_classes: list[str] = []
 
 
+class TeacherKb(BuildingKb, Protocol):
+    """What the teacher phase needs of an open knowledge base: to build (or check) its namespace,
+    and what a TeacherRetriever over it is made of."""
+
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def embedder(self) -> Embedder: ...
+    @property
+    def student(self) -> StudentRetriever: ...
+    @property
+    def settings(self) -> Settings: ...
+
+
+def _files(corpus: Path) -> list[Path]:
+    """The corpus's files, in the order they are ingested and read."""
+    return sorted(corpus.glob("*.jsonl")) if corpus.is_dir() else [corpus]
+
+
 def _runs(corpus: Path) -> list[Trajectory]:
     runs: list[Trajectory] = []
-    for path in sorted(corpus.glob("*.jsonl")) if corpus.is_dir() else [corpus]:
+    for path in _files(corpus):
         for record in read_jsonl(path):
             if record.value is not None and "task" in record.value:
                 runs.append(Trajectory.model_validate(record.value))
@@ -295,3 +326,15 @@ def run_teacher_eval(
         kbgraph_minus_tfidf=round(by_name["kbgraph"].good - by_name["tfidf_failure_text"].good, 4),
         classes=classes, short_classes=[c.error_class for c in classes if c.good < c.oracle],
     )
+
+
+def run_teacher_phase(
+    open_ready: Callable[[CorpusPart], AbstractContextManager[TeacherKb]], corpus: Path, namespace: str,
+    on_progress: Progress | None = None, split: Split | None = None,
+) -> TeacherEvalReport:
+    """The teacher benchmark over ``corpus`` in ``namespace``, opened with ``open_ready`` (the
+    pipeline's :func:`~kbgraph.search.eval.pipeline.ready_opener`: built from the corpus, or checked
+    and reused); see :func:`run_teacher_eval`."""
+    with open_ready(CorpusPart(namespace, tuple(_files(corpus)), ())) as kb:
+        retriever = TeacherRetriever(kb.gateway, kb.embedder, kb.namespace, kb.student.namespace_size, kb.settings.search)
+        return run_teacher_eval(retriever, corpus, on_progress, split)

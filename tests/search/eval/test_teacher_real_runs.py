@@ -5,6 +5,9 @@ kbgraph at the oracle, above a text retriever."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,8 @@ import pytest
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.teacher import TeacherRetriever
-from kbgraph.search.eval.teacher import run_teacher_eval
+from kbgraph.search.eval.pipeline import ready_opener
+from kbgraph.search.eval.teacher import run_teacher_eval, run_teacher_phase
 from tests.conftest import REAL_RUNS
 
 PAYMENT = {"action": "book_reservation", "arguments": {"payment_methods": [{"payment_id": "certificate_1", "amount": 250}]},
@@ -91,3 +95,30 @@ def test_a_corpus_without_errored_steps_is_refused_by_name(kb: KnowledgeBase, tm
     with pytest.raises(InvalidInputError) as caught:
         run_teacher_eval(TeacherRetriever(kb.gateway, kb.embedder, kb.namespace), tmp_path)
     assert "no step of its runs has an error" in caught.value.problems[0]
+
+
+def test_the_phase_opens_its_namespace_through_the_pipelines_opener_built_once_then_reused(
+        kb: KnowledgeBase, tmp_path: Path) -> None:
+    """``kbgraph eval --phase teacher``'s way: the namespace is built from the corpus the first time
+    the run opens it, checked and reused after, and the report is the benchmark's over it."""
+    (tmp_path / "runs.jsonl").write_text((resources.files("kbgraph") / "samples" / "real_runs.jsonl").read_text())
+    opened: list[str] = []
+    ingested: list[str] = []
+
+    @contextmanager
+    def open_kb(name: str) -> Iterator[KnowledgeBase]:
+        opened.append(name)
+        yield kb
+
+    notes: list[str] = []
+    open_ready = ready_opener(open_kb, lambda stage, done, total: ingested.append(stage), notes.append)
+    first = run_teacher_phase(open_ready, tmp_path, kb.namespace)
+    assert opened == [kb.namespace] and ingested and notes == []
+    assert first.queries > 0 and first.namespace == kb.namespace and first.corpus == str(tmp_path)
+    ingested.clear()
+    again = run_teacher_phase(open_ready, tmp_path, kb.namespace)
+    assert opened == [kb.namespace] * 2 and ingested == [], "opened again, not built again"
+    direct = run_teacher_eval(TeacherRetriever(kb.gateway, kb.embedder, kb.namespace), tmp_path)
+    assert [s.model_copy(update={"seconds": 0.0}) for s in again.systems] == \
+        [s.model_copy(update={"seconds": 0.0}) for s in direct.systems]
+    assert again.model_copy(update={"systems": []}) == direct.model_copy(update={"systems": []})
