@@ -47,16 +47,15 @@ import numpy as np
 import numpy.typing as npt
 
 from kbgraph.core.shapes import intent_text, operation_words
-from kbgraph.search.asked_verbs import asked_verbs, operation_verb
 from kbgraph.search.asks import split_asks
-from kbgraph.search.handoff import asks_for_a_human, is_handoff
-from kbgraph.search.order_state import operation_state, stated_states
+from kbgraph.search.handoff import is_handoff
 from kbgraph.search.lexical import query_terms
 from kbgraph.search.results import AskMatch
 from kbgraph.search.scoring import (
     NO_CHANGE, WordOperationCounts, ask_history_association, asks_association, history_association, intent_match,
     intent_matches, one_ask_matches, operations_association,
 )
+from kbgraph.search.student.ask_words import AskWords
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.intent_history import HISTORY_TERMS
 from kbgraph.search.student.rows import ChannelHit
@@ -98,15 +97,8 @@ class IntentMatcher:
         self._ask_vectors = (unit_rows(np.asarray(vectors.embedder.embed(asks), dtype=np.float64)) if len(asks) > 1
                              else self._whole[None, :])
         self._known: dict[tuple[str | None, tuple[str, ...]], IntentScore] = {}
-        #: The asks that ask for a human (:func:`~kbgraph.search.handoff.asks_for_a_human`).
-        self._human = np.array([run.weights.intent.human_asks and asks_for_a_human(ask) for ask in asks] or [False],
-                               dtype=bool)
-        #: The one state each ask says its object is in, if it says exactly one (kbgraph.search.order_state).
-        self._state_shift = run.weights.intent.state_shift
-        self._states = [_one_state(ask) if self._state_shift > 0 else None for ask in asks] or [None]
-        #: The verbs of change each ask names (kbgraph.search.asked_verbs).
-        self._verb_shift = run.weights.intent.verb_shift
-        self._verbs = [asked_verbs(ask) if self._verb_shift > 0 else frozenset() for ask in asks] or [frozenset()]
+        #: What the asks' words say beyond their vectors (a human, a state, a verb).
+        self._reading = AskWords(asks, run.weights.intent)
         #: The memory holds workflows of the request's domain (:meth:`know`): the match is then with
         #: the operations of its own domain, not a guess across domains.
         self.home = True
@@ -131,10 +123,10 @@ class IntentMatcher:
         if distinct and (len(self.asks) > 1 or self._one_ask_penalty > 0):
             texts = [in_domain(operation_words(op), domain) for op, domain in distinct]
             by_pair = self._ask_vectors @ self._vectors.of(texts).T
-            self._best_by_ask = self._shift_by_state(by_pair, [op for op, _ in distinct]).max(axis=1)
+            self._best_by_ask = self._reading.shifted(by_pair, [op for op, _ in distinct]).max(axis=1)
         if any(is_handoff(op) for op, _ in distinct):
             # An ask for a human means the handoff, which the memory knows: its best match is 1.
-            self._best_by_ask = np.where(self._human, 1.0, self._best_by_ask)
+            self._best_by_ask = np.where(self._reading.human, 1.0, self._best_by_ask)
         self._known.clear()
 
     @property
@@ -163,13 +155,13 @@ class IntentMatcher:
             matrix = self._ask_vectors @ self._vectors.of([in_domain(operation_words(op), domain) for op in distinct]).T
         else:
             matrix = np.zeros((len(self._ask_vectors), 0))
-        shifts = self._word_shifts(distinct)
+        shifts = self._reading.shifts(distinct)
         matrix = matrix + shifts
         if len(self.asks) < 2 and distinct:
             whole += float(shifts[0].mean())
         handoffs = np.array([is_handoff(op) for op in distinct], dtype=bool)
-        matrix = self._answer_human_asks(matrix, handoffs)
-        if self._asks_one_human() and handoffs.any():
+        matrix = self._reading.answer_human(matrix, handoffs)
+        if self._reading.one_human and handoffs.any():
             whole = 1.0
         score = intent_match(min(1.0, max(-1.0, whole)), np.clip(matrix, -1.0, 1.0),
                              np.clip(self._best_by_ask, -1.0, 1.0), self._penalty)
@@ -215,44 +207,6 @@ class IntentMatcher:
             self._associations[key] = history_association(words, [operation], self._history)
         return self._associations[key]
 
-    def _word_shifts(self, operations: Sequence[str]) -> npt.NDArray[np.float64]:
-        """asks × ``operations``: ``intent.state_shift`` where an ask says the state an operation's
-        name needs, minus it where the operation needs another state; plus ``intent.verb_shift``
-        where the ask names the operation's verb."""
-        shifts = np.zeros((len(self._states), len(operations)))
-        if not self._shifts_any():
-            return shifts
-        needs = [operation_state(op) for op in operations]
-        verbs = [operation_verb(op) for op in operations]
-        for row, (said, named) in enumerate(zip(self._states, self._verbs, strict=True)):
-            if said is not None:
-                shifts[row] += [0.0 if need is None else (self._state_shift if need == said else -self._state_shift)
-                                for need in needs]
-            if named:
-                shifts[row] += [self._verb_shift if verb in named else 0.0 for verb in verbs]
-        return shifts
-
-    def _shifts_any(self) -> bool:
-        """Some ask says a state or names a verb: the cosines move."""
-        return any(self._states) or any(self._verbs)
-
-    def _shift_by_state(self, by_pair: npt.NDArray[np.float64], operations: Sequence[str]) -> npt.NDArray[np.float64]:
-        return by_pair + self._word_shifts(operations) if self._shifts_any() else by_pair
-
-    def _asks_one_human(self) -> bool:
-        """The request is one ask, and it asks for a human."""
-        return len(self.asks) < 2 and bool(self._human[0])
-
-    def _answer_human_asks(self, by_pair: npt.NDArray[np.float64],
-                           handoff_columns: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
-        """``by_pair`` (asks × operations cosines) with each ask for a human answered by each
-        handoff operation in full (cosine 1)."""
-        if not self._human.any() or not handoff_columns.any() or by_pair.shape[0] != len(self._human):
-            return by_pair
-        answered = by_pair.copy()
-        answered[np.ix_(self._human, handoff_columns)] = 1.0
-        return answered
-
     def _one_ask_counts(self) -> bool:
         """A request of one ask, of a domain the memory holds workflows of, costs a workflow the
         changes it makes beyond one (:func:`~kbgraph.search.scoring.one_ask_matches`); another
@@ -276,14 +230,14 @@ class IntentMatcher:
         # threads, which then spin after it (~20 ms of CPU a search on 2 cores, the cores Neo4j needs;
         # docs/performance.md). One thread is what a product this small needs.
         matches: npt.NDArray[np.float64] = np.clip(np.einsum("ij,j->i", table.texts(), self._whole), 0.0, 1.0)
-        shifts = self._word_shifts(table.column_operations()) if self._shifts_any() else None
+        shifts = self._reading.shifts(table.column_operations()) if self._reading.moves else None
         if shifts is not None and len(self.asks) < 2:
             # A request of one ask: the whole match moves by the mean shift of the sequence's operations.
             _, columns = table.operations()
             by_sequence = np.array([shifts[0, made].mean() if made else 0.0 for made in columns])
             matches = np.clip(np.einsum("ij,j->i", table.texts(), self._whole) + by_sequence, 0.0, 1.0)
-        handoff_columns, hands_off = table.handoffs() if self._human.any() else (None, None)
-        if hands_off is not None and self._asks_one_human():
+        handoff_columns, hands_off = table.handoffs() if self._reading.human.any() else (None, None)
+        if hands_off is not None and self._reading.one_human:
             matches = np.where(hands_off, 1.0, matches)
         if len(self.asks) >= 2:
             operations, columns = table.operations()
@@ -292,7 +246,7 @@ class IntentMatcher:
             if shifts is not None:
                 by_pair = by_pair + shifts
             if handoff_columns is not None:
-                by_pair = self._answer_human_asks(by_pair, handoff_columns)
+                by_pair = self._reading.answer_human(by_pair, handoff_columns)
             matches = intent_matches(matches, by_pair, columns, self._best_by_ask, self._penalty)
         elif self._one_ask_counts():
             operations, columns = table.operations()
@@ -300,7 +254,7 @@ class IntentMatcher:
             if shifts is not None:
                 by_operation = by_operation + shifts[0]
             if handoff_columns is not None:
-                by_operation = self._answer_human_asks(by_operation[None, :], handoff_columns)[0]
+                by_operation = self._reading.answer_human(by_operation[None, :], handoff_columns)[0]
             matches = one_ask_matches(matches, by_operation, columns, float(self._best_by_ask[0]), self._one_ask_penalty)
         if self._history is None or self._history_weight <= 0:
             return matches
@@ -329,12 +283,6 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     for i in np.lexsort((workflows.tie_order, -scores))[: w.intent.candidates]:
         out += [ChannelHit(exp_id, float(scores[i])) for exp_id in workflows.members[workflows.keys[i]]]
     return out
-
-
-def _one_state(ask: str) -> str | None:
-    """The state the ask says its object is in, when it says one (of :data:`kbgraph.search.order_state.STATES`)."""
-    said = stated_states(ask)
-    return next(iter(said)) if len(said) == 1 else None
 
 
 def _ask_matches(asks: list[str], operations: list[str], matrix: np.ndarray, whole: float) -> tuple[AskMatch, ...]:
