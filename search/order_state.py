@@ -17,6 +17,7 @@ shipped yet, before it leaves): a domain's vocabulary, measured on the retail de
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 __all__ = ["STATES", "operation_state", "stated_states"]
 
@@ -39,6 +40,7 @@ def stated_states(ask: str) -> frozenset[str]:
     return frozenset(state for state, said in _SAID.items() if said.search(ask))
 
 
+@lru_cache(maxsize=4096)
 def operation_state(operation: str) -> str | None:
     """The state an operation's name needs its object in (``return_delivered_order_items`` →
     "delivered"), or None when it names none of :data:`STATES`."""

@@ -229,13 +229,12 @@ class IntentMatcher:
         # np.einsum, not BLAS: products of this size (thousands of rows) make OpenBLAS start its
         # threads, which then spin after it (~20 ms of CPU a search on 2 cores, the cores Neo4j needs;
         # docs/performance.md). One thread is what a product this small needs.
-        matches: npt.NDArray[np.float64] = np.clip(np.einsum("ij,j->i", table.texts(), self._whole), 0.0, 1.0)
+        wholes: npt.NDArray[np.float64] = np.einsum("ij,j->i", table.texts(), self._whole)
         shifts = self._reading.shifts(table.column_operations()) if self._reading.moves else None
         if shifts is not None and len(self.asks) < 2:
             # A request of one ask: the whole match moves by the mean shift of the sequence's operations.
-            _, columns = table.operations()
-            by_sequence = np.array([shifts[0, made].mean() if made else 0.0 for made in columns])
-            matches = np.clip(np.einsum("ij,j->i", table.texts(), self._whole) + by_sequence, 0.0, 1.0)
+            wholes = wholes + table.sequence_means(shifts[0])
+        matches = np.clip(wholes, 0.0, 1.0)
         handoff_columns, hands_off = table.handoffs() if self._reading.human.any() else (None, None)
         if hands_off is not None and self._reading.one_human:
             matches = np.where(hands_off, 1.0, matches)

@@ -60,6 +60,9 @@ class SequenceTable:
         self._texts: npt.NDArray[np.float64] | None = None
         self._operations: tuple[npt.NDArray[np.float64], list[list[int]]] | None = None
         self._column_operations: list[str] | None = None
+        self._handoffs: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]] | None = None
+        #: Every sequence's columns end to end, the sequence each belongs to, and their counts (sequence_means).
+        self._layout: tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]] | None = None
         #: Each sequence's distinct operations, in the order it makes them (the history's part of
         #: the match is a function of them alone).
         self.distinct = [tuple(dict.fromkeys(ops)) for ops, _ in self.sequences]
@@ -90,8 +93,27 @@ class SequenceTable:
     def handoffs(self) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
         """Which columns of :meth:`operations` hand the task to a human
         (:func:`kbgraph.search.handoff.is_handoff`), and which sequences make one."""
-        return (np.array([is_handoff(op) for op in self.column_operations()], dtype=bool),
-                np.array([any(is_handoff(op) for op in ops) for ops in self.distinct], dtype=bool))
+        handoffs = self._handoffs
+        if handoffs is None:
+            columns = np.array([is_handoff(op) for op in self.column_operations()], dtype=bool)
+            handoffs = (columns, self.sequence_means(columns.astype(np.float64)) > 0)
+            self._handoffs = handoffs
+        return handoffs
+
+    def sequence_means(self, by_column: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """Each sequence's mean of ``by_column`` (one value per column of :meth:`operations`) over
+        its distinct operations; 0 for a sequence without any. One pass for thousands of sequences:
+        the columns of all sequences laid end to end, kept with the table."""
+        layout = self._layout
+        if layout is None:
+            _, columns = self.operations()
+            counts = np.array([len(made) for made in columns], dtype=np.intp)
+            flat = np.fromiter((c for made in columns for c in made), dtype=np.intp, count=int(counts.sum()))
+            layout = (flat, np.repeat(np.arange(len(columns)), counts), counts)
+            self._layout = layout
+        flat, owner, counts = layout
+        sums = np.bincount(owner, weights=np.asarray(by_column, dtype=np.float64)[flat], minlength=len(counts))
+        return np.divide(sums, counts, out=np.zeros(len(counts)), where=counts > 0)
 
     def column_operations(self) -> list[str]:
         """The operation of each column of :meth:`operations`."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pytest
 
 from kbgraph.search.student.context import KeptByContent
 from kbgraph.search.student.text_vectors import IntentVectors
@@ -120,3 +121,14 @@ def test_the_memory_holds_a_domain_when_some_workflow_of_it_has_operations_read(
     assert not table.holds("banking")  # a request of banking is matched across domains
     assert table.holds(None)  # a request without a domain: any workflow is its own
     assert not _table([]).holds(None)
+
+
+def test_a_value_per_operation_averages_over_each_sequence_s_distinct_operations() -> None:
+    table = _table([*ROWS, _row("e6", "retail", "transfer_to_human_agents", "cancel_pending_order")]).table
+    _, columns = table.operations()
+    values = np.arange(len(table.column_operations()), dtype=np.float64) + 1.0
+    expected = [float(values[made].mean()) if made else 0.0 for made in columns]
+    assert table.sequence_means(values) == pytest.approx(expected)
+    handoff_columns, hands_off = table.handoffs()
+    assert list(hands_off) == [any(op == "transfer_to_human_agents" for op in ops) for ops in table.distinct]
+    assert [table.column_operations()[i] for i in np.flatnonzero(handoff_columns)] == ["transfer_to_human_agents"]
