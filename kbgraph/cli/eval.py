@@ -135,11 +135,11 @@ def eval_command(
     out.print(f"kbgraph − best baseline ({report.best_baseline}): {report.kbgraph_minus_best_baseline:+.4f} nDCG@{k}")
 
 
-def _ingesting(on_progress: StageReporter) -> Callable[[CorpusPart], AbstractContextManager[KnowledgeBase]]:
+def _ingesting(on_progress: StageReporter) -> Callable[[CorpusPart[Any]], AbstractContextManager[KnowledgeBase]]:
     """Opens a namespace named with --namespace and ingests the part's files into it (idempotent)."""
 
     @contextmanager
-    def open_ingested(part: CorpusPart) -> Iterator[KnowledgeBase]:
+    def open_ingested(part: CorpusPart[Any]) -> Iterator[KnowledgeBase]:
         with _open(part.namespace) as kb:
             kb.ingest(part.files, on_progress=lambda stage, done, total: on_progress(f"ingest: {stage}", done, total))
             yield kb

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,12 +31,14 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from kbgraph.core.weights import WeightChanges
-from kbgraph.search.eval.baselines import BASELINES, TextEmbedder
+from kbgraph.search.eval.baselines import TextEmbedder
 from kbgraph.search.eval.data import EvalDataError, load_queries, load_qrels, qrels_by_query
 from kbgraph.search.eval.metrics import ndcg_by_query
-from kbgraph.search.eval.pipeline import CorpusPart, EvalSet, Progress, SearchingKb, Workspace
+from kbgraph.search.eval.pipeline import CorpusPart, EvalSet, Progress, run_set
 from kbgraph.search.eval.ranking import expand_to_trajectories, hit_sources, search_query_for, search_rankings
 from kbgraph.search.eval.recipes import KBGRAPH
+from kbgraph.search.eval.report import SystemScores
+from kbgraph.search.eval.student_systems import Corpora, SearchingKb, StudentPart, student_systems
 from kbgraph.search.params import SearchWeights
 from kbgraph.search.student import StudentRetriever
 from kbgraph.store.gateway import Neo4jGateway
@@ -63,15 +65,6 @@ def eval_namespace(corpus: Path, without_domain: str | None = None) -> str:
     held = re.sub(r"[^A-Za-z0-9_.-]+", "-", without_domain)[:30]
     digest = hashlib.sha256(f"{path}\n{without_domain}".encode()).hexdigest()[:8]
     return f"eval-{name}-minus-{held}-{digest}"
-
-
-class SystemScores(BaseModel):
-    system: str
-    ndcg: float
-    recall: float
-    mrr: float
-    evaluated: int
-    seconds: float
 
 
 class EvalReport(BaseModel):
@@ -107,28 +100,25 @@ def run_eval(
     per_query: bool = False,
 ) -> EvalReport:
     """nDCG@k, Recall@k and MRR of kbgraph and of the four baselines over the same corpus, the
-    retriever's namespace holding that corpus (kbgraph.search.eval.pipeline)."""
+    retriever's namespace holding that corpus, through the evaluation pipeline (kbgraph.search.eval.pipeline)."""
     queries = load_queries(queries_path)
     if isinstance(weights, SearchWeights):
         weights = weights.model_dump()
     files = tuple(sorted(corpus.glob("*.jsonl")))
+    corpora = Corpora(embedder)
+    if not corpora.documents(files):
+        raise EvalDataError([f"{corpus}: no trajectories in any *.jsonl file"])
 
     @contextmanager
-    def open_ready(part: CorpusPart) -> Iterator[SearchingKb]:
+    def open_ready(part: StudentPart) -> Iterator[SearchingKb]:
         yield _Open(retriever, gateway)
 
-    workspace = Workspace(open_ready, embedder, on_progress)
-    if not workspace.documents(files):
-        raise EvalDataError([f"{corpus}: no trajectories in any *.jsonl file"])
-    run = workspace.run_set(EvalSet("", (CorpusPart(retriever.namespace, files, tuple(queries)),),
-                                    qrels_by_query(load_qrels(qrels_path))), [KBGRAPH], weights or {}, k)
-    systems = [SystemScores(system=name, ndcg=round(result["ndcg"], 4), recall=round(result["recall"], 4),
-                            mrr=round(result["mrr"], 4), evaluated=result["evaluated"], seconds=round(run.seconds[name], 2))
-               for name, result in run.evaluated.items()]
-    ours, best = systems[0], systems[1 + BASELINES.index(run.best_baseline())]
+    run = run_set(EvalSet("", (CorpusPart(retriever.namespace, files, tuple(queries)),), qrels_by_query(load_qrels(qrels_path))),
+                  student_systems(corpora, [KBGRAPH], weights or {}, k, on_progress=on_progress), open_ready, k, on_progress)
     report = EvalReport(
-        queries=str(queries_path), qrels=str(qrels_path), k=k, namespace=retriever.namespace, systems=systems,
-        best_baseline=best.system, kbgraph_minus_best_baseline=round(ours.ndcg - best.ndcg, 4),
+        queries=str(queries_path), qrels=str(qrels_path), k=k, namespace=retriever.namespace,
+        systems=[SystemScores.of(run, name) for name in run.evaluated], best_baseline=run.best_baseline(),
+        kbgraph_minus_best_baseline=run.margin(KBGRAPH.name),
     )
     if per_query:
         report.per_query = ndcg_by_query(run.evaluated)

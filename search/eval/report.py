@@ -1,22 +1,54 @@
-"""The suite's report: one row per set, made from the pipeline's run of it
-(kbgraph.search.eval.pipeline). A set's row and its held-out view share one row type,
-:class:`SystemsRow` (kbgraph next to every baseline); each adds what only it has. The JSON field
-names are the report's format: ``kbgraph eval --compare`` reads reports saved by earlier versions.
+"""The rows made of the pipeline's run of a set (kbgraph.search.eval.pipeline): one system's
+figures, :class:`SystemScores` (``kbgraph eval`` and the teacher phase list one per system), and
+the suite's row per set: a set's row and its held-out view share one row type, :class:`SystemsRow`
+(kbgraph next to every baseline); each adds what only it has. The JSON field names are the
+reports' format: ``kbgraph eval --compare`` reads suite reports saved by earlier versions.
 """
 
 from __future__ import annotations
 
 from typing import Any, Self
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from kbgraph.core.weights import WeightChanges
-from kbgraph.search.eval.baselines import BASELINES
 from kbgraph.search.eval.metrics import ndcg_by_query
 from kbgraph.search.eval.pipeline import SetRun
 from kbgraph.search.eval.recipes import KBGRAPH
 
-__all__ = ["HeldOutRow", "SetRow", "SuiteReport", "SystemsRow"]
+__all__ = ["HeldOutRow", "SetRow", "SuiteReport", "SystemScores", "SystemsRow"]
+
+
+class SystemScores(BaseModel):
+    """One system's figures over a set: the measures of its rankings the set reports (nDCG always)
+    and, for a set measured by each query's first answer (the teacher phase), the share of queries
+    for which each fact of that answer held. A figure the set does not report is absent."""
+
+    system: str
+    ndcg: float
+    recall: float | None = None
+    mrr: float | None = None
+    #: The teacher phase's facts of the first failure match: of the query's error class …
+    same_class: float | None = None
+    #: … and its run then reached its goal, whatever the recovery ("good") …
+    good: float | None = None
+    #: … a second fact: of its class, with a concrete recovery whose fix went through (run succeeded or not).
+    concrete_success: float | None = None
+    #: The queries the figures are over: those judged, or, for a set measured by its answers'
+    #: facts, every query asked (nDCG is then over the judged ones only).
+    evaluated: int
+    seconds: float
+
+    @model_serializer(mode="wrap")
+    def _reported_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {name: value for name, value in handler(self).items() if value is not None}
+
+    @classmethod
+    def of(cls, run: SetRun, name: str) -> Self:
+        """``name``'s row of ``run``."""
+        result, shares = run.evaluated[name], run.shares(name)
+        return cls(system=name, **{m: round(result[m], 4) for m in run.measures}, **shares,
+                   evaluated=run.asked if shares else result["evaluated"], seconds=round(run.seconds[name], 2))
 
 
 #: With ``per_query``: each query's nDCG@k, by system (kbgraph, every baseline, and in a set's row
@@ -39,11 +71,11 @@ class SystemsRow(BaseModel):
     @classmethod
     def of(cls, run: SetRun, per_query: bool, **own: Any) -> Self:
         """The row of ``run``, with ``own``: the fields of the row's own type (each has ``per_query``)."""
-        scores, best = run.ndcg(), run.best_baseline()
+        scores = run.ndcg()
         fields: dict[str, Any] = {"per_query": ndcg_by_query(run.evaluated) if per_query else {}, **own}
         return cls(queries=run.evaluated[KBGRAPH.name]["evaluated"], kbgraph=scores[KBGRAPH.name],
-                   baselines={name: scores[name] for name in BASELINES}, best_baseline=best,
-                   margin=round(scores[KBGRAPH.name] - scores[best], 4), **fields)
+                   baselines={name: scores[name] for name in run.baselines}, best_baseline=run.best_baseline(),
+                   margin=run.margin(KBGRAPH.name), **fields)
 
 
 class HeldOutRow(SystemsRow):

@@ -15,7 +15,8 @@ module puts every set in one table so that is what a reader sees. The sets:
 
 Each column of ``ABLATIONS`` runs kbgraph again on the same namespace with some weights changed
 (traversal off, workflows off, …), so a mechanism that changes no figure shows as a column equal
-to kbgraph's.
+to kbgraph's. Every set, and its held-out view, goes through the evaluation pipeline
+(kbgraph.search.eval.pipeline.run_set) with the student's systems (kbgraph.search.eval.student_systems).
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ from kbgraph.search.eval.cached_namespace import BuildingKb, Note
 from kbgraph.search.eval.data import EvalQuery, load_qrels, load_queries, qrels_by_query
 from kbgraph.search.eval.evaluate import eval_namespace
 from kbgraph.search.eval.held_out import without_runs
-from kbgraph.search.eval.pipeline import CorpusPart, EvalSet, Progress, SearchingKb, Workspace, ready_opener
-from kbgraph.search.eval.recipes import ABLATIONS, KBGRAPH, OWN_TEXT_HIDDEN, Recipes
+from kbgraph.search.eval.pipeline import CorpusPart, EvalSet, Progress, SetRun, judged_present, ready_opener, run_set
+from kbgraph.search.eval.recipes import ABLATIONS, KBGRAPH, OWN_TEXT_HIDDEN, Recipe, Recipes
 from kbgraph.search.eval.report import HeldOutRow, SetRow, SuiteReport
+from kbgraph.search.eval.student_systems import Corpora, SearchingKb, StudentPart, student_systems
 from kbgraph.search.eval.transient import transient_corpus
 
 __all__ = ["ABLATIONS", "BASELINES", "HeldOutRow", "SetRow", "SuiteKb", "SuiteReport", "SuiteSet", "corpus_files",
@@ -130,14 +132,6 @@ def corpus_files(corpus: Path, without_domain: str | None = None) -> list[Path]:
     return kept
 
 
-def _groups(suite_set: SuiteSet, queries: Sequence[EvalQuery]) -> Iterator[tuple[str | None, list[EvalQuery]]]:
-    if not suite_set.hold_out_domain:
-        yield None, list(queries)
-        return
-    for domain in sorted({q.domain for q in queries}):
-        yield domain, [q for q in queries if q.domain == domain]
-
-
 def run_suite(
     open_kb: OpenKb,
     embedder: TextEmbedder,
@@ -160,30 +154,44 @@ def run_suite(
     (kbgraph.search.eval.cached_namespace); ``note`` (stderr by default) hears when one is rebuilt."""
     base = dict(weights or {})
     columns = [recipe.checked(base) for recipe in (KBGRAPH, *ablations.values())]  # a bad --set fails first
-    workspace = Workspace(ready_opener(open_kb, on_progress, note or _to_stderr), embedder, on_progress)
+    run = _Runner(ready_opener(open_kb, on_progress, note or _to_stderr), Corpora(embedder), base, k, on_progress)
     cache = cache_dir if cache_dir is not None else default_cache_dir()
     rows: list[SetRow] = []
     for suite_set in sets:
         started = time.perf_counter()
         queries = load_queries(suite_set.queries)
         qrels = qrels_by_query(load_qrels(suite_set.qrels))
-        run = workspace.run_set(EvalSet(suite_set.name, tuple(_parts(suite_set, queries)), qrels),
-                                [*columns, OWN_TEXT_HIDDEN], base, k)
-        held = (_held_out(workspace, suite_set, queries, qrels, k, base, cache, per_query, runs_fraction)
+        set_run = run(EvalSet(suite_set.name, tuple(_parts(suite_set, queries)), qrels), [*columns, OWN_TEXT_HIDDEN])
+        held = (_held_out(run, suite_set, queries, qrels, cache, per_query, runs_fraction)
                 if held_out and not suite_set.hold_out_domain else None)
-        scores = run.ndcg()
-        own_text = scores[OWN_TEXT_HIDDEN.name]
+        scores = set_run.ndcg()
         rows.append(SetRow.of(
-            run, per_query, set=suite_set.name, ablations={name: scores[name] for name in ablations},
-            own_text_hidden=own_text, own_text_margin=round(own_text - scores[run.best_baseline()], 4),
-            own_text_queries=run.hidden[OWN_TEXT_HIDDEN.name], held_out=held,
-            seconds=round(time.perf_counter() - started, 1), namespaces=run.namespaces))
+            set_run, per_query, set=suite_set.name, ablations={name: scores[name] for name in ablations},
+            own_text_hidden=scores[OWN_TEXT_HIDDEN.name], own_text_margin=set_run.margin(OWN_TEXT_HIDDEN.name),
+            own_text_queries=set_run.hidden[OWN_TEXT_HIDDEN.name], held_out=held,
+            seconds=round(time.perf_counter() - started, 1), namespaces=set_run.namespaces))
     worst = min(rows, key=lambda row: row.margin)
     return SuiteReport(k=k, weights=base, ablations=ablations.changes(), rows=rows, worst_set=worst.set,
                        worst_margin=worst.margin)
 
 
-def _parts(suite_set: SuiteSet, queries: Sequence[EvalQuery]) -> Iterator[CorpusPart]:
+@dataclass(frozen=True)
+class _Runner:
+    """Runs a set of the suite through the pipeline: its namespaces opened with ``open_ready``, its
+    systems kbgraph under the recipes given and the baselines of ``corpora`` (shared by every set)."""
+
+    open_ready: Callable[[StudentPart], AbstractContextManager[SearchingKb]]
+    corpora: Corpora
+    weights: Mapping[str, Any]
+    k: int
+    on_progress: Progress | None
+
+    def __call__(self, eval_set: EvalSet[EvalQuery], recipes: Sequence[Recipe]) -> SetRun:
+        systems = student_systems(self.corpora, recipes, self.weights, self.k, eval_set.name, self.on_progress)
+        return run_set(eval_set, systems, self.open_ready, self.k, self.on_progress)
+
+
+def _parts(suite_set: SuiteSet, queries: Sequence[EvalQuery]) -> Iterator[StudentPart]:
     """The set's queries by the corpus they are answered from: all from the whole corpus, or (a
     leave-one-domain-out set) each domain's from the corpus less that domain's files."""
     if not suite_set.hold_out_domain:
@@ -195,8 +203,8 @@ def _parts(suite_set: SuiteSet, queries: Sequence[EvalQuery]) -> Iterator[Corpus
 
 
 def _held_out(
-    workspace: Workspace, suite_set: SuiteSet, queries: Sequence[EvalQuery], qrels: Mapping[str, Mapping[str, float]],
-    k: int, weights: Mapping[str, Any], cache_dir: Path, per_query: bool = False, runs_fraction: float = 1.0,
+    run: _Runner, suite_set: SuiteSet, queries: Sequence[EvalQuery], qrels: Mapping[str, Mapping[str, float]],
+    cache_dir: Path, per_query: bool = False, runs_fraction: float = 1.0,
 ) -> HeldOutRow | None:
     """The set from its corpus less every run its queries exclude (None when they exclude none)."""
     runs = sorted({run for q in queries for run in q.exclude})
@@ -204,9 +212,10 @@ def _held_out(
         return None
     corpus = without_runs(suite_set.corpus, runs, cache_dir, runs_fraction)
     part = CorpusPart(eval_namespace(corpus), tuple(corpus_files(corpus)), tuple(queries))
-    run = workspace.run_set(EvalSet(f"{suite_set.name}, held out", (part,), qrels, judge_present_only=True),
-                            [KBGRAPH], weights, k)
-    return HeldOutRow.of(run, per_query, namespace=part.namespace, runs_left_out=len(runs))
+    # Judged on the runs left in the corpus only: a run left out can be found by no system.
+    present = {document.id for document in run.corpora.documents(part.files)}
+    held = run(EvalSet(f"{suite_set.name}, held out", (part,), judged_present(qrels, present)), [KBGRAPH])
+    return HeldOutRow.of(held, per_query, namespace=part.namespace, runs_left_out=len(runs))
 
 
 def _to_stderr(message: str) -> None:

@@ -30,19 +30,20 @@ error class at all, with a concrete recovery, and with one from a run that then 
 best share any system can reach): whether a memory run hit the same error class at all, with a
 concrete recovery that went through, and then reached its goal.
 
-:func:`run_teacher_phase` is the phase as ``kbgraph eval --phase teacher`` runs it: the corpus's
-namespace is opened through the evaluation pipeline's opener (kbgraph.search.eval.pipeline:
-built, or checked and reused), and nDCG is the pipeline's :func:`~kbgraph.search.eval.metrics.evaluate`.
-The rest is the phase's own: its queries are errored steps, not requests; its systems rank runs by
-failure match (``refine``) and by failure text, not documents by task; its first-match shares
-are measures no other set has.
+The phase goes through the evaluation pipeline (kbgraph.search.eval.pipeline) like every other
+set: its queries (the errored steps, one part over the corpus's namespace, opened by
+:func:`run_teacher_phase` through the pipeline's opener: built, or checked and reused) are ranked
+by kbgraph's ``refine`` over that namespace and by the three systems above, each ranking is
+evaluated by the pipeline's nDCG, and each system's row is the pipeline's
+:class:`~kbgraph.search.eval.report.SystemScores`. What is the phase's own is what its systems
+answer besides a ranking: the facts of each query's first failure match, whose shares are its
+figures.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Literal, Protocol
 from pathlib import Path
@@ -59,12 +60,12 @@ from kbgraph.core.models import Trajectory
 from kbgraph.core.settings import Settings
 from kbgraph.embedders import Embedder
 from kbgraph.search.eval.cached_namespace import BuildingKb
-from kbgraph.search.eval.metrics import evaluate
-from kbgraph.search.eval.pipeline import CorpusPart, Progress
+from kbgraph.search.eval.pipeline import BaselineSystem, CorpusPart, EvalSet, KbgraphSystem, Progress, Ranked, Systems, run_set
+from kbgraph.search.eval.report import SystemScores
 from kbgraph.search.student import StudentRetriever
 from kbgraph.search.teacher import TeacherRetriever, error_class
 
-__all__ = ["SPLITS", "ClassScore", "Split", "TeacherEvalReport", "TeacherKb", "TeacherQuery", "TeacherSystemScores", "memory_runs",
+__all__ = ["SPLITS", "ClassScore", "Split", "TeacherEvalReport", "TeacherKb", "TeacherQuery", "memory_runs",
            "run_teacher_eval", "run_teacher_phase", "class_scores", "teacher_queries"]
 
 K = 5
@@ -97,19 +98,6 @@ class TeacherQuery:
         return self.error_class is not None and other_class == self.error_class
 
 
-class TeacherSystemScores(BaseModel):
-    system: str
-    ndcg: float
-    #: Answers whose first failure match is of the query's error class.
-    same_class: float
-    #: … and its run then reached its goal, whatever the recovery ("good").
-    good: float
-    #: A second fact: … and its recovery is concrete, and its fix went through (run succeeded or not).
-    concrete_success: float
-    evaluated: int
-    seconds: float
-
-
 class ClassScore(BaseModel):
     """One error class of the queries: how many asked, and how many first matches were good for
     kbgraph and for the oracle."""
@@ -130,7 +118,7 @@ class TeacherEvalReport(BaseModel):
     queries: int
     #: Queries whose error class a memory run hit too (the ones nDCG is computed over).
     judged: int
-    systems: list[TeacherSystemScores]
+    systems: list[SystemScores]
     #: kbgraph's "good" share minus the oracle's, and minus TF-IDF's.
     kbgraph_minus_oracle: float
     kbgraph_minus_tfidf: float
@@ -212,19 +200,24 @@ def memory_runs(runs: Sequence[Trajectory], split: Split | None) -> set[str]:
     return {run.id for run in runs if position[run.task] % 2 == SPLITS.index(split)}
 
 
-#: qid → (same error class, … and the run then reached its goal, … with a concrete recovery that went through)
-Answers = dict[str, tuple[bool, bool, bool]]
+#: qid → the facts of its answer: "same_class" (its first failure match is of the query's error
+#: class), "good" (… and its run then reached its goal), "concrete_success" (… and its recovery is
+#: concrete and went through); the pipeline's shares of them are the report's figures.
+Answers = dict[str, dict[str, bool]]
 #: qid → the errored steps of the memory it may be answered from (its own run left out)
 Memory = dict[str, list[TeacherQuery]]
+TeacherPart = CorpusPart[TeacherQuery]
+
+_NO_MATCH = {"same_class": False, "good": False, "concrete_success": False}
 
 
-def _answer(query: TeacherQuery, cls: str | None, concrete: bool, run_succeeded: bool) -> tuple[bool, bool, bool]:
+def _answer(query: TeacherQuery, cls: str | None, concrete: bool, run_succeeded: bool) -> dict[str, bool]:
     same = query.same_class(cls)
-    return same, same and run_succeeded, same and concrete
+    return {"same_class": same, "good": same and run_succeeded, "concrete_success": same and concrete}
 
 
 def _kbgraph(retriever: TeacherRetriever, queries: Sequence[TeacherQuery], left_out: Sequence[str],
-             on_progress: Progress | None) -> tuple[dict[str, list[str]], Answers]:
+             on_progress: Progress | None) -> Ranked:
     rankings: dict[str, list[str]] = {}
     answers: Answers = {}
     for done, query in enumerate(queries, 1):
@@ -234,53 +227,75 @@ def _kbgraph(retriever: TeacherRetriever, queries: Sequence[TeacherQuery], left_
         rankings[query.qid] = ranked[:K]
         first = results.failures[0] if results.failures else None
         answers[query.qid] = (_answer(query, first.error_class, bool(first.concrete and first.fix_recovered),
-                                      bool(first.run_succeeded)) if first else (False, False, False))
+                                      bool(first.run_succeeded)) if first else dict(_NO_MATCH))
         if on_progress is not None:
             on_progress("teacher", done, len(queries))
-    return rankings, answers
+    return Ranked(rankings, answers)
 
 
-def _tfidf(queries: Sequence[TeacherQuery], memory: Memory) -> tuple[dict[str, list[str]], Answers, Answers]:
-    """Each memory errored step ranked by TF-IDF cosine of ``action + error``; the answer is the first
-    one's next step, and (second answers) kbgraph's recovery of that first one."""
-    steps = list({o.qid: o for o in [*queries, *(o for m in memory.values() for o in m)]}.values())
-    row = {o.qid: i for i, o in enumerate(steps)}
-    from sklearn.feature_extraction.text import TfidfVectorizer  # here: scikit-learn takes seconds to import
+class _FailureText:
+    """TF-IDF over the failure texts: each memory errored step ranked by TF-IDF cosine of ``action +
+    error``; the answer is the first one's next step (:meth:`next_step`), or kbgraph's recovery of
+    that first one (:meth:`kbgraph_recovery`). Ranked once, on the first ask."""
 
-    matrix = TfidfVectorizer().fit_transform([f"{o.action} {o.error}" for o in steps])
-    scores = (matrix @ matrix.T).toarray()
-    rankings: dict[str, list[str]] = {}
-    answers: Answers = {}
-    recoveries: Answers = {}
-    for query in queries:
-        i = row[query.qid]
-        order = sorted(memory[query.qid], key=lambda o: (-scores[i, row[o.qid]], row[o.qid]))
-        rankings[query.qid] = list(dict.fromkeys(o.run_id for o in order))[:K]
-        top = order[0] if order else None
-        answers[query.qid] = (_answer(query, top.error_class, top.next_is_fix, top.run_succeeded) if top
-                              else (False, False, False))
-        recoveries[query.qid] = (_answer(query, top.error_class, top.useful, top.run_succeeded) if top
-                                 else (False, False, False))
-    return rankings, answers, recoveries
+    def __init__(self, memory: Memory):
+        self.memory = memory
+        self._top: dict[str, TeacherQuery | None] | None = None
+        self._rankings: dict[str, list[str]] = {}
+
+    def next_step(self, part: TeacherPart) -> Ranked:
+        top = self._ranked(part.queries)
+        return Ranked(dict(self._rankings), {q.qid: _answer(q, t.error_class, t.next_is_fix, t.run_succeeded) if (t := top[q.qid])
+                                             else dict(_NO_MATCH) for q in part.queries})
+
+    def kbgraph_recovery(self, part: TeacherPart) -> Ranked:
+        top = self._ranked(part.queries)
+        return Ranked(dict(self._rankings), {q.qid: _answer(q, t.error_class, t.useful, t.run_succeeded) if (t := top[q.qid])
+                                             else dict(_NO_MATCH) for q in part.queries})
+
+    def _ranked(self, queries: Sequence[TeacherQuery]) -> dict[str, TeacherQuery | None]:
+        if self._top is not None:
+            return self._top
+        memory = self.memory
+        steps = list({o.qid: o for o in [*queries, *(o for m in memory.values() for o in m)]}.values())
+        row = {o.qid: i for i, o in enumerate(steps)}
+        from sklearn.feature_extraction.text import TfidfVectorizer  # here: scikit-learn takes seconds to import
+
+        matrix = TfidfVectorizer().fit_transform([f"{o.action} {o.error}" for o in steps])
+        scores = (matrix @ matrix.T).toarray()
+        self._top = {}
+        for query in queries:
+            i = row[query.qid]
+            order = sorted(memory[query.qid], key=lambda o: (-scores[i, row[o.qid]], row[o.qid]))
+            self._rankings[query.qid] = list(dict.fromkeys(o.run_id for o in order))[:K]
+            self._top[query.qid] = order[0] if order else None
+        return self._top
 
 
-def class_scores(queries: Sequence[TeacherQuery], answers: Answers, oracle: Answers) -> list[ClassScore]:
+def class_scores(queries: Sequence[TeacherQuery], answers: Mapping[str, Mapping[str, bool]],
+                 oracle: Mapping[str, Mapping[str, bool]]) -> list[ClassScore]:
     """Per error class of ``queries`` (a query without a class under ``"(no class)"``): how many
     asked, how many of ``answers`` and of ``oracle`` were good; the classes furthest below the
     oracle first, then by name."""
     by_class: dict[str, list[str]] = {}
     for query in queries:
         by_class.setdefault(query.error_class or "(no class)", []).append(query.qid)
-    scores = [ClassScore(error_class=cls, queries=len(qids), good=sum(answers[q][1] for q in qids),
-                         oracle=sum(oracle[q][1] for q in qids)) for cls, qids in by_class.items()]
+    scores = [ClassScore(error_class=cls, queries=len(qids), good=sum(answers[q]["good"] for q in qids),
+                         oracle=sum(oracle[q]["good"] for q in qids)) for cls, qids in by_class.items()]
     return sorted(scores, key=lambda c: (c.good - c.oracle, c.error_class))
 
 
-def run_teacher_eval(
-    retriever: TeacherRetriever, corpus: Path, on_progress: Progress | None = None, split: Split | None = None,
-) -> TeacherEvalReport:
-    """The teacher benchmark over ``corpus`` (already ingested into the retriever's namespace),
-    leave-one-run-out, or over a ``split`` of its tasks (module docstring)."""
+@dataclass(frozen=True)
+class _TeacherSet:
+    """The phase's set over a corpus: its errored steps as queries (one part), judged by error class,
+    and the systems that answer them."""
+
+    eval_set: EvalSet[TeacherQuery]
+    systems: Systems[TeacherQuery, TeacherRetriever]
+    memory_runs: int
+
+
+def _teacher_set(corpus: Path, namespace: str, split: Split | None, on_progress: Progress | None) -> _TeacherSet:
     runs = _runs(corpus)
     remembered = memory_runs(runs, split)
     steps = teacher_queries(runs)
@@ -293,48 +308,70 @@ def run_teacher_eval(
     left_out = sorted({run.id for run in runs} - remembered)
     memory: Memory = {q.qid: [o for o in steps if o.run_id in remembered and o.run_id != q.run_id] for q in queries}
     relevant = {q.qid: {o.run_id: 1.0 for o in memory[q.qid] if q.same_class(o.error_class)} for q in queries}
-    judged = {qid: rel for qid, rel in relevant.items() if rel}
-    systems: list[TeacherSystemScores] = []
 
-    def score(name: str, rankings: dict[str, list[str]], answers: Answers, seconds: float) -> None:
-        result = evaluate({q: r for q, r in rankings.items() if q in judged}, judged, K)
-        count = max(len(queries), 1)
-        systems.append(TeacherSystemScores(
-            system=name, ndcg=round(result["ndcg"], 4), evaluated=len(queries), seconds=round(seconds, 2),
-            **{field: round(sum(a[i] for a in answers.values()) / count, 4)
-               for i, field in enumerate(("same_class", "good", "concrete_success"))}))
+    def oracle(part: TeacherPart) -> Ranked:
+        """Whether a memory run hit the query's error class at all; one of them then reached its
+        goal; one recovered concretely (the best share any system can reach)."""
+        answers: Answers = {}
+        for query in part.queries:
+            same = [o for o in memory[query.qid] if query.same_class(o.error_class)]
+            answers[query.qid] = {"same_class": bool(same), "good": any(o.run_succeeded for o in same),
+                                  "concrete_success": any(o.useful for o in same)}
+        return Ranked({q.qid: sorted(relevant[q.qid]) for q in part.queries}, answers)
 
-    started = time.perf_counter()
-    rankings, answers_of_kbgraph = _kbgraph(retriever, queries, left_out, on_progress)
-    score("kbgraph", rankings, answers_of_kbgraph, time.perf_counter() - started)
-    started = time.perf_counter()
-    rankings, answers, recoveries = _tfidf(queries, memory)
-    score("tfidf_failure_text", rankings, answers, time.perf_counter() - started)
-    # The same ranking with kbgraph's recovery of its first document: what the extraction adds.
-    score("tfidf + kbgraph recoveries", rankings, recoveries, 0.0)
-    oracle: Answers = {}
-    for query in queries:
-        same = [o for o in memory[query.qid] if query.same_class(o.error_class)]
-        oracle[query.qid] = (bool(same), any(o.run_succeeded for o in same), any(o.useful for o in same))
-    score("oracle", {q: sorted(rel) for q, rel in relevant.items()}, oracle, 0.0)
+    failure_text = _FailureText(memory)
+    systems: Systems[TeacherQuery, TeacherRetriever] = Systems(
+        (KbgraphSystem("kbgraph", lambda retriever, part, done: _kbgraph(retriever, part.queries, left_out, on_progress)),),
+        (BaselineSystem("tfidf_failure_text", failure_text.next_step),
+         # The same ranking with kbgraph's recovery of its first document: what the extraction adds.
+         BaselineSystem("tfidf + kbgraph recoveries", failure_text.kbgraph_recovery),
+         BaselineSystem("oracle", oracle)))
+    part = CorpusPart(namespace, tuple(_files(corpus)), tuple(queries))
+    return _TeacherSet(EvalSet("teacher", (part,), relevant, measures=("ndcg",)), systems, len(remembered))
+
+
+def _run(corpus: Path, namespace: str, open_retriever: Callable[[TeacherPart], AbstractContextManager[TeacherRetriever]],
+         on_progress: Progress | None, split: Split | None) -> TeacherEvalReport:
+    """The phase over ``corpus`` in ``namespace``, through the evaluation pipeline."""
+    teacher = _teacher_set(corpus, namespace, split, on_progress)
+    run = run_set(teacher.eval_set, teacher.systems, open_retriever, K, on_progress)
+    systems = [SystemScores.of(run, name) for name in teacher.systems.names()]
     by_name = {s.system: s for s in systems}
-    classes = class_scores(queries, answers_of_kbgraph, oracle)
+    (part,) = teacher.eval_set.parts
+    classes = class_scores(part.queries, run.facts["kbgraph"], run.facts["oracle"])
+    ours, oracle, tfidf = by_name["kbgraph"].good or 0.0, by_name["oracle"].good or 0.0, by_name["tfidf_failure_text"].good or 0.0
     return TeacherEvalReport(
-        corpus=str(corpus), namespace=retriever.namespace, k=K, split=split, memory_runs=len(remembered),
-        queries=len(queries), judged=len(judged), systems=systems,
-        kbgraph_minus_oracle=round(by_name["kbgraph"].good - by_name["oracle"].good, 4),
-        kbgraph_minus_tfidf=round(by_name["kbgraph"].good - by_name["tfidf_failure_text"].good, 4),
+        corpus=str(corpus), namespace=namespace, k=K, split=split, memory_runs=teacher.memory_runs,
+        queries=len(part.queries), judged=sum(1 for rel in teacher.eval_set.qrels.values() if rel), systems=systems,
+        kbgraph_minus_oracle=round(ours - oracle, 4), kbgraph_minus_tfidf=round(ours - tfidf, 4),
         classes=classes, short_classes=[c.error_class for c in classes if c.good < c.oracle],
     )
 
 
+def run_teacher_eval(
+    retriever: TeacherRetriever, corpus: Path, on_progress: Progress | None = None, split: Split | None = None,
+) -> TeacherEvalReport:
+    """The teacher benchmark over ``corpus`` (already ingested into the retriever's namespace),
+    leave-one-run-out, or over a ``split`` of its tasks (module docstring)."""
+
+    @contextmanager
+    def opened(part: TeacherPart) -> Iterator[TeacherRetriever]:
+        yield retriever
+
+    return _run(corpus, retriever.namespace, opened, on_progress, split)
+
+
 def run_teacher_phase(
-    open_ready: Callable[[CorpusPart], AbstractContextManager[TeacherKb]], corpus: Path, namespace: str,
+    open_ready: Callable[[TeacherPart], AbstractContextManager[TeacherKb]], corpus: Path, namespace: str,
     on_progress: Progress | None = None, split: Split | None = None,
 ) -> TeacherEvalReport:
     """The teacher benchmark over ``corpus`` in ``namespace``, opened with ``open_ready`` (the
     pipeline's :func:`~kbgraph.search.eval.pipeline.ready_opener`: built from the corpus, or checked
     and reused); see :func:`run_teacher_eval`."""
-    with open_ready(CorpusPart(namespace, tuple(_files(corpus)), ())) as kb:
-        retriever = TeacherRetriever(kb.gateway, kb.embedder, kb.namespace, kb.student.namespace_size, kb.settings.search)
-        return run_teacher_eval(retriever, corpus, on_progress, split)
+
+    @contextmanager
+    def opened(part: TeacherPart) -> Iterator[TeacherRetriever]:
+        with open_ready(part) as kb:
+            yield TeacherRetriever(kb.gateway, kb.embedder, kb.namespace, kb.student.namespace_size, kb.settings.search)
+
+    return _run(corpus, namespace, opened, on_progress, split)
