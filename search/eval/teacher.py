@@ -244,14 +244,16 @@ class _FailureText:
         self._rankings: dict[str, list[str]] = {}
 
     def next_step(self, part: TeacherPart) -> Ranked:
-        top = self._ranked(part.queries)
-        return Ranked(dict(self._rankings), {q.qid: _answer(q, t.error_class, t.next_is_fix, t.run_succeeded) if (t := top[q.qid])
-                                             else dict(_NO_MATCH) for q in part.queries})
+        return self._answered(part, lambda top: top.next_is_fix)
 
     def kbgraph_recovery(self, part: TeacherPart) -> Ranked:
+        return self._answered(part, lambda top: top.useful)
+
+    def _answered(self, part: TeacherPart, concrete: Callable[[TeacherQuery], bool]) -> Ranked:
+        """The rankings, each query answered by its first document, whose recovery is ``concrete``."""
         top = self._ranked(part.queries)
-        return Ranked(dict(self._rankings), {q.qid: _answer(q, t.error_class, t.useful, t.run_succeeded) if (t := top[q.qid])
-                                             else dict(_NO_MATCH) for q in part.queries})
+        return Ranked(dict(self._rankings), {q.qid: _answer(q, t.error_class, concrete(t), t.run_succeeded)
+                                             if (t := top[q.qid]) else dict(_NO_MATCH) for q in part.queries})
 
     def _ranked(self, queries: Sequence[TeacherQuery]) -> dict[str, TeacherQuery | None]:
         if self._top is not None:
