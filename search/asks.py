@@ -16,15 +16,18 @@ Pieces without a verb of their own (a greeting, "thanks", a name or an order num
 join the ask before them, or the next one at the start; so does a piece whose only object is the
 one before it ("… I really wanted the A5 size instead. Can I swap it?", "please cancel both of
 them"): it asks the same change again, and two asks for one change made workflows of two changes
-look like the answer. A request that yields one piece is one
-ask. Pure and deterministic: the same text gives the same asks.
+look like the answer. So does a piece that only says how to pay ("Pay with a gift card", "charge it
+to the card ending 7334", "use my certificates first"): the means of payment is a detail of the
+change it follows, not a change of its own, and as an ask of its own it matched whichever operation
+takes a payment (``book_reservation``) better than the changes asked for (``payment_joins``). A
+request that yields one piece is one ask. Pure and deterministic: the same text gives the same asks.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["ASK_VERBS", "MAX_ASKS", "split_asks"]
+__all__ = ["ASK_VERBS", "MAX_ASKS", "pays_only", "split_asks"]
 
 #: At most this many asks are taken from one request (the rest join the last one): a pasted story
 #: is not forty requests.
@@ -57,6 +60,25 @@ _JOINER = re.compile(
 _COMMA_CONJUNCTION = re.compile(r",\s*(?:and|but|or)\s+", re.IGNORECASE)
 _AND_VERB = re.compile(r"\s+and\s+(?=(?:i\s+|please\s+|can you\s+|could you\s+)?(\w+))", re.IGNORECASE)
 _WORD = re.compile(r"[a-z]+")
+#: The means a customer pays with: English words of payment, not any domain's tool names (met in the
+#: airline and retail requests of the development sets: gift cards, certificates, "the card ending 7334").
+_MEANS = (r"(?:gift\s*cards?|(?:travel\s+)?certificates?|vouchers?|(?:credit|debit)\s+cards?|card\s+ending|"
+          r"mastercard|visa|amex|paypal|points|miles|original\s+(?:payment|card|method)|payment\s+method|"
+          r"how\s+i\s+paid)")
+#: A piece that says how to pay: "pay (the difference) with …", "charge (it) to …", "bill my …",
+#: "use my … <means>", "put it on …", "<means> please / first".
+_PAYMENT = re.compile(
+    r"\bpay(?:ing)?\s+(?:it\s+|for\s+it\s+|(?:the|any)\s+difference\s+)?(?:with|using|by|via|through)\b"
+    r"|\bcharge\b.*\b(?:to|on|under)\b|\bbill\s+(?:it\s+to\s+|the\s+difference\s+to\s+)?(?:my|the)\b"
+    r"|\buse\s+(?:\S+\s+){0,4}" + _MEANS + r"|\bput\s+(?:it|the\s+charge|that|the\s+difference)\s+on\b"
+    r"|" + _MEANS + r"\s+(?:please|first|then)\b",
+    re.IGNORECASE,
+)
+#: Verbs of a piece that says how to pay; any other verb of :data:`ASK_VERBS` makes it an ask.
+_PAYING_VERBS = frozenset("pay charge bill use put keep want like would prefer wish need".split())
+#: Words that make a payment the change asked for ("put it on my gift card instead", "I'll pay with a
+#: different card"): a shop changes an order's payment as it changes its items.
+_PAYMENT_CHANGES = frozenset("instead different another other switch change new rather".split())
 #: Words that point back at what was just named.
 _BACK_REFERENCES = frozenset("it them this that these those both".split())
 #: Words that name nothing: who asks, how politely, how it is phrased.
@@ -66,9 +88,10 @@ too again instead then now all both one ones for me thanks thank kindly maybe po
 """.split())
 
 
-def split_asks(request: str) -> list[str]:
+def split_asks(request: str, payment_joins: bool = True) -> list[str]:
     """The asks of ``request``, in order (at most :data:`MAX_ASKS`); ``[request]`` when it asks
-    one thing, ``[]`` for a blank one."""
+    one thing, ``[]`` for a blank one. ``payment_joins``: a piece that only says how to pay
+    (:func:`pays_only`) joins the ask before it."""
     text = " ".join(request.split())
     if not text:
         return []
@@ -77,7 +100,7 @@ def split_asks(request: str) -> list[str]:
         for part in _JOINER.split(sentence):
             for clause in _COMMA_CONJUNCTION.split(part):
                 pieces.extend(_split_and_verb(clause))
-    asks = _attach_verbless([p.strip(" ,.;:!?") for p in pieces if p.strip(" ,.;:!?")])
+    asks = _attach_verbless([p.strip(" ,.;:!?") for p in pieces if p.strip(" ,.;:!?")], payment_joins)
     if len(asks) > MAX_ASKS:
         asks = [*asks[: MAX_ASKS - 1], " ".join(asks[MAX_ASKS - 1:])]
     return asks or [text]
@@ -107,13 +130,25 @@ def _refers_back(piece: str) -> bool:
     return not rest and any(w in _BACK_REFERENCES for w in words)
 
 
-def _attach_verbless(pieces: list[str]) -> list[str]:
-    """Pieces without an ask verb, and pieces that only point back at the ask before them, join
-    the ask before them (or, before the first ask, the next one)."""
+def pays_only(piece: str) -> bool:
+    """The piece says how to pay and asks nothing else: "Pay with a gift card", "charge any
+    difference to my card ending 7334", "use my smallest gift card", "certificates first" — but not
+    "pay off my credit card from checking" (a change), "put it on my gift card instead" (the payment
+    is the change asked for) nor "cancel it and pay with PayPal"."""
+    if not _PAYMENT.search(piece):
+        return False
+    words = _WORD.findall(piece.lower())
+    return not any((word in ASK_VERBS and word not in _PAYING_VERBS) or word in _PAYMENT_CHANGES for word in words)
+
+
+def _attach_verbless(pieces: list[str], payment_joins: bool = True) -> list[str]:
+    """Pieces without an ask verb, pieces that only point back at the ask before them and (with
+    ``payment_joins``) pieces that only say how to pay join the ask before them (or, before the
+    first ask, the next one)."""
     asks: list[str] = []
     waiting: list[str] = []
     for piece in pieces:
-        if asks and _refers_back(piece):
+        if asks and (_refers_back(piece) or (payment_joins and pays_only(piece))):
             asks[-1] = f"{asks[-1]} {piece}"
         elif _has_verb(piece):
             asks.append(" ".join([*waiting, piece]))

@@ -7,7 +7,6 @@ printing it anywhere cannot retitle or repaint a terminal.
 
 from __future__ import annotations
 
-from kbgraph.search.handoff import is_handoff
 from kbgraph.search.results import ScoreBreakdown, SearchHit, SearchResults
 from kbgraph.core.terminal import escape_controls
 
@@ -37,7 +36,7 @@ def explain_score(b: ScoreBreakdown, alpha: float | None = None, omega: float | 
     if b.fine is not None:
         lines.append(f"stage {_f(b.stage)} = λ {b.lam:.2f} · coarse + (1−λ) · fine {_f(b.fine)}")
     share = f" × share {_f(b.share)}" if abs(b.share - 1.0) >= 0.0005 else ""
-    if b.handed_off and any(is_handoff(a.operation) and a.similarity >= 1.0 for a in b.asks or []):
+    if b.human_asked:
         share += " (hands the task to a human, as the request asked: its successes count in full)"
     elif b.handed_off:
         share += " (hands the task to a human: its successes count at handoff_credit)"

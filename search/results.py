@@ -55,6 +55,8 @@ class ScoreBreakdown(BaseModel):
     share: float = 1.0
     #: Its way hands the task to a human: its successes count at ``handoff_credit`` (in ``success``, ``share``).
     handed_off: bool = False
+    #: The result hands the task to a human and the request asked for one (its successes count in full).
+    human_asked: bool = False
     quality: float = 0.5
     utility: float | None = None
     utility_factor: float = 1.0

@@ -6,10 +6,12 @@ shared gold trajectories and the hand-written requests in this folder.
 Deterministic and standard library only: the same inputs give byte-identical files, so a test can
 check that the committed sets are exactly what this script builds (see data/dev/README.md).
 
-Two kinds of set:
+The sets:
 - ``short_<domain>``: the hand-written customer requests of ``short_requests.jsonl``; relevant =
   the other trajectories of the request's domain whose sequence of state-changing actions equals
   the source trajectory's; the source itself is excluded (the request is new).
+- ``pay_<domain>``: the same rule over ``pay_requests.jsonl``, short requests that also say how
+  the customer wants to pay or be refunded (retail and airline).
 - ``lodo`` (leave one domain out): gold task texts of retail, airline and banking; every
   trajectory of the query's own domain is excluded; relevant = the trajectories of the *other*
   domains whose set of state-change kinds (``KIND``) equals the query's.
@@ -417,6 +419,8 @@ def build(data: Path, here: Path = HERE, real_runs: Path | None = None) -> dict[
     corpus = load_corpus(data)
     runs = load_runs(real_runs if real_runs is not None else data.parent / REAL_RUNS)
     return {**short_sets(corpus, here / "short_requests.jsonl"),
+            # Short requests that also say how the customer pays or is refunded.
+            **short_sets(corpus, here / "pay_requests.jsonl", "pay"),
             # Requests that name no product, order or place: only the change they want.
             **short_sets(corpus, here / "intent_requests.jsonl", "intent"),
             # Requests for two or more changes at once: their answer is a composite workflow.

@@ -141,6 +141,14 @@ class IntentWeights(StrictModel):
         default=0.1, description="An ask that names an operation by its verb (\"can I swap it?\" an exchange, \"send it "
         "back\" a return; kbgraph.search.asked_verbs) has its cosine with each operation of that verb raised by this much. "
         "0: off.")
+    payment_joins: bool = Field(
+        default=False, description="A piece of a request that only says how to pay (\"pay with a gift card\", "
+        "\"charge it to the card ending 7334\", kbgraph.search.asks.pays_only) is part of the ask before it, not an ask "
+        "of its own. False: such a piece is an ask like any other.")
+    order_penalty: Unit = Field(
+        default=0.2, description="ε of the intent match of a request of several asks: a workflow's match is multiplied "
+        "by 1 − ε·(the share of pairs of asks whose operations it makes in the other order than they were asked), as a "
+        "customer asks first for what is to be done first (kbgraph.search.scoring.intent_match). 0: order is not read.")
     unasked_penalty: Unit = Field(
         default=1.0, description="γ of the intent match of a request of several asks: a workflow's match is multiplied by "
         "(mean / max over its operations of how well some ask asks for it)^γ, so changes nobody asked for cost.")

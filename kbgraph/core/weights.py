@@ -55,6 +55,7 @@ _RENAMED = {
     "intent_one_ask_penalty": "intent.one_ask_penalty", "intent_unasked_penalty": "intent.unasked_penalty",
     "intent_human_asks": "intent.human_asks", "intent_state_shift": "intent.state_shift",
     "intent_verb_shift": "intent.verb_shift",
+    "intent_payment_joins": "intent.payment_joins", "intent_order_penalty": "intent.order_penalty",
 }
 
 

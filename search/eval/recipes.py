@@ -108,6 +108,9 @@ ABLATIONS = Recipes(
            "the state an ask says its object is in left out of the intent match (kbgraph.search.order_state)"),
     Recipe("verb_shift_off", {"intent.verb_shift": 0.0},
            "the operations an ask names by their verb left out of the intent match (kbgraph.search.asked_verbs)"),
+    Recipe("order_off", {"intent.order_penalty": 0.0},
+           "a request of several asks matched whatever order a workflow makes their changes in "
+           "(scoring.intent_match's order_penalty)"),
     Recipe("one_ask_penalty_off", {"intent.one_ask_penalty": 0.0},
            "a request of one ask matched with a workflow's operations read as one text only, whatever changes it "
            "makes besides (scoring.one_ask_matches)"),
@@ -122,6 +125,8 @@ VARIANTS = Recipes(
     Recipe("relation_hops", {"traversal.seeds": 10},
            "the best direct hits expanded along the four relations (the default until 2026-11-28)"),
     Recipe("diversity", {"selection.mmr_lambda": 0.5}, "MMR over the final candidates, λ 0.5 (the design's)"),
+    Recipe("payment_joins", {"intent.payment_joins": True},
+           "a piece of a request that only says how to pay joins the ask before it (kbgraph.search.asks.pays_only)"),
     Recipe("task_structure", {"coarse.task_structure_weight": 0.3},
            "the structural index weighed for a query without steps as for one with a shape (ω 0.3)"),
 )

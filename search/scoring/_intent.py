@@ -22,7 +22,7 @@ __all__ = ["intent_match", "intent_matches", "intent_share", "one_ask_matches"]
 
 
 def intent_match(whole: float, asks_by_operation: npt.ArrayLike, best_by_ask: npt.ArrayLike,
-                 unasked_penalty: float) -> float:
+                 unasked_penalty: float, order_penalty: float = 0.0) -> float:
     """How well a workflow does what a request asks, in [0, 1].
 
     One ask: ``whole``, the cosine of the request with the workflow's operations read as one text
@@ -38,7 +38,11 @@ def intent_match(whole: float, asks_by_operation: npt.ArrayLike, best_by_ask: np
 
     A workflow that does every ask and nothing else scores the asks' mean best cosine; one that
     does one of two asks loses what the other ask's best operation would have given; and operations
-    nobody asked for cost through ``asked`` with γ = ``unasked_penalty``. The last factor is the same
+    nobody asked for cost through ``asked`` with γ = ``unasked_penalty``. A customer says first what
+    they want done first, and an agent does it in that order: with ``order_penalty`` ε > 0 the match
+    is multiplied by ``1 − ε · inverted``, the share of pairs of asks whose operations (each ask's
+    best of the workflow's, by where the workflow first makes it) come in the other order — the
+    workflow "cancel, then exchange" over "exchange, then cancel" for "cancel A, and swap B". The last factor is the same
     for every workflow of one request: it only puts the match on a cosine's scale, where the other
     parts of the coarse score are. ``asks_by_operation``: cosines, asks (rows) × the workflow's
     distinct operations (columns); a workflow without operations is matched as a whole. Cosines are
@@ -56,17 +60,19 @@ def intent_match(whole: float, asks_by_operation: npt.ArrayLike, best_by_ask: np
     if best.size != matrix.shape[0]:
         raise ValueError(f"best_by_ask has {best.size} values for {matrix.shape[0]} asks")
     # One workflow making every column: the formula is written once, in intent_matches.
-    return float(intent_matches([base], matrix, [range(matrix.shape[1])], best, gamma)[0])
+    return float(intent_matches([base], matrix, [range(matrix.shape[1])], best, gamma, order_penalty)[0])
 
 
 def intent_matches(wholes: npt.ArrayLike, asks_by_operation: npt.ArrayLike, sequences: Sequence[Sequence[int]],
-                   best_by_ask: npt.ArrayLike, unasked_penalty: float) -> npt.NDArray[np.float64]:
+                   best_by_ask: npt.ArrayLike, unasked_penalty: float,
+                   order_penalty: float = 0.0) -> npt.NDArray[np.float64]:
     """:func:`intent_match` of many workflows of one request at once: ``asks_by_operation`` holds the
     cosines of the asks (rows) with every operation any of them makes (columns), ``sequences`` each
     workflow's distinct operations as column numbers, ``wholes`` each workflow's whole-request
     cosine. Equal to calling :func:`intent_match` workflow by workflow (the intent channel ranks
     every workflow of a namespace: thousands at 10,000 experiences)."""
     gamma = _unit_interval(unasked_penalty, "unasked_penalty")
+    epsilon = _unit_interval(order_penalty, "order_penalty")
     base = np.clip(np.asarray(wholes, dtype=np.float64).reshape(-1), 0.0, 1.0)
     matrix = np.asarray(asks_by_operation, dtype=np.float64)
     best = np.clip(np.asarray(best_by_ask, dtype=np.float64).reshape(-1), 0.0, 1.0)
@@ -92,7 +98,21 @@ def intent_matches(wholes: npt.ArrayLike, asks_by_operation: npt.ArrayLike, sequ
     counts = np.maximum(made.sum(axis=1), 1)
     asked = (relative.max(axis=0) * made).sum(axis=1) / counts
     scores = cover * asked ** gamma * best_here.mean(axis=0)
+    if epsilon > 0:
+        scores = scores * (1.0 - epsilon * _inverted(relative, made))
     return np.where(made.any(axis=1), scores, base)
+
+
+def _inverted(relative: npt.NDArray[np.float64], made: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+    """For each workflow, the share of pairs of asks (earlier ask, later ask) whose operations come
+    in the other order: each ask's operation is the one of the workflow it means best (``relative``,
+    asks × workflows × the workflow's operations in the order it first makes them); two asks of one
+    operation are in no order."""
+    asks = relative.shape[0]
+    position = np.where(made[None, :, :], relative, -1.0).argmax(axis=2)   # asks × workflows
+    earlier, later = np.triu_indices(asks, 1)
+    inverted: npt.NDArray[np.float64] = (position[earlier] > position[later]).mean(axis=0)
+    return inverted
 
 
 def _padded_columns(sequences: Sequence[Sequence[int]], widest: int,

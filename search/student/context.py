@@ -287,9 +287,13 @@ class Run:
         """What a success of a way that hands the task to a human counts: ``handoff_credit``, or in
         full when the request itself asks for a human (kbgraph.search.handoff.asks_for_a_human):
         the handoff is then what was asked, not a request passed on."""
-        if self.weights.intent.human_asks and asks_for_a_human(self.query.full_text()):
-            return 1.0
-        return self.weights.outcomes.handoff_credit
+        return 1.0 if self.asks_for_human else self.weights.outcomes.handoff_credit
+
+    @property
+    def asks_for_human(self) -> bool:
+        """The request asks to be put through to a human (kbgraph.search.handoff.asks_for_a_human,
+        setting ``intent.human_asks``): a way that hands the task to one does what was asked."""
+        return self.weights.intent.human_asks and asks_for_a_human(self.query.full_text())
 
     @property
     def anchor(self) -> list[float]:

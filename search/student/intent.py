@@ -90,6 +90,7 @@ class IntentMatcher:
         assert run.pg is not None
         self._vectors = vectors
         self._penalty = run.weights.intent.unasked_penalty
+        self._order_penalty = run.weights.intent.order_penalty
         self._one_ask_penalty = run.weights.intent.one_ask_penalty
         self.asks = asks
         self._whole = unit_rows(np.asarray([run.pg], dtype=np.float64))[0]
@@ -142,7 +143,7 @@ class IntentMatcher:
 
     @classmethod
     def of(cls, ctx: SearchContext, run: Run) -> IntentMatcher:
-        return cls(run, ctx.intent_vectors, split_asks(run.query.full_text()))
+        return cls(run, ctx.intent_vectors, split_asks(run.query.full_text(), run.weights.intent.payment_joins))
 
     def score(self, operations: Sequence[str], domain: str | None = None) -> IntentScore:
         key = tuple(operations)
@@ -164,7 +165,7 @@ class IntentMatcher:
         if self._reading.one_human and handoffs.any():
             whole = 1.0
         score = intent_match(min(1.0, max(-1.0, whole)), np.clip(matrix, -1.0, 1.0),
-                             np.clip(self._best_by_ask, -1.0, 1.0), self._penalty)
+                             np.clip(self._best_by_ask, -1.0, 1.0), self._penalty, self._order_penalty)
         if self._one_ask_counts():
             score = float(one_ask_matches([score], matrix[0], [range(len(distinct))], float(self._best_by_ask[0]),
                                           self._one_ask_penalty)[0])
@@ -246,7 +247,7 @@ class IntentMatcher:
                 by_pair = by_pair + shifts
             if handoff_columns is not None:
                 by_pair = self._reading.answer_human(by_pair, handoff_columns)
-            matches = intent_matches(matches, by_pair, columns, self._best_by_ask, self._penalty)
+            matches = intent_matches(matches, by_pair, columns, self._best_by_ask, self._penalty, self._order_penalty)
         elif self._one_ask_counts():
             operations, columns = table.operations()
             by_operation = np.einsum("j,oj->o", self._whole, operations) if len(operations) else np.zeros(0)

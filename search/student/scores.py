@@ -83,6 +83,7 @@ def _direct(
     # A way that hands the task to a human counts its successes at handoff_credit (search/handoff.py),
     # in full when the request asks for a human (Run.handoff_credit).
     credit = run.handoff_credit
+    asks_for_human = run.asks_for_human
     success = np.clip(np.array([f.success_rate * (credit if f.hands_off else 1.0)
                                 for f in facts]), 0.0, 1.0)
     support = np.array([support_score(f.remaining, w.outcomes.support_saturation) for f in facts])
@@ -135,6 +136,7 @@ def _direct(
             support=round(float(support[i]), 6), quality=round(float(quality[i]), 6),
             utility=round(float(utility[i]), 6), utility_factor=round(float(parts["utility_factor"][i]), 6),
             share=round(float(share[i]), 6), handed_off=facts[i].hands_off,
+            human_asked=facts[i].hands_off and asks_for_human,
             context=round(float(context[i]), 6), outcomes=len(facts[i].outcomes),
             intent=round(match.score, 6) if match is not None else None,
             asks=list(match.asks) if match is not None else None,

@@ -22,8 +22,10 @@ DEV = Path(__file__).resolve().parents[2] / "data" / "dev"
 TRAJECTORIES = SHARED_DATA / "trajectories"
 REAL_RUNS = SHARED_DATA / "real_runs"
 SHORT_SETS = ("short_retail", "short_airline", "short_banking")
+#: Short requests that also say how the customer pays or is refunded.
+PAY_SETS = ("pay_retail", "pay_airline")
 #: Requests naming only the change they want, and requests for two or more changes at once.
-REQUEST_SETS = (*SHORT_SETS, "intent_retail", "composite")
+REQUEST_SETS = (*SHORT_SETS, *PAY_SETS, "intent_retail", "composite")
 SETS = (*REQUEST_SETS, "lodo", "alternative", "transient")
 
 #: Words of the tools' names a customer would not say ("swap an item that arrived", not "exchange
@@ -100,6 +102,31 @@ def test_each_short_set_has_30_requests_without_steps(name: str) -> None:
     assert len(queries) >= 30
     assert all(q.steps_so_far is None and len(q.exclude) == 1 for q in queries)
     assert all(len(q.query.split()) <= 35 for q in queries), "a short request is one or two sentences"
+
+
+#: How a customer names a way to pay or be refunded.
+PAYMENT_WORDS = re.compile(r"gift card|paypal|credit card|card ending|\bcard\b|certificate|mastercard", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("name", PAY_SETS)
+def test_each_pay_set_has_15_short_requests_without_steps(name: str) -> None:
+    queries = load_queries(DEV / f"{name}_queries.jsonl")
+    assert len(queries) >= 15
+    assert all(q.steps_so_far is None and len(q.exclude) == 1 for q in queries)
+    assert all(len(q.query.split()) <= 35 for q in queries), "a short request is one or two sentences"
+
+
+def test_pay_requests_say_how_to_pay_and_their_source_paid_with_a_method() -> None:
+    paid: dict[str, bool] = {}
+    for name in ("retail_train.jsonl", "airline.jsonl"):
+        for line in (TRAJECTORIES / name).read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            paid[record["id"]] = any({"payment_method_id", "payment_id", "payment_methods"} & set(step["arguments"])
+                                     for step in record["steps"] if step["action"] in build_sets.KIND)
+    for line in (DEV / "pay_requests.jsonl").read_text(encoding="utf-8").splitlines():
+        request = json.loads(line)
+        assert PAYMENT_WORDS.search(request["query"]), f"{request['qid']} says nothing of how to pay: {request['query']}"
+        assert paid[request["source"]], f"{request['qid']}: its source {request['source']} paid with no method"
 
 
 def test_intent_requests_name_no_order_product_or_place() -> None:

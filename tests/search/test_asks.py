@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbgraph.search.asks import MAX_ASKS, split_asks
+from kbgraph.search.asks import MAX_ASKS, pays_only, split_asks
 
 
 @pytest.mark.parametrize("request_text", [
@@ -68,5 +68,39 @@ def test_a_piece_that_only_points_back_asks_the_same_change_again() -> None:
         "I ordered #W1 and #W2 by mistake Please cancel both of them"]
     # A piece that names an object of its own is an ask of its own.
     assert split_asks("My grill arrived but I'd rather have the charcoal one. Can you trade it for me? "
-                      "Pay any difference with PayPal.") == [
+                      "Pay any difference with PayPal.", payment_joins=False) == [
         "My grill arrived but I'd rather have the charcoal one Can you trade it for me", "Pay any difference with PayPal"]
+
+
+@pytest.mark.parametrize("piece", [
+    "Pay with a gift card",
+    "I'll pay with one travel certificate",
+    "Charge any difference to my gift card",
+    "Put the charge on my credit card ending 7334",
+    "Use my gift card with the smallest balance",
+    "Keep the Mastercard charge under $2000",
+    "Gift card please",
+])
+def test_a_piece_that_only_says_how_to_pay_pays_only(piece: str) -> None:
+    assert pays_only(piece)
+
+
+@pytest.mark.parametrize("piece", [
+    "pay off my credit card from checking",           # paying is the change asked for
+    "Pay my credit card bill with my checking account",
+    "put it on my gift card instead",                  # a shop changes an order's payment
+    "I'll pay with a different credit card",
+    "cancel it and pay with PayPal",                   # asks a change besides
+    "I need a credit card",
+])
+def test_a_payment_that_is_the_change_or_comes_with_one_is_not_only_paying(piece: str) -> None:
+    assert not pays_only(piece)
+
+
+def test_how_to_pay_is_part_of_the_change_it_follows_not_an_ask_of_its_own() -> None:
+    request = "Could you move my Chicago trip to economy with three bags? Pay with a gift card."
+    assert split_asks(request) == ["Could you move my Chicago trip to economy with three bags Pay with a gift card"]
+    assert split_asks(request, payment_joins=False) == [
+        "Could you move my Chicago trip to economy with three bags", "Pay with a gift card"]
+    assert split_asks("Cancel order #W1. Also add a second bag to my trip, charge it to my card ending 7334.") == [
+        "Cancel order #W1", "add a second bag to my trip, charge it to my card ending 7334"]

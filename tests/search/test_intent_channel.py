@@ -126,13 +126,15 @@ def test_a_request_to_talk_to_a_person_finds_the_workflow_that_hands_the_task_to
         orders_kb: KnowledgeBase) -> None:
     orders_kb.add_experiences([HANDOFF])
     request = "My refund still hasn't come through after three weeks. Let me speak to someone above you."
-    top = orders_kb.search(request, domain="retail", k=3, weights=INTENT).hits[0]
+    results = orders_kb.search(request, domain="retail", k=3, weights=INTENT)
+    top = results.hits[0]
     assert top.id == HANDOFF.key
     asks = top.breakdown.asks or []
     assert [a.ask for a in asks] == ["My refund still hasn't come through after three weeks",
                                      "Let me speak to someone above you"]
     assert (asks[1].operation, asks[1].similarity) == ("transfer_to_human_agents", 1.0), "the ask for a person"
     assert top.breakdown.share == 1.0, "the handoff was asked for: its successes count in full"
+    assert top.breakdown.human_asked and "as the request asked" in explain_results(results)
     off = orders_kb.search(request, domain="retail", k=5, weights={**INTENT, "intent_human_asks": False}).hits
     assert [h.id for h in off][:1] != [HANDOFF.key], "MiniLM alone reads 'someone above you' as no handoff"
 
@@ -143,20 +145,26 @@ def test_a_request_to_talk_to_a_person_finds_the_workflow_that_hands_the_task_to
     "My refund never arrived. I want to talk to a real person!",
     "Please cancel the order that hasn't shipped yet. If you can't, put me through to a supervisor.",
 ])
+@pytest.mark.parametrize("changes", [{}, {"intent.order_penalty": 0.2}])
 def test_the_channel_ranks_every_workflow_with_the_scores_each_candidate_gets(embedder: CachedEmbedder,
-                                                                              request_text: str) -> None:
+                                                                              request_text: str, changes: dict[str, float]) -> None:
     # The channel scores all the namespace's sequences at once; each must be the score a candidate
     # with that sequence gets on its own.
     query = SearchQuery(task=request_text, domain="retail")
-    run = Run(query, SearchWeights(), 5, {}, list(embedder.embed([query.full_text()])[0]), None, [], [])  # type: ignore[arg-type]
+    weights = SearchWeights().merged(changes)
+    run = Run(query, weights, 5, {}, list(embedder.embed([query.full_text()])[0]), None, [], [])  # type: ignore[arg-type]
     matcher = IntentMatcher(run, IntentVectors(embedder), split_asks(query.full_text()))
     sequences = [(tuple(e.steps[i].action for i in range(len(LOOKUPS), len(e.steps))), domain)
                  for e in (EXCHANGE, CANCEL, RETURN, CANCEL_AND_RETURN, ADDRESS, HANDOFF) for domain in ("retail", None)]
-    sequences += [((), "retail"), (("cancel_pending_order", "transfer_to_human_agents"), "retail")]
+    sequences += [((), "retail"), (("cancel_pending_order", "transfer_to_human_agents"), "retail"),
+                  (("return_delivered_order_items", "cancel_pending_order"), "retail")]
     matcher.know([(op, d) for ops, d in sequences for op in ops])
     together = matcher.ranking_scores(sequences)
     one_by_one = [matcher.score(ops, d).score for ops, d in sequences]
     assert together == pytest.approx(one_by_one, abs=1e-12)
+    if changes and len(matcher.asks) > 1 and "return the lamp" in request_text:
+        # Asked "cancel …, and also return …": the workflow that returns first is the one inverted.
+        assert one_by_one[-1] < one_by_one[sequences.index((("cancel_pending_order", "return_delivered_order_items"), "retail"))]
 
 
 @pytest.mark.parametrize("request_text", [

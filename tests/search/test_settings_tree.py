@@ -36,7 +36,7 @@ def test_the_settings_are_seven_groups_in_order() -> None:
 def test_every_field_has_one_flat_name_and_one_path() -> None:
     paths = [f"{group}.{field}" for group, model in GROUPS.items() for field in model.model_fields]
     assert sorted(FLAT_NAMES.values()) == sorted(paths)
-    assert len(set(FLAT_NAMES.values())) == len(FLAT_NAMES) == 48
+    assert len(set(FLAT_NAMES.values())) == len(FLAT_NAMES) == 50
 
 
 @pytest.mark.parametrize(("flat", "path"), [
@@ -170,6 +170,7 @@ FLAT_ABLATIONS: dict[str, dict[str, Any]] = {
     "human_asks_off": {"intent_human_asks": False},
     "state_shift_off": {"intent_state_shift": 0.0},
     "verb_shift_off": {"intent_verb_shift": 0.0},
+    "order_off": {"intent_order_penalty": 0.0},
     "one_ask_penalty_off": {"intent_one_ask_penalty": 0.0},
 }
 

@@ -65,6 +65,27 @@ def test_bad_inputs_are_refused(whole: float, matrix: list[object], best: list[f
         intent_match(whole, matrix, best, gamma)
 
 
+def test_a_workflow_that_does_the_asks_in_the_order_they_were_asked_wins_over_the_same_changes_reversed() -> None:
+    # "cancel order A, and swap the boots I got": ask 0 means cancel (column 0), ask 1 exchange (column 1).
+    asks_by_operation = [[0.8, 0.3], [0.2, 0.7]]
+    best = [0.8, 0.7]
+    in_order = intent_match(0.5, asks_by_operation, best, 1.0, order_penalty=0.1)
+    reversed_ = intent_match(0.5, [[0.3, 0.8], [0.7, 0.2]], best, 1.0, order_penalty=0.1)   # exchange first
+    assert in_order == pytest.approx(intent_match(0.5, asks_by_operation, best, 1.0)), "nothing inverted: unchanged"
+    assert reversed_ == pytest.approx(0.9 * in_order), "the one pair of asks inverted: 1 − ε"
+    # Three asks, the last two of them swapped: one pair of three inverted.
+    three = [[0.9, 0.1, 0.1], [0.1, 0.1, 0.9], [0.1, 0.9, 0.1]]
+    assert intent_match(0.5, three, [0.9] * 3, 1.0, order_penalty=0.3) == pytest.approx(
+        (1 - 0.3 / 3) * intent_match(0.5, three, [0.9] * 3, 1.0))
+
+
+def test_two_asks_one_operation_are_in_no_order() -> None:
+    # "cancel A and cancel B": both asks mean the one cancel the workflow makes.
+    matrix = [[0.8, 0.1], [0.7, 0.1]]
+    assert intent_match(0.5, matrix, [0.8, 0.7], 1.0, order_penalty=0.5) == pytest.approx(
+        intent_match(0.5, matrix, [0.8, 0.7], 1.0))
+
+
 @pytest.mark.parametrize("asks", [1, 2, 3])
 def test_many_workflows_at_once_score_as_each_does_alone(asks: int) -> None:
     rng = np.random.default_rng(asks)
@@ -72,9 +93,11 @@ def test_many_workflows_at_once_score_as_each_does_alone(asks: int) -> None:
     best = by_operation.max(axis=1) * rng.uniform(0.6, 1.1, size=asks)   # below some workflows' own best
     sequences = [[], [0], [3, 1], [6, 5, 4, 2], [2], [0, 1, 2, 3, 4, 5, 6]]
     wholes = rng.uniform(-0.1, 1.0, size=len(sequences))
-    together = intent_matches(wholes, by_operation, sequences, best, 0.5)
-    alone = [intent_match(whole, by_operation[:, columns], best, 0.5) for whole, columns in zip(wholes, sequences)]
-    assert together == pytest.approx(alone, abs=1e-12)
+    for epsilon in (0.0, 0.2):
+        together = intent_matches(wholes, by_operation, sequences, best, 0.5, epsilon)
+        alone = [intent_match(whole, by_operation[:, columns], best, 0.5, epsilon)
+                 for whole, columns in zip(wholes, sequences)]
+        assert together == pytest.approx(alone, abs=1e-12)
 
 
 def test_many_workflows_at_once_refuse_what_one_refuses() -> None:
