@@ -22,7 +22,7 @@ __all__ = ["intent_match", "intent_matches", "intent_share", "one_ask_matches"]
 
 
 def intent_match(whole: float, asks_by_operation: npt.ArrayLike, best_by_ask: npt.ArrayLike,
-                 unasked_penalty: float, order_penalty: float = 0.0) -> float:
+                 unasked_penalty: float, order_penalty: float) -> float:
     """How well a workflow does what a request asks, in [0, 1].
 
     One ask: ``whole``, the cosine of the request with the workflow's operations read as one text
@@ -65,7 +65,7 @@ def intent_match(whole: float, asks_by_operation: npt.ArrayLike, best_by_ask: np
 
 def intent_matches(wholes: npt.ArrayLike, asks_by_operation: npt.ArrayLike, sequences: Sequence[Sequence[int]],
                    best_by_ask: npt.ArrayLike, unasked_penalty: float,
-                   order_penalty: float = 0.0) -> npt.NDArray[np.float64]:
+                   order_penalty: float) -> npt.NDArray[np.float64]:
     """:func:`intent_match` of many workflows of one request at once: ``asks_by_operation`` holds the
     cosines of the asks (rows) with every operation any of them makes (columns), ``sequences`` each
     workflow's distinct operations as column numbers, ``wholes`` each workflow's whole-request

@@ -11,20 +11,20 @@ from kbgraph.search.scoring import intent_match, intent_matches, intent_share, o
 
 
 def test_a_request_of_one_ask_is_matched_as_a_whole() -> None:
-    assert intent_match(0.7, [[0.2, 0.9]], [0.9], 1.0) == pytest.approx(0.7)
+    assert intent_match(0.7, [[0.2, 0.9]], [0.9], 1.0, 0.0) == pytest.approx(0.7)
 
 
 def test_a_workflow_without_operations_is_matched_as_a_whole() -> None:
-    assert intent_match(0.4, np.zeros((2, 0)), [0.8, 0.5], 1.0) == pytest.approx(0.4)
+    assert intent_match(0.4, np.zeros((2, 0)), [0.8, 0.5], 1.0, 0.0) == pytest.approx(0.4)
 
 
 def test_a_workflow_that_does_every_ask_beats_one_that_does_one_of_them() -> None:
     # Asks: "cancel the order that hasn't shipped" (best operation in memory: cancel, 0.73) and
     # "return the lamp I received" (best: return, 0.45). Columns: cancel, return.
     best = [0.73, 0.45]
-    both = intent_match(0.5, [[0.73, 0.46], [0.22, 0.45]], best, 1.0)
-    only_return = intent_match(0.5, [[0.46], [0.45]], best, 1.0)
-    only_cancel = intent_match(0.5, [[0.73], [0.22]], best, 1.0)
+    both = intent_match(0.5, [[0.73, 0.46], [0.22, 0.45]], best, 1.0, 0.0)
+    only_return = intent_match(0.5, [[0.46], [0.45]], best, 1.0, 0.0)
+    only_cancel = intent_match(0.5, [[0.73], [0.22]], best, 1.0, 0.0)
     mean_best = (0.73 + 0.45) / 2
     assert both == pytest.approx(mean_best)  # every ask answered by the operation it means, nothing else
     assert only_return == pytest.approx((0.46 / 0.73 + 1.0) / 2 * mean_best)
@@ -37,19 +37,19 @@ def test_changes_nobody_asked_for_cost_by_gamma() -> None:
     matrix, best = [[0.8, 0.16], [0.6, 0.12]], [0.8, 0.6]
     asked = (1.0 + 0.2) / 2
     mean_best = 0.7
-    assert intent_match(0.3, matrix, best, 1.0) == pytest.approx(asked * mean_best)
-    assert intent_match(0.3, matrix, best, 0.0) == pytest.approx(mean_best)
-    assert intent_match(0.3, matrix, best, 0.5) == pytest.approx(math.sqrt(asked) * mean_best)
+    assert intent_match(0.3, matrix, best, 1.0, 0.0) == pytest.approx(asked * mean_best)
+    assert intent_match(0.3, matrix, best, 0.0, 0.0) == pytest.approx(mean_best)
+    assert intent_match(0.3, matrix, best, 0.5, 0.0) == pytest.approx(math.sqrt(asked) * mean_best)
 
 
 def test_an_asks_best_is_never_below_what_this_workflow_offers_it() -> None:
     # A stale or partial vocabulary (best 0.5) must not give a relative match above 1.
-    assert intent_match(0.1, [[0.9, 0.0], [0.0, 0.9]], [0.5, 0.5], 1.0) == pytest.approx(0.9)
+    assert intent_match(0.1, [[0.9, 0.0], [0.0, 0.9]], [0.5, 0.5], 1.0, 0.0) == pytest.approx(0.9)
 
 
 def test_negative_cosines_are_no_evidence() -> None:
-    assert intent_match(-0.3, [[-0.5]], [0.1], 1.0) == 0.0
-    assert intent_match(0.2, [[-0.5, 0.4], [0.6, -0.2]], [0.4, 0.6], 1.0) == pytest.approx(0.5)
+    assert intent_match(-0.3, [[-0.5]], [0.1], 1.0, 0.0) == 0.0
+    assert intent_match(0.2, [[-0.5, 0.4], [0.6, -0.2]], [0.4, 0.6], 1.0, 0.0) == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize(("whole", "matrix", "best", "gamma", "message"), [
@@ -62,7 +62,7 @@ def test_negative_cosines_are_no_evidence() -> None:
 ])
 def test_bad_inputs_are_refused(whole: float, matrix: list[object], best: list[float], gamma: float, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        intent_match(whole, matrix, best, gamma)
+        intent_match(whole, matrix, best, gamma, 0.0)
 
 
 def test_a_workflow_that_does_the_asks_in_the_order_they_were_asked_wins_over_the_same_changes_reversed() -> None:
@@ -71,19 +71,19 @@ def test_a_workflow_that_does_the_asks_in_the_order_they_were_asked_wins_over_th
     best = [0.8, 0.7]
     in_order = intent_match(0.5, asks_by_operation, best, 1.0, order_penalty=0.1)
     reversed_ = intent_match(0.5, [[0.3, 0.8], [0.7, 0.2]], best, 1.0, order_penalty=0.1)   # exchange first
-    assert in_order == pytest.approx(intent_match(0.5, asks_by_operation, best, 1.0)), "nothing inverted: unchanged"
+    assert in_order == pytest.approx(intent_match(0.5, asks_by_operation, best, 1.0, 0.0)), "nothing inverted: unchanged"
     assert reversed_ == pytest.approx(0.9 * in_order), "the one pair of asks inverted: 1 − ε"
     # Three asks, the last two of them swapped: one pair of three inverted.
     three = [[0.9, 0.1, 0.1], [0.1, 0.1, 0.9], [0.1, 0.9, 0.1]]
     assert intent_match(0.5, three, [0.9] * 3, 1.0, order_penalty=0.3) == pytest.approx(
-        (1 - 0.3 / 3) * intent_match(0.5, three, [0.9] * 3, 1.0))
+        (1 - 0.3 / 3) * intent_match(0.5, three, [0.9] * 3, 1.0, 0.0))
 
 
 def test_two_asks_one_operation_are_in_no_order() -> None:
     # "cancel A and cancel B": both asks mean the one cancel the workflow makes.
     matrix = [[0.8, 0.1], [0.7, 0.1]]
     assert intent_match(0.5, matrix, [0.8, 0.7], 1.0, order_penalty=0.5) == pytest.approx(
-        intent_match(0.5, matrix, [0.8, 0.7], 1.0))
+        intent_match(0.5, matrix, [0.8, 0.7], 1.0, 0.0))
 
 
 @pytest.mark.parametrize("asks", [1, 2, 3])
@@ -102,9 +102,9 @@ def test_many_workflows_at_once_score_as_each_does_alone(asks: int) -> None:
 
 def test_many_workflows_at_once_refuse_what_one_refuses() -> None:
     with pytest.raises(ValueError, match="finite"):
-        intent_matches([0.5], [[np.nan, 0.2], [0.1, 0.3]], [[0]], [0.5, 0.5], 0.5)
+        intent_matches([0.5], [[np.nan, 0.2], [0.1, 0.3]], [[0]], [0.5, 0.5], 0.5, 0.0)
     with pytest.raises(ValueError, match="2 whole cosines for 1"):
-        intent_matches([0.5, 0.4], [[0.2], [0.1]], [[0]], [0.5, 0.5], 0.5)
+        intent_matches([0.5, 0.4], [[0.2], [0.1]], [[0]], [0.5, 0.5], 0.5, 0.0)
 
 
 def test_a_request_new_to_the_memory_takes_all_of_iota_on_the_ramp_and_a_known_task_none() -> None:
