@@ -40,7 +40,7 @@ import re
 from typing import Protocol
 
 from kbgraph.core.generalise import generalise_text, humanise_action, ids_in_trajectory, names_in_trajectory
-from kbgraph.core.recovery import Recovery, recovery_after, trim_thought
+from kbgraph.core.recovery import Recovery, recovery_after, trimmed_thought
 from kbgraph.ingest.reflect_rules import rule_operation
 from kbgraph.core.shapes import changes_state
 from kbgraph.core.models import ConceptInsight, Experience, StatementRecord, Trajectory, TrajectoryStep
@@ -106,9 +106,10 @@ def _thought_rules(step: TrajectoryStep, names: frozenset[str], ids: frozenset[s
     for text in texts:
         for sentence in _SENTENCES.split(text.strip()):
             if _RULE.search(sentence) and not _PLAN.match(sentence) and 20 <= len(sentence) <= 300:
-                rule = trim_thought(sentence, names, ids)
-                if rule and "{" not in rule.split()[0]:
-                    rules.append(rule)
+                rule = trimmed_thought(sentence, names, ids)
+                # One that opens on a placeholder ("{name} is not eligible …") is about one case.
+                if rule is not None and not rule.opens_with_placeholder():
+                    rules.append(rule.text)
     return rules
 
 

@@ -20,8 +20,9 @@ WITH signature, coalesce(f.recovery_kind, 'none') AS kind, f, e,
 ORDER BY signature, kind, coalesce(f.run_succeeded, false) DESC, coalesce(f.concrete, false) DESC, worked DESC,
   score DESC, f.id
 WITH signature, kind, collect({f: f, e: e, worked: worked, score: score}) AS members,
-  collect(DISTINCT coalesce(e.task_key, e.id)) AS task_keys
-RETURN signature, kind, size(members) AS tried,
+  collect(DISTINCT coalesce(e.task_key, e.id)) AS task_keys,
+  min(f.signature_action) AS signature_action, min(f.signature_error) AS signature_error
+RETURN signature, signature_action, signature_error, kind, size(members) AS tried,
   size([m IN members WHERE coalesce(m.f.recovered, false)]) AS recovered,
   size([m IN members WHERE m.worked]) AS worked,
   task_keys, [m IN members | m.f.run_id] AS runs,

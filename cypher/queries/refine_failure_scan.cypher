@@ -23,7 +23,8 @@ CALL (hits) {
     experience_id: e.id, problem: e.problem, goal: e.goal, domain: e.domain,
     success_rate: e.success_rate, failure_id: f.id, description: f.description,
     issue_type: f.issue_type, recovery: f.recovery, step_order: f.step_order, score: score,
-    signature: f.signature, run_id: f.run_id
+    signature: f.signature, signature_action: f.signature_action, signature_error: f.signature_error,
+    run_id: f.run_id
   }) AS rows
 }
 RETURN size(hits) AS fetched, rows;

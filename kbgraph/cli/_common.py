@@ -71,14 +71,14 @@ def _json_argument(raw: str, where: str) -> Any:
     naming ``where`` when it is JSON out of bounds: nested so deep the decoder itself recurses out
     (RecursionError), deeper than the models take, or an integer Neo4j cannot store."""
     from kbgraph.core.jsonl import loads
-    from kbgraph.core.value_bounds import MAX_NESTING_DEPTH, value_problem
+    from kbgraph.core.value_bounds import MAX_NESTING_DEPTH, value_fault
 
     try:
         value = loads(raw)  # a 5,000-digit integer is a JSONDecodeError with its column too
     except RecursionError:
         raise InvalidInputError([f"{where}: nested deeper than {MAX_NESTING_DEPTH} levels"]) from None
-    if problem := value_problem(value):
-        raise InvalidInputError([f"{where}: {problem.removeprefix('(value): ')}"])
+    if fault := value_fault(value):
+        raise InvalidInputError([fault.within(where)])
     return value
 
 

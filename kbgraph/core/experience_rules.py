@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from kbgraph.core.generalise import braced, generalise_task, generalise_text, ids_in_trajectory, names_in_trajectory
+from kbgraph.core.general_text import GeneralText
+from kbgraph.core.generalise import general_task, generalise_text, ids_in_trajectory, names_in_trajectory, past
 from kbgraph.core.models import Trajectory
 from kbgraph.core.models.experience import TRANSIENT_ISSUES
 
@@ -21,8 +22,9 @@ _PERSONA = re.compile(
     r"^(you are (playing the role|(\w+, )+\w+\.?$)|your character is|your name is|you are a person)",
     re.IGNORECASE,
 )
-# A task that opens with the user's e-mail or id, as generalisation writes them (braced()).
-_LEADING_CONTACT = re.compile(rf"^\s*({re.escape(braced('email'))}|{re.escape(braced('id'))})[.:,]?\s*")
+# A task that opens with the user's e-mail or id (a placeholder of these kinds), then maybe a stop.
+_CONTACT_KINDS = frozenset({"email", "id"})
+_AFTER_CONTACT = re.compile(r"[.:,]?\s*")
 PROBLEM_CHARS = 600
 
 _ISSUE_RULES = [
@@ -59,11 +61,20 @@ def failed_for_the_moment(error: str) -> bool:
     return classify_issue(error) in TRANSIENT_ISSUES
 
 
+def _without_leading_contact(general: GeneralText) -> str:
+    """The text without a leading e-mail or id placeholder (and the stop after it)."""
+    text = general.text
+    slot = general.slot_at(len(text) - len(text.lstrip()))
+    if slot is None or slot.kind not in _CONTACT_KINDS:
+        return text
+    return text[past(_AFTER_CONTACT, text, slot.end):]
+
+
 def problem_from_task(task: str, names: Collection[str] = (), ids: Collection[str] = ()) -> str:
     """The task in general terms: role-play, persona and identity sentences dropped, what
     identifies a person or a record as placeholders (``names``/``ids``: the trajectory's, see
     :func:`kbgraph.core.generalise.names_in_trajectory`)."""
-    text = _LEADING_CONTACT.sub("", generalise_task(task, names, ids))
+    text = _without_leading_contact(general_task(task, names, ids))
     kept = [s for s in SENTENCE_BREAK.split(text) if s.strip() and not _PERSONA.match(s.strip())]
     problem = ""
     for sentence in kept or [text]:

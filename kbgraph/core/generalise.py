@@ -24,6 +24,10 @@ task's meaning stays.
   (``{order_id}``).
 - :func:`generalise_task` also drops identity-only clauses ("You are {id}, …", "You are {name}
   (with ID: {id}). …"), which say who the user is, not what the task is.
+- :func:`generalise` returns the placeholders as data (a :class:`~kbgraph.core.general_text.GeneralText`:
+  the text and where each placeholder stands, of what kind); :func:`generalise_text` is its words.
+  What reads a generalised text again (the identity clause, a leading contact, a rule that opens on
+  a placeholder) asks those slots, never the braces: a task that writes "{id}" itself names nobody.
 
 Person names: there is no named-entity model offline, so names come from the run itself
 (:func:`names_in_trajectory`): values under keys that name a person, in the arguments and in the
@@ -39,6 +43,8 @@ import re
 from collections.abc import Callable, Collection, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+
+from kbgraph.core.general_text import GeneralText
 
 if TYPE_CHECKING:
     from kbgraph.core.models import Trajectory
@@ -93,17 +99,24 @@ def braced(kind: str) -> str:
 PLACEHOLDER = re.compile(r"\{[^{}\s]*\}")
 
 
-def _replacer(placeholder: Callable[[str], str]) -> Callable[[re.Match[str]], str]:
-    def replace(match: re.Match[str]) -> str:
+def _slot(placeholder: Callable[[str], str], kind: str) -> GeneralText:
+    return GeneralText.placeholder(placeholder(kind), kind)
+
+
+_SPACE = GeneralText(" ")
+
+
+def _replacer(placeholder: Callable[[str], str], text: GeneralText) -> Callable[[re.Match[str]], GeneralText]:
+    def replace(match: re.Match[str]) -> GeneralText:
         kind = match.lastgroup
         value = match.group(0)
         if kind in ("date", "time", "money"):
-            return value
+            return text.kept(match)
         if kind == "code":
-            return value if _NOT_A_CODE.match(value) else placeholder("id")
+            return text.kept(match) if _NOT_A_CODE.match(value) else _slot(placeholder, "id")
         if kind == "grouped":
-            return placeholder("number") if sum(c.isdigit() for c in value) >= _IDENTIFYING_DIGITS else value
-        return placeholder({"email": "email", "url": "url", "phone": "number", "long": "number"}[kind or "long"])
+            return _slot(placeholder, "number") if sum(c.isdigit() for c in value) >= _IDENTIFYING_DIGITS else text.kept(match)
+        return _slot(placeholder, {"email": "email", "url": "url", "phone": "number", "long": "number"}[kind or "long"])
     return replace
 
 
@@ -117,13 +130,14 @@ _RECORD_CODES = re.compile(
 _RECORD_CODE = re.compile(r"\b[A-Z0-9]{6}\b")
 
 
-def _generalise_values(text: str, placeholder: Callable[[str], str] = braced) -> str:
-    def record_codes(match: re.Match[str]) -> str:
-        start = match.start("codes") - match.start()
-        whole = match.group(0)
-        return whole[:start] + _RECORD_CODE.sub(lambda _: placeholder("id"), whole[start:])
+def _generalise_values(text: GeneralText, placeholder: Callable[[str], str] = braced) -> GeneralText:
+    def record_codes(match: re.Match[str]) -> GeneralText:
+        codes = text.cut(match.start("codes"), match.end())
+        return GeneralText.joined([text.cut(match.start(), match.start("codes")),
+                                   codes.sub(_RECORD_CODE, lambda _: _slot(placeholder, "id"))])
 
-    return _VALUES.sub(_replacer(placeholder), _RECORD_CODES.sub(record_codes, text))
+    coded = text.sub(_RECORD_CODES, record_codes)
+    return coded.sub(_VALUES, _replacer(placeholder, coded))
 
 
 @lru_cache(maxsize=256)
@@ -139,6 +153,13 @@ def _words_pattern(words: frozenset[str]) -> re.Pattern[str] | None:
 
 def generalise_text(text: str, names: Collection[str] = (), ids: Collection[str] = (),
                     placeholder: Callable[[str], str] = braced) -> str:
+    """``text`` with what identifies a person or a record as placeholders: the words of
+    :func:`generalise` (which see)."""
+    return generalise(text, names, ids, placeholder).text
+
+
+def generalise(text: str, names: Collection[str] = (), ids: Collection[str] = (),
+               placeholder: Callable[[str], str] = braced) -> GeneralText:
     """``text`` with what identifies a person or a record as placeholders (module docstring);
     ``names`` are the person names to replace by ``{name}``, ``ids`` values the tools were called
     with as identifiers (``HXDUBJ``: a record code without a digit) to replace by ``{id}`` (both
@@ -146,33 +167,58 @@ def generalise_text(text: str, names: Collection[str] = (), ids: Collection[str]
     is left to them, so it keeps its own placeholder. ``placeholder`` writes each one from its
     kind ("id", "number", "name", "email", "url"): an error quoted in a lesson writes them all
     ``#``, and a recovery's values (:mod:`kbgraph.core.recovery`) only count them: nobody reads
-    them back out of the text."""
-    own_ids = frozenset(i for i in ids if _generalise_values(i) == i)
+    them back out of the text. The placeholders come back as data too (:class:`GeneralText`'s
+    slots): what reads the text afterwards asks them where each one stands."""
+    own_ids = frozenset(i for i in ids if _generalise_values(GeneralText(i)).text == i)
+    general = GeneralText(text)
     for values, kind in ((frozenset(names), "name"), (own_ids, "id")):
         pattern = _words_pattern(values)
         if pattern is not None:
-            text = pattern.sub(lambda _: placeholder(kind), text)
-    return SPACES.sub(" ", _generalise_values(text, placeholder)).strip()
+            general = general.sub(pattern, lambda _, kind=kind: _slot(placeholder, kind))  # type: ignore[misc]
+    return _generalise_values(general, placeholder).sub(SPACES, lambda _: _SPACE).stripped()
 
 
 # "You are {name} (with ID: {id}), you want …", "You are '{id}'. You want …", "You {id} and you …":
-# who the user is, not what the task is.
-# The placeholders it looks for are this module's own, written by braced().
-_IDENTITY = "|".join(re.escape(braced(kind)) for kind in ("id", "name", "email"))
-_IDENTITY_CLAUSE = re.compile(
-    rf"^\s*you(?:\s+are)?\s+(?:['\"]?(?:{_IDENTITY})['\"]?\s*(?:\([^)]*\))?\s*(?:and\s+)?)+[,.;:]?\s*"
-    r"(?:and\s+)?",
-    re.IGNORECASE,
-)
+# who the user is, not what the task is. The words around the placeholders are read here; the
+# placeholders themselves are the generalised text's slots of these kinds.
+_IDENTITY_KINDS = frozenset({"id", "name", "email"})
+_YOU = re.compile(r"\s*you(?:\s+are)?\s+", re.IGNORECASE)
+_QUOTE = re.compile(r"['\"]?")
+_AFTER_WHO = re.compile(r"['\"]?\s*(?:\([^)]*\))?\s*(?:and\s+)?", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[,.;:]?\s*(?:and\s+)?", re.IGNORECASE)
+
+
+def past(optional: re.Pattern[str], text: str, at: int) -> int:
+    """Where ``optional`` (a pattern that may match nothing) ends when matched at ``at``."""
+    match = optional.match(text, at)
+    return at if match is None else match.end()
+
+
+def _identity_clause_end(general: GeneralText) -> int:
+    """Where a leading identity clause ends ("You are", then one or more placeholders of a person
+    or a record, each maybe quoted, maybe followed by a parenthesis and "and"), 0 when there is none."""
+    text = general.text
+    you = _YOU.match(text)
+    if you is None:
+        return 0
+    at, found = you.end(), False
+    while (slot := general.slot_at(past(_QUOTE, text, at))) is not None and slot.kind in _IDENTITY_KINDS:
+        at, found = past(_AFTER_WHO, text, slot.end), True
+    return past(_CLAUSE_END, text, at) if found else 0
+
+
+def general_task(task: str, names: Collection[str] = (), ids: Collection[str] = ()) -> GeneralText:
+    """A task text generalised (:func:`generalise`), without a leading identity clause."""
+    general = generalise(task, names, ids)
+    end = _identity_clause_end(general)
+    if 0 < end < len(general.text):
+        return general.cut(end).capitalised()
+    return general
 
 
 def generalise_task(task: str, names: Collection[str] = (), ids: Collection[str] = ()) -> str:
-    """A task text generalised (:func:`generalise_text`), without a leading identity clause."""
-    text = generalise_text(task, names, ids)
-    stripped = _IDENTITY_CLAUSE.sub("", text, count=1)
-    if stripped != text and stripped:
-        return stripped[0].upper() + stripped[1:]
-    return text
+    """The words of :func:`general_task`."""
+    return general_task(task, names, ids).text
 
 
 # --- Person names ---------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kbgraph.core.errors import InvalidInputError
@@ -41,32 +42,65 @@ def _text_problem(text: str) -> str | None:
     return f"contains a lone surrogate ({found.group()!a}), which is not valid Unicode text"
 
 
-def _place(path: tuple[Any, ...]) -> str:
-    return ".".join(str(part) for part in path) or "(value)"
+@dataclass(frozen=True)
+class ValueFault:
+    """Where a value leaves the bounds and why, as data: ``path`` (keys and indexes from the value
+    down, empty at the value itself), ``reason``, and ``cut`` when the path is shown cut short (a
+    value nested past the bounds). A caller that names the value its own way says so with
+    :meth:`under` or :meth:`within`; nobody reads the place back out of the sentence."""
+
+    path: tuple[Any, ...]
+    reason: str
+    cut: bool = False
+
+    def _place(self, root: str) -> str:
+        shown = ".".join(str(part) for part in self.path)
+        place = (f"{root}.{shown}" if shown else root) if root else shown or "(value)"
+        return place + ("…" if self.cut else "")
+
+    def __str__(self) -> str:
+        """``field.path: reason``; ``(value): reason`` at the value itself."""
+        return f"{self._place('')}: {self.reason}"
+
+    def under(self, root: str) -> str:
+        """``root.field.path: reason``: the value named ``root``."""
+        return f"{self._place(root)}: {self.reason}"
+
+    def within(self, where: str) -> str:
+        """``where: reason`` at the value itself, ``where: field.path: reason`` inside it: the place
+        of a value the caller has named (an option, a query's parameter)."""
+        return f"{where}: {self.reason}" if not self.path and not self.cut else f"{where}: {self}"
 
 
-def value_problem(value: Any, max_depth: int = MAX_NESTING_DEPTH, *, int64: bool = True) -> str | None:
-    """``field.path: reason`` for the first place ``value`` leaves the bounds, or None.
-    ``int64=False`` lets integers past 64 bits through (for values kept as JSON text)."""
+def value_fault(value: Any, max_depth: int = MAX_NESTING_DEPTH, *, int64: bool = True) -> ValueFault | None:
+    """The first place ``value`` leaves the bounds, or None. ``int64=False`` lets integers past 64
+    bits through (for values kept as JSON text)."""
     pending: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
     while pending:
         item, path = pending.pop()
         if isinstance(item, dict | list | tuple) and len(path) >= max_depth:
-            return f"{_place(path[:8])}…: nested deeper than {max_depth} levels"
+            return ValueFault(path[:8], f"nested deeper than {max_depth} levels", cut=True)
         if isinstance(item, dict):
             for key, child in item.items():
                 if isinstance(key, str) and (problem := _text_problem(key)):
-                    return f"{_place(path)}: a key {problem}"
+                    return ValueFault(path, f"a key {problem}")
                 pending.append((child, (*path, key)))
         elif isinstance(item, list | tuple):
             pending.extend((child, (*path, index)) for index, child in enumerate(item))
         elif isinstance(item, str):
             if problem := _text_problem(item):
-                return f"{_place(path)}: {problem}"
+                return ValueFault(path, problem)
         elif int64 and isinstance(item, int) and not isinstance(item, bool) and not INT64_MIN <= item <= INT64_MAX:
             shown = str(item) if item.bit_length() < 200 else f"a {item.bit_length()}-bit integer"
-            return f"{_place(path)}: {shown} is outside the 64-bit integer range Neo4j stores"
+            return ValueFault(path, f"{shown} is outside the 64-bit integer range Neo4j stores")
     return None
+
+
+def value_problem(value: Any, max_depth: int = MAX_NESTING_DEPTH, *, int64: bool = True) -> str | None:
+    """``field.path: reason`` for the first place ``value`` leaves the bounds (:func:`value_fault`
+    in words), or None."""
+    fault = value_fault(value, max_depth, int64=int64)
+    return None if fault is None else str(fault)
 
 
 def within_bounds(data: Any) -> Any:

@@ -237,9 +237,6 @@ class SelectionWeights(StrictModel):
     workflows: bool = Field(
         default=True, description="An abstract experience (a workflow) scores as its best-fitting instance that worked "
         "and ranks right above it: the workflow of the run most like the task is the answer, standing for all its runs.")
-    same_task_similarity: Unit = Field(
-        default=0.9, description="A run that only failed is shown as a failed attempt of the hit whose problem+goal is at "
-        "least this similar (cosine), instead of as a hit of its own.")
     shared_first: bool = Field(
         default=True, description="EDV hierarchical retrieval for a calling agent: shared experiences first, its "
         "private ones only to fill up k. False ranks both banks together by score.")

@@ -18,6 +18,7 @@ sends.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,8 @@ from kbgraph.core.weight_groups import (
 
 __all__ = [
     "DEFAULT_EXACT_SCAN_MAX", "DEFAULT_OVERFETCH_LIMIT", "FLAT_NAMES", "GROUPS", "CoarseWeights", "ExactScanMax",
-    "IntentWeights", "LexicalWeights", "OutcomeWeights", "OverfetchLimit", "ScanLimits", "SearchWeights",
+    "IntentWeights", "LexicalWeights", "OutcomeWeights", "OverfetchLimit", "RETIRED", "RetiredWeightWarning",
+    "ScanLimits", "SearchWeights",
     "SelectionWeights", "StrictModel", "TraversalWeights", "Unit", "WeightChanges", "as_paths", "as_tree", "names_given",
 ]
 
@@ -57,6 +59,34 @@ _RENAMED = {
     "intent_verb_shift": "intent.verb_shift",
     "intent_payment_joins": "intent.payment_joins", "intent_order_penalty": "intent.order_penalty",
 }
+
+
+class RetiredWeightWarning(FutureWarning):
+    """A search weight that is no longer a setting was given, and was ignored (:data:`RETIRED`). A
+    FutureWarning, so that a user whose settings file names it sees it, not only a developer."""
+
+
+#: Weights that were settings and are no longer: no set of the development suite moved when they
+#: did (docs/search.md, "Knobs no set moves"), so their mechanism runs at the value they had. By
+#: path, with the flat name each had; each maps to what now stands in its place. Given anywhere
+#: (a settings file, ``--set``, a request's JSON), one is ignored with a RetiredWeightWarning, so
+#: settings written before keep working.
+RETIRED: dict[str, str] = {
+    "selection.same_task_similarity": "a run that only failed is shown as a failed attempt of a hit at least 0.9 "
+    "similar (kbgraph.search.student.hits.SAME_TASK_SIMILARITY); 0.8 and 0.99 changed no query of the development suite",
+}
+_RETIRED_FLAT: dict[str, str] = {"same_task_similarity": "selection.same_task_similarity"}
+
+
+def _retired(name: str, group: str | None = None) -> bool:
+    """``name`` (a flat name or a path; with ``group``, a field of that group) is a retired weight:
+    warn and say so."""
+    path = f"{group}.{name}" if group else _RETIRED_FLAT.get(name, name)
+    if path not in RETIRED:
+        return False
+    warnings.warn(RetiredWeightWarning(f"search weight {name!r} is no longer a setting and was ignored: {RETIRED[path]}"),
+                  stacklevel=4)
+    return True
 
 
 def _flat_names() -> dict[str, str]:
@@ -87,8 +117,12 @@ def as_tree(changes: Mapping[str, Any]) -> dict[str, Any]:
     A name that is none of these is kept as it is, for validation to refuse."""
     tree: dict[str, Any] = {}
     for name, value in changes.items():
+        if isinstance(name, str) and _retired(name):
+            continue
         if name in GROUPS:
             fields = value.model_dump(exclude_unset=True) if isinstance(value, BaseModel) else value
+            if isinstance(fields, Mapping):
+                fields = {field: v for field, v in fields.items() if not (isinstance(field, str) and _retired(field, name))}
             if isinstance(fields, Mapping) and isinstance(tree.get(name), dict):
                 tree[name].update(fields)
             else:

@@ -12,7 +12,7 @@ from typing import Any
 
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.inspect._query import _IDENTIFIER, InspectionQuery, _refuse_constant
-from kbgraph.core.value_bounds import MAX_NESTING_DEPTH, value_problem
+from kbgraph.core.value_bounds import MAX_NESTING_DEPTH, value_fault
 
 _INTEGER = re.compile(r"[+-]?\d+")
 _DECIMAL = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
@@ -99,8 +99,8 @@ def coerce_assignments(query: InspectionQuery, raw: Mapping[str, str], option: s
         except ValueError as error:
             problems.append(f"{option} {name}={text:.80}: {error}")
             continue
-        if problem := value_problem(values[name]):  # an integer Neo4j cannot hold, deep JSON, …
-            problems.append(f"{option} {name}={text:.80}: {problem.removeprefix('(value): ')}")
+        if fault := value_fault(values[name]):  # an integer Neo4j cannot hold, deep JSON, …
+            problems.append(fault.within(f"{option} {name}={text:.80}"))
     if problems:
         raise InvalidInputError(problems, headline="cannot run the query, nothing was run")
     return values

@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from kbgraph.core.errors import InvalidInputError
-from kbgraph.core.value_bounds import MAX_STORE_VALUE_CHARS, value_problem, vector_problem
+from kbgraph.core.value_bounds import MAX_STORE_VALUE_CHARS, value_fault, vector_problem
 
 #: Filter operators of ``BaseStore.search(filter=…)`` (a ``{"$op": value}`` map in a filter).
 FILTER_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
@@ -46,7 +46,7 @@ def check_address(namespace: Sequence[str], key: str | None = None) -> None:
     parts = [(f"namespace.{i}", label) for i, label in enumerate(namespace) if isinstance(label, str)]
     if isinstance(key, str):
         parts.append(("key", key))
-    problems = [f"{name}: {problem.removeprefix('(value): ')}" for name, text in parts if (problem := value_problem(text))]
+    problems = [fault.within(name) for name, text in parts if (fault := value_fault(text))]
     if not problems and (length := len(item_id(namespace, key or ""))) > MAX_ID_CHARS:
         problems.append(f"key: the namespace and key are {length:,} characters once percent-encoded, "
                         f"over the {MAX_ID_CHARS:,} an item's id may have")
@@ -57,9 +57,8 @@ def check_address(namespace: Sequence[str], key: str | None = None) -> None:
 def value_text(value: Mapping[str, Any], where: str) -> str:
     """The JSON text an item's value is stored as (a clear error names what cannot be stored:
     not JSON, a lone surrogate, deeper than the bounds, or longer than MAX_VALUE_CHARS)."""
-    if problem := value_problem(dict(value), int64=False):  # kept as JSON text: any integer fits
-        place = problem.replace("(value)", "value", 1) if problem.startswith("(value)") else f"value.{problem}"
-        raise InvalidInputError([f"{where}: {place}"], "the value cannot be stored, nothing was written")
+    if fault := value_fault(dict(value), int64=False):  # kept as JSON text: any integer fits
+        raise InvalidInputError([f"{where}: {fault.under('value')}"], "the value cannot be stored, nothing was written")
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as error:
@@ -73,8 +72,8 @@ def value_text(value: Mapping[str, Any], where: str) -> str:
 def check_query(query: str | None) -> None:
     """A search's query is embedded (and, over the experiences, sent to Neo4j): a lone surrogate
     would fail its UTF-8 encoding there. InvalidInputError naming the query, as a put names the field."""
-    if query is not None and (problem := value_problem(query)):
-        raise InvalidInputError([f"query: {problem.removeprefix('(value): ')}"], "invalid search query, nothing was done")
+    if query is not None and (fault := value_fault(query)):
+        raise InvalidInputError([fault.within("query")], "invalid search query, nothing was done")
 
 
 def check_vectors(vectors: Sequence[Sequence[float]], places: Sequence[str], dimension: int) -> None:

@@ -53,7 +53,7 @@ from pydantic import BaseModel
 from kbgraph.core.errors import InvalidInputError
 
 from kbgraph.core.generalise import ids_in_trajectory, names_in_trajectory
-from kbgraph.core.recovery import error_signature, recovery_after
+from kbgraph.core.recovery import recovery_after, signed_error
 from kbgraph.core.shapes import changes_state
 from kbgraph.core.jsonl import read_jsonl
 from kbgraph.core.models import Trajectory
@@ -178,11 +178,11 @@ def teacher_queries(runs: Sequence[Trajectory]) -> list[TeacherQuery]:
             if step.error is None:
                 continue
             recovery = recovery_after(run, index, names, ids)
-            signature = error_signature(step.action, step.error, step.arguments)
+            signed = signed_error(step.action, step.error, step.arguments)
             queries.append(TeacherQuery(
                 qid=f"{run.id}#{index}", run_id=run.id, task=run.task, domain=run.domain, action=step.action,
-                arguments=dict(step.arguments), error=step.error, signature=signature,
-                error_class=error_class(signature), run_succeeded=run.outcome.success,
+                arguments=dict(step.arguments), error=step.error, signature=signed.key,
+                error_class=error_class(signed), run_succeeded=run.outcome.success,
                 useful=recovery.concrete,
                 next_is_fix=_next_is_fix(run, index),
             ))

@@ -27,6 +27,11 @@ __all__ = ["Pool", "pool_of", "read_hits", "select"]
 
 #: How many candidates, relative to k, MMR chooses from.
 _MMR_POOL = 3
+#: A run that only failed is shown as a failed attempt of the hit whose problem+goal is at least
+#: this similar (cosine) instead of as a hit of its own. No longer a setting (it was
+#: ``selection.same_task_similarity``): 0.8 and 0.99 changed no query of the development suite
+#: (docs/search.md, "Knobs no set moves").
+SAME_TASK_SIMILARITY = 0.9
 
 #: One entry of the pool: (score, breakdown, found by, the path when traversal found it).
 Entry = tuple[float, Parts, list[str], Reached | None]
@@ -93,7 +98,7 @@ def select(ctx: SearchContext, run: Run, pool: Pool) -> tuple[list[str], dict[st
         ((score, hit_id) for hit_id, (score, *_rest) in pool.entries.items() if score >= w.selection.threshold),
         key=lambda pair: (-pair[0], pair[1]),
     )
-    attempts = _failed_attempts(ctx, ranked, pool.facts, k, w)
+    attempts = _failed_attempts(ctx, ranked, pool.facts, k)
     if attempts:
         attached = {f for found in attempts.values() for f, _ in found}
         ranked = [pair for pair in ranked if pair[1] not in attached]
@@ -110,10 +115,10 @@ def select(ctx: SearchContext, run: Run, pool: Pool) -> tuple[list[str], dict[st
 
 
 def _failed_attempts(
-    ctx: SearchContext, ranked: list[tuple[float, str]], facts: dict[str, NodeFacts], k: int, w: SearchWeights,
+    ctx: SearchContext, ranked: list[tuple[float, str]], facts: dict[str, NodeFacts], k: int,
 ) -> dict[str, list[tuple[str, float]]]:
     """Runs that only failed, near the top of the ranking, attached to the hit of the same task
-    (problem+goal cosine ≥ ``same_task_similarity``): a failed run is never handed back as the
+    (problem+goal cosine ≥ :data:`SAME_TASK_SIMILARITY`): a failed run is never handed back as the
     example to follow when a way that worked for that task is known. ``{hit id: [(failed id,
     cosine)]}``; a failed run with no such hit keeps its own place (it is all there is)."""
     window = ranked[: k * _MMR_POOL]
@@ -127,7 +132,7 @@ def _failed_attempts(
     attached: dict[str, list[tuple[str, float]]] = {}
     for failed_id in failed:
         score, hit_id = max(((_cosine(vectors, failed_id, h), h) for h in worked), key=lambda p: (p[0], p[1]))
-        if score >= w.selection.same_task_similarity:
+        if score >= SAME_TASK_SIMILARITY:
             attached.setdefault(hit_id, []).append((failed_id, round(score, 6)))
     for found in attached.values():
         found.sort(key=lambda pair: (-pair[1], pair[0]))

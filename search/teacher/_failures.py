@@ -33,6 +33,7 @@ from functools import lru_cache
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from kbgraph.core.recovery import ErrorSignature
 from kbgraph.search.scoring import failure_score, issue_similarity, neo4j_to_cosine, recovery_evidence
 from kbgraph.search.teacher._params import ProblematicStep, RefineWeights
 from kbgraph.search.teacher._next import ClassEvidence, class_evidence, next_action
@@ -44,15 +45,15 @@ _LETTER = re.compile(r"[^\W\d_]")
 
 
 @lru_cache(maxsize=65_536)  # asked of every signature of the namespace on every refine
-def error_class(signature: str | None) -> str | None:
-    """The error class of an error signature (``action|masked message``): its words — the message
-    without the tokens that hold no letter (the masked values: ``#``, ``'…'``, ``@``, ``#-#-#``; so
-    "payment method certificate_… not found" and "payment method not found" are one class), without
-    a leading ``"error:"`` and end punctuation. None without a signature, or when no word is left
-    (a bare code says nothing of what went wrong)."""
-    if not signature or "|" not in signature:
+def error_class(signature: ErrorSignature | None) -> str | None:
+    """The error class of an error signature: the words of its masked message (``signature.error``)
+    — without the tokens that hold no letter (the masked values: ``#``, ``'…'``, ``@``, ``#-#-#``;
+    so "payment method certificate_… not found" and "payment method not found" are one class),
+    without a leading ``"error:"`` and end punctuation. None without a signature, or when no word is
+    left (a bare code says nothing of what went wrong)."""
+    if signature is None:
         return None
-    words = " ".join(token for token in signature.split("|", 1)[1].lower().split() if _LETTER.search(token))
+    words = " ".join(token for token in signature.error.lower().split() if _LETTER.search(token))
     return _LEADING_ERROR.sub("", words).strip(" \t.!:;,") or None
 
 
@@ -76,11 +77,12 @@ class Group:
     """Identical failure modes (one signature), from the rows of ``refine_failure_groups``."""
 
     signature: str
+    signed: ErrorSignature | None
     kinds: dict[str, FailureGroupRow] = field(default_factory=dict)
 
     @property
     def error_class(self) -> str | None:
-        return error_class(self.signature)
+        return error_class(self.signed)
 
     @property
     def tried(self) -> int:
@@ -110,7 +112,7 @@ class Group:
 def read_groups(rows: Iterable[FailureGroupRow]) -> dict[str, Group]:
     groups: dict[str, Group] = {}
     for row in rows:
-        groups.setdefault(row.signature, Group(row.signature)).kinds[row.kind] = row
+        groups.setdefault(row.signature, Group(row.signature, row.signed)).kinds[row.kind] = row
     return groups
 
 
@@ -166,7 +168,7 @@ def failure_matches(
 
     ``nearest``: the nearest window row per group key (a signature, or the failure id of a failure
     mode without one); ``groups``: every group of the classes involved, by signature."""
-    query_class = error_class(step.signature)
+    query_class = error_class(step.signed)
     counts = class_counts(groups.values())
     evidences = {cls: class_evidence(members) for cls, members in class_members(groups.values()).items()}
     keys = list(nearest) + [s for s, g in groups.items() if s not in nearest and query_class is not None

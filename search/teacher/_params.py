@@ -16,7 +16,7 @@ from pydantic import (
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.experience_rules import classify_issue
 from kbgraph.core.generalise import describe_step, generalise_text, humanise_action
-from kbgraph.core.recovery import error_signature
+from kbgraph.core.recovery import ErrorSignature, signed_error
 from kbgraph.core.weights import ExactScanMax, OverfetchLimit
 from kbgraph.search.params import MAX_K  # ``k`` above it is clamped (with a note in the results), as for search
 
@@ -92,9 +92,15 @@ class ProblematicStep(BaseModel):
         return self._issue_classified
 
     @property
+    def signed(self) -> ErrorSignature | None:
+        """The error with its values masked, as its parts (:func:`~kbgraph.core.recovery.signed_error`)."""
+        return signed_error(self.action, self.error, self.arguments) if self.error is not None else None
+
+    @property
     def signature(self) -> str | None:
-        """The error with its values masked (:func:`~kbgraph.core.recovery.error_signature`)."""
-        return error_signature(self.action, self.error, self.arguments) if self.error is not None else None
+        """The key of :attr:`signed` (``action|error``), which stored failure modes and steps match on."""
+        signed = self.signed
+        return None if signed is None else signed.key
 
     @property
     def failed(self) -> bool:

@@ -25,7 +25,7 @@ from kbgraph.search.teacher._params import (
 )
 from kbgraph.search.teacher._failures import error_class, failure_matches, read_groups
 from kbgraph.search.teacher._results import FailureMatch, MatchedStep, RefineResults, StepMatch, StepScore
-from kbgraph.search.teacher._rows import FailureGroupRow, FailureRow, StepRow
+from kbgraph.search.teacher._rows import FailureGroupRow, FailureRow, SignatureRow, StepRow
 
 #: Distinct experiences (or failure modes) each channel's window holds before scoring: k times this,
 #: at least MIN_WINDOW. The window's first request is MAX_FIRST_FACTOR nodes per wanted one (steps
@@ -231,10 +231,10 @@ class TeacherRetriever:
     def _signatures_by_class(self, request: RefineRequest) -> dict[str, set[str]]:
         """Every error signature of the namespace that passes the request's filters, by error class."""
         by_class: dict[str, set[str]] = {}
-        for row in self.gateway.read(SIGNATURE_QUERY, **self._failure_filters(request)):
-            cls = error_class(row["signature"])
+        for row in map(SignatureRow.from_record, self.gateway.read(SIGNATURE_QUERY, **self._failure_filters(request))):
+            cls = error_class(row.signed)
             if cls is not None:
-                by_class.setdefault(cls, set()).add(str(row["signature"]))
+                by_class.setdefault(cls, set()).add(row.signature)
         return by_class
 
     def _failure_matches(
@@ -254,7 +254,7 @@ class TeacherRetriever:
             nearest.setdefault(row.signature or row.failure_id, row)
         # Every group of the error classes involved (the query's and those near it), so that the
         # evidence for a kind of recovery counts every failure of its class, near the query or not.
-        classes = {error_class(step.signature)} | {error_class(r.signature) for r in nearest.values()}
+        classes = {error_class(step.signed)} | {error_class(r.signed) for r in nearest.values()}
         wanted = {signature for cls in classes if cls is not None for signature in by_class.get(cls, ())}
         signatures = sorted(wanted | {key for key, row in nearest.items() if row.signature})
         groups = read_groups(FailureGroupRow.from_record(row) for row in self.gateway.read(

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from kbgraph.core.models import StatementRecord, stored_record
+from kbgraph.core.recovery import ErrorSignature
 
-__all__ = ["FailureGroupRow", "FailureRow", "GroupBest", "StepRow"]
+__all__ = ["FailureGroupRow", "FailureRow", "GroupBest", "SignatureRow", "StepRow"]
 
 
 def _text(value: Any) -> str:
@@ -76,7 +77,14 @@ class FailureRow:
     step_order: int | None
     score: float
     signature: str | None
+    signature_action: str | None
+    signature_error: str | None
     run_id: str | None
+
+    @property
+    def signed(self) -> ErrorSignature | None:
+        """The failure mode's signature as its parts (:meth:`ErrorSignature.stored`)."""
+        return ErrorSignature.stored(self.signature_action, self.signature_error, self.signature)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> FailureRow:
@@ -85,7 +93,8 @@ class FailureRow:
             domain=_text(record["domain"]), success_rate=record["success_rate"],
             failure_id=str(record["failure_id"]), description=_text(record["description"]),
             issue_type=record["issue_type"], recovery=_text(record["recovery"]), step_order=record["step_order"],
-            score=float(record["score"]), signature=record["signature"], run_id=record["run_id"],
+            score=float(record["score"]), signature=record["signature"],
+            signature_action=record["signature_action"], signature_error=record["signature_error"], run_id=record["run_id"],
         )
 
 
@@ -154,6 +163,9 @@ class FailureGroupRow:
     QUERIES: ClassVar[tuple[str, ...]] = ("refine_failure_groups",)
 
     signature: str
+    #: The signature's parts as stored (None on failure modes stored before the parts were kept).
+    signature_action: str | None
+    signature_error: str | None
     kind: str
     tried: int
     recovered: int
@@ -164,6 +176,11 @@ class FailureGroupRow:
     members: tuple[GroupBest, ...]
 
     @property
+    def signed(self) -> ErrorSignature | None:
+        """The group's signature as its parts (:meth:`ErrorSignature.stored`)."""
+        return ErrorSignature.stored(self.signature_action, self.signature_error, self.signature)
+
+    @property
     def best(self) -> GroupBest:
         """The member listed first: from a run that then succeeded, concrete, went through, nearest."""
         return self.members[0]
@@ -171,9 +188,32 @@ class FailureGroupRow:
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> FailureGroupRow:
         return cls(
-            signature=str(record["signature"]), kind=str(record["kind"]), tried=int(record["tried"]),
+            signature=str(record["signature"]), signature_action=record["signature_action"],
+            signature_error=record["signature_error"], kind=str(record["kind"]), tried=int(record["tried"]),
             recovered=int(record["recovered"]), worked=int(record["worked"]),
             task_keys=tuple(str(t) for t in record["task_keys"]), runs=tuple(record["runs"]),
             nearest=float(record["nearest"]),
             members=tuple(GroupBest.from_record(member) for member in record["members"]),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureRow:
+    """An error signature of the namespace, with its parts as stored (None on failure modes stored
+    before the parts were kept): one row of ``refine_failure_signatures``."""
+
+    QUERIES: ClassVar[tuple[str, ...]] = ("refine_failure_signatures",)
+
+    signature: str
+    signature_action: str | None
+    signature_error: str | None
+
+    @property
+    def signed(self) -> ErrorSignature | None:
+        """The signature as its parts (:meth:`ErrorSignature.stored`)."""
+        return ErrorSignature.stored(self.signature_action, self.signature_error, self.signature)
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> SignatureRow:
+        return cls(signature=str(record["signature"]), signature_action=record["signature_action"],
+                   signature_error=record["signature_error"])

@@ -14,7 +14,7 @@ import pytest
 from kbgraph.core.models import RelationType
 from kbgraph.search.steps import StoredStepRow
 from kbgraph.search.student.rows import CandidateFacts, ChannelHit, Neighbour, PastFailure, WorkflowEdge
-from kbgraph.search.teacher._rows import FailureGroupRow, FailureRow, GroupBest, StepRow
+from kbgraph.search.teacher._rows import FailureGroupRow, FailureRow, GroupBest, SignatureRow, StepRow
 from kbgraph.store.queries import query
 
 _OPEN, _CLOSE = "([{", ")]}"
@@ -132,6 +132,7 @@ RECORDS: list[tuple[type[Any], str, Callable[[], dict[str, str]]]] = [
     *((FailureRow, name, lambda name=name: collected_map(name)) for name in FailureRow.QUERIES),
     (FailureGroupRow, "refine_failure_groups", lambda: returned_columns("refine_failure_groups")),
     (GroupBest, "refine_failure_groups", _group_best),
+    (SignatureRow, "refine_failure_signatures", lambda: returned_columns("refine_failure_signatures")),
     *((ChannelHit, name, lambda name=name: _channel_keys(name)) for name in ChannelHit.QUERIES),
     *((StoredStepRow, name, lambda name=name: collected_map(name)) for name in StoredStepRow.QUERIES),
 ]
@@ -212,7 +213,7 @@ def test_a_failure_mode_without_a_group_shows_itself_with_its_recovery_unknown()
     row = FailureRow.from_record({
         "experience_id": "e", "problem": None, "goal": "g", "domain": "d", "success_rate": None, "failure_id": "f",
         "description": "declined", "issue_type": None, "recovery": None, "step_order": 2, "score": 0.9,
-        "signature": None, "run_id": "r"})
+        "signature": None, "signature_action": None, "signature_error": None, "run_id": "r"})
     shown = GroupBest.of_failure(row)
     assert (shown.problem, shown.recovery, shown.run_id, shown.score) == ("", "", "r", 0.9)
     assert not shown.worked and shown.recovery_kind is None and shown.concrete is None

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from kbgraph.cli._common import _parse_assignments
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.settings import Settings
-from kbgraph.core.weights import FLAT_NAMES, GROUPS, ScanLimits, SearchWeights, as_paths, as_tree
+from kbgraph.core.weights import FLAT_NAMES, GROUPS, RETIRED, RetiredWeightWarning, ScanLimits, SearchWeights, as_paths, as_tree
 from kbgraph.search import params, teacher
 from kbgraph.search.candidates import ScanPolicy
 from kbgraph.search.eval.recipes import ABLATIONS, KBGRAPH, RECIPES, VARIANTS, columns
@@ -36,7 +36,7 @@ def test_the_settings_are_seven_groups_in_order() -> None:
 def test_every_field_has_one_flat_name_and_one_path() -> None:
     paths = [f"{group}.{field}" for group, model in GROUPS.items() for field in model.model_fields]
     assert sorted(FLAT_NAMES.values()) == sorted(paths)
-    assert len(set(FLAT_NAMES.values())) == len(FLAT_NAMES) == 50
+    assert len(set(FLAT_NAMES.values())) == len(FLAT_NAMES) == 49
 
 
 @pytest.mark.parametrize(("flat", "path"), [
@@ -219,3 +219,24 @@ def test_the_scan_limits_are_one_model_everywhere() -> None:
 
 def test_the_largest_k_is_one_number_for_search_and_refine() -> None:
     assert teacher.MAX_K is params.MAX_K
+
+
+# ----------------------------------------------------------------------------- retired weights
+
+
+@pytest.mark.parametrize("given", [
+    {"same_task_similarity": 0.5}, {"selection.same_task_similarity": 0.5}, {"selection": {"same_task_similarity": 0.5}},
+], ids=["flat name", "path", "nested group"])
+def test_a_weight_that_is_no_longer_a_setting_is_ignored_with_a_warning_that_says_so(given: dict[str, Any]) -> None:
+    # Settings written before it was retired keep working: the weight is dropped, and the user told.
+    with pytest.warns(RetiredWeightWarning, match="same_task_similarity' is no longer a setting and was ignored"):
+        assert SearchWeights.model_validate(given) == DEFAULTS
+    with pytest.warns(RetiredWeightWarning):
+        assert DEFAULTS.merged({**given, "alpha": 0.3}) == DEFAULTS.merged({"alpha": 0.3})
+
+
+def test_a_retired_weight_is_no_field_of_the_tree_and_names_what_stands_in_its_place() -> None:
+    assert "selection.same_task_similarity" in RETIRED and "SAME_TASK_SIMILARITY" in RETIRED["selection.same_task_similarity"]
+    assert "same_task_similarity" not in FLAT_NAMES and "same_task_similarity" not in GROUPS["selection"].model_fields
+    with pytest.raises(KeyError):
+        DEFAULTS.value("selection.same_task_similarity")

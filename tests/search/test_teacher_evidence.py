@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from kbgraph.core.models import Experience, FailureMode, StatementRecord, Step
-from kbgraph.core.recovery import error_signature
+from kbgraph.core.recovery import ErrorSignature, error_signature, signed_error
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.teacher import ProblematicStep, TeacherRetriever, error_class
 
@@ -46,13 +46,22 @@ def refine(kb: KnowledgeBase, action: str, error: str, k: int = 5) -> list:  # t
 
 
 def test_the_error_class_is_the_error_whatever_the_action_and_values() -> None:
-    book = error_signature("book_reservation", "Error: payment method certificate_7504069 not found")
-    change = error_signature("update_reservation_flights", "Error: payment method not found")
+    book = signed_error("book_reservation", "Error: payment method certificate_7504069 not found")
+    change = signed_error("update_reservation_flights", "Error: payment method not found")
     assert error_class(book) == error_class(change) == "payment method not found"
-    assert error_class(error_signature("get_order_details", "503 Service Unavailable")) == "service unavailable"
-    assert error_class(error_signature("a", "Error: gift card balance is not enough.")) == GIFT_CARD[7:]
+    assert error_class(signed_error("get_order_details", "503 Service Unavailable")) == "service unavailable"
+    assert error_class(signed_error("a", "Error: gift card balance is not enough.")) == GIFT_CARD[7:]
     # A message that names nothing, or no signature at all, has no class.
-    assert error_class(error_signature("a", "Error: 404")) is None and error_class(None) is None
+    assert error_class(signed_error("a", "Error: 404")) is None and error_class(None) is None
+
+
+def test_the_error_class_is_read_from_the_signatures_parts_never_from_its_key() -> None:
+    # An action whose name holds the key's separator: its key splits in the wrong place, its parts do not.
+    piped = signed_error("lookup|pay", "Error: payment method not found")
+    assert piped.key == "lookup|pay|error: payment method not found"
+    assert error_class(piped) == "payment method not found"
+    # A failure mode stored before the parts were kept has its key alone: read back once, where it is read.
+    assert error_class(ErrorSignature.stored(None, None, "pay|error: card # declined")) == "card declined"
 
 
 def test_a_recovery_followed_by_success_on_another_action_ranks_above_a_nearer_one_whose_run_failed(

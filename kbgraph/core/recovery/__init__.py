@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from kbgraph.core.recovery._changes import MAX_CHANGES_SHOWN, MAX_DEPTH, ArgumentChange, argument_changes
 from kbgraph.core.recovery._recovery import ErrorSignature, Recovery, error_signature, recovery_after, signed_error
-from kbgraph.core.recovery._thoughts import MAX_PREPARATION, THOUGHT_CHARS, trim_thought
+from kbgraph.core.recovery._thoughts import MAX_PREPARATION, THOUGHT_CHARS, trim_thought, trimmed_thought
 from kbgraph.core.recovery._values import VALUE_CHARS, type_prefixes
 from kbgraph.core.models import RecoveryKind
 
@@ -71,5 +71,6 @@ __all__ = [
     "recovery_after",
     "signed_error",
     "trim_thought",
+    "trimmed_thought",
     "type_prefixes",
 ]

@@ -6,11 +6,13 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterator
 
-from kbgraph.core.generalise import generalise_text, humanise_action
+from kbgraph.core.general_text import GeneralText
+from kbgraph.core.generalise import SPACES, generalise, humanise_action
 from kbgraph.core.recovery._values import SENTENCE_END, Run, scalar, short
 from kbgraph.core.shapes import changes_state
 from kbgraph.core.models import TrajectoryStep
 
+_SPACE = GeneralText(" ")
 #: Longest thought kept (cut at the last sentence end before it).
 THOUGHT_CHARS = 300
 #: Preparation steps listed (the last ones: nearest the fix).
@@ -32,19 +34,36 @@ def thoughts_of(step: TrajectoryStep) -> Iterator[str]:
 
 
 def trim_thought(text: str, names: Collection[str] = (), ids: Collection[str] = ()) -> str | None:
-    """The agent's words, generalised, cut at the last sentence end within THOUGHT_CHARS (or at a
-    word, when no sentence ends early enough); None when there are none."""
-    general = " ".join(generalise_text(text, names=names, ids=ids).split())
-    general = " ".join(s for s in SENTENCE_END.split(general) if not _CHATTER.match(s))
-    if not general:
+    """The words of :func:`trimmed_thought`."""
+    trimmed = trimmed_thought(text, names, ids)
+    return None if trimmed is None else trimmed.text
+
+
+def trimmed_thought(text: str, names: Collection[str] = (), ids: Collection[str] = ()) -> GeneralText | None:
+    """The agent's words, generalised (its placeholders as data), without what it said to the user,
+    cut at the last sentence end within THOUGHT_CHARS (or at a word, when no sentence ends early
+    enough); None when there are none."""
+    general = generalise(text, names=names, ids=ids).sub(SPACES, lambda _: _SPACE).stripped()
+    kept = [sentence for sentence in _sentences(general) if not _CHATTER.match(sentence.text)]
+    general = GeneralText.joined(piece for i, sentence in enumerate(kept) for piece in ((_SPACE, sentence) if i else (sentence,)))
+    if not general.text:
         return None
-    if len(general) <= THOUGHT_CHARS:
+    if len(general.text) <= THOUGHT_CHARS:
         return general
-    cut = general[:THOUGHT_CHARS]
-    ends = [m.start() for m in SENTENCE_END.finditer(cut + " ")]
+    cut = general.cut(0, THOUGHT_CHARS)
+    ends = [m.start() for m in SENTENCE_END.finditer(cut.text + " ")]
     if ends and ends[-1] > 40:
-        return cut[: ends[-1]].strip()
-    return cut[: THOUGHT_CHARS - 1].rsplit(" ", 1)[0] + "…"
+        return cut.cut(0, ends[-1]).stripped()
+    head = cut.cut(0, THOUGHT_CHARS - 1)
+    last_space = head.text.rfind(" ")
+    return GeneralText.joined([head.cut(0, last_space) if last_space >= 0 else head, GeneralText("…")])
+
+
+def _sentences(general: GeneralText) -> list[GeneralText]:
+    """The text's sentences (``SENTENCE_END.split``), each with its placeholders."""
+    starts = [0, *(m.end() for m in SENTENCE_END.finditer(general.text))]
+    ends = [*(m.start() for m in SENTENCE_END.finditer(general.text)), len(general.text)]
+    return [general.cut(start, end) for start, end in zip(starts, ends, strict=True)]
 
 
 def _calculation(step: TrajectoryStep, run: Run) -> str:

@@ -12,7 +12,7 @@ from kbgraph.core.errors import InvalidInputError
 from kbgraph.learning.feedback import FeedbackEvent
 from kbgraph.kb import KnowledgeBase
 from kbgraph.core.models import STORED, Experience
-from kbgraph.core.value_bounds import INT64_MAX, INT64_MIN, value_problem
+from kbgraph.core.value_bounds import INT64_MAX, INT64_MIN, ValueFault, value_fault, value_problem
 
 
 def nested(levels: int) -> Any:
@@ -24,6 +24,19 @@ def nested(levels: int) -> Any:
 
 def test_values_within_bounds_have_no_problem() -> None:
     assert value_problem({"a": [1, INT64_MAX, INT64_MIN, "é😀", {"b": None}], "c": nested(60)}) is None
+
+
+def test_a_fault_keeps_its_place_as_data_and_each_caller_names_the_value_its_own_way() -> None:
+    inside = value_fault({"a": [1, 2**70]})
+    at_root = value_fault("\ud800")
+    too_deep = value_fault(nested(100))
+    assert inside == ValueFault(("a", 1), f"{2**70} is outside the 64-bit integer range Neo4j stores")
+    assert at_root is not None and at_root.path == () and too_deep is not None and too_deep.cut
+    assert str(inside) == f"a.1: {inside.reason}" and str(at_root) == f"(value): {at_root.reason}"
+    assert inside.within("--param x") == f"--param x: a.1: {inside.reason}"
+    assert at_root.within("query") == f"query: {at_root.reason}"
+    assert too_deep.within("query") == "query: a.a.a.a.a.a.a.a…: nested deeper than 64 levels"
+    assert inside.under("value") == f"value.a.1: {inside.reason}" and at_root.under("value") == f"value: {at_root.reason}"
 
 
 def test_depth_is_measured_without_recursion_even_far_beyond_the_interpreter_limit() -> None:
