@@ -18,7 +18,8 @@ from kbgraph.core.experience_rules import (
     problem_from_task,
     stored_error,
 )
-from kbgraph.core.generalise import describe_step, generalise_text, humanise_action, ids_in_trajectory, names_in_trajectory, type_name
+from kbgraph.core.generalise import describe_step, generalise_text, humanise_action, type_name
+from kbgraph.core.run_identities import ids_in_trajectory, names_in_trajectory
 from kbgraph.core.recovery import Recovery, error_signature, recovery_after
 from kbgraph.core.shapes import changes_state, counted_tool, dispatched_tool
 from kbgraph.ingest.failure_records import failed_step

@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from kbgraph.core.experience_rules import classify_issue, stored_error
-from kbgraph.core.generalise import humanise_action, ids_in_trajectory, names_in_trajectory
+from kbgraph.core.generalise import humanise_action
+from kbgraph.core.run_identities import ids_in_trajectory, names_in_trajectory
 from kbgraph.core.models import MAX_TEXT_CHARS, Experience, FailureMode, StatementRecord, Step, Trajectory
 from kbgraph.core.recovery import recovery_after, signed_error
 from kbgraph.core.shapes import dispatched_tool

@@ -39,7 +39,8 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
-from kbgraph.core.generalise import generalise_text, humanise_action, ids_in_trajectory, names_in_trajectory
+from kbgraph.core.generalise import generalise_text, humanise_action
+from kbgraph.core.run_identities import ids_in_trajectory, names_in_trajectory
 from kbgraph.core.recovery import Recovery, recovery_after, trimmed_thought
 from kbgraph.ingest.reflect_rules import rule_operation
 from kbgraph.core.shapes import changes_state

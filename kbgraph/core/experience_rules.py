@@ -11,7 +11,8 @@ import re
 from collections.abc import Collection
 
 from kbgraph.core.general_text import GeneralText
-from kbgraph.core.generalise import general_task, generalise_text, ids_in_trajectory, names_in_trajectory, past
+from kbgraph.core.generalise import general_task, generalise_text, past
+from kbgraph.core.run_identities import ids_in_trajectory, names_in_trajectory
 from kbgraph.core.models import Trajectory
 from kbgraph.core.models.experience import TRANSIENT_ISSUES
 
@@ -73,7 +74,7 @@ def _without_leading_contact(general: GeneralText) -> str:
 def problem_from_task(task: str, names: Collection[str] = (), ids: Collection[str] = ()) -> str:
     """The task in general terms: role-play, persona and identity sentences dropped, what
     identifies a person or a record as placeholders (``names``/``ids``: the trajectory's, see
-    :func:`kbgraph.core.generalise.names_in_trajectory`)."""
+    :func:`kbgraph.core.run_identities.names_in_trajectory`)."""
     text = _without_leading_contact(general_task(task, names, ids))
     kept = [s for s in SENTENCE_BREAK.split(text) if s.strip() and not _PERSONA.match(s.strip())]
     problem = ""

@@ -52,7 +52,7 @@ from pydantic import BaseModel
 
 from kbgraph.core.errors import InvalidInputError
 
-from kbgraph.core.generalise import ids_in_trajectory, names_in_trajectory
+from kbgraph.core.run_identities import ids_in_trajectory, names_in_trajectory
 from kbgraph.core.recovery import recovery_after, signed_error
 from kbgraph.core.shapes import changes_state
 from kbgraph.core.jsonl import read_jsonl

@@ -7,10 +7,9 @@ from kbgraph.core.generalise import (
     generalise_task,
     generalise_text,
     humanise_action,
-    ids_in_trajectory,
-    names_in_trajectory,
     type_name,
 )
+from kbgraph.core.run_identities import ids_in_trajectory, names_in_trajectory
 from kbgraph.core.shapes import changes_state, dispatched_tool, is_subsequence, operations, verb_of, verb_shape
 from kbgraph.core.models import Trajectory
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kbgraph.core.generalise import generalise_task, ids_in_trajectory, names_in_trajectory
+from kbgraph.core.generalise import generalise_task
+from kbgraph.core.run_identities import ids_in_trajectory, names_in_trajectory
 from kbgraph.core.models import Trajectory
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"

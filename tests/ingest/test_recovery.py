@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kbgraph.core.generalise import ids_in_trajectory, names_in_trajectory
+from kbgraph.core.run_identities import ids_in_trajectory, names_in_trajectory
 from kbgraph.core.recovery import THOUGHT_CHARS, ErrorSignature, argument_changes, error_signature, recovery_after, signed_error
 from kbgraph.core.models import Trajectory
 from tests.conftest import SHARED_DATA

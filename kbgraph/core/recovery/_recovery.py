@@ -8,7 +8,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kbgraph.core.generalise import CODE, EMAIL, SPACES, humanise_action, ids_in_trajectory, names_in_trajectory
+from kbgraph.core.generalise import CODE, EMAIL, SPACES, humanise_action
+from kbgraph.core.run_identities import ids_in_trajectory, names_in_trajectory
 from kbgraph.core.recovery._changes import MAX_CHANGES_SHOWN, ArgumentChange, argument_changes, describe_call
 from kbgraph.core.recovery._thoughts import next_attempt, preparation_between, thoughts_of, trim_thought
 from kbgraph.core.recovery._values import Run, short, type_prefixes
@@ -156,7 +157,7 @@ def recovery_after(
 ) -> Recovery:
     """What followed the failed step ``failed_index`` of ``trajectory`` (package docstring).
     ``names``/``ids`` are the run's person names and identifiers
-    (:func:`~kbgraph.core.generalise.names_in_trajectory`, ``ids_in_trajectory``); read from the
+    (:func:`~kbgraph.core.run_identities.names_in_trajectory`, ``ids_in_trajectory``); read from the
     trajectory when not given (pass them to save reading it again for each failed step)."""
     steps = trajectory.steps
     if not 0 <= failed_index < len(steps):
