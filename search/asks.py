@@ -69,7 +69,7 @@ _MEANS = (r"(?:gift\s*cards?|(?:travel\s+)?certificates?|vouchers?|(?:credit|deb
 #: "use my … <means>", "put it on …", "<means> please / first".
 _PAYMENT = re.compile(
     r"\bpay(?:ing)?\s+(?:it\s+|for\s+it\s+|(?:the|any)\s+difference\s+)?(?:with|using|by|via|through)\b"
-    r"|\bcharge\b.*\b(?:to|on|under)\b|\bbill\s+(?:it\s+to\s+|the\s+difference\s+to\s+)?(?:my|the)\b"
+    r"|\bcharge\b[^.;!?\n]{0,80}?\b(?:to|on|under)\b|\bbill\s+(?:it\s+to\s+|the\s+difference\s+to\s+)?(?:my|the)\b"
     r"|\buse\s+(?:\S+\s+){0,4}" + _MEANS + r"|\bput\s+(?:it|the\s+charge|that|the\s+difference)\s+on\b"
     r"|" + _MEANS + r"\s+(?:please|first|then)\b",
     re.IGNORECASE,
@@ -88,10 +88,10 @@ too again instead then now all both one ones for me thanks thank kindly maybe po
 """.split())
 
 
-def split_asks(request: str, payment_joins: bool = True) -> list[str]:
+def split_asks(request: str, payment_joins: bool = False) -> list[str]:
     """The asks of ``request``, in order (at most :data:`MAX_ASKS`); ``[request]`` when it asks
     one thing, ``[]`` for a blank one. ``payment_joins``: a piece that only says how to pay
-    (:func:`pays_only`) joins the ask before it."""
+    (:func:`pays_only`) joins the ask before it (setting ``intent.payment_joins``, off by default)."""
     text = " ".join(request.split())
     if not text:
         return []
@@ -141,7 +141,7 @@ def pays_only(piece: str) -> bool:
     return not any((word in ASK_VERBS and word not in _PAYING_VERBS) or word in _PAYMENT_CHANGES for word in words)
 
 
-def _attach_verbless(pieces: list[str], payment_joins: bool = True) -> list[str]:
+def _attach_verbless(pieces: list[str], payment_joins: bool) -> list[str]:
     """Pieces without an ask verb, pieces that only point back at the ask before them and (with
     ``payment_joins``) pieces that only say how to pay join the ask before them (or, before the
     first ask, the next one)."""
