@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Generic, Literal, TypedDict, TypeVar
 
 import numpy as np
@@ -289,10 +290,11 @@ class Run:
         the handoff is then what was asked, not a request passed on."""
         return 1.0 if self.asks_for_human else self.weights.outcomes.handoff_credit
 
-    @property
+    @cached_property
     def asks_for_human(self) -> bool:
         """The request asks to be put through to a human (kbgraph.search.handoff.asks_for_a_human,
-        setting ``intent.human_asks``): a way that hands the task to one does what was asked."""
+        setting ``intent.human_asks``): a way that hands the task to one does what was asked. Read
+        once per search: the facts, the graph and the scores each ask for the credit."""
         return self.weights.intent.human_asks and asks_for_a_human(self.query.full_text())
 
     @property
