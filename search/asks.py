@@ -38,8 +38,9 @@ MAX_ASKS = 6
 #: holds the vocabulary of their domains (retail, airline, banking): the first lines with the intent
 #: channel (3c5a79b, 2026-12-03, intent_retail and the short_* sets), "shut … deposit refer sell"
 #: from short_banking and composite failures (4bdb5d2, 2026-12-03), "tweak … rather" with the one-ask
-#: penalty on the intent sets (12a2a08, 2026-12-04). A request of another domain may ask with a verb
-#: that is missing here, and then joins the ask before it.
+#: penalty on the intent sets (12a2a08, 2026-12-04), "turn … postpone" from requests of short_retail,
+#: short_airline and composite that asked with them and were read as one ask (2026-12-04). A request of
+#: another domain may ask with a verb that is missing here, and then joins the ask before it.
 ASK_VERBS = frozenset("""
 add apply ask book buy call cancel change charge check close confirm correct delete downgrade drop exchange
 file find fix freeze get give help keep let lock make modify move need open order pay process put rebook receive
@@ -49,6 +50,7 @@ like prefer dispute claim know look raise lower increase decrease report block u
 shut kill terminate redirect reroute become enroll register activate deactivate waive pause resume renew extend
 withdraw deposit refer sell
 tweak adjust alter amend edit revise rather
+turn scrap ditch nix shift push bump postpone
 """.split())
 
 _SENTENCE = re.compile(r"(?<=[.?!;])\s+|\n+")

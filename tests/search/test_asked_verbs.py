@@ -14,6 +14,12 @@ from kbgraph.search.asked_verbs import asked_verbs, operation_verb
     ("please call off my order", {"cancel"}),
     ("Book me one way JFK to SFO", {"book"}),
     ("Please open a savings account", {"open"}),
+    # Everyday words for a cancellation, a closure and a move (2026-12-04).
+    ("Get rid of my DTW-LGA booking", {"cancel"}),
+    ("I'd like to scrap it", {"cancel"}),
+    ("shut my empty Light Blue one", {"close"}),
+    ("Can you shift both legs by one day?", {"update"}),
+    ("bump up my cabin", {"upgrade"}),
 ])
 def test_a_verb_in_its_base_form_names_its_operation(ask: str, verbs: set[str]) -> None:
     assert asked_verbs(ask) == verbs

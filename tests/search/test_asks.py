@@ -52,6 +52,13 @@ def test_closing_and_ending_verbs_start_an_ask_of_their_own() -> None:
         "I don't need order #W1 anymore, please kill it", "And on #W2, could the hose become the blue one"]
 
 
+def test_everyday_verbs_of_cancelling_and_moving_start_an_ask_of_their_own() -> None:
+    # "scrap", "shift", "push": without them the piece had no verb and joined the ask next to it.
+    assert split_asks("Please cancel my DTW trip and scrap the hotel too") == ["Please cancel my DTW trip", "scrap the hotel too"]
+    assert split_asks("Move my outbound to the next day. Push my return back a day too") == [
+        "Move my outbound to the next day", "Push my return back a day too"]
+
+
 def test_changing_an_item_and_a_preference_are_asks_of_their_own() -> None:
     # "tweak", "adjust", "alter" ask a change; "I'd rather have" asks for another item.
     assert split_asks("Please ship #W3386832 to my Phoenix address, and also tweak the helmet to a small") == [
