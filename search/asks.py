@@ -90,10 +90,10 @@ too again instead then now all both one ones for me thanks thank kindly maybe po
 """.split())
 
 
-def split_asks(request: str, payment_joins: bool = False) -> list[str]:
+def split_asks(request: str, payment_joins: bool = True) -> list[str]:
     """The asks of ``request``, in order (at most :data:`MAX_ASKS`); ``[request]`` when it asks
     one thing, ``[]`` for a blank one. ``payment_joins``: a piece that only says how to pay
-    (:func:`pays_only`) joins the ask before it (setting ``intent.payment_joins``, off by default)."""
+    (:func:`pays_only`) joins the ask before it (setting ``intent.payment_joins``, on by default)."""
     text = " ".join(request.split())
     if not text:
         return []

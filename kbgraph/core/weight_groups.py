@@ -142,9 +142,9 @@ class IntentWeights(StrictModel):
         "back\" a return; kbgraph.search.asked_verbs) has its cosine with each operation of that verb raised by this much. "
         "0: off.")
     payment_joins: bool = Field(
-        default=False, description="A piece of a request that only says how to pay (\"pay with a gift card\", "
+        default=True, description="A piece of a request that only says how to pay (\"pay with a gift card\", "
         "\"charge it to the card ending 7334\", kbgraph.search.asks.pays_only) is part of the ask before it, not an ask "
-        "of its own. False: such a piece is an ask like any other.")
+        "of its own. False: such a piece is an ask like any other (the default until 2026-12-04).")
     order_penalty: Unit = Field(
         default=0.2, description="ε of the intent match of a request of several asks: a workflow's match is multiplied "
         "by 1 − ε·(the share of pairs of asks whose operations it makes in the other order than they were asked), as a "

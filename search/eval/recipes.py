@@ -114,6 +114,8 @@ ABLATIONS = Recipes(
     Recipe("one_ask_penalty_off", {"intent.one_ask_penalty": 0.0},
            "a request of one ask matched with a workflow's operations read as one text only, whatever changes it "
            "makes besides (scoring.one_ask_matches)"),
+    Recipe("payment_joins_off", {"intent.payment_joins": False},
+           "a piece of a request that only says how to pay is an ask of its own (kbgraph.search.asks.pays_only off)"),
 )
 
 #: Opt-in variants: mechanisms the defaults leave off, measured and kept as settings (docs/search.md,
@@ -125,8 +127,6 @@ VARIANTS = Recipes(
     Recipe("relation_hops", {"traversal.seeds": 10},
            "the best direct hits expanded along the four relations (the default until 2026-11-28)"),
     Recipe("diversity", {"selection.mmr_lambda": 0.5}, "MMR over the final candidates, λ 0.5 (the design's)"),
-    Recipe("payment_joins", {"intent.payment_joins": True},
-           "a piece of a request that only says how to pay joins the ask before it (kbgraph.search.asks.pays_only)"),
     Recipe("task_structure", {"coarse.task_structure_weight": 0.3},
            "the structural index weighed for a query without steps as for one with a shape (ω 0.3)"),
 )

@@ -75,7 +75,7 @@ def test_a_piece_that_only_points_back_asks_the_same_change_again() -> None:
         "I ordered #W1 and #W2 by mistake Please cancel both of them"]
     # A piece that names an object of its own is an ask of its own.
     assert split_asks("My grill arrived but I'd rather have the charcoal one. Can you trade it for me? "
-                      "Pay any difference with PayPal.") == [
+                      "Pay any difference with PayPal.", payment_joins=False) == [
         "My grill arrived but I'd rather have the charcoal one Can you trade it for me", "Pay any difference with PayPal"]
 
 
@@ -106,10 +106,9 @@ def test_a_payment_that_is_the_change_or_comes_with_one_is_not_only_paying(piece
 
 def test_how_to_pay_is_part_of_the_change_it_follows_not_an_ask_of_its_own() -> None:
     request = "Could you move my Chicago trip to economy with three bags? Pay with a gift card."
-    assert split_asks(request, payment_joins=True) == [
-        "Could you move my Chicago trip to economy with three bags Pay with a gift card"]
     assert split_asks(request) == [
+        "Could you move my Chicago trip to economy with three bags Pay with a gift card"]
+    assert split_asks(request, payment_joins=False) == [
         "Could you move my Chicago trip to economy with three bags", "Pay with a gift card"]
-    assert split_asks("Cancel order #W1. Also add a second bag to my trip, charge it to my card ending 7334.",
-                      payment_joins=True) == [
+    assert split_asks("Cancel order #W1. Also add a second bag to my trip, charge it to my card ending 7334.") == [
         "Cancel order #W1", "add a second bag to my trip, charge it to my card ending 7334"]

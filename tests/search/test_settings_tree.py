@@ -172,6 +172,7 @@ FLAT_ABLATIONS: dict[str, dict[str, Any]] = {
     "verb_shift_off": {"intent_verb_shift": 0.0},
     "order_off": {"intent_order_penalty": 0.0},
     "one_ask_penalty_off": {"intent_one_ask_penalty": 0.0},
+    "payment_joins_off": {"intent_payment_joins": False},
 }
 
 
