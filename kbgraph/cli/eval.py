@@ -197,7 +197,8 @@ def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Pa
             *(f"{row.ablations[a]:.3f} ({row.ablations[a] - row.kbgraph:+.3f})" for a in columns))
     out.print(f"development suite, nDCG@{k}; margin = kbgraph − the best baseline (bold); ablation columns: kbgraph "
               f"with that mechanism off (change from kbgraph); own text hidden: kbgraph when a merged experience that "
-              f"shows the text of a query's own excluded run is left out too (its margin, the queries it touched)"
+              f"shows the text of a query's own excluded run is left out too, with the runs it stands for, for every "
+              f"system (its margin over that view's best baseline, the queries it touched)"
               + ("; held out: the set from the corpus without its queries' excluded runs, kbgraph (the best "
                  "baseline there, margin)" if held_out else ""))
     out.print(table)

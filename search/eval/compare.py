@@ -25,7 +25,6 @@ from pydantic import BaseModel
 
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.search.eval.bootstrap import Interval, Verdict, paired_bootstrap, verdict
-from kbgraph.search.eval.recipes import OWN_TEXT_HIDDEN
 from kbgraph.search.eval.report import SetRow, SuiteReport
 
 __all__ = ["HELD_OUT_VIEW", "OWN_TEXT_VIEW", "SetChange", "SuiteComparison", "compare_reports", "leak_free_per_query",
@@ -34,6 +33,9 @@ __all__ = ["HELD_OUT_VIEW", "OWN_TEXT_VIEW", "SetChange", "SuiteComparison", "co
 #: The two leak-free views of a set.
 HELD_OUT_VIEW = "held out"
 OWN_TEXT_VIEW = "own text hidden"
+#: Where a report from before the own-text view had its own row (2026-12-04) kept kbgraph's figure
+#: with its own text hidden, query by query.
+_EARLIER_OWN_TEXT = "own_text_hidden"
 
 
 class SetChange(BaseModel):
@@ -57,7 +59,11 @@ def leak_free_per_query(row: SetRow) -> dict[str, dict[str, float]]:
     is an error."""
     if not row.per_query:
         raise _no_per_query(row)
-    views = {OWN_TEXT_VIEW: {qid: figures.get(OWN_TEXT_HIDDEN.name, figures["kbgraph"]) for qid, figures in row.per_query.items()}}
+    if row.own_text is not None:
+        views = {OWN_TEXT_VIEW: {qid: figures["kbgraph"] for qid, figures in row.own_text.per_query.items()}}
+    else:
+        views = {OWN_TEXT_VIEW: {qid: figures.get(_EARLIER_OWN_TEXT, figures["kbgraph"])
+                                 for qid, figures in row.per_query.items()}}
     if row.held_out is not None and row.held_out.queries > 0:
         if not row.held_out.per_query:
             raise _no_per_query(row)

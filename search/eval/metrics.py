@@ -34,6 +34,7 @@ __all__ = [
     "ndcg_at_k",
     "ndcg_by_query",
     "recall_at_k",
+    "with_queries_replaced",
 ]
 
 
@@ -177,6 +178,22 @@ def evaluate(
         missing=missing,
         per_query=per_query,
     )
+
+
+def with_queries_replaced(base: Evaluation, replaced: Evaluation, queries: Iterable[str]) -> Evaluation:
+    """``base`` with the figures of ``queries`` taken from ``replaced`` (asked again otherwise: with
+    other exclusions or judgements); one of them that ``replaced`` does not judge is skipped. The
+    means are over the queries judged after the replacement."""
+    swapped = set(queries)
+    per_query = {qid: m for qid, m in base["per_query"].items() if qid not in swapped}
+    per_query.update({qid: m for qid, m in replaced["per_query"].items() if qid in swapped})
+    scores = [per_query[qid] for qid in sorted(per_query)]
+    return Evaluation(
+        k=base["k"], ndcg=_mean(m["ndcg"] for m in scores), recall=_mean(m["recall"] for m in scores),
+        mrr=_mean(m["mrr"] for m in scores), evaluated=len(per_query),
+        skipped=sorted({*base["skipped"], *(swapped - set(per_query))}),
+        missing=sorted({*(q for q in base["missing"] if q not in swapped), *(q for q in replaced["missing"] if q in swapped)}),
+        per_query=per_query)
 
 
 def ndcg_by_query(evaluated: Mapping[str, Evaluation]) -> dict[str, dict[str, float]]:

@@ -76,8 +76,6 @@ class Ranked:
     rankings: Rankings
     #: By query: named facts of the system's answer (of its first match), for a set measured by them.
     facts: Mapping[str, Mapping[str, bool]] = field(default_factory=dict)
-    #: Queries searched with something left out besides their own exclusions (own text hidden).
-    hidden: int = 0
 
 
 @dataclass(frozen=True)
@@ -147,8 +145,6 @@ class SetRun:
     #: The queries asked (judged or not).
     asked: int
     measures: tuple[Measure, ...] = ("ndcg", "recall", "mrr")
-    #: By system: the queries it searched with something hidden (kbgraph.search.eval.pipeline.Ranked.hidden).
-    hidden: dict[str, int] = field(default_factory=dict)
     #: By system that answers with facts: each query's.
     facts: dict[str, dict[str, Mapping[str, bool]]] = field(default_factory=dict)
     namespaces: list[str] = field(default_factory=list)
@@ -187,7 +183,6 @@ def run_set(eval_set: EvalSet[Q], systems: Systems[Q, KbT], open_ready: Callable
         rankings[name].update(ranked.rankings)
         if ranked.facts:
             run.facts.setdefault(name, {}).update(ranked.facts)
-        run.hidden[name] = run.hidden.get(name, 0) + ranked.hidden
 
     for part in eval_set.parts:
         run.namespaces.append(part.namespace)

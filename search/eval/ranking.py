@@ -7,11 +7,10 @@ trajectories it stands for (kbgraph.search.eval.evaluate explains the rule).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 from kbgraph.core.weights import WeightChanges
 from kbgraph.search.eval.data import EvalQuery
-from kbgraph.search.eval.shown_text import own_text_of
 from kbgraph.search.params import QueryStep, SearchQuery, SearchWeights
 from kbgraph.search.student import StudentRetriever
 from kbgraph.store.gateway import Neo4jGateway
@@ -51,12 +50,10 @@ def hit_sources(gateway: Neo4jGateway, namespace: str, ids: Sequence[str]) -> tu
     return worked, failed
 
 
-def search_query_for(query: EvalQuery, k: int, also_exclude: Sequence[str] = ()) -> SearchQuery:
-    """The search of one evaluation query; ``also_exclude``: experience ids left out besides the
-    query's own ``exclude`` (see kbgraph.search.eval.shown_text)."""
+def search_query_for(query: EvalQuery, k: int) -> SearchQuery:
+    """The search of one evaluation query (its ``exclude`` left out)."""
     steps = [QueryStep(action=s.action, arguments=s.arguments, error=s.error) for s in (query.steps_so_far or [])]
-    return SearchQuery(task=query.query, domain=query.domain, steps_so_far=steps, k=k,
-                       exclude=sorted({*query.exclude, *also_exclude}))
+    return SearchQuery(task=query.query, domain=query.domain, steps_so_far=steps, k=k, exclude=sorted(query.exclude))
 
 
 def search_rankings(
@@ -67,17 +64,13 @@ def search_rankings(
     weights: SearchWeights | WeightChanges | None = None,
     on_progress: Progress | None = None,
     experiences_per_query: int = 10,
-    shown: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, list[str]]:
-    """kbgraph's ranking of trajectories for every query (see the module docstring). ``shown``:
-    the runs whose text each merged experience shows (:func:`kbgraph.search.eval.shown_text.shown_runs`);
-    given, an experience that shows only a query's excluded runs' own text is left out too."""
+    """kbgraph's ranking of trajectories for every query (see the module docstring)."""
     rankings: dict[str, list[str]] = {}
     sources: dict[str, list[str]] = {}
     failed: dict[str, list[str]] = {}
     for done, query in enumerate(queries, 1):
-        own_text = own_text_of(query.exclude, shown) if shown else []
-        results = retriever.search(search_query_for(query, experiences_per_query, own_text), weights=weights)
+        results = retriever.search(search_query_for(query, experiences_per_query), weights=weights)
         ids = results.ids()
         worked, lost = hit_sources(gateway, retriever.namespace, [i for i in ids if i not in sources])
         sources.update(worked)

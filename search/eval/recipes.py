@@ -18,19 +18,17 @@ from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.weights import WeightChanges, as_paths
 from kbgraph.search.params import SearchWeights
 
-__all__ = ["ABLATIONS", "KBGRAPH", "OWN_TEXT_HIDDEN", "RECIPES", "VARIANTS", "Recipe", "Recipes", "columns"]
+__all__ = ["ABLATIONS", "KBGRAPH", "RECIPES", "VARIANTS", "Recipe", "Recipes", "columns"]
 
 
 @dataclass(frozen=True)
 class Recipe:
-    """One kbgraph column: ``changes`` to the run's weights; with ``hides_own_text``, an experience
-    that shows only a query's excluded runs' own text is left out too (kbgraph.search.eval.shown_text)."""
+    """One kbgraph column: ``changes`` to the run's weights."""
 
     name: str
     changes: WeightChanges = field(default_factory=dict)
     #: What the column shows, in a few words.
     about: str = ""
-    hides_own_text: bool = False
 
     def on(self, weights: Mapping[str, object]) -> WeightChanges:
         """The weights of this column over the run's own: the run's, then this recipe's changes, by
@@ -80,8 +78,6 @@ class Recipes(Mapping[str, Recipe]):
 
 #: kbgraph with the run's weights.
 KBGRAPH = Recipe("kbgraph", about="kbgraph with the run's weights")
-#: kbgraph kept from each query's own text (see kbgraph.search.eval.suite.SetRow.own_text_hidden).
-OWN_TEXT_HIDDEN = Recipe("own_text_hidden", about="kbgraph, a query's own source text hidden", hides_own_text=True)
 
 #: The ablation columns of the suite: each switches one mechanism off, by the paths of the settings
 #: tree (kbgraph.core.weights; docs/search.md, "The settings tree").

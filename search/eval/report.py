@@ -16,7 +16,7 @@ from kbgraph.search.eval.metrics import ndcg_by_query
 from kbgraph.search.eval.pipeline import SetRun
 from kbgraph.search.eval.recipes import KBGRAPH
 
-__all__ = ["HeldOutRow", "SetRow", "SuiteReport", "SystemScores", "SystemsRow"]
+__all__ = ["HeldOutRow", "OwnTextRow", "SetRow", "SuiteReport", "SystemScores", "SystemsRow"]
 
 
 class SystemScores(BaseModel):
@@ -86,15 +86,30 @@ class HeldOutRow(SystemsRow):
     per_query: PerQuery = Field(default_factory=dict)
 
 
+class OwnTextRow(SystemsRow):
+    """A set with each query's own text hidden: for a query whose excluded runs' own text a merged
+    experience shows, every run that experience stands for is left out too, for kbgraph and every
+    baseline alike, and judged on the runs left (kbgraph.search.eval.shown_text.own_text_runs)."""
+
+    #: Queries with runs left out besides their exclusions, and how many of them no longer have a
+    #: relevant run (not judged in this view).
+    hiding: int
+    unjudged: int
+    runs_left_out: int
+    per_query: PerQuery = Field(default_factory=dict)
+
+
 class SetRow(SystemsRow):
     set: str
     ablations: dict[str, float] = Field(default_factory=dict)
-    #: kbgraph with the experiences that show a query's excluded source's own text left out too
-    #: (kbgraph.search.eval.shown_text), and its margin over the same best baseline; how many
-    #: queries had such an experience. Equal to kbgraph where none had.
+    #: kbgraph in the own-text view (``own_text``), and its margin over that view's best baseline;
+    #: how many queries had runs left out there. Equal to kbgraph where none had.
     own_text_hidden: float
     own_text_margin: float
     own_text_queries: int = 0
+    #: The own-text view, kbgraph and every baseline (reports before 2026-12-04 have none: their
+    #: ``own_text_hidden`` is kbgraph's alone, with the baselines of the plain view).
+    own_text: OwnTextRow | None = None
     #: With ``held_out``: the set answered from the corpus without its queries' excluded runs
     #: (kbgraph.search.eval.held_out), kbgraph and every baseline over that corpus.
     held_out: HeldOutRow | None = None

@@ -12,8 +12,11 @@ figure.
 This module finds, from the namespace's merged experiences and the corpus, which runs' own
 problem text each merged experience shows (:func:`shown_runs`), and, for one query, the experiences
 whose shown text belongs only to runs the query excludes (:func:`own_text_of`). The suite's
-``own_text_hidden`` column excludes those too: kbgraph then ranks the source's look-alikes only
-through their workflow or other experiences, a lower bound where the plain figure is an upper one.
+own-text view (kbgraph.search.eval.own_text) leaves out, for such a query, every run those
+experiences stand for (:func:`own_text_runs`), for kbgraph and the baselines alike: kbgraph cannot
+find the source's look-alikes merged under its text, so no system may (until 2026-12-04 only
+kbgraph's search left them out, and a baseline that found them scored against a kbgraph that could
+not).
 
 The runs' problems are computed as ingestion's default, rule-based abstractor
 (``kbgraph.ingest.abstract.RuleBasedAbstractor``) computes them, with the rule it uses
@@ -33,7 +36,7 @@ from kbgraph.core.jsonl import read_jsonl
 from kbgraph.core.models import Trajectory
 from kbgraph.store.gateway import Neo4jGateway
 
-__all__ = ["merged_experiences", "own_text_of", "run_problems", "shown_runs"]
+__all__ = ["merged_experiences", "own_text_of", "own_text_runs", "run_problems", "shown_runs"]
 
 #: A merged experience: (id, the problem it shows, the runs it stands for).
 Merged = tuple[str, str, Sequence[str]]
@@ -56,6 +59,15 @@ def own_text_of(exclude: Iterable[str], shown: Mapping[str, frozenset[str]]) -> 
     if not excluded:
         return []
     return sorted(experience_id for experience_id, runs in shown.items() if runs <= excluded)
+
+
+def own_text_runs(exclude: Iterable[str], shown: Mapping[str, frozenset[str]],
+                  members: Mapping[str, Sequence[str]]) -> frozenset[str]:
+    """The runs besides ``exclude`` that the experiences showing only its own text stand for
+    (:func:`own_text_of`; ``members``: the runs each merged experience stands for)."""
+    excluded = frozenset(exclude)
+    return frozenset(run for experience_id in own_text_of(excluded, shown)
+                     for run in members.get(experience_id, ())) - excluded
 
 
 def run_problems(files: Sequence[Path]) -> dict[str, str]:

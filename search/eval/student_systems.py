@@ -18,7 +18,7 @@ from kbgraph.search.eval.data import EvalQuery
 from kbgraph.search.eval.pipeline import BaselineSystem, CorpusPart, KbgraphSystem, Progress, Ranked, Rankings, Systems
 from kbgraph.search.eval.ranking import search_rankings
 from kbgraph.search.eval.recipes import KBGRAPH, Recipe
-from kbgraph.search.eval.shown_text import merged_experiences, own_text_of, run_problems, shown_runs
+from kbgraph.search.eval.shown_text import Merged, merged_experiences, own_text_runs, run_problems, shown_runs
 from kbgraph.search.student import StudentRetriever
 from kbgraph.store.gateway import Neo4jGateway
 
@@ -44,6 +44,7 @@ class Corpora:
         self.embedder = embedder
         self._documents: dict[tuple[Path, ...], list[Document]] = {}
         self._baselines: dict[tuple[Path, ...], dict[str, Baseline]] = {}
+        self._merged: dict[str, list[Merged]] = {}
         self._shown: dict[str, dict[str, frozenset[str]]] = {}
 
     def documents(self, files: Sequence[Path]) -> list[Document]:
@@ -60,15 +61,20 @@ class Corpora:
             self._baselines[key] = build_baselines(self.documents(files), self.embedder)
         return self._baselines[key]
 
-    def shown(self, gateway: Neo4jGateway, part: StudentPart) -> dict[str, frozenset[str]]:
-        """Whose text each merged experience of the part's namespace shows, found once per namespace
-        of the run (its contents do not change while the run goes on); nothing to find (no read)
-        when no query excludes a run."""
+    def own_text_runs(self, gateway: Neo4jGateway, part: StudentPart) -> dict[str, frozenset[str]]:
+        """By query of the part: the runs besides its exclusions that experiences showing only its
+        excluded runs' own text stand for (kbgraph.search.eval.shown_text.own_text_runs; queries with
+        none left out). Whose text each merged experience shows is found once per namespace of the
+        run (its contents do not change while the run goes on); nothing is read when no query
+        excludes a run."""
         if not any(q.exclude for q in part.queries):
             return {}
         if part.namespace not in self._shown:
-            self._shown[part.namespace] = shown_runs(merged_experiences(gateway, part.namespace), run_problems(part.files))
-        return self._shown[part.namespace]
+            self._merged[part.namespace] = merged_experiences(gateway, part.namespace)
+            self._shown[part.namespace] = shown_runs(self._merged[part.namespace], run_problems(part.files))
+        members = {experience_id: sources for experience_id, _, sources in self._merged[part.namespace]}
+        found = {q.qid: own_text_runs(q.exclude, self._shown[part.namespace], members) for q in part.queries}
+        return {qid: runs for qid, runs in found.items() if runs}
 
 
 def student_systems(corpora: Corpora, recipes: Sequence[Recipe], weights: Mapping[str, object], k: int,
@@ -77,8 +83,9 @@ def student_systems(corpora: Corpora, recipes: Sequence[Recipe], weights: Mappin
 
     def kbgraph(recipe: Recipe) -> KbgraphSystem[EvalQuery, SearchingKb]:
         def rank(kb: SearchingKb, part: StudentPart, done: Mapping[str, Rankings]) -> Ranked:
-            return _kbgraph(corpora, kb, part, recipe, recipes, weights, k, done,
-                            _stage(on_progress, f"{set_name}: {recipe.name}" if set_name else recipe.name))
+            progress = _stage(on_progress, f"{set_name}: {recipe.name}" if set_name else recipe.name)
+            return Ranked(search_rankings(kb.student, kb.gateway, part.queries, k, recipe.on(weights) or None,
+                                          on_progress=progress))
         return KbgraphSystem(recipe.name, rank)
 
     def baseline(name: str) -> BaselineSystem[EvalQuery]:
@@ -87,25 +94,6 @@ def student_systems(corpora: Corpora, recipes: Sequence[Recipe], weights: Mappin
         return BaselineSystem(name, rank)
 
     return Systems(tuple(kbgraph(recipe) for recipe in recipes), tuple(baseline(name) for name in BASELINES))
-
-
-def _kbgraph(corpora: Corpora, kb: SearchingKb, part: StudentPart, recipe: Recipe, recipes: Sequence[Recipe],
-             weights: Mapping[str, object], k: int, done: Mapping[str, Rankings], progress: Progress | None) -> Ranked:
-    """kbgraph's rankings of the part's queries under ``recipe``. A recipe that hides own text
-    searches again only the queries with an experience to hide, and takes the others' rankings
-    from an earlier recipe with the same weights (searched now when there is none)."""
-    config = recipe.on(weights)
-    if not recipe.hides_own_text:
-        return Ranked(search_rankings(kb.student, kb.gateway, part.queries, k, config or None, on_progress=progress))
-    shown = corpora.shown(kb.gateway, part)
-    hiding = [q for q in part.queries if own_text_of(q.exclude, shown)]
-    plain = [q for q in part.queries if not own_text_of(q.exclude, shown)]
-    same = next((r.name for r in recipes if not r.hides_own_text and r.on(weights) == config), None)
-    out = ({q.qid: done[same][q.qid] for q in plain} if same is not None
-           else search_rankings(kb.student, kb.gateway, plain, k, config or None, on_progress=progress))
-    if hiding:
-        out.update(search_rankings(kb.student, kb.gateway, hiding, k, config or None, shown=shown, on_progress=progress))
-    return Ranked(out, hidden=len(hiding))
 
 
 def _stage(on_progress: Progress | None, label: str) -> Progress | None:

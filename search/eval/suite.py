@@ -37,9 +37,10 @@ from kbgraph.search.eval.cached_namespace import BuildingKb, Note
 from kbgraph.search.eval.data import EvalQuery, load_qrels, load_queries, qrels_by_query
 from kbgraph.search.eval.evaluate import eval_namespace
 from kbgraph.search.eval.held_out import without_runs
+from kbgraph.search.eval.metrics import with_queries_replaced
 from kbgraph.search.eval.pipeline import CorpusPart, EvalSet, Progress, SetRun, judged_present, ready_opener, run_set
-from kbgraph.search.eval.recipes import ABLATIONS, KBGRAPH, OWN_TEXT_HIDDEN, Recipe, Recipes
-from kbgraph.search.eval.report import HeldOutRow, SetRow, SuiteReport
+from kbgraph.search.eval.recipes import ABLATIONS, KBGRAPH, Recipe, Recipes
+from kbgraph.search.eval.report import HeldOutRow, OwnTextRow, SetRow, SuiteReport
 from kbgraph.search.eval.student_systems import Corpora, SearchingKb, StudentPart, student_systems
 from kbgraph.search.eval.transient import transient_corpus
 
@@ -161,14 +162,16 @@ def run_suite(
         started = time.perf_counter()
         queries = load_queries(suite_set.queries)
         qrels = qrels_by_query(load_qrels(suite_set.qrels))
-        set_run = run(EvalSet(suite_set.name, tuple(_parts(suite_set, queries)), qrels), [*columns, OWN_TEXT_HIDDEN])
+        eval_set = EvalSet(suite_set.name, tuple(_parts(suite_set, queries)), qrels)
+        set_run = run(eval_set, columns)
+        own = _own_text(run, eval_set, set_run, per_query)
         held = (_held_out(run, suite_set, queries, qrels, cache, per_query, runs_fraction)
                 if held_out and not suite_set.hold_out_domain else None)
         scores = set_run.ndcg()
         rows.append(SetRow.of(
             set_run, per_query, set=suite_set.name, ablations={name: scores[name] for name in ablations},
-            own_text_hidden=scores[OWN_TEXT_HIDDEN.name], own_text_margin=set_run.margin(OWN_TEXT_HIDDEN.name),
-            own_text_queries=set_run.hidden[OWN_TEXT_HIDDEN.name], held_out=held,
+            own_text_hidden=own.kbgraph, own_text_margin=own.margin, own_text_queries=own.hiding, own_text=own,
+            held_out=held,
             seconds=round(time.perf_counter() - started, 1), namespaces=set_run.namespaces))
     worst = min(rows, key=lambda row: row.margin)
     return SuiteReport(k=k, weights=base, ablations=ablations.changes(), rows=rows, worst_set=worst.set,
@@ -200,6 +203,33 @@ def _parts(suite_set: SuiteSet, queries: Sequence[EvalQuery]) -> Iterator[Studen
     for domain in sorted({q.domain for q in queries}):
         yield CorpusPart(eval_namespace(suite_set.corpus, domain), tuple(corpus_files(suite_set.corpus, domain)),
                          tuple(q for q in queries if q.domain == domain))
+
+
+def _own_text(run: _Runner, eval_set: EvalSet[EvalQuery], main: SetRun, per_query: bool = False) -> OwnTextRow:
+    """The set with each query's own text hidden (:class:`OwnTextRow`): the queries with runs to leave
+    out besides their exclusions are asked again, by kbgraph and every baseline, with those runs
+    excluded too and judged without them; every other query keeps its figures from ``main``."""
+    left_out: dict[str, frozenset[str]] = {}
+    parts: list[StudentPart] = []
+    for part in eval_set.parts:
+        with run.open_ready(part) as kb:
+            found = run.corpora.own_text_runs(kb.gateway, part)
+        left_out.update(found)
+        asked = tuple(q.model_copy(update={"exclude": q.exclude | found[q.qid]}) for q in part.queries if q.qid in found)
+        if asked:
+            parts.append(CorpusPart(part.namespace, part.files, asked))
+    systems = [KBGRAPH.name, *main.baselines]
+    evaluated = {name: main.evaluated[name] for name in systems}
+    if left_out:
+        qrels = {qid: {doc: rel for doc, rel in eval_set.qrels.get(qid, {}).items() if doc not in runs}
+                 for qid, runs in left_out.items()}
+        again = run(EvalSet(f"{eval_set.name}, own text hidden", tuple(parts), qrels), [KBGRAPH])
+        evaluated = {name: with_queries_replaced(main.evaluated[name], again.evaluated[name], left_out) for name in systems}
+    judged_before = set(main.evaluated[KBGRAPH.name]["per_query"])
+    view = replace(main, evaluated=evaluated)
+    unjudged = len((judged_before & set(left_out)) - set(evaluated[KBGRAPH.name]["per_query"]))
+    return OwnTextRow.of(view, per_query, hiding=len(left_out), unjudged=unjudged,
+                         runs_left_out=sum(len(runs) for runs in left_out.values()))
 
 
 def _held_out(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kbgraph.search.eval.data import EvalDataError, load_qrels, load_queries, qrels_by_query
-from kbgraph.search.eval.metrics import dcg_at_k, evaluate, mrr, ndcg_at_k, recall_at_k
+from kbgraph.search.eval.metrics import dcg_at_k, evaluate, mrr, ndcg_at_k, recall_at_k, with_queries_replaced
 
 LOG2_3 = math.log2(3)  # discount of rank 2; rank 3 is log2(4) = 2
 
@@ -194,3 +194,14 @@ def test_loaders_missing_and_empty_files(tmp_path: Path) -> None:
     empty = _write(tmp_path / "empty.jsonl", [""])
     with pytest.raises(EvalDataError, match="empty file, no queries"):
         load_queries(empty)
+
+
+def test_queries_asked_again_replace_their_figures_and_one_no_longer_judged_leaves_the_means() -> None:
+    # q1 and q2 asked again with a run left out: q1 now finds its one relevant run first, q2 has
+    # none left (not judged); q3 keeps its figure.
+    base = evaluate({"q1": ["x", "a"], "q2": ["b"], "q3": ["c"]}, {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"z": 1}})
+    again = evaluate({"q1": ["a"], "q2": ["b"]}, {"q1": {"a": 1}, "q2": {}})
+    combined = with_queries_replaced(base, again, {"q1", "q2"})
+    assert sorted(combined["per_query"]) == ["q1", "q3"] and combined["evaluated"] == 2
+    assert combined["ndcg"] == pytest.approx(0.5) and combined["mrr"] == pytest.approx(0.5)
+    assert combined["skipped"] == ["q2"]

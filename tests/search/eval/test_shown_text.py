@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kbgraph.kb import KnowledgeBase
-from kbgraph.search.eval.shown_text import merged_experiences, own_text_of, run_problems, shown_runs
+from kbgraph.search.eval.shown_text import merged_experiences, own_text_of, own_text_runs, run_problems, shown_runs
 from tests.conftest import SHARED_DATA
 
 
@@ -27,6 +27,16 @@ def test_only_an_experience_showing_nothing_but_excluded_runs_text_is_hidden() -
     assert own_text_of(["r2"], shown) == []
     assert own_text_of(["r2", "r3", "r1"], shown) == ["e1", "e2"]
     assert own_text_of([], shown) == []
+
+
+def test_the_runs_left_out_with_the_own_text_are_every_member_of_the_experiences_showing_it() -> None:
+    shown = {"e1": frozenset({"r1"}), "e2": frozenset({"r2", "r3"})}
+    members = {"e1": ["r1", "r4", "r5"], "e2": ["r2", "r3", "r6"]}
+    # r4 and r5 were merged under r1's text: a query written from r1 can find them through no
+    # text but its own, so the own-text view leaves them out for every system.
+    assert own_text_runs(["r1"], shown, members) == {"r4", "r5"}
+    assert own_text_runs(["r2"], shown, members) == frozenset(), "r3 still shows the text"
+    assert own_text_runs(["r1", "r2", "r3"], shown, members) == {"r4", "r5", "r6"}
 
 
 @pytest.mark.neo4j

@@ -68,7 +68,7 @@ def suite_kbs(driver: neo4j.Driver, embedder: Embedder, neo4j_target: Neo4jTarge
 def test_every_ablation_names_real_weights() -> None:
     for name, recipe in ABLATIONS.items():
         SearchWeights().merged(recipe.changes)  # an unknown or out-of-range weight raises
-        assert recipe.changes and recipe.name == name and not recipe.hides_own_text, name
+        assert recipe.changes and recipe.name == name, name
 
 
 def test_ablations_are_chosen_by_name_and_an_unknown_one_is_refused() -> None:
@@ -170,7 +170,7 @@ def test_held_out_a_set_is_answered_from_a_namespace_that_never_held_its_queries
     loo, whole = report.rows
     # Asked for, every figure comes query by query too: one query here, so each equals the set's.
     assert set(loo.per_query) == {"a1"}
-    assert set(loo.per_query["a1"]) == {"kbgraph", *BASELINES, "own_text_hidden"}
+    assert set(loo.per_query["a1"]) == {"kbgraph", *BASELINES}
     assert loo.per_query["a1"]["kbgraph"] == loo.kbgraph
     assert all(loo.per_query["a1"][name] == loo.baselines[name] for name in BASELINES)
     assert whole.held_out is None, "a set that excludes nothing has nothing to hold out"
@@ -199,4 +199,34 @@ def test_a_report_saved_before_the_rows_shared_one_type_still_reads() -> None:
     report = SuiteReport.model_validate_json(json.dumps(old))
     row = report.rows[0]
     assert row.held_out is not None and row.held_out.per_query == {"a1": {"kbgraph": 0.2}}
-    assert json.loads(report.model_dump_json()) == old
+    # Nothing it held is lost; it has no own-text view of its own (written before 2026-12-04).
+    assert row.own_text is None
+    assert json.loads(report.model_dump_json()) == {**old, "rows": [{**old["rows"][0], "own_text": None}]}
+
+
+@pytest.mark.neo4j
+def test_runs_merged_under_a_querys_own_text_are_left_out_for_every_system_in_the_own_text_view(
+    tmp_path: Path, embedder: Embedder, suite_kbs: Callable[[str], Any],
+) -> None:
+    # retail-train-55 is merged under retail-train-491's text (tests/search/eval/test_shown_text.py).
+    # A request written from 491 can reach 55 through no text but its own; a baseline, ranking runs
+    # one by one, could. In the own-text view no system may: 55 is left out for all, and the
+    # request, whose one relevant run it was, is judged by none there, as it still is in the plain view.
+    wanted = {"retail-train-491", "retail-train-55"}
+    rows = [line for line in (SHARED_DATA / "trajectories" / "retail_train.jsonl").read_text().splitlines()
+            if line.strip() and json.loads(line)["id"] in wanted]
+    assert len(rows) == 2, "the shared data is missing its retail gold runs"
+    folder = tmp_path / "pair"
+    folder.mkdir()
+    (folder / "retail.jsonl").write_text("\n".join(rows) + "\n")
+    request = {"qid": "r1", "query": "Cancel one order I placed by mistake and change an item of another",
+               "domain": "retail", "exclude": ["retail-train-491"]}
+    own = SuiteSet("own", _write(tmp_path / "own_queries.jsonl", [request]),
+                   _write(tmp_path / "own_qrels.jsonl", [{"qid": "r1", "doc_id": "retail-train-55", "rel": 1}]), folder)
+    (row,) = run_suite(suite_kbs, embedder, [own], ablations=Recipes(), on_progress=lambda *_: None,
+                       per_query=True).rows
+    assert set(row.per_query) == {"r1"} and row.queries == 1
+    view = row.own_text
+    assert view is not None and (view.hiding, view.unjudged, view.runs_left_out) == (1, 1, 1)
+    assert view.queries == 0 and view.per_query == {} and set(view.baselines) == set(BASELINES)
+    assert row.own_text_queries == 1 and row.own_text_hidden == view.kbgraph == 0.0
