@@ -149,6 +149,10 @@ class IntentWeights(StrictModel):
         default=0.2, description="ε of the intent match of a request of several asks: a workflow's match is multiplied "
         "by 1 − ε·(the share of pairs of asks whose operations it makes in the other order than they were asked), as a "
         "customer asks first for what is to be done first (kbgraph.search.scoring.intent_match). 0: order is not read.")
+    repeat_penalty: Annotated[float, Field(ge=0.0, le=10.0, allow_inf_nan=False)] = Field(
+        default=0.0, description="ρ: a workflow that repeats a change (credits an account four times, cancels two "
+        "orders) has its intent match multiplied by (distinct operations / changes made)^ρ, as the changes it repeats "
+        "are changes nobody asked for (kbgraph.search.scoring.repeat_factors). 0: off.")
     unasked_penalty: Unit = Field(
         default=1.0, description="γ of the intent match of a request of several asks: a workflow's match is multiplied by "
         "(mean / max over its operations of how well some ask asks for it)^γ, so changes nobody asked for cost.")

@@ -123,6 +123,8 @@ VARIANTS = Recipes(
     Recipe("relation_hops", {"traversal.seeds": 10},
            "the best direct hits expanded along the four relations (the default until 2026-11-28)"),
     Recipe("diversity", {"selection.mmr_lambda": 0.5}, "MMR over the final candidates, λ 0.5 (the design's)"),
+    Recipe("repeat_penalty", {"intent.repeat_penalty": 0.5},
+           "a workflow's intent match times (distinct operations / changes made)^0.5 (scoring.repeat_factors)"),
     Recipe("task_structure", {"coarse.task_structure_weight": 0.3},
            "the structural index weighed for a query without steps as for one with a shape (ω 0.3)"),
 )

@@ -60,7 +60,7 @@ from __future__ import annotations
 from kbgraph.search.scoring._direct import direct_scores, fit_score, support_score, workflow_score
 from kbgraph.search.scoring._diversity import mmr_from_similarity
 from kbgraph.search.scoring._graph import carried_over, domain_distance, path_score, transferability
-from kbgraph.search.scoring._intent import intent_match, intent_matches, intent_share, one_ask_matches
+from kbgraph.search.scoring._intent import intent_match, intent_matches, intent_share, one_ask_matches, repeat_factors
 from kbgraph.search.scoring._intent_history import (
     NO_CHANGE, WordOperationCounts, ask_history_association, asks_association, history_association, operations_association,
 )
@@ -92,6 +92,7 @@ __all__ = [
     "intent_matches",
     "intent_share",
     "one_ask_matches",
+    "repeat_factors",
     "issue_match",
     "issue_similarity",
     "lambda_schedule",

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from kbgraph.search.scoring._checks import _unit_interval
 
-__all__ = ["intent_match", "intent_matches", "intent_share", "one_ask_matches"]
+__all__ = ["intent_match", "intent_matches", "intent_share", "one_ask_matches", "repeat_factors"]
 
 
 def intent_match(whole: float, asks_by_operation: npt.ArrayLike, best_by_ask: npt.ArrayLike,
@@ -195,3 +195,27 @@ def one_ask_matches(wholes: npt.ArrayLike, by_operation: npt.ArrayLike, sequence
     top = np.maximum(min(max(float(best), 0.0), 1.0), own.max(axis=1))
     asked = np.divide(own.sum(axis=1), np.maximum(counts, 1) * top, out=np.ones(len(sequences)), where=top > 0)
     return np.where(counts > 1, base * asked ** gamma, base)
+
+
+def repeat_factors(made: Sequence[int], distinct: Sequence[int], penalty: float) -> npt.NDArray[np.float64]:
+    """What a workflow's repeated changes cost its intent match: ``(distinct / made)^ρ`` for each
+    workflow that makes ``made`` state changes of ``distinct`` operations, ρ = ``penalty`` ≥ 0.
+
+    The match reads a workflow's distinct operations, so "credit the interest, credit it again,
+    credit it twice more, then report it" answers "credit me what I'm owed and report the error" as
+    well as "credit it, then report it" does. The changes it repeats are changes the request did not
+    ask for, as the unasked operations are; the simplest workflow that makes what was asked is the
+    likeliest answer. 1 for a workflow that repeats nothing (or makes nothing); ρ = 0: off."""
+    rho = float(penalty)
+    if not np.isfinite(rho) or rho < 0:
+        raise ValueError(f"penalty must be a finite number ≥ 0, got {penalty!r}")
+    total = np.asarray(made, dtype=np.float64).reshape(-1)
+    kinds = np.asarray(distinct, dtype=np.float64).reshape(-1)
+    if total.size != kinds.size:
+        raise ValueError(f"{total.size} counts of changes for {kinds.size} counts of operations")
+    if (kinds > total).any() or (kinds < 0).any():
+        raise ValueError("a workflow makes at least as many changes as distinct operations, and none is negative")
+    if rho == 0:
+        return np.ones(total.size)
+    ratio = np.divide(kinds, total, out=np.ones(total.size), where=total > 0)
+    return np.asarray(ratio ** rho, dtype=np.float64)

@@ -53,7 +53,7 @@ from kbgraph.search.lexical import query_terms
 from kbgraph.search.results import AskMatch
 from kbgraph.search.scoring import (
     NO_CHANGE, WordOperationCounts, ask_history_association, asks_association, history_association, intent_match,
-    intent_matches, one_ask_matches, operations_association,
+    intent_matches, one_ask_matches, operations_association, repeat_factors,
 )
 from kbgraph.search.student.ask_words import AskWords
 from kbgraph.search.student.context import Run, SearchContext
@@ -92,6 +92,7 @@ class IntentMatcher:
         self._penalty = run.weights.intent.unasked_penalty
         self._order_penalty = run.weights.intent.order_penalty
         self._one_ask_penalty = run.weights.intent.one_ask_penalty
+        self._repeat_penalty = run.weights.intent.repeat_penalty
         self.asks = asks
         self._whole = unit_rows(np.asarray([run.pg], dtype=np.float64))[0]
         # The asks are this request's own: embedded here, not kept with the memory's texts.
@@ -169,6 +170,7 @@ class IntentMatcher:
         if self._one_ask_counts():
             score = float(one_ask_matches([score], matrix[0], [range(len(distinct))], float(self._best_by_ask[0]),
                                           self._one_ask_penalty)[0])
+        score *= float(repeat_factors([len(key)], [len(distinct)], self._repeat_penalty)[0])
         association = None
         if self._history is not None and self._history_weight > 0:
             # Several asks: each ask's own words for the operation that answers it best (a workflow
@@ -256,6 +258,9 @@ class IntentMatcher:
             if handoff_columns is not None:
                 by_operation = self._reading.answer_human(by_operation[None, :], handoff_columns)[0]
             matches = one_ask_matches(matches, by_operation, columns, float(self._best_by_ask[0]), self._one_ask_penalty)
+        if self._repeat_penalty > 0:
+            matches = matches * repeat_factors([len(ops) for ops, _ in table.sequences],
+                                               [len(distinct) for distinct in table.distinct], self._repeat_penalty)
         if self._history is None or self._history_weight <= 0:
             return matches
         # What the history adds is a sequence's own (its distinct operations').

@@ -145,7 +145,7 @@ def test_a_request_to_talk_to_a_person_finds_the_workflow_that_hands_the_task_to
     "My refund never arrived. I want to talk to a real person!",
     "Please cancel the order that hasn't shipped yet. If you can't, put me through to a supervisor.",
 ])
-@pytest.mark.parametrize("changes", [{}, {"intent.order_penalty": 0.2}])
+@pytest.mark.parametrize("changes", [{}, {"intent.order_penalty": 0.2}, {"intent.repeat_penalty": 1.0}])
 def test_the_channel_ranks_every_workflow_with_the_scores_each_candidate_gets(embedder: CachedEmbedder,
                                                                               request_text: str, changes: dict[str, float]) -> None:
     # The channel scores all the namespace's sequences at once; each must be the score a candidate
@@ -157,13 +157,17 @@ def test_the_channel_ranks_every_workflow_with_the_scores_each_candidate_gets(em
     sequences = [(tuple(e.steps[i].action for i in range(len(LOOKUPS), len(e.steps))), domain)
                  for e in (EXCHANGE, CANCEL, RETURN, CANCEL_AND_RETURN, ADDRESS, HANDOFF) for domain in ("retail", None)]
     sequences += [((), "retail"), (("cancel_pending_order", "transfer_to_human_agents"), "retail"),
-                  (("return_delivered_order_items", "cancel_pending_order"), "retail")]
+                  (("return_delivered_order_items", "cancel_pending_order"), "retail"),
+                  (("cancel_pending_order", "cancel_pending_order", "return_delivered_order_items"), "retail")]
     matcher.know([(op, d) for ops, d in sequences for op in ops])
     together = matcher.ranking_scores(sequences)
     one_by_one = [matcher.score(ops, d).score for ops, d in sequences]
     assert together == pytest.approx(one_by_one, abs=1e-12)
     if changes and len(matcher.asks) > 1 and "return the lamp" in request_text:
         # Asked "cancel …, and also return …": the workflow that returns first is the one inverted.
+        assert one_by_one[-2] < one_by_one[sequences.index((("cancel_pending_order", "return_delivered_order_items"), "retail"))]
+    if changes.get("intent.repeat_penalty"):
+        # Cancelling twice makes a change nobody asked for: the workflow that cancels once is nearer.
         assert one_by_one[-1] < one_by_one[sequences.index((("cancel_pending_order", "return_delivered_order_items"), "retail"))]
 
 

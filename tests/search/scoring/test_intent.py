@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from kbgraph.search.scoring import intent_match, intent_matches, intent_share, one_ask_matches
+from kbgraph.search.scoring import intent_match, intent_matches, intent_share, one_ask_matches, repeat_factors
 
 
 def test_a_request_of_one_ask_is_matched_as_a_whole() -> None:
@@ -158,3 +158,21 @@ def test_one_ask_refuses_what_is_no_cosine_or_weight(wholes: list[float], by_ope
                                                     message: str) -> None:
     with pytest.raises(ValueError, match=message):
         one_ask_matches(wholes, by_operation, sequences, best, penalty)
+
+
+def test_a_workflow_that_repeats_its_changes_pays_for_each_repeat() -> None:
+    # Credit four times then report (2 of 5), credit and report twice each (2 of 4), once each (2 of 2).
+    assert repeat_factors([5, 4, 2], [2, 2, 2], 1.0) == pytest.approx([0.4, 0.5, 1.0])
+    assert repeat_factors([4], [2], 0.5) == pytest.approx([math.sqrt(0.5)])
+
+
+def test_no_repeat_no_change_or_no_penalty_costs_nothing() -> None:
+    assert repeat_factors([3, 0], [3, 0], 2.0) == pytest.approx([1.0, 1.0])
+    assert repeat_factors([6], [1], 0.0) == pytest.approx([1.0])
+
+
+@pytest.mark.parametrize(("made", "distinct", "penalty"), [([2], [3], 1.0), ([2], [1, 1], 1.0), ([2], [1], -0.5),
+                                                           ([2], [1], float("nan"))])
+def test_impossible_counts_or_penalties_are_refused(made: list[int], distinct: list[int], penalty: float) -> None:
+    with pytest.raises(ValueError):
+        repeat_factors(made, distinct, penalty)
