@@ -196,8 +196,8 @@ class KnowledgeBase:
     @property
     def student(self) -> StudentRetriever:
         if self._student is None:
-            self._student = StudentRetriever(self.gateway, self.embedder, self.namespace, self.settings.search,
-                                             self.settings.learning.utility_half_life_days, self.pg_vectors)
+            self._student = StudentRetriever.of_settings(self.gateway, self.embedder, self.namespace, self.settings,
+                                                         self.pg_vectors)
         return self._student
 
     def search(

@@ -144,6 +144,9 @@ class Settings(BaseSettings):
     # Ingestion: rule-based (offline, deterministic) or LLM-based abstraction and reflection.
     abstractor: Literal["rules", "llm"] = "rules"
     reflector: Literal["rules", "llm"] = "rules"
+    # Search: how a request without executed steps is split into its asks (kbgraph.search.asks_llm);
+    # "llm" asks the LLM below once per distinct request and falls back to the rules.
+    ask_splitter: Literal["rules", "llm"] = "rules"
     llm_base_url: str | None = None
     llm_api_key: SecretStr | None = None
     llm_model: str = "gpt-4o-mini"

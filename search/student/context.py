@@ -94,6 +94,9 @@ class SearchContext:
     executor: Callable[[], Executor]
     #: Vectors of operations' words and of what workflows change (the intent channel).
     intent_vectors: IntentVectors
+    #: Splits a request into its asks by the configured LLM (kbgraph.search.asks_llm), None to use
+    #: the rules; it returns None for a request it could not split.
+    ask_splitter: Callable[[str], list[str] | None] | None = None
     domain_vectors: dict[str, np.ndarray] = field(default_factory=dict)
     pass_rates: PassRates = field(default_factory=PassRates)
     domain_steps: dict[str, tuple[bool, float]] = field(default_factory=dict)

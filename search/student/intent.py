@@ -144,7 +144,9 @@ class IntentMatcher:
 
     @classmethod
     def of(cls, ctx: SearchContext, run: Run) -> IntentMatcher:
-        return cls(run, ctx.intent_vectors, split_asks(run.query.full_text(), run.weights.intent.payment_joins))
+        text = run.query.full_text()
+        asks = ctx.ask_splitter(text) if ctx.ask_splitter is not None else None
+        return cls(run, ctx.intent_vectors, asks or split_asks(text, run.weights.intent.payment_joins))
 
     def score(self, operations: Sequence[str], domain: str | None = None) -> IntentScore:
         key = tuple(operations)

@@ -25,11 +25,11 @@ traversal, its path. Nothing connects at import time; the gateway and the embedd
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from threading import Lock
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from kbgraph.core.generalise import describe_step, generalise_text
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.core.weights import WeightChanges
 from kbgraph.search.params import MAX_K, RequestJson, SearchFilters, SearchQuery, SearchWeights, parse_query, parse_search_options
+from kbgraph.search.asks_llm import ask_splitter_from_settings
 from kbgraph.search.results import SearchResults
 from kbgraph.search.student.channels import filter_params, gather
 from kbgraph.search.student.context import QueryVectors, Run, SearchContext
@@ -52,6 +53,9 @@ from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.scores import score_candidates
 from kbgraph.core.shapes import counted_tool
 from kbgraph.core.utility import decay_rate_per_day
+
+if TYPE_CHECKING:
+    from kbgraph.core.settings import Settings
 
 __all__ = ["SPLIT_READS_AT", "StudentRetriever"]
 
@@ -69,6 +73,7 @@ class StudentRetriever:
     def __init__(
         self, gateway: Neo4jGateway, embedder: Embedder, namespace: str, weights: SearchWeights | None = None,
         utility_half_life_days: float = 30.0, pg_vectors: PgVectorCache | None = None,
+        ask_splitter: Callable[[str], list[str] | None] | None = None,
     ):
         self.gateway = gateway
         self.embedder = embedder
@@ -82,11 +87,19 @@ class StudentRetriever:
         self._context = SearchContext(
             gateway=gateway, embedder=embedder, namespace=namespace, pg_vectors=self.pg_vectors,
             size=NamespaceSize(gateway, namespace), utility_decay=self.utility_decay, executor=self._executor,
-            intent_vectors=IntentVectors(embedder),
+            intent_vectors=IntentVectors(embedder), ask_splitter=ask_splitter,
         )
         self._pool: Executor | None = None
         self._pool_lock = Lock()
         self._searching = 0  # searches of this retriever under way (guarded by _pool_lock)
+
+    @classmethod
+    def of_settings(cls, gateway: Neo4jGateway, embedder: Embedder, namespace: str, settings: Settings,
+                    pg_vectors: PgVectorCache | None = None) -> StudentRetriever:
+        """The retriever ``settings`` describe: their search weights, utility half-life and way of
+        splitting a request into its asks (the LLM's when ``ask_splitter`` is ``llm``)."""
+        return cls(gateway, embedder, namespace, settings.search, settings.learning.utility_half_life_days, pg_vectors,
+                   ask_splitter_from_settings(settings))
 
     @property
     def namespace_size(self) -> NamespaceSize:
