@@ -7,7 +7,7 @@ changes named without a verb ("new savings and checking accounts, a credit card,
 checking account closed"), which a model reads as the customer meant them. The model answers a
 fixed JSON shape (:class:`AskAnswer`): the asks, in the order asked, each in the request's own
 words. An answer is refused — and the rules' split used — when it holds no ask or more than
-:data:`~kbgraph.search.asks.MAX_ASKS`, or when an ask holds words the request does not (a model
+:data:`~kbgraph.search.asks.MAX_ASKS`, lists an ask twice, or when an ask holds words the request does not (a model
 that rewrites "scrap my booking" as "cancel the reservation" would match the operations' words
 instead of the customer's, which the intent match measures on its own). The endpoint failing,
 timing out or answering nonsense costs the search nothing but the wait: the rules answer.
@@ -119,10 +119,13 @@ class LLMAskSplitter:
 
 
 def _checker(request: str) -> Callable[[AskAnswer], str | None]:
-    """Refuses an answer (asked again, up to the client's attempts) whose asks hold words the
-    request does not."""
+    """Refuses an answer (asked again, up to the client's attempts) that lists an ask twice or whose
+    asks hold words the request does not."""
 
     def check(answer: AskAnswer) -> str | None:
+        said = [" ".join(ask.lower().split()) for ask in answer.asks]
+        if len(set(said)) < len(said):
+            return "an ask is listed twice; list each ask once"
         for ask in answer.asks:
             foreign = foreign_words(ask, request)
             if foreign:

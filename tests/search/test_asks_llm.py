@@ -73,7 +73,8 @@ def test_an_answer_in_words_of_the_models_own_is_asked_again_then_left_to_the_ru
     assert splitter.failed == 1
 
 
-@pytest.mark.parametrize("answer", [json.dumps({"asks": []}), json.dumps({"asks": ["a"] * 7}), "not json at all"])
+@pytest.mark.parametrize("answer", [json.dumps({"asks": []}), json.dumps({"asks": ["a"] * 7}), "not json at all",
+                                    json.dumps({"asks": ["open a savings account", "Open a savings  account"]})])
 def test_no_ask_too_many_or_no_json_is_left_to_the_rules(fake: FakeOpenAI, answer: str) -> None:
     fake.chat_answer = lambda body: answer
     assert _splitter(fake)(REQUEST) is None
