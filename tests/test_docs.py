@@ -125,6 +125,8 @@ NOT_RUN = {
     r"^\$ export KBGRAPH_(URL|API_KEY)=": "the reader's server and key; PAGE_SERVERS sets both for the page",
     r"^(ID=\$\()?curl ": "the same calls as the page's Python examples, which run against the page's server",
     r"^\./kb llm local (start|stop)$": "builds and runs a local LLM server (minutes); tests/kbgraph/llm cover it",
+    r"^export KBGRAPH_ASK_SPLITTER=llm": "a setting for the reader's shell, with an LLM endpoint; "
+                                         "tests/search/test_asks_llm.py covers the splitter",
     r"^head -n 5 \.\./shared/data/real_runs/.* \| \./kb ingest - -n llm-demo": "the LLM path on the local server "
                                                                                "(minutes per run)",
     r"^\$ kbgraph ingest \.\./shared/data/real_runs/": "the shared data: a minute; tests/kbgraph/skills export "
