@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -73,6 +74,12 @@ def eval_command(
         "--compare", help="Compare two saved suite reports (BEFORE AFTER, each from eval --suite --per-query --json): "
                           "per set kbgraph's leak-free change with its paired-bootstrap 95% interval, pooled, and "
                           "whether the change may become a default")] = None,
+    by_changes: Annotated[Path | None, typer.Option(
+        "--by-changes", help="A saved suite report (eval --suite --held-out --per-query --json): its requests without "
+                             "steps grouped by one change or several and by domain, each query in its strictest "
+                             "leak-free view, kbgraph's margin over the best baseline and over plain cosine with "
+                             "paired-bootstrap 95% intervals (--sets: only these sets; --data, --dev-sets as for "
+                             "--suite)")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """nDCG@k, Recall@k and MRR of kbgraph next to TF-IDF, MiniLM cosine, the Agent KB hybrid and MiniLM over the
@@ -82,6 +89,9 @@ def eval_command(
 
     if compare is not None:
         _compare(*compare, as_json=as_json)
+        return
+    if by_changes is not None:
+        _by_changes(by_changes, sets, data, dev_sets, as_json)
         return
     if suite:
         if not 0.0 < runs_fraction <= 1.0 or (runs_fraction < 1.0 and not held_out):
@@ -207,19 +217,63 @@ def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Pa
         _print_queries_below(report)
 
 
-def _compare(before: Path, after: Path, as_json: bool) -> None:
-    from kbgraph.search.eval.compare import compare_reports
+def _by_changes(path: Path, sets: str | None, data: Path, dev_sets: Path | None, as_json: bool) -> None:
+    from kbgraph.search.eval.by_changes import changes_by_run, groups_by_changes
+    from kbgraph.search.eval.data import load_qrels, load_queries
+    from kbgraph.search.eval.suite import DERIVED_CORPORA, corpus_files, discover_sets
+
+    report = _read_report(path, "--by-changes")
+    in_report = {row.set for row in report.rows}
+    # The project's requests without steps answered from the gold runs: not a shared set, a derived
+    # corpus, or leave-one-domain-out.
+    names = _names(sets) or sorted(n for n in in_report if n not in DERIVED_CORPORA and not n.startswith("lodo"))
+    gold = data / "trajectories"
+    own_sets = dev_sets if dev_sets is not None else _checkout_dev_sets()
+    relevant: dict[str, dict[str, list[str]]] = {}
+    domains: dict[str, dict[str, str]] = {}
+    for found in discover_sets(data, own_sets, names):
+        queries = load_queries(found.queries)
+        if (found.corpus != gold or found.name not in in_report or any(q.steps_so_far for q in queries)
+                or (not sets and found.queries.parent != own_sets)):
+            continue
+        domains[found.name] = {q.qid: q.domain for q in queries}
+        relevant[found.name] = {}
+        for judged in load_qrels(found.qrels):
+            if judged.rel > 0:
+                relevant[found.name].setdefault(judged.qid, []).append(judged.doc_id)
+    groups = groups_by_changes(report, relevant, domains, changes_by_run(corpus_files(gold)))
+    if as_json:
+        sys.stdout.write(json_safe(json.dumps([g.model_dump() for g in groups], indent=2)) + "\n")
+        return
+    table = Table("changes", "domain", "queries", "kbgraph", "best baseline", "margin [95%]", "cosine",
+                  "over cosine [95%]")
+    for g in groups:
+        table.add_row(g.changes, g.domain, str(g.queries), f"{g.kbgraph:.3f}",
+                      f"{g.best_baseline} {g.baselines[g.best_baseline]:.3f}",
+                      f"{g.over_best.mean:+.3f} [{g.over_best.low:+.3f}, {g.over_best.high:+.3f}]",
+                      f"{g.baselines['minilm_cosine']:.3f}",
+                      f"{g.over_cosine.mean:+.3f} [{g.over_cosine.low:+.3f}, {g.over_cosine.high:+.3f}]")
+    out.print(f"requests without steps by the changes they ask for, {path} (sets: {', '.join(sorted(relevant))}; "
+              "each query in its strictest leak-free view)")
+    out.print(table)
+
+
+def _read_report(path: Path, option: str) -> Any:
     from kbgraph.search.eval.suite import SuiteReport
 
-    reports = []
-    for path in (before, after):
-        try:
-            reports.append(SuiteReport.model_validate_json(path.read_bytes()))
-        except OSError as error:
-            raise InvalidInputError([f"--compare {path}: cannot read it ({error.strerror or error})"]) from None
-        except ValueError as error:
-            raise InvalidInputError([f"--compare {path}: not a suite report of eval --suite --json "
-                                     f"({str(error).splitlines()[0]})"]) from None
+    try:
+        return SuiteReport.model_validate_json(path.read_bytes())
+    except OSError as error:
+        raise InvalidInputError([f"{option} {path}: cannot read it ({error.strerror or error})"]) from None
+    except ValueError as error:
+        raise InvalidInputError([f"{option} {path}: not a suite report of eval --suite --json "
+                                 f"({str(error).splitlines()[0]})"]) from None
+
+
+def _compare(before: Path, after: Path, as_json: bool) -> None:
+    from kbgraph.search.eval.compare import compare_reports
+
+    reports = [_read_report(path, "--compare") for path in (before, after)]
     comparison = compare_reports(reports[0], reports[1])
     if as_json:
         sys.stdout.write(json_safe(comparison.model_dump_json(indent=2)) + "\n")

@@ -9,7 +9,7 @@ line is bad.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from kbgraph.core.errors import InvalidInputError, validation_problems
 from kbgraph.core.jsonl import read_jsonl
+from kbgraph.core.models import Trajectory
 
 __all__ = [
     "EvalDataError",
@@ -26,6 +27,7 @@ __all__ = [
     "load_qrels",
     "load_queries",
     "qrels_by_query",
+    "valid_runs",
 ]
 
 NonBlank = Annotated[str, StringConstraints(min_length=1, strip_whitespace=False)]
@@ -179,3 +181,16 @@ def qrels_by_query(qrels: list[Qrel]) -> dict[str, dict[str, float]]:
     for qrel in qrels:
         grouped.setdefault(qrel.qid, {})[qrel.doc_id] = qrel.rel
     return grouped
+
+
+def valid_runs(files: Iterable[Path]) -> Iterator[Trajectory]:
+    """The trajectories of these files, in order; lines that are no valid trajectory are skipped
+    (the baselines' loader, :func:`kbgraph.search.eval.baselines.load_documents_from`, reports them)."""
+    for path in files:
+        for record in read_jsonl(path):
+            if record.value is None:
+                continue
+            try:
+                yield Trajectory.model_validate(record.value)
+            except ValidationError:
+                continue

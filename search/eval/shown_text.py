@@ -29,11 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from kbgraph.core.experience_rules import problem_of
-from kbgraph.core.jsonl import read_jsonl
-from kbgraph.core.models import Trajectory
+from kbgraph.search.eval.data import valid_runs
 from kbgraph.store.gateway import Neo4jGateway
 
 __all__ = ["merged_experiences", "own_text_of", "own_text_runs", "run_problems", "shown_runs"]
@@ -73,17 +70,7 @@ def own_text_runs(exclude: Iterable[str], shown: Mapping[str, frozenset[str]],
 def run_problems(files: Sequence[Path]) -> dict[str, str]:
     """The problem text ingestion's rule-based abstraction gives each run of these files (lines that
     are no valid trajectory are skipped: the baselines' loader reports them)."""
-    out: dict[str, str] = {}
-    for path in files:
-        for record in read_jsonl(path):
-            if record.value is None:
-                continue
-            try:
-                trajectory = Trajectory.model_validate(record.value)
-            except ValidationError:
-                continue
-            out[trajectory.id] = problem_of(trajectory)
-    return out
+    return {trajectory.id: problem_of(trajectory) for trajectory in valid_runs(files)}
 
 
 def merged_experiences(gateway: Neo4jGateway, namespace: str) -> list[Merged]:
