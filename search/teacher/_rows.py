@@ -24,6 +24,21 @@ def _text(value: Any) -> str:
     return str(value or "")
 
 
+class _Signed:
+    """A row with an error signature and its parts as stored (the parts None on failure modes
+    stored before they were kept)."""
+
+    __slots__ = ()
+    signature: str | None
+    signature_action: str | None
+    signature_error: str | None
+
+    @property
+    def signed(self) -> ErrorSignature | None:
+        """The signature as its parts (:meth:`ErrorSignature.stored`)."""
+        return ErrorSignature.stored(self.signature_action, self.signature_error, self.signature)
+
+
 @dataclass(frozen=True, slots=True)
 class StepRow:
     """A stored step near a problematic step, with its experience: one map of ``rows`` of
@@ -59,7 +74,7 @@ class StepRow:
 
 
 @dataclass(frozen=True, slots=True)
-class FailureRow:
+class FailureRow(_Signed):
     """A stored failure mode near a problematic step's failure, with its experience: one map of
     ``rows`` of ``refine_failure_vectors`` (or its exact scan)."""
 
@@ -80,11 +95,6 @@ class FailureRow:
     signature_action: str | None
     signature_error: str | None
     run_id: str | None
-
-    @property
-    def signed(self) -> ErrorSignature | None:
-        """The failure mode's signature as its parts (:meth:`ErrorSignature.stored`)."""
-        return ErrorSignature.stored(self.signature_action, self.signature_error, self.signature)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> FailureRow:
@@ -154,7 +164,7 @@ class GroupBest:
 
 
 @dataclass(frozen=True, slots=True)
-class FailureGroupRow:
+class FailureGroupRow(_Signed):
     """Identical failure modes (one ``signature``) followed by one ``kind`` of recovery: how often
     it was tried, went through (``recovered``) and then worked, the tasks and runs they come from,
     the nearest member's Neo4j cosine score to the query, and every member, from a run that then
@@ -176,11 +186,6 @@ class FailureGroupRow:
     members: tuple[GroupBest, ...]
 
     @property
-    def signed(self) -> ErrorSignature | None:
-        """The group's signature as its parts (:meth:`ErrorSignature.stored`)."""
-        return ErrorSignature.stored(self.signature_action, self.signature_error, self.signature)
-
-    @property
     def best(self) -> GroupBest:
         """The member listed first: from a run that then succeeded, concrete, went through, nearest."""
         return self.members[0]
@@ -198,7 +203,7 @@ class FailureGroupRow:
 
 
 @dataclass(frozen=True, slots=True)
-class SignatureRow:
+class SignatureRow(_Signed):
     """An error signature of the namespace, with its parts as stored (None on failure modes stored
     before the parts were kept): one row of ``refine_failure_signatures``."""
 
@@ -207,11 +212,6 @@ class SignatureRow:
     signature: str
     signature_action: str | None
     signature_error: str | None
-
-    @property
-    def signed(self) -> ErrorSignature | None:
-        """The signature as its parts (:meth:`ErrorSignature.stored`)."""
-        return ErrorSignature.stored(self.signature_action, self.signature_error, self.signature)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> SignatureRow:
