@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Callable
+from functools import lru_cache
 from threading import Lock
 from typing import TYPE_CHECKING, Annotated
 
@@ -79,8 +79,8 @@ class LLMAskSplitter:
 
     def __init__(self, client: LLMClient, cached: int = CACHED_REQUESTS):
         self.client = client
-        self._cached = cached
-        self._known: OrderedDict[str, list[str] | None] = OrderedDict()
+        # Each distinct request asked once (the least recently used forgotten past ``cached``).
+        self._split = lru_cache(maxsize=cached)(self._ask)
         self._lock = Lock()
         self.asked = 0
         self.failed = 0
@@ -88,18 +88,7 @@ class LLMAskSplitter:
 
     def __call__(self, request: str) -> list[str] | None:
         text = " ".join(request.split())
-        if not text:
-            return None
-        with self._lock:
-            if text in self._known:
-                self._known.move_to_end(text)
-                return self._known[text]
-        asks = self._ask(text)
-        with self._lock:
-            self._known[text] = asks
-            while len(self._known) > self._cached:
-                self._known.popitem(last=False)
-        return asks
+        return self._split(text) if text else None
 
     def _ask(self, text: str) -> list[str] | None:
         with self._lock:
