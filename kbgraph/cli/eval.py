@@ -218,8 +218,7 @@ def _run_suite(sets: str | None, ablations: str | None, data: Path, dev_sets: Pa
 
 
 def _by_changes(path: Path, sets: str | None, data: Path, dev_sets: Path | None, as_json: bool) -> None:
-    from kbgraph.search.eval.by_changes import changes_by_run, groups_by_changes
-    from kbgraph.search.eval.data import load_qrels, load_queries
+    from kbgraph.search.eval.by_changes import changes_by_run, groups_by_changes, requests_of
     from kbgraph.search.eval.suite import DERIVED_CORPORA, corpus_files, discover_sets
 
     report = _read_report(path, "--by-changes")
@@ -229,18 +228,9 @@ def _by_changes(path: Path, sets: str | None, data: Path, dev_sets: Path | None,
     names = _names(sets) or sorted(n for n in in_report if n not in DERIVED_CORPORA and not n.startswith("lodo"))
     gold = data / "trajectories"
     own_sets = dev_sets if dev_sets is not None else _checkout_dev_sets()
-    relevant: dict[str, dict[str, list[str]]] = {}
-    domains: dict[str, dict[str, str]] = {}
-    for found in discover_sets(data, own_sets, names):
-        queries = load_queries(found.queries)
-        if (found.corpus != gold or found.name not in in_report or any(q.steps_so_far for q in queries)
-                or (not sets and found.queries.parent != own_sets)):
-            continue
-        domains[found.name] = {q.qid: q.domain for q in queries}
-        relevant[found.name] = {}
-        for judged in load_qrels(found.qrels):
-            if judged.rel > 0:
-                relevant[found.name].setdefault(judged.qid, []).append(judged.doc_id)
+    chosen = [found for found in discover_sets(data, own_sets, names)
+              if found.name in in_report and (sets or found.queries.parent == own_sets)]
+    relevant, domains = requests_of(chosen, gold)
     groups = groups_by_changes(report, relevant, domains, changes_by_run(corpus_files(gold)))
     if as_json:
         sys.stdout.write(json_safe(json.dumps([g.model_dump() for g in groups], indent=2)) + "\n")
@@ -258,7 +248,7 @@ def _by_changes(path: Path, sets: str | None, data: Path, dev_sets: Path | None,
     out.print(table)
 
 
-def _read_report(path: Path, option: str) -> Any:
+def _read_report(path: Path, option: str) -> SuiteReport:
     from kbgraph.search.eval.suite import SuiteReport
 
     try:

@@ -17,16 +17,21 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.shapes import counted_tool, operations
 from kbgraph.search.eval.bootstrap import Interval, paired_bootstrap
-from kbgraph.search.eval.data import valid_runs
+from kbgraph.search.eval.compare import HELD_OUT_VIEW, OWN_TEXT_VIEW, strictest_per_query
+from kbgraph.search.eval.data import load_qrels, load_queries, qrels_by_query, valid_runs
 from kbgraph.search.eval.report import SetRow, SuiteReport
 
-__all__ = ["ChangeGroup", "changes_by_run", "groups_by_changes"]
+if TYPE_CHECKING:
+    from kbgraph.search.eval.suite import SuiteSet
+
+__all__ = ["ChangeGroup", "changes_by_run", "groups_by_changes", "requests_of"]
 
 #: The baseline a one-change request is held to (issue 51: "≥ plain cosine + 0.15").
 COSINE = "minilm_cosine"
@@ -51,6 +56,21 @@ def changes_by_run(files: Iterable[Path]) -> dict[str, int]:
             for run in valid_runs(files)}
 
 
+def requests_of(sets: Iterable[SuiteSet], gold: Path) -> tuple[dict[str, dict[str, list[str]]], dict[str, dict[str, str]]]:
+    """Of the sets whose requests carry no steps and are answered from ``gold`` (the gold runs'
+    folder): each query's relevant runs and its domain, by set."""
+    relevant: dict[str, dict[str, list[str]]] = {}
+    domains: dict[str, dict[str, str]] = {}
+    for found in sets:
+        queries = load_queries(found.queries)
+        if found.corpus != gold or any(q.steps_so_far for q in queries):
+            continue
+        domains[found.name] = {q.qid: q.domain for q in queries}
+        relevant[found.name] = {qid: [doc for doc, rel in judged.items() if rel > 0]
+                                for qid, judged in qrels_by_query(load_qrels(found.qrels)).items()}
+    return relevant, domains
+
+
 def groups_by_changes(report: SuiteReport, relevant: Mapping[str, Mapping[str, Sequence[str]]],
                       domains: Mapping[str, Mapping[str, str]], changes: Mapping[str, int],
                       resamples: int = 10_000) -> list[ChangeGroup]:
@@ -71,17 +91,17 @@ def groups_by_changes(report: SuiteReport, relevant: Mapping[str, Mapping[str, S
     return [_group(changes_, domain, rows, resamples) for (changes_, domain), rows in sorted(figures.items())]
 
 
-def _strictest(row: SetRow) -> dict[str, Mapping[str, float]]:
+def _strictest(row: SetRow) -> dict[str, dict[str, float]]:
     """Each query's figures (every system) in the strictest leak-free view that judges it."""
     if row.own_text is None:
         raise InvalidInputError([f"set {row.set}: the report has no own-text view of its own (a report of eval "
                                  "--suite --per-query from 2026-12-04 on)"])
     if row.per_query == {} and row.queries:
         raise InvalidInputError([f"set {row.set}: the report has no per-query figures (run the suite with --per-query)"])
-    out: dict[str, Mapping[str, float]] = dict(row.own_text.per_query)
+    views = {OWN_TEXT_VIEW: row.own_text.per_query}
     if row.held_out is not None:
-        out.update(row.held_out.per_query)
-    return out
+        views[HELD_OUT_VIEW] = row.held_out.per_query
+    return strictest_per_query(views)
 
 
 def _group(changes: str, domain: str, rows: Sequence[Mapping[str, float]], resamples: int) -> ChangeGroup:

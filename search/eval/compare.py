@@ -20,6 +20,7 @@ their own text hidden too, so they now count there.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeVar
 
 from pydantic import BaseModel
 
@@ -71,11 +72,14 @@ def leak_free_per_query(row: SetRow) -> dict[str, dict[str, float]]:
     return views
 
 
-def strictest_per_query(views: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
-    """Each query's figure once, from the strictest of :func:`leak_free_per_query`'s views that judges
-    it: held out (the corpus never held the sources of any of the set's requests) where that view
-    judges it, else own text hidden (the corpus without its own runs, and without an experience that
-    shows only their text)."""
+Figure = TypeVar("Figure")
+
+
+def strictest_per_query(views: Mapping[str, Mapping[str, Figure]]) -> dict[str, Figure]:
+    """Each query's figure (kbgraph's, or every system's) once, from the strictest of
+    :func:`leak_free_per_query`'s views that judges it: held out (the corpus never held the sources
+    of any of the set's requests) where that view judges it, else own text hidden (the corpus
+    without its own runs, and without an experience that shows only their text)."""
     out = dict(views.get(OWN_TEXT_VIEW, {}))
     out.update(views.get(HELD_OUT_VIEW, {}))
     return out
