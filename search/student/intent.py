@@ -172,7 +172,8 @@ class IntentMatcher:
         if self._one_ask_counts():
             score = float(one_ask_matches([score], matrix[0], [range(len(distinct))], float(self._best_by_ask[0]),
                                           self._one_ask_penalty)[0])
-        score *= float(repeat_factors([len(key)], [len(distinct)], self._repeat_penalty)[0])
+        if self._repeat_penalty > 0:
+            score *= float(repeat_factors([len(key)], [len(distinct)], self._repeat_penalty)[0])
         association = None
         if self._history is not None and self._history_weight > 0:
             # Several asks: each ask's own words for the operation that answers it best (a workflow
