@@ -3,9 +3,10 @@
 "Can I swap it?" names an exchange, "I'd like to send it back" a return, "please call off my
 order" a cancellation, whatever MiniLM makes of the words: the verb lexicon of concept
 deduplication (:mod:`kbgraph.core.operation_keys`) reads the canonical verb of each word of the ask
-in its base form, as a request asks (phrases such as "send back" and "call off" first; a verb after
-a negation is not asked), and that of an operation's name (``exchange_delivered_order_items`` →
-exchange). The intent match raises an ask's cosine with an operation whose verb the ask names by
+in its base form, as a request asks, with a request's everyday words besides ("scrap" → cancel;
+phrases such as "send back" and "get rid of" first; a verb after a negation is not asked), and that
+of an operation's name in the plain lexicon (``exchange_delivered_order_items`` → exchange;
+``commit_and_push`` names no update). The intent match raises an ask's cosine with an operation whose verb the ask names by
 ``intent.verb_shift`` (kbgraph.search.student.intent). Plain English verbs, the lexicon's. Pure.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from kbgraph.core.operation_keys import LOOKUP_VERBS, VERB_PHRASES, operation_key, verb_group
+from kbgraph.core.operation_keys import LOOKUP_VERBS, REQUEST_VERB_PHRASES, operation_key, verb_group
 
 __all__ = ["asked_verbs", "operation_verb"]
 
@@ -30,12 +31,12 @@ def asked_verbs(ask: str) -> frozenset[str]:
     return"); a verb in another form describes what happened ("I booked it this morning", "she is
     opening an account"), and one after a negation is not asked ("I don't want to change my trip")."""
     text = ask.lower()
-    for phrase in VERB_PHRASES:  # "send back", "call off": one verb each
+    for phrase in REQUEST_VERB_PHRASES:  # "send back", "get rid of": one verb each
         text = re.sub(rf"\b{phrase}\b", phrase.replace(" ", "_"), text)
     words = _WORD.findall(text)
     found: set[str] = set()
     for position, word in enumerate(words):
-        verb = verb_group(word.replace("_", " "))
+        verb = verb_group(word.replace("_", " "), everyday=True)
         if verb is not None and not _NEGATORS.intersection(words[max(0, position - 3):position]):
             found.add(verb)
     return frozenset(found - LOOKUP_VERBS)

@@ -44,3 +44,10 @@ def test_an_operation_has_the_verb_its_name_starts_with() -> None:
     assert operation_verb("modify_pending_order_items") == "update"
     assert operation_verb("close_bank_account") == "close"
     assert operation_verb("get_order_details") is None
+
+
+def test_everyday_words_are_read_in_a_request_and_not_in_a_tools_name() -> None:
+    # A customer "pushes" a flight back a day; a tool that pushes commits pushes, and is no update.
+    assert asked_verbs("Push my flight back a day") == {"update"}
+    assert operation_verb("commit_and_push") is None
+    assert operation_verb("kill_process") is None

@@ -12,7 +12,8 @@ import pytest
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.ingest import dedupe
 from kbgraph.ingest.dedupe import attach, cluster_concepts, concept_context, concept_vectors
-from kbgraph.core.operation_keys import cannot_link, operation_key
+from kbgraph.core.operation_keys import cannot_link, operation_key, verb_group
+from kbgraph.ingest.reflect_rules import verbs_named
 
 PAIRS = Path(__file__).parents[2] / "ingest" / "data" / "concept_pairs.jsonl"
 
@@ -52,6 +53,15 @@ def test_the_key_reads_the_verb_through_synonyms_negations_and_issue_labels() ->
     assert operation_key("disable auto-pay") is not None and operation_key("disable auto-pay").verb == "freeze"
     assert operation_key("timeout during get order details").verb == "get"  # type: ignore[union-attr]
     assert operation_key("the weather") is None
+
+
+def test_a_label_means_its_words_literally_and_only_a_request_says_a_change_in_everyday_words() -> None:
+    # "push" is how a customer moves a flight, not what a tool that pushes commits does; "kill" in a
+    # title names no cancellation. Labels, action names and quoted tasks read the plain lexicon.
+    assert operation_key("commit and push") is None
+    assert verbs_named("To Kill a Mockingbird") == frozenset()
+    assert verb_group("push") is None and verb_group("push", everyday=True) == "update"
+    assert verb_group("get rid of", everyday=True) == "cancel"
 
 
 def test_complete_linkage_never_groups_labels_held_apart_even_when_their_vectors_coincide() -> None:
