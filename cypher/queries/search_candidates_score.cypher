@@ -17,8 +17,10 @@
 // kbgraph.search.task_ways turns them into each candidate's share (and discounts the ways that
 // hand the task to a human, read from the operations by kbgraph.search.handoff).
 // utility (Agent KB D.3, unclipped; kbgraph.core.utility.utility clips it): quality decayed at $decay
-// per calendar day (UTC) since the last use (or the creation), plus the usage impact decayed since
-// it was last brought up to date; a time in the future (clock skew) counts as 0 days. Whole days
+// per calendar day (UTC) since the last use (or the creation) up to today, plus the usage impact
+// decayed since it was last brought up to date; a time in the future (clock skew) counts as 0 days.
+// today: $today (a date: the evaluation searches a namespace as of the day it was built), or the
+// server's current UTC date when $today is null (every other search). Whole days
 // (kbgraph.core.utility.calendar_days_between): by the second, experiences stored a second apart
 // would differ in the seventh decimal, and equal hits would swap places from one search to the
 // next. The same in
@@ -51,12 +53,13 @@ UNWIND found AS e
 WITH ways, e, EXISTS { (e)-[:HAS_STEP]->() } AS has_steps,
   CASE WHEN e.kind = 'abstract' THEN COLLECT { MATCH (c:Experience {kb: $kb})-[:ABSTRACTION]->(e) RETURN c }
     ELSE [e] END AS members
-WITH ways, e, has_steps,
+WITH ways, e, has_steps, coalesce($today, date({timezone: 'Z'})) AS today,
   reduce(acc = [], m IN members | acc + coalesce(m.source_ids, [])) AS sources,
   reduce(acc = [], m IN members | acc + coalesce(m.failed_source_ids, [])) AS failed
+// A time not recorded counts as today (0 days).
 WITH ways, e, has_steps, sources, [s IN sources WHERE NOT s IN failed] AS worked,
-  duration.inDays(date(datetime({datetime: coalesce(e.last_used_at, e.created_at, datetime()), timezone: 'Z'})), date({timezone: 'Z'})).days AS idle,
-  duration.inDays(date(datetime({datetime: coalesce(e.usage_impact_at, datetime()), timezone: 'Z'})), date({timezone: 'Z'})).days AS since_impact
+  duration.inDays(date(datetime({datetime: coalesce(e.last_used_at, e.created_at, datetime({date: today, timezone: 'Z'})), timezone: 'Z'})), today).days AS idle,
+  duration.inDays(date(datetime({datetime: coalesce(e.usage_impact_at, datetime({date: today, timezone: 'Z'})), timezone: 'Z'})), today).days AS since_impact
 WITH ways, collect({id: e.id, kind: e.kind, domain: e.domain, scope: coalesce(e.scope, 'shared'),
   task_key: e.task_key, operations: e.operations,
   text: left(e.problem + '\n' + coalesce(e.goal, '') + '\n' + e.domain, 4000),

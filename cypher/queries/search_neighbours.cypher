@@ -28,9 +28,11 @@ CALL (n) {
     reduce(acc = 0, m IN members | acc + size(coalesce(m.failed_source_ids, []))) AS failed
 }
 // utility as in search_candidates_score (Agent KB D.3, unclipped), decaying at $decay per calendar day
+// up to $today (null: the server's current UTC date); a time not recorded counts as today (0 days)
+WITH seed, s, r, n, semantic, runs, failed, coalesce($today, date({timezone: 'Z'})) AS today
 WITH seed, s, r, n, semantic, runs, failed,
-  duration.inDays(date(datetime({datetime: coalesce(n.last_used_at, n.created_at, datetime()), timezone: 'Z'})), date({timezone: 'Z'})).days AS idle,
-  duration.inDays(date(datetime({datetime: coalesce(n.usage_impact_at, datetime()), timezone: 'Z'})), date({timezone: 'Z'})).days AS since_impact
+  duration.inDays(date(datetime({datetime: coalesce(n.last_used_at, n.created_at, datetime({date: today, timezone: 'Z'})), timezone: 'Z'})), today).days AS idle,
+  duration.inDays(date(datetime({datetime: coalesce(n.usage_impact_at, datetime({date: today, timezone: 'Z'})), timezone: 'Z'})), today).days AS since_impact
 // One row: `rows`, a map per (seed, edge, reached node).
 RETURN collect({seed: seed, relation: type(r), outgoing: startNode(r) = s, weight: coalesce(r.weight, 1.0),
   reason: coalesce(r.reason, ''), id: n.id, kind: n.kind, domain: n.domain,

@@ -9,6 +9,15 @@ hash of every node's properties (less the vectors) and relationships. Before a l
 namespace, it is fingerprinted again; when anything differs it is cleared and built again, and
 :func:`ready_namespace` says so. A namespace built before fingerprints were stamped is completed
 by ingestion (idempotent, as before) and stamped with what it then holds.
+
+The stamp also says when the namespace was built (``built_at``), and :func:`ready_namespace`
+answers with that day (UTC): the evaluation searches the namespace as of that day
+(``StudentRetriever.today``). Utility decays per calendar day since an experience was stored, so a
+kept namespace searched by the clock would rank otherwise on each day it ages, and two runs of the
+same code on either side of midnight would differ. A stamp made before the build time was kept
+counts the namespace as built on the day its newest experience was stored (ingestion stores them
+all while it builds, and nothing else can change them without changing the fingerprint), and is
+stamped again with that time.
 """
 
 from __future__ import annotations
@@ -16,11 +25,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from kbgraph.store.experiences import aware_datetime
 from kbgraph.store.gateway import Neo4jGateway
 
 __all__ = ["BuildingKb", "Fingerprint", "corpus_digest", "fingerprint_of", "ready_namespace", "stamp", "stamped"]
@@ -48,6 +59,14 @@ class Fingerprint(BaseModel):
     counts: dict[str, int]
     #: sha256 of every node's properties (less the vectors) and outgoing relationships.
     contents: str
+    #: When the namespace was built (UTC): its searches count utility up to that day. None: not
+    #: known (a fingerprint of what the namespace holds now, or a stamp made before it was kept).
+    built_at: datetime | None = None
+
+    def matches(self, now: Fingerprint) -> bool:
+        """The namespace holds now (``now``) what it held when stamped with this: the same corpus,
+        counts and contents, whenever either was taken."""
+        return (now.corpus, now.counts, now.contents) == (self.corpus, self.counts, self.contents)
 
     def differences(self, now: Fingerprint) -> list[str]:
         """What differs from this (stamped) fingerprint in ``now``, in words."""
@@ -101,15 +120,22 @@ def stamp(gateway: Neo4jGateway, namespace: str, fingerprint: Fingerprint) -> No
 
 
 def ready_namespace(kb: BuildingKb, namespace: str, files: Sequence[Path], on_progress: IngestProgress | None,
-                    note: Note) -> None:
+                    note: Note, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> date:
     """``namespace`` holding exactly ``files``' corpus: reused when its fingerprint still matches
-    the one stamped when it was built, otherwise (cleared and) built and stamped; ``note`` hears
-    why a namespace is rebuilt, or stamped for the first time."""
+    the one stamped when it was built, otherwise (cleared and) built and stamped, built at
+    ``clock()``; ``note`` hears why a namespace is rebuilt, or stamped for the first time. Returns
+    the day (UTC) the namespace was built: the day its searches count as today (module docstring)."""
     built = stamped(kb.gateway, namespace)
     if built is not None:
         now = fingerprint_of(kb.gateway, namespace, files)
-        if now == built:
-            return
+        if built.matches(now):
+            if built.built_at is not None:
+                return _utc_day(built.built_at)
+            at = _newest_experience(kb.gateway, namespace) or clock()
+            note(f"{namespace}: stamped before the build time was kept; counted as built on {_utc_day(at)}, "
+                 f"the day of its newest experience, and stamped so")
+            stamp(kb.gateway, namespace, built.model_copy(update={"built_at": at}))
+            return _utc_day(at)
         note(f"{namespace}: changed since it was built ({'; '.join(built.differences(now))}); clearing and building it again")
         kb.clear()
     else:
@@ -117,4 +143,16 @@ def ready_namespace(kb: BuildingKb, namespace: str, files: Sequence[Path], on_pr
         if before.counts:
             note(f"{namespace}: built before fingerprints were kept; completed by ingestion and stamped with what it holds")
     kb.ingest(files, on_progress=on_progress)
-    stamp(kb.gateway, namespace, fingerprint_of(kb.gateway, namespace, files))
+    at = clock()
+    stamp(kb.gateway, namespace, fingerprint_of(kb.gateway, namespace, files).model_copy(update={"built_at": at}))
+    return _utc_day(at)
+
+
+def _newest_experience(gateway: Neo4jGateway, namespace: str) -> datetime | None:
+    """When the newest experience of ``namespace`` was stored (None: it holds none)."""
+    rows = gateway.read("eval_namespace_newest_experience", kb=namespace)
+    return aware_datetime(rows[0]["created_at"]) if rows else None
+
+
+def _utc_day(moment: datetime) -> date:
+    return moment.astimezone(UTC).date()

@@ -19,14 +19,16 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Generic, Literal, Protocol, TypeVar
 
 from kbgraph.search.eval.cached_namespace import BuildingKb, Note, ready_namespace
 from kbgraph.search.eval.metrics import Evaluation, evaluate
+from kbgraph.search.student import StudentRetriever
 
 __all__ = ["Asked", "BaselineSystem", "CorpusPart", "EvalSet", "KbgraphSystem", "Measure", "Progress", "Ranked",
-           "Rankings", "SetRun", "Systems", "judged_present", "ready_opener", "run_set"]
+           "Rankings", "ReadyKb", "SetRun", "Systems", "judged_present", "ready_opener", "run_set"]
 
 Progress = Callable[[str, int, int], None]
 #: ``{qid: document ids, best first}``.
@@ -45,7 +47,17 @@ class Asked(Protocol):
 Q = TypeVar("Q", bound=Asked)
 #: What a part's open namespace gives kbgraph's systems (an open knowledge base, or a retriever over one).
 KbT = TypeVar("KbT")
-Kb = TypeVar("Kb", bound=BuildingKb)
+
+
+class ReadyKb(BuildingKb, Protocol):
+    """What :func:`ready_opener` needs of an open knowledge base: to build (or check) its namespace,
+    and its student search, to search as of the day the namespace was built."""
+
+    @property
+    def student(self) -> StudentRetriever: ...
+
+
+Kb = TypeVar("Kb", bound=ReadyKb)
 
 
 @dataclass(frozen=True)
@@ -109,15 +121,19 @@ class Systems(Generic[Q, KbT]):
 def ready_opener(open_kb: Callable[[str], AbstractContextManager[Kb]], on_progress: Progress | None,
                  note: Note) -> Callable[[CorpusPart[Q]], AbstractContextManager[Kb]]:
     """Opens a part's namespace (``open_kb``), checked — or built from the part's files — the first
-    time the run opens it (kbgraph.search.eval.cached_namespace); ``note`` hears when one is rebuilt."""
-    ready: set[str] = set()
+    time the run opens it (kbgraph.search.eval.cached_namespace); ``note`` hears when one is rebuilt.
+    Its student searches count the day the namespace was built as today (``StudentRetriever.today``):
+    utility decays per calendar day, and a kept namespace must rank as it did when it was built,
+    whatever day the evaluation runs on."""
+    built: dict[str, date] = {}
 
     @contextmanager
     def open_ready(part: CorpusPart[Q]) -> Iterator[Kb]:
         with open_kb(part.namespace) as kb:
-            if part.namespace not in ready:
-                ready_namespace(kb, part.namespace, part.files, _ingest_progress(on_progress, part.namespace), note)
-                ready.add(part.namespace)
+            if part.namespace not in built:
+                built[part.namespace] = ready_namespace(kb, part.namespace, part.files,
+                                                        _ingest_progress(on_progress, part.namespace), note)
+            kb.student.today = built[part.namespace]
             yield kb
 
     return open_ready

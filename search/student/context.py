@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from datetime import date
 from functools import cached_property
 from typing import Any, Generic, Literal, TypedDict, TypeVar
 
@@ -97,6 +98,10 @@ class SearchContext:
     #: Splits a request into its asks by the configured LLM (kbgraph.search.asks_llm), None to use
     #: the rules; it returns None for a request it could not split.
     ask_splitter: Callable[[str], list[str] | None] | None = None
+    #: The day utility decays up to (UTC), None for the database's current UTC date: the evaluation
+    #: searches a namespace as of the day it was built (kbgraph.search.eval.cached_namespace), so its
+    #: figures do not move as the namespace ages.
+    today: date | None = None
     domain_vectors: dict[str, np.ndarray] = field(default_factory=dict)
     pass_rates: PassRates = field(default_factory=PassRates)
     domain_steps: dict[str, tuple[bool, float]] = field(default_factory=dict)

@@ -65,7 +65,7 @@ def read_facts(
     def read(part: list[str]) -> list[Row]:
         return ctx.gateway.read(
             "search_candidates_score", kb=ctx.namespace, ids=part, pg=pg, task=task, exclude=sorted(excluded),
-            decay=ctx.utility_decay, statuses=params["statuses"],
+            decay=ctx.utility_decay, today=ctx.today, statuses=params["statuses"],
             semantic_known=[i for i, scores in known.items() if "semantic" in scores],
             structural_known=[i for i, scores in known.items() if "structural" in scores],
         )

@@ -58,7 +58,7 @@ def traverse(ctx: SearchContext, run: Run, breakdowns: dict[str, Parts]) -> dict
 
     def neighbours(of: list[str]) -> list[Neighbour]:
         result = ctx.gateway.read("search_neighbours", seeds=of, pg=pg, per_seed=w.traversal.neighbours_per_seed,
-                                  decay=ctx.utility_decay, **run.params)
+                                  decay=ctx.utility_decay, today=ctx.today, **run.params)
         # A node deleted while the query read it comes back without an id: it is dropped.
         return [Neighbour.from_record(row) for record in result for row in record["rows"] if row["id"] is not None]
 

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
+from datetime import date
 from threading import Lock
 from typing import TYPE_CHECKING, Any
 
@@ -73,7 +74,7 @@ class StudentRetriever:
     def __init__(
         self, gateway: Neo4jGateway, embedder: Embedder, namespace: str, weights: SearchWeights | None = None,
         utility_half_life_days: float = 30.0, pg_vectors: PgVectorCache | None = None,
-        ask_splitter: Callable[[str], list[str] | None] | None = None,
+        ask_splitter: Callable[[str], list[str] | None] | None = None, today: date | None = None,
     ):
         self.gateway = gateway
         self.embedder = embedder
@@ -87,7 +88,7 @@ class StudentRetriever:
         self._context = SearchContext(
             gateway=gateway, embedder=embedder, namespace=namespace, pg_vectors=self.pg_vectors,
             size=NamespaceSize(gateway, namespace), utility_decay=self.utility_decay, executor=self._executor,
-            intent_vectors=IntentVectors(embedder), ask_splitter=ask_splitter,
+            intent_vectors=IntentVectors(embedder), ask_splitter=ask_splitter, today=today,
         )
         self._pool: Executor | None = None
         self._pool_lock = Lock()
@@ -105,6 +106,17 @@ class StudentRetriever:
     def namespace_size(self) -> NamespaceSize:
         """The namespace's cached size (shared with the step search: kb.search_steps)."""
         return self._context.size
+
+    @property
+    def today(self) -> date | None:
+        """The day (UTC) utility decays up to in this retriever's searches; None (the default): the
+        database's current UTC date. The evaluation pins it to the day a namespace was built, so a
+        kept namespace ranks the same whatever day it is searched on. Set it before searching."""
+        return self._context.today
+
+    @today.setter
+    def today(self, day: date | None) -> None:
+        self._context.today = day
 
     @property
     def context(self) -> SearchContext:

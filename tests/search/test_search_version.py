@@ -104,8 +104,11 @@ def test_an_unchanged_version_costs_the_server_the_same_however_many_experiences
         assert hits(None) > 60 * 2, "every experience is read (and, for the workflows, the history of requests)"
         # The state node's index entry and its version, and an index seek for no namespace per
         # branch the planner makes of the filters: a handful, whatever the namespace (and the
-        # database's other namespaces) hold. A planner's choice of a scan read 2,685.
-        assert hits(version(kb)) == few <= 8
+        # database's other namespaces) hold. A planner's choice of a scan read 2,685. The handful
+        # is not exact: Neo4j 2026.09's planner counts one more or one less from one plan to the
+        # next (5, then 4 or 6), so the two counts agree within two, not to the hit.
+        many = hits(version(kb))
+        assert abs(many - few) <= 2 and max(few, many) <= 8, f"{few} hits at 4 experiences, {many} at 60"
 
 
 def test_a_search_reuses_what_it_made_of_the_rows_until_the_version_changes(kb: KnowledgeBase,

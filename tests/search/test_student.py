@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
 from importlib import resources
 
 import neo4j
@@ -20,6 +21,7 @@ from kbgraph.search.explain import explain_results
 from kbgraph.search.candidates import index_query
 from kbgraph.search.params import MAX_QUERY_CHARS, SearchWeights
 from kbgraph.search.scoring import path_score
+from tests.one_utc_day import on_one_utc_day, utc_today
 
 
 def steps(*actions: str) -> list[Step]:
@@ -333,6 +335,33 @@ def test_mmr_diversifies_when_asked(kb: KnowledgeBase) -> None:
     plain = kb.search("cancel my order", domain="retail", k=2).ids()
     diverse = kb.search("cancel my order", domain="retail", k=2, weights={"mmr_lambda": 0.3}).ids()
     assert RETURN.key not in plain and RETURN.key in diverse
+
+
+def test_utility_decays_up_to_the_day_the_search_is_given(kb: KnowledgeBase) -> None:
+    # Two experiences alike in all but age: the older stored 30 days before the newer.
+    born = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
+    fields = CANCEL.model_dump(exclude={"id", "created_at", "source_ids", "pg_embedding", "structure_embedding",
+                                        "context_embedding"})
+    older = Experience(**fields, id="cancel-older", created_at=born, source_ids=["t-older"])
+    newer = Experience(**fields, id="cancel-newer", created_at=born + timedelta(days=30), source_ids=["t-newer"])
+    kb.add_experiences([older, newer])
+
+    def search_on(day: date | None) -> dict[str, tuple[int, float, float | None]]:
+        kb.student.today = day
+        hits = kb.search("I ordered this by mistake, please cancel my order", domain="retail", k=2).hits
+        return {h.id: (h.rank, h.score, h.breakdown.utility) for h in hits}
+
+    # On the older one's day neither has aged (the newer one's creation lies ahead: 0 days): a tie.
+    first_day = search_on(born.date())
+    assert first_day[older.key][1:] == first_day[newer.key][1:] == (first_day[older.key][1], 0.5)
+    # 30 days after the newer one was stored, the older has decayed twice as long: it ranks lower.
+    later = search_on(born.date() + timedelta(days=60))
+    assert later[older.key][2] == pytest.approx(0.125) and later[newer.key][2] == pytest.approx(0.25)
+    assert later[newer.key][0] == 1 and later[older.key][0] == 2 and later[older.key][1] < later[newer.key][1]
+    assert search_on(born.date() + timedelta(days=60)) == later, "a day given, the same figures every time"
+    # No day given (the default): the database's clock's, today in UTC.
+    by_clock, on_today = on_one_utc_day(lambda: (search_on(None), search_on(utc_today())))
+    assert by_clock == on_today and by_clock[newer.key][0] == 1
 
 
 @pytest.fixture

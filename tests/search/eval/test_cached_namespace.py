@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from datetime import UTC, date, datetime, timedelta, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 
 from kbgraph.embedders import Embedder
 from kbgraph.kb import KnowledgeBase
-from kbgraph.search.eval.cached_namespace import Fingerprint, fingerprint_of, ready_namespace, stamped
+from kbgraph.search.eval.cached_namespace import Fingerprint, fingerprint_of, ready_namespace, stamp, stamped
 from tests.conftest import Neo4jTarget
 
 SAMPLES = resources.files("kbgraph") / "samples"
@@ -64,7 +65,7 @@ def test_a_namespace_is_built_stamped_reused_and_rebuilt_when_something_else_cha
     notes: list[str] = []
     ready_namespace(kb, NAMESPACE, files[:1], None, notes.append)
     built = stamped(kb.gateway, NAMESPACE)
-    assert built is not None and built == fingerprint_of(kb.gateway, NAMESPACE, files[:1])
+    assert built is not None and built.matches(fingerprint_of(kb.gateway, NAMESPACE, files[:1]))
     assert notes == [] and kb.ingested == 1 and built.counts["Experience"] > 0 and built.counts["IngestedRecord"] == 4
 
     ready_namespace(kb, NAMESPACE, files[:1], None, notes.append)
@@ -107,3 +108,53 @@ def test_a_namespace_built_before_fingerprints_is_completed_and_stamped(kb: Coun
     assert len(notes) == 1 and "built before fingerprints were kept" in notes[0]
     now = stamped(kb.gateway, NAMESPACE)
     assert isinstance(now, Fingerprint) and now.counts["IngestedRecord"] == 6
+
+
+@pytest.mark.neo4j
+def test_a_namespace_answers_with_the_day_it_was_built_whatever_day_it_is_reused_on(
+    kb: CountingKb, files: list[Path],
+) -> None:
+    notes: list[str] = []
+    built_at = datetime(2026, 3, 1, 23, 59, 30, tzinfo=timezone(timedelta(hours=-5)))  # 2 March in UTC
+    assert ready_namespace(kb, NAMESPACE, files[:1], None, notes.append, clock=lambda: built_at) == date(2026, 3, 2)
+    stamp_ = stamped(kb.gateway, NAMESPACE)
+    assert stamp_ is not None and stamp_.built_at == built_at
+    # Reused later (the clock says so): still the day it was built.
+    later = datetime(2026, 12, 5, tzinfo=UTC)
+    assert ready_namespace(kb, NAMESPACE, files[:1], None, notes.append, clock=lambda: later) == date(2026, 3, 2)
+    assert notes == [] and kb.ingested == 1
+    # Built again (something changed it): the day of the new build.
+    kb.kb.ingest(files[1:])
+    assert ready_namespace(kb, NAMESPACE, files[:1], None, notes.append, clock=lambda: later) == date(2026, 12, 5)
+    assert kb.ingested == 2
+
+
+@pytest.mark.neo4j
+def test_a_namespace_stamped_before_its_build_time_was_kept_counts_as_built_when_its_newest_experience_was_stored(
+    kb: CountingKb, files: list[Path], driver: neo4j.Driver, neo4j_target: Neo4jTarget,
+) -> None:
+    ready_namespace(kb, NAMESPACE, files[:1], None, lambda _: None)
+    driver.execute_query("MATCH (e:Experience {kb: $kb}) SET e.created_at = datetime('2026-03-01T08:00:00Z')",
+                         kb=NAMESPACE, database_=neo4j_target.database)
+    driver.execute_query("MATCH (e:Experience {kb: $kb}) WITH e LIMIT 1 SET e.created_at = datetime('2026-03-04T08:00:00Z')",
+                         kb=NAMESPACE, database_=neo4j_target.database)
+    # The stamp such a namespace carries: what it holds, no build time.
+    stamp(kb.gateway, NAMESPACE, fingerprint_of(kb.gateway, NAMESPACE, files[:1]))
+    notes: list[str] = []
+    assert ready_namespace(kb, NAMESPACE, files[:1], None, notes.append) == date(2026, 3, 4)
+    assert kb.ingested == 1, "reused, not built again"
+    assert len(notes) == 1 and "stamped before the build time was kept; counted as built on 2026-03-04" in notes[0]
+    restamped = stamped(kb.gateway, NAMESPACE)
+    assert restamped is not None and restamped.built_at == datetime(2026, 3, 4, 8, tzinfo=UTC)
+    notes.clear()
+    assert ready_namespace(kb, NAMESPACE, files[:1], None, notes.append) == date(2026, 3, 4) and notes == []
+
+
+def test_a_fingerprint_matches_what_a_namespace_holds_whenever_either_was_taken() -> None:
+    held = Fingerprint(corpus="c", counts={"Experience": 2}, contents="x")
+    built = held.model_copy(update={"built_at": datetime(2026, 3, 1, tzinfo=UTC)})
+    assert built.matches(held) and held.matches(built)
+    assert not built.matches(held.model_copy(update={"contents": "y"}))
+    assert Fingerprint.model_validate_json(built.model_dump_json()) == built
+    # A stamp written before the build time was kept still reads.
+    assert Fingerprint.model_validate_json('{"corpus": "c", "counts": {"Experience": 2}, "contents": "x"}') == held

@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.settings import NAMESPACE_PATTERN
 from kbgraph.embedders import Embedder
 from kbgraph.kb import KnowledgeBase
+from kbgraph.search.eval.cached_namespace import fingerprint_of, stamp, stamped
 from kbgraph.search.eval.evaluate import eval_namespace
 from kbgraph.search.eval.recipes import Recipes
 from kbgraph.search.eval.suite import ABLATIONS, BASELINES, SuiteReport, SuiteSet, corpus_files, discover_sets, run_suite
@@ -230,3 +232,42 @@ def test_runs_merged_under_a_querys_own_text_are_left_out_for_every_system_in_th
     assert view is not None and (view.hiding, view.unjudged, view.runs_left_out) == (1, 1, 1)
     assert view.queries == 0 and view.per_query == {} and set(view.baselines) == set(BASELINES)
     assert row.own_text_queries == 1 and row.own_text_hidden == view.kbgraph == 0.0
+
+
+@pytest.mark.neo4j
+def test_a_kept_namespace_gives_the_figures_of_the_day_it_was_built_whatever_day_the_suite_runs_on(
+    corpus: Path, tmp_path: Path, driver: neo4j.Driver, embedder: Embedder, neo4j_target: Neo4jTarget,
+    suite_kbs: Callable[[str], Any],
+) -> None:
+    queries = [{"qid": "a1", "query": "Cancel my flight reservation and refund me", "domain": "airline"},
+               {"qid": "r1", "query": "Return the items of a delivered order", "domain": "retail"}]
+    qrels = [{"qid": "a1", "doc_id": str(row["id"]), "rel": 1} for row in _sample_runs("airline")]
+    qrels += [{"qid": "r1", "doc_id": str(row["id"]), "rel": 1} for row in _sample_runs("retail")]
+    aging = SuiteSet("aging", _write(tmp_path / "aging_queries.jsonl", queries), _write(tmp_path / "aging_qrels.jsonl", qrels),
+                     corpus)
+    # Utility in full, and a floor a search of a namespace 100 days old clears with no hit.
+    weights = {"outcomes.utility_weight": 1.0, "selection.threshold": 0.1}
+
+    def figures() -> dict[str, dict[str, float]]:
+        notes: list[str] = []
+        (row,) = run_suite(suite_kbs, embedder, [aging], weights=weights, ablations=Recipes(),
+                           on_progress=lambda *_: None, per_query=True, note=notes.append).rows
+        assert notes == [], "the namespace is built once, then reused"
+        return row.per_query
+
+    fresh = figures()
+    assert fresh["a1"]["kbgraph"] > 0 and fresh["r1"]["kbgraph"] > 0
+    # 100 days pass: every time the namespace holds, and when it was built, move back 100 days (it
+    # is stamped again with what it then holds, as if it had been built then).
+    namespace = eval_namespace(corpus)
+    with suite_kbs(namespace) as kb:
+        driver.execute_query("MATCH (n {kb: $kb}) WHERE n.created_at IS NOT NULL "
+                             "SET n.created_at = n.created_at - duration({days: 100})",
+                             kb=namespace, database_=neo4j_target.database)
+        built = stamped(kb.gateway, namespace)
+        assert built is not None and built.built_at is not None
+        stamp(kb.gateway, namespace, fingerprint_of(kb.gateway, namespace, corpus_files(corpus)).model_copy(
+            update={"built_at": built.built_at - timedelta(days=100)}))
+        # Searched by the clock, it has aged: no hit clears the floor.
+        assert kb.search("Cancel my flight reservation and refund me", domain="airline", weights=weights).hits == []
+    assert figures() == fresh, "searched as of the day it was built, it ranks as it did then"

@@ -8,8 +8,9 @@ Every copy decays by whole calendar days (UTC), as :func:`~kbgraph.core.utility.
 counts them, so that equal hits keep their order from one second to the next and what is reported
 is what the ranking used. The search queries count up to the database's clock: they must give
 Python's utility at the moment before or after the query ran (the two differ only when midnight
-passed in between). The inspection query counts up to the ``now`` it is given: it must give
-Python's utility at that moment.
+passed in between); given a day (``$today``, as the evaluation gives the day a namespace was
+built), they count up to that day instead. The inspection query counts up to the ``now`` it is
+given: it must give Python's utility at that moment.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 import neo4j
@@ -98,15 +99,24 @@ SEARCH_QUERIES: dict[str, Callable[[list[str]], dict[str, Any]]] = {
 }
 
 
+#: The day a search is given, in days from the grid's moment: none (the database's clock), later,
+#: the same day, and before the experiences were created (every time then lies ahead: 0 days).
+GIVEN_DAYS = [None, 75, 0, -60]
+
+
+@pytest.mark.parametrize("given", GIVEN_DAYS)
 @pytest.mark.parametrize("decay", DECAYS)
 @pytest.mark.parametrize("query", sorted(SEARCH_QUERIES))
-def test_the_search_reads_the_utility_python_computes(
-    kb: KnowledgeBase, grid: tuple[datetime, dict[str, dict[str, Any]]], query: str, decay: float,
+def test_the_search_reads_the_utility_python_computes_on_the_day_it_is_given_or_todays(
+    kb: KnowledgeBase, grid: tuple[datetime, dict[str, dict[str, Any]]], query: str, decay: float, given: int | None,
 ) -> None:
-    _, rows = grid
+    moment, rows = grid
+    today = None if given is None else (moment + timedelta(days=given)).date()
     before = datetime.now(UTC)
-    [result] = kb.gateway.read(query, kb=kb.namespace, decay=decay, **SEARCH_QUERIES[query](list(rows)))
+    [result] = kb.gateway.read(query, kb=kb.namespace, decay=decay, today=today, **SEARCH_QUERIES[query](list(rows)))
     after = datetime.now(UTC)
+    if today is not None:
+        before = after = datetime.combine(today, time(12), UTC)
     cypher = {r["id"]: float(r["utility"]) for r in result["rows"]}
     assert set(cypher) == set(rows)
     assert not _not_python_s_on_calendar_days(cypher, rows, decay, before, after)
