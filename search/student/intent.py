@@ -40,7 +40,7 @@ themselves are read again only when the namespace's search version changed
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,6 +89,9 @@ class IntentMatcher:
     def __init__(self, run: Run, vectors: IntentVectors, asks: list[str]):
         assert run.pg is not None
         self._vectors = vectors
+        #: Where :meth:`score` reads the vectors of operations and of what a sequence changes: the
+        #: channel's table once it ranked with it (:meth:`table_scores`), else the process's vectors.
+        self._vectors_of: Callable[[Sequence[str]], npt.NDArray[np.float64]] = vectors.of
         self._penalty = run.weights.intent.unasked_penalty
         self._order_penalty = run.weights.intent.order_penalty
         self._one_ask_penalty = run.weights.intent.one_ask_penalty
@@ -153,10 +156,10 @@ class IntentMatcher:
         known = self._known.get((domain, key))
         if known is not None:
             return known
-        whole = float(self._vectors.of([in_domain(intent_text(key), domain)])[0] @ self._whole)
+        whole = float(self._vectors_of([in_domain(intent_text(key), domain)])[0] @ self._whole)
         distinct = list(dict.fromkeys(key))
         if distinct:
-            matrix = self._ask_vectors @ self._vectors.of([in_domain(operation_words(op), domain) for op in distinct]).T
+            matrix = self._ask_vectors @ self._vectors_of([in_domain(operation_words(op), domain) for op in distinct]).T
         else:
             matrix = np.zeros((len(self._ask_vectors), 0))
         shifts = self._reading.shifts(distinct)
@@ -232,6 +235,7 @@ class IntentMatcher:
         table, are multiplied once for all of them."""
         if not table.sequences:
             return np.zeros(0)
+        self._vectors_of = table.vectors_of
         # np.einsum, not BLAS: products of this size (thousands of rows) make OpenBLAS start its
         # threads, which then spin after it (~20 ms of CPU a search on 2 cores, the cores Neo4j needs;
         # docs/performance.md). One thread is what a product this small needs.

@@ -66,6 +66,8 @@ class SequenceTable:
         #: Each sequence's distinct operations, in the order it makes them (the history's part of
         #: the match is a function of them alone).
         self.distinct = [tuple(dict.fromkeys(ops)) for ops, _ in self.sequences]
+        #: The row of each text :meth:`texts` and :meth:`operations` hold (:meth:`vectors_of`).
+        self._rows: dict[str, tuple[npt.NDArray[np.float64], int]] | None = None
 
     def texts(self) -> npt.NDArray[np.float64]:
         """Unit vectors of what each sequence changes, in words and in its domain: one row each."""
@@ -89,6 +91,26 @@ class SequenceTable:
             self._column_operations = [op for op, _ in pairs]
             self._operations = operations
         return operations
+
+    def vectors_of(self, texts: Sequence[str]) -> npt.NDArray[np.float64]:
+        """The unit vectors of ``texts``, one row each, as :meth:`IntentVectors.of` gives them: the
+        rows this table holds for its own texts (what a sequence changes, an operation's words),
+        the vectors' for the others. A candidate of the channel is scored from the rows its ranking
+        used: a namespace of more distinct texts than the process keeps (``KEPT_VECTORS``) would
+        otherwise embed them again, search after search."""
+        rows = self._rows
+        if rows is None:
+            sequences, (matrix, _) = self.texts(), self.operations()
+            names = [in_domain(intent_text(ops), domain) for ops, domain in self.sequences]
+            pairs = dict.fromkeys((op, domain) for ops, domain in self.sequences for op in ops)
+            rows = {in_domain(operation_words(op), domain): (matrix, i) for i, (op, domain) in enumerate(pairs)}
+            rows.update({text: (sequences, i) for i, text in enumerate(names)})
+            self._rows = rows
+        missing = [t for t in texts if t not in rows]
+        found = dict(zip(missing, self._vectors.of(missing), strict=True)) if missing else {}
+        if not texts:
+            return np.zeros((0, 0))
+        return np.stack([found[t] if t in found else rows[t][0][rows[t][1]] for t in texts])
 
     def handoffs(self) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
         """Which columns of :meth:`operations` hand the task to a human

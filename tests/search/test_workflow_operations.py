@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from kbgraph.search.student.bounded import BoundedMap
 from kbgraph.search.student.context import KeptByContent
 from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.workflow_operations import SEPARATOR, WorkflowOperations, in_domain
@@ -93,6 +94,25 @@ def test_the_vectors_of_a_table_are_the_words_of_each_sequence_and_of_each_opera
     asked = len(embedder.asked)
     assert table.table.texts() is texts and table.table.operations()[0] is operations
     assert len(embedder.asked) == asked  # kept with the table
+
+
+def test_a_table_gives_the_vectors_of_its_own_texts_without_embedding_them_again_whatever_the_process_dropped() -> None:
+    # A namespace with more distinct texts than the process keeps: the candidates of the channel
+    # are scored from the rows the table ranked with, not embedded again search after search.
+    embedder = CountingEmbedder()
+    vectors = IntentVectors(embedder, BoundedMap(1))
+    table = WorkflowOperations(WorkflowOperations.rows_of(ROWS), vectors).table
+    whole = in_domain("cancel pending order, then return delivered order items", "retail")
+    words = in_domain("book reservation", "airline")
+    texts, (operations, _) = table.texts(), table.operations()  # the channel ranked with them
+    asked = len(embedder.asked)
+    got = table.vectors_of([whole, words, whole])
+    assert np.array_equal(got, np.stack([texts[1], operations[2], texts[1]]))
+    assert len(embedder.asked) == asked  # nothing embedded again, though the process kept one vector
+    assert np.array_equal(got, IntentVectors(CountingEmbedder()).of([whole, words, whole]))
+    # A text the table does not hold comes from the process's vectors.
+    assert np.array_equal(table.vectors_of(["something else"]), IntentVectors(CountingEmbedder()).of(["something else"]))
+    assert embedder.asked[-1] == "something else"
 
 
 def test_the_same_rows_give_back_the_same_table_and_changed_rows_a_new_one() -> None:
