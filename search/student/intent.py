@@ -272,9 +272,9 @@ class IntentMatcher:
             return matches
         # What the history adds is a sequence's own (its distinct operations').
         # Sequences of several domains may make the same operations: each set is worked out once.
-        by_operations = {distinct: self.learnt(distinct) for distinct in dict.fromkeys(table.distinct)}
-        learnt: npt.NDArray[np.float64] = np.array([by_operations[distinct] for distinct in table.distinct])
-        return matches + learnt
+        sets, of_sequence = table.distinct_sets()
+        learnt: npt.NDArray[np.float64] = np.array([self.learnt(distinct) for distinct in sets], dtype=np.float64)
+        return matches + learnt[of_sequence] if len(sets) else matches
 
 
 def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list[ChannelHit]:
@@ -288,8 +288,9 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list
     matcher.know(workflows.known_operations(domain), home=workflows.holds(domain))
     if history is not None:
         matcher.learn(history.counts(matcher.history_words, run.excluded))
-    discount = np.array([1.0 if domain is None or d == domain else other for d, _ in workflows.keys])
-    scores = matcher.table_scores(workflows.table) * discount
+    scores = matcher.table_scores(workflows.table)
+    if domain is not None:
+        scores = scores * np.where(workflows.of_domain(domain), 1.0, other)
     # Best first; equal scores in (domain, operations) order.
     out: list[ChannelHit] = []
     for i in np.lexsort((workflows.tie_order, -scores))[: w.intent.candidates]:

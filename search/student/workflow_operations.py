@@ -66,6 +66,7 @@ class SequenceTable:
         #: Each sequence's distinct operations, in the order it makes them (the history's part of
         #: the match is a function of them alone).
         self.distinct = [tuple(dict.fromkeys(ops)) for ops, _ in self.sequences]
+        self._distinct_sets: tuple[list[tuple[str, ...]], npt.NDArray[np.intp]] | None = None
         #: The row of each text :meth:`texts` and :meth:`operations` hold (:meth:`vectors_of`).
         self._rows: dict[str, tuple[npt.NDArray[np.float64], int]] | None = None
 
@@ -91,6 +92,19 @@ class SequenceTable:
             self._column_operations = [op for op, _ in pairs]
             self._operations = operations
         return operations
+
+    def distinct_sets(self) -> tuple[list[tuple[str, ...]], npt.NDArray[np.intp]]:
+        """Each set of distinct operations the sequences make (:attr:`distinct`) once, in the order
+        first made, and the set of each sequence as its index: what depends on a sequence's
+        distinct operations alone is worked out per set and spread with one indexing."""
+        layout = self._distinct_sets
+        if layout is None:
+            index: dict[tuple[str, ...], int] = {}
+            of_sequence = np.fromiter((index.setdefault(d, len(index)) for d in self.distinct), dtype=np.intp,
+                                      count=len(self.distinct))
+            layout = (list(index), of_sequence)
+            self._distinct_sets = layout
+        return layout
 
     def vectors_of(self, texts: Sequence[str]) -> npt.NDArray[np.float64]:
         """The unit vectors of ``texts``, one row each, as :meth:`IntentVectors.of` gives them: the
@@ -163,6 +177,7 @@ class WorkflowOperations:
         self.tie_order = np.empty(len(self.keys), dtype=np.intp)
         self.tie_order[sorted(range(len(self.keys)), key=self.keys.__getitem__)] = np.arange(len(self.keys))
         self._known: dict[str | None, list[tuple[str, str | None]]] = {}
+        self._of_domain: dict[str, npt.NDArray[np.bool_]] = {}
         self._lock = Lock()
         #: The domains of the rows, once: every search of a request asks whether its own is among them.
         self._domains = frozenset(d for _, d, _ in rows)
@@ -177,6 +192,15 @@ class WorkflowOperations:
                 known = home or list(dict.fromkeys((op, d) for _, d, ops in self._rows for op in ops))
                 self._known[domain] = known
             return known
+
+    def of_domain(self, domain: str) -> npt.NDArray[np.bool_]:
+        """Which sequences (:attr:`keys`, the table's order) are of ``domain``: the channel
+        discounts the others. Worked out once per domain."""
+        mask = self._of_domain.get(domain)
+        if mask is None:
+            mask = np.array([d == domain for d, _ in self.keys], dtype=bool)
+            self._of_domain[domain] = mask
+        return mask
 
     def holds(self, domain: str | None) -> bool:
         """The memory holds workflows of ``domain`` (of any domain, when it is None): a request of

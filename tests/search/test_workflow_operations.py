@@ -152,3 +152,21 @@ def test_a_value_per_operation_averages_over_each_sequence_s_distinct_operations
     handoff_columns, hands_off = table.handoffs()
     assert list(hands_off) == [any(op == "transfer_to_human_agents" for op in ops) for ops in table.distinct]
     assert [table.column_operations()[i] for i in np.flatnonzero(handoff_columns)] == ["transfer_to_human_agents"]
+
+
+def test_each_set_of_distinct_operations_is_listed_once_with_the_set_of_every_sequence() -> None:
+    rows = [*ROWS, _row("e6", "airline", "book_reservation", "book_reservation"), _row("e7", "banking", "book_reservation")]
+    table = _table(rows)
+    sets, of_sequence = table.table.distinct_sets()
+    assert sets == [("cancel_pending_order",), ("cancel_pending_order", "return_delivered_order_items"),
+                    ("book_reservation",), ()]
+    assert [sets[i] for i in of_sequence] == table.table.distinct
+    assert table.table.distinct_sets()[1] is of_sequence  # kept with the table
+
+
+def test_the_sequences_of_a_domain_are_marked_once_per_domain() -> None:
+    table = _table(ROWS)
+    mask = table.of_domain("retail")
+    assert mask.tolist() == [d == "retail" for d, _ in table.keys]
+    assert table.of_domain("retail") is mask
+    assert not table.of_domain("banking").any()
