@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from kbgraph.core.shapes import intent_text, operation_words
 from kbgraph.search.handoff import is_handoff
+from kbgraph.search.scoring import NO_CHANGE
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.intent_history import HistoryRow, rows_of
@@ -67,6 +68,7 @@ class SequenceTable:
         #: the match is a function of them alone).
         self.distinct = [tuple(dict.fromkeys(ops)) for ops, _ in self.sequences]
         self._distinct_sets: tuple[list[tuple[str, ...]], npt.NDArray[np.intp]] | None = None
+        self._set_columns: tuple[list[str], npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]] | None = None
         #: The row of each text :meth:`texts` and :meth:`operations` hold (:meth:`vectors_of`).
         self._rows: dict[str, tuple[npt.NDArray[np.float64], int]] | None = None
 
@@ -104,6 +106,24 @@ class SequenceTable:
                                       count=len(self.distinct))
             layout = (list(index), of_sequence)
             self._distinct_sets = layout
+        return layout
+
+    def set_columns(self) -> tuple[list[str], npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+        """The sets of :meth:`distinct_sets` laid end to end for a per-set pass over their
+        operations: every operation any set makes, once (:data:`NO_CHANGE` for a set of none,
+        which is how the history counts it); each set's operations as indices into that list, in
+        the set's order; the set each entry belongs to; and where each set's entries start."""
+        layout = self._set_columns
+        if layout is None:
+            sets, _ = self.distinct_sets()
+            made = [list(ops) or [NO_CHANGE] for ops in sets]
+            names = list(dict.fromkeys(op for ops in made for op in ops))
+            index = {op: i for i, op in enumerate(names)}
+            counts = np.array([len(ops) for ops in made], dtype=np.intp)
+            flat = np.fromiter((index[op] for ops in made for op in ops), dtype=np.intp, count=int(counts.sum()))
+            starts = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.intp)
+            layout = (names, flat, np.repeat(np.arange(len(made)), counts), starts)
+            self._set_columns = layout
         return layout
 
     def vectors_of(self, texts: Sequence[str]) -> npt.NDArray[np.float64]:

@@ -17,6 +17,7 @@ from kbgraph.search.lexical import query_terms
 from kbgraph.search.scoring import WordOperationCounts, ask_history_association, history_association
 from kbgraph.search.student.intent import HISTORY_TERMS, INTENT_CHANNEL, IntentMatcher
 from kbgraph.search.student.text_vectors import IntentVectors
+from kbgraph.search.student.workflow_operations import SequenceTable
 
 #: Template task texts, as a benchmark's gold runs have them: none of them says what a customer says.
 LOOKUPS = ("find_user_id_by_email", "get_order_details")
@@ -197,5 +198,8 @@ def test_what_the_history_adds_is_each_workflow_s_own_association_whether_ranked
         assert matcher.score(ops, domain).learnt == (η * association if association is not None else 0.0)
         assert matcher.learnt(distinct) == matcher.score(ops, domain).learnt, "the channel's, exactly"
     assert any(matcher.score(ops, d).learnt > 0 for ops, d in sequences)
+    table = SequenceTable(sequences, IntentVectors(embedder))
+    sets, _ = table.distinct_sets()
+    assert matcher.table_learnt(table).tolist() == [matcher.learnt(d) for d in sets], "set by set, the same floats"
     together = matcher.ranking_scores(sequences)
     assert together == pytest.approx([matcher.score(ops, d).score for ops, d in sequences], abs=1e-12)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from kbgraph.search.scoring import NO_CHANGE
 from kbgraph.search.student.bounded import BoundedMap
 from kbgraph.search.student.context import KeptByContent
 from kbgraph.search.student.text_vectors import IntentVectors
@@ -170,3 +171,14 @@ def test_the_sequences_of_a_domain_are_marked_once_per_domain() -> None:
     assert mask.tolist() == [d == "retail" for d, _ in table.keys]
     assert table.of_domain("retail") is mask
     assert not table.of_domain("banking").any()
+
+
+def test_the_sets_laid_end_to_end_name_each_operation_once_and_a_set_of_none_no_change() -> None:
+    table = _table(ROWS)
+    names, flat, owner, starts = table.table.set_columns()
+    sets, _ = table.table.distinct_sets()
+    assert names == ["cancel_pending_order", "return_delivered_order_items", "book_reservation", NO_CHANGE]
+    assert [[names[i] for i in flat[owner == s]] for s in range(len(sets))] == [
+        ["cancel_pending_order"], ["cancel_pending_order", "return_delivered_order_items"], ["book_reservation"],
+        [NO_CHANGE]]
+    assert starts.tolist() == [0, 1, 3, 4]
