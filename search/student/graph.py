@@ -108,7 +108,11 @@ def ways_past_failure(ctx: SearchContext, run: Run, breakdowns: dict[str, Parts]
         **run.params)]
     if not past:
         return {}
-    anchor = max((b.direct for b in breakdowns.values()), default=1.0)
+    # The best direct score before utility: the way is scored with its own utility (hits.pool_of),
+    # not with the best hit's as well (a tie between two ways would break on another experience's
+    # feedback or age).
+    anchor = max((b.direct / b.utility_factor if b.utility_factor else b.direct for b in breakdowns.values()),
+                 default=1.0)
     facts = {row.id: row for row in read_facts(
         ctx, sorted({p.id for p in past}), run.pg_or_anchor, run.task_or_anchor, run.excluded, run.params,
         run.handoff_credit) if not is_excluded(row, run.excluded)}

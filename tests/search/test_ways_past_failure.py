@@ -88,6 +88,22 @@ def test_after_a_failed_step_the_run_that_got_past_the_same_failure_ranks_with_t
     assert hits["recovered_then_failed"].breakdown.path == pytest.approx(0.5 * best_direct, abs=1e-5)
 
 
+def test_a_way_past_the_failure_is_scored_with_its_own_utility_not_the_best_hit_s_too(runs_kb: KnowledgeBase) -> None:
+    # The best hit's feedback raises its own score, not the ways reached from the query's failure:
+    # they are anchored on the best direct score before utility and then take their own.
+    before = runs_kb.search(TASK, domain="airline", steps_so_far=FAILED, k=5, weights={"max_hops": 1})
+    best = max((h for h in before.hits if h.breakdown.path is None), key=lambda h: h.breakdown.direct)
+    with runs_kb.gateway.driver.session() as session:
+        session.run("MATCH (e:Experience {kb: $kb, id: $id}) SET e.quality = 1.0",
+                    kb=runs_kb.namespace, id=best.id).consume()
+    after = runs_kb.search(TASK, domain="airline", steps_so_far=FAILED, k=5, weights={"max_hops": 1})
+    raised = next(h for h in after.hits if h.id == best.id)
+    assert raised.breakdown.utility_factor > 1 and raised.score > best.score
+    for run in ("recovered", "recovered_then_failed"):
+        assert _by_run(after)[run].breakdown.path == pytest.approx(_by_run(before)[run].breakdown.path, abs=1e-6)
+        assert _by_run(after)[run].score == pytest.approx(_by_run(before)[run].score, abs=1e-6)
+
+
 def test_traversal_off_leaves_the_run_that_got_past_the_failure_at_its_direct_score(runs_kb: KnowledgeBase) -> None:
     on = _by_run(runs_kb.search(TASK, domain="airline", steps_so_far=FAILED, k=5, weights={"max_hops": 1}))
     off = runs_kb.search(TASK, domain="airline", steps_so_far=FAILED, k=5, weights={"max_hops": 0})
