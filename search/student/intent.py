@@ -189,14 +189,15 @@ class IntentMatcher:
 
     def learnt(self, distinct: Sequence[str]) -> float:
         """What the history adds to the match of the distinct operations ``distinct``, as
-        :meth:`score` works it out (``learnt``), for the channel's thousands of workflows: η times
+        :meth:`score` works it out (``learnt``): η times
         :func:`~kbgraph.search.scoring.history_association` of the request's words (one ask) or
         :func:`~kbgraph.search.scoring.ask_history_association` of each ask's (several), 0 when it
         says nothing, combined by the same functions those use
         (:func:`~kbgraph.search.scoring.operations_association`,
         :func:`~kbgraph.search.scoring.asks_association`), so the value is equal; each operation's
         association is worked out once per request (:meth:`_said`): a namespace's workflows make a
-        few hundred distinct operations."""
+        few hundred distinct operations. One set at a time: the channel takes every set of its
+        table at once (:meth:`table_learnt`, checked against this set by set)."""
         if self._history is None or self._history_weight <= 0:
             return 0.0
         operations = list(distinct) or [NO_CHANGE]

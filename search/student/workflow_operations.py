@@ -76,7 +76,7 @@ class SequenceTable:
         """Unit vectors of what each sequence changes, in words and in its domain: one row each."""
         texts = self._texts
         if texts is None:
-            texts = self._vectors.of([in_domain(intent_text(ops), domain) for ops, domain in self.sequences])
+            texts = self._vectors.of(self._sequence_texts())
             self._texts = texts
         return texts
 
@@ -85,15 +85,27 @@ class SequenceTable:
         and each sequence's distinct operations as row numbers of it, in the order it makes them."""
         operations = self._operations
         if operations is None:
-            pairs = list(dict.fromkeys((op, domain) for ops, domain in self.sequences for op in ops))
+            pairs = self._pairs()
             row = {pair: i for i, pair in enumerate(pairs)}
-            matrix = (self._vectors.of([in_domain(operation_words(op), domain) for op, domain in pairs])
-                      if pairs else np.zeros((0, 0)))
+            matrix = self._vectors.of(self._pair_texts(pairs)) if pairs else np.zeros((0, 0))
             operations = (matrix, [[row[(op, domain)] for op in dict.fromkeys(ops)] for ops, domain in self.sequences])
             # Set before the operations, which a concurrent search reads as "both are there".
             self._column_operations = [op for op, _ in pairs]
             self._operations = operations
         return operations
+
+    def _sequence_texts(self) -> list[str]:
+        """What each sequence changes, in words and in its domain (the texts of :meth:`texts`)."""
+        return [in_domain(intent_text(ops), domain) for ops, domain in self.sequences]
+
+    def _pairs(self) -> list[tuple[str, str | None]]:
+        """Every distinct (operation, domain) pair the sequences make, in the order first made."""
+        return list(dict.fromkeys((op, domain) for ops, domain in self.sequences for op in ops))
+
+    @staticmethod
+    def _pair_texts(pairs: Sequence[tuple[str, str | None]]) -> list[str]:
+        """Each pair's operation in words and in its domain (the texts of :meth:`operations`)."""
+        return [in_domain(operation_words(op), domain) for op, domain in pairs]
 
     def distinct_sets(self) -> tuple[list[tuple[str, ...]], npt.NDArray[np.intp]]:
         """Each set of distinct operations the sequences make (:attr:`distinct`) once, in the order
@@ -135,10 +147,8 @@ class SequenceTable:
         rows = self._rows
         if rows is None:
             sequences, (matrix, _) = self.texts(), self.operations()
-            names = [in_domain(intent_text(ops), domain) for ops, domain in self.sequences]
-            pairs = dict.fromkeys((op, domain) for ops, domain in self.sequences for op in ops)
-            rows = {in_domain(operation_words(op), domain): (matrix, i) for i, (op, domain) in enumerate(pairs)}
-            rows.update({text: (sequences, i) for i, text in enumerate(names)})
+            rows = {text: (matrix, i) for i, text in enumerate(self._pair_texts(self._pairs()))}
+            rows.update({text: (sequences, i) for i, text in enumerate(self._sequence_texts())})
             self._rows = rows
         missing = [t for t in texts if t not in rows]
         found = dict(zip(missing, self._vectors.of(missing), strict=True)) if missing else {}
