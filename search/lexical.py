@@ -28,6 +28,9 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
+import numpy as np
+import numpy.typing as npt
+
 from kbgraph.core.generalise import PLACEHOLDER
 from kbgraph.search.stop_words import ENGLISH_STOP_WORDS
 
@@ -148,41 +151,76 @@ def bm25_with_ceiling(
 
 class LexicalCorpus:
     """An in-memory BM25 index of documents made of fields (an experience's problem, goal and
-    domain): per field, an inverted index ``term → [(document, term frequency)]`` and the field's
-    lengths. :meth:`scores` is Lucene's multi-field BM25 with statistics from these documents alone:
-    ``Σ_field Σ_t idf_field(t) · tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen_field))``, where a
-    field's document count is the documents that have the field. Read-only once built (thread-safe)."""
+    domain): per field, an inverted index ``term → (documents, term frequencies)`` as arrays and
+    the field's per-document norms. :meth:`scores` is Lucene's multi-field BM25 with statistics
+    from these documents alone: ``Σ_field Σ_t idf_field(t) · tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen_field))``,
+    where a field's document count is the documents that have the field. The sums run field by
+    field and term by term in the query's order, the same floating-point operations whatever the
+    corpus's size: a namespace of 100,000 texts scores a query in a few milliseconds, where a loop
+    over the postings took tens. Read-only once built (thread-safe)."""
 
     def __init__(self, documents: Sequence[Sequence[str]], k1: float = BM25_K1, b: float = BM25_B):
         self.size = len(documents)
         self.k1, self.b = k1, b
         fields = max((len(d) for d in documents), default=0)
-        self._postings: list[dict[str, list[tuple[int, int]]]] = [{} for _ in range(fields)]
-        self._norms: list[list[float]] = []
+        self._postings: list[dict[str, tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]]] = []
+        self._norms: list[npt.NDArray[np.float64]] = []
         self._counts: list[int] = []
         for f in range(fields):
             lengths = []
+            postings: dict[str, tuple[list[int], list[int]]] = {}
             for i, document in enumerate(documents):
                 bag = _bag(document[f]) if f < len(document) else Counter()
                 lengths.append(sum(bag.values()))
                 for term, tf in bag.items():
-                    self._postings[f].setdefault(term, []).append((i, tf))
+                    found = postings.get(term)
+                    if found is None:
+                        postings[term] = found = ([], [])
+                    found[0].append(i)
+                    found[1].append(tf)
+            self._postings.append({term: (np.asarray(docs, dtype=np.intp), np.asarray(tfs, dtype=np.float64))
+                                   for term, (docs, tfs) in postings.items()})
             counted = [n for n in lengths if n > 0]
             average = sum(counted) / len(counted) if counted else 1.0
             # The per-document part of the denominator, computed once for every query.
-            self._norms.append([k1 * (1.0 - b + b * n / average) for n in lengths])
+            self._norms.append(np.asarray([k1 * (1.0 - b + b * n / average) for n in lengths], dtype=np.float64))
             self._counts.append(len(counted))
 
-    def scores(self, terms: Sequence[str]) -> dict[int, float]:
-        """BM25 of every document holding at least one of ``terms``, by its position."""
-        out: dict[int, float] = {}
+    def score_array(self, terms: Sequence[str]) -> npt.NDArray[np.float64]:
+        """BM25 of every document for ``terms``, by position (0 for a document with none of them;
+        every document holding one scores above 0)."""
+        out = np.zeros(self.size, dtype=np.float64)
         for f, postings in enumerate(self._postings):
             norms, count = self._norms[f], self._counts[f]
             for term in dict.fromkeys(terms):
                 found = postings.get(term)
-                if not found:
+                if found is None:
                     continue
-                idf = math.log(1.0 + (count - len(found) + 0.5) / (len(found) + 0.5))
-                for i, tf in found:
-                    out[i] = out.get(i, 0.0) + idf * tf * (self.k1 + 1.0) / (tf + norms[i])
+                docs, tf = found
+                idf = math.log(1.0 + (count - len(docs) + 0.5) / (len(docs) + 0.5))
+                out[docs] += idf * tf * (self.k1 + 1.0) / (tf + norms[docs])
         return out
+
+    def scores(self, terms: Sequence[str]) -> dict[int, float]:
+        """BM25 of every document holding at least one of ``terms``, by its position."""
+        out = self.score_array(terms)
+        return {int(i): float(out[i]) for i in np.flatnonzero(out > 0)}
+
+    def best(self, terms: Sequence[str], k: int, weights: npt.NDArray[np.float64] | None = None,
+             ids: Sequence[str] | None = None) -> list[tuple[int, float]]:
+        """The ``k`` best documents for ``terms`` as ``(position, BM25)``, ranked by BM25 times
+        their ``weights`` (1 each when None), best first, ties to the smaller of ``ids`` (else
+        the smaller position). Documents with none of the terms are left out."""
+        raw = self.score_array(terms)
+        rank = raw if weights is None else raw * weights
+        found = np.flatnonzero(raw > 0)
+        if found.size > k > 0:  # the k best and every one tied with the last of them
+            kth = np.partition(rank[found], found.size - k)[found.size - k]
+            found = found[rank[found] >= kth]
+        if k <= 0:
+            return []
+        if ids is None:
+            order = sorted(found.tolist(), key=lambda i: (-rank[i], i))[:k]
+        else:
+            order = sorted(found.tolist(), key=lambda i: (-rank[i], ids[i]))[:k]
+        return [(i, float(raw[i])) for i in order]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import greenlet
 import neo4j
@@ -108,6 +108,8 @@ class AsyncGateway(Neo4jGateway):
     :class:`~kbgraph.store.gateway.Neo4jGateway`, awaited through the loop. Calls come from shared code
     running in :func:`run_bridged`; a call from another thread (none in kbgraph today) is run on
     the loop and waited for."""
+
+    background_reads: ClassVar[bool] = False
 
     def __init__(self, driver: neo4j.AsyncDriver, loop: asyncio.AbstractEventLoop, database: str = "neo4j", *,
                  timeout_s: float | None = 20.0, bulk_timeout_s: float | None = 600.0):

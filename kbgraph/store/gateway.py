@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from itertools import chain
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import neo4j
 
@@ -109,6 +109,10 @@ class Neo4jGateway:
     (1 + 2 + 4 + 8 s ±20 % for 10 s), ours stops at ``retry_time_s``. A server lost for good is
     kbgraph's :class:`~kbgraph.core.errors.Neo4jUnavailableError`
     (:func:`~kbgraph.store.retry.lost_neo4j`), from every call."""
+
+    #: Whether a thread of the caller's may read through this gateway while others use it (search
+    #: keeps a large namespace's texts current that way: kbgraph.search.student.text_corpus).
+    background_reads: ClassVar[bool] = True
 
     def __init__(self, driver: neo4j.Driver, database: str = "neo4j", *, timeout_s: float | None = 20.0,
                  bulk_timeout_s: float | None = 600.0, retry_time_s: float | None = None,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import neo4j
 
@@ -85,6 +85,8 @@ class TransactionGateway(Neo4jGateway):
     """The gateway's interface over one open transaction (see the module's docstring). Waiting
     and running things side by side are the outer gateway's; queries that manage their own
     transactions (``auto_commit``, schema statements) have no place in one and are refused."""
+
+    background_reads: ClassVar[bool] = False  # one transaction, one thread
 
     def __init__(self, outer: Neo4jGateway, tx: OpenTransaction):  # pylint: disable=super-init-not-called
         # Not Neo4jGateway.__init__: nothing of its own to connect; the outer gateway's settings.

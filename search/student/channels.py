@@ -170,10 +170,13 @@ def _fulltext_channel(ctx: SearchContext, run: Run, text: str, terms: list[str])
         ctx.pass_rates.learn(_pass_rate_key("experience_text", params), int(row["fetched"]), int(row["passed_same"]))
         return int(row["fetched"]), [ChannelHit.from_record(r) for r in row["rows"]]
 
-    # No fall-back scan above exact_scan_max: reading every text of a large namespace costs more
-    # than the few candidates the index could not give.
-    result = nearest(w.scan, ctx.size.get(w.scan.exact_scan_max).experiences, w.selection.candidates,
-                     scan=lambda: _lexical_scan(ctx, run, terms), fetch=fetch,
+    # Above exact_scan_max: the namespace's own corpus once it is current (kept in the background,
+    # text_corpus), else the index. No synchronous fall-back scan: reading every text of a large
+    # namespace costs more than the few candidates the index could not give.
+    count = ctx.size.get(w.scan.exact_scan_max).experiences
+    if not w.scan.scans(count) and (texts := ctx.kept_texts(params)) is not None:
+        return texts.rank(terms, w.selection.candidates, params["domain"], float(params["other_domain"]))
+    result = nearest(w.scan, count, w.selection.candidates, scan=lambda: _lexical_scan(ctx, run, terms), fetch=fetch,
                      first=ctx.pass_rates.first(_pass_rate_key("experience_text", params), w.selection.candidates, w.scan.overfetch_limit))
     if result.limit_hit:
         run.notes.append(f"full-text channel: only {len(result.rows)} of {w.selection.candidates} candidates within the "
@@ -186,14 +189,8 @@ def _lexical_scan(ctx: SearchContext, run: Run, terms: list[str]) -> list[Channe
     its own statistics (:class:`~kbgraph.search.lexical.LexicalCorpus`), ranked as the index query
     ranks them (another domain than the query's discounted), the ``candidates`` best."""
     params = run.params
-    rows, corpus = ctx.namespace_texts(params)
-    domain, other = params["domain"], float(params["other_domain"])
-    ranked = sorted(
-        ((score * (1.0 if domain is None or rows[i][1] == domain else other), rows[i][0], score)
-         for i, score in corpus.scores(terms).items() if score > 0),
-        key=lambda item: (-item[0], item[1]),
-    )
-    return [ChannelHit(hit_id, score) for _, hit_id, score in ranked[: run.weights.selection.candidates]]
+    return ctx.namespace_texts(params).rank(terms, run.weights.selection.candidates, params["domain"],
+                                            float(params["other_domain"]))
 
 
 def _step_channel(ctx: SearchContext, run: Run, vector: list[float]) -> StepEvidence:

@@ -32,6 +32,7 @@ from kbgraph.search.scoring import domain_distance, transferability
 from kbgraph.search.student.bounded import BoundedMap
 from kbgraph.search.student.intent_history import HistoryRow, IntentHistory
 from kbgraph.search.student.rows import NodeFacts
+from kbgraph.search.student.text_corpus import NamespaceTexts, TextCorpusRefresh, text_rows
 from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key, sent, version_applies
 from kbgraph.search.student.workflow_operations import WorkflowOperations, read_intent_rows
@@ -113,8 +114,11 @@ class SearchContext:
         default_factory=lambda: KeptByContent(OPERATION_TABLES))
     #: The same two, by set of filters, with the search version they were read at: a search whose
     #: version is unchanged reads neither (kbgraph.search.student.versioned).
-    lexical_by_version: KeptByVersion[tuple[Any, ...], tuple[list[tuple[str, ...]], LexicalCorpus]] = field(
+    lexical_by_version: KeptByVersion[Hashable, NamespaceTexts] = field(
         default_factory=lambda: KeptByVersion(LEXICAL_CORPORA))
+    #: Keeps ``lexical_by_version`` current in the background for a namespace above exact_scan_max
+    #: (None: such a namespace's full-text channel always asks the index; the retriever sets it).
+    text_refresh: TextCorpusRefresh | None = None
     operations_by_version: KeptByVersion[tuple[Any, ...], WorkflowOperations] = field(
         default_factory=lambda: KeptByVersion(OPERATION_TABLES))
     #: The namespace's history of requests per query domain (the intent channel's), kept by its
@@ -137,16 +141,28 @@ class SearchContext:
         changes any row (a workflow, its operations, a filtered property) makes a new one."""
         return self.operations.get(rows, lambda: WorkflowOperations(WorkflowOperations.rows_of(rows), self.intent_vectors))
 
-    def namespace_texts(self, params: FilterParams) -> tuple[list[tuple[str, ...]], LexicalCorpus]:
-        """The texts of the experiences that pass ``params``'s filters (``(id, domain, problem,
-        goal)`` each, as search_experience_texts reads them) and their BM25 index: read again only
-        when the namespace's search version changed (or the filters are not kept by it)."""
-        def read(known: str | None) -> VersionedRead[list[tuple[str, ...]]]:
-            answer = self.gateway.read("search_experience_texts", **params, known=known)[0]
-            rows = [tuple(str(value) for value in row) for row in answer["rows"]]
-            return VersionedRead(answer["version"], bool(answer["unchanged"]), rows)
+    def namespace_texts(self, params: FilterParams) -> NamespaceTexts:
+        """The texts of the experiences that pass ``params``'s filters and their BM25 index: read
+        again only when the namespace's search version changed (or the filters are not kept by
+        it)."""
+        return self.lexical_by_version.get(_kept_key(params), lambda known: self.read_texts(params, known),
+                                           lambda rows: NamespaceTexts.of(rows, self.lexical_corpus(rows)))
 
-        return self.lexical_by_version.get(_kept_key(params), read, lambda rows: (rows, self.lexical_corpus(rows)))
+    def read_texts(self, params: Mapping[str, Any], known: str | None) -> VersionedRead[list[tuple[str, ...]]]:
+        """``search_experience_texts`` with the version the caller kept its rows with."""
+        return text_rows(self.gateway.read("search_experience_texts", **params, known=known)[0])
+
+    def search_version(self) -> str | None:
+        """The namespace's search version now (None: it has none yet)."""
+        version = self.gateway.read("search_version_of", kb=self.namespace)[0]["version"]
+        return None if version is None else str(version)
+
+    def kept_texts(self, params: FilterParams) -> NamespaceTexts | None:
+        """The corpus of a large namespace's texts when it is current (see
+        :mod:`~kbgraph.search.student.text_corpus`), else None: the full-text index answers."""
+        if self.text_refresh is None:
+            return None
+        return self.text_refresh.current(_kept_key(params), self.search_version(), params)
 
     def namespace_workflows(self, params: FilterParams) -> WorkflowOperations:
         """What the workflows that pass ``params``'s filters change (search_workflow_operations):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import date
 from threading import Lock
@@ -50,6 +50,7 @@ from kbgraph.search.student.facts import attach_facts, never_worked
 from kbgraph.search.student.graph import traverse
 from kbgraph.search.student.hits import pool_of, read_hits, select
 from kbgraph.search.student.rows import NodeFacts
+from kbgraph.search.student.text_corpus import TextCorpusRefresh
 from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.scores import score_candidates
 from kbgraph.core.shapes import counted_tool
@@ -93,6 +94,13 @@ class StudentRetriever:
         self._pool: Executor | None = None
         self._pool_lock = Lock()
         self._searching = 0  # searches of this retriever under way (guarded by _pool_lock)
+        # The corpora of a large namespace's texts are read in a thread of their own, off the
+        # searches' path (text_corpus), where the gateway allows it (not the async one, nor one
+        # transaction's): elsewhere the full-text index answers.
+        self._background: ThreadPoolExecutor | None = None
+        if gateway.background_reads:
+            self._context.text_refresh = TextCorpusRefresh(
+                self._context.lexical_by_version, self._context.read_texts, self._in_background)
 
     @classmethod
     def of_settings(cls, gateway: Neo4jGateway, embedder: Embedder, namespace: str, settings: Settings,
@@ -131,11 +139,20 @@ class StudentRetriever:
                 self._pool = self.gateway.spawn_pool(4, "kbgraph-search")
             return self._pool
 
+    def _in_background(self, work: Callable[[], None]) -> Future[None]:
+        with self._pool_lock:
+            if self._background is None:
+                self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbgraph-texts")
+            return self._background.submit(work)
+
     def close(self) -> None:
         with self._pool_lock:
             if self._pool is not None:
                 self._pool.shutdown(wait=False)
                 self._pool = None
+            if self._background is not None:
+                self._background.shutdown(wait=False, cancel_futures=True)
+                self._background = None
 
     # -- public --------------------------------------------------------------------------------
 

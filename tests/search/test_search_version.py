@@ -60,8 +60,7 @@ def workflow_ids(kb: KnowledgeBase, agent: str | None = None, min_quality: float
 
 def text_ids(kb: KnowledgeBase, agent: str | None = None) -> set[str]:
     """The experiences the lexical scan reads, as the searcher's cache gives them."""
-    rows, _ = context(kb).namespace_texts(params(kb, agent))
-    return {row[0] for row in rows}
+    return set(context(kb).namespace_texts(params(kb, agent)).ids)
 
 
 def history_ids(kb: KnowledgeBase, exclude: tuple[str, ...] = ()) -> set[str]:

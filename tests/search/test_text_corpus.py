@@ -1,0 +1,232 @@
+"""The full-text channel's own index of a namespace (kbgraph.search.student.text_corpus): BM25 over
+the namespace's texts with its own statistics, the same floats as the loop it replaced; above
+``exact_scan_max`` kept current in the background, used only once read at the version a search
+sees, and the same answer as the exact scan's whatever another namespace holds. The corpus and
+its refresh are pure code (plain tests, the read injected); the channel runs on real Neo4j 5.26
+with the real MiniLM."""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kbgraph.core.models import Experience
+from kbgraph.kb import KnowledgeBase
+from kbgraph.search.lexical import BM25_B, BM25_K1, LexicalCorpus, lucene_query, query_terms
+from kbgraph.search.params import SearchFilters, SearchWeights, parse_query
+from kbgraph.search.student import channels
+from kbgraph.search.student.context import Run
+from kbgraph.search.student.rows import ChannelHit
+from kbgraph.search.student.text_corpus import NamespaceTexts, TextCorpusRefresh
+from kbgraph.search.student.versioned import KeptByVersion, VersionedRead
+
+WORDS = "order refund flight hotel cancel exchange item address payment baggage seat upgrade".split()
+
+
+def reference_scores(documents: Sequence[Sequence[str]], terms: Sequence[str]) -> dict[int, float]:
+    """Multi-field BM25 as the corpus computed it before its postings were arrays (the spec)."""
+    out: dict[int, float] = {}
+    for f in range(max(len(d) for d in documents)):
+        bags = [Counter(t for t in d[f].lower().split() if len(t) >= 2) if f < len(d) else Counter() for d in documents]
+        lengths = [sum(bag.values()) for bag in bags]
+        counted = [n for n in lengths if n > 0]
+        average = sum(counted) / len(counted) if counted else 1.0
+        norms = [BM25_K1 * (1.0 - BM25_B + BM25_B * n / average) for n in lengths]
+        for term in dict.fromkeys(terms):
+            found = [(i, bag[term]) for i, bag in enumerate(bags) if term in bag]
+            if not found:
+                continue
+            idf = math.log(1.0 + (len(counted) - len(found) + 0.5) / (len(found) + 0.5))
+            for i, tf in found:
+                out[i] = out.get(i, 0.0) + idf * tf * (BM25_K1 + 1.0) / (tf + norms[i])
+    return out
+
+
+def random_documents(seed: int, n: int) -> list[tuple[str, str, str]]:
+    rng = random.Random(seed)
+    return [(" ".join(rng.choices(WORDS, k=rng.randint(1, 12))), " ".join(rng.choices(WORDS, k=rng.randint(0, 4))),
+             rng.choice(["retail", "airline"])) for _ in range(n)]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_corpus_scores_are_the_same_floats_as_the_loop_over_postings(seed: int) -> None:
+    documents = random_documents(seed, 300)
+    terms = random.Random(seed).sample(WORDS, 4) + ["airline", "nowhere"]
+    assert LexicalCorpus(documents).scores(terms) == reference_scores(documents, terms)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_best_texts_are_ranked_as_the_index_query_ranks_them_other_domains_discounted_ties_to_the_id(seed: int) -> None:
+    documents = random_documents(seed, 300)
+    rows = [(f"id-{i:04d}", domain, problem, goal) for i, (problem, goal, domain) in enumerate(documents)]
+    rng = random.Random(seed)
+    rng.shuffle(rows)  # ids out of position order: ties must fall to the id, not the position
+    texts = NamespaceTexts.of(sorted(rows))
+    terms, other = rng.sample(WORDS, 3), math.exp(-1.0)
+    raw = reference_scores([(p, g, d) for _, d, p, g in sorted(rows)], terms)
+    for domain in (None, "retail"):
+        expected = sorted(((score * (1.0 if domain is None or sorted(rows)[i][1] == domain else other), sorted(rows)[i][0], score)
+                           for i, score in raw.items()), key=lambda item: (-item[0], item[1]))
+        assert texts.rank(terms, 25, domain, other) == [ChannelHit(hit_id, score) for _, hit_id, score in expected[:25]]
+    assert texts.rank(["nowhere"], 25, None, other) == []
+    assert texts.rank(terms, 0, None, other) == []
+
+
+# --- kept current in the background (the read injected) ------------------------------------------
+
+class Namespace:
+    """A namespace as the refresh reads it: a version and its texts, read through ``read``."""
+
+    def __init__(self) -> None:
+        self.version, self.rows, self.reads = "v1", [("a", "retail", "refund my order", "")], 0
+
+    def read(self, params: Mapping[str, Any], known: str | None) -> VersionedRead[list[tuple[str, ...]]]:
+        self.reads += 1
+        if known == self.version:
+            return VersionedRead(self.version, True, [])
+        return VersionedRead(self.version, False, list(self.rows))
+
+
+def now(work: Any) -> Future[None]:
+    """Runs the background read at once, in the caller's thread."""
+    done: Future[None] = Future()
+    work()
+    done.set_result(None)
+    return done
+
+
+def test_a_corpus_is_used_once_read_and_confirmed_at_the_version_the_search_sees() -> None:
+    namespace = Namespace()
+    refresh = TextCorpusRefresh(KeptByVersion(4), namespace.read, now, settle_seconds=0.0)
+    assert refresh.current("key", "v1", {}) is None, "nothing kept yet: the index answers, a read starts"
+    assert namespace.reads == 2, "read twice: the second read at the version confirms the first"
+    kept = refresh.current("key", "v1", {})
+    assert kept is not None and kept.ids == ["a"]
+    assert refresh.current("key", "v1", {}) is kept and namespace.reads == 2, "no request while current"
+    namespace.version, namespace.rows = "v2", [*namespace.rows, ("b", "retail", "refund a flight", "")]
+    assert refresh.current("key", "v2", {}) is None, "a new version: never the old corpus"
+    refreshed = refresh.current("key", "v2", {})
+    assert refreshed is not None and refreshed.ids == ["a", "b"]
+
+
+def test_no_read_starts_before_a_version_has_been_seen_for_the_settling_time() -> None:
+    namespace = Namespace()
+    refresh = TextCorpusRefresh(KeptByVersion(4), namespace.read, now, settle_seconds=3600.0)
+    for _ in range(3):
+        assert refresh.current("key", "v1", {}) is None
+    assert namespace.reads == 0, "while writes keep changing the version, no read is spent on it"
+
+
+def test_filters_the_version_does_not_apply_to_and_a_namespace_without_a_version_keep_nothing() -> None:
+    namespace = Namespace()
+    refresh = TextCorpusRefresh(KeptByVersion(4), namespace.read, now, settle_seconds=0.0)
+    assert refresh.current(None, "v1", {}) is None and refresh.current("key", None, {}) is None
+    assert namespace.reads == 0
+
+
+def test_one_read_per_set_of_filters_at_a_time() -> None:
+    namespace, started, release = Namespace(), threading.Event(), threading.Event()
+    jobs: list[threading.Thread] = []
+
+    def slow_read(params: Mapping[str, Any], known: str | None) -> VersionedRead[list[tuple[str, ...]]]:
+        started.set()
+        release.wait(5)
+        return namespace.read(params, known)
+
+    def in_thread(work: Any) -> Future[None]:
+        done: Future[None] = Future()
+        job = threading.Thread(target=lambda: (work(), done.set_result(None)))
+        jobs.append(job)
+        job.start()
+        return done
+
+    refresh = TextCorpusRefresh(KeptByVersion(4), slow_read, in_thread, settle_seconds=0.0)
+    assert refresh.current("key", "v1", {}) is None
+    assert started.wait(5)
+    assert refresh.current("key", "v1", {}) is None and len(jobs) == 1, "a read under way is not started again"
+    release.set()
+    refresh.settle()
+    assert refresh.current("key", "v1", {}) is not None and namespace.reads == 2
+
+
+# --- the channel on real Neo4j --------------------------------------------------------------------
+
+TOPICS = ["a kettle", "a lamp", "a desk", "a phone", "a bike", "a tent", "a flight", "a hotel room"]
+
+
+def experience(n: int, namespace_word: str = "") -> Experience:
+    return Experience(problem=f"Customer {n} wants a refund for {TOPICS[n % len(TOPICS)]} {namespace_word}".strip(),
+                      goal=f"Refund order {n}", domain="retail" if n % 3 else "travel")
+
+
+def run_of(kb: KnowledgeBase, text: str, exact_scan_max: int, domain: str | None = None) -> Run:
+    weights = SearchWeights().merged({"exact_scan_max": exact_scan_max})
+    query = parse_query({"task": text, "domain": domain})
+    return Run.of(query, weights, 5, channels.filter_params(kb.namespace, SearchFilters(), query, weights), {}, [])
+
+
+def full_text(kb: KnowledgeBase, text: str, exact_scan_max: int, domain: str | None = None) -> list[ChannelHit]:
+    """What the full-text channel of ``kb``'s searches gives for ``text``."""
+    run = run_of(kb, text, exact_scan_max, domain)
+    return channels._fulltext_channel(kb.student.context, run, lucene_query(text) or "", query_terms(text))
+
+
+@pytest.fixture
+def searcher(kb: KnowledgeBase) -> KnowledgeBase:
+    """Another knowledge base on ``kb``'s namespace (caches of its own) whose corpora are read at once."""
+    other = KnowledgeBase(kb.driver, kb.embedder, namespace=kb.namespace, database=kb.gateway.database,
+                          ensure_schema=False)
+    refresh = other.student.context.text_refresh
+    assert refresh is not None, "the synchronous gateway keeps corpora in the background"
+    refresh.settle_seconds = 0.0
+    return other
+
+
+def current(searcher: KnowledgeBase, text: str, domain: str | None = None) -> list[ChannelHit]:
+    """The channel above the scan limit once the corpus of the version it sees is current."""
+    full_text(searcher, text, 0, domain)
+    refresh = searcher.student.context.text_refresh
+    assert refresh is not None
+    refresh.settle()
+    assert searcher.student.context.kept_texts(run_of(searcher, text, 0, domain).params) is not None, "current"
+    return full_text(searcher, text, 0, domain)
+
+
+@pytest.mark.parametrize("domain", [None, "retail"])
+def test_above_the_scan_limit_the_channel_answers_as_the_exact_scan_once_the_corpus_is_current(
+    kb: KnowledgeBase, searcher: KnowledgeBase, domain: str | None,
+) -> None:
+    kb.add_experiences([experience(n) for n in range(40)])
+    crowd = KnowledgeBase(kb.driver, kb.embedder, namespace=kb.namespace + "-crowd", database=kb.gateway.database,
+                          ensure_schema=False)
+    try:  # another namespace full of the query's words: the shared index's top hits are its
+        crowd.add_experiences([experience(n, "kettle refund kettle") for n in range(100, 400)])
+        answer = current(searcher, "refund for a kettle", domain)
+        assert answer and answer == full_text(searcher, "refund for a kettle", 10_000, domain)
+    finally:
+        crowd.clear()
+
+
+def test_another_process_s_write_is_never_ranked_from_the_old_corpus(kb: KnowledgeBase, searcher: KnowledgeBase) -> None:
+    kb.add_experiences([experience(n) for n in range(20)])
+    before = current(searcher, "refund zanzibar kettle")
+    added = Experience(problem="Customer wants a refund for a zanzibar kettle", goal="Refund", domain="retail")
+    kb.add_experiences([added])
+    assert added.key not in {hit.id for hit in before}
+    assert full_text(searcher, "refund zanzibar kettle", 0)[0].id == added.key, "the index answers at once"
+    after = current(searcher, "refund zanzibar kettle")
+    assert after[0].id == added.key and after == full_text(searcher, "refund zanzibar kettle", 10_000)
+
+
+def test_scores_are_floats_of_the_corpus_arrays() -> None:
+    texts = NamespaceTexts.of([("a", "retail", "refund order", ""), ("b", "retail", "order", "")])
+    assert all(type(hit.score) is float for hit in texts.rank(["order"], 5, None, 1.0))
+    assert isinstance(texts.domains, np.ndarray)
