@@ -1,0 +1,156 @@
+"""The semantic and structural channels of a large namespace, answered in the process: every
+experience's problem+goal and workflow-shape vectors as two float32 matrices, with what the channels
+filter on, kept with the namespace's search version (:mod:`kbgraph.search.student.versioned`).
+
+Above ``exact_scan_max`` experiences the two channels asked Neo4j's shared HNSW indexes, which on
+5.26 cannot filter: each request over-fetched nodes of every namespace and filtered them, ~15 ms of
+the server's CPU and an approximate answer. Here a search sends one request, the version check
+(``search_experience_vector_rows`` with the version it kept, which reads nothing when it is
+unchanged), and scans the namespace's own vectors exactly: the product of a 10,000 × 384 matrix
+and the query's vector takes about a millisecond. The rows are read again when the version
+changed; vectors travel only for experiences this process has not held (a concrete experience's id
+is its content's hash, so its vectors never change) and for abstract ones, whose vectors follow
+their group. A search with a quality floor above 0 does not use it (feedback changes quality
+without a new version: :func:`~kbgraph.search.student.versioned.version_applies`), nor a namespace
+small enough for the exact Cypher scan, which stays the reference.
+
+The answer is the exact scan's (``search_experience_scan``): the experiences that pass the filters
+and hold the vector, ranked by ``(2·score − 1)`` times the other-domain discount, ties by id, with
+Neo4j's score ``(1 + cos) / 2``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from kbgraph.store.gateway import Neo4jGateway
+from kbgraph.store.vector_cache import unit_vector
+from kbgraph.search.student.bounded import BoundedMap
+from kbgraph.search.student.rows import ChannelHit
+from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key
+
+__all__ = ["ExperienceVectors", "VectorKind", "experience_vectors"]
+
+#: Which matrix a channel scans: problem+goal (semantic) or workflow shape (structural).
+VectorKind = Literal["pg", "structure"]
+#: Vectors asked for per request when the rows changed.
+_PAGE = 5000
+#: Filter masks and domain discounts kept per model (a namespace's searches use a few).
+_MASKS = 64
+
+
+@dataclass
+class ExperienceVectors:
+    """One version of a namespace's experiences: ids, what the channels filter on, and the unit
+    vectors (a zero row where an experience has none, which ``has`` marks)."""
+
+    ids: list[str]
+    kind: npt.NDArray[Any]
+    status: npt.NDArray[Any]
+    domain: npt.NDArray[Any]
+    success: npt.NDArray[np.float64]
+    shared: npt.NDArray[np.bool_]
+    owner: npt.NDArray[Any]
+    vectors: dict[VectorKind, npt.NDArray[np.float32]]
+    has: dict[VectorKind, npt.NDArray[np.bool_]]
+    #: The vectors by id, for the next version to reuse.
+    held: dict[str, tuple[npt.NDArray[np.float32] | None, npt.NDArray[np.float32] | None]]
+    abstract: frozenset[str]
+    _masks: BoundedMap[tuple[Any, ...], npt.NDArray[np.bool_]] = field(default_factory=lambda: BoundedMap(_MASKS))
+
+    def mask(self, params: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
+        """The experiences that pass ``params``'s filters, as the channel queries filter (a
+        quality floor is never above 0 here)."""
+        key = filter_key(params)
+        kept = self._masks.get(key)
+        if kept is not None:
+            return kept
+        passed = _among(self.status, params["statuses"])
+        if params["domains"] is not None:
+            passed &= _among(self.domain, params["domains"])
+        if params["kinds"] is not None:
+            passed &= _among(self.kind, params["kinds"])
+        passed &= self.success >= float(params["min_success"])
+        agent = params["agent"]
+        passed &= self.shared | ((self.owner == agent) if agent is not None else False)
+        self._masks.put(key, passed)
+        return passed
+
+    def nearest(self, which: VectorKind, vector: Sequence[float], params: Mapping[str, Any], k: int) -> list[ChannelHit]:
+        """The ``k`` experiences nearest to ``vector`` that pass the filters, as the exact scan
+        ranks them, each with Neo4j's cosine score."""
+        candidates = np.flatnonzero(self.mask(params) & self.has[which])
+        if candidates.size == 0 or k <= 0:
+            return []
+        query = unit_vector(vector)
+        # The whole matrix times the query, then the candidates' rows: indexing the matrix first
+        # would copy it.
+        score = (1.0 + (self.vectors[which] @ query)[candidates].astype(np.float64)) / 2.0
+        domain, other = params["domain"], float(params["other_domain"])
+        discount = np.ones(candidates.size) if domain is None else np.where(self.domain[candidates] == domain, 1.0, other)
+        rank = (2.0 * score - 1.0) * discount
+        if candidates.size > k:  # the k best and every one tied with the last of them
+            kth = np.partition(rank, candidates.size - k)[candidates.size - k]
+            keep = np.flatnonzero(rank >= kth)
+        else:
+            keep = np.arange(candidates.size)
+        order = sorted(keep.tolist(), key=lambda i: (-rank[i], self.ids[candidates[i]]))[:k]
+        return [ChannelHit(self.ids[candidates[i]], float(score[i])) for i in order]
+
+
+def _among(values: npt.NDArray[Any], allowed: Sequence[Any]) -> npt.NDArray[np.bool_]:
+    """Which of ``values`` (strings or None) are among ``allowed``, as Cypher's ``IN``."""
+    wanted = set(allowed)
+    return np.fromiter((v is not None and v in wanted for v in values), dtype=bool, count=len(values))
+
+
+def experience_vectors(gateway: Neo4jGateway, namespace: str,
+                       kept: KeptByVersion[str, ExperienceVectors]) -> ExperienceVectors:
+    """The namespace's experience vectors at its current search version: the kept ones when the
+    version is unchanged, else read again (vectors only for ids not held, and abstract ones)."""
+    before = kept.kept(namespace)
+    previous = before[1] if before is not None else None
+
+    def read(known: str | None) -> VersionedRead[list[list[Any]]]:
+        answer = gateway.read("search_experience_vector_rows", kb=namespace, known=known)[0]
+        return VersionedRead(answer["version"], bool(answer["unchanged"]), list(answer["rows"]))
+
+    return kept.get(namespace, read, lambda rows: _built(gateway, namespace, rows, previous))
+
+
+def _built(gateway: Neo4jGateway, namespace: str, rows: list[list[Any]],
+           previous: ExperienceVectors | None) -> ExperienceVectors:
+    ids = [str(row[0]) for row in rows]
+    abstract = frozenset(i for i, row in zip(ids, rows, strict=True) if row[1] == "abstract")
+    held = {i: v for i, v in (previous.held.items() if previous is not None else ()) if i not in abstract}
+    wanted = [i for i in ids if i not in held]
+    for start in range(0, len(wanted), _PAGE):
+        for r in gateway.read("search_experience_vectors_of", kb=namespace, ids=wanted[start : start + _PAGE]):
+            # An experience without either vector is held as such: it is not asked for again.
+            held[r["id"]] = (unit_vector(r["pg"]) if r["pg"] is not None else None,
+                             unit_vector(r["structure"]) if r["structure"] is not None else None)
+    held = {i: held[i] for i in ids if i in held}
+    dimension = next((len(v) for pair in held.values() for v in pair if v is not None), 0)
+    vectors: dict[VectorKind, npt.NDArray[np.float32]] = {}
+    has: dict[VectorKind, npt.NDArray[np.bool_]] = {}
+    for slot, which in enumerate(("pg", "structure")):
+        matrix = np.zeros((len(ids), dimension), dtype=np.float32)
+        present = np.zeros(len(ids), dtype=bool)
+        for n, exp_id in enumerate(ids):
+            vector = held.get(exp_id, (None, None))[slot]
+            if vector is not None and len(vector) == dimension:
+                matrix[n] = vector
+                present[n] = True
+        vectors[which], has[which] = matrix, present  # type: ignore[index]
+    column = lambda j: np.array([row[j] for row in rows], dtype=object)  # noqa: E731
+    return ExperienceVectors(
+        ids=ids, kind=column(1), status=column(2), domain=column(3),
+        success=np.array([float(row[4]) for row in rows], dtype=np.float64),
+        shared=np.array([row[5] == "shared" for row in rows], dtype=bool), owner=column(6),
+        vectors=vectors, has=has, held=held, abstract=abstract,
+    )
