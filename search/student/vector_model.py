@@ -1,6 +1,6 @@
 """The semantic and structural channels of a large namespace, answered in the process: every
-experience's problem+goal and workflow-shape vectors as two float32 matrices, with what the channels
-filter on, kept with the namespace's search version (:mod:`kbgraph.search.student.versioned`).
+experience's problem+goal and workflow-shape vectors as two float32 matrices (each distinct vector
+once), with what the channels filter on, kept with the namespace's search version (:mod:`kbgraph.search.student.versioned`).
 
 Above ``exact_scan_max`` experiences the two channels asked Neo4j's shared HNSW indexes, which on
 5.26 cannot filter: each request over-fetched nodes of every namespace and filtered them, ~15 ms of
@@ -56,8 +56,12 @@ class ExperienceVectors:
     success: npt.NDArray[np.float64]
     shared: npt.NDArray[np.bool_]
     owner: npt.NDArray[Any]
+    #: The distinct unit vectors of each kind, and for each experience the row of its own (its
+    #: index in ``ids``; -1: it has none). Equal vectors share a row, so equal vectors score
+    #: equal, as they do in Neo4j, and ties fall to the ids (a product computed per row can
+    #: differ in the last bit from one row to another).
     vectors: dict[VectorKind, npt.NDArray[np.float32]]
-    has: dict[VectorKind, npt.NDArray[np.bool_]]
+    row_of: dict[VectorKind, npt.NDArray[np.intp]]
     #: The vectors by id, for the next version to reuse.
     held: dict[str, tuple[npt.NDArray[np.float32] | None, npt.NDArray[np.float32] | None]]
     abstract: frozenset[str]
@@ -84,13 +88,14 @@ class ExperienceVectors:
     def nearest(self, which: VectorKind, vector: Sequence[float], params: Mapping[str, Any], k: int) -> list[ChannelHit]:
         """The ``k`` experiences nearest to ``vector`` that pass the filters, as the exact scan
         ranks them, each with Neo4j's cosine score."""
-        candidates = np.flatnonzero(self.mask(params) & self.has[which])
+        row_of = self.row_of[which]
+        candidates = np.flatnonzero(self.mask(params) & (row_of >= 0))
         if candidates.size == 0 or k <= 0:
             return []
         query = unit_vector(vector)
-        # The whole matrix times the query, then the candidates' rows: indexing the matrix first
+        # The distinct vectors times the query, then each candidate's: indexing the matrix first
         # would copy it.
-        score = (1.0 + (self.vectors[which] @ query)[candidates].astype(np.float64)) / 2.0
+        score = (1.0 + (self.vectors[which] @ query)[row_of[candidates]].astype(np.float64)) / 2.0
         domain, other = params["domain"], float(params["other_domain"])
         discount = np.ones(candidates.size) if domain is None else np.where(self.domain[candidates] == domain, 1.0, other)
         rank = (2.0 * score - 1.0) * discount
@@ -137,20 +142,22 @@ def _built(gateway: Neo4jGateway, namespace: str, rows: list[list[Any]],
     held = {i: held[i] for i in ids if i in held}
     dimension = next((len(v) for pair in held.values() for v in pair if v is not None), 0)
     vectors: dict[VectorKind, npt.NDArray[np.float32]] = {}
-    has: dict[VectorKind, npt.NDArray[np.bool_]] = {}
+    row_of: dict[VectorKind, npt.NDArray[np.intp]] = {}
     for slot, which in enumerate(("pg", "structure")):
-        matrix = np.zeros((len(ids), dimension), dtype=np.float32)
-        present = np.zeros(len(ids), dtype=bool)
-        for n, exp_id in enumerate(ids):
-            vector = held.get(exp_id, (None, None))[slot]
-            if vector is not None and len(vector) == dimension:
-                matrix[n] = vector
-                present[n] = True
-        vectors[which], has[which] = matrix, present  # type: ignore[index]
+        present = [n for n, exp_id in enumerate(ids)
+                   if (v := held.get(exp_id, (None, None))[slot]) is not None and len(v) == dimension]
+        rows_of = np.full(len(ids), -1, dtype=np.intp)
+        if present:
+            matrix = np.stack([held[ids[n]][slot] for n in present]).astype(np.float32)  # type: ignore[misc]
+            distinct, inverse = np.unique(matrix, axis=0, return_inverse=True)
+            rows_of[present] = inverse.reshape(-1)
+        else:
+            distinct = np.zeros((0, dimension), dtype=np.float32)
+        vectors[which], row_of[which] = distinct, rows_of  # type: ignore[index]
     column = lambda j: np.array([row[j] for row in rows], dtype=object)  # noqa: E731
     return ExperienceVectors(
         ids=ids, kind=column(1), status=column(2), domain=column(3),
         success=np.array([float(row[4]) for row in rows], dtype=np.float64),
         shared=np.array([row[5] == "shared" for row in rows], dtype=bool), owner=column(6),
-        vectors=vectors, has=has, held=held, abstract=abstract,
+        vectors=vectors, row_of=row_of, held=held, abstract=abstract,
     )
