@@ -5,7 +5,9 @@ request without steps also asks which workflows do what it asks (:mod:`.intent`)
 the meta-concept documents are searched alongside. Each asks :mod:`kbgraph.search.candidates`: a
 namespace at or under ``exact_scan_max`` nodes is scanned exactly (the lexical channel scores the
 namespace's own texts with its own BM25 statistics), a larger one asks the index (over-fetching
-the shared one on Neo4j 5.26, asking for the namespace's nodes on 2026). The
+the shared one on Neo4j 5.26, asking for the namespace's nodes on 2026), except the semantic and
+structural channels, which then scan the namespace's vectors in the process, kept with its search
+version (:mod:`.vector_model`; not with a quality floor, which feedback moves unversioned). The
 channels run concurrently: they are independent queries, and overlapping their round trips is most
 of a search's speed.
 """

@@ -6,8 +6,6 @@ never come in. Real Neo4j, real MiniLM."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from kbgraph.core.models import Experience, Step
@@ -17,8 +15,6 @@ from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.student.channels import filter_params
 from kbgraph.search.student.context import FilterParams
 from kbgraph.search.student.vector_model import ExperienceVectors, experience_vectors
-from kbgraph.store.connection import open_driver
-from tests.conftest import Neo4jTarget
 
 pytestmark = pytest.mark.neo4j
 
@@ -31,16 +27,6 @@ def experience(n: int, **fields: object) -> Experience:
                       goal=f"Get done: refund {n}", domain=domain,
                       steps=[Step(action="get_order_details"), Step(action=f"return_item_{n % 4}")] if n % 5 else [],
                       **fields)
-
-
-@pytest.fixture
-def searcher(kb: KnowledgeBase, embedder: CachedEmbedder, neo4j_target: Neo4jTarget) -> Iterator[KnowledgeBase]:
-    """Another process's knowledge base on ``kb``'s namespace: its own driver, its own caches."""
-    driver = open_driver(neo4j_target.uri, (neo4j_target.username, neo4j_target.password), neo4j_target.database)
-    other = KnowledgeBase(driver, embedder, namespace=kb.namespace, database=neo4j_target.database)
-    yield other
-    other.close()
-    driver.close()
 
 
 def params(kb: KnowledgeBase, domain: str | None = "retail", agent: str | None = None,
