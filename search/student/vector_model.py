@@ -154,7 +154,10 @@ def _built(gateway: Neo4jGateway, namespace: str, rows: list[list[Any]],
         else:
             distinct = np.zeros((0, dimension), dtype=np.float32)
         vectors[which], row_of[which] = distinct, rows_of  # type: ignore[index]
-    column = lambda j: np.array([row[j] for row in rows], dtype=object)  # noqa: E731
+
+    def column(j: int) -> npt.NDArray[Any]:
+        return np.array([row[j] for row in rows], dtype=object)
+
     return ExperienceVectors(
         ids=ids, kind=column(1), status=column(2), domain=column(3),
         success=np.array([float(row[4]) for row in rows], dtype=np.float64),
