@@ -1,6 +1,7 @@
 """The semantic and structural channels of a large namespace, answered in the process: every
 experience's problem+goal and workflow-shape vectors as two float32 matrices (each distinct vector
-once), with what the channels filter on, kept with the namespace's search version (:mod:`kbgraph.search.student.versioned`).
+once), with what the channels filter on, kept with the namespace's search version
+(:mod:`kbgraph.search.student.versioned`).
 
 Above ``exact_scan_max`` experiences the two channels asked Neo4j's shared HNSW indexes, which on
 5.26 cannot filter: each request over-fetched nodes of every namespace and filtered them, ~15 ms of
@@ -40,14 +41,14 @@ __all__ = ["ExperienceVectors", "VectorKind", "experience_vectors"]
 VectorKind = Literal["pg", "structure"]
 #: Vectors asked for per request when the rows changed.
 _PAGE = 5000
-#: Filter masks and domain discounts kept per model (a namespace's searches use a few).
+#: Filter masks kept per model, one per set of filters (a namespace's searches use a few).
 _MASKS = 64
 
 
 @dataclass
 class ExperienceVectors:
-    """One version of a namespace's experiences: ids, what the channels filter on, and the unit
-    vectors (a zero row where an experience has none, which ``has`` marks)."""
+    """One version of a namespace's experiences: ids, what the channels filter on (one entry per
+    id, in the order of ``ids``), and their distinct unit vectors."""
 
     ids: list[str]
     kind: npt.NDArray[Any]
@@ -56,8 +57,8 @@ class ExperienceVectors:
     success: npt.NDArray[np.float64]
     shared: npt.NDArray[np.bool_]
     owner: npt.NDArray[Any]
-    #: The distinct unit vectors of each kind, and for each experience the row of its own (its
-    #: index in ``ids``; -1: it has none). Equal vectors share a row, so equal vectors score
+    #: The distinct unit vectors of each kind, and for each experience (by its index in ``ids``)
+    #: the row of its vector (-1: it has none). Equal vectors share a row, so equal vectors score
     #: equal, as they do in Neo4j, and ties fall to the ids (a product computed per row can
     #: differ in the last bit from one row to another).
     vectors: dict[VectorKind, npt.NDArray[np.float32]]

@@ -76,7 +76,7 @@ def db_hits(plan: Any) -> int:
     return int(plan.get("dbHits", 0)) + sum(db_hits(child) for child in plan.get("children", []))
 
 
-@pytest.mark.parametrize("name", ["search_workflow_operations", "search_experience_texts"])
+@pytest.mark.parametrize("name", ["search_workflow_operations", "search_experience_texts", "search_experience_vector_rows"])
 def test_an_unchanged_version_costs_the_server_the_same_however_many_experiences(kb: KnowledgeBase, driver: neo4j.Driver,
                                                                                   name: str) -> None:
     with driver.session() as session:

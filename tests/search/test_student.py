@@ -219,7 +219,7 @@ def test_filters_restrict_what_comes_back(kb: KnowledgeBase) -> None:
     assert CANCEL.key in ids(exclude=["t-cancel-1"]), "one of its two trajectories is left"
 
 
-@pytest.mark.parametrize("exact_scan_max", [2000, 0], ids=["small namespace scanned", "vector indexes asked"])
+@pytest.mark.parametrize("exact_scan_max", [2000, 0], ids=["small namespace scanned", "above the scan limit"])
 def test_namespaces_never_see_each_other_even_when_one_crowds_the_index(
     kb: KnowledgeBase, driver: neo4j.Driver, embedder: CachedEmbedder, exact_scan_max: int
 ) -> None:
