@@ -9,9 +9,9 @@ the server's CPU and an approximate answer. Here a search sends one request, the
 (``search_experience_vector_rows`` with the version it kept, which reads nothing when it is
 unchanged), and scans the namespace's own vectors exactly: the product of a 10,000 × 384 matrix
 and the query's vector takes about a millisecond. The rows are read again when the version
-changed; vectors travel only for experiences this process has not held (a concrete experience's id
-is its content's hash, so its vectors never change) and for abstract ones, whose vectors follow
-their group. A search with a quality floor above 0 does not use it (feedback changes quality
+changed; vectors travel only for experiences this process has not held with both vectors (a
+concrete experience's id is its content's hash, and its vectors are written with it and never
+change) and for abstract ones, whose vectors follow their group. A search with a quality floor above 0 does not use it (feedback changes quality
 without a new version: :func:`~kbgraph.search.student.versioned.version_applies`), nor a namespace
 small enough for the exact Cypher scan, which stays the reference.
 
@@ -133,11 +133,14 @@ def _built(gateway: Neo4jGateway, namespace: str, rows: list[list[Any]],
            previous: ExperienceVectors | None) -> ExperienceVectors:
     ids = [str(row[0]) for row in rows]
     abstract = frozenset(i for i, row in zip(ids, rows, strict=True) if row[1] == "abstract")
-    held = {i: v for i, v in (previous.held.items() if previous is not None else ()) if i not in abstract}
+    # Only an experience read with both vectors is held over: one read without either may have been
+    # read as its write was being applied (Neo4j reads at read committed, see versioned), and the
+    # read that confirms a version must ask for it again.
+    held = {i: v for i, v in (previous.held.items() if previous is not None else ())
+            if i not in abstract and v[0] is not None and v[1] is not None}
     wanted = [i for i in ids if i not in held]
     for start in range(0, len(wanted), _PAGE):
         for r in gateway.read("search_experience_vectors_of", kb=namespace, ids=wanted[start : start + _PAGE]):
-            # An experience without either vector is held as such: it is not asked for again.
             held[r["id"]] = (unit_vector(r["pg"]) if r["pg"] is not None else None,
                              unit_vector(r["structure"]) if r["structure"] is not None else None)
     held = {i: held[i] for i in ids if i in held}

@@ -6,6 +6,8 @@ never come in. Real Neo4j, real MiniLM."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kbgraph.core.models import Experience, Step
@@ -15,8 +17,7 @@ from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.student.channels import filter_params
 from kbgraph.search.student.context import FilterParams
 from kbgraph.search.student.vector_model import ExperienceVectors, experience_vectors
-
-pytestmark = pytest.mark.neo4j
+from kbgraph.search.student.versioned import KeptByVersion
 
 TOPICS = ["a kettle", "a lamp", "a desk", "a phone", "a bike", "a tent", "a flight", "a hotel room"]
 
@@ -105,3 +106,32 @@ def test_a_search_above_the_scan_limit_scores_its_hits_as_the_exact_scan_does(kb
         assert hit.breakdown.semantic == pytest.approx(scanned[hit.id].semantic, abs=1e-6)
         assert (hit.breakdown.structural is None) == (scanned[hit.id].structural is None)
         assert (hit.breakdown.structural or 0.0) == pytest.approx(scanned[hit.id].structural or 0.0, abs=1e-6)
+
+
+class Gateway:
+    """A namespace of one concrete experience at one search version, whose vectors the first read
+    does not see (read as its write was being applied) and later reads do."""
+
+    def __init__(self) -> None:
+        self.asked: list[list[str]] = []
+
+    def read(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        if name == "search_experience_vector_rows":
+            return [{"version": "v1", "unchanged": params["known"] == "v1",
+                     "rows": [] if params["known"] == "v1" else [["e1", "concrete", "active", "retail", 1.0, "shared", None]]}]
+        self.asked.append(list(params["ids"]))
+        seen = len(self.asked) > 1
+        return [{"id": "e1", "pg": [1.0, 0.0] if seen else None, "structure": [0.0, 1.0] if seen else None}]
+
+
+def test_an_experience_first_read_without_its_vectors_is_asked_for_again() -> None:
+    gateway, kept = Gateway(), KeptByVersion[str, ExperienceVectors](1)
+    p = filter_params("ns", SearchFilters(), SearchQuery(task="anything", domain="retail"), SearchWeights())
+    first = experience_vectors(gateway, "ns", kept)  # type: ignore[arg-type]
+    assert first.nearest("pg", [1.0, 0.0], p, 5) == []
+    confirmed = experience_vectors(gateway, "ns", kept)  # type: ignore[arg-type]  # the version's second read
+    assert gateway.asked == [["e1"], ["e1"]]
+    assert [h.id for h in confirmed.nearest("pg", [1.0, 0.0], p, 5)] == ["e1"]
+    assert [h.id for h in confirmed.nearest("structure", [0.0, 1.0], p, 5)] == ["e1"]
+    assert experience_vectors(gateway, "ns", kept) is confirmed, "confirmed: kept, nothing asked"  # type: ignore[arg-type]
+    assert len(gateway.asked) == 2
