@@ -5,7 +5,9 @@ request without steps also asks which workflows do what it asks (:mod:`.intent`)
 the meta-concept documents are searched alongside. Each asks :mod:`kbgraph.search.candidates`: a
 namespace at or under ``exact_scan_max`` nodes is scanned exactly (the lexical channel scores the
 namespace's own texts with its own BM25 statistics), a larger one asks the index (over-fetching
-the shared one on Neo4j 5.26, asking for the namespace's nodes on 2026). The
+the shared one on Neo4j 5.26, asking for the namespace's nodes on 2026), except the semantic and
+structural channels, which then scan the namespace's vectors in the process, kept with its search
+version (:mod:`.vector_model`; not with a quality floor, which feedback moves unversioned). The
 channels run concurrently: they are independent queries, and overlapping their round trips is most
 of a search's speed.
 """
@@ -27,6 +29,8 @@ from kbgraph.search.scoring import neo4j_to_cosine
 from kbgraph.search.student.context import FilterParams, Run, SearchContext
 from kbgraph.search.student.intent import INTENT_CHANNEL, IntentMatcher, intent_channel, uses_intent
 from kbgraph.search.student.rows import CandidateFacts, ChannelHit
+from kbgraph.search.student.vector_model import VectorKind, experience_vectors
+from kbgraph.search.student.versioned import version_applies
 
 __all__ = ["Candidate", "Gathered", "StepEvidence", "concepts", "filter_params", "gather"]
 
@@ -35,6 +39,8 @@ _EXPERIENCE_INDEXES = {
     "experience_pg_embedding": "pg_embedding",
     "experience_structure_embedding": "structure_embedding",
 }
+#: The matrix of the in-process model each experience index stands for.
+_MODEL_VECTORS: dict[str, VectorKind] = {"experience_pg_embedding": "pg", "experience_structure_embedding": "structure"}
 #: The candidate fact a vector channel's score already is.
 _KNOWN_SCORE = {"vector:experience_pg_embedding": "semantic", "vector:experience_structure_embedding": "structural"}
 
@@ -106,15 +112,20 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
         w.lexical.stop_words == "auto" and is_verbose(query_text, w.lexical.verbose_query_terms))
     text = lucene_query(query_text, stop_words=drop_stop_words)
     terms = query_terms(query_text, stop_words=drop_stop_words)
-    jobs: dict[str, Future[Any]] = {}
+    jobs: dict[str, Future[Any] | _Share] = {}
     executor = ctx.executor()
+    vectors: dict[str, list[float]] = {}
     if run.pg is not None:
-        jobs["vector:experience_pg_embedding"] = executor.submit(
-            _vector_channel, ctx, run, "experience_pg_embedding", run.pg)
+        vectors["experience_pg_embedding"] = run.pg
     omega = w.coarse.structure_weight if run.steps else max(w.coarse.task_structure_weight, w.coarse.intent_structure_weight)
     if run.task is not None and omega > 0 and ctx.domain_has_steps(q.domain):
-        jobs["vector:experience_structure_embedding"] = executor.submit(
-            _vector_channel, ctx, run, "experience_structure_embedding", run.task)
+        vectors["experience_structure_embedding"] = run.task
+    if vectors and _in_process(ctx, run):
+        both = executor.submit(_vector_channels_in_process, ctx, run, vectors)
+        jobs.update({f"vector:{index}": _Share(both, f"vector:{index}") for index in vectors})
+    else:
+        jobs.update({f"vector:{index}": executor.submit(_vector_channel, ctx, run, index, vector)
+                     for index, vector in vectors.items()})
     if text is not None and w.lexical.alpha > 0:
         jobs["fulltext:experience_text"] = executor.submit(_fulltext_channel, ctx, run, text, terms)
     step_jobs = [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
@@ -132,6 +143,33 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
     for evidence in gathered.evidence:  # rows come best first
         gathered.add(evidence.rows[: w.selection.step_candidates], "vector:step_embedding")
     return gathered
+
+
+@dataclass(frozen=True)
+class _Share:
+    """One channel's rows of a job that answers several (the in-process vector channels)."""
+
+    job: Future[dict[str, list[ChannelHit]]]
+    channel: str
+
+    def result(self) -> list[ChannelHit]:
+        return self.job.result()[self.channel]
+
+
+def _in_process(ctx: SearchContext, run: Run) -> bool:
+    """The vector channels are answered in the process (kbgraph.search.student.vector_model): the
+    namespace is larger than an exact Cypher scan takes, and no quality floor above 0 is asked."""
+    return (not run.weights.scan.scans(ctx.size.get(run.weights.scan.exact_scan_max).experiences)
+            and version_applies(run.params))
+
+
+def _vector_channels_in_process(ctx: SearchContext, run: Run, vectors: dict[str, list[float]]) -> dict[str, list[ChannelHit]]:
+    """The vector channels of ``vectors`` (index → the query's vector) over the namespace's vectors
+    in the process, after one version check (one request)."""
+    model = experience_vectors(ctx.gateway, ctx.namespace, ctx.vectors_by_version)
+    k = run.weights.selection.candidates
+    return {f"vector:{index}": model.nearest(_MODEL_VECTORS[index], vector, run.params, k)
+            for index, vector in vectors.items()}
 
 
 def _vector_channel(ctx: SearchContext, run: Run, index: str, vector: list[float]) -> list[ChannelHit]:

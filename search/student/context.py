@@ -34,6 +34,7 @@ from kbgraph.search.student.intent_history import HistoryRow, IntentHistory
 from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.text_corpus import NamespaceTexts, TextCorpusRefresh, text_rows
 from kbgraph.search.student.text_vectors import IntentVectors
+from kbgraph.search.student.vector_model import ExperienceVectors
 from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key, sent, version_applies
 from kbgraph.search.student.workflow_operations import WorkflowOperations, read_intent_rows
 
@@ -127,6 +128,9 @@ class SearchContext:
         default_factory=lambda: KeptByContent(HISTORIES))
     history_by_version: KeptByVersion[tuple[Any, ...], IntentHistory] = field(
         default_factory=lambda: KeptByVersion(HISTORIES))
+    #: The namespace's experience vectors, by the search version: the semantic and structural
+    #: channels of a namespace above ``exact_scan_max`` (kbgraph.search.student.vector_model).
+    vectors_by_version: KeptByVersion[str, ExperienceVectors] = field(default_factory=lambda: KeptByVersion(1))
 
     def lexical_corpus(self, rows: Sequence[tuple[str, ...]]) -> LexicalCorpus:
         """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal)``, as

@@ -1,21 +1,23 @@
 """What a search makes of a whole-namespace read, kept with the namespace's search version
 (kbgraph.store.search_version), so that the next search with the same filters skips the read.
 
-Two channels read the namespace as a whole: the intent channel every workflow's operations and,
-in the same request, the history of requests of the query's domain (``search_workflow_operations``;
-one answer serves both kept reads, :meth:`KeptByVersion.kept` / :meth:`KeptByVersion.take`), the
-lexical scan every experience's text (``search_experience_texts``). Each request first reads the namespace's search version, a token on
-its state node that every write changing those rows replaces in its own transaction, and is sent the
-version the caller kept its rows with (``$known``): when the two are equal the server reads nothing
-and answers ``unchanged``. The version is read before the rows, so rows are at worst kept under an
-older version than theirs (the next search reads them again). Neo4j reads at read committed, and a
-read that overlaps a commit being applied may see part of it: so the rows of a version are read
-twice, by the first two searches that see it, and only the second read is trusted (the kept value
-is the same object when the rows are, see ``KeptByContent``).
+Three channels read the namespace as a whole: the intent channel every workflow's operations and, in
+the same request, the history of requests of the query's domain (``search_workflow_operations``; one
+answer serves both kept reads, :meth:`KeptByVersion.kept` / :meth:`KeptByVersion.take`), the lexical
+scan every experience's text (``search_experience_texts``), and above ``exact_scan_max`` the
+semantic and structural channels every experience's vectors (``search_experience_vector_rows``,
+kbgraph.search.student.vector_model). Each request first reads the namespace's search version, a
+token on its state node that every write changing those rows replaces in its own transaction, and is
+sent the version the caller kept its rows with (``$known``): when the two are equal the server reads
+nothing and answers ``unchanged``. The version is read before the rows, so rows are at worst kept
+under an older version than theirs (the next search reads them again). Neo4j reads at read
+committed, and a read that overlaps a commit being applied may see part of it: so the rows of a
+version are read twice, by the first two searches that see it, and only the second read is trusted
+(the kept value is the same object when the rows are, see ``KeptByContent``).
 
 Kept per set of filters (:func:`filter_key`: namespace, statuses, domains, kinds, success and quality
 floors, the calling agent, whose own experiences it sees), so a tenant's or an agent's rows are never
-another's. Feedback changes an experience's quality without a new version (a burst of feedback must
+another's; the vectors are kept per namespace and filtered in the process, per search. Feedback changes an experience's quality without a new version (a burst of feedback must
 not queue on the namespace's state node): a search with a quality floor above 0 reads its rows
 every time (:func:`version_applies`); quality is in [0, 1], so a floor of 0 filters nothing.
 """

@@ -187,7 +187,9 @@ def test_on_neo4j_2026_the_indexes_answer_a_namespace_alone_whatever_nearer_vect
     if not set(VECTOR_INDEXES) <= filtering_indexes(kb.gateway):
         pytest.skip("Neo4j 5.26's vector indexes cannot keep a namespace (SEARCH … WHERE needs Neo4j 2026): "
                     "above exact_scan_max they are over-fetched, and other namespaces change what they give")
-    # exact_scan_max = 0: every channel asks its index. The full-text index cannot keep a namespace
+    # exact_scan_max = 0: the step channel, the meta-concepts, the teacher and the step search ask
+    # their indexes (the semantic and structural channels scan the namespace's own vectors in the
+    # process, kbgraph.search.student.vector_model). The full-text index cannot keep a namespace
     # even on 2026 (nor can its database-wide BM25 statistics be the namespace's), so the lexical
     # channel is left out (alpha = 0): it keeps the over-fetch policy on both lines.
     settings = {"exact_scan_max": 0, "alpha": 0.0}

@@ -7,7 +7,6 @@ after each kind of write the searcher's next read sees the change. Real Neo4j, r
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,6 @@ from kbgraph.search.student.channels import filter_params
 from kbgraph.search.student.context import FilterParams, SearchContext
 from kbgraph.search.student.workflow_operations import SEPARATOR, read_rows
 from kbgraph.store.queries import query
-from kbgraph.store.connection import open_driver
-from tests.conftest import Neo4jTarget
 
 
 def experience(n: int, operation: str = "cancel_pending_order", **fields: object) -> Experience:
@@ -31,16 +28,6 @@ def experience(n: int, operation: str = "cancel_pending_order", **fields: object
     return Experience(problem=f"Customer {n} wants help with {topics[n % len(topics)]} order number {n}.",
                       goal=f"Get done: task {n}", domain="retail",
                       steps=[Step(action="get_order_details"), Step(action=f"{operation}_{n}")], **fields)
-
-
-@pytest.fixture
-def searcher(kb: KnowledgeBase, embedder: CachedEmbedder, neo4j_target: Neo4jTarget) -> Iterator[KnowledgeBase]:
-    """Another process's knowledge base on the writer's (``kb``'s) namespace: its own driver, its own caches."""
-    driver = open_driver(neo4j_target.uri, (neo4j_target.username, neo4j_target.password), neo4j_target.database)
-    other = KnowledgeBase(driver, embedder, namespace=kb.namespace, database=neo4j_target.database)
-    yield other
-    other.close()
-    driver.close()
 
 
 def params(kb: KnowledgeBase, agent: str | None = None, min_quality: float = 0.0) -> FilterParams:
@@ -88,7 +75,7 @@ def db_hits(plan: Any) -> int:
     return int(plan.get("dbHits", 0)) + sum(db_hits(child) for child in plan.get("children", []))
 
 
-@pytest.mark.parametrize("name", ["search_workflow_operations", "search_experience_texts"])
+@pytest.mark.parametrize("name", ["search_workflow_operations", "search_experience_texts", "search_experience_vector_rows"])
 def test_an_unchanged_version_costs_the_server_the_same_however_many_experiences(kb: KnowledgeBase, driver: neo4j.Driver,
                                                                                   name: str) -> None:
     with driver.session() as session:

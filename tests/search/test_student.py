@@ -219,7 +219,7 @@ def test_filters_restrict_what_comes_back(kb: KnowledgeBase) -> None:
     assert CANCEL.key in ids(exclude=["t-cancel-1"]), "one of its two trajectories is left"
 
 
-@pytest.mark.parametrize("exact_scan_max", [2000, 0], ids=["small namespace scanned", "vector indexes asked"])
+@pytest.mark.parametrize("exact_scan_max", [2000, 0], ids=["small namespace scanned", "above the scan limit"])
 def test_namespaces_never_see_each_other_even_when_one_crowds_the_index(
     kb: KnowledgeBase, driver: neo4j.Driver, embedder: CachedEmbedder, exact_scan_max: int
 ) -> None:
@@ -283,11 +283,18 @@ def test_a_small_namespace_is_scanned_exactly_whatever_else_the_database_holds(
         assert {"search_experience_scan", "search_step_scan"} <= set(asked)
         assert not {"search_experience_vectors", "search_step_vectors"} & set(asked)
 
-        asked.clear()  # a namespace above the limit asks the indexes (each as the server's line asks it)
-        kb.search("I ordered this by mistake, please cancel my order", weights={"exact_scan_max": 0}, **query)
-        indexes = {index_query(kb.gateway, "search_experience_vectors", "experience_pg_embedding"),
-                   index_query(kb.gateway, "search_step_vectors", "step_text_embedding")}
-        assert indexes <= set(asked)
+        asked.clear()  # a namespace above the limit: the vector channels answer in the process from
+        # the namespace's own vectors (kept with its search version), the step channel asks its index
+        above = kb.search("I ordered this by mistake, please cancel my order", weights={"exact_scan_max": 0}, **query)
+        assert "search_experience_vector_rows" in asked
+        assert index_query(kb.gateway, "search_step_vectors", "step_text_embedding") in asked
+        assert [h.experience.id for h in above.hits] == [i for i, _, _ in alone]
+
+        asked.clear()  # a quality floor, which feedback moves without a new version, asks the indexes
+        kb.search("I ordered this by mistake, please cancel my order", weights={"exact_scan_max": 0},
+                  filters={"min_quality": 0.1}, **query)
+        assert index_query(kb.gateway, "search_experience_vectors", "experience_pg_embedding") in asked
+        assert "search_experience_vector_rows" not in asked
     finally:
         crowd.clear()
 

@@ -1,0 +1,170 @@
+"""The semantic and structural channels of a large namespace, answered in the process: every
+experience's problem+goal and workflow-shape vectors as two float32 matrices (each distinct vector
+once), with what the channels filter on, kept with the namespace's search version
+(:mod:`kbgraph.search.student.versioned`).
+
+Above ``exact_scan_max`` experiences the two channels asked Neo4j's shared HNSW indexes, which on
+5.26 cannot filter: each request over-fetched nodes of every namespace and filtered them, ~15 ms of
+the server's CPU and an approximate answer. Here a search sends one request, the version check
+(``search_experience_vector_rows`` with the version it kept, which reads nothing when it is
+unchanged), and scans the namespace's own vectors exactly: the product of a 10,000 × 384 matrix
+and the query's vector takes about a millisecond. The rows are read again when the version
+changed; vectors travel only for experiences this process has not held with both vectors (a
+concrete experience's id is its content's hash, and its vectors are written with it and never
+change) and for abstract ones, whose vectors follow their group. A search with a quality floor above 0 does not use it (feedback changes quality
+without a new version: :func:`~kbgraph.search.student.versioned.version_applies`), nor a namespace
+small enough for the exact Cypher scan, which stays the reference.
+
+The answer is the exact scan's (``search_experience_scan``): the experiences that pass the filters
+and hold the vector, ranked by ``(2·score − 1)`` times the other-domain discount, ties by id, with
+Neo4j's score ``(1 + cos) / 2``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from kbgraph.store.gateway import Neo4jGateway
+from kbgraph.store.vector_cache import unit_vector
+from kbgraph.search.student.bounded import BoundedMap
+from kbgraph.search.student.rows import ChannelHit
+from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key
+
+__all__ = ["ExperienceVectors", "VectorKind", "experience_vectors"]
+
+#: Which matrix a channel scans: problem+goal (semantic) or workflow shape (structural).
+VectorKind = Literal["pg", "structure"]
+#: Vectors asked for per request when the rows changed.
+_PAGE = 5000
+#: Filter masks kept per model, one per set of filters (a namespace's searches use a few).
+_MASKS = 64
+
+
+@dataclass
+class ExperienceVectors:
+    """One version of a namespace's experiences: ids, what the channels filter on (one entry per
+    id, in the order of ``ids``), and their distinct unit vectors."""
+
+    ids: list[str]
+    kind: npt.NDArray[Any]
+    status: npt.NDArray[Any]
+    domain: npt.NDArray[Any]
+    success: npt.NDArray[np.float64]
+    shared: npt.NDArray[np.bool_]
+    owner: npt.NDArray[Any]
+    #: The distinct unit vectors of each kind, and for each experience (by its index in ``ids``)
+    #: the row of its vector (-1: it has none). Equal vectors share a row, so equal vectors score
+    #: equal, as they do in Neo4j, and ties fall to the ids (a product computed per row can
+    #: differ in the last bit from one row to another).
+    vectors: dict[VectorKind, npt.NDArray[np.float32]]
+    row_of: dict[VectorKind, npt.NDArray[np.intp]]
+    #: The vectors by id, for the next version to reuse.
+    held: dict[str, tuple[npt.NDArray[np.float32] | None, npt.NDArray[np.float32] | None]]
+    abstract: frozenset[str]
+    _masks: BoundedMap[tuple[Any, ...], npt.NDArray[np.bool_]] = field(default_factory=lambda: BoundedMap(_MASKS))
+
+    def mask(self, params: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
+        """The experiences that pass ``params``'s filters, as the channel queries filter (a
+        quality floor is never above 0 here)."""
+        key = filter_key(params)
+        kept = self._masks.get(key)
+        if kept is not None:
+            return kept
+        passed = _among(self.status, params["statuses"])
+        if params["domains"] is not None:
+            passed &= _among(self.domain, params["domains"])
+        if params["kinds"] is not None:
+            passed &= _among(self.kind, params["kinds"])
+        passed &= self.success >= float(params["min_success"])
+        agent = params["agent"]
+        passed &= self.shared | ((self.owner == agent) if agent is not None else False)
+        self._masks.put(key, passed)
+        return passed
+
+    def nearest(self, which: VectorKind, vector: Sequence[float], params: Mapping[str, Any], k: int) -> list[ChannelHit]:
+        """The ``k`` experiences nearest to ``vector`` that pass the filters, as the exact scan
+        ranks them, each with Neo4j's cosine score."""
+        row_of = self.row_of[which]
+        candidates = np.flatnonzero(self.mask(params) & (row_of >= 0))
+        if candidates.size == 0 or k <= 0:
+            return []
+        query = unit_vector(vector)
+        # The distinct vectors times the query, then each candidate's: indexing the matrix first
+        # would copy it.
+        score = (1.0 + (self.vectors[which] @ query)[row_of[candidates]].astype(np.float64)) / 2.0
+        domain, other = params["domain"], float(params["other_domain"])
+        discount = np.ones(candidates.size) if domain is None else np.where(self.domain[candidates] == domain, 1.0, other)
+        rank = (2.0 * score - 1.0) * discount
+        if candidates.size > k:  # the k best and every one tied with the last of them
+            kth = np.partition(rank, candidates.size - k)[candidates.size - k]
+            keep = np.flatnonzero(rank >= kth)
+        else:
+            keep = np.arange(candidates.size)
+        order = sorted(keep.tolist(), key=lambda i: (-rank[i], self.ids[candidates[i]]))[:k]
+        return [ChannelHit(self.ids[candidates[i]], float(score[i])) for i in order]
+
+
+def _among(values: npt.NDArray[Any], allowed: Sequence[Any]) -> npt.NDArray[np.bool_]:
+    """Which of ``values`` (strings or None) are among ``allowed``, as Cypher's ``IN``."""
+    wanted = set(allowed)
+    return np.fromiter((v is not None and v in wanted for v in values), dtype=bool, count=len(values))
+
+
+def experience_vectors(gateway: Neo4jGateway, namespace: str,
+                       kept: KeptByVersion[str, ExperienceVectors]) -> ExperienceVectors:
+    """The namespace's experience vectors at its current search version: the kept ones when the
+    version is unchanged, else read again (vectors only for ids not held, and abstract ones)."""
+    before = kept.kept(namespace)
+    previous = before[1] if before is not None else None
+
+    def read(known: str | None) -> VersionedRead[list[list[Any]]]:
+        answer = gateway.read("search_experience_vector_rows", kb=namespace, known=known)[0]
+        return VersionedRead(answer["version"], bool(answer["unchanged"]), list(answer["rows"]))
+
+    return kept.get(namespace, read, lambda rows: _built(gateway, namespace, rows, previous))
+
+
+def _built(gateway: Neo4jGateway, namespace: str, rows: list[list[Any]],
+           previous: ExperienceVectors | None) -> ExperienceVectors:
+    ids = [str(row[0]) for row in rows]
+    abstract = frozenset(i for i, row in zip(ids, rows, strict=True) if row[1] == "abstract")
+    # Only an experience read with both vectors is held over: one read without either may have been
+    # read as its write was being applied (Neo4j reads at read committed, see versioned), and the
+    # read that confirms a version must ask for it again.
+    held = {i: v for i, v in (previous.held.items() if previous is not None else ())
+            if i not in abstract and v[0] is not None and v[1] is not None}
+    wanted = [i for i in ids if i not in held]
+    for start in range(0, len(wanted), _PAGE):
+        for r in gateway.read("search_experience_vectors_of", kb=namespace, ids=wanted[start : start + _PAGE]):
+            held[r["id"]] = (unit_vector(r["pg"]) if r["pg"] is not None else None,
+                             unit_vector(r["structure"]) if r["structure"] is not None else None)
+    held = {i: held[i] for i in ids if i in held}
+    dimension = next((len(v) for pair in held.values() for v in pair if v is not None), 0)
+    vectors: dict[VectorKind, npt.NDArray[np.float32]] = {}
+    row_of: dict[VectorKind, npt.NDArray[np.intp]] = {}
+    for slot, which in enumerate(("pg", "structure")):
+        present = [n for n, exp_id in enumerate(ids)
+                   if (v := held.get(exp_id, (None, None))[slot]) is not None and len(v) == dimension]
+        rows_of = np.full(len(ids), -1, dtype=np.intp)
+        if present:
+            matrix = np.stack([held[ids[n]][slot] for n in present]).astype(np.float32)  # type: ignore[misc]
+            distinct, inverse = np.unique(matrix, axis=0, return_inverse=True)
+            rows_of[present] = inverse.reshape(-1)
+        else:
+            distinct = np.zeros((0, dimension), dtype=np.float32)
+        vectors[which], row_of[which] = distinct, rows_of  # type: ignore[index]
+
+    def column(j: int) -> npt.NDArray[Any]:
+        return np.array([row[j] for row in rows], dtype=object)
+
+    return ExperienceVectors(
+        ids=ids, kind=column(1), status=column(2), domain=column(3),
+        success=np.array([float(row[4]) for row in rows], dtype=np.float64),
+        shared=np.array([row[5] == "shared" for row in rows], dtype=bool), owner=column(6),
+        vectors=vectors, row_of=row_of, held=held, abstract=abstract,
+    )

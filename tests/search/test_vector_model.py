@@ -1,0 +1,137 @@
+"""Above ``exact_scan_max`` the semantic and structural channels answer in the process, from the
+namespace's own vectors kept with its search version (kbgraph.search.student.vector_model): the
+same experiences, in the same order, with the same scores as the exact Cypher scan, whatever the
+filters; a write by another process is seen by the next search; another namespace's experiences
+never come in. Real Neo4j, real MiniLM."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kbgraph.core.models import Experience, Step
+from kbgraph.embedders import CachedEmbedder
+from kbgraph.kb import KnowledgeBase
+from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
+from kbgraph.search.student.channels import filter_params
+from kbgraph.search.student.context import FilterParams
+from kbgraph.search.student.vector_model import ExperienceVectors, experience_vectors
+from kbgraph.search.student.versioned import KeptByVersion
+
+TOPICS = ["a kettle", "a lamp", "a desk", "a phone", "a bike", "a tent", "a flight", "a hotel room"]
+
+
+def experience(n: int, **fields: object) -> Experience:
+    domain = "airline" if n % 3 == 0 else "retail"
+    return Experience(problem=f"Customer {n} wants to return {TOPICS[n % len(TOPICS)]} bought last week.",
+                      goal=f"Get done: refund {n}", domain=domain,
+                      steps=[Step(action="get_order_details"), Step(action=f"return_item_{n % 4}")] if n % 5 else [],
+                      **fields)
+
+
+def params(kb: KnowledgeBase, domain: str | None = "retail", agent: str | None = None,
+           **filters: object) -> FilterParams:
+    return filter_params(kb.namespace, SearchFilters.model_validate(filters),
+                         SearchQuery(task="anything", domain=domain, agent=agent), SearchWeights())
+
+
+def model(kb: KnowledgeBase) -> ExperienceVectors:
+    return experience_vectors(kb.gateway, kb.namespace, kb.student.context.vectors_by_version)
+
+
+def scan(kb: KnowledgeBase, prop: str, vector: list[float], p: FilterParams, k: int) -> list[tuple[str, float]]:
+    rows = kb.gateway.read("search_experience_scan", property=prop, vector=vector, k=k, **p)
+    return [(r["id"], r["score"]) for r in rows]
+
+
+def test_the_in_process_channels_answer_as_the_exact_scan_whatever_the_filters(kb: KnowledgeBase) -> None:
+    kb.add_experiences([experience(n) for n in range(24)])
+    kb.add_experiences([experience(100, scope="private", owner_agent="agent-a"),
+                        experience(101, scope="private", owner_agent="agent-b")])
+    vector = [float(x) for x in kb.embedder.embed(["a customer returns a lamp for a refund"])[0]]
+    vectors = model(kb)
+    for p in (params(kb), params(kb, domain=None), params(kb, domain="airline"), params(kb, agent="agent-a"),
+              params(kb, domains=["retail"]), params(kb, kinds=["concrete"]), params(kb, min_success=0.5)):
+        for which, prop in (("pg", "pg_embedding"), ("structure", "structure_embedding")):
+            for k in (1, 5, 50):
+                ours = [(h.id, h.score) for h in vectors.nearest(which, vector, p, k)]  # type: ignore[arg-type]
+                theirs = scan(kb, prop, vector, p, k)
+                assert [i for i, _ in ours] == [i for i, _ in theirs], (which, k, ours, theirs)
+                assert [s for _, s in ours] == pytest.approx([s for _, s in theirs], abs=1e-6)
+
+
+def test_a_private_experience_is_found_only_by_its_own_agent(kb: KnowledgeBase) -> None:
+    kb.add_experiences([experience(n) for n in range(6)])
+    [private] = kb.add_experiences([experience(100, scope="private", owner_agent="agent-a")]).ids
+    vector = [float(x) for x in kb.embedder.embed([experience(100).problem])[0]]
+    assert private in {h.id for h in model(kb).nearest("pg", vector, params(kb, agent="agent-a"), 10)}
+    assert private not in {h.id for h in model(kb).nearest("pg", vector, params(kb, agent="agent-b"), 10)}
+    assert private not in {h.id for h in model(kb).nearest("pg", vector, params(kb), 10)}
+
+
+def test_another_process_write_is_seen_by_the_next_search(kb: KnowledgeBase, searcher: KnowledgeBase) -> None:
+    kb.add_experiences([experience(n) for n in range(6)])
+    for _ in range(3):  # read, confirmed by a second read of the same version, then kept
+        before = model(searcher)
+    assert model(searcher) is before, "an unchanged version reads nothing and keeps the same vectors"
+    [added] = kb.add_experiences([experience(50)]).ids
+    vector = [float(x) for x in kb.embedder.embed([experience(50).problem])[0]]
+    assert model(searcher).nearest("pg", vector, params(searcher), 1)[0].id == added
+    kb.store.delete([added])
+    assert added not in {h.id for h in model(searcher).nearest("pg", vector, params(searcher), 50)}
+
+
+def test_another_namespace_never_comes_in(kb: KnowledgeBase, embedder: CachedEmbedder) -> None:
+    ours = set(kb.add_experiences([experience(n) for n in range(4)]).ids)
+    other = KnowledgeBase(kb.driver, embedder, namespace=kb.namespace + "-other", database=kb.gateway.database)
+    try:
+        other.add_experiences([experience(n) for n in range(4, 12)])
+        vector = [float(x) for x in kb.embedder.embed(["a customer returns a lamp for a refund"])[0]]
+        assert {h.id for h in model(kb).nearest("pg", vector, params(kb, domain=None), 50)} <= ours
+    finally:
+        other.clear()
+
+
+def test_a_search_above_the_scan_limit_scores_its_hits_as_the_exact_scan_does(kb: KnowledgeBase) -> None:
+    # (The full-text and step channels ask their indexes above the limit, so the candidates may
+    # differ; what the vector channels give each hit does not.)
+    kb.add_experiences([experience(n) for n in range(24)])
+    query = {"domain": "retail", "steps_so_far": [{"action": "get_order_details", "arguments": {"order_id": "#W1"}}]}
+    scanned = {h.id: h.breakdown for h in kb.search("I want to return the lamp and get my money back", k=10, **query).hits}
+    in_process = kb.search("I want to return the lamp and get my money back", k=10, weights={"exact_scan_max": 0}, **query)
+    both = [h for h in in_process.hits if h.id in scanned]
+    assert both
+    for hit in both:
+        assert hit.breakdown.semantic == pytest.approx(scanned[hit.id].semantic, abs=1e-6)
+        assert (hit.breakdown.structural is None) == (scanned[hit.id].structural is None)
+        assert (hit.breakdown.structural or 0.0) == pytest.approx(scanned[hit.id].structural or 0.0, abs=1e-6)
+
+
+class Gateway:
+    """A namespace of one concrete experience at one search version, whose vectors the first read
+    does not see (read as its write was being applied) and later reads do."""
+
+    def __init__(self) -> None:
+        self.asked: list[list[str]] = []
+
+    def read(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        if name == "search_experience_vector_rows":
+            return [{"version": "v1", "unchanged": params["known"] == "v1",
+                     "rows": [] if params["known"] == "v1" else [["e1", "concrete", "active", "retail", 1.0, "shared", None]]}]
+        self.asked.append(list(params["ids"]))
+        seen = len(self.asked) > 1
+        return [{"id": "e1", "pg": [1.0, 0.0] if seen else None, "structure": [0.0, 1.0] if seen else None}]
+
+
+def test_an_experience_first_read_without_its_vectors_is_asked_for_again() -> None:
+    gateway, kept = Gateway(), KeptByVersion[str, ExperienceVectors](1)
+    p = filter_params("ns", SearchFilters(), SearchQuery(task="anything", domain="retail"), SearchWeights())
+    first = experience_vectors(gateway, "ns", kept)  # type: ignore[arg-type]
+    assert first.nearest("pg", [1.0, 0.0], p, 5) == []
+    confirmed = experience_vectors(gateway, "ns", kept)  # type: ignore[arg-type]  # the version's second read
+    assert gateway.asked == [["e1"], ["e1"]]
+    assert [h.id for h in confirmed.nearest("pg", [1.0, 0.0], p, 5)] == ["e1"]
+    assert [h.id for h in confirmed.nearest("structure", [0.0, 1.0], p, 5)] == ["e1"]
+    assert experience_vectors(gateway, "ns", kept) is confirmed, "confirmed: kept, nothing asked"  # type: ignore[arg-type]
+    assert len(gateway.asked) == 2
