@@ -5,11 +5,12 @@ request without steps also asks which workflows do what it asks (:mod:`.intent`)
 the meta-concept documents are searched alongside. Each asks :mod:`kbgraph.search.candidates`: a
 namespace at or under ``exact_scan_max`` nodes is scanned exactly (the lexical channel scores the
 namespace's own texts with its own BM25 statistics), a larger one asks the index (over-fetching
-the shared one on Neo4j 5.26, asking for the namespace's nodes on 2026), except the semantic and
-structural channels, which then scan the namespace's vectors in the process, kept with its search
-version (:mod:`.vector_model`; not with a quality floor, which feedback moves unversioned). The
-channels run concurrently: they are independent queries, and overlapping their round trips is most
-of a search's speed.
+the shared one on Neo4j 5.26, asking for the namespace's nodes on 2026), except the semantic,
+structural and lexical channels when the process keeps the namespace's vectors and texts at the
+search version the search reads first (:mod:`.vector_model`, :mod:`.text_corpus`, kept current in
+the background; not with a quality floor, which feedback moves unversioned). The channels run
+concurrently: they are independent queries, and overlapping their round trips is most of a
+search's speed.
 """
 
 from __future__ import annotations
@@ -29,8 +30,7 @@ from kbgraph.search.scoring import neo4j_to_cosine
 from kbgraph.search.student.context import FilterParams, Run, SearchContext
 from kbgraph.search.student.intent import INTENT_CHANNEL, IntentMatcher, intent_channel, uses_intent
 from kbgraph.search.student.rows import CandidateFacts, ChannelHit
-from kbgraph.search.student.vector_model import VectorKind, experience_vectors
-from kbgraph.search.student.versioned import version_applies
+from kbgraph.search.student.vector_model import VectorKind
 
 __all__ = ["Candidate", "Gathered", "StepEvidence", "concepts", "filter_params", "gather"]
 
@@ -41,6 +41,9 @@ _EXPERIENCE_INDEXES = {
 }
 #: The matrix of the in-process model each experience index stands for.
 _MODEL_VECTORS: dict[str, VectorKind] = {"experience_pg_embedding": "pg", "experience_structure_embedding": "structure"}
+#: The channels, in the order their candidates are added.
+_ORDER = ("vector:experience_pg_embedding", "vector:experience_structure_embedding", "fulltext:experience_text",
+          INTENT_CHANNEL)
 #: The candidate fact a vector channel's score already is.
 _KNOWN_SCORE = {"vector:experience_pg_embedding": "semantic", "vector:experience_structure_embedding": "structural"}
 
@@ -112,22 +115,13 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
         w.lexical.stop_words == "auto" and is_verbose(query_text, w.lexical.verbose_query_terms))
     text = lucene_query(query_text, stop_words=drop_stop_words)
     terms = query_terms(query_text, stop_words=drop_stop_words)
-    jobs: dict[str, Future[Any] | _Share] = {}
+    jobs: dict[str, Future[Any]] = {}
     executor = ctx.executor()
-    vectors: dict[str, list[float]] = {}
-    if run.pg is not None:
-        vectors["experience_pg_embedding"] = run.pg
-    omega = w.coarse.structure_weight if run.steps else max(w.coarse.task_structure_weight, w.coarse.intent_structure_weight)
-    if run.task is not None and omega > 0 and ctx.domain_has_steps(q.domain):
-        vectors["experience_structure_embedding"] = run.task
-    if vectors and _in_process(ctx, run):
-        both = executor.submit(_vector_channels_in_process, ctx, run, vectors)
-        jobs.update({f"vector:{index}": _Share(both, f"vector:{index}") for index in vectors})
-    else:
-        jobs.update({f"vector:{index}": executor.submit(_vector_channel, ctx, run, index, vector)
-                     for index, vector in vectors.items()})
-    if text is not None and w.lexical.alpha > 0:
-        jobs["fulltext:experience_text"] = executor.submit(_fulltext_channel, ctx, run, text, terms)
+    # A namespace above exact_scan_max: its search version first, which says whether the vector and
+    # full-text channels answer from what the process keeps (vector_model, text_corpus) or ask the
+    # indexes; the channels that ask Neo4j either way start meanwhile.
+    large = not w.scan.scans(ctx.size.get(w.scan.exact_scan_max).experiences)
+    version_job = executor.submit(ctx.search_version) if large and ctx.keeps_in_background() else None
     step_jobs = [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
     intent = IntentMatcher.of(ctx, run) if uses_intent(run) else None
     if intent is not None:  # it also tells the matcher which operations the memory knows
@@ -136,40 +130,37 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
     concept_job: Future[list[ConceptHit]] | None = None
     if concept_vector is not None:
         concept_job = executor.submit(concepts, ctx, concept_vector, w)
+    version = version_job.result() if version_job is not None else None
+    vectors: dict[str, list[float]] = {}
+    if run.pg is not None:
+        vectors["experience_pg_embedding"] = run.pg
+    omega = w.coarse.structure_weight if run.steps else max(w.coarse.task_structure_weight, w.coarse.intent_structure_weight)
+    if run.task is not None and omega > 0 and ctx.domain_has_steps(q.domain):
+        vectors["experience_structure_embedding"] = run.task
+    model = ctx.current_vectors(run.params, version) if vectors and version is not None else None
+    for index, vector in vectors.items():
+        jobs[f"vector:{index}"] = (_done(model.nearest(_MODEL_VECTORS[index], vector, run.params, w.selection.candidates))
+                                   if model is not None else executor.submit(_vector_channel, ctx, run, index, vector))
+    if text is not None and w.lexical.alpha > 0:
+        texts = ctx.current_texts(run.params, version) if version is not None else None
+        jobs["fulltext:experience_text"] = (
+            _done(texts.rank(terms, w.selection.candidates, run.params["domain"], float(run.params["other_domain"])))
+            if texts is not None else executor.submit(_fulltext_channel, ctx, run, text, terms))
     gathered = Gathered({}, [], concept_job, terms, intent=intent)
-    for channel, job in jobs.items():
-        gathered.add(job.result(), channel)
+    for channel in _ORDER:  # candidates in the order the channels have always added them
+        if channel in jobs:
+            gathered.add(jobs[channel].result(), channel)
     gathered.evidence = [job.result() for job in step_jobs]
     for evidence in gathered.evidence:  # rows come best first
         gathered.add(evidence.rows[: w.selection.step_candidates], "vector:step_embedding")
     return gathered
 
 
-@dataclass(frozen=True)
-class _Share:
-    """One channel's rows of a job that answers several (the in-process vector channels)."""
-
-    job: Future[dict[str, list[ChannelHit]]]
-    channel: str
-
-    def result(self) -> list[ChannelHit]:
-        return self.job.result()[self.channel]
-
-
-def _in_process(ctx: SearchContext, run: Run) -> bool:
-    """The vector channels are answered in the process (kbgraph.search.student.vector_model): the
-    namespace is larger than an exact Cypher scan takes, and no quality floor above 0 is asked."""
-    return (not run.weights.scan.scans(ctx.size.get(run.weights.scan.exact_scan_max).experiences)
-            and version_applies(run.params))
-
-
-def _vector_channels_in_process(ctx: SearchContext, run: Run, vectors: dict[str, list[float]]) -> dict[str, list[ChannelHit]]:
-    """The vector channels of ``vectors`` (index → the query's vector) over the namespace's vectors
-    in the process, after one version check (one request)."""
-    model = experience_vectors(ctx.gateway, ctx.namespace, ctx.vectors_by_version)
-    k = run.weights.selection.candidates
-    return {f"vector:{index}": model.nearest(_MODEL_VECTORS[index], vector, run.params, k)
-            for index, vector in vectors.items()}
+def _done(rows: list[ChannelHit]) -> Future[list[ChannelHit]]:
+    """A channel's rows worked out in the process, as a finished job."""
+    job: Future[list[ChannelHit]] = Future()
+    job.set_result(rows)
+    return job
 
 
 def _vector_channel(ctx: SearchContext, run: Run, index: str, vector: list[float]) -> list[ChannelHit]:
@@ -208,12 +199,10 @@ def _fulltext_channel(ctx: SearchContext, run: Run, text: str, terms: list[str])
         ctx.pass_rates.learn(_pass_rate_key("experience_text", params), int(row["fetched"]), int(row["passed_same"]))
         return int(row["fetched"]), [ChannelHit.from_record(r) for r in row["rows"]]
 
-    # Above exact_scan_max: the namespace's own corpus once it is current (kept in the background,
-    # text_corpus), else the index. No synchronous fall-back scan: reading every text of a large
-    # namespace costs more than the few candidates the index could not give.
+    # No fall-back scan above exact_scan_max: reading every text of a large namespace costs more
+    # than the few candidates the index could not give (the process keeps them in the background
+    # instead: text_corpus, used by gather when current).
     count = ctx.size.get(w.scan.exact_scan_max).experiences
-    if not w.scan.scans(count) and (texts := ctx.kept_texts(params)) is not None:
-        return texts.rank(terms, w.selection.candidates, params["domain"], float(params["other_domain"]))
     result = nearest(w.scan, count, w.selection.candidates, scan=lambda: _lexical_scan(ctx, run, terms), fetch=fetch,
                      first=ctx.pass_rates.first(_pass_rate_key("experience_text", params), w.selection.candidates, w.scan.overfetch_limit))
     if result.limit_hit:

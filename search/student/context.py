@@ -32,10 +32,10 @@ from kbgraph.search.scoring import domain_distance, transferability
 from kbgraph.search.student.bounded import BoundedMap
 from kbgraph.search.student.intent_history import HistoryRow, IntentHistory
 from kbgraph.search.student.rows import NodeFacts
-from kbgraph.search.student.text_corpus import NamespaceTexts, TextCorpusRefresh, text_rows
+from kbgraph.search.student.text_corpus import NamespaceTexts, text_rows
 from kbgraph.search.student.text_vectors import IntentVectors
-from kbgraph.search.student.vector_model import ExperienceVectors
-from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key, sent, version_applies
+from kbgraph.search.student.vector_model import ExperienceVectors, built, vector_rows
+from kbgraph.search.student.versioned import KeptByVersion, KeptInBackground, VersionedRead, filter_key, sent, version_applies
 from kbgraph.search.student.workflow_operations import WorkflowOperations, read_intent_rows
 
 __all__ = ["KeptByContent", "Run", "SearchContext"]
@@ -117,9 +117,11 @@ class SearchContext:
     #: version is unchanged reads neither (kbgraph.search.student.versioned).
     lexical_by_version: KeptByVersion[Hashable, NamespaceTexts] = field(
         default_factory=lambda: KeptByVersion(LEXICAL_CORPORA))
-    #: Keeps ``lexical_by_version`` current in the background for a namespace above exact_scan_max
-    #: (None: such a namespace's full-text channel always asks the index; the retriever sets it).
-    text_refresh: TextCorpusRefresh | None = None
+    #: Keep ``lexical_by_version`` and ``vectors_by_version`` current in the background for a
+    #: namespace above exact_scan_max (None: its channels always ask the indexes; the retriever
+    #: sets them where its gateway allows reads from a thread of its own).
+    texts_in_background: KeptInBackground[Hashable, NamespaceTexts] | None = None
+    vectors_in_background: KeptInBackground[str, ExperienceVectors] | None = None
     operations_by_version: KeptByVersion[tuple[Any, ...], WorkflowOperations] = field(
         default_factory=lambda: KeptByVersion(OPERATION_TABLES))
     #: The namespace's history of requests per query domain (the intent channel's), kept by its
@@ -161,12 +163,26 @@ class SearchContext:
         version = self.gateway.read("search_version_of", kb=self.namespace)[0]["version"]
         return None if version is None else str(version)
 
-    def kept_texts(self, params: FilterParams) -> NamespaceTexts | None:
-        """The corpus of a large namespace's texts when it is current (see
-        :mod:`~kbgraph.search.student.text_corpus`), else None: the full-text index answers."""
-        if self.text_refresh is None:
+    def keeps_in_background(self) -> bool:
+        """Whether a large namespace's texts and vectors are kept current in the background."""
+        return self.texts_in_background is not None and self.vectors_in_background is not None
+
+    def current_texts(self, params: FilterParams, version: str | None) -> NamespaceTexts | None:
+        """The corpus of a large namespace's texts when it was read at ``version``, the one the
+        search read (:mod:`~kbgraph.search.student.text_corpus`); else None: the index answers."""
+        if self.texts_in_background is None:
             return None
-        return self.text_refresh.current(_kept_key(params), self.search_version(), params)
+        return self.texts_in_background.current(_kept_key(params), version, lambda known: self.read_texts(params, known),
+                                                NamespaceTexts.of)
+
+    def current_vectors(self, params: FilterParams, version: str | None) -> ExperienceVectors | None:
+        """The namespace's experience vectors when they were read at ``version``
+        (:mod:`~kbgraph.search.student.vector_model`; not with a quality floor above 0); else None:
+        the indexes answer."""
+        if self.vectors_in_background is None or not version_applies(params):
+            return None
+        return self.vectors_in_background.current(self.namespace, version, vector_rows(self.gateway, self.namespace),
+                                                  built(self.gateway, self.namespace, self.vectors_by_version))
 
     def namespace_workflows(self, params: FilterParams) -> WorkflowOperations:
         """What the workflows that pass ``params``'s filters change (search_workflow_operations):

@@ -50,7 +50,7 @@ from kbgraph.search.student.facts import attach_facts, never_worked
 from kbgraph.search.student.graph import traverse
 from kbgraph.search.student.hits import pool_of, read_hits, select
 from kbgraph.search.student.rows import NodeFacts
-from kbgraph.search.student.text_corpus import TextCorpusRefresh
+from kbgraph.search.student.versioned import KeptInBackground
 from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.scores import score_candidates
 from kbgraph.core.shapes import counted_tool
@@ -94,13 +94,13 @@ class StudentRetriever:
         self._pool: Executor | None = None
         self._pool_lock = Lock()
         self._searching = 0  # searches of this retriever under way (guarded by _pool_lock)
-        # The corpora of a large namespace's texts are read in a thread of their own, off the
-        # searches' path (text_corpus), where the gateway allows it (not the async one, nor one
-        # transaction's): elsewhere the full-text index answers.
+        # A large namespace's texts and vectors are read in a thread of their own, off the
+        # searches' path (versioned.KeptInBackground), where the gateway allows it (not the async
+        # one, nor one transaction's): elsewhere the indexes answer.
         self._background: ThreadPoolExecutor | None = None
         if gateway.background_reads:
-            self._context.text_refresh = TextCorpusRefresh(
-                self._context.lexical_by_version, self._context.read_texts, self._in_background)
+            self._context.texts_in_background = KeptInBackground(self._context.lexical_by_version, self._in_background)
+            self._context.vectors_in_background = KeptInBackground(self._context.vectors_by_version, self._in_background)
 
     @classmethod
     def of_settings(cls, gateway: Neo4jGateway, embedder: Embedder, namespace: str, settings: Settings,

@@ -5,11 +5,12 @@ once), with what the channels filter on, kept with the namespace's search versio
 
 Above ``exact_scan_max`` experiences the two channels asked Neo4j's shared HNSW indexes, which on
 5.26 cannot filter: each request over-fetched nodes of every namespace and filtered them, ~15 ms of
-the server's CPU and an approximate answer. Here a search sends one request, the version check
-(``search_experience_vector_rows`` with the version it kept, which reads nothing when it is
-unchanged), and scans the namespace's own vectors exactly: the product of a 10,000 × 384 matrix
-and the query's vector takes about a millisecond. The rows are read again when the version
-changed; vectors travel only for experiences this process has not held with both vectors (a
+the server's CPU and an approximate answer. Here a search scans the namespace's own vectors
+exactly: the product of a 10,000 × 384 matrix and the query's vector takes about a millisecond.
+The model is kept current in the background (:class:`~kbgraph.search.student.versioned.KeptInBackground`:
+``search_experience_vector_rows``, which reads nothing while the version sent is unchanged, twice
+per version) and a search uses it only when it was read at the version the search read; until
+then the indexes answer. Vectors travel only for experiences this process has not held with both vectors (a
 concrete experience's id is its content's hash, and its vectors are written with it and never
 change) and for abstract ones, whose vectors follow their group. A search with a quality floor above 0 does not use it (feedback changes quality
 without a new version: :func:`~kbgraph.search.student.versioned.version_applies`), nor a namespace
@@ -22,7 +23,7 @@ Neo4j's score ``(1 + cos) / 2``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -35,7 +36,7 @@ from kbgraph.search.student.bounded import BoundedMap
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key
 
-__all__ = ["ExperienceVectors", "VectorKind", "experience_vectors"]
+__all__ = ["ExperienceVectors", "VectorKind", "built", "experience_vectors", "vector_rows"]
 
 #: Which matrix a channel scans: problem+goal (semantic) or workflow shape (structural).
 VectorKind = Literal["pg", "structure"]
@@ -119,14 +120,28 @@ def experience_vectors(gateway: Neo4jGateway, namespace: str,
                        kept: KeptByVersion[str, ExperienceVectors]) -> ExperienceVectors:
     """The namespace's experience vectors at its current search version: the kept ones when the
     version is unchanged, else read again (vectors only for ids not held, and abstract ones)."""
-    before = kept.kept(namespace)
-    previous = before[1] if before is not None else None
+    return kept.get(namespace, vector_rows(gateway, namespace), built(gateway, namespace, kept))
 
+
+def vector_rows(gateway: Neo4jGateway, namespace: str) -> Callable[[str | None], VersionedRead[list[list[Any]]]]:
+    """The read of what the channels filter on (``search_experience_vector_rows``), given the
+    version the rows were kept with."""
     def read(known: str | None) -> VersionedRead[list[list[Any]]]:
         answer = gateway.read("search_experience_vector_rows", kb=namespace, known=known)[0]
         return VersionedRead(answer["version"], bool(answer["unchanged"]), list(answer["rows"]))
 
-    return kept.get(namespace, read, lambda rows: _built(gateway, namespace, rows, previous))
+    return read
+
+
+def built(gateway: Neo4jGateway, namespace: str,
+          kept: KeptByVersion[str, ExperienceVectors]) -> Callable[[list[list[Any]]], ExperienceVectors]:
+    """Makes the model of rows read with :func:`vector_rows`, reading the vectors of the experiences
+    the model ``kept`` holds now does not."""
+    def make(rows: list[list[Any]]) -> ExperienceVectors:
+        before = kept.kept(namespace)
+        return _built(gateway, namespace, rows, before[1] if before is not None else None)
+
+    return make
 
 
 def _built(gateway: Neo4jGateway, namespace: str, rows: list[list[Any]],

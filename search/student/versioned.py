@@ -24,13 +24,17 @@ every time (:func:`version_applies`); quality is in [0, 1], so a floor of 0 filt
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Hashable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
+from threading import Lock
 from typing import Any, Generic, TypeVar
 
 from kbgraph.search.student.bounded import BoundedMap
 
-__all__ = ["Kept", "KeptByVersion", "VersionedRead", "filter_key", "sent", "version_applies"]
+__all__ = ["SETTLE_SECONDS", "Kept", "KeptByVersion", "KeptInBackground", "VersionedRead", "filter_key", "sent",
+           "version_applies"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -112,3 +116,80 @@ class KeptByVersion(Generic[K, V]):
 
     def __len__(self) -> int:
         return len(self._kept)
+
+
+#: Seconds a version must have been the one searches see before :class:`KeptInBackground` reads it.
+SETTLE_SECONDS = 1.0
+
+
+class KeptInBackground(Generic[K, V]):
+    """Keeps the values of a :class:`KeptByVersion` current off the searches' path, for reads too
+    long for a search to wait on (a large namespace's texts or vectors: ~0.2–0.6 s at 10,000
+    experiences, seconds at 100,000). A search reads the namespace's version (one index seek) and
+    asks :meth:`current`: the kept value when it was read, and confirmed by a second read, at that
+    version; else None (the search asks the indexes, as it would without it) and a background read
+    starts, once the version has been the one searches see for ``settle_seconds`` (while writes
+    keep changing the version, no read is spent on one about to change), one per key at a time.
+    ``submit`` runs a read in a thread of the caller's. Thread-safe."""
+
+    def __init__(self, kept: KeptByVersion[K, V], submit: Callable[[Callable[[], None]], Any],
+                 settle_seconds: float = SETTLE_SECONDS):
+        self.kept = kept
+        self._submit = submit
+        self.settle_seconds = settle_seconds
+        self._lock = Lock()
+        self._seen: dict[K, tuple[str, float]] = {}
+        self._running: dict[K, Future[None]] = {}
+
+    def current(self, key: K | None, version: str | None, read: Callable[[str | None], VersionedRead[R]],
+                make: Callable[[R], V]) -> V | None:
+        """The value kept for ``key`` when it was read and confirmed at ``version`` (the version a
+        search just read); else None, and ``make`` of ``read``'s rows is kept in the background
+        (see the class docstring). A ``key`` of None or a namespace without a version: None."""
+        if key is None or version is None:
+            return None
+        kept = self.kept.kept(key)
+        if kept is not None and kept[2] and kept[0] == version:
+            return kept[1]
+        now = time.monotonic()
+        with self._lock:
+            seen = self._seen.get(key)
+            if seen is None or seen[0] != version:
+                self._seen[key] = (version, now)
+                if self.settle_seconds > 0:
+                    return None
+            elif now - seen[1] < self.settle_seconds:
+                return None
+            if key in self._running:
+                return None
+            done: Future[None] = Future()  # set when the read is over, whatever its end
+            self._running[key] = done
+        try:
+            self._submit(lambda: self._refresh(key, read, make, done))
+        except RuntimeError:  # the pool was shut down (the retriever closed)
+            self._finish(key, done)
+        return None
+
+    def settle(self) -> None:
+        """Waits for the background reads under way (tests, benchmarks)."""
+        with self._lock:
+            running = list(self._running.values())
+        for job in running:
+            job.result()
+
+    def _refresh(self, key: K, read: Callable[[str | None], VersionedRead[R]], make: Callable[[R], V],
+                 done: Future[None]) -> None:
+        try:
+            for _ in range(2):  # the second read at a version confirms the first
+                kept = self.kept.kept(key)
+                self.kept.take(key, kept, read(sent(kept)), make)
+                held = self.kept.kept(key)
+                if held is not None and held[2]:
+                    break
+        finally:
+            self._finish(key, done)
+
+    def _finish(self, key: K, done: Future[None]) -> None:
+        with self._lock:
+            self._running.pop(key, None)
+        done.set_result(None)

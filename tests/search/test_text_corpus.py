@@ -20,13 +20,13 @@ import pytest
 
 from kbgraph.core.models import Experience
 from kbgraph.kb import KnowledgeBase
-from kbgraph.search.lexical import BM25_B, BM25_K1, LexicalCorpus, lucene_query, query_terms
+from kbgraph.search.lexical import BM25_B, BM25_K1, LexicalCorpus, query_terms
 from kbgraph.search.params import SearchFilters, SearchWeights, parse_query
 from kbgraph.search.student import channels
-from kbgraph.search.student.context import Run
+from kbgraph.search.student.context import FilterParams
 from kbgraph.search.student.rows import ChannelHit
-from kbgraph.search.student.text_corpus import NamespaceTexts, TextCorpusRefresh
-from kbgraph.search.student.versioned import KeptByVersion, VersionedRead
+from kbgraph.search.student.text_corpus import NamespaceTexts
+from kbgraph.search.student.versioned import KeptByVersion, KeptInBackground, VersionedRead
 
 WORDS = "order refund flight hotel cancel exchange item address payment baggage seat upgrade".split()
 
@@ -83,12 +83,12 @@ def test_the_best_texts_are_ranked_as_the_index_query_ranks_them_other_domains_d
 # --- kept current in the background (the read injected) ------------------------------------------
 
 class Namespace:
-    """A namespace as the refresh reads it: a version and its texts, read through ``read``."""
+    """A namespace as the background read sees it: a version and its texts, read through ``read``."""
 
     def __init__(self) -> None:
         self.version, self.rows, self.reads = "v1", [("a", "retail", "refund my order", "")], 0
 
-    def read(self, params: Mapping[str, Any], known: str | None) -> VersionedRead[list[tuple[str, ...]]]:
+    def read(self, known: str | None) -> VersionedRead[list[tuple[str, ...]]]:
         self.reads += 1
         if known == self.version:
             return VersionedRead(self.version, True, [])
@@ -105,30 +105,33 @@ def now(work: Any) -> Future[None]:
 
 def test_a_corpus_is_used_once_read_and_confirmed_at_the_version_the_search_sees() -> None:
     namespace = Namespace()
-    refresh = TextCorpusRefresh(KeptByVersion(4), namespace.read, now, settle_seconds=0.0)
-    assert refresh.current("key", "v1", {}) is None, "nothing kept yet: the index answers, a read starts"
+    read = namespace.read
+    refresh = KeptInBackground(KeptByVersion(4), now, settle_seconds=0.0)
+    assert refresh.current("key", "v1", read, NamespaceTexts.of) is None, "nothing kept yet: the index answers, a read starts"
     assert namespace.reads == 2, "read twice: the second read at the version confirms the first"
-    kept = refresh.current("key", "v1", {})
+    kept = refresh.current("key", "v1", read, NamespaceTexts.of)
     assert kept is not None and kept.ids == ["a"]
-    assert refresh.current("key", "v1", {}) is kept and namespace.reads == 2, "no request while current"
+    assert refresh.current("key", "v1", read, NamespaceTexts.of) is kept and namespace.reads == 2, "no request while current"
     namespace.version, namespace.rows = "v2", [*namespace.rows, ("b", "retail", "refund a flight", "")]
-    assert refresh.current("key", "v2", {}) is None, "a new version: never the old corpus"
-    refreshed = refresh.current("key", "v2", {})
+    assert refresh.current("key", "v2", read, NamespaceTexts.of) is None, "a new version: never the old corpus"
+    refreshed = refresh.current("key", "v2", read, NamespaceTexts.of)
     assert refreshed is not None and refreshed.ids == ["a", "b"]
 
 
 def test_no_read_starts_before_a_version_has_been_seen_for_the_settling_time() -> None:
     namespace = Namespace()
-    refresh = TextCorpusRefresh(KeptByVersion(4), namespace.read, now, settle_seconds=3600.0)
+    read = namespace.read
+    refresh = KeptInBackground(KeptByVersion(4), now, settle_seconds=3600.0)
     for _ in range(3):
-        assert refresh.current("key", "v1", {}) is None
+        assert refresh.current("key", "v1", read, NamespaceTexts.of) is None
     assert namespace.reads == 0, "while writes keep changing the version, no read is spent on it"
 
 
 def test_filters_the_version_does_not_apply_to_and_a_namespace_without_a_version_keep_nothing() -> None:
     namespace = Namespace()
-    refresh = TextCorpusRefresh(KeptByVersion(4), namespace.read, now, settle_seconds=0.0)
-    assert refresh.current(None, "v1", {}) is None and refresh.current("key", None, {}) is None
+    read = namespace.read
+    refresh = KeptInBackground(KeptByVersion(4), now, settle_seconds=0.0)
+    assert refresh.current(None, "v1", read, NamespaceTexts.of) is None and refresh.current("key", None, read, NamespaceTexts.of) is None
     assert namespace.reads == 0
 
 
@@ -136,10 +139,10 @@ def test_one_read_per_set_of_filters_at_a_time() -> None:
     namespace, started, release = Namespace(), threading.Event(), threading.Event()
     jobs: list[threading.Thread] = []
 
-    def slow_read(params: Mapping[str, Any], known: str | None) -> VersionedRead[list[tuple[str, ...]]]:
+    def read(known: str | None) -> VersionedRead[list[tuple[str, ...]]]:
         started.set()
         release.wait(5)
-        return namespace.read(params, known)
+        return namespace.read(known)
 
     def in_thread(work: Any) -> Future[None]:
         done: Future[None] = Future()
@@ -148,18 +151,19 @@ def test_one_read_per_set_of_filters_at_a_time() -> None:
         job.start()
         return done
 
-    refresh = TextCorpusRefresh(KeptByVersion(4), slow_read, in_thread, settle_seconds=0.0)
-    assert refresh.current("key", "v1", {}) is None
+    refresh = KeptInBackground(KeptByVersion(4), in_thread, settle_seconds=0.0)
+    assert refresh.current("key", "v1", read, NamespaceTexts.of) is None
     assert started.wait(5)
-    assert refresh.current("key", "v1", {}) is None and len(jobs) == 1, "a read under way is not started again"
+    assert refresh.current("key", "v1", read, NamespaceTexts.of) is None and len(jobs) == 1, "a read under way is not started again"
     release.set()
     refresh.settle()
-    assert refresh.current("key", "v1", {}) is not None and namespace.reads == 2
+    assert refresh.current("key", "v1", read, NamespaceTexts.of) is not None and namespace.reads == 2
 
 
 # --- the channel on real Neo4j --------------------------------------------------------------------
 
 TOPICS = ["a kettle", "a lamp", "a desk", "a phone", "a bike", "a tent", "a flight", "a hotel room"]
+ABOVE = {"exact_scan_max": 0}  # every namespace is "large": the channels ask the indexes or the kept state
 
 
 def experience(n: int, namespace_word: str = "") -> Experience:
@@ -167,63 +171,85 @@ def experience(n: int, namespace_word: str = "") -> Experience:
                       goal=f"Refund order {n}", domain="retail" if n % 3 else "travel")
 
 
-def run_of(kb: KnowledgeBase, text: str, exact_scan_max: int, domain: str | None = None) -> Run:
-    weights = SearchWeights().merged({"exact_scan_max": exact_scan_max})
+def params_of(kb: KnowledgeBase, text: str, domain: str | None = None) -> FilterParams:
     query = parse_query({"task": text, "domain": domain})
-    return Run.of(query, weights, 5, channels.filter_params(kb.namespace, SearchFilters(), query, weights), {}, [])
+    return channels.filter_params(kb.namespace, SearchFilters(), query, SearchWeights())
 
 
-def full_text(kb: KnowledgeBase, text: str, exact_scan_max: int, domain: str | None = None) -> list[ChannelHit]:
-    """What the full-text channel of ``kb``'s searches gives for ``text``."""
-    run = run_of(kb, text, exact_scan_max, domain)
-    return channels._fulltext_channel(kb.student.context, run, lucene_query(text) or "", query_terms(text))
+def ranked(texts: NamespaceTexts, text: str, domain: str | None = None) -> list[ChannelHit]:
+    w = SearchWeights()
+    return texts.rank(query_terms(text), w.selection.candidates, domain, math.exp(-1.0 / w.coarse.tau))
+
+
+def settled(kb: KnowledgeBase, params: FilterParams) -> NamespaceTexts:
+    """The corpus ``kb`` keeps for ``params`` once its background read of the current version is over."""
+    ctx = kb.student.context
+    assert ctx.texts_in_background is not None
+    ctx.current_texts(params, ctx.search_version())  # starts the read (settling time 0)
+    ctx.texts_in_background.settle()
+    texts = ctx.current_texts(params, ctx.search_version())
+    assert texts is not None, "read and confirmed at the current version"
+    return texts
 
 
 @pytest.fixture
-def searcher(kb: KnowledgeBase) -> KnowledgeBase:
-    """Another knowledge base on ``kb``'s namespace (caches of its own) whose corpora are read at once."""
+def searcher(kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> tuple[KnowledgeBase, list[str]]:
+    """Another knowledge base on ``kb``'s namespace (caches of its own), whose background reads start
+    at once, and the name of every query it reads."""
     other = KnowledgeBase(kb.driver, kb.embedder, namespace=kb.namespace, database=kb.gateway.database,
                           ensure_schema=False)
-    refresh = other.student.context.text_refresh
-    assert refresh is not None, "the synchronous gateway keeps corpora in the background"
-    refresh.settle_seconds = 0.0
-    return other
+    ctx = other.student.context
+    assert ctx.texts_in_background is not None and ctx.vectors_in_background is not None, \
+        "the synchronous gateway keeps a large namespace's texts and vectors in the background"
+    ctx.texts_in_background.settle_seconds = ctx.vectors_in_background.settle_seconds = 0.0
+    asked: list[str] = []
+    read = other.gateway.read
 
+    def recording_read(name: str, **params: object) -> list[dict[str, object]]:
+        asked.append(name)
+        return read(name, **params)
 
-def current(searcher: KnowledgeBase, text: str, domain: str | None = None) -> list[ChannelHit]:
-    """The channel above the scan limit once the corpus of the version it sees is current."""
-    full_text(searcher, text, 0, domain)
-    refresh = searcher.student.context.text_refresh
-    assert refresh is not None
-    refresh.settle()
-    assert searcher.student.context.kept_texts(run_of(searcher, text, 0, domain).params) is not None, "current"
-    return full_text(searcher, text, 0, domain)
+    monkeypatch.setattr(other.gateway, "read", recording_read)
+    return other, asked
 
 
 @pytest.mark.parametrize("domain", [None, "retail"])
-def test_above_the_scan_limit_the_channel_answers_as_the_exact_scan_once_the_corpus_is_current(
-    kb: KnowledgeBase, searcher: KnowledgeBase, domain: str | None,
+def test_above_the_scan_limit_the_channel_ranks_the_namespace_s_own_texts_as_the_exact_scan_once_current(
+    kb: KnowledgeBase, searcher: tuple[KnowledgeBase, list[str]], domain: str | None,
 ) -> None:
+    other, asked = searcher
     kb.add_experiences([experience(n) for n in range(40)])
     crowd = KnowledgeBase(kb.driver, kb.embedder, namespace=kb.namespace + "-crowd", database=kb.gateway.database,
                           ensure_schema=False)
     try:  # another namespace full of the query's words: the shared index's top hits are its
         crowd.add_experiences([experience(n, "kettle refund kettle") for n in range(100, 400)])
-        answer = current(searcher, "refund for a kettle", domain)
-        assert answer and answer == full_text(searcher, "refund for a kettle", 10_000, domain)
+        params = params_of(other, "refund for a kettle", domain)
+        answer = ranked(settled(other, params), "refund for a kettle", domain)
+        assert answer and answer == ranked(other.student.context.namespace_texts(params), "refund for a kettle", domain)
+        asked.clear()
+        hits = other.search("refund for a kettle", domain=domain, weights=ABOVE).hits
+        assert "search_experience_fulltext" not in asked, "the index is not asked once the corpus is current"
+        assert any("fulltext:experience_text" in hit.found_by for hit in hits)
     finally:
         crowd.clear()
 
 
-def test_another_process_s_write_is_never_ranked_from_the_old_corpus(kb: KnowledgeBase, searcher: KnowledgeBase) -> None:
+def test_another_process_s_write_is_never_ranked_from_the_old_corpus(
+    kb: KnowledgeBase, searcher: tuple[KnowledgeBase, list[str]],
+) -> None:
+    other, asked = searcher
     kb.add_experiences([experience(n) for n in range(20)])
-    before = current(searcher, "refund zanzibar kettle")
+    params = params_of(other, "refund zanzibar kettle")
+    before = settled(other, params)
     added = Experience(problem="Customer wants a refund for a zanzibar kettle", goal="Refund", domain="retail")
     kb.add_experiences([added])
-    assert added.key not in {hit.id for hit in before}
-    assert full_text(searcher, "refund zanzibar kettle", 0)[0].id == added.key, "the index answers at once"
-    after = current(searcher, "refund zanzibar kettle")
-    assert after[0].id == added.key and after == full_text(searcher, "refund zanzibar kettle", 10_000)
+    assert added.key not in before.ids
+    asked.clear()
+    hits = other.search("refund zanzibar kettle", weights=ABOVE).hits
+    assert "search_experience_fulltext" in asked, "a new version: the index answers until the corpus is read"
+    assert hits[0].experience.id == added.key
+    after = ranked(settled(other, params), "refund zanzibar kettle")
+    assert after[0].id == added.key
 
 
 def test_scores_are_floats_of_the_corpus_arrays() -> None:
