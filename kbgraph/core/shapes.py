@@ -144,6 +144,7 @@ def operation_shape(actions: Sequence[str]) -> tuple[str, ...]:
 NO_CHANGE_TEXT = "answer the question from look-ups, change nothing"
 
 
+@lru_cache(maxsize=65536)  # asked for every operation of every candidate a request is matched with
 def operation_words(action: str) -> str:
     """An operation's name as words: ``exchange_delivered_order_items`` → "exchange delivered order items"."""
     return " ".join(word for word in _words(action) if word)
