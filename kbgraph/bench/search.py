@@ -44,7 +44,6 @@ import json
 import os
 import random
 import time
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -56,8 +55,8 @@ from rich.console import Console
 from rich.table import Table
 
 from kbgraph.bench.figures import growth_per_doubling, growth_rows, percentiles
-from kbgraph.bench.cpu import CpuMeter, managed_server_pid
-from kbgraph.bench.requests import counting_reads, per_operation
+from kbgraph.bench.cpu import managed_server_pid
+from kbgraph.bench.search_pass import STAGES, brute_force, timed_pass, wait_for_kept_state
 from kbgraph.bench.scale import ScaleReport, build_scaled_kb, load_seeds, scaled_namespace
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.kb import KnowledgeBase
@@ -84,9 +83,6 @@ __all__ = [
 #: Where the retrieval benchmark's queries live, relative to a checkout (as ``kbgraph eval``).
 DEFAULT_EVAL_DIR = Path("../shared/data/eval")
 QUERY_FILES = ("retail_queries.jsonl", "webarena_queries.jsonl")
-#: The timings_ms stages of a student search, in pipeline order (``embed`` is 0 here).
-STAGES = ("channels", "facts", "score", "traverse", "select", "read", "retrieval")
-
 #: (stage, done, total)
 BenchProgress = StageReporter
 
@@ -121,14 +117,6 @@ def load_pg_matrix(gateway: Neo4jGateway, namespace: str, page: int = 5000) -> t
     matrix = np.vstack(rows)
     matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
     return ids, matrix
-
-
-def _brute_force(matrix: npt.NDArray[np.float32], vector: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
-    scores = matrix @ vector
-    if k >= len(scores):
-        return np.argsort(-scores)
-    top = np.argpartition(-scores, k)[:k]
-    return top[np.argsort(-scores[top])]
 
 
 def _unit32(vector: Any) -> npt.NDArray[np.float32]:
@@ -213,59 +201,24 @@ def run_search_benchmark(
     load_s = time.perf_counter() - started
     query_rows = [_unit32(v["pg"]) if v.get("pg") is not None else None for v in vectors]
 
-    # 3. Warm-up, then both systems per query, back to back; the baseline on one
-    # BLAS thread (see the module docstring). CPU: the client's around each search, the server's
-    # over the whole loop (the baseline asks nothing of it).
-    cpu = CpuMeter(server_pid)
-    with threadpool_limits(limits=1, user_api="blas"), counting_reads(kb.gateway) as requests:
+    # 3. Warm-up, then both systems per query, back to back (kbgraph.bench.search_pass): once as a
+    # process that just started searching, once with what it keeps of the namespace current.
+    with threadpool_limits(limits=1, user_api="blas"):
         for i in range(min(max(warmup, 0), len(picked))):
             kb.student.search(picked[i], query_vectors=vectors[i])
             row = query_rows[i]
             if row is not None and len(ids):
-                _brute_force(matrix, row, k)
-        wall: list[float] = []
-        retrieval: list[float] = []
-        brute: list[float] = []
-        by_kind: dict[str, list[float]] = {"with_steps": [], "task_only": []}
-        stages: dict[str, list[float]] = {s: [] for s in STAGES}
-        stages_by_kind: dict[str, dict[str, list[float]]] = {kind: {s: [] for s in STAGES} for kind in by_kind}
-        candidates: list[float] = []
-        hits: list[float] = []
-        notes: Counter[str] = Counter()
-        cpu.begin()
-        requests.clear()  # the warm-up's are not counted
-        for done, (query, vector, row) in enumerate(zip(picked, vectors, query_rows, strict=True), 1):
-            cpu.start()
-            started = time.perf_counter()
-            results = kb.student.search(query, query_vectors=vector)
-            elapsed = (time.perf_counter() - started) * 1000
-            cpu.stop()
-            wall.append(elapsed)
-            kind = "with_steps" if query.steps_so_far else "task_only"
-            by_kind[kind].append(elapsed)
-            retrieval.append(results.timings_ms.get("retrieval", elapsed))
-            for stage in STAGES:
-                if stage in results.timings_ms:
-                    stages[stage].append(results.timings_ms[stage])
-                    stages_by_kind[kind][stage].append(results.timings_ms[stage])
-            candidates.append(results.candidates)
-            hits.append(len(results.hits))
-            for note in results.notes:
-                notes[note.split(":")[0]] += 1
-            if row is not None and len(ids):
-                started = time.perf_counter()
-                _brute_force(matrix, row, k)
-                brute.append((time.perf_counter() - started) * 1000)
-            if on_progress is not None:
-                on_progress("search", done, len(picked))
-        cpu.end()
+                brute_force(matrix, row, k)
+    first = timed_pass(kb, picked, vectors, query_rows, matrix, k, server_pid, on_progress, "search")
+    waited_s = wait_for_kept_state(kb, picked[0], vectors[0])
+    settled = timed_pass(kb, picked, vectors, query_rows, matrix, k, server_pid, on_progress, "search, kept state current")
 
     return {
         "namespace": kb.namespace,
         **size,
         "database": {"experiences": int(database["experiences"]), "steps": int(database["steps"])},
         "queries": len(picked),
-        "queries_with_steps": len(by_kind["with_steps"]),
+        "queries_with_steps": sum(1 for query in picked if query.steps_so_far),
         "k": k,
         "seed": seed,
         "warmup": warmup,
@@ -275,22 +228,11 @@ def run_search_benchmark(
                                         "cpu_mean": round(cpu_s["other"] * 1000 / len(picked), 2),
                                         "cosine_min": round(min(agreement), 6) if agreement else None,
                                         "vectors_compared": len(agreement)} if other is not None else None),
-        "cpu_per_search_ms": cpu.per_operation(),
-        "requests_per_search": per_operation(requests, len(picked)),
-        "kbgraph_ms": percentiles(wall),
-        "kbgraph_retrieval_ms": percentiles(retrieval),
-        "kbgraph_by_query_ms": {kind: percentiles(values) for kind, values in by_kind.items()},
-        "brute_force_ms": percentiles(brute),
+        **first,
         "brute_force_load_s": round(load_s, 3),
         "brute_force_vectors": len(ids),
-        "candidates": percentiles(candidates),
-        "hits": percentiles(hits),
-        "stages_p50_ms": {s: percentiles(v)["p50"] for s, v in stages.items() if v},
-        "stages_p95_ms": {s: percentiles(v)["p95"] for s, v in stages.items() if v},
-        "stages_mean_ms": {s: percentiles(v)["mean"] for s, v in stages.items() if v},
-        "stages_p50_ms_by_query": {kind: {s: percentiles(v)["p50"] for s, v in per.items() if v}
-                                   for kind, per in stages_by_kind.items()},
-        "notes": dict(notes),
+        # The same queries again once the process's kept state is current (waited for, seconds).
+        "settled": {**settled, "waited_s": round(waited_s, 3)},
         "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
     }
 
@@ -352,8 +294,8 @@ def bench_search_cli(
     table = Table("system", "namespace", "experiences", "steps", "p50 ms", "p95 ms", "p99 ms", "mean ms",
                   title=f"student search, k={k}, {queries} random queries (embedding excluded)")
     for run in runs:
-        for label, key in (("kbgraph", "kbgraph_ms"), ("brute force (pg cosine, numpy)", "brute_force_ms")):
-            p = run[key]
+        for label, p in (("kbgraph", run["kbgraph_ms"]), ("kbgraph, kept state current", run["settled"]["kbgraph_ms"]),
+                         ("brute force (pg cosine, numpy)", run["brute_force_ms"])):
             table.add_row(label, run["namespace"], f"{run['experiences']:,}", f"{run['steps']:,}",
                           f"{p['p50']:.2f}", f"{p['p95']:.2f}", f"{p['p99']:.2f}", f"{p['mean']:.2f}")
     out.print(table)
@@ -376,9 +318,15 @@ def bench_search_cli(
         server = "—" if c["server_ms"] is None else f"{c['server_ms']:.1f} ms"
         out.print(f"{line}; CPU per search: client {c['client_ms']:.1f} ms, server {server} "
                   f"(kbgraph p50 {run['kbgraph_ms']['p50']:.1f} ms)")
-        r = run["requests_per_search"]
-        out.print(f"{run['namespace']}: requests per search {r['total']:.2f} ("
-                  + ", ".join(f"{name} {n:.2f}" for name, n in r["by_query"].items()) + ")")
+        for label, part in (("", run), ("kept state current: ", run["settled"])):
+            r = part["requests_per_search"]
+            out.print(f"{run['namespace']}: {label}requests per search {r['total']:.2f} ("
+                      + ", ".join(f"{name} {n:.2f}" for name, n in r["by_query"].items()) + ")")
+        kept, c = run["settled"], run["settled"]["cpu_per_search_ms"]
+        server = "—" if c["server_ms"] is None else f"{c['server_ms']:.1f} ms"
+        out.print(f"{run['namespace']}: kept state current after {kept['waited_s']:.1f} s more: CPU per search client "
+                  f"{c['client_ms']:.1f} ms, server {server}; stages p50 "
+                  + ", ".join(f"{name} {ms:.2f}" for name, ms in kept["stages_p50_ms"].items()))
         out.print(f"{run['namespace']}: {run['steps']:,} steps, {run['step_texts']:,} distinct step texts, "
                   f"{run['step_vectors']:,} vectors in the step index (one per distinct step text)")
         out.print(f"load average before {run['load_average']['before']}, after {run['load_average']['after']}")

@@ -128,8 +128,9 @@ class KeptInBackground(Generic[K, V]):
     experiences, seconds at 100,000). A search reads the namespace's version (one index seek) and
     asks :meth:`current`: the kept value when it was read, and confirmed by a second read, at that
     version; else None (the search asks the indexes, as it would without it) and a background read
-    starts, once the version has been the one searches see for ``settle_seconds`` (while writes
-    keep changing the version, no read is spent on one about to change), one per key at a time.
+    starts: at once when nothing is kept for the key yet (a process that just started), else once
+    the version has been the one searches see for ``settle_seconds`` (while writes keep changing
+    the version, no read is spent on one about to change); one per key at a time.
     ``submit`` runs a read in a thread of the caller's. Thread-safe."""
 
     def __init__(self, kept: KeptByVersion[K, V], submit: Callable[[Callable[[], None]], Any],
@@ -156,7 +157,9 @@ class KeptInBackground(Generic[K, V]):
             seen = self._seen.get(key)
             if seen is None or seen[0] != version:
                 self._seen[key] = (version, now)
-                if self.settle_seconds > 0:
+                # Nothing kept yet (a process that just started): read at once. Something older
+                # kept: wait for the version to settle.
+                if self.settle_seconds > 0 and kept is not None:
                     return None
             elif now - seen[1] < self.settle_seconds:
                 return None

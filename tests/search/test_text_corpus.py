@@ -118,13 +118,17 @@ def test_a_corpus_is_used_once_read_and_confirmed_at_the_version_the_search_sees
     assert refreshed is not None and refreshed.ids == ["a", "b"]
 
 
-def test_no_read_starts_before_a_version_has_been_seen_for_the_settling_time() -> None:
+def test_a_new_version_is_read_once_seen_for_the_settling_time_the_first_at_once() -> None:
     namespace = Namespace()
     read = namespace.read
     refresh = KeptInBackground(KeptByVersion(4), now, settle_seconds=3600.0)
+    assert refresh.current("key", "v1", read, NamespaceTexts.of) is None
+    assert namespace.reads == 2, "nothing kept yet (a process that just started): read at once"
+    assert refresh.current("key", "v1", read, NamespaceTexts.of) is not None
+    namespace.version = "v2"
     for _ in range(3):
-        assert refresh.current("key", "v1", read, NamespaceTexts.of) is None
-    assert namespace.reads == 0, "while writes keep changing the version, no read is spent on it"
+        assert refresh.current("key", "v2", read, NamespaceTexts.of) is None
+    assert namespace.reads == 2, "while writes keep changing the version, no read is spent on it"
 
 
 def test_filters_the_version_does_not_apply_to_and_a_namespace_without_a_version_keep_nothing() -> None:

@@ -148,6 +148,11 @@ def test_search_benchmark_reports_both_systems(kb: KnowledgeBase, tmp_path: Path
     requests = result["requests_per_search"]
     assert requests["by_query"]["search_hits_get"] == 1.0 and requests["by_query"]["search_candidates_score"] >= 1.0
     assert requests["total"] == pytest.approx(sum(requests["by_query"].values()), abs=0.1)
+    # The same queries again once what the process keeps of the namespace is current.
+    settled = result["settled"]
+    _well_formed(settled["kbgraph_ms"])
+    assert settled["kbgraph_ms"]["n"] == 12 and settled["cpu_per_search_ms"]["n"] == 12 and settled["waited_s"] >= 0
+    assert settled["requests_per_search"]["by_query"]["search_hits_get"] == 1.0
 
 
 def test_cpu_per_operation_counts_the_client_and_the_server_process() -> None:
