@@ -36,8 +36,14 @@ from kbgraph.search.student.bounded import BoundedMap
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key
 
-__all__ = ["ExperienceVectors", "VectorKind", "built", "experience_vectors", "vector_rows"]
+__all__ = ["IN_PROCESS_MAX", "ExperienceVectors", "VectorKind", "built", "experience_vectors", "vector_rows"]
 
+#: The largest namespace (experiences) whose vector channels scan in the process. An exact scan
+#: costs time in proportion to the namespace: two channels took 1.1 ms at 10,000 experiences and
+#: 13.2 ms at 100,000 (p50 of 60 requests, bench-scaled-10000 and -100000, 2026-12-05), more than the HNSW
+#: indexes answer in there, and holding 100,000 experiences' vectors took 54 s of reading for a
+#: process that just started. Above it the indexes answer.
+IN_PROCESS_MAX = 40_000
 #: Which matrix a channel scans: problem+goal (semantic) or workflow shape (structural).
 VectorKind = Literal["pg", "structure"]
 #: Vectors asked for per request when the rows changed.

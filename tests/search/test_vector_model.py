@@ -14,6 +14,8 @@ from kbgraph.core.models import Experience, Step
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
+from kbgraph.search.candidates import index_query
+from kbgraph.search.student import channels
 from kbgraph.search.student.channels import filter_params
 from kbgraph.search.student.context import FilterParams
 from kbgraph.search.student.vector_model import ExperienceVectors, experience_vectors
@@ -153,3 +155,19 @@ def test_an_experience_first_read_without_its_vectors_is_asked_for_again() -> No
     assert [h.id for h in confirmed.nearest("structure", [0.0, 1.0], p, 5)] == ["e1"]
     assert experience_vectors(gateway, "ns", kept) is confirmed, "confirmed: kept, nothing asked"  # type: ignore[arg-type]
     assert len(gateway.asked) == 2
+
+
+def test_a_namespace_above_the_in_process_limit_asks_the_vector_indexes(
+    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An exact scan costs in proportion to the namespace (vector_model.IN_PROCESS_MAX): past the
+    # limit the HNSW indexes answer, and the process does not read the namespace's vectors.
+    kb.add_experiences([experience(n) for n in range(12)])
+    monkeypatch.setattr(channels, "IN_PROCESS_MAX", 10)
+    kept_current(kb)
+    asked: list[str] = []
+    read = kb.gateway.read
+    monkeypatch.setattr(kb.gateway, "read", lambda name, **p: (asked.append(name), read(name, **p))[1])
+    kb.search("I want to return the lamp and get my money back", weights={"exact_scan_max": 0})
+    assert index_query(kb.gateway, "search_experience_vectors", "experience_pg_embedding") in asked
+    assert len(kb.student.context.vectors_by_version) == 0, "no vectors read"
