@@ -120,8 +120,7 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
     # A namespace above exact_scan_max: its search version first, which says whether the vector and
     # full-text channels answer from what the process keeps (vector_model, text_corpus) or ask the
     # indexes; the channels that ask Neo4j either way start meanwhile.
-    experiences = ctx.size.get(w.scan.exact_scan_max).experiences
-    large = not w.scan.scans(experiences)
+    large = not w.scan.scans(ctx.size.get(w.scan.exact_scan_max).experiences)
     version_job = executor.submit(ctx.search_version) if large and ctx.keeps_in_background() else None
     step_jobs = [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
     intent = IntentMatcher.of(ctx, run) if uses_intent(run) else None
@@ -138,8 +137,8 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
     omega = w.coarse.structure_weight if run.steps else max(w.coarse.task_structure_weight, w.coarse.intent_structure_weight)
     if run.task is not None and omega > 0 and ctx.domain_has_steps(q.domain):
         vectors["experience_structure_embedding"] = run.task
-    model = (ctx.current_vectors(run.params, version)
-             if vectors and version is not None and experiences <= IN_PROCESS_MAX else None)
+    model = (ctx.current_vectors(run.params, version) if vectors and version is not None
+             and ctx.size.get(IN_PROCESS_MAX).experiences <= IN_PROCESS_MAX else None)
     for index, vector in vectors.items():
         jobs[f"vector:{index}"] = (_done(model.nearest(_MODEL_VECTORS[index], vector, run.params, w.selection.candidates))
                                    if model is not None else executor.submit(_vector_channel, ctx, run, index, vector))
