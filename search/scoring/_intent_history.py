@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["NO_CHANGE", "WordOperationCounts", "ask_history_association", "asks_association", "history_association",
@@ -94,15 +94,21 @@ def history_association(words: Iterable[str], operations: Sequence[str], counts:
 
 
 def ask_history_association(asks_words: Sequence[Iterable[str]], operations: Sequence[str],
-                            counts: WordOperationCounts, smoothing: float = SMOOTHING) -> float | None:
+                            counts: WordOperationCounts, smoothing: float = SMOOTHING,
+                            said: Callable[[int, str], float | None] | None = None) -> float | None:
     """A request of several asks, ask by ask: the mean over its asks of the best
     :func:`history_association` of the ask's own words with one of ``operations`` (an ask nothing
     can be said of counts 0). A workflow is credited for each ask some operation of it answers in
     the history, not for the whole request's words spread over all its operations. None when
-    nothing can be said of any ask."""
+    nothing can be said of any ask. ``said(ask, operation)``, when given, is that association
+    worked out by the caller (once per request and operation, for the many workflows a search
+    scores), in place of computing it here."""
     distinct = list(dict.fromkeys(operations or (NO_CHANGE,)))
     by_ask = []
-    for words in asks_words:
+    for i, words in enumerate(asks_words):
+        if said is not None:
+            by_ask.append([said(i, o) for o in distinct])
+            continue
         ask_words = list(words)  # read once per operation
         by_ask.append([history_association(ask_words, [o], counts, smoothing) for o in distinct])
     return asks_association(by_ask)

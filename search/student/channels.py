@@ -30,7 +30,8 @@ from kbgraph.search.scoring import neo4j_to_cosine
 from kbgraph.search.student.context import FilterParams, Run, SearchContext
 from kbgraph.search.student.intent import INTENT_CHANNEL, IntentMatcher, intent_channel, uses_intent
 from kbgraph.search.student.rows import CandidateFacts, ChannelHit
-from kbgraph.search.student.vector_model import IN_PROCESS_MAX, VectorKind
+from kbgraph.search.student.text_corpus import NamespaceTexts
+from kbgraph.search.student.vector_model import IN_PROCESS_MAX, ExperienceVectors, VectorKind
 
 __all__ = ["Candidate", "Gathered", "StepEvidence", "concepts", "filter_params", "gather"]
 
@@ -117,11 +118,22 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
     terms = query_terms(query_text, stop_words=drop_stop_words)
     jobs: dict[str, Future[Any]] = {}
     executor = ctx.executor()
-    # A namespace above exact_scan_max: its search version first, which says whether the vector and
-    # full-text channels answer from what the process keeps (vector_model, text_corpus) or ask the
-    # indexes; the channels that ask Neo4j either way start meanwhile.
+    vectors: dict[str, list[float]] = {}
+    if run.pg is not None:
+        vectors["experience_pg_embedding"] = run.pg
+    omega = w.coarse.structure_weight if run.steps else max(w.coarse.task_structure_weight, w.coarse.intent_structure_weight)
+    if run.task is not None and omega > 0 and ctx.domain_has_steps(q.domain):
+        vectors["experience_structure_embedding"] = run.task
+    lexical = text is not None and w.lexical.alpha > 0
+    # A namespace above exact_scan_max: its search version says whether the vector and full-text
+    # channels answer from what the process keeps (vector_model, text_corpus) or ask the indexes.
+    # Waited for only while the kept state has been current (kept_state); else the index queries
+    # start at once and the version, checked beside them, keeps the background reads going.
     large = not w.scan.scans(ctx.size.get(w.scan.exact_scan_max).experiences)
-    version_job = executor.submit(ctx.search_version) if large and ctx.keeps_in_background() else None
+    check, wait = ctx.kept_state.plan() if large and ctx.keeps_in_background() else (False, False)
+    version_job = executor.submit(ctx.search_version) if check else None
+    if not wait:
+        _ask_indexes(ctx, run, jobs, vectors, text if lexical else None, terms)
     step_jobs = [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
     intent = IntentMatcher.of(ctx, run) if uses_intent(run) else None
     if intent is not None:  # it also tells the matcher which operations the memory knows
@@ -130,23 +142,18 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
     concept_job: Future[list[ConceptHit]] | None = None
     if concept_vector is not None:
         concept_job = executor.submit(concepts, ctx, concept_vector, w)
-    version = version_job.result() if version_job is not None else None
-    vectors: dict[str, list[float]] = {}
-    if run.pg is not None:
-        vectors["experience_pg_embedding"] = run.pg
-    omega = w.coarse.structure_weight if run.steps else max(w.coarse.task_structure_weight, w.coarse.intent_structure_weight)
-    if run.task is not None and omega > 0 and ctx.domain_has_steps(q.domain):
-        vectors["experience_structure_embedding"] = run.task
-    model = (ctx.current_vectors(run.params, version) if vectors and version is not None
-             and ctx.size.get(IN_PROCESS_MAX).experiences <= IN_PROCESS_MAX else None)
-    for index, vector in vectors.items():
-        jobs[f"vector:{index}"] = (_done(model.nearest(_MODEL_VECTORS[index], vector, run.params, w.selection.candidates))
-                                   if model is not None else executor.submit(_vector_channel, ctx, run, index, vector))
-    if text is not None and w.lexical.alpha > 0:
-        texts = ctx.current_texts(run.params, version) if version is not None else None
-        jobs["fulltext:experience_text"] = (
-            _done(texts.rank(terms, w.selection.candidates, run.params["domain"], float(run.params["other_domain"])))
-            if texts is not None else executor.submit(_fulltext_channel, ctx, run, text, terms))
+    if version_job is not None and not wait:
+        version_job.add_done_callback(lambda job: _check_kept(ctx, run, job, vectors, lexical))
+    elif version_job is not None:
+        model, texts = _kept_current(ctx, run, version_job.result(), vectors, lexical)
+        k = w.selection.candidates
+        for index, vector in vectors.items():
+            if model is not None:
+                jobs[f"vector:{index}"] = _done(model.nearest(_MODEL_VECTORS[index], vector, run.params, k))
+        if texts is not None:
+            jobs["fulltext:experience_text"] = _done(
+                texts.rank(terms, k, run.params["domain"], float(run.params["other_domain"])))
+        _ask_indexes(ctx, run, jobs, vectors, text if lexical else None, terms)
     gathered = Gathered({}, [], concept_job, terms, intent=intent)
     for channel in _ORDER:  # candidates in the order the channels have always added them
         if channel in jobs:
@@ -155,6 +162,42 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
     for evidence in gathered.evidence:  # rows come best first
         gathered.add(evidence.rows[: w.selection.step_candidates], "vector:step_embedding")
     return gathered
+
+
+def _ask_indexes(ctx: SearchContext, run: Run, jobs: dict[str, Future[Any]], vectors: dict[str, list[float]],
+                 text: str | None, terms: list[str]) -> None:
+    """Submits the index query of each vector channel of ``vectors`` and of the full-text channel
+    (``text``, None: not asked) that no kept state answered already (``jobs``)."""
+    executor = ctx.executor()
+    for index, vector in vectors.items():
+        if f"vector:{index}" not in jobs:
+            jobs[f"vector:{index}"] = executor.submit(_vector_channel, ctx, run, index, vector)
+    if text is not None and "fulltext:experience_text" not in jobs:
+        jobs["fulltext:experience_text"] = executor.submit(_fulltext_channel, ctx, run, text, terms)
+
+
+def _check_kept(ctx: SearchContext, run: Run, job: Future[str | None], vectors: dict[str, list[float]],
+                lexical: bool) -> None:
+    """A version check this search did not wait for: starts the background reads it calls for and
+    records whether the kept state is current. A failed check is left to the next search's (the
+    search itself asked the indexes and does not depend on it)."""
+    if job.exception() is None:
+        try:
+            _kept_current(ctx, run, job.result(), vectors, lexical)
+        except Exception:  # pylint: disable=broad-except  # e.g. the server went away meanwhile
+            ctx.kept_state.saw(False)
+
+
+def _kept_current(ctx: SearchContext, run: Run, version: str | None, vectors: dict[str, list[float]],
+                  lexical: bool) -> tuple[ExperienceVectors | None, NamespaceTexts | None]:
+    """What the process keeps of the namespace at ``version`` for this search's vector and
+    full-text channels (None where it is not current: a background read starts), recorded in
+    ``ctx.kept_state``."""
+    model = (ctx.current_vectors(run.params, version) if vectors
+             and ctx.size.get(IN_PROCESS_MAX).experiences <= IN_PROCESS_MAX else None)
+    texts = ctx.current_texts(run.params, version) if lexical else None
+    ctx.kept_state.saw(model is not None or texts is not None)
+    return model, texts
 
 
 def _done(rows: list[ChannelHit]) -> Future[list[ChannelHit]]:

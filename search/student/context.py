@@ -32,6 +32,7 @@ from kbgraph.search.scoring import domain_distance, transferability
 from kbgraph.search.student.bounded import BoundedMap
 from kbgraph.search.student.intent_history import HistoryRow, IntentHistory
 from kbgraph.search.student.rows import NodeFacts
+from kbgraph.search.student.kept_state import KeptState
 from kbgraph.search.student.text_corpus import NamespaceTexts, text_rows
 from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.vector_model import ExperienceVectors, built, vector_rows
@@ -121,6 +122,8 @@ class SearchContext:
     #: namespace above exact_scan_max (None: its channels always ask the indexes; the retriever
     #: sets them where its gateway allows reads from a thread of its own).
     texts_in_background: KeptInBackground[Hashable, NamespaceTexts] | None = None
+    #: Whether this namespace's searches wait for its version first (kbgraph.search.student.kept_state).
+    kept_state: KeptState = field(default_factory=KeptState)
     vectors_in_background: KeptInBackground[str, ExperienceVectors] | None = None
     operations_by_version: KeptByVersion[tuple[Any, ...], WorkflowOperations] = field(
         default_factory=lambda: KeptByVersion(OPERATION_TABLES))

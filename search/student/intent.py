@@ -52,7 +52,7 @@ from kbgraph.search.handoff import is_handoff
 from kbgraph.search.lexical import query_terms
 from kbgraph.search.results import AskMatch
 from kbgraph.search.scoring import (
-    NO_CHANGE, WordOperationCounts, asks_association, history_association, intent_match,
+    NO_CHANGE, WordOperationCounts, ask_history_association, asks_association, history_association, intent_match,
     intent_matches, one_ask_matches, operations_association, repeat_factors,
 )
 from kbgraph.search.student.ask_words import AskWords
@@ -178,9 +178,13 @@ class IntentMatcher:
         if self._repeat_penalty > 0:
             score *= float(repeat_factors([len(key)], [len(distinct)], self._repeat_penalty)[0])
         # What the history adds, from each operation's association worked out once per request
-        # (the same floats as history_association / ask_history_association of the set:
+        # (_said; the same floats as history_association / ask_history_association of the set:
         # tests/search/test_intent_channel.py), not again for every candidate.
-        learnt = self.learnt(distinct)
+        if self._ask_words and self._history is not None and self._history_weight > 0:
+            association = ask_history_association(self._ask_words, distinct, self._history, said=self._said)
+            learnt = self._history_weight * association if association is not None else 0.0
+        else:
+            learnt = self.learnt(distinct)
         self._known[(domain, key)] = IntentScore(score + learnt, _ask_matches(self.asks, distinct, matrix, whole), learnt)
         return self._known[(domain, key)]
 

@@ -288,9 +288,11 @@ def test_a_small_namespace_is_scanned_exactly_whatever_else_the_database_holds(
         # asks its index.
         ctx = kb.student.context
         assert ctx.vectors_in_background is not None
-        ctx.vectors_in_background.settle_seconds = 0.0
+        ctx.vectors_in_background.settle_seconds = ctx.vectors_in_background.settle_per_read = 0.0
+        ctx.kept_state.recheck_seconds = 0.0
         kb.search("I ordered this by mistake, please cancel my order", weights={"exact_scan_max": 0}, **query)
         ctx.vectors_in_background.settle()
+        ctx.kept_state.saw(True)  # the next search waits for the version (a check found the state current)
         asked.clear()
         above = kb.search("I ordered this by mistake, please cancel my order", weights={"exact_scan_max": 0}, **query)
         assert "search_version_of" in asked and "search_experience_vector_rows" not in asked

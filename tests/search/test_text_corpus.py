@@ -106,7 +106,7 @@ def now(work: Any) -> Future[None]:
 def test_a_corpus_is_used_once_read_and_confirmed_at_the_version_the_search_sees() -> None:
     namespace = Namespace()
     read = namespace.read
-    refresh = KeptInBackground(KeptByVersion(4), now, settle_seconds=0.0)
+    refresh = KeptInBackground(KeptByVersion(4), now, settle_seconds=0.0, settle_per_read=0.0)
     assert refresh.current("key", "v1", read, NamespaceTexts.of) is None, "nothing kept yet: the index answers, a read starts"
     assert namespace.reads == 2, "read twice: the second read at the version confirms the first"
     kept = refresh.current("key", "v1", read, NamespaceTexts.of)
@@ -118,23 +118,19 @@ def test_a_corpus_is_used_once_read_and_confirmed_at_the_version_the_search_sees
     assert refreshed is not None and refreshed.ids == ["a", "b"]
 
 
-def test_a_new_version_is_read_once_seen_for_the_settling_time_the_first_at_once() -> None:
+def test_no_read_starts_before_a_version_has_been_seen_for_the_settling_time() -> None:
     namespace = Namespace()
     read = namespace.read
     refresh = KeptInBackground(KeptByVersion(4), now, settle_seconds=3600.0)
-    assert refresh.current("key", "v1", read, NamespaceTexts.of) is None
-    assert namespace.reads == 2, "nothing kept yet (a process that just started): read at once"
-    assert refresh.current("key", "v1", read, NamespaceTexts.of) is not None
-    namespace.version = "v2"
     for _ in range(3):
-        assert refresh.current("key", "v2", read, NamespaceTexts.of) is None
-    assert namespace.reads == 2, "while writes keep changing the version, no read is spent on it"
+        assert refresh.current("key", "v1", read, NamespaceTexts.of) is None
+    assert namespace.reads == 0, "while writes keep changing the version, no read is spent on it"
 
 
 def test_filters_the_version_does_not_apply_to_and_a_namespace_without_a_version_keep_nothing() -> None:
     namespace = Namespace()
     read = namespace.read
-    refresh = KeptInBackground(KeptByVersion(4), now, settle_seconds=0.0)
+    refresh = KeptInBackground(KeptByVersion(4), now, settle_seconds=0.0, settle_per_read=0.0)
     assert refresh.current(None, "v1", read, NamespaceTexts.of) is None and refresh.current("key", None, read, NamespaceTexts.of) is None
     assert namespace.reads == 0
 
@@ -155,7 +151,7 @@ def test_one_read_per_set_of_filters_at_a_time() -> None:
         job.start()
         return done
 
-    refresh = KeptInBackground(KeptByVersion(4), in_thread, settle_seconds=0.0)
+    refresh = KeptInBackground(KeptByVersion(4), in_thread, settle_seconds=0.0, settle_per_read=0.0)
     assert refresh.current("key", "v1", read, NamespaceTexts.of) is None
     assert started.wait(5)
     assert refresh.current("key", "v1", read, NamespaceTexts.of) is None and len(jobs) == 1, "a read under way is not started again"
@@ -193,6 +189,7 @@ def settled(kb: KnowledgeBase, params: FilterParams) -> NamespaceTexts:
     ctx.texts_in_background.settle()
     texts = ctx.current_texts(params, ctx.search_version())
     assert texts is not None, "read and confirmed at the current version"
+    ctx.kept_state.saw(True)  # the next search waits for the version, as after a check found it current
     return texts
 
 
@@ -206,6 +203,8 @@ def searcher(kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> tuple[Knowle
     assert ctx.texts_in_background is not None and ctx.vectors_in_background is not None, \
         "the synchronous gateway keeps a large namespace's texts and vectors in the background"
     ctx.texts_in_background.settle_seconds = ctx.vectors_in_background.settle_seconds = 0.0
+    ctx.texts_in_background.settle_per_read = ctx.vectors_in_background.settle_per_read = 0.0
+    ctx.kept_state.recheck_seconds = 0.0
     asked: list[str] = []
     read = other.gateway.read
 
@@ -260,3 +259,22 @@ def test_scores_are_floats_of_the_corpus_arrays() -> None:
     texts = NamespaceTexts.of([("a", "retail", "refund order", ""), ("b", "retail", "order", "")])
     assert all(type(hit.score) is float for hit in texts.rank(["order"], 5, None, 1.0))
     assert isinstance(texts.domains, np.ndarray)
+
+
+def test_a_version_waits_longer_to_be_read_the_longer_the_last_read_took() -> None:
+    namespace, clock = Namespace(), [0.0]
+
+    def slow(known: str | None) -> VersionedRead[list[tuple[str, ...]]]:
+        clock[0] += 1.0  # each read takes a second
+        return namespace.read(known)
+
+    refresh = KeptInBackground(KeptByVersion(4), now, settle_seconds=0.0, settle_per_read=4.0)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("kbgraph.search.student.versioned.time.monotonic", lambda: clock[0])
+        assert refresh.current("key", "v1", slow, NamespaceTexts.of) is None and namespace.reads == 2
+        namespace.version = "v2"
+        assert refresh.current("key", "v2", slow, NamespaceTexts.of) is None
+        clock[0] += 7.9  # the last read took 2 s: a version is read once seen for 8 s
+        assert refresh.current("key", "v2", slow, NamespaceTexts.of) is None and namespace.reads == 2
+        clock[0] += 0.1
+        assert refresh.current("key", "v2", slow, NamespaceTexts.of) is None and namespace.reads == 4

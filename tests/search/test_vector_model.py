@@ -101,9 +101,12 @@ def kept_current(kb: KnowledgeBase) -> None:
     ctx = kb.student.context
     assert ctx.vectors_in_background is not None and ctx.texts_in_background is not None
     ctx.vectors_in_background.settle_seconds = ctx.texts_in_background.settle_seconds = 0.0
-    kb.search("anything at all", weights={"exact_scan_max": 0})
+    ctx.vectors_in_background.settle_per_read = ctx.texts_in_background.settle_per_read = 0.0
+    ctx.kept_state.recheck_seconds = 0.0
+    kb.search("anything at all", weights={"exact_scan_max": 0})  # its version check starts the reads
     ctx.vectors_in_background.settle()
     ctx.texts_in_background.settle()
+    ctx.kept_state.saw(True)  # the next search waits for the version, as after a check found it current
 
 
 def test_a_search_above_the_scan_limit_scores_its_hits_as_the_exact_scan_does(

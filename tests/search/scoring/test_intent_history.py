@@ -103,3 +103,13 @@ def test_nothing_said_of_any_operation_or_ask_is_none() -> None:
     assert operations_association([None, None]) is None and operations_association([]) is None
     assert asks_association([[None], [None, None]]) is None
     assert asks_association([[None], [0.4, 0.2]]) == approx(0.2)  # an ask nothing is said of counts 0
+
+
+def test_an_ask_by_ask_association_from_the_caller_s_own_associations_is_the_same() -> None:
+    # A search works each (ask, operation) association out once and hands them in (said=).
+    asks = [["cancel"], ["refund", "lamp"]]
+    said = {(i, o): history_association(ask, [o], HISTORY) for i, ask in enumerate(asks)
+            for o in ("cancel_reservation", "update_reservation_flights", NO_CHANGE)}
+    for operations in (["cancel_reservation"], ["update_reservation_flights", "cancel_reservation"], []):
+        assert (ask_history_association(asks, operations, HISTORY, said=lambda i, o: said[(i, o)])
+                == ask_history_association(asks, operations, HISTORY))
