@@ -187,19 +187,22 @@ def test_on_neo4j_2026_the_indexes_answer_a_namespace_alone_whatever_nearer_vect
     if not set(VECTOR_INDEXES) <= filtering_indexes(kb.gateway):
         pytest.skip("Neo4j 5.26's vector indexes cannot keep a namespace (SEARCH … WHERE needs Neo4j 2026): "
                     "above exact_scan_max they are over-fetched, and other namespaces change what they give")
-    # exact_scan_max = 0: the step channel, the meta-concepts, the teacher and the step search ask
-    # their indexes (the semantic and structural channels scan the namespace's own vectors in the
-    # process, kbgraph.search.student.vector_model). The full-text index cannot keep a namespace
+    # exact_scan_max = 0, and nothing kept in the background (indexed below): every channel asks its
+    # index, the vector indexes included. The full-text index cannot keep a namespace
     # even on 2026 (nor can its database-wide BM25 statistics be the namespace's), so the lexical
     # channel is left out (alpha = 0): it keeps the over-fetch policy on both lines.
     settings = {"exact_scan_max": 0, "alpha": 0.0}
     small_namespace(kb, **settings)
 
     def indexed() -> KnowledgeBase:
-        # A fresh knowledge base each time: the learnt pass rates size the first requests.
-        return KnowledgeBase(kb.driver, kb.embedder, namespace=kb.namespace, database=kb.gateway.database,
-                             settings=Settings(learning={"utility_half_life_days": 0}, search=settings),
-                             ensure_schema=False)
+        # A fresh knowledge base each time: the learnt pass rates size the first requests. It keeps
+        # nothing of the namespace in the background (kbgraph.search.student.versioned), so every
+        # search asks the indexes, not the kept vectors once a background read is over.
+        fresh = KnowledgeBase(kb.driver, kb.embedder, namespace=kb.namespace, database=kb.gateway.database,
+                              settings=Settings(learning={"utility_half_life_days": 0}, search=settings),
+                              ensure_schema=False)
+        fresh.student.context.texts_in_background = fresh.student.context.vectors_in_background = None
+        return fresh
 
     alone = rankings(indexed())
     assert all(alone[i] for i in range(0, 2 * len(SEARCHES), 2)), "every search finds something"
