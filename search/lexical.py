@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbgraph.core.generalise import PLACEHOLDER
+from kbgraph.search.ranked import best_positions
 from kbgraph.search.stop_words import ENGLISH_STOP_WORDS
 
 __all__ = ["CHAT_WORDS", "MAX_TERMS", "LexicalCorpus", "bm25_ceiling", "bm25_scores", "bm25_with_ceiling", "is_verbose", "lucene_query",
@@ -213,14 +214,5 @@ class LexicalCorpus:
         the smaller position). Documents with none of the terms are left out."""
         raw = self.score_array(terms)
         rank = raw if weights is None else raw * weights
-        found = np.flatnonzero(raw > 0)
-        if found.size > k > 0:  # the k best and every one tied with the last of them
-            kth = np.partition(rank[found], found.size - k)[found.size - k]
-            found = found[rank[found] >= kth]
-        if k <= 0:
-            return []
-        if ids is None:
-            order = sorted(found.tolist(), key=lambda i: (-rank[i], i))[:k]
-        else:
-            order = sorted(found.tolist(), key=lambda i: (-rank[i], ids[i]))[:k]
+        order = best_positions(rank, np.flatnonzero(raw > 0), k, (lambda i: i) if ids is None else ids.__getitem__)
         return [(i, float(raw[i])) for i in order]

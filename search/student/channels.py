@@ -147,8 +147,8 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
     elif version_job is not None:
         model, texts = _kept_current(ctx, run, version_job.result(), vectors, lexical)
         k = w.selection.candidates
-        for index, vector in vectors.items():
-            if model is not None:
+        if model is not None:
+            for index, vector in vectors.items():
                 jobs[f"vector:{index}"] = _done(model.nearest(_MODEL_VECTORS[index], vector, run.params, k))
         if texts is not None:
             jobs["fulltext:experience_text"] = _done(
@@ -246,8 +246,8 @@ def _fulltext_channel(ctx: SearchContext, run: Run, text: str, terms: list[str])
     # No fall-back scan above exact_scan_max: reading every text of a large namespace costs more
     # than the few candidates the index could not give (the process keeps them in the background
     # instead: text_corpus, used by gather when current).
-    count = ctx.size.get(w.scan.exact_scan_max).experiences
-    result = nearest(w.scan, count, w.selection.candidates, scan=lambda: _lexical_scan(ctx, run, terms), fetch=fetch,
+    result = nearest(w.scan, ctx.size.get(w.scan.exact_scan_max).experiences, w.selection.candidates,
+                     scan=lambda: _lexical_scan(ctx, run, terms), fetch=fetch,
                      first=ctx.pass_rates.first(_pass_rate_key("experience_text", params), w.selection.candidates, w.scan.overfetch_limit))
     if result.limit_hit:
         run.notes.append(f"full-text channel: only {len(result.rows)} of {w.selection.candidates} candidates within the "

@@ -33,6 +33,7 @@ import numpy.typing as npt
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.vector_cache import unit_vector
 from kbgraph.search.student.bounded import BoundedMap
+from kbgraph.search.ranked import best_positions
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key
 
@@ -116,12 +117,7 @@ class ExperienceVectors:
         domain, other = params["domain"], float(params["other_domain"])
         discount = np.ones(candidates.size) if domain is None else np.where(self._in_domain(domain)[candidates], 1.0, other)
         rank = (2.0 * score - 1.0) * discount
-        if candidates.size > k:  # the k best and every one tied with the last of them
-            kth = np.partition(rank, candidates.size - k)[candidates.size - k]
-            keep = np.flatnonzero(rank >= kth)
-        else:
-            keep = np.arange(candidates.size)
-        order = sorted(keep.tolist(), key=lambda i: (-rank[i], self.ids[candidates[i]]))[:k]
+        order = best_positions(rank, np.arange(candidates.size), k, lambda i: self.ids[candidates[i]])
         return [ChannelHit(self.ids[candidates[i]], float(score[i])) for i in order]
 
     def _in_domain(self, domain: str) -> npt.NDArray[np.bool_]:
