@@ -106,14 +106,14 @@ def timed_pass(
 
 
 def wait_for_kept_state(kb: KnowledgeBase, query: SearchQuery, vector: QueryVectors, rounds: int = 5) -> float:
-    """Seconds until what ``kb``'s searches keep of the namespace in the background (its vectors and
-    texts, above ``exact_scan_max``) is read at its current version: a search starts the reads, then
+    """Seconds until what ``kb``'s searches keep of the namespace in the background (its vectors,
+    texts and scoring facts, above ``exact_scan_max``) is read at its current version: a search starts the reads, then
     they are waited for; a few rounds, as the second read of a version confirms the first."""
     ctx = kb.student.context
     started = time.perf_counter()
     for _ in range(rounds):
         kb.student.search(query, query_vectors=vector)
-        for kept in (ctx.vectors_in_background, ctx.texts_in_background):
+        for kept in (ctx.vectors_in_background, ctx.texts_in_background, ctx.facts_in_background):
             if kept is not None:
                 kept.settle()
     return time.perf_counter() - started

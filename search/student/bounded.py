@@ -1,15 +1,15 @@
 """A small thread-safe map that keeps the last entries put: what the search caches of a namespace
-(:class:`~kbgraph.search.student.context.KeptByContent`,
+(:class:`KeptByContent`,
 :class:`~kbgraph.search.student.versioned.KeptByVersion`,
 :class:`~kbgraph.search.student.text_vectors.IntentVectors`) hold their entries in."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from threading import Lock
 from typing import Generic, TypeVar
 
-__all__ = ["BoundedMap"]
+__all__ = ["BoundedMap", "KeptByContent"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -48,3 +48,27 @@ class BoundedMap(Generic[K, V]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class KeptByContent(Generic[K, V]):
+    """What was made from what the namespace holds, kept by that content (the rows one search read):
+    the same rows give back the same object, other rows (a write changed them) another, so nothing
+    kept can be stale. Holds the last ``size`` keys; thread-safe, an object two searches ask for at
+    once may be made twice (outside the lock)."""
+
+    def __init__(self, size: int):
+        self._kept: BoundedMap[K, V] = BoundedMap(size)
+
+    @property
+    def size(self) -> int:
+        return self._kept.size
+
+    def get(self, key: K, make: Callable[[], V]) -> V:
+        kept = self._kept.get(key)
+        if kept is None:
+            kept = make()
+            self._kept.put(key, kept)
+        return kept
+
+    def __len__(self) -> int:
+        return len(self._kept)

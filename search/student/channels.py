@@ -29,6 +29,7 @@ from kbgraph.search.results import ConceptHit
 from kbgraph.search.scoring import neo4j_to_cosine
 from kbgraph.search.student.context import FilterParams, Run, SearchContext
 from kbgraph.search.student.intent import INTENT_CHANNEL, IntentMatcher, intent_channel, uses_intent
+from kbgraph.search.student.kept_facts import NamespaceFacts
 from kbgraph.search.student.rows import CandidateFacts, ChannelHit
 from kbgraph.search.student.text_corpus import NamespaceTexts
 from kbgraph.search.student.vector_model import IN_PROCESS_MAX, ExperienceVectors, VectorKind
@@ -85,6 +86,9 @@ class Gathered:
     coverage: float = 0.0
     #: The request's asks and their match with what workflows change (a request without steps).
     intent: IntentMatcher | None = None
+    #: The namespace's stored scoring facts, when the process keeps them at the version this search
+    #: read (:mod:`.kept_facts`): the facts stage then reads only what feedback changes.
+    kept_facts: NamespaceFacts | None = None
 
     def add(self, rows: Iterable[ChannelHit], channel: str) -> None:
         for row in rows:
@@ -131,21 +135,26 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
     # start at once and the version, checked beside them, keeps the background reads going.
     large = not w.scan.scans(ctx.size.get(w.scan.exact_scan_max).experiences)
     check, wait = ctx.kept_state.plan() if large and ctx.keeps_in_background() else (False, False)
-    version_job = executor.submit(ctx.search_version) if check else None
+    intent = IntentMatcher.of(ctx, run) if uses_intent(run) else None
+    # A search that waits for the version and asks the intent channel takes the version that
+    # channel's request reads (search_workflow_operations reads it first): one request fewer.
+    version_job: Future[str | None] | None = Future() if check and wait and intent is not None else None
+    if intent is not None:  # it also tells the matcher which operations the memory knows
+        jobs[INTENT_CHANNEL] = executor.submit(intent_channel, ctx, run, intent, version_job)
+    if check and version_job is None:
+        version_job = executor.submit(ctx.search_version)
     if not wait:
         _ask_indexes(ctx, run, jobs, vectors, text if lexical else None, terms)
     step_jobs = [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
-    intent = IntentMatcher.of(ctx, run) if uses_intent(run) else None
-    if intent is not None:  # it also tells the matcher which operations the memory knows
-        jobs[INTENT_CHANNEL] = executor.submit(intent_channel, ctx, run, intent)
     concept_vector = run.task or run.pg
     concept_job: Future[list[ConceptHit]] | None = None
     if concept_vector is not None:
         concept_job = executor.submit(concepts, ctx, concept_vector, w)
     if version_job is not None and not wait:
         version_job.add_done_callback(lambda job: _check_kept(ctx, run, job, vectors, lexical))
-    elif version_job is not None:
-        model, texts = _kept_current(ctx, run, version_job.result(), vectors, lexical)
+    kept_facts = None
+    if version_job is not None and wait:
+        model, texts, kept_facts = _kept_current(ctx, run, version_job.result(), vectors, lexical)
         k = w.selection.candidates
         if model is not None:
             for index, vector in vectors.items():
@@ -154,7 +163,7 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
             jobs["fulltext:experience_text"] = _done(
                 texts.rank(terms, k, run.params["domain"], float(run.params["other_domain"])))
         _ask_indexes(ctx, run, jobs, vectors, text if lexical else None, terms)
-    gathered = Gathered({}, [], concept_job, terms, intent=intent)
+    gathered = Gathered({}, [], concept_job, terms, intent=intent, kept_facts=kept_facts)
     for channel in _ORDER:  # candidates in the order the channels have always added them
         if channel in jobs:
             gathered.add(jobs[channel].result(), channel)
@@ -189,15 +198,16 @@ def _check_kept(ctx: SearchContext, run: Run, job: Future[str | None], vectors: 
 
 
 def _kept_current(ctx: SearchContext, run: Run, version: str | None, vectors: dict[str, list[float]],
-                  lexical: bool) -> tuple[ExperienceVectors | None, NamespaceTexts | None]:
+                  lexical: bool) -> tuple[ExperienceVectors | None, NamespaceTexts | None, NamespaceFacts | None]:
     """What the process keeps of the namespace at ``version`` for this search's vector and
-    full-text channels (None where it is not current: a background read starts), recorded in
-    ``ctx.kept_state``."""
+    full-text channels and its facts stage (None where it is not current: a background read
+    starts), recorded in ``ctx.kept_state``."""
     model = (ctx.current_vectors(run.params, version) if vectors
              and ctx.size.get(IN_PROCESS_MAX).experiences <= IN_PROCESS_MAX else None)
     texts = ctx.current_texts(run.params, version) if lexical else None
-    ctx.kept_state.saw(model is not None or texts is not None)
-    return model, texts
+    facts = ctx.current_facts(version)
+    ctx.kept_state.saw(model is not None or texts is not None or facts is not None)
+    return model, texts, facts
 
 
 def _done(rows: list[ChannelHit]) -> Future[list[ChannelHit]]:

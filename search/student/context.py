@@ -14,7 +14,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property
-from typing import Any, Generic, Literal, TypedDict, TypeVar
+from typing import Any, Literal, TypedDict, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -29,8 +29,9 @@ from kbgraph.search.lexical import LexicalCorpus
 from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import SearchQuery, SearchWeights
 from kbgraph.search.scoring import domain_distance, transferability
-from kbgraph.search.student.bounded import BoundedMap
+from kbgraph.search.student.bounded import KeptByContent
 from kbgraph.search.student.intent_history import HistoryRow, IntentHistory
+from kbgraph.search.student.kept_facts import NamespaceFacts, fact_rows
 from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.kept_state import KeptState
 from kbgraph.search.student.text_corpus import NamespaceTexts, text_rows
@@ -39,11 +40,9 @@ from kbgraph.search.student.vector_model import ExperienceVectors, built, vector
 from kbgraph.search.student.versioned import KeptByVersion, KeptInBackground, VersionedRead, filter_key, sent, version_applies
 from kbgraph.search.student.workflow_operations import WorkflowOperations, read_intent_rows
 
-__all__ = ["KeptByContent", "Run", "SearchContext"]
+__all__ = ["KeptByContent", "Run", "SearchContext"]  # KeptByContent: kbgraph.search.student.bounded
 
 T = TypeVar("T")
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
 
 #: How long the answer "does this domain have experiences with steps?" is trusted (seconds).
 DOMAIN_STEPS_TTL = 60.0
@@ -55,30 +54,6 @@ OPERATION_TABLES = 4
 HISTORIES = 8
 #: Domain pairs whose transferability is kept (a namespace has tens of domains).
 TRANSFER_PAIRS = 4096
-
-
-class KeptByContent(Generic[K, V]):
-    """What was made from what the namespace holds, kept by that content (the rows one search read):
-    the same rows give back the same object, other rows (a write changed them) another, so nothing
-    kept can be stale. Holds the last ``size`` keys; thread-safe, an object two searches ask for at
-    once may be made twice (outside the lock)."""
-
-    def __init__(self, size: int):
-        self._kept: BoundedMap[K, V] = BoundedMap(size)
-
-    @property
-    def size(self) -> int:
-        return self._kept.size
-
-    def get(self, key: K, make: Callable[[], V]) -> V:
-        kept = self._kept.get(key)
-        if kept is None:
-            kept = make()
-            self._kept.put(key, kept)
-        return kept
-
-    def __len__(self) -> int:
-        return len(self._kept)
 
 
 @dataclass
@@ -136,6 +111,10 @@ class SearchContext:
     #: The namespace's experience vectors, by the search version: the semantic and structural
     #: channels of a namespace above ``exact_scan_max`` (kbgraph.search.student.vector_model).
     vectors_by_version: KeptByVersion[str, ExperienceVectors] = field(default_factory=lambda: KeptByVersion(1))
+    #: The namespace's stored scoring facts, by the search version, kept current in the background
+    #: as the vectors are (kbgraph.search.student.kept_facts).
+    facts_by_version: KeptByVersion[str, NamespaceFacts] = field(default_factory=lambda: KeptByVersion(1))
+    facts_in_background: KeptInBackground[str, NamespaceFacts] | None = None
 
     def lexical_corpus(self, rows: Sequence[tuple[str, ...]]) -> LexicalCorpus:
         """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal)``, as
@@ -187,6 +166,15 @@ class SearchContext:
         return self.vectors_in_background.current(self.namespace, version, vector_rows(self.gateway, self.namespace),
                                                   built(self.gateway, self.namespace, self.vectors_by_version))
 
+    def current_facts(self, version: str | None) -> NamespaceFacts | None:
+        """The namespace's stored scoring facts when they were read at ``version``
+        (:mod:`~kbgraph.search.student.kept_facts`; any filters: quality is not among them); else
+        None: search_candidates_score answers."""
+        if self.facts_in_background is None:
+            return None
+        return self.facts_in_background.current(self.namespace, version, fact_rows(self.gateway, self.namespace),
+                                                NamespaceFacts)
+
     def namespace_workflows(self, params: FilterParams) -> WorkflowOperations:
         """What the workflows that pass ``params``'s filters change (search_workflow_operations):
         read again only when the namespace's search version changed (or the filters are not kept
@@ -200,7 +188,8 @@ class SearchContext:
         assert history is not None
         return history
 
-    def intent_rows(self, params: FilterParams, history: bool) -> tuple[WorkflowOperations, IntentHistory | None]:
+    def intent_rows(self, params: FilterParams, history: bool,
+                    on_version: Callable[[str | None], None] | None = None) -> tuple[WorkflowOperations, IntentHistory | None]:
         """What the intent channel reads of the namespace, in one request (search_workflow_operations):
         the workflows and, with ``history``, the history of requests of the query's domain. Each is
         read again only when the namespace's search version changed, and worked out again only
@@ -211,6 +200,8 @@ class SearchContext:
         operations_kept = self.operations_by_version.kept(operations_key)
         history_kept = self.history_by_version.kept(history_key) if history else None
         answer = read_intent_rows(self.gateway, params, sent(operations_kept), history, sent(history_kept))
+        if on_version is not None:  # the namespace's search version, as search_version_of reads it
+            on_version(answer.operations.version)
         workflows = self.operations_by_version.take(operations_key, operations_kept, answer.operations,
                                                     self.workflow_operations)
         if answer.history is None:

@@ -14,10 +14,11 @@ from kbgraph.search.lexical import bm25_with_ceiling
 from kbgraph.search.student.channels import Gathered
 from kbgraph.store.gateway import Row
 from kbgraph.search.student.context import FilterParams, Run, SearchContext
+from kbgraph.search.student.kept_facts import NamespaceFacts
 from kbgraph.search.student.rows import CandidateFacts, NodeFacts
 from kbgraph.search.task_ways import task_ways, way_share
 
-__all__ = ["attach_facts", "is_excluded", "never_worked", "read_facts"]
+__all__ = ["attach_facts", "is_excluded", "never_worked", "read_facts", "read_kept_facts"]
 
 
 def attach_facts(ctx: SearchContext, run: Run, gathered: Gathered) -> dict[str, CandidateFacts]:
@@ -26,10 +27,15 @@ def attach_facts(ctx: SearchContext, run: Run, gathered: Gathered) -> dict[str, 
     come with theirs (for the workflow scores)."""
     candidates, w = gathered.candidates, run.weights
     pg, task = run.pg_or_anchor, run.task_or_anchor
-    facts = read_facts(
-        ctx, list(candidates), pg, task, run.excluded, run.params, run.handoff_credit,
-        known={c.id: c.known for c in candidates.values() if c.known}, split=run.split,
-    ) if candidates else []
+    known = {c.id: c.known for c in candidates.values() if c.known}
+    if not candidates:
+        facts = []
+    elif gathered.kept_facts is not None:
+        facts = read_kept_facts(ctx, gathered.kept_facts, list(candidates), pg, task, run.excluded, run.params,
+                                run.handoff_credit, known)
+    else:
+        facts = read_facts(ctx, list(candidates), pg, task, run.excluded, run.params, run.handoff_credit,
+                           known=known, split=run.split)
     workflow_facts: dict[str, CandidateFacts] = {}
     for row in facts:
         candidate = candidates.get(row.id)
@@ -90,6 +96,30 @@ def read_facts(
             structural=scores.get("structural"),
         ))
     return facts
+
+
+def read_kept_facts(
+    ctx: SearchContext, kept: NamespaceFacts, ids: list[str], pg: list[float], task: list[float], excluded: set[str],
+    params: FilterParams, handoff_credit: float, known: Mapping[str, Mapping[str, float]],
+) -> list[CandidateFacts]:
+    """:func:`read_facts`'s facts, the stored ones taken from ``kept`` (the namespace's, at the
+    version the search read: :mod:`~kbgraph.search.student.kept_facts`) and the rest read by
+    ``search_candidates_feedback``: quality, utility, the task outcomes, and the cosines the vector
+    channels did not return."""
+    found = kept.with_workflows(ids, params["statuses"])
+    if not found:
+        return []
+    semantic = [i for i in found if "semantic" not in known.get(i, {})]
+    structural = [i for i in found if kept.by_id[i].has_steps and "structural" not in known.get(i, {})]
+
+    def read(part: list[str]) -> list[Row]:
+        return ctx.gateway.read(
+            "search_candidates_feedback", kb=ctx.namespace, ids=part, pg=pg, task=task, decay=ctx.utility_decay,
+            today=ctx.today, semantic_ids=semantic, structural_ids=structural)
+
+    # One request: it is light (~4 ms at 10,000), and a second one costs more CPU than it saves.
+    rows = read(found)[0]["rows"]
+    return kept.candidate_facts(found, rows, params["statuses"], excluded, handoff_credit, known)
 
 
 def _unique_ways(parts: Iterable[list[list[Any]]]) -> list[list[Any]]:

@@ -41,6 +41,7 @@ themselves are read again only when the namespace's search version changed
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -303,13 +304,22 @@ class IntentMatcher:
         return matches + self.table_learnt(table)[of_sequence]
 
 
-def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher) -> list[ChannelHit]:
+def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher,
+                   version: Future[str | None] | None = None) -> list[ChannelHit]:
     """The ``intent_candidates`` experiences whose workflows do best what the request asks (all the
     experiences standing for one sequence of operations come in together), best first, each a
-    :class:`ChannelHit`. Another domain than the query's is discounted as the other channels do."""
+    :class:`ChannelHit`. Another domain than the query's is discounted as the other channels do.
+    ``version``, when given, is set to the namespace's search version the request read (or to its
+    failure) as soon as it answers: the search waits for it instead of asking for the version."""
     params, w = run.params, run.weights
     # One request: the workflows and, when the history takes part, the history of requests.
-    workflows, history = ctx.intent_rows(params, history=w.intent.history_weight > 0)
+    try:
+        workflows, history = ctx.intent_rows(params, history=w.intent.history_weight > 0,
+                                             on_version=version.set_result if version is not None else None)
+    except BaseException as error:
+        if version is not None and not version.done():
+            version.set_exception(error)
+        raise
     domain, other = params["domain"], float(params["other_domain"])
     matcher.know(workflows.known_operations(domain), home=workflows.holds(domain))
     if history is not None:

@@ -201,7 +201,8 @@ def test_on_neo4j_2026_the_indexes_answer_a_namespace_alone_whatever_nearer_vect
         fresh = KnowledgeBase(kb.driver, kb.embedder, namespace=kb.namespace, database=kb.gateway.database,
                               settings=Settings(learning={"utility_half_life_days": 0}, search=settings),
                               ensure_schema=False)
-        fresh.student.context.texts_in_background = fresh.student.context.vectors_in_background = None
+        context = fresh.student.context
+        context.texts_in_background = context.vectors_in_background = context.facts_in_background = None
         return fresh
 
     alone = rankings(indexed())

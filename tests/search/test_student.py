@@ -22,6 +22,7 @@ from kbgraph.search.candidates import index_query
 from kbgraph.search.params import MAX_QUERY_CHARS, SearchWeights
 from kbgraph.search.scoring import path_score
 from tests.one_utc_day import on_one_utc_day, utc_today
+from tests.search.test_vector_model import kept_current
 
 
 def steps(*actions: str) -> list[Step]:
@@ -286,13 +287,7 @@ def test_a_small_namespace_is_scanned_exactly_whatever_else_the_database_holds(
         # A namespace above the limit: once the namespace's own vectors are kept at its current
         # version (read in the background), the vector channels answer from them; the step channel
         # asks its index.
-        ctx = kb.student.context
-        assert ctx.vectors_in_background is not None
-        ctx.vectors_in_background.settle_seconds = ctx.vectors_in_background.settle_per_read = 0.0
-        ctx.kept_state.recheck_seconds = 0.0
-        kb.search("I ordered this by mistake, please cancel my order", weights={"exact_scan_max": 0}, **query)
-        ctx.vectors_in_background.settle()
-        ctx.kept_state.saw(True)  # the next search waits for the version (a check found the state current)
+        kept_current(kb)
         asked.clear()
         above = kb.search("I ordered this by mistake, please cancel my order", weights={"exact_scan_max": 0}, **query)
         assert "search_version_of" in asked and "search_experience_vector_rows" not in asked

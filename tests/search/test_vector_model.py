@@ -95,17 +95,27 @@ def test_another_namespace_never_comes_in(kb: KnowledgeBase, embedder: CachedEmb
         other.clear()
 
 
-def kept_current(kb: KnowledgeBase) -> None:
-    """Brings what ``kb``'s searches keep of a large namespace up to its current version: the
-    background reads a search starts, waited for (the settling time set to 0)."""
+def kept_current(kb: KnowledgeBase, vectors: bool = True) -> None:
+    """Brings what ``kb``'s searches keep of a large namespace (its vectors unless not ``vectors``,
+    texts and scoring facts, for searches without filters) up to its current version: the
+    background reads, started (the settling time set to 0) and waited for until a read has
+    confirmed each."""
     ctx = kb.student.context
-    assert ctx.vectors_in_background is not None and ctx.texts_in_background is not None
-    ctx.vectors_in_background.settle_seconds = ctx.texts_in_background.settle_seconds = 0.0
-    ctx.vectors_in_background.settle_per_read = ctx.texts_in_background.settle_per_read = 0.0
+    kept = [ctx.vectors_in_background, ctx.texts_in_background, ctx.facts_in_background]
+    for background in kept:
+        assert background is not None
+        background.settle_seconds = background.settle_per_read = 0.0
     ctx.kept_state.recheck_seconds = 0.0
-    kb.search("anything at all", weights={"exact_scan_max": 0})  # its version check starts the reads
-    ctx.vectors_in_background.settle()
-    ctx.texts_in_background.settle()
+    p = params(kb, domain=None)
+    for _ in range(3):
+        version = ctx.search_version()
+        current = [ctx.current_vectors(p, version) if vectors else True, ctx.current_texts(p, version),
+                   ctx.current_facts(version)]
+        if all(value is not None for value in current):
+            break
+        for background in kept:
+            background.settle()  # type: ignore[union-attr]
+    assert all(value is not None for value in current), "read and confirmed at the current version"
     ctx.kept_state.saw(True)  # the next search waits for the version, as after a check found it current
 
 
@@ -167,7 +177,7 @@ def test_a_namespace_above_the_in_process_limit_asks_the_vector_indexes(
     # limit the HNSW indexes answer, and the process does not read the namespace's vectors.
     kb.add_experiences([experience(n) for n in range(12)])
     monkeypatch.setattr(channels, "IN_PROCESS_MAX", 10)
-    kept_current(kb)
+    kept_current(kb, vectors=False)
     asked: list[str] = []
     read = kb.gateway.read
     monkeypatch.setattr(kb.gateway, "read", lambda name, **p: (asked.append(name), read(name, **p))[1])

@@ -1,0 +1,187 @@
+"""The scoring facts of a large namespace kept in the process, so that the facts stage of a search
+asks the server only for what it cannot keep.
+
+``search_candidates_score`` computes every fact of a search's ~70 candidates and their workflows in
+the database: ~11 ms of server time at 10,000 experiences, most of it facts no search changes
+(texts, kinds, runs, the ABSTRACTION edges, the ways each task was done). Those change only in
+writes that give the namespace a new search version (kbgraph.store.search_version), so they are
+kept with it, as the vectors and texts are (:class:`~kbgraph.search.student.versioned.KeptInBackground`:
+read in the background, used only when read and confirmed at the version the search read). What
+is left, ``search_candidates_feedback``, reads per candidate what feedback changes without a new
+version (quality, utility, the task outcomes) and the cosines against the query that the vector
+channels did not return: ~4 ms. Every value is the one ``search_candidates_score`` gives
+(``tests/search/test_kept_facts.py`` compares them field by field).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kbgraph.search.handoff import hands_off
+from kbgraph.search.student.rows import CandidateFacts, WorkflowEdge
+from kbgraph.search.student.versioned import VersionedRead
+from kbgraph.search.task_ways import task_ways, way_share
+from kbgraph.store.gateway import Neo4jGateway
+
+__all__ = ["NamespaceFacts", "StoredFacts", "fact_rows"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFacts:
+    """One experience's facts that only a versioned write changes (a row of
+    ``search_experience_fact_rows``)."""
+
+    id: str
+    kind: str
+    status: str | None
+    domain: str | None
+    scope: str
+    task_key: str | None
+    operations: tuple[str, ...] | None
+    text: str
+    success_rate: float
+    source_ids: tuple[str, ...]
+    failed_source_ids: frozenset[str]
+    has_steps: bool
+    #: ``(target id, target status, weight, reason)`` of each ABSTRACTION edge, in target id order.
+    abstractions: tuple[tuple[str, str | None, float, str], ...]
+    #: Its way hands the task to a human (kbgraph.search.handoff).
+    hands_off: bool
+
+    @classmethod
+    def of(cls, row: Sequence[Any]) -> StoredFacts:
+        (id_, kind, status, domain, scope, task_key, operations, text, success_rate, sources, failed, has_steps,
+         abstractions) = row
+        return cls(str(id_), kind, status, domain, str(scope), task_key,
+                   None if operations is None else tuple(operations), str(text), float(success_rate),
+                   tuple(sources), frozenset(failed), bool(has_steps),
+                   tuple((str(a), s, float(w), str(r)) for a, s, w, r in abstractions), hands_off(operations or ()))
+
+
+class NamespaceFacts:
+    """The stored facts of every experience of a namespace at one search version, and the facts of a
+    search's candidates made from them and from what ``search_candidates_feedback`` reads."""
+
+    def __init__(self, rows: Iterable[Sequence[Any]]):
+        self.by_id: dict[str, StoredFacts] = {}
+        self._members: dict[str, list[StoredFacts]] = {}  # abstract id: the experiences abstracted to it
+        self._by_task: dict[str, list[StoredFacts]] = {}  # task_key: its concrete experiences
+        # id: (the runs it stands for, those that worked), made on first use (a dict is thread-safe
+        # enough: two searches at worst make the same value twice).
+        self._runs: dict[str, tuple[list[str], list[str]]] = {}
+        self._ways_kept: dict[tuple[str, tuple[str, ...]], list[list[Any]]] = {}  # (task_key, statuses): ways
+        for row in rows:
+            facts = StoredFacts.of(row)
+            self.by_id[facts.id] = facts
+            for target, *_ in facts.abstractions:
+                self._members.setdefault(target, []).append(facts)
+            if facts.kind == "concrete" and facts.task_key is not None:
+                self._by_task.setdefault(facts.task_key, []).append(facts)
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    def with_workflows(self, ids: Sequence[str], statuses: Sequence[str]) -> list[str]:
+        """``ids`` that are stored, then the workflows of the concrete ones (the experiences of
+        ``statuses`` they are abstracted to) that are not among them: the experiences whose facts
+        ``search_candidates_score`` returns for ``ids``."""
+        asked = [i for i in dict.fromkeys(ids) if i in self.by_id]
+        seen, workflows = set(asked), []
+        for i in asked:
+            facts = self.by_id[i]
+            if facts.kind == "abstract":
+                continue
+            for target, status, _, _ in facts.abstractions:
+                if status in statuses and target not in seen:
+                    seen.add(target)
+                    workflows.append(target)
+        return asked + workflows
+
+    def candidate_facts(
+        self, found: Sequence[str], feedback: Iterable[Mapping[str, Any]], statuses: Sequence[str],
+        exclude: set[str], handoff_credit: float, known: Mapping[str, Mapping[str, float]],
+    ) -> list[CandidateFacts]:
+        """The facts of experiences ``found`` (:meth:`with_workflows`) that ``feedback`` (the rows of
+        ``search_candidates_feedback``) still has, as ``read_facts`` makes them of
+        ``search_candidates_score``'s rows."""
+        ways = task_ways(self._ways(found, statuses, exclude), handoff_credit)
+        facts = []
+        for row in feedback:
+            stored = self.by_id.get(row["id"])
+            if stored is None:  # stored after the version these facts were read at
+                continue
+            scores = known.get(stored.id, {})
+            facts.append(self._facts(stored, row, statuses, exclude, ways, scores))
+        return facts
+
+    def _facts(self, e: StoredFacts, row: Mapping[str, Any], statuses: Sequence[str], exclude: set[str],
+               ways: Any, scores: Mapping[str, float]) -> CandidateFacts:
+        sources, worked = self._runs_of(e)
+        workflow = None
+        if e.kind != "abstract":
+            edge = next(((a, w, r) for a, status, w, r in e.abstractions if status in statuses), None)
+            workflow = WorkflowEdge(*edge) if edge is not None else None
+        semantic, structural = row["semantic"], row["structural"]
+        outcomes = row["outcomes"]
+        return CandidateFacts(
+            e.id, e.kind, e.domain, e.scope, e.task_key, e.operations, e.text, e.success_rate,
+            float(row["quality"]), len(worked), len(sources),
+            len(worked) if not exclude else sum(1 for s in worked if s not in exclude),
+            len(sources) if not exclude else sum(1 for s in sources if s not in exclude),
+            workflow,
+            semantic if semantic is not None else scores.get("semantic"),
+            structural if structural is not None or not e.has_steps else scores.get("structural"),
+            e.has_steps, float(row["utility"]),
+            tuple([(float(score), float(outcome)) for score, outcome in outcomes]) if outcomes else (),
+            way_share(e.task_key, e.operations, ways) if e.kind == "concrete" else 1.0,
+            e.hands_off,
+        )
+
+    def _runs_of(self, e: StoredFacts) -> tuple[list[str], list[str]]:
+        """The runs ``e`` stands for (an abstract experience: its instances') and those that worked."""
+        runs = self._runs.get(e.id)
+        if runs is None:
+            members = self._members.get(e.id, []) if e.kind == "abstract" else [e]
+            sources = [s for m in members for s in m.source_ids]
+            failed = frozenset().union(*(m.failed_source_ids for m in members))
+            runs = (sources, [s for s in sources if s not in failed])
+            self._runs[e.id] = runs
+        return runs
+
+    def _ways(self, found: Sequence[str], statuses: Sequence[str], exclude: set[str]) -> list[list[Any]]:
+        """``ways`` of ``search_candidates_score``: per task of the concrete experiences ``found``,
+        each way its concrete experiences of ``statuses`` took, with their runs that worked outside
+        ``exclude``."""
+        tasks = dict.fromkeys(f.task_key for i in found if (f := self.by_id.get(i)) is not None
+                              and f.kind == "concrete" and f.task_key is not None)
+        return [way for task_key in tasks for way in self._task_ways(task_key, tuple(statuses), exclude)]
+
+    def _task_ways(self, task_key: str, statuses: tuple[str, ...], exclude: set[str]) -> list[list[Any]]:
+        key = (task_key, statuses)
+        if not exclude and (kept := self._ways_kept.get(key)) is not None:
+            return kept
+        worked: dict[tuple[str, ...] | None, int] = {}
+        for x in self._by_task.get(task_key, ()):
+            if x.status in statuses:
+                worked[x.operations] = worked.get(x.operations, 0) + sum(
+                    1 for s in x.source_ids if s not in x.failed_source_ids and s not in exclude)
+        # As read_facts merges the ways of two requests: one row per operations, an absent way the
+        # same as an empty one (the first of the two is kept).
+        rows: dict[tuple[str, ...], list[Any]] = {}
+        for way, runs in worked.items():
+            rows.setdefault(way or (), [task_key, way, runs])
+        ways = list(rows.values())
+        if not exclude:
+            self._ways_kept[key] = ways
+        return ways
+
+
+def fact_rows(gateway: Neo4jGateway, namespace: str) -> Callable[[str | None], VersionedRead[list[list[Any]]]]:
+    """Reads ``search_experience_fact_rows`` of ``namespace`` with the version kept (a versioned read)."""
+    def read(known: str | None) -> VersionedRead[list[list[Any]]]:
+        answer = gateway.read("search_experience_fact_rows", kb=namespace, known=known)[0]
+        return VersionedRead(answer["version"], bool(answer["unchanged"]), list(answer["rows"]))
+
+    return read
