@@ -210,7 +210,7 @@ def run_search_benchmark(
             if row is not None and len(ids):
                 brute_force(matrix, row, k)
     first = timed_pass(kb, picked, vectors, query_rows, matrix, k, server_pid, on_progress, "search")
-    waited_s = wait_for_kept_state(kb, picked[0], vectors[0])
+    waited_s = wait_for_kept_state(kb, list(zip(picked, vectors)))
     settled = timed_pass(kb, picked, vectors, query_rows, matrix, k, server_pid, on_progress, "search, kept state current")
 
     return {

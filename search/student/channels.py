@@ -19,11 +19,11 @@ import math
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kbgraph.core.generalise import generalise_text
 from kbgraph.search.lexical import is_verbose, lucene_query, query_terms
-from kbgraph.search.candidates import index_query, nearest
+from kbgraph.search.candidates import Nearest, index_query, nearest
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.results import ConceptHit
 from kbgraph.search.scoring import neo4j_to_cosine
@@ -31,10 +31,13 @@ from kbgraph.search.student.context import FilterParams, Run, SearchContext
 from kbgraph.search.student.intent import INTENT_CHANNEL, IntentMatcher, intent_channel, uses_intent
 from kbgraph.search.student.kept_facts import NamespaceFacts
 from kbgraph.search.student.rows import CandidateFacts, ChannelHit
+from kbgraph.search.student.step_model import StepSayers
 from kbgraph.search.student.text_corpus import NamespaceTexts
 from kbgraph.search.student.vector_model import IN_PROCESS_MAX, ExperienceVectors, VectorKind
 
 __all__ = ["Candidate", "Gathered", "StepEvidence", "concepts", "filter_params", "gather"]
+
+T = TypeVar("T")
 
 #: The experience vector indexes a channel may query, with the property each one covers.
 _EXPERIENCE_INDEXES = {
@@ -145,7 +148,8 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
         version_job = executor.submit(ctx.search_version)
     if not wait:
         _ask_indexes(ctx, run, jobs, vectors, text if lexical else None, terms)
-    step_jobs = [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
+    # The step channel waits for the version with the others (its kept texts may answer).
+    step_jobs = [] if wait else [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
     concept_vector = run.task or run.pg
     concept_job: Future[list[ConceptHit]] | None = None
     if concept_vector is not None:
@@ -154,7 +158,9 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
         version_job.add_done_callback(lambda job: _check_kept(ctx, run, job, vectors, lexical))
     kept_facts = None
     if version_job is not None and wait:
-        model, texts, kept_facts = _kept_current(ctx, run, version_job.result(), vectors, lexical)
+        model, texts, kept_facts, said = _kept_current(ctx, run, version_job.result(), vectors, lexical)
+        step_jobs = [_done(_step_channel(ctx, run, v, said)) if said is not None
+                     else executor.submit(_step_channel, ctx, run, v) for v in run.steps]
         k = w.selection.candidates
         if model is not None:
             for index, vector in vectors.items():
@@ -197,23 +203,25 @@ def _check_kept(ctx: SearchContext, run: Run, job: Future[str | None], vectors: 
             ctx.kept_state.saw(False)
 
 
-def _kept_current(ctx: SearchContext, run: Run, version: str | None, vectors: dict[str, list[float]],
-                  lexical: bool) -> tuple[ExperienceVectors | None, NamespaceTexts | None, NamespaceFacts | None]:
-    """What the process keeps of the namespace at ``version`` for this search's vector and
-    full-text channels and its facts stage (None where it is not current: a background read
+def _kept_current(
+    ctx: SearchContext, run: Run, version: str | None, vectors: dict[str, list[float]], lexical: bool,
+) -> tuple[ExperienceVectors | None, NamespaceTexts | None, NamespaceFacts | None, StepSayers | None]:
+    """What the process keeps of the namespace at ``version`` for this search's vector, full-text
+    and step channels and its facts stage (None where it is not current: a background read
     starts), recorded in ``ctx.kept_state``."""
     model = (ctx.current_vectors(run.params, version) if vectors
              and ctx.size.get(IN_PROCESS_MAX).experiences <= IN_PROCESS_MAX else None)
     texts = ctx.current_texts(run.params, version) if lexical else None
     facts = ctx.current_facts(version)
-    ctx.kept_state.saw(model is not None or texts is not None or facts is not None)
-    return model, texts, facts
+    said = ctx.current_steps(run.params, version) if run.steps else None
+    ctx.kept_state.saw(model is not None or texts is not None or facts is not None or said is not None)
+    return model, texts, facts, said
 
 
-def _done(rows: list[ChannelHit]) -> Future[list[ChannelHit]]:
-    """A channel's rows worked out in the process, as a finished job."""
-    job: Future[list[ChannelHit]] = Future()
-    job.set_result(rows)
+def _done(answer: T) -> Future[T]:
+    """A channel's answer worked out in the process, as a finished job."""
+    job: Future[T] = Future()
+    job.set_result(answer)
     return job
 
 
@@ -274,7 +282,10 @@ def _lexical_scan(ctx: SearchContext, run: Run, terms: list[str]) -> list[Channe
                                             float(params["other_domain"]))
 
 
-def _step_channel(ctx: SearchContext, run: Run, vector: list[float]) -> StepEvidence:
+def _step_channel(ctx: SearchContext, run: Run, vector: list[float], said: StepSayers | None = None) -> StepEvidence:
+    """What the step channel finds for one executed step: from the namespace's step texts kept in
+    the process (``said``, current at the version the search read: the exact scan's answer), else
+    by the exact scan or the step index."""
     w, params = run.weights, run.params
     cutoff: list[float] = [0.0]
     query = index_query(ctx.gateway, "search_step_vectors", "step_text_embedding")
@@ -292,8 +303,9 @@ def _step_channel(ctx: SearchContext, run: Run, vector: list[float]) -> StepEvid
     # retail task starts by finding the user), and asking for more would only confirm what the
     # bound says.
     first = w.selection.candidates * 2
-    result = nearest(w.scan, ctx.size.get(w.scan.exact_scan_max).steps, w.selection.candidates, scan=scan, fetch=fetch,
-                     first=first, limit=first)
+    result = Nearest(said.nearest(vector, params, w.selection.candidates), exact=True) if said is not None else \
+        nearest(w.scan, ctx.size.get(w.scan.exact_scan_max).steps, w.selection.candidates, scan=scan, fetch=fetch,
+                first=first, limit=first)
     best = {r.id: max(0.0, neo4j_to_cosine(r.score)) for r in result.rows}
     if len(result.rows) >= w.selection.candidates:  # truncated to the k best experiences
         bound = min(best.values())

@@ -32,6 +32,7 @@ from kbgraph.search.scoring import domain_distance, transferability
 from kbgraph.search.student.bounded import KeptByContent
 from kbgraph.search.student.intent_history import HistoryRow, IntentHistory
 from kbgraph.search.student.kept_facts import NamespaceFacts, fact_rows
+from kbgraph.search.student.step_model import StepSayers, step_rows
 from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.kept_state import KeptState
 from kbgraph.search.student.text_corpus import NamespaceTexts, text_rows
@@ -115,6 +116,9 @@ class SearchContext:
     #: as the vectors are (kbgraph.search.student.kept_facts).
     facts_by_version: KeptByVersion[str, NamespaceFacts] = field(default_factory=lambda: KeptByVersion(1))
     facts_in_background: KeptInBackground[str, NamespaceFacts] | None = None
+    #: The namespace's step texts and who says them, the same way (kbgraph.search.student.step_model).
+    steps_by_version: KeptByVersion[str, StepSayers] = field(default_factory=lambda: KeptByVersion(1))
+    steps_in_background: KeptInBackground[str, StepSayers] | None = None
 
     def lexical_corpus(self, rows: Sequence[tuple[str, ...]]) -> LexicalCorpus:
         """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal)``, as
@@ -174,6 +178,15 @@ class SearchContext:
             return None
         return self.facts_in_background.current(self.namespace, version, fact_rows(self.gateway, self.namespace),
                                                 NamespaceFacts)
+
+    def current_steps(self, params: FilterParams, version: str | None) -> StepSayers | None:
+        """The namespace's step texts and who says them when they were read at ``version``
+        (:mod:`~kbgraph.search.student.step_model`; not with a quality floor above 0); else None:
+        the step channel asks Neo4j."""
+        if self.steps_in_background is None or not version_applies(params):
+            return None
+        return self.steps_in_background.current(self.namespace, version, step_rows(self.gateway, self.namespace),
+                                                StepSayers.of)
 
     def namespace_workflows(self, params: FilterParams) -> WorkflowOperations:
         """What the workflows that pass ``params``'s filters change (search_workflow_operations):

@@ -37,7 +37,7 @@ from kbgraph.search.ranked import best_positions
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key
 
-__all__ = ["IN_PROCESS_MAX", "ExperienceVectors", "VectorKind", "built", "experience_vectors", "vector_rows"]
+__all__ = ["IN_PROCESS_MAX", "ExperienceFilters", "ExperienceVectors", "VectorKind", "built", "experience_vectors", "vector_rows"]
 
 #: The largest namespace (experiences) whose vector channels scan in the process. An exact scan
 #: costs time in proportion to the namespace: two channels took 1.1 ms at 10,000 experiences and
@@ -54,9 +54,9 @@ _MASKS = 64
 
 
 @dataclass
-class ExperienceVectors:
-    """One version of a namespace's experiences: ids, what the channels filter on (one entry per
-    id, in the order of ``ids``), and their distinct unit vectors."""
+class ExperienceFilters:
+    """A namespace's experiences at one version with what the channels filter on (one entry per id,
+    in the order of ``ids``): the rows of ``search_experience_vector_rows``."""
 
     ids: list[str]
     kind: npt.NDArray[Any]
@@ -65,19 +65,21 @@ class ExperienceVectors:
     success: npt.NDArray[np.float64]
     shared: npt.NDArray[np.bool_]
     owner: npt.NDArray[Any]
-    #: The distinct unit vectors of each kind, and for each experience (by its index in ``ids``)
-    #: the row of its vector (-1: it has none). Equal vectors share a row, so equal vectors score
-    #: equal, as they do in Neo4j, and ties fall to the ids (a product computed per row can
-    #: differ in the last bit from one row to another).
-    vectors: dict[VectorKind, npt.NDArray[np.float32]]
-    row_of: dict[VectorKind, npt.NDArray[np.intp]]
-    #: The vectors by id, for the next version to reuse.
-    held: dict[str, tuple[npt.NDArray[np.float32] | None, npt.NDArray[np.float32] | None]]
-    abstract: frozenset[str]
     _masks: BoundedMap[tuple[Any, ...], npt.NDArray[np.bool_]] = field(default_factory=lambda: BoundedMap(_MASKS))
-    #: Per filters and matrix, the experiences a channel scores; per domain, which are of it.
-    _candidates: BoundedMap[tuple[Any, ...], npt.NDArray[np.intp]] = field(default_factory=lambda: BoundedMap(_MASKS))
+    #: Per domain, which experiences are of it.
     _of_domain: BoundedMap[str, npt.NDArray[np.bool_]] = field(default_factory=lambda: BoundedMap(_MASKS))
+
+    @classmethod
+    def of(cls, rows: Sequence[Sequence[Any]]) -> ExperienceFilters:
+        """From rows ``[id, kind, status, domain, success_rate, scope, owner_agent]``."""
+        def column(j: int) -> npt.NDArray[Any]:
+            values = np.empty(len(rows), dtype=object)
+            values[:] = [row[j] for row in rows]
+            return values
+
+        return cls(ids=[str(row[0]) for row in rows], kind=column(1), status=column(2), domain=column(3),
+                   success=np.array([float(row[4]) for row in rows], dtype=np.float64),
+                   shared=np.array([row[5] == "shared" for row in rows], dtype=bool), owner=column(6))
 
     def mask(self, params: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
         """The experiences that pass ``params``'s filters, as the channel queries filter (a
@@ -97,14 +99,41 @@ class ExperienceVectors:
         self._masks.put(key, passed)
         return passed
 
+    def in_domain(self, domain: str) -> npt.NDArray[np.bool_]:
+        """Which experiences are of ``domain`` (worked out once per domain: a string comparison over
+        every experience costs a millisecond at 10,000)."""
+        kept = self._of_domain.get(domain)
+        if kept is None:
+            kept = self.domain == domain
+            self._of_domain.put(domain, kept)
+        return kept
+
+
+@dataclass
+class ExperienceVectors:
+    """One version of a namespace's experiences (``filters``) and their distinct unit vectors."""
+
+    filters: ExperienceFilters
+    #: The distinct unit vectors of each kind, and for each experience (by its index in
+    #: ``filters.ids``) the row of its vector (-1: it has none). Equal vectors share a row, so equal
+    #: vectors score equal, as they do in Neo4j, and ties fall to the ids (a product computed per
+    #: row can differ in the last bit from one row to another).
+    vectors: dict[VectorKind, npt.NDArray[np.float32]]
+    row_of: dict[VectorKind, npt.NDArray[np.intp]]
+    #: The vectors by id, for the next version to reuse.
+    held: dict[str, tuple[npt.NDArray[np.float32] | None, npt.NDArray[np.float32] | None]]
+    abstract: frozenset[str]
+    #: Per filters and matrix, the experiences a channel scores.
+    _candidates: BoundedMap[tuple[Any, ...], npt.NDArray[np.intp]] = field(default_factory=lambda: BoundedMap(_MASKS))
+
     def nearest(self, which: VectorKind, vector: Sequence[float], params: Mapping[str, Any], k: int) -> list[ChannelHit]:
         """The ``k`` experiences nearest to ``vector`` that pass the filters, as the exact scan
         ranks them, each with Neo4j's cosine score."""
-        row_of = self.row_of[which]
+        row_of, ids = self.row_of[which], self.filters.ids
         key = (which, *filter_key(params))
         candidates = self._candidates.get(key)
         if candidates is None:
-            candidates = np.flatnonzero(self.mask(params) & (row_of >= 0))
+            candidates = np.flatnonzero(self.filters.mask(params) & (row_of >= 0))
             self._candidates.put(key, candidates)
         if candidates.size == 0 or k <= 0:
             return []
@@ -115,19 +144,10 @@ class ExperienceVectors:
         # channel's table, kbgraph.search.student.intent).
         score = (1.0 + np.einsum("ij,j->i", self.vectors[which], query)[row_of[candidates]].astype(np.float64)) / 2.0
         domain, other = params["domain"], float(params["other_domain"])
-        discount = np.ones(candidates.size) if domain is None else np.where(self._in_domain(domain)[candidates], 1.0, other)
+        discount = np.ones(candidates.size) if domain is None else np.where(self.filters.in_domain(domain)[candidates], 1.0, other)
         rank = (2.0 * score - 1.0) * discount
-        order = best_positions(rank, np.arange(candidates.size), k, lambda i: self.ids[candidates[i]])
-        return [ChannelHit(self.ids[candidates[i]], float(score[i])) for i in order]
-
-    def _in_domain(self, domain: str) -> npt.NDArray[np.bool_]:
-        """Which experiences are of ``domain`` (worked out once per domain: a string comparison over
-        every experience costs a millisecond at 10,000)."""
-        kept = self._of_domain.get(domain)
-        if kept is None:
-            kept = self.domain == domain
-            self._of_domain.put(domain, kept)
-        return kept
+        order = best_positions(rank, np.arange(candidates.size), k, lambda i: ids[candidates[i]])
+        return [ChannelHit(ids[candidates[i]], float(score[i])) for i in order]
 
 
 def _among(values: npt.NDArray[Any], allowed: Sequence[Any]) -> npt.NDArray[np.bool_]:
@@ -194,12 +214,5 @@ def _built(gateway: Neo4jGateway, namespace: str, rows: list[list[Any]],
             distinct = np.zeros((0, dimension), dtype=np.float32)
         vectors[which], row_of[which] = distinct, rows_of  # type: ignore[index]
 
-    def column(j: int) -> npt.NDArray[Any]:
-        return np.array([row[j] for row in rows], dtype=object)
-
-    return ExperienceVectors(
-        ids=ids, kind=column(1), status=column(2), domain=column(3),
-        success=np.array([float(row[4]) for row in rows], dtype=np.float64),
-        shared=np.array([row[5] == "shared" for row in rows], dtype=bool), owner=column(6),
-        vectors=vectors, row_of=row_of, held=held, abstract=abstract,
-    )
+    return ExperienceVectors(filters=ExperienceFilters.of(rows), vectors=vectors, row_of=row_of, held=held,
+                             abstract=abstract)

@@ -203,6 +203,7 @@ def test_on_neo4j_2026_the_indexes_answer_a_namespace_alone_whatever_nearer_vect
                               ensure_schema=False)
         context = fresh.student.context
         context.texts_in_background = context.vectors_in_background = context.facts_in_background = None
+        context.steps_in_background = None
         return fresh
 
     alone = rankings(indexed())

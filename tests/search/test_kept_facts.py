@@ -14,6 +14,7 @@ from kbgraph.search.student.channels import filter_params
 from kbgraph.search.student.facts import read_facts, read_kept_facts
 from kbgraph.search.student.kept_facts import NamespaceFacts, fact_rows
 
+from tests.search.test_student import record_reads
 from tests.search.test_vector_model import experience, kept_current
 
 REQUEST = "I need to cancel my reservation and get a refund for the flight"
@@ -66,8 +67,7 @@ def test_a_search_with_kept_facts_ranks_as_one_without(kb: KnowledgeBase, monkey
     request = "I want to return the lamp and get my money back"
     kept_current(kb)
     asked: list[str] = []
-    read = kb.gateway.read
-    monkeypatch.setattr(kb.gateway, "read", lambda name, **p: (asked.append(name), read(name, **p))[1])
+    record_reads(kb, monkeypatch, asked)
     with_kept = kb.search(request, **query)  # type: ignore[arg-type]
     assert "search_candidates_feedback" in asked and "search_candidates_score" not in asked
     # A request without steps asks the intent channel, whose request reads the version as well.
@@ -86,8 +86,7 @@ def test_a_write_makes_the_next_search_read_the_facts_from_the_server(
     kept_current(kb)
     [added] = kb.add_experiences([experience(40)]).ids
     asked: list[str] = []
-    read = kb.gateway.read
-    monkeypatch.setattr(kb.gateway, "read", lambda name, **p: (asked.append(name), read(name, **p))[1])
+    record_reads(kb, monkeypatch, asked)
     found = kb.search(experience(40).problem, k=3, weights={"exact_scan_max": 0})
     assert "search_candidates_score" in asked, "the kept facts are of the version before the write"
     assert found.hits[0].id == added

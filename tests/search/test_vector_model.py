@@ -97,11 +97,11 @@ def test_another_namespace_never_comes_in(kb: KnowledgeBase, embedder: CachedEmb
 
 def kept_current(kb: KnowledgeBase, vectors: bool = True) -> None:
     """Brings what ``kb``'s searches keep of a large namespace (its vectors unless not ``vectors``,
-    texts and scoring facts, for searches without filters) up to its current version: the
+    texts, scoring facts and step texts, for searches without filters) up to its current version: the
     background reads, started (the settling time set to 0) and waited for until a read has
     confirmed each."""
     ctx = kb.student.context
-    kept = [ctx.vectors_in_background, ctx.texts_in_background, ctx.facts_in_background]
+    kept = [ctx.vectors_in_background, ctx.texts_in_background, ctx.facts_in_background, ctx.steps_in_background]
     for background in kept:
         assert background is not None
         background.settle_seconds = background.settle_per_read = 0.0
@@ -110,7 +110,7 @@ def kept_current(kb: KnowledgeBase, vectors: bool = True) -> None:
     for _ in range(3):
         version = ctx.search_version()
         current = [ctx.current_vectors(p, version) if vectors else True, ctx.current_texts(p, version),
-                   ctx.current_facts(version)]
+                   ctx.current_facts(version), ctx.current_steps(p, version)]
         if all(value is not None for value in current):
             break
         for background in kept:
