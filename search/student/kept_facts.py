@@ -3,14 +3,16 @@ asks the server only for what it cannot keep.
 
 ``search_candidates_score`` computes every fact of a search's ~70 candidates and their workflows in
 the database: ~11 ms of server time at 10,000 experiences, most of it facts no search changes
-(texts, kinds, runs, the ABSTRACTION edges, the ways each task was done). Those change only in
+(kinds, runs, the ABSTRACTION edges, the ways each task was done). Those change only in
 writes that give the namespace a new search version (kbgraph.store.search_version), so they are
 kept with it, as the vectors and texts are (:class:`~kbgraph.search.student.versioned.KeptInBackground`:
 read in the background, used only when read and confirmed at the version the search read). What
 is left, ``search_candidates_feedback``, reads per candidate what feedback changes without a new
-version (quality, utility, the task outcomes) and the cosines against the query that the vector
-channels did not return: ~4 ms. Every value is the one ``search_candidates_score`` gives
-(``tests/search/test_kept_facts.py`` compares them field by field).
+version (quality, utility, the task outcomes), the cosines against the query that the vector
+channels did not return, and the candidates' texts for the lexical score (the namespace's texts
+would be most of the kept read: 6.0 s at 100,000 experiences with them): ~4 ms. Every value is the one ``search_candidates_score`` gives
+(``tests/search/test_kept_facts.py`` compares them field by field). Kept up to
+``IN_PROCESS_MAX`` experiences, as the vectors (kbgraph.search.student.channels).
 """
 
 from __future__ import annotations
@@ -40,7 +42,6 @@ class StoredFacts:
     scope: str
     task_key: str | None
     operations: tuple[str, ...] | None
-    text: str
     success_rate: float
     source_ids: tuple[str, ...]
     failed_source_ids: frozenset[str]
@@ -52,10 +53,10 @@ class StoredFacts:
 
     @classmethod
     def of(cls, row: Sequence[Any]) -> StoredFacts:
-        (id_, kind, status, domain, scope, task_key, operations, text, success_rate, sources, failed, has_steps,
+        (id_, kind, status, domain, scope, task_key, operations, success_rate, sources, failed, has_steps,
          abstractions) = row
         return cls(str(id_), kind, status, domain, str(scope), task_key,
-                   None if operations is None else tuple(operations), str(text), float(success_rate),
+                   None if operations is None else tuple(operations), float(success_rate),
                    tuple(sources), frozenset(failed), bool(has_steps),
                    tuple((str(a), s, float(w), str(r)) for a, s, w, r in abstractions), hands_off(operations or ()))
 
@@ -126,7 +127,7 @@ class NamespaceFacts:
         semantic, structural = row["semantic"], row["structural"]
         outcomes = row["outcomes"]
         return CandidateFacts(
-            e.id, e.kind, e.domain, e.scope, e.task_key, e.operations, e.text, e.success_rate,
+            e.id, e.kind, e.domain, e.scope, e.task_key, e.operations, str(row["text"]), e.success_rate,
             float(row["quality"]), len(worked), len(sources),
             len(worked) if not exclude else sum(1 for s in worked if s not in exclude),
             len(sources) if not exclude else sum(1 for s in sources if s not in exclude),

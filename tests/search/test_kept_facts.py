@@ -10,6 +10,7 @@ import pytest
 
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
+from kbgraph.search.student import channels
 from kbgraph.search.student.channels import filter_params
 from kbgraph.search.student.facts import read_facts, read_kept_facts
 from kbgraph.search.student.kept_facts import NamespaceFacts, fact_rows
@@ -90,3 +91,15 @@ def test_a_write_makes_the_next_search_read_the_facts_from_the_server(
     found = kb.search(experience(40).problem, k=3, weights={"exact_scan_max": 0})
     assert "search_candidates_score" in asked, "the kept facts are of the version before the write"
     assert found.hits[0].id == added
+
+
+def test_above_the_in_process_limit_the_facts_query_answers(kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As the vectors (vector_model.IN_PROCESS_MAX): past the limit the facts' read after each
+    # write costs more than it saves.
+    kb.add_experiences([experience(n) for n in range(12)])
+    monkeypatch.setattr(channels, "IN_PROCESS_MAX", 10)
+    kept_current(kb, vectors=False)
+    asked: list[str] = []
+    record_reads(kb, monkeypatch, asked)
+    kb.search("I want to return the lamp and get my money back", weights={"exact_scan_max": 0})
+    assert "search_candidates_score" in asked and "search_candidates_feedback" not in asked
