@@ -17,7 +17,7 @@ from typing import Any
 
 from kbgraph.search.handoff import hands_off
 
-__all__ = ["TaskWays", "task_ways", "way_share"]
+__all__ = ["TaskWays", "task_ways", "unique_ways", "way_share"]
 
 #: task_key → [(operations of one way, successful runs of that way)]
 TaskWays = dict[str, list[tuple[tuple[str, ...] | None, float]]]
@@ -32,6 +32,17 @@ def task_ways(rows: Iterable[Sequence[Any]], handoff_credit: float) -> TaskWays:
         credit = handoff_credit if way is not None and hands_off(way) else 1.0
         ways.setdefault(str(task_key), []).append((way, float(runs or 0) * credit))
     return ways
+
+
+def unique_ways(parts: Iterable[Iterable[Sequence[Any]]]) -> list[list[Any]]:
+    """The ``[task_key, operations, runs]`` rows of several answers as one list: one row per task
+    and operations, an absent way the same as an empty one, the first of equal rows kept (the
+    halves of one search's scoring facts each return the ways of their own tasks)."""
+    seen: dict[tuple[Any, ...], list[Any]] = {}
+    for part in parts:
+        for task_key, way, worked in part:
+            seen.setdefault((task_key, tuple(way or ())), [task_key, way, worked])
+    return list(seen.values())
 
 
 def way_share(task_key: str | None, operations: Sequence[str] | None, ways: TaskWays) -> float:

@@ -6,8 +6,7 @@ candidates' own texts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from kbgraph.search.handoff import hands_off
 from kbgraph.search.lexical import bm25_with_ceiling
@@ -16,7 +15,7 @@ from kbgraph.store.gateway import Row
 from kbgraph.search.student.context import FilterParams, Run, SearchContext
 from kbgraph.search.student.kept_facts import NamespaceFacts
 from kbgraph.search.student.rows import CandidateFacts, NodeFacts
-from kbgraph.search.task_ways import task_ways, way_share
+from kbgraph.search.task_ways import task_ways, unique_ways, way_share
 
 __all__ = ["attach_facts", "is_excluded", "never_worked", "read_facts", "read_kept_facts"]
 
@@ -79,7 +78,7 @@ def read_facts(
     results = ctx.in_halves(read, ids, split)
     if not results:  # none of the ids is (still) stored
         return []
-    ways = task_ways(_unique_ways(r["ways"] for r in results), handoff_credit)
+    ways = task_ways(unique_ways(r["ways"] for r in results), handoff_credit)
     # A candidate deleted while the query read it has no id: it is dropped. A workflow of
     # candidates in both halves comes back from each, the same.
     rows: dict[str, Row] = {}
@@ -111,23 +110,12 @@ def read_kept_facts(
         return []
     semantic = [i for i in found if "semantic" not in known.get(i, {})]
     structural = [i for i in found if kept.by_id[i].has_steps and "structural" not in known.get(i, {})]
-
-    def read(part: list[str]) -> list[Row]:
-        return ctx.gateway.read(
-            "search_candidates_feedback", kb=ctx.namespace, ids=part, pg=pg, task=task, decay=ctx.utility_decay,
-            today=ctx.today, semantic_ids=semantic, structural_ids=structural)
-
-    # One request: it is light (~4 ms at 10,000), and a second one costs more CPU than it saves.
-    rows = read(found)[0]["rows"]
+    # One request, not halves: it is light (~4 ms at 10,000), and a second one costs more CPU than
+    # it saves.
+    rows = ctx.gateway.read(
+        "search_candidates_feedback", kb=ctx.namespace, ids=found, pg=pg, task=task, decay=ctx.utility_decay,
+        today=ctx.today, semantic_ids=semantic, structural_ids=structural)[0]["rows"]
     return kept.candidate_facts(found, rows, params["statuses"], excluded, handoff_credit, known)
-
-
-def _unique_ways(parts: Iterable[list[list[Any]]]) -> list[list[Any]]:
-    seen: dict[tuple[Any, ...], list[Any]] = {}
-    for part in parts:
-        for task_key, way, worked in part:
-            seen.setdefault((task_key, tuple(way or ())), [task_key, way, worked])
-    return list(seen.values())
 
 
 def is_excluded(facts: CandidateFacts, excluded: set[str]) -> bool:

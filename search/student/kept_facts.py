@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbgraph.search.handoff import hands_off
-from kbgraph.search.student.rows import CandidateFacts, WorkflowEdge
+from kbgraph.search.student.rows import CandidateFacts
 from kbgraph.search.student.versioned import VersionedRead
-from kbgraph.search.task_ways import task_ways, way_share
+from kbgraph.search.task_ways import TaskWays, task_ways, unique_ways, way_share
 from kbgraph.store.gateway import Neo4jGateway
 
 __all__ = ["NamespaceFacts", "StoredFacts", "fact_rows"]
@@ -118,27 +118,22 @@ class NamespaceFacts:
         return facts
 
     def _facts(self, e: StoredFacts, row: Mapping[str, Any], statuses: Sequence[str], exclude: set[str],
-               ways: Any, scores: Mapping[str, float]) -> CandidateFacts:
+               ways: TaskWays, scores: Mapping[str, float]) -> CandidateFacts:
+        # The row search_candidates_score would have returned, made into facts as read_facts makes
+        # them (CandidateFacts.from_record).
         sources, worked = self._runs_of(e)
-        workflow = None
-        if e.kind != "abstract":
-            edge = next(((a, w, r) for a, status, w, r in e.abstractions if status in statuses), None)
-            workflow = WorkflowEdge(*edge) if edge is not None else None
-        semantic, structural = row["semantic"], row["structural"]
-        outcomes = row["outcomes"]
-        return CandidateFacts(
-            e.id, e.kind, e.domain, e.scope, e.task_key, e.operations, str(row["text"]), e.success_rate,
-            float(row["quality"]), len(worked), len(sources),
-            len(worked) if not exclude else sum(1 for s in worked if s not in exclude),
-            len(sources) if not exclude else sum(1 for s in sources if s not in exclude),
-            workflow,
-            semantic if semantic is not None else scores.get("semantic"),
-            structural if structural is not None or not e.has_steps else scores.get("structural"),
-            e.has_steps, float(row["utility"]),
-            tuple([(float(score), float(outcome)) for score, outcome in outcomes]) if outcomes else (),
-            way_share(e.task_key, e.operations, ways) if e.kind == "concrete" else 1.0,
-            e.hands_off,
-        )
+        edge = None if e.kind == "abstract" else next(
+            ({"id": a, "weight": w, "reason": r} for a, status, w, r in e.abstractions if status in statuses), None)
+        record = {
+            **row, "kind": e.kind, "domain": e.domain, "scope": e.scope, "task_key": e.task_key,
+            "operations": e.operations, "success_rate": e.success_rate, "support": len(worked), "runs": len(sources),
+            "remaining": len(worked) if not exclude else sum(1 for s in worked if s not in exclude),
+            "runs_left": len(sources) if not exclude else sum(1 for s in sources if s not in exclude),
+            "workflow": edge, "has_steps": e.has_steps,
+        }
+        return CandidateFacts.from_record(
+            record, share=way_share(e.task_key, e.operations, ways) if e.kind == "concrete" else 1.0,
+            hands_off=e.hands_off, semantic=scores.get("semantic"), structural=scores.get("structural"))
 
     def _runs_of(self, e: StoredFacts) -> tuple[list[str], list[str]]:
         """The runs ``e`` stands for (an abstract experience: its instances') and those that worked."""
@@ -168,12 +163,8 @@ class NamespaceFacts:
             if x.status in statuses:
                 worked[x.operations] = worked.get(x.operations, 0) + sum(
                     1 for s in x.source_ids if s not in x.failed_source_ids and s not in exclude)
-        # As read_facts merges the ways of two requests: one row per operations, an absent way the
-        # same as an empty one (the first of the two is kept).
-        rows: dict[tuple[str, ...], list[Any]] = {}
-        for way, runs in worked.items():
-            rows.setdefault(way or (), [task_key, way, runs])
-        ways = list(rows.values())
+        # One row per operations, as the query groups them; then merged as read_facts merges them.
+        ways = unique_ways([[[task_key, way, runs] for way, runs in worked.items()]])
         if not exclude:
             self._ways_kept[key] = ways
         return ways
