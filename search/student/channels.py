@@ -34,6 +34,7 @@ from kbgraph.search.student.rows import CandidateFacts, ChannelHit
 from kbgraph.search.student.step_model import StepSayers
 from kbgraph.search.student.text_corpus import NamespaceTexts
 from kbgraph.search.student.vector_model import IN_PROCESS_MAX, ExperienceVectors, VectorKind
+from kbgraph.search.student.versioned import kept_key, version_applies
 
 __all__ = ["Candidate", "Gathered", "StepEvidence", "concepts", "filter_params", "gather"]
 
@@ -158,16 +159,24 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
         version_job.add_done_callback(lambda job: _check_kept(ctx, run, job, vectors, lexical))
     kept_facts = None
     if version_job is not None and wait:
-        model, texts, kept_facts, said = _kept_current(ctx, run, version_job.result(), vectors, lexical)
-        step_jobs = [_done(_step_channel(ctx, run, v, said)) if said is not None
-                     else executor.submit(_step_channel, ctx, run, v) for v in run.steps]
-        k = w.selection.candidates
-        if model is not None:
-            for index, vector in vectors.items():
-                jobs[f"vector:{index}"] = _done(model.nearest(_MODEL_VECTORS[index], vector, run.params, k))
-        if texts is not None:
-            jobs["fulltext:experience_text"] = _done(
-                texts.rank(terms, k, run.params["domain"], float(run.params["other_domain"])))
+        # The kept channels' answers are worked out while the version is read (~2 ms at 10,000,
+        # about as long as the answers take), from what is kept now; each is kept only when the
+        # version read is the one its kept value was confirmed at and that value is the one
+        # _kept_current then gives (a write in between: worked out again).
+        ahead = {part: (at, value, _kept_answers(ctx, run, {part: value}, vectors, terms))
+                 for part, (at, value) in _confirmed(ctx, run, vectors, lexical).items()}
+        version = version_job.result()
+        model, texts, kept_facts, said = _kept_current(ctx, run, version, vectors, lexical)
+        found: dict[str, Any] = {}
+        for part, value in {"vectors": model, "texts": texts, "steps": said}.items():
+            early = ahead.get(part)
+            found.update(early[2] if early is not None and early[0] == version and early[1] is value
+                         else _kept_answers(ctx, run, {part: value}, vectors, terms))
+        for channel, answer in found.items():
+            if channel != "steps":
+                jobs[channel] = _done(answer)
+        step_jobs = [_done(evidence) for evidence in found["steps"]] if "steps" in found else \
+            [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
         _ask_indexes(ctx, run, jobs, vectors, text if lexical else None, terms)
     gathered = Gathered({}, [], concept_job, terms, intent=intent, kept_facts=kept_facts)
     for channel in _ORDER:  # candidates in the order the channels have always added them
@@ -203,24 +212,64 @@ def _check_kept(ctx: SearchContext, run: Run, job: Future[str | None], vectors: 
             ctx.kept_state.saw(False)
 
 
+def _in_process(ctx: SearchContext) -> bool:
+    """Whether the vectors and the scoring facts are kept: up to IN_PROCESS_MAX experiences. Past
+    it the vector indexes answer sooner than a scan, and the facts' read (4.2 s at 100,000, again
+    after each write, beside the texts' 5 s) saved only 11.2 -> 9.2 ms of the facts stage there.
+    The texts and the step texts are kept at any size: they save a channel's request, and the step
+    channel's walk through thousands of steps a text (step queries p50 265 -> 53 ms at 100,000)."""
+    return ctx.size.get(IN_PROCESS_MAX).experiences <= IN_PROCESS_MAX
+
+
 def _kept_current(
     ctx: SearchContext, run: Run, version: str | None, vectors: dict[str, list[float]], lexical: bool,
 ) -> tuple[ExperienceVectors | None, NamespaceTexts | None, NamespaceFacts | None, StepSayers | None]:
     """What the process keeps of the namespace at ``version`` for this search's vector, full-text
     and step channels and its facts stage (None where it is not current: a background read
     starts), recorded in ``ctx.kept_state``."""
-    # The vectors and the scoring facts up to IN_PROCESS_MAX experiences: past it the vector
-    # indexes answer sooner than a scan, and the facts' read (4.2 s at 100,000, again after each
-    # write, beside the texts' 5 s) saved only 11.2 -> 9.2 ms of the facts stage there. The texts
-    # and the step texts at any size: they save a channel's request, and the step channel's walk
-    # through thousands of steps a text (step queries p50 265 -> 53 ms at 100,000).
-    in_process = ctx.size.get(IN_PROCESS_MAX).experiences <= IN_PROCESS_MAX
+    in_process = _in_process(ctx)
     model = ctx.current_vectors(run.params, version) if vectors and in_process else None
     texts = ctx.current_texts(run.params, version) if lexical else None
     facts = ctx.current_facts(version) if in_process else None
     said = ctx.current_steps(run.params, version) if run.steps else None
     ctx.kept_state.saw(model is not None or texts is not None or facts is not None or said is not None)
     return model, texts, facts, said
+
+
+def _confirmed(ctx: SearchContext, run: Run, vectors: dict[str, list[float]], lexical: bool) -> dict[str, tuple[str, Any]]:
+    """What _kept_current may give this search, as kept now: by part (``vectors``, ``texts``,
+    ``steps``), the version it was confirmed at and the value; nothing read, nothing started."""
+    params = run.params
+    parts: dict[str, tuple[str, Any] | None] = {
+        "vectors": ctx.vectors_in_background.confirmed(ctx.namespace)
+        if ctx.vectors_in_background is not None and vectors and version_applies(params) and _in_process(ctx) else None,
+        "texts": ctx.texts_in_background.confirmed(kept_key(params))
+        if ctx.texts_in_background is not None and lexical else None,
+        "steps": ctx.steps_in_background.confirmed(ctx.namespace)
+        if ctx.steps_in_background is not None and run.steps and version_applies(params) else None,
+    }
+    return {part: held for part, held in parts.items() if held is not None}
+
+
+def _kept_answers(ctx: SearchContext, run: Run, kept: Mapping[str, Any], vectors: dict[str, list[float]],
+                  terms: list[str]) -> dict[str, Any]:
+    """The answers of the channels ``kept``'s values answer (by part: ``vectors``, ``texts``,
+    ``steps``; None: not kept), by channel: each vector channel's hits, the full-text channel's,
+    and ``steps``, the evidence of each executed step."""
+    w, params = run.weights, run.params
+    k = w.selection.candidates
+    found: dict[str, Any] = {}
+    for part, value in kept.items():
+        if value is None:
+            continue
+        if part == "vectors":
+            for index, vector in vectors.items():
+                found[f"vector:{index}"] = value.nearest(_MODEL_VECTORS[index], vector, params, k)
+        elif part == "texts":
+            found["fulltext:experience_text"] = value.rank(terms, k, params["domain"], float(params["other_domain"]))
+        else:
+            found["steps"] = [_step_channel(ctx, run, v, value) for v in run.steps]
+    return found
 
 
 def _done(answer: T) -> Future[T]:

@@ -38,7 +38,8 @@ from kbgraph.search.student.kept_state import KeptState
 from kbgraph.search.student.text_corpus import NamespaceTexts, text_rows
 from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.vector_model import ExperienceVectors, built, vector_rows
-from kbgraph.search.student.versioned import KeptByVersion, KeptInBackground, VersionedRead, filter_key, sent, version_applies
+from kbgraph.search.student.versioned import (KeptByVersion, KeptInBackground, VersionedRead, filter_key, kept_key, sent,
+                                              version_applies)
 from kbgraph.search.student.workflow_operations import WorkflowOperations, read_intent_rows
 
 __all__ = ["KeptByContent", "Run", "SearchContext"]  # KeptByContent: kbgraph.search.student.bounded
@@ -137,7 +138,7 @@ class SearchContext:
         """The texts of the experiences that pass ``params``'s filters and their BM25 index: read
         again only when the namespace's search version changed (or the filters are not kept by
         it)."""
-        return self.lexical_by_version.get(_kept_key(params), lambda known: self.read_texts(params, known),
+        return self.lexical_by_version.get(kept_key(params), lambda known: self.read_texts(params, known),
                                            lambda rows: NamespaceTexts.of(rows, self.lexical_corpus(rows)))
 
     def read_texts(self, params: Mapping[str, Any], known: str | None) -> VersionedRead[list[tuple[str, ...]]]:
@@ -158,7 +159,7 @@ class SearchContext:
         search read (:mod:`~kbgraph.search.student.text_corpus`); else None: the index answers."""
         if self.texts_in_background is None:
             return None
-        return self.texts_in_background.current(_kept_key(params), version, lambda known: self.read_texts(params, known),
+        return self.texts_in_background.current(kept_key(params), version, lambda known: self.read_texts(params, known),
                                                 NamespaceTexts.of)
 
     def current_vectors(self, params: FilterParams, version: str | None) -> ExperienceVectors | None:
@@ -209,7 +210,7 @@ class SearchContext:
         when its rows did. The workflows are kept by filters :func:`version_applies` accepts; the
         history with any quality floor (it does not depend on quality, which feedback changes
         without a new version)."""
-        operations_key, history_key = _kept_key(params), (*filter_key(params), params["domain"])
+        operations_key, history_key = kept_key(params), (*filter_key(params), params["domain"])
         operations_kept = self.operations_by_version.kept(operations_key)
         history_kept = self.history_by_version.kept(history_key) if history else None
         answer = read_intent_rows(self.gateway, params, sent(operations_kept), history, sent(history_kept))
@@ -365,9 +366,6 @@ class Run:
         return self.task or self.anchor
 
 
-def _kept_key(params: FilterParams) -> tuple[Any, ...] | None:
-    """What a whole-namespace read with ``params`` is kept by, or None when it is read every time."""
-    return filter_key(params) if version_applies(params) else None
 
 
 def _as_list(vector: Any) -> list[float] | None:

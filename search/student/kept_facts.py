@@ -71,7 +71,8 @@ class NamespaceFacts:
         self._by_task: dict[str, list[StoredFacts]] = {}  # task_key: its concrete experiences
         # id: (the runs it stands for, those that worked), made on first use (a dict is thread-safe
         # enough: two searches at worst make the same value twice).
-        self._runs: dict[str, tuple[list[str], list[str]]] = {}
+        self._runs: dict[str, tuple[list[str], list[str], frozenset[str]]] = {}
+        self._task_runs: dict[str, frozenset[str]] = {}  # task_key: the runs of its concrete experiences
         self._ways_kept: dict[tuple[str, tuple[str, ...]], list[list[Any]]] = {}  # (task_key, statuses): ways
         for row in rows:
             facts = StoredFacts.of(row)
@@ -121,28 +122,32 @@ class NamespaceFacts:
                ways: TaskWays, scores: Mapping[str, float]) -> CandidateFacts:
         # The row search_candidates_score would have returned, made into facts as read_facts makes
         # them (CandidateFacts.from_record).
-        sources, worked = self._runs_of(e)
+        sources, worked, every = self._runs_of(e)
+        # An exclusion that names none of its runs (the common case: a query's own runs are of
+        # a few experiences) leaves the counts as they are, without a look at each run.
+        untouched = not exclude or exclude.isdisjoint(every)
         edge = None if e.kind == "abstract" else next(
             ({"id": a, "weight": w, "reason": r} for a, status, w, r in e.abstractions if status in statuses), None)
         record = {
             **row, "kind": e.kind, "domain": e.domain, "scope": e.scope, "task_key": e.task_key,
             "operations": e.operations, "success_rate": e.success_rate, "support": len(worked), "runs": len(sources),
-            "remaining": len(worked) if not exclude else sum(1 for s in worked if s not in exclude),
-            "runs_left": len(sources) if not exclude else sum(1 for s in sources if s not in exclude),
+            "remaining": len(worked) if untouched else sum(1 for s in worked if s not in exclude),
+            "runs_left": len(sources) if untouched else sum(1 for s in sources if s not in exclude),
             "workflow": edge, "has_steps": e.has_steps,
         }
         return CandidateFacts.from_record(
             record, share=way_share(e.task_key, e.operations, ways) if e.kind == "concrete" else 1.0,
             hands_off=e.hands_off, semantic=scores.get("semantic"), structural=scores.get("structural"))
 
-    def _runs_of(self, e: StoredFacts) -> tuple[list[str], list[str]]:
-        """The runs ``e`` stands for (an abstract experience: its instances') and those that worked."""
+    def _runs_of(self, e: StoredFacts) -> tuple[list[str], list[str], frozenset[str]]:
+        """The runs ``e`` stands for (an abstract experience: its instances'), those that worked,
+        and the set of them."""
         runs = self._runs.get(e.id)
         if runs is None:
             members = self._members.get(e.id, []) if e.kind == "abstract" else [e]
             sources = [s for m in members for s in m.source_ids]
             failed = frozenset().union(*(m.failed_source_ids for m in members))
-            runs = (sources, [s for s in sources if s not in failed])
+            runs = (sources, [s for s in sources if s not in failed], frozenset(sources))
             self._runs[e.id] = runs
         return runs
 
@@ -156,7 +161,14 @@ class NamespaceFacts:
 
     def _task_ways(self, task_key: str, statuses: tuple[str, ...], exclude: set[str]) -> list[list[Any]]:
         key = (task_key, statuses)
-        if not exclude and (kept := self._ways_kept.get(key)) is not None:
+        if exclude:
+            every = self._task_runs.get(task_key)
+            if every is None:
+                every = frozenset(s for x in self._by_task.get(task_key, ()) for s in x.source_ids)
+                self._task_runs[task_key] = every
+            if exclude.isdisjoint(every):  # the ways without the exclusion, kept
+                return self._task_ways(task_key, statuses, set())
+        elif (kept := self._ways_kept.get(key)) is not None:
             return kept
         worked: dict[tuple[str, ...] | None, int] = {}
         for x in self._by_task.get(task_key, ()):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 import numpy as np
 
 from kbgraph.core.models import RelationType
@@ -122,26 +123,35 @@ def _direct(
         intent_spread=w.intent.spread and home,
     )
     parts["direct"] = parts["direct"] * context
+    # The values shown rounded, made column by column from plain floats (tolist): the same values
+    # as rounding each numpy scalar, in a third of the time (~60 candidates x 25 values a search).
+    def shown(values: Any, floor: bool = False) -> list[float]:
+        return [round(max(0.0, v) if floor else v, 6) for v in np.asarray(values, dtype=np.float64).tolist()]
+
+    semantic_shown, structural_shown, fine_shown = shown(semantic, True), shown(structural, True), shown(fine)
+    columns = {name: shown(parts[name]) for name in ("coarse", "stage", "lexical", "textual", "utility_factor")}
+    trans_shown, success_shown, support_shown = shown(trans), shown(success), shown(support)
+    quality_shown, utility_shown, share_shown, context_shown = shown(quality), shown(utility), shown(share), shown(context)
+    direct, structured = parts["direct"].astype(np.float64).tolist(), has_structure.tolist()
+    lam_shown = round(lam_used, 6)
     out: dict[str, Parts] = {}
     for i, c in enumerate(scored):
         match = matches[i]
         out[c.id] = Parts(dict(
-            semantic=round(float(max(0.0, semantic[i])), 6),
-            structural=round(float(max(0.0, structural[i])), 6) if has_structure[i] else None,
-            coarse=round(float(parts["coarse"][i]), 6),
-            fine=round(float(fine[i]), 6) if evidence else None,
-            lam=round(lam_used, 6), stage=round(float(parts["stage"][i]), 6),
-            lexical=round(float(parts["lexical"][i]), 6), textual=round(float(parts["textual"][i]), 6),
-            trans=round(float(trans[i]), 6), success=round(float(success[i]), 6),
-            support=round(float(support[i]), 6), quality=round(float(quality[i]), 6),
-            utility=round(float(utility[i]), 6), utility_factor=round(float(parts["utility_factor"][i]), 6),
-            share=round(float(share[i]), 6), handed_off=facts[i].hands_off,
+            semantic=semantic_shown[i], structural=structural_shown[i] if structured[i] else None,
+            coarse=columns["coarse"][i], fine=fine_shown[i] if evidence else None,
+            lam=lam_shown, stage=columns["stage"][i],
+            lexical=columns["lexical"][i], textual=columns["textual"][i],
+            trans=trans_shown[i], success=success_shown[i],
+            support=support_shown[i], quality=quality_shown[i],
+            utility=utility_shown[i], utility_factor=columns["utility_factor"][i],
+            share=share_shown[i], handed_off=facts[i].hands_off,
             human_asked=facts[i].hands_off and asks_for_human,
-            context=round(float(context[i]), 6), outcomes=len(facts[i].outcomes),
+            context=context_shown[i], outcomes=len(facts[i].outcomes),
             intent=round(match.score, 6) if match is not None else None,
             asks=list(match.asks) if match is not None else None,
             intent_learnt=round(match.learnt, 6) if match is not None else None,
-            direct=float(parts["direct"][i]), final=float(parts["direct"][i]),
+            direct=direct[i], final=direct[i],
         ))
     coarse_cut = [c.id for i, c in enumerate(scored) if parts["coarse"][i] < w.coarse.theta and has_text]
     for cut in coarse_cut:

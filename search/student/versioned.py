@@ -33,8 +33,8 @@ from typing import Any, Generic, TypeVar
 
 from kbgraph.search.student.bounded import BoundedMap
 
-__all__ = ["SETTLE_SECONDS", "Kept", "KeptByVersion", "KeptInBackground", "VersionedRead", "filter_key", "sent",
-           "version_applies"]
+__all__ = ["SETTLE_SECONDS", "Kept", "KeptByVersion", "KeptInBackground", "VersionedRead", "filter_key", "kept_key",
+           "sent", "version_applies"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -56,6 +56,11 @@ def version_applies(params: Mapping[str, Any]) -> bool:
     """Whether rows read with these filters may be kept by the search version: not with a quality
     floor above 0, which feedback's quality changes (no new version) can cross."""
     return float(params["min_quality"]) <= 0.0
+
+
+def kept_key(params: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """What a whole-namespace read with ``params`` is kept by, or None when it is read every time."""
+    return filter_key(params) if version_applies(params) else None
 
 
 def filter_key(params: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -178,6 +183,14 @@ class KeptInBackground(Generic[K, V]):
         except RuntimeError:  # the pool was shut down (the retriever closed)
             self._finish(key, done)
         return None
+
+    def confirmed(self, key: K | None) -> tuple[str, V] | None:
+        """The version and value kept for ``key`` when they were read and confirmed, whatever
+        version searches see now, and without starting a read: a search works with it while it
+        reads the version, and keeps that work only when :meth:`current` then gives it the same
+        value at that version (kbgraph.search.student.channels)."""
+        kept = self.kept.kept(key)
+        return (kept[0], kept[1]) if kept is not None and kept[2] else None
 
     def settle(self) -> None:
         """Waits for the background reads under way (tests, benchmarks)."""
