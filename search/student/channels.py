@@ -170,8 +170,9 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
         found: dict[str, Any] = {}
         for part, value in {"vectors": model, "texts": texts, "steps": said}.items():
             early = ahead.get(part)
-            found.update(early[2] if early is not None and early[0] == version and early[1] is value
-                         else _kept_answers(ctx, run, {part: value}, vectors, terms))
+            if value is not None:
+                found.update(early[2] if early is not None and early[0] == version and early[1] is value
+                             else _kept_answers(ctx, run, {part: value}, vectors, terms))
         for channel, answer in found.items():
             if channel != "steps":
                 jobs[channel] = _done(answer)

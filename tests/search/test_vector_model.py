@@ -184,3 +184,31 @@ def test_a_namespace_above_the_in_process_limit_asks_the_vector_indexes(
     kb.search("I want to return the lamp and get my money back", weights={"exact_scan_max": 0})
     assert index_query(kb.gateway, "search_experience_vectors", "experience_pg_embedding") in asked
     assert len(kb.student.context.vectors_by_version) == 0, "no vectors read"
+
+
+def test_what_a_search_works_out_while_it_reads_the_version_is_kept_only_at_that_version(
+    kb: KnowledgeBase, searcher: KnowledgeBase, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A search whose kept state was current works out its kept channels' answers from what is kept
+    # while the version is read (channels._confirmed). Here what it finds kept is always what was
+    # kept before another process's write, though the process has read the new version since: the
+    # answers of those old values give way to the new values' (the new experience is found).
+    kb.add_experiences([experience(n) for n in range(24)])
+    kept_current(kb)
+    worked: list[set[str]] = []
+    answers, confirmed = channels._kept_answers, channels._confirmed
+    monkeypatch.setattr(channels, "_kept_answers", lambda ctx, run, kept, *rest: (
+        worked.append({part for part, value in kept.items() if value is not None}), answers(ctx, run, kept, *rest))[1])
+    before_the_write: list[dict[str, Any]] = []
+    monkeypatch.setattr(channels, "_confirmed", lambda *args: (
+        before_the_write or before_the_write.append(confirmed(*args)), before_the_write[0])[1])
+    query = experience(50).problem
+    before = kb.search(query, k=5, weights={"exact_scan_max": 0})
+    assert worked == [{"vectors"}, {"texts"}], "worked out while the version was read, then used"
+    [added] = searcher.add_experiences([experience(50)]).ids
+    kept_current(kb)
+    worked.clear()
+    after = kb.search(query, k=5, weights={"exact_scan_max": 0})
+    assert worked == [{"vectors"}, {"texts"}] * 2, "the old values' answers, then the new ones'"
+    assert added not in {h.id for h in before.hits}
+    assert after.hits[0].id == added
