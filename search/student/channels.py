@@ -29,12 +29,11 @@ from kbgraph.search.results import ConceptHit
 from kbgraph.search.scoring import neo4j_to_cosine
 from kbgraph.search.student.context import FilterParams, Run, SearchContext
 from kbgraph.search.student.intent import INTENT_CHANNEL, IntentMatcher, intent_channel, uses_intent
+from kbgraph.search.student.kept_channels import check_kept, confirmed, keepable, kept_current
 from kbgraph.search.student.kept_facts import NamespaceFacts
 from kbgraph.search.student.rows import CandidateFacts, ChannelHit
 from kbgraph.search.student.step_model import StepSayers
-from kbgraph.search.student.text_corpus import NamespaceTexts
-from kbgraph.search.student.vector_model import IN_PROCESS_MAX, ExperienceVectors, VectorKind
-from kbgraph.search.student.versioned import kept_key, version_applies
+from kbgraph.search.student.vector_model import VectorKind
 
 __all__ = ["Candidate", "Gathered", "StepEvidence", "concepts", "filter_params", "gather"]
 
@@ -156,17 +155,24 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
     if concept_vector is not None:
         concept_job = executor.submit(concepts, ctx, concept_vector, w)
     if version_job is not None and not wait:
-        version_job.add_done_callback(lambda job: _check_kept(ctx, run, job, vectors, lexical))
+        version_job.add_done_callback(lambda job: check_kept(ctx, run, job, vectors, lexical))
     kept_facts = None
     if version_job is not None and wait:
         # The kept channels' answers are worked out while the version is read (~2 ms at 10,000,
         # about as long as the answers take), from what is kept now; each is kept only when the
         # version read is the one its kept value was confirmed at and that value is the one
-        # _kept_current then gives (a write in between: worked out again).
+        # kept_current then gives (a write in between: worked out again).
+        # What no kept value can answer asks its index at once, beside the version's read: at
+        # 100,000 the vector channels' HNSW requests (6.7 ms) waited for it and for the full-text
+        # channel's kept texts (7.4 ms).
+        kept_parts = keepable(ctx, run, bool(vectors), lexical)
+        _ask_indexes(ctx, run, jobs, {} if "vectors" in kept_parts else vectors,
+                     text if lexical and "texts" not in kept_parts else None, terms)
+        asked_steps = [] if "steps" in kept_parts else [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
         ahead = {part: (at, value, _kept_answers(ctx, run, {part: value}, vectors, terms))
-                 for part, (at, value) in _confirmed(ctx, run, vectors, lexical).items()}
+                 for part, (at, value) in confirmed(ctx, run, vectors, lexical).items()}
         version = version_job.result()
-        model, texts, kept_facts, said = _kept_current(ctx, run, version, vectors, lexical)
+        model, texts, kept_facts, said = kept_current(ctx, run, version, vectors, lexical)
         found: dict[str, Any] = {}
         for part, value in {"vectors": model, "texts": texts, "steps": said}.items():
             early = ahead.get(part)
@@ -177,7 +183,7 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
             if channel != "steps":
                 jobs[channel] = _done(answer)
         step_jobs = [_done(evidence) for evidence in found["steps"]] if "steps" in found else \
-            [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
+            asked_steps or [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
         _ask_indexes(ctx, run, jobs, vectors, text if lexical else None, terms)
     gathered = Gathered({}, [], concept_job, terms, intent=intent, kept_facts=kept_facts)
     for channel in _ORDER:  # candidates in the order the channels have always added them
@@ -199,57 +205,6 @@ def _ask_indexes(ctx: SearchContext, run: Run, jobs: dict[str, Future[Any]], vec
             jobs[f"vector:{index}"] = executor.submit(_vector_channel, ctx, run, index, vector)
     if text is not None and "fulltext:experience_text" not in jobs:
         jobs["fulltext:experience_text"] = executor.submit(_fulltext_channel, ctx, run, text, terms)
-
-
-def _check_kept(ctx: SearchContext, run: Run, job: Future[str | None], vectors: dict[str, list[float]],
-                lexical: bool) -> None:
-    """A version check this search did not wait for: starts the background reads it calls for and
-    records whether the kept state is current. A failed check is left to the next search's (the
-    search itself asked the indexes and does not depend on it)."""
-    if job.exception() is None:
-        try:
-            _kept_current(ctx, run, job.result(), vectors, lexical)
-        except Exception:  # pylint: disable=broad-except  # e.g. the server went away meanwhile
-            ctx.kept_state.saw(False)
-
-
-def _in_process(ctx: SearchContext) -> bool:
-    """Whether the vectors and the scoring facts are kept: up to IN_PROCESS_MAX experiences. Past
-    it the vector indexes answer sooner than a scan, and the facts' read (4.2 s at 100,000, again
-    after each write, beside the texts' 5 s) saved only 11.2 -> 9.2 ms of the facts stage there.
-    The texts and the step texts are kept at any size: they save a channel's request, and the step
-    channel's walk through thousands of steps a text (step queries p50 265 -> 53 ms at 100,000)."""
-    return ctx.size.get(IN_PROCESS_MAX).experiences <= IN_PROCESS_MAX
-
-
-def _kept_current(
-    ctx: SearchContext, run: Run, version: str | None, vectors: dict[str, list[float]], lexical: bool,
-) -> tuple[ExperienceVectors | None, NamespaceTexts | None, NamespaceFacts | None, StepSayers | None]:
-    """What the process keeps of the namespace at ``version`` for this search's vector, full-text
-    and step channels and its facts stage (None where it is not current: a background read
-    starts), recorded in ``ctx.kept_state``."""
-    in_process = _in_process(ctx)
-    model = ctx.current_vectors(run.params, version) if vectors and in_process else None
-    texts = ctx.current_texts(run.params, version) if lexical else None
-    facts = ctx.current_facts(version) if in_process else None
-    said = ctx.current_steps(run.params, version) if run.steps else None
-    ctx.kept_state.saw(model is not None or texts is not None or facts is not None or said is not None)
-    return model, texts, facts, said
-
-
-def _confirmed(ctx: SearchContext, run: Run, vectors: dict[str, list[float]], lexical: bool) -> dict[str, tuple[str, Any]]:
-    """What _kept_current may give this search, as kept now: by part (``vectors``, ``texts``,
-    ``steps``), the version it was confirmed at and the value; nothing read, nothing started."""
-    params = run.params
-    parts: dict[str, tuple[str, Any] | None] = {
-        "vectors": ctx.vectors_in_background.confirmed(ctx.namespace)
-        if ctx.vectors_in_background is not None and vectors and version_applies(params) and _in_process(ctx) else None,
-        "texts": ctx.texts_in_background.confirmed(kept_key(params))
-        if ctx.texts_in_background is not None and lexical else None,
-        "steps": ctx.steps_in_background.confirmed(ctx.namespace)
-        if ctx.steps_in_background is not None and run.steps and version_applies(params) else None,
-    }
-    return {part: held for part, held in parts.items() if held is not None}
 
 
 def _kept_answers(ctx: SearchContext, run: Run, kept: Mapping[str, Any], vectors: dict[str, list[float]],

@@ -10,7 +10,7 @@ import pytest
 
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
-from kbgraph.search.student import channels
+from kbgraph.search.student import kept_channels
 from kbgraph.search.student.channels import filter_params
 from kbgraph.search.student.facts import read_facts, read_kept_facts
 from kbgraph.search.student.kept_facts import NamespaceFacts, fact_rows
@@ -97,7 +97,7 @@ def test_above_the_in_process_limit_the_facts_query_answers(kb: KnowledgeBase, m
     # As the vectors (vector_model.IN_PROCESS_MAX): past the limit the facts' read after each
     # write costs more than it saves.
     kb.add_experiences([experience(n) for n in range(12)])
-    monkeypatch.setattr(channels, "IN_PROCESS_MAX", 10)
+    monkeypatch.setattr(kept_channels, "IN_PROCESS_MAX", 10)
     kept_current(kb, vectors=False)
     asked: list[str] = []
     record_reads(kb, monkeypatch, asked)

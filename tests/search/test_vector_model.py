@@ -15,7 +15,7 @@ from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.candidates import index_query
-from kbgraph.search.student import channels
+from kbgraph.search.student import channels, kept_channels
 from kbgraph.search.student.channels import filter_params
 from kbgraph.search.student.context import FilterParams
 from kbgraph.search.student.vector_model import ExperienceVectors, experience_vectors
@@ -176,7 +176,7 @@ def test_a_namespace_above_the_in_process_limit_asks_the_vector_indexes(
     # An exact scan costs in proportion to the namespace (vector_model.IN_PROCESS_MAX): past the
     # limit the HNSW indexes answer, and the process does not read the namespace's vectors.
     kb.add_experiences([experience(n) for n in range(12)])
-    monkeypatch.setattr(channels, "IN_PROCESS_MAX", 10)
+    monkeypatch.setattr(kept_channels, "IN_PROCESS_MAX", 10)
     kept_current(kb, vectors=False)
     asked: list[str] = []
     read = kb.gateway.read
@@ -190,17 +190,17 @@ def test_what_a_search_works_out_while_it_reads_the_version_is_kept_only_at_that
     kb: KnowledgeBase, searcher: KnowledgeBase, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # A search whose kept state was current works out its kept channels' answers from what is kept
-    # while the version is read (channels._confirmed). Here what it finds kept is always what was
+    # while the version is read (kept_channels.confirmed). Here what it finds kept is always what was
     # kept before another process's write, though the process has read the new version since: the
     # answers of those old values give way to the new values' (the new experience is found).
     kb.add_experiences([experience(n) for n in range(24)])
     kept_current(kb)
     worked: list[set[str]] = []
-    answers, confirmed = channels._kept_answers, channels._confirmed
+    answers, confirmed = channels._kept_answers, channels.confirmed
     monkeypatch.setattr(channels, "_kept_answers", lambda ctx, run, kept, *rest: (
         worked.append({part for part, value in kept.items() if value is not None}), answers(ctx, run, kept, *rest))[1])
     before_the_write: list[dict[str, Any]] = []
-    monkeypatch.setattr(channels, "_confirmed", lambda *args: (
+    monkeypatch.setattr(channels, "confirmed", lambda *args: (
         before_the_write or before_the_write.append(confirmed(*args)), before_the_write[0])[1])
     query = experience(50).problem
     before = kb.search(query, k=5, weights={"exact_scan_max": 0})

@@ -1,0 +1,91 @@
+"""Which of a search's channels what the process keeps of a large namespace may answer, and what it
+keeps at the version the search read (:func:`kept_current`), or now, whatever the version
+(:func:`confirmed`), for the channels to work with while the version is read
+(:func:`kbgraph.search.student.channels.gather`).
+
+Kept (:mod:`.vector_model`, :mod:`.text_corpus`, :mod:`.kept_facts`, :mod:`.step_model`, each
+read in the background: :class:`~kbgraph.search.student.versioned.KeptInBackground`): the vectors
+and the scoring facts up to :data:`IN_PROCESS_MAX` experiences, the texts and the step texts at
+any size; the vectors and the step texts not with a quality floor above 0, the texts keyed by
+their filters (:func:`~kbgraph.search.student.versioned.kept_key`).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Any
+
+from kbgraph.search.student.context import Run, SearchContext
+from kbgraph.search.student.kept_facts import NamespaceFacts
+from kbgraph.search.student.step_model import StepSayers
+from kbgraph.search.student.text_corpus import NamespaceTexts
+from kbgraph.search.student.vector_model import IN_PROCESS_MAX, ExperienceVectors
+from kbgraph.search.student.versioned import KeptInBackground, kept_key, version_applies
+
+__all__ = ["IN_PROCESS_MAX", "check_kept", "confirmed", "in_process", "keepable", "kept_current"]
+
+
+def check_kept(ctx: SearchContext, run: Run, job: Future[str | None], vectors: dict[str, list[float]],
+               lexical: bool) -> None:
+    """A version check this search did not wait for: starts the background reads it calls for and
+    records whether the kept state is current. A failed check is left to the next search's (the
+    search itself asked the indexes and does not depend on it)."""
+    if job.exception() is None:
+        try:
+            kept_current(ctx, run, job.result(), vectors, lexical)
+        except Exception:  # pylint: disable=broad-except  # e.g. the server went away meanwhile
+            ctx.kept_state.saw(False)
+
+
+def in_process(ctx: SearchContext) -> bool:
+    """Whether the vectors and the scoring facts are kept: up to IN_PROCESS_MAX experiences. Past
+    it the vector indexes answer sooner than a scan, and the facts' read (4.2 s at 100,000, again
+    after each write, beside the texts' 5 s) saved only 11.2 -> 9.2 ms of the facts stage there.
+    The texts and the step texts are kept at any size: they save a channel's request, and the step
+    channel's walk through thousands of steps a text (step queries p50 265 -> 53 ms at 100,000)."""
+    return ctx.size.get(IN_PROCESS_MAX).experiences <= IN_PROCESS_MAX
+
+
+def kept_current(
+    ctx: SearchContext, run: Run, version: str | None, vectors: dict[str, list[float]], lexical: bool,
+) -> tuple[ExperienceVectors | None, NamespaceTexts | None, NamespaceFacts | None, StepSayers | None]:
+    """What the process keeps of the namespace at ``version`` for this search's vector, full-text
+    and step channels and its facts stage (None where it is not current: a background read
+    starts), recorded in ``ctx.kept_state``."""
+    kept_here = in_process(ctx)
+    model = ctx.current_vectors(run.params, version) if vectors and kept_here else None
+    texts = ctx.current_texts(run.params, version) if lexical else None
+    facts = ctx.current_facts(version) if kept_here else None
+    said = ctx.current_steps(run.params, version) if run.steps else None
+    ctx.kept_state.saw(model is not None or texts is not None or facts is not None or said is not None)
+    return model, texts, facts, said
+
+
+def keepable(ctx: SearchContext, run: Run, vectors: bool, lexical: bool) -> list[str]:
+    """The parts of this search's channels that a kept value may answer, at whatever version:
+    ``vectors`` (the vector channels, ``vectors``: it has any), ``texts`` (the full-text channel,
+    ``lexical``: it runs), ``steps`` (the step channel). The others ask their indexes whatever the
+    version read says."""
+    params = run.params
+    parts = {
+        "vectors": ctx.vectors_in_background is not None and vectors and version_applies(params) and in_process(ctx),
+        "texts": ctx.texts_in_background is not None and lexical and kept_key(params) is not None,
+        "steps": ctx.steps_in_background is not None and bool(run.steps) and version_applies(params),
+    }
+    return [part for part, kept in parts.items() if kept]
+
+
+def confirmed(ctx: SearchContext, run: Run, vectors: dict[str, list[float]], lexical: bool) -> dict[str, tuple[str, Any]]:
+    """What :func:`kept_current` may give this search, as kept now: by part (``vectors``,
+    ``texts``, ``steps``), the version it was confirmed at and the value; nothing read, nothing
+    started."""
+    kept: dict[str, tuple[KeptInBackground[Any, Any] | None, Any]] = {
+        "vectors": (ctx.vectors_in_background, ctx.namespace), "texts": (ctx.texts_in_background, kept_key(run.params)),
+        "steps": (ctx.steps_in_background, ctx.namespace)}
+    found: dict[str, tuple[str, Any]] = {}
+    for part in keepable(ctx, run, bool(vectors), lexical):
+        background, key = kept[part]
+        held = background.confirmed(key) if background is not None else None
+        if held is not None:
+            found[part] = held
+    return found
