@@ -51,6 +51,7 @@ from kbgraph.core.shapes import intent_text, operation_words
 from kbgraph.search.asks import split_asks
 from kbgraph.search.handoff import is_handoff
 from kbgraph.search.lexical import query_terms
+from kbgraph.search.ranked import best_positions
 from kbgraph.search.results import AskMatch
 from kbgraph.search.scoring import (
     NO_CHANGE, WordOperationCounts, ask_history_association, asks_association, history_association, intent_match,
@@ -327,9 +328,11 @@ def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher,
     scores = matcher.table_scores(workflows.table)
     if domain is not None:
         scores = scores * np.where(workflows.of_domain(domain), 1.0, other)
-    # Best first; equal scores in (domain, operations) order.
+    # Best first; equal scores in (domain, operations) order. Only the best and those tied with the
+    # last of them are sorted (13,303 sequences at 100,000 experiences).
     out: list[ChannelHit] = []
-    for i in np.lexsort((workflows.tie_order, -scores))[: w.intent.candidates]:
+    ties = workflows.tie_order
+    for i in best_positions(scores, np.arange(scores.size), w.intent.candidates, ties.__getitem__):
         out += [ChannelHit(exp_id, float(scores[i])) for exp_id in workflows.members[workflows.keys[i]]]
     return out
 
