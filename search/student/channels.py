@@ -169,8 +169,8 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
         _ask_indexes(ctx, run, jobs, {} if "vectors" in kept_parts else vectors,
                      text if lexical and "texts" not in kept_parts else None, terms)
         asked_steps = [] if "steps" in kept_parts else [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
-        ahead = {part: (at, value, _kept_answers(ctx, run, {part: value}, vectors, terms))
-                 for part, (at, value) in confirmed(ctx, run, vectors, lexical).items()}
+        ahead = {part: (at, value, _kept_answers(ctx, run, part, value, vectors, terms))
+                 for part, (at, value) in confirmed(ctx, run, kept_parts).items()}
         version = version_job.result()
         model, texts, kept_facts, said = kept_current(ctx, run, version, vectors, lexical)
         found: dict[str, Any] = {}
@@ -178,7 +178,7 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
             early = ahead.get(part)
             if value is not None:
                 found.update(early[2] if early is not None and early[0] == version and early[1] is value
-                             else _kept_answers(ctx, run, {part: value}, vectors, terms))
+                             else _kept_answers(ctx, run, part, value, vectors, terms))
         for channel, answer in found.items():
             if channel != "steps":
                 jobs[channel] = _done(answer)
@@ -207,25 +207,18 @@ def _ask_indexes(ctx: SearchContext, run: Run, jobs: dict[str, Future[Any]], vec
         jobs["fulltext:experience_text"] = executor.submit(_fulltext_channel, ctx, run, text, terms)
 
 
-def _kept_answers(ctx: SearchContext, run: Run, kept: Mapping[str, Any], vectors: dict[str, list[float]],
+def _kept_answers(ctx: SearchContext, run: Run, part: str, value: Any, vectors: dict[str, list[float]],
                   terms: list[str]) -> dict[str, Any]:
-    """The answers of the channels ``kept``'s values answer (by part: ``vectors``, ``texts``,
-    ``steps``; None: not kept), by channel: each vector channel's hits, the full-text channel's,
-    and ``steps``, the evidence of each executed step."""
+    """The answers of the channels ``part``'s kept value answers, by channel: ``vectors``, each
+    vector channel's hits; ``texts``, the full-text channel's; ``steps``, the evidence of each
+    executed step (under ``steps``)."""
     w, params = run.weights, run.params
     k = w.selection.candidates
-    found: dict[str, Any] = {}
-    for part, value in kept.items():
-        if value is None:
-            continue
-        if part == "vectors":
-            for index, vector in vectors.items():
-                found[f"vector:{index}"] = value.nearest(_MODEL_VECTORS[index], vector, params, k)
-        elif part == "texts":
-            found["fulltext:experience_text"] = value.rank(terms, k, params["domain"], float(params["other_domain"]))
-        else:
-            found["steps"] = [_step_channel(ctx, run, v, value) for v in run.steps]
-    return found
+    if part == "vectors":
+        return {f"vector:{index}": value.nearest(_MODEL_VECTORS[index], vector, params, k) for index, vector in vectors.items()}
+    if part == "texts":
+        return {"fulltext:experience_text": value.rank(terms, k, params["domain"], float(params["other_domain"]))}
+    return {"steps": [_step_channel(ctx, run, v, value) for v in run.steps]}
 
 
 def _done(answer: T) -> Future[T]:

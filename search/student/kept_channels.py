@@ -52,11 +52,11 @@ def kept_current(
     """What the process keeps of the namespace at ``version`` for this search's vector, full-text
     and step channels and its facts stage (None where it is not current: a background read
     starts), recorded in ``ctx.kept_state``."""
-    kept_here = in_process(ctx)
-    model = ctx.current_vectors(run.params, version) if vectors and kept_here else None
-    texts = ctx.current_texts(run.params, version) if lexical else None
-    facts = ctx.current_facts(version) if kept_here else None
-    said = ctx.current_steps(run.params, version) if run.steps else None
+    parts = keepable(ctx, run, bool(vectors), lexical)
+    model = ctx.current_vectors(run.params, version) if "vectors" in parts else None
+    texts = ctx.current_texts(run.params, version) if "texts" in parts else None
+    facts = ctx.current_facts(version) if in_process(ctx) else None
+    said = ctx.current_steps(run.params, version) if "steps" in parts else None
     ctx.kept_state.saw(model is not None or texts is not None or facts is not None or said is not None)
     return model, texts, facts, said
 
@@ -75,15 +75,14 @@ def keepable(ctx: SearchContext, run: Run, vectors: bool, lexical: bool) -> list
     return [part for part, kept in parts.items() if kept]
 
 
-def confirmed(ctx: SearchContext, run: Run, vectors: dict[str, list[float]], lexical: bool) -> dict[str, tuple[str, Any]]:
-    """What :func:`kept_current` may give this search, as kept now: by part (``vectors``,
-    ``texts``, ``steps``), the version it was confirmed at and the value; nothing read, nothing
-    started."""
+def confirmed(ctx: SearchContext, run: Run, parts: list[str]) -> dict[str, tuple[str, Any]]:
+    """What :func:`kept_current` may give this search for ``parts`` (:func:`keepable`), as kept
+    now: by part, the version it was confirmed at and the value; nothing read, nothing started."""
     kept: dict[str, tuple[KeptInBackground[Any, Any] | None, Any]] = {
         "vectors": (ctx.vectors_in_background, ctx.namespace), "texts": (ctx.texts_in_background, kept_key(run.params)),
         "steps": (ctx.steps_in_background, ctx.namespace)}
     found: dict[str, tuple[str, Any]] = {}
-    for part in keepable(ctx, run, bool(vectors), lexical):
+    for part in parts:
         background, key = kept[part]
         held = background.confirmed(key) if background is not None else None
         if held is not None:

@@ -128,26 +128,24 @@ def _direct(
     def shown(values: Any, floor: bool = False) -> list[float]:
         return [round(max(0.0, v) if floor else v, 6) for v in np.asarray(values, dtype=np.float64).tolist()]
 
-    semantic_shown, structural_shown, fine_shown = shown(semantic, True), shown(structural, True), shown(fine)
-    columns = {name: shown(parts[name]) for name in ("coarse", "stage", "lexical", "textual", "utility_factor")}
-    trans_shown, success_shown, support_shown = shown(trans), shown(success), shown(support)
-    quality_shown, utility_shown, share_shown, context_shown = shown(quality), shown(utility), shown(share), shown(context)
+    col = {"semantic": shown(semantic, True), "structural": shown(structural, True), "fine": shown(fine),
+           **{name: shown(parts[name]) for name in ("coarse", "stage", "lexical", "textual", "utility_factor")},
+           "trans": shown(trans), "success": shown(success), "support": shown(support), "quality": shown(quality),
+           "utility": shown(utility), "share": shown(share), "context": shown(context)}
     direct, structured = parts["direct"].astype(np.float64).tolist(), has_structure.tolist()
     lam_shown = round(lam_used, 6)
     out: dict[str, Parts] = {}
     for i, c in enumerate(scored):
         match = matches[i]
         out[c.id] = Parts(dict(
-            semantic=semantic_shown[i], structural=structural_shown[i] if structured[i] else None,
-            coarse=columns["coarse"][i], fine=fine_shown[i] if evidence else None,
-            lam=lam_shown, stage=columns["stage"][i],
-            lexical=columns["lexical"][i], textual=columns["textual"][i],
-            trans=trans_shown[i], success=success_shown[i],
-            support=support_shown[i], quality=quality_shown[i],
-            utility=utility_shown[i], utility_factor=columns["utility_factor"][i],
-            share=share_shown[i], handed_off=facts[i].hands_off,
+            semantic=col["semantic"][i], structural=col["structural"][i] if structured[i] else None,
+            coarse=col["coarse"][i], fine=col["fine"][i] if evidence else None,
+            lam=lam_shown, stage=col["stage"][i], lexical=col["lexical"][i], textual=col["textual"][i],
+            trans=col["trans"][i], success=col["success"][i], support=col["support"][i], quality=col["quality"][i],
+            utility=col["utility"][i], utility_factor=col["utility_factor"][i],
+            share=col["share"][i], handed_off=facts[i].hands_off,
             human_asked=facts[i].hands_off and asks_for_human,
-            context=context_shown[i], outcomes=len(facts[i].outcomes),
+            context=col["context"][i], outcomes=len(facts[i].outcomes),
             intent=round(match.score, 6) if match is not None else None,
             asks=list(match.asks) if match is not None else None,
             intent_learnt=round(match.learnt, 6) if match is not None else None,

@@ -197,8 +197,8 @@ def test_what_a_search_works_out_while_it_reads_the_version_is_kept_only_at_that
     kept_current(kb)
     worked: list[set[str]] = []
     answers, confirmed = channels._kept_answers, channels.confirmed
-    monkeypatch.setattr(channels, "_kept_answers", lambda ctx, run, kept, *rest: (
-        worked.append({part for part, value in kept.items() if value is not None}), answers(ctx, run, kept, *rest))[1])
+    monkeypatch.setattr(channels, "_kept_answers", lambda ctx, run, part, value, *rest: (
+        worked.append({part}), answers(ctx, run, part, value, *rest))[1])
     before_the_write: list[dict[str, Any]] = []
     monkeypatch.setattr(channels, "confirmed", lambda *args: (
         before_the_write or before_the_write.append(confirmed(*args)), before_the_write[0])[1])
