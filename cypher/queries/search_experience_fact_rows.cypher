@@ -2,12 +2,12 @@
 // experience of namespace $kb with the facts of search_candidates_score that only a write which
 // gives the namespace a new search version changes, as one row of lists (`rows`): [id, kind,
 // status, domain, scope, task_key, operations, success_rate, source_ids, failed_source_ids,
-// has_steps, abstractions], abstractions being [target id, target status, weight, reason] of each
-// ABSTRACTION edge to an experience of the namespace, in target id order. Quality, utility, the
-// task outcomes and the cosines against the query are not here: feedback changes the first three
-// without a new version, and the last depend on the query (search_candidates_feedback reads them,
-// and the candidates' texts: the namespace's texts are most of what this read would carry, and
-// the full-text channel keeps them already).
+// has_steps, abstractions, text], abstractions being [target id, target status, weight, reason] of
+// each ABSTRACTION edge to an experience of the namespace, in target id order, text what the lexical
+// score reads (as search_candidates_feedback reads it). Quality, utility, the task outcomes and the
+// cosines against the query are not here: feedback changes the first three without a new search
+// version (search_experience_feedback_rows keeps them by the feedback version), and the last
+// depend on the query.
 // Values are coalesced exactly as search_candidates_score coalesces them.
 // The namespace's search version comes first (kbgraph.store.search_version): when it is $known,
 // the version the caller kept its rows with, the rows are not read (`unchanged`, rows []), as
@@ -22,6 +22,7 @@ CALL (version) {
     coalesce(e.success_rate, 1.0),
     coalesce(e.source_ids, []), coalesce(e.failed_source_ids, []), EXISTS { (e)-[:HAS_STEP]->() },
     COLLECT { MATCH (e)-[r:ABSTRACTION]->(a:Experience {kb: scanned}) WITH a, r ORDER BY a.id
-      RETURN [a.id, a.status, coalesce(r.weight, 1.0), coalesce(r.reason, '')] }]) AS rows
+      RETURN [a.id, a.status, coalesce(r.weight, 1.0), coalesce(r.reason, '')] },
+    left(e.problem + '\n' + coalesce(e.goal, '') + '\n' + e.domain, 4000)]) AS rows
 }
 RETURN version, coalesce(version = $known, false) AS unchanged, rows;

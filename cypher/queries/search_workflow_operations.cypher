@@ -18,9 +18,12 @@
 // (kbgraph.search.scoring.history_association).
 // The namespace's search version comes first (kbgraph.store.search_version): the rows are read
 // only when it is not $known (the version the caller read them with; `unchanged`, rows []), the
-// history only with $history and when it is not $history_known (`history_unchanged`).
+// history only with $history and when it is not $history_known (`history_unchanged`). `feedback`:
+// the namespace's feedback version, as search_version_of reads it.
 OPTIONAL MATCH (state:KbState {kb: $kb})
-WITH state.search_version AS version
+WITH state.search_version AS version,
+  state.search_version + '|' + reduce(stripes = '', f IN COLLECT { MATCH (f:FeedbackStripe {kb: $kb}) RETURN f ORDER BY f.stripe }
+    | stripes + toString(f.stripe) + ':' + f.version + ';') AS feedback
 CALL (version) {
   // The namespace looked in: none when the version is the one sent (a filter on the version alone
   // is planned after the experiences are read; an index seek for a null key reads nothing). The
@@ -57,5 +60,5 @@ CALL (version) {
   WITH e ORDER BY e.id
   RETURN collect([e.id, coalesce(e.source_ids, []), coalesce(e.problem, ''), e.operations]) AS history
 }
-RETURN version, coalesce(version = $known, false) AS unchanged, rows,
+RETURN version, feedback, coalesce(version = $known, false) AS unchanged, rows,
   coalesce($history AND version = $history_known, false) AS history_unchanged, history;

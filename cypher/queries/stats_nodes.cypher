@@ -1,5 +1,6 @@
 // Node counts by label in namespace $kb, each label counted through its own kb index (every
-// label kbgraph writes: a label left out here reads as an empty namespace in `kbgraph stats`).
+// label kbgraph writes: a label left out here reads as an empty namespace in `kbgraph stats`),
+// but the feedback version's stripes (cache tokens, not exported: kbgraph.transfer.NOT_EXPORTED).
 CALL () {
   MATCH (n:Experience {kb: $kb}) RETURN 'Experience' AS label, count(n) AS count
   UNION ALL MATCH (n:Step {kb: $kb}) RETURN 'Step' AS label, count(n) AS count

@@ -15,6 +15,8 @@ CREATE CONSTRAINT agent_key IF NOT EXISTS FOR (n:Agent) REQUIRE (n.kb, n.id) IS 
 // same transaction as a record's concepts and insights, the last write of its pass-1 work.
 CREATE CONSTRAINT ingested_record_key IF NOT EXISTS FOR (n:IngestedRecord) REQUIRE (n.kb, n.key) IS UNIQUE;
 CREATE CONSTRAINT kb_state_key IF NOT EXISTS FOR (n:KbState) REQUIRE n.kb IS UNIQUE;
+// A namespace's feedback version, in stripes (kbgraph.store.search_version).
+CREATE CONSTRAINT feedback_stripe_key IF NOT EXISTS FOR (n:FeedbackStripe) REQUIRE (n.kb, n.stripe) IS UNIQUE;
 CREATE CONSTRAINT outcome_key IF NOT EXISTS FOR (n:Outcome) REQUIRE (n.kb, n.id) IS UNIQUE;
 // LangGraph store (kbgraph.integrations.langgraph): an item's id is its namespace path and key;
 // a vector's, its item's id and the field embedded.

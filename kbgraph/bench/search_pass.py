@@ -107,7 +107,7 @@ def timed_pass(
 
 def wait_for_kept_state(kb: KnowledgeBase, queries: Sequence[tuple[SearchQuery, QueryVectors]], rounds: int = 5) -> float:
     """Seconds until what ``kb``'s searches keep of the namespace in the background (its vectors,
-    texts, scoring facts and step texts, above ``exact_scan_max``) is read at its current version:
+    texts, scoring facts, step texts and what feedback changes, above ``exact_scan_max``) is read at its current version:
     searches start the reads (one of ``queries`` without executed steps, one with, which the step
     texts are read for), then they are waited for; a few rounds, as the second read of a version
     confirms the first."""
@@ -118,7 +118,7 @@ def wait_for_kept_state(kb: KnowledgeBase, queries: Sequence[tuple[SearchQuery, 
         for query, vector in picked.values():
             kb.student.search(query, query_vectors=vector)
         for kept in (ctx.vectors_in_background, ctx.texts_in_background, ctx.facts_in_background,
-                     ctx.steps_in_background):
+                     ctx.steps_in_background, ctx.feedback_in_background):
             if kept is not None:
                 kept.settle()
     return time.perf_counter() - started

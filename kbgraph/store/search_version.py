@@ -20,10 +20,18 @@ state node it brings from a file gets a version of its own. Feedback is not amon
 above 0 filters on, so such a search does not use the version
 (kbgraph.search.student.versioned.version_applies). A burst of feedback never waits for the
 namespace's state node.
+
+What feedback changes (quality, usage impact, last use, the task outcomes) has a version of its own,
+the *feedback version*: the writes of :data:`CHANGES_FEEDBACK` replace the token of one of the
+namespace's :data:`FEEDBACK_STRIPES` ``FeedbackStripe`` nodes, picked at random once per transaction
+and before anything else is locked, so that concurrent feedback rarely waits on the same node and
+never holds one while waiting for another. A search reads the stripes with the search version
+(kbgraph.search.student.kept_feedback keeps what feedback changes by the two).
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from threading import Lock
 from typing import Any
@@ -33,13 +41,18 @@ import neo4j
 
 from kbgraph.store.queries import query
 
-__all__ = ["BUMP", "CHANGES_SEARCHED", "LEAVES_SEARCHED", "RENEW", "bump_first", "bump_search_version",
-           "bump_search_version_async"]
+__all__ = ["BUMP", "CHANGES_FEEDBACK", "CHANGES_SEARCHED", "FEEDBACK_BUMP", "FEEDBACK_STRIPES", "LEAVES_SEARCHED",
+           "RENEW", "bump_first", "bump_search_version", "bump_search_version_async", "feedback_bump_first"]
 
 #: The named query that gives namespace ``$kb`` a new search version.
 BUMP = "kb_state_search_version_bump"
 #: The same for an import: never creates the state node, which the import may bring.
 RENEW = "kb_state_search_version_renew"
+#: The named query that gives one feedback stripe of namespace ``$kb`` a new token.
+FEEDBACK_BUMP = "feedback_stripe_bump"
+#: How many stripes a namespace's feedback version is made of: feedback transactions that pick the
+#: same one wait for each other (each holds its stripe until it commits, a few milliseconds).
+FEEDBACK_STRIPES = 8
 
 #: The named writes that can change what a search reads of a namespace as a whole: an
 #: experience's existence, status, kind, domain, operations, texts, scope, owner, success rate
@@ -53,11 +66,17 @@ CHANGES_SEARCHED = frozenset({
     "namespace_delete",
 })
 
+#: The named writes that change what a search reads of its candidates besides the search version's
+#: rows: quality, usage impact and last use (feedback_used), the task outcomes (feedback_outcome).
+#: Each bumps a feedback stripe first in its transaction (:func:`feedback_bump_first`).
+CHANGES_FEEDBACK = frozenset({"feedback_used", "feedback_outcome"})
+
 #: Named writes that reach experiences but leave what is searched as a whole as it was, and why.
 LEAVES_SEARCHED: Mapping[str, str] = {
-    "feedback_used": "quality: a search filtering on min_quality > 0 does not use the version",
+    "feedback_used": "quality: a search filtering on min_quality > 0 does not use the version; it bumps the "
+                     "feedback version (CHANGES_FEEDBACK)",
     "feedback_retrieved": "a counter no search filters on",
-    "feedback_outcome": "Outcome nodes and HAD_OUTCOME edges",
+    "feedback_outcome": "Outcome nodes and HAD_OUTCOME edges: it bumps the feedback version (CHANGES_FEEDBACK)",
     "feedback_step_rewards": "step rewards",
     "experiences_unlinked_clear": "the consolidation's marks",
     "experience_content_claims": "locks the state node, writes nothing searched",
@@ -79,7 +98,7 @@ LEAVES_SEARCHED: Mapping[str, str] = {
 }
 
 # The transactions that bumped already, and for which namespaces (a transaction is one thread's).
-_bumped: WeakKeyDictionary[Any, set[str]] = WeakKeyDictionary()
+_bumped: WeakKeyDictionary[Any, set[tuple[str, str]]] = WeakKeyDictionary()
 _lock = Lock()
 
 
@@ -88,31 +107,51 @@ def bump_first(runner: Any, name: str, params: Mapping[str, Any], transaction: b
     runs there with ``params``, or None: ``name`` changes nothing searched, or ``runner`` (a
     ``transaction``) bumped that namespace already. In an auto-commit session the bump is a
     statement of its own, run first (``namespace_delete`` deletes the state node anyway)."""
+    return _first(runner, name, params, transaction, CHANGES_SEARCHED, "search")
+
+
+def feedback_bump_first(runner: Any, name: str, params: Mapping[str, Any], transaction: bool) -> str | None:
+    """As :func:`bump_first`, for the feedback version (:data:`CHANGES_FEEDBACK`)."""
+    return _first(runner, name, params, transaction, CHANGES_FEEDBACK, "feedback")
+
+
+def _first(runner: Any, name: str, params: Mapping[str, Any], transaction: bool, changes: frozenset[str],
+           version: str) -> str | None:
     kb = params.get("kb")
-    if name not in CHANGES_SEARCHED or not isinstance(kb, str):
+    if name not in changes or not isinstance(kb, str):
         return None
     if not transaction:
         return kb
     with _lock:
         done = _bumped.setdefault(runner, set())
-        if kb in done:
+        if (version, kb) in done:
             return None
-        done.add(kb)
+        done.add((version, kb))
     return kb
+
+
+def _bumps(runner: Any, name: str, params: Mapping[str, Any], transaction: bool) -> list[tuple[str, dict[str, Any]]]:
+    """The bumps to run in ``runner`` before ``name``: the search version's, then a feedback
+    stripe's."""
+    bumps: list[tuple[str, dict[str, Any]]] = []
+    if (kb := bump_first(runner, name, params, transaction)) is not None:
+        bumps.append((BUMP, {"kb": kb}))
+    if (kb := feedback_bump_first(runner, name, params, transaction)) is not None:
+        bumps.append((FEEDBACK_BUMP, {"kb": kb, "stripe": random.randrange(FEEDBACK_STRIPES)}))
+    return bumps
 
 
 def bump_search_version(runner: neo4j.Session | neo4j.Transaction | neo4j.ManagedTransaction, name: str,
                         params: Mapping[str, Any]) -> None:
     """Bumps, in ``runner``, the search version of the namespace named query ``name`` is about to
-    change what is searched of, if it does and ``runner`` has not bumped it yet."""
-    kb = bump_first(runner, name, params, not isinstance(runner, neo4j.Session))
-    if kb is not None:
-        runner.run(query(BUMP), {"kb": kb}).consume()
+    change what is searched of, if it does and ``runner`` has not bumped it yet; and the same for
+    its feedback version."""
+    for bump, values in _bumps(runner, name, params, not isinstance(runner, neo4j.Session)):
+        runner.run(query(bump), values).consume()
 
 
 async def bump_search_version_async(runner: neo4j.AsyncSession | neo4j.AsyncTransaction | neo4j.AsyncManagedTransaction,
                                     name: str, params: Mapping[str, Any]) -> None:
     """:func:`bump_search_version` on the async driver."""
-    kb = bump_first(runner, name, params, not isinstance(runner, neo4j.AsyncSession))
-    if kb is not None:
-        await (await runner.run(query(BUMP), {"kb": kb})).consume()
+    for bump, values in _bumps(runner, name, params, not isinstance(runner, neo4j.AsyncSession)):
+        await (await runner.run(query(bump), values)).consume()

@@ -26,6 +26,7 @@ from kbgraph.store.schema import VECTOR_INDEXES
 from kbgraph.transfer._format import (
     LABELS,
     NODE_LABELS,
+    NOT_EXPORTED,
     RELATIONSHIP_TYPES,
     RELATIONSHIPS,
     NodeLabel,
@@ -73,6 +74,8 @@ def _census(gateway: Neo4jGateway, namespace: str) -> _Census:
     nodes: dict[str, int] = {}
     unknown: dict[str, int] = {}
     for row in gateway.read("export_census_nodes", kb=namespace):
+        if len(row["labels"]) == 1 and row["labels"][0] in NOT_EXPORTED:
+            continue
         known = [label for label in row["labels"] if label in LABELS]
         if len(known) == 1 and len(row["labels"]) == 1:
             nodes[known[0]] = nodes.get(known[0], 0) + row["count"]

@@ -103,6 +103,10 @@ RELATIONSHIPS: Final[tuple[RelationshipShape, ...]] = (
 )
 
 LABELS: Final[dict[str, NodeLabel]] = {spec.label: spec for spec in NODE_LABELS}
+#: Labels of a namespace's nodes that are not exported, and why: the feedback version's stripes
+#: (kbgraph.store.search_version) carry nothing but tokens a search compares, and an import gives
+#: the namespace a new search version, which the feedback version begins with.
+NOT_EXPORTED: Final[dict[str, str]] = {"FeedbackStripe": "the feedback version's tokens"}
 RELATIONSHIP_TYPES: Final[dict[str, RelationshipShape]] = {shape.type: shape for shape in RELATIONSHIPS}
 
 # Cypher's valueType names of temporal values -> the tag (and the Cypher function) in the file.

@@ -29,11 +29,11 @@ from kbgraph.search.results import ConceptHit
 from kbgraph.search.scoring import neo4j_to_cosine
 from kbgraph.search.student.context import FilterParams, Run, SearchContext
 from kbgraph.search.student.intent import INTENT_CHANNEL, IntentMatcher, intent_channel, uses_intent
-from kbgraph.search.student.kept_channels import check_kept, confirmed, keepable, kept_current
-from kbgraph.search.student.kept_facts import NamespaceFacts
+from kbgraph.search.student.kept_channels import KeptNow, check_kept, confirmed, keepable, kept_current
 from kbgraph.search.student.rows import CandidateFacts, ChannelHit
 from kbgraph.search.student.step_model import StepSayers
 from kbgraph.search.student.vector_model import VectorKind
+from kbgraph.search.student.versioned import NamespaceVersions
 
 __all__ = ["Candidate", "Gathered", "StepEvidence", "concepts", "filter_params", "gather"]
 
@@ -89,9 +89,10 @@ class Gathered:
     coverage: float = 0.0
     #: The request's asks and their match with what workflows change (a request without steps).
     intent: IntentMatcher | None = None
-    #: The namespace's stored scoring facts, when the process keeps them at the version this search
-    #: read (:mod:`.kept_facts`): the facts stage then reads only what feedback changes.
-    kept_facts: NamespaceFacts | None = None
+    #: What the process keeps of the namespace at the versions this search read: with the stored
+    #: scoring facts (:mod:`.kept_facts`) the facts stage reads only what feedback changes, and
+    #: nothing when that is kept too (:mod:`.kept_feedback`).
+    kept: KeptNow | None = None
 
     def add(self, rows: Iterable[ChannelHit], channel: str) -> None:
         for row in rows:
@@ -141,11 +142,11 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
     intent = IntentMatcher.of(ctx, run) if uses_intent(run) else None
     # A search that waits for the version and asks the intent channel takes the version that
     # channel's request reads (search_workflow_operations reads it first): one request fewer.
-    version_job: Future[str | None] | None = Future() if check and wait and intent is not None else None
+    version_job: Future[NamespaceVersions] | None = Future() if check and wait and intent is not None else None
     if intent is not None:  # it also tells the matcher which operations the memory knows
         jobs[INTENT_CHANNEL] = executor.submit(intent_channel, ctx, run, intent, version_job)
     if check and version_job is None:
-        version_job = executor.submit(ctx.search_version)
+        version_job = executor.submit(ctx.versions)
     if not wait:
         _ask_indexes(ctx, run, jobs, vectors, text if lexical else None, terms)
     # The step channel waits for the version with the others (its kept texts may answer).
@@ -156,7 +157,7 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
         concept_job = executor.submit(concepts, ctx, concept_vector, w)
     if version_job is not None and not wait:
         version_job.add_done_callback(lambda job: check_kept(ctx, run, job, vectors, lexical))
-    kept_facts = None
+    kept: KeptNow | None = None
     if version_job is not None and wait:
         # The kept channels' answers are worked out while the version is read (~2 ms at 10,000,
         # about as long as the answers take), from what is kept now; each is kept only when the
@@ -171,10 +172,11 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
         asked_steps = [] if "steps" in kept_parts else [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
         ahead = {part: (at, value, _kept_answers(ctx, run, part, value, vectors, terms))
                  for part, (at, value) in confirmed(ctx, run, kept_parts).items()}
-        version = version_job.result()
-        model, texts, kept_facts, said = kept_current(ctx, run, version, vectors, lexical)
+        versions = version_job.result()
+        version = versions.search
+        kept = kept_current(ctx, run, versions, vectors, lexical)
         found: dict[str, Any] = {}
-        for part, value in {"vectors": model, "texts": texts, "steps": said}.items():
+        for part, value in {"vectors": kept.vectors, "texts": kept.texts, "steps": kept.steps}.items():
             early = ahead.get(part)
             if value is not None:
                 found.update(early[2] if early is not None and early[0] == version and early[1] is value
@@ -185,7 +187,7 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
         step_jobs = [_done(evidence) for evidence in found["steps"]] if "steps" in found else \
             asked_steps or [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
         _ask_indexes(ctx, run, jobs, vectors, text if lexical else None, terms)
-    gathered = Gathered({}, [], concept_job, terms, intent=intent, kept_facts=kept_facts)
+    gathered = Gathered({}, [], concept_job, terms, intent=intent, kept=kept)
     for channel in _ORDER:  # candidates in the order the channels have always added them
         if channel in jobs:
             gathered.add(jobs[channel].result(), channel)

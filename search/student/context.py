@@ -32,14 +32,15 @@ from kbgraph.search.scoring import domain_distance, transferability
 from kbgraph.search.student.bounded import KeptByContent
 from kbgraph.search.student.intent_history import HistoryRow, IntentHistory
 from kbgraph.search.student.kept_facts import NamespaceFacts, fact_rows
+from kbgraph.search.student.kept_feedback import NamespaceFeedback, built_feedback, feedback_rows
 from kbgraph.search.student.step_model import StepSayers, step_rows
 from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.kept_state import KeptState
 from kbgraph.search.student.text_corpus import NamespaceTexts, text_rows
 from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.vector_model import ExperienceVectors, built, vector_rows
-from kbgraph.search.student.versioned import (KeptByVersion, KeptInBackground, VersionedRead, filter_key, kept_key, sent,
-                                              version_applies)
+from kbgraph.search.student.versioned import (KeptByVersion, KeptInBackground, NamespaceVersions, VersionedRead,
+                                              filter_key, kept_key, sent, version_applies)
 from kbgraph.search.student.workflow_operations import WorkflowOperations, read_intent_rows
 
 __all__ = ["KeptByContent", "Run", "SearchContext"]  # KeptByContent: kbgraph.search.student.bounded
@@ -120,6 +121,9 @@ class SearchContext:
     #: The namespace's step texts and who says them, the same way (kbgraph.search.student.step_model).
     steps_by_version: KeptByVersion[str, StepSayers] = field(default_factory=lambda: KeptByVersion(1))
     steps_in_background: KeptInBackground[str, StepSayers] | None = None
+    #: What feedback changes, by the feedback version, the same way (kbgraph.search.student.kept_feedback).
+    feedback_by_version: KeptByVersion[str, NamespaceFeedback] = field(default_factory=lambda: KeptByVersion(1))
+    feedback_in_background: KeptInBackground[str, NamespaceFeedback] | None = None
 
     def lexical_corpus(self, rows: Sequence[tuple[str, ...]]) -> LexicalCorpus:
         """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal)``, as
@@ -147,8 +151,11 @@ class SearchContext:
 
     def search_version(self) -> str | None:
         """The namespace's search version now (None: it has none yet)."""
-        version = self.gateway.read("search_version_of", kb=self.namespace)[0]["version"]
-        return None if version is None else str(version)
+        return self.versions().search
+
+    def versions(self) -> NamespaceVersions:
+        """The namespace's search and feedback versions now."""
+        return NamespaceVersions.of(self.gateway.read("search_version_of", kb=self.namespace)[0])
 
     def keeps_in_background(self) -> bool:
         """Whether a large namespace's texts and vectors are kept current in the background."""
@@ -180,6 +187,14 @@ class SearchContext:
         return self.facts_in_background.current(self.namespace, version, fact_rows(self.gateway, self.namespace),
                                                 NamespaceFacts)
 
+    def current_feedback(self, feedback_version: str | None) -> NamespaceFeedback | None:
+        """What feedback changes of the namespace when it was read at ``feedback_version``
+        (:mod:`~kbgraph.search.student.kept_feedback`); else None: search_candidates_feedback answers."""
+        if self.feedback_in_background is None:
+            return None
+        return self.feedback_in_background.current(self.namespace, feedback_version, feedback_rows(self.gateway, self.namespace),
+                                                   built_feedback(self.gateway, self.namespace, self.feedback_by_version))
+
     def current_steps(self, params: FilterParams, version: str | None) -> StepSayers | None:
         """The namespace's step texts and who says them when they were read at ``version``
         (:mod:`~kbgraph.search.student.step_model`; not with a quality floor above 0); else None:
@@ -203,7 +218,7 @@ class SearchContext:
         return history
 
     def intent_rows(self, params: FilterParams, history: bool,
-                    on_version: Callable[[str | None], None] | None = None) -> tuple[WorkflowOperations, IntentHistory | None]:
+                    on_version: Callable[[NamespaceVersions], None] | None = None) -> tuple[WorkflowOperations, IntentHistory | None]:
         """What the intent channel reads of the namespace, in one request (search_workflow_operations):
         the workflows and, with ``history``, the history of requests of the query's domain. Each is
         read again only when the namespace's search version changed, and worked out again only
@@ -214,8 +229,8 @@ class SearchContext:
         operations_kept = self.operations_by_version.kept(operations_key)
         history_kept = self.history_by_version.kept(history_key) if history else None
         answer = read_intent_rows(self.gateway, params, sent(operations_kept), history, sent(history_kept))
-        if on_version is not None:  # the namespace's search version, as search_version_of reads it
-            on_version(answer.operations.version)
+        if on_version is not None:  # the namespace's versions, as search_version_of reads them
+            on_version(answer.versions)
         workflows = self.operations_by_version.take(operations_key, operations_kept, answer.operations,
                                                     self.workflow_operations)
         if answer.history is None:

@@ -7,13 +7,14 @@ candidates' own texts.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
 from kbgraph.search.handoff import hands_off
 from kbgraph.search.lexical import bm25_with_ceiling
 from kbgraph.search.student.channels import Gathered
 from kbgraph.store.gateway import Row
 from kbgraph.search.student.context import FilterParams, Run, SearchContext
-from kbgraph.search.student.kept_facts import NamespaceFacts
+from kbgraph.search.student.kept_channels import KeptNow
 from kbgraph.search.student.rows import CandidateFacts, NodeFacts
 from kbgraph.search.task_ways import task_ways, unique_ways, way_share
 
@@ -29,8 +30,8 @@ def attach_facts(ctx: SearchContext, run: Run, gathered: Gathered) -> dict[str, 
     known = {c.id: c.known for c in candidates.values() if c.known}
     if not candidates:
         facts = []
-    elif gathered.kept_facts is not None:
-        facts = read_kept_facts(ctx, gathered.kept_facts, list(candidates), pg, task, run.excluded, run.params,
+    elif gathered.kept is not None and gathered.kept.facts is not None:
+        facts = read_kept_facts(ctx, gathered.kept, list(candidates), pg, task, run.excluded, run.params,
                                 run.handoff_credit, known)
     else:
         facts = read_facts(ctx, list(candidates), pg, task, run.excluded, run.params, run.handoff_credit,
@@ -98,23 +99,31 @@ def read_facts(
 
 
 def read_kept_facts(
-    ctx: SearchContext, kept: NamespaceFacts, ids: list[str], pg: list[float], task: list[float], excluded: set[str],
+    ctx: SearchContext, kept_now: KeptNow, ids: list[str], pg: list[float], task: list[float], excluded: set[str],
     params: FilterParams, handoff_credit: float, known: Mapping[str, Mapping[str, float]],
 ) -> list[CandidateFacts]:
-    """:func:`read_facts`'s facts, the stored ones taken from ``kept`` (the namespace's, at the
-    version the search read: :mod:`~kbgraph.search.student.kept_facts`) and the rest read by
-    ``search_candidates_feedback``: quality, utility, the task outcomes, and the cosines the vector
-    channels did not return."""
+    """:func:`read_facts`'s facts, the stored ones taken from the kept facts (the namespace's, at
+    the version the search read: :mod:`~kbgraph.search.student.kept_facts`) and the rest, what
+    ``search_candidates_feedback`` reads (quality, utility, the task outcomes, and the cosines the
+    vector channels did not return), worked out from what feedback changes when that is kept at
+    the feedback version the search read (:mod:`~kbgraph.search.student.kept_feedback`), else read."""
+    kept = kept_now.facts
+    assert kept is not None
     found = kept.with_workflows(ids, params["statuses"])
     if not found:
         return []
     semantic = [i for i in found if "semantic" not in known.get(i, {})]
     structural = [i for i in found if kept.by_id[i].has_steps and "structural" not in known.get(i, {})]
-    # One request, not halves: it is light (~4 ms at 10,000), and a second one costs more CPU than
-    # it saves.
-    rows = ctx.gateway.read(
-        "search_candidates_feedback", kb=ctx.namespace, ids=found, pg=pg, task=task, decay=ctx.utility_decay,
-        today=ctx.today, semantic_ids=semantic, structural_ids=structural)[0]["rows"]
+    rows = None
+    if kept_now.feedback is not None and kept_now.vectors is not None:
+        rows = kept_now.feedback.rows(found, pg, task, semantic, structural, kept, kept_now.vectors,
+                                      ctx.today or datetime.now(UTC).date(), ctx.utility_decay)
+    if rows is None:
+        # One request, not halves: it is light (~4 ms at 10,000), and a second one costs more CPU
+        # than it saves.
+        rows = ctx.gateway.read(
+            "search_candidates_feedback", kb=ctx.namespace, ids=found, pg=pg, task=task, decay=ctx.utility_decay,
+            today=ctx.today, semantic_ids=semantic, structural_ids=structural)[0]["rows"]
     return kept.candidate_facts(found, rows, params["statuses"], excluded, handoff_credit, known)
 
 

@@ -62,6 +62,7 @@ from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.intent_history import HISTORY_TERMS
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.text_vectors import IntentVectors, unit_rows
+from kbgraph.search.student.versioned import NamespaceVersions
 from kbgraph.search.student.workflow_operations import SequenceTable, in_domain
 
 __all__ = ["HISTORY_TERMS", "INTENT_CHANNEL", "IntentMatcher", "IntentScore", "intent_channel", "uses_intent"]
@@ -306,11 +307,11 @@ class IntentMatcher:
 
 
 def intent_channel(ctx: SearchContext, run: Run, matcher: IntentMatcher,
-                   version: Future[str | None] | None = None) -> list[ChannelHit]:
+                   version: Future[NamespaceVersions] | None = None) -> list[ChannelHit]:
     """The ``intent_candidates`` experiences whose workflows do best what the request asks (all the
     experiences standing for one sequence of operations come in together), best first, each a
     :class:`ChannelHit`. Another domain than the query's is discounted as the other channels do.
-    ``version``, when given, is set to the namespace's search version the request read (or to its
+    ``version``, when given, is set to the namespace's versions the request read (or to its
     failure) as soon as it answers: the search waits for it instead of asking for the version."""
     params, w = run.params, run.weights
     # One request: the workflows and, when the history takes part, the history of requests.

@@ -3,9 +3,10 @@ keeps at the version the search read (:func:`kept_current`), or now, whatever th
 (:func:`confirmed`), for the channels to work with while the version is read
 (:func:`kbgraph.search.student.channels.gather`).
 
-Kept (:mod:`.vector_model`, :mod:`.text_corpus`, :mod:`.kept_facts`, :mod:`.step_model`, each
-read in the background: :class:`~kbgraph.search.student.versioned.KeptInBackground`): the vectors
-and the scoring facts up to :data:`IN_PROCESS_MAX` experiences, the texts and the step texts at
+Kept (:mod:`.vector_model`, :mod:`.text_corpus`, :mod:`.kept_facts`, :mod:`.kept_feedback`,
+:mod:`.step_model`, each read in the background:
+:class:`~kbgraph.search.student.versioned.KeptInBackground`): the vectors, the scoring facts and
+what feedback changes up to :data:`IN_PROCESS_MAX` experiences, the texts and the step texts at
 any size; the vectors and the step texts not with a quality floor above 0, the texts keyed by
 their filters (:func:`~kbgraph.search.student.versioned.kept_key`).
 """
@@ -13,19 +14,21 @@ their filters (:func:`~kbgraph.search.student.versioned.kept_key`).
 from __future__ import annotations
 
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.kept_facts import NamespaceFacts
+from kbgraph.search.student.kept_feedback import NamespaceFeedback
 from kbgraph.search.student.step_model import StepSayers
 from kbgraph.search.student.text_corpus import NamespaceTexts
 from kbgraph.search.student.vector_model import IN_PROCESS_MAX, ExperienceVectors
-from kbgraph.search.student.versioned import KeptInBackground, kept_key, version_applies
+from kbgraph.search.student.versioned import KeptInBackground, NamespaceVersions, kept_key, version_applies
 
-__all__ = ["IN_PROCESS_MAX", "check_kept", "confirmed", "in_process", "keepable", "kept_current"]
+__all__ = ["IN_PROCESS_MAX", "KeptNow", "check_kept", "confirmed", "in_process", "keepable", "kept_current"]
 
 
-def check_kept(ctx: SearchContext, run: Run, job: Future[str | None], vectors: dict[str, list[float]],
+def check_kept(ctx: SearchContext, run: Run, job: Future[NamespaceVersions], vectors: dict[str, list[float]],
                lexical: bool) -> None:
     """A version check this search did not wait for: starts the background reads it calls for and
     records whether the kept state is current. A failed check is left to the next search's (the
@@ -46,19 +49,34 @@ def in_process(ctx: SearchContext) -> bool:
     return ctx.size.get(IN_PROCESS_MAX).experiences <= IN_PROCESS_MAX
 
 
-def kept_current(
-    ctx: SearchContext, run: Run, version: str | None, vectors: dict[str, list[float]], lexical: bool,
-) -> tuple[ExperienceVectors | None, NamespaceTexts | None, NamespaceFacts | None, StepSayers | None]:
-    """What the process keeps of the namespace at ``version`` for this search's vector, full-text
+@dataclass(frozen=True)
+class KeptNow:
+    """What the process keeps of the namespace at the versions a search read, for its channels and
+    its facts stage (None where it is not current)."""
+
+    vectors: ExperienceVectors | None
+    texts: NamespaceTexts | None
+    facts: NamespaceFacts | None
+    steps: StepSayers | None
+    #: What feedback changes (at the feedback version read), with the facts and vectors.
+    feedback: NamespaceFeedback | None
+
+
+def kept_current(ctx: SearchContext, run: Run, versions: NamespaceVersions, vectors: dict[str, list[float]],
+                 lexical: bool) -> KeptNow:
+    """What the process keeps of the namespace at ``versions`` for this search's vector, full-text
     and step channels and its facts stage (None where it is not current: a background read
     starts), recorded in ``ctx.kept_state``."""
+    version = versions.search
     parts = keepable(ctx, run, bool(vectors), lexical)
     model = ctx.current_vectors(run.params, version) if "vectors" in parts else None
     texts = ctx.current_texts(run.params, version) if "texts" in parts else None
     facts = ctx.current_facts(version) if in_process(ctx) else None
     said = ctx.current_steps(run.params, version) if "steps" in parts else None
+    # Used with the kept facts, and the kept vectors for the cosines no channel returned.
+    feedback = ctx.current_feedback(versions.feedback) if facts is not None else None
     ctx.kept_state.saw(model is not None or texts is not None or facts is not None or said is not None)
-    return model, texts, facts, said
+    return KeptNow(model, texts, facts, said, feedback if model is not None else None)
 
 
 def keepable(ctx: SearchContext, run: Run, vectors: bool, lexical: bool) -> list[str]:

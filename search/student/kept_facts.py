@@ -50,15 +50,18 @@ class StoredFacts:
     abstractions: tuple[tuple[str, str | None, float, str], ...]
     #: Its way hands the task to a human (kbgraph.search.handoff).
     hands_off: bool
+    #: What the lexical score reads (problem, goal, domain), as search_candidates_feedback reads it.
+    text: str | None
 
     @classmethod
     def of(cls, row: Sequence[Any]) -> StoredFacts:
         (id_, kind, status, domain, scope, task_key, operations, success_rate, sources, failed, has_steps,
-         abstractions) = row
+         abstractions, text) = row
         return cls(str(id_), kind, status, domain, str(scope), task_key,
                    None if operations is None else tuple(operations), float(success_rate),
                    tuple(sources), frozenset(failed), bool(has_steps),
-                   tuple((str(a), s, float(w), str(r)) for a, s, w, r in abstractions), hands_off(operations or ()))
+                   tuple((str(a), s, float(w), str(r)) for a, s, w, r in abstractions), hands_off(operations or ()),
+                   text)
 
 
 class NamespaceFacts:

@@ -103,6 +103,8 @@ class StudentRetriever:
             self._context.vectors_in_background = KeptInBackground(self._context.vectors_by_version, self._in_background)
             self._context.facts_in_background = KeptInBackground(self._context.facts_by_version, self._in_background)
             self._context.steps_in_background = KeptInBackground(self._context.steps_by_version, self._in_background)
+            self._context.feedback_in_background = KeptInBackground(self._context.feedback_by_version,
+                                                                     self._in_background)
 
     @classmethod
     def of_settings(cls, gateway: Neo4jGateway, embedder: Embedder, namespace: str, settings: Settings,

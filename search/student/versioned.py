@@ -33,8 +33,8 @@ from typing import Any, Generic, TypeVar
 
 from kbgraph.search.student.bounded import BoundedMap
 
-__all__ = ["SETTLE_SECONDS", "Kept", "KeptByVersion", "KeptInBackground", "VersionedRead", "filter_key", "kept_key",
-           "sent", "version_applies"]
+__all__ = ["SETTLE_SECONDS", "Kept", "KeptByVersion", "KeptInBackground", "NamespaceVersions", "VersionedRead",
+           "filter_key", "kept_key", "sent", "version_applies"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -50,6 +50,22 @@ class VersionedRead(Generic[R]):
     version: str | None
     unchanged: bool
     rows: R
+
+
+@dataclass(frozen=True)
+class NamespaceVersions:
+    """What a search read of its namespace's versions (search_version_of, or the intent channel's
+    request): the search version, and the feedback version (the search version and the token of
+    each feedback stripe, kbgraph.store.search_version; None when there is no search version)."""
+
+    search: str | None
+    feedback: str | None
+
+    @classmethod
+    def of(cls, answer: Mapping[str, Any]) -> NamespaceVersions:
+        """From an answer's ``version`` and ``feedback``."""
+        search, feedback = answer["version"], answer["feedback"]
+        return cls(None if search is None else str(search), None if feedback is None else str(feedback))
 
 
 def version_applies(params: Mapping[str, Any]) -> bool:

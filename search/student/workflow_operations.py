@@ -28,7 +28,7 @@ from kbgraph.search.scoring import NO_CHANGE
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.intent_history import HistoryRow, rows_of
-from kbgraph.search.student.versioned import VersionedRead
+from kbgraph.search.student.versioned import NamespaceVersions, VersionedRead
 
 __all__ = ["SEPARATOR", "IntentRows", "OperationRow", "SequenceTable", "WorkflowOperations", "in_domain", "read_intent_rows",
            "read_rows"]
@@ -263,6 +263,8 @@ class IntentRows:
 
     operations: VersionedRead[tuple[tuple[Any, ...], ...]]
     history: VersionedRead[tuple[HistoryRow, ...]] | None
+    #: The versions the request read (the feedback version with the search version).
+    versions: NamespaceVersions
 
 
 def read_intent_rows(gateway: Neo4jGateway, params: Mapping[str, Any], known: str | None = None,
@@ -276,4 +278,4 @@ def read_intent_rows(gateway: Neo4jGateway, params: Mapping[str, Any], known: st
     version = answer["version"]
     return IntentRows(VersionedRead(version, bool(answer["unchanged"]), rows),
                       VersionedRead(version, bool(answer["history_unchanged"]), rows_of(answer["history"]))
-                      if history else None)
+                      if history else None, NamespaceVersions.of(answer))

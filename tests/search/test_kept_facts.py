@@ -11,6 +11,7 @@ import pytest
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.student import kept_channels
+from kbgraph.search.student.kept_channels import KeptNow
 from kbgraph.search.student.channels import filter_params
 from kbgraph.search.student.facts import read_facts, read_kept_facts
 from kbgraph.search.student.kept_facts import NamespaceFacts, fact_rows
@@ -57,7 +58,8 @@ def test_kept_facts_are_the_query_facts_field_by_field(real_kb: KnowledgeBase, s
             known.update({i: {"structural": 0.25} for i in part[1::5]})
             for split in (False, True):
                 theirs = read_facts(ctx, part, vector, task, excluded, params, 0.5, known=known, split=split)
-                ours = read_kept_facts(ctx, facts, part, vector, task, excluded, params, 0.5, known)
+                ours = read_kept_facts(ctx, KeptNow(None, None, facts, None, None), part, vector, task, excluded,
+                                       params, 0.5, known)
                 assert sorted(ours, key=lambda f: f.id) == sorted(theirs, key=lambda f: f.id)
     assert any(f.outcomes for f in ours) and any(f.workflow for f in ours) == (statuses == ["active"])
 
@@ -67,6 +69,7 @@ def test_a_search_with_kept_facts_ranks_as_one_without(kb: KnowledgeBase, monkey
     query = {"k": 10, "domain": "retail", "weights": {"exact_scan_max": 0}}
     request = "I want to return the lamp and get my money back"
     kept_current(kb)
+    kb.student.context.feedback_in_background = None  # what feedback changes is read (test_kept_feedback)
     asked: list[str] = []
     record_reads(kb, monkeypatch, asked)
     with_kept = kb.search(request, **query)  # type: ignore[arg-type]

@@ -97,20 +97,22 @@ def test_another_namespace_never_comes_in(kb: KnowledgeBase, embedder: CachedEmb
 
 def kept_current(kb: KnowledgeBase, vectors: bool = True) -> None:
     """Brings what ``kb``'s searches keep of a large namespace (its vectors unless not ``vectors``,
-    texts, scoring facts and step texts, for searches without filters) up to its current version: the
-    background reads, started (the settling time set to 0) and waited for until a read has
-    confirmed each."""
+    texts, scoring facts, step texts and what feedback changes, for searches without filters) up to
+    its current versions: the background reads, started (the settling time set to 0) and waited for
+    until a read has confirmed each."""
     ctx = kb.student.context
-    kept = [ctx.vectors_in_background, ctx.texts_in_background, ctx.facts_in_background, ctx.steps_in_background]
+    kept = [ctx.vectors_in_background, ctx.texts_in_background, ctx.facts_in_background, ctx.steps_in_background,
+            ctx.feedback_in_background]
     for background in kept:
         assert background is not None
         background.settle_seconds = background.settle_per_read = 0.0
     ctx.kept_state.recheck_seconds = 0.0
     p = params(kb, domain=None)
     for _ in range(3):
-        version = ctx.search_version()
+        versions = ctx.versions()
+        version = versions.search
         current = [ctx.current_vectors(p, version) if vectors else True, ctx.current_texts(p, version),
-                   ctx.current_facts(version), ctx.current_steps(p, version)]
+                   ctx.current_facts(version), ctx.current_steps(p, version), ctx.current_feedback(versions.feedback)]
         if all(value is not None for value in current):
             break
         for background in kept:

@@ -47,9 +47,10 @@ ROOT = Path(__file__).resolve().parents[3]
 
 # An independent view of a namespace, straight from the database: every node by label and key
 # with all its properties (temporal values also as text, so zones and nanoseconds count), and
-# every relationship between two of its nodes with its properties.
+# every relationship between two of its nodes with its properties. The feedback version's stripes
+# are left out: cache tokens, never carried (kbgraph.transfer.NOT_EXPORTED).
 SNAPSHOT_NODES = """
-MATCH (n) WHERE n.kb = $kb
+MATCH (n) WHERE n.kb = $kb AND NOT n:FeedbackStripe
 RETURN labels(n) AS labels, coalesce(n.id, n.name, n.key, '') AS key, properties(n) AS properties,
   [k IN keys(n) | k + ': ' + valueType(n[k])] AS types,
   [k IN keys(n) WHERE valueType(n[k]) =~ '.*(DATE|TIME|DURATION).*' | k + '=' + CASE
