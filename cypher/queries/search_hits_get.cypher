@@ -3,6 +3,11 @@
 // which a caller reading results does not need (kbgraph get shows them); with how often the experience's workflow worked: the runs of every
 // instance of its abstract experience (or of its own instances, for an abstract one), the failed
 // ones among them, and the distinct tasks (problems).
+// `version`, read first: the namespace's feedback version, as search_version_of reads it (the rows
+// are kept under it: kbgraph.search.student.kept_hits).
+OPTIONAL MATCH (state:KbState {kb: $kb})
+WITH state.search_version + '|' + reduce(stripes = '', f IN COLLECT { MATCH (f:FeedbackStripe {kb: $kb}) RETURN f ORDER BY f.stripe }
+    | stripes + toString(f.stripe) + ':' + f.version + ';') AS version
 UNWIND $ids AS id
 MATCH (e:Experience {kb: $kb, id: id})
 CALL (e) {
@@ -31,5 +36,5 @@ CALL (e) {
   RETURN CASE WHEN w IS NULL OR instances = 0 THEN null
     ELSE {id: w.id, runs: runs, failed: failed, tasks: tasks} END AS workflow
 }
-RETURN e {.*, pg_embedding: null, structure_embedding: null, context_embedding: null} AS experience,
+RETURN version, e {.*, pg_embedding: null, structure_embedding: null, context_embedding: null} AS experience,
   steps, failure_modes, relations, workflow;

@@ -256,9 +256,12 @@ class FeedbackRecorder:
         s = self.settings
         calls: list[tuple[str, dict[str, Any]]] = []
         expected: list[int] = []
-        # feedback_used first: it bumps a feedback stripe before it locks anything
-        # (kbgraph.store.search_version), so no transaction waits for a stripe while it holds an
-        # experience another one holding that stripe waits for.
+        # Each query locks its nodes in id order, and retrieved (a superset of used, in practice)
+        # first: concurrent events lock experiences in one order. Whichever comes first bumps a
+        # feedback stripe before it locks anything (kbgraph.store.search_version).
+        if retrieved:
+            calls.append(("feedback_retrieved", {"kb": self.namespace, "ids": retrieved}))
+            expected.append(len(retrieved))
         if used:
             calls.append(("feedback_used", {
                 "kb": self.namespace, "ids": used, "outcome": outcome, "now": now,
@@ -266,9 +269,6 @@ class FeedbackRecorder:
                 "impact": s.usage_impact,
             }))
             expected.append(len(used))
-        if retrieved:
-            calls.append(("feedback_retrieved", {"kb": self.namespace, "ids": retrieved}))
-            expected.append(len(retrieved))
         # A merged-away experience's steps went with it: rewards for them have nothing to land on.
         kept = [r for r in event.step_rewards if r.experience_id not in redirected]
         if kept:

@@ -21,12 +21,14 @@ above 0 filters on, so such a search does not use the version
 (kbgraph.search.student.versioned.version_applies). A burst of feedback never waits for the
 namespace's state node.
 
-What feedback changes (quality, usage impact, last use, the task outcomes) has a version of its own,
-the *feedback version*: the writes of :data:`CHANGES_FEEDBACK` replace the token of one of the
+What feedback changes (quality, usage impact, last use, the task outcomes, the counters and step
+rewards a hit shows) and the failure modes have a version of their own, the *feedback version*:
+the writes of :data:`CHANGES_FEEDBACK` replace the token of one of the
 namespace's :data:`FEEDBACK_STRIPES` ``FeedbackStripe`` nodes, picked at random once per transaction
 and before anything else is locked, so that concurrent feedback rarely waits on the same node and
 never holds one while waiting for another. A search reads the stripes with the search version
-(kbgraph.search.student.kept_feedback keeps what feedback changes by the two).
+(kbgraph.search.student.kept_feedback keeps what feedback changes by the two, and
+kbgraph.search.student.kept_hits the experiences searches returned).
 """
 
 from __future__ import annotations
@@ -66,22 +68,27 @@ CHANGES_SEARCHED = frozenset({
     "namespace_delete",
 })
 
-#: The named writes that change what a search reads of its candidates besides the search version's
-#: rows: quality, usage impact and last use (feedback_used), the task outcomes (feedback_outcome).
-#: Each bumps a feedback stripe first in its transaction (:func:`feedback_bump_first`).
-CHANGES_FEEDBACK = frozenset({"feedback_used", "feedback_outcome"})
+#: The named writes that change what a search reads of its candidates and hits besides the search
+#: version's rows: quality, usage impact and last use (feedback_used), the task outcomes
+#: (feedback_outcome), the counters and step rewards a hit shows (feedback_retrieved,
+#: feedback_step_rewards), its failure modes (failure_mode_upsert). Each bumps a feedback stripe
+#: first in its transaction (:func:`feedback_bump_first`), unless the transaction gave the namespace
+#: a new search version already, which the feedback version begins with.
+CHANGES_FEEDBACK = frozenset({
+    "feedback_used", "feedback_outcome", "feedback_retrieved", "feedback_step_rewards", "failure_mode_upsert",
+})
 
 #: Named writes that reach experiences but leave what is searched as a whole as it was, and why.
 LEAVES_SEARCHED: Mapping[str, str] = {
     "feedback_used": "quality: a search filtering on min_quality > 0 does not use the version; it bumps the "
                      "feedback version (CHANGES_FEEDBACK)",
-    "feedback_retrieved": "a counter no search filters on",
+    "feedback_retrieved": "a counter no search filters on; it bumps the feedback version (CHANGES_FEEDBACK)",
     "feedback_outcome": "Outcome nodes and HAD_OUTCOME edges: it bumps the feedback version (CHANGES_FEEDBACK)",
-    "feedback_step_rewards": "step rewards",
+    "feedback_step_rewards": "step rewards: it bumps the feedback version (CHANGES_FEEDBACK)",
     "experiences_unlinked_clear": "the consolidation's marks",
     "experience_content_claims": "locks the state node, writes nothing searched",
     "concept_insight_upsert": "Concept and Insight nodes, EXHIBITS edges",
-    "failure_mode_upsert": "FailureMode nodes, HAS_FAILURE edges",
+    "failure_mode_upsert": "FailureMode nodes, HAS_FAILURE edges: it bumps the feedback version (CHANGES_FEEDBACK)",
     "step_link_next": "NEXT edges between steps",
     "meta_concept_link": "EXHIBITS edges to meta-concepts",
     **{name: "the importer renews the version after each batch (RENEW, kbgraph.transfer)" for name in (
@@ -111,12 +118,17 @@ def bump_first(runner: Any, name: str, params: Mapping[str, Any], transaction: b
 
 
 def feedback_bump_first(runner: Any, name: str, params: Mapping[str, Any], transaction: bool) -> str | None:
-    """As :func:`bump_first`, for the feedback version (:data:`CHANGES_FEEDBACK`)."""
-    return _first(runner, name, params, transaction, CHANGES_FEEDBACK, "feedback")
+    """As :func:`bump_first`, for the feedback version (:data:`CHANGES_FEEDBACK`): None also when
+    ``runner`` bumped the namespace's search version already (an ingest writing failure modes after
+    its experiences), which the feedback version begins with: no stripe is locked after the state
+    node."""
+    return _first(runner, name, params, transaction, CHANGES_FEEDBACK, "feedback", also=("search",))
 
 
 def _first(runner: Any, name: str, params: Mapping[str, Any], transaction: bool, changes: frozenset[str],
-           version: str) -> str | None:
+           version: str, also: tuple[str, ...] = ()) -> str | None:
+    """The namespace to bump ``version`` of before ``name``, or None when ``name`` is not among
+    ``changes`` or ``runner`` (a ``transaction``) bumped it, or one of ``also``, already."""
     kb = params.get("kb")
     if name not in changes or not isinstance(kb, str):
         return None
@@ -124,7 +136,7 @@ def _first(runner: Any, name: str, params: Mapping[str, Any], transaction: bool,
         return kb
     with _lock:
         done = _bumped.setdefault(runner, set())
-        if (version, kb) in done:
+        if any((bumped, kb) in done for bumped in (version, *also)):
             return None
         done.add((version, kb))
     return kb

@@ -33,6 +33,7 @@ from kbgraph.search.student.bounded import KeptByContent
 from kbgraph.search.student.intent_history import HistoryRow, IntentHistory
 from kbgraph.search.student.kept_facts import NamespaceFacts, fact_rows
 from kbgraph.search.student.kept_feedback import NamespaceFeedback, built_feedback, feedback_rows
+from kbgraph.search.student.kept_hits import KeptHits
 from kbgraph.search.student.step_model import StepSayers, step_rows
 from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.kept_state import KeptState
@@ -124,6 +125,8 @@ class SearchContext:
     #: What feedback changes, by the feedback version, the same way (kbgraph.search.student.kept_feedback).
     feedback_by_version: KeptByVersion[str, NamespaceFeedback] = field(default_factory=lambda: KeptByVersion(1))
     feedback_in_background: KeptInBackground[str, NamespaceFeedback] | None = None
+    #: The experiences searches returned, as read, by the feedback version (kbgraph.search.student.kept_hits).
+    kept_hits: KeptHits = field(default_factory=KeptHits)
 
     def lexical_corpus(self, rows: Sequence[tuple[str, ...]]) -> LexicalCorpus:
         """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal)``, as

@@ -166,16 +166,23 @@ def _cosine(vectors: dict[str, np.ndarray], a: str, b: str) -> float:
 
 def read_hits(
     ctx: SearchContext, chosen: list[str], pool: dict[str, Entry], attempts: dict[str, list[tuple[str, float]]] | None = None,
+    feedback_version: str | None = None,
 ) -> list[SearchHit]:
-    """The chosen hits as stored (an experience deleted meanwhile is skipped), best first."""
+    """The chosen hits as stored (an experience deleted meanwhile is skipped), best first: as kept
+    when every one was read at ``feedback_version``, the one the search read
+    (:mod:`~kbgraph.search.student.kept_hits`), else read."""
     if not chosen:
         return []
     attempts = {hit_id: found for hit_id, found in (attempts or {}).items() if hit_id in chosen}
     wanted = [*chosen, *(f for found in attempts.values() for f, _ in found)]
-    # An experience deleted while the query read it (merged away by a concurrent ingest) comes
-    # back without properties: it is skipped like one deleted between the stages.
-    records = {r["experience"]["id"]: r for r in ctx.gateway.read("search_hits_get", kb=ctx.namespace, ids=wanted)
-               if r["experience"].get("id") is not None}
+    records = ctx.kept_hits.rows(feedback_version, wanted)
+    if records is None:
+        rows = ctx.gateway.read("search_hits_get", kb=ctx.namespace, ids=wanted)
+        # An experience deleted while the query read it (merged away by a concurrent ingest) comes
+        # back without properties: it is skipped like one deleted between the stages.
+        records = {r["experience"]["id"]: r for r in rows if r["experience"].get("id") is not None}
+        if rows:
+            ctx.kept_hits.keep(rows[0]["version"], records.values())
     hits: list[SearchHit] = []
     for hit_id in chosen:
         record = records.get(hit_id)

@@ -60,6 +60,8 @@ class KeptNow:
     steps: StepSayers | None
     #: What feedback changes (at the feedback version read), with the facts and vectors.
     feedback: NamespaceFeedback | None
+    #: The versions the search read.
+    versions: NamespaceVersions
 
 
 def kept_current(ctx: SearchContext, run: Run, versions: NamespaceVersions, vectors: dict[str, list[float]],
@@ -76,7 +78,7 @@ def kept_current(ctx: SearchContext, run: Run, versions: NamespaceVersions, vect
     # Used with the kept facts, and the kept vectors for the cosines no channel returned.
     feedback = ctx.current_feedback(versions.feedback) if facts is not None else None
     ctx.kept_state.saw(model is not None or texts is not None or facts is not None or said is not None)
-    return KeptNow(model, texts, facts, said, feedback if model is not None else None)
+    return KeptNow(model, texts, facts, said, feedback if model is not None else None, versions)
 
 
 def keepable(ctx: SearchContext, run: Run, vectors: bool, lexical: bool) -> list[str]:

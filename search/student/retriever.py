@@ -218,7 +218,8 @@ class StudentRetriever:
                 pool = pool_of(context, run, scores, reached)
                 chosen, attempts = select(context, run, pool)
             with _timed(timings, "read"):
-                hits = read_hits(context, chosen, pool.entries, attempts)
+                hits = read_hits(context, chosen, pool.entries, attempts,
+                                 gathered.kept.versions.feedback if gathered.kept is not None else None)
             concepts = gathered.concepts.result() if gathered.concepts is not None else []
         return SearchResults(
             query=q.full_text() or " → ".join(s.action for s in q.steps_so_far),

@@ -15,6 +15,7 @@ from kbgraph.search.student.kept_channels import KeptNow
 from kbgraph.search.student.channels import filter_params
 from kbgraph.search.student.facts import read_facts, read_kept_facts
 from kbgraph.search.student.kept_facts import NamespaceFacts, fact_rows
+from kbgraph.search.student.versioned import NamespaceVersions
 
 from tests.search.test_student import record_reads
 from tests.search.test_vector_model import experience, kept_current
@@ -58,7 +59,7 @@ def test_kept_facts_are_the_query_facts_field_by_field(real_kb: KnowledgeBase, s
             known.update({i: {"structural": 0.25} for i in part[1::5]})
             for split in (False, True):
                 theirs = read_facts(ctx, part, vector, task, excluded, params, 0.5, known=known, split=split)
-                ours = read_kept_facts(ctx, KeptNow(None, None, facts, None, None), part, vector, task, excluded,
+                ours = read_kept_facts(ctx, KeptNow(None, None, facts, None, None, NamespaceVersions(None, None)), part, vector, task, excluded,
                                        params, 0.5, known)
                 assert sorted(ours, key=lambda f: f.id) == sorted(theirs, key=lambda f: f.id)
     assert any(f.outcomes for f in ours) and any(f.workflow for f in ours) == (statuses == ["active"])
