@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbgraph.search.student.kept_facts import NamespaceFacts
-from kbgraph.search.student.vector_model import ExperienceVectors
+from kbgraph.search.student.vector_model import ExperienceVectors, neo4j_scores
 from kbgraph.search.student.versioned import KeptByVersion, VersionedRead
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.vector_cache import unit_vector
@@ -83,16 +83,14 @@ class NamespaceFeedback:
         """The rows ``search_candidates_feedback`` returns for these arguments (``today`` in UTC,
         ``decay`` per day), worked out from what is kept; None when something they need is not
         (the request answers)."""
-        stored = [i for i in found if i in self.by_id]
-        if any(i not in vectors.held or i not in facts.by_id for i in stored):
+        if any(i not in vectors.held or i not in facts.by_id for i in found):
             return None
-        outcome_ids = {o for i in stored for o, _ in self.by_id[i].outcomes}
+        stored = [i for i in found if i in self.by_id]
+        outcome_ids = list({o: None for i in stored for o, _ in self.by_id[i].outcomes})
         if any(o not in self.outcome_vectors for o in outcome_ids):
             return None
-        pg_scores = _scores([vectors.held[i][0] for i in semantic if i in vectors.held], pg)
-        task_scores = _scores([vectors.held[i][1] for i in structural if i in vectors.held], task)
-        semantic_of = dict(zip((i for i in semantic if i in vectors.held), pg_scores, strict=True))
-        structural_of = dict(zip((i for i in structural if i in vectors.held), task_scores, strict=True))
+        semantic_of = dict(zip(semantic, _scores([vectors.held[i][0] for i in semantic], pg), strict=True))
+        structural_of = dict(zip(structural, _scores([vectors.held[i][1] for i in structural], task), strict=True))
         outcome_of = dict(zip(outcome_ids, _scores([self.outcome_vectors[o] for o in outcome_ids], pg), strict=True))
         day = (today - _EPOCH).days
         rows = []
@@ -120,13 +118,12 @@ def _since(epoch_day: int | None, today: int) -> int:
 
 
 def _scores(vectors: Sequence[npt.NDArray[np.float32] | None], query: Sequence[float]) -> list[float | None]:
-    """Neo4j's cosine score ``(1 + cos) / 2`` of each of ``vectors`` against ``query``, as the
-    vector channels work it out (:meth:`ExperienceVectors.nearest`); None for a missing vector."""
+    """:func:`~kbgraph.search.student.vector_model.neo4j_scores` of each of ``vectors`` against
+    ``query``, as the vector channels work it out; None for a missing vector."""
     present = [v for v in vectors if v is not None]
     if not present:
         return [None] * len(vectors)
-    product = (1.0 + np.einsum("ij,j->i", np.stack(present), unit_vector(query)).astype(np.float64)) / 2.0
-    scores = iter(product.tolist())
+    scores = iter(neo4j_scores(np.stack(present), query).tolist())
     return [next(scores) if v is not None else None for v in vectors]
 
 

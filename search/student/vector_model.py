@@ -37,7 +37,8 @@ from kbgraph.search.ranked import best_positions
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key
 
-__all__ = ["IN_PROCESS_MAX", "ExperienceFilters", "ExperienceVectors", "VectorKind", "built", "experience_vectors", "vector_rows"]
+__all__ = ["IN_PROCESS_MAX", "ExperienceFilters", "ExperienceVectors", "VectorKind", "built", "experience_vectors",
+           "neo4j_scores", "vector_rows"]
 
 #: The largest namespace (experiences) whose vector channels scan in the process. An exact scan
 #: costs time in proportion to the namespace: two channels took 1.1 ms at 10,000 experiences and
@@ -137,17 +138,23 @@ class ExperienceVectors:
             self._candidates.put(key, candidates)
         if candidates.size == 0 or k <= 0:
             return []
-        query = unit_vector(vector)
         # The distinct vectors times the query, then each candidate's: indexing the matrix first
-        # would copy it. np.einsum, not BLAS: a product of this size makes OpenBLAS start its
-        # threads, which then spin after it (2.6 ms of CPU against 0.9 at 10,000; as the intent
-        # channel's table, kbgraph.search.student.intent).
-        score = (1.0 + np.einsum("ij,j->i", self.vectors[which], query)[row_of[candidates]].astype(np.float64)) / 2.0
+        # would copy it.
+        score = neo4j_scores(self.vectors[which], vector)[row_of[candidates]]
         domain, other = params["domain"], float(params["other_domain"])
         discount = np.ones(candidates.size) if domain is None else np.where(self.filters.in_domain(domain)[candidates], 1.0, other)
         rank = (2.0 * score - 1.0) * discount
         order = best_positions(rank, np.arange(candidates.size), k, lambda i: ids[candidates[i]])
         return [ChannelHit(ids[candidates[i]], float(score[i])) for i in order]
+
+
+def neo4j_scores(unit_rows: npt.NDArray[np.float32], vector: Sequence[float]) -> npt.NDArray[np.float64]:
+    """Neo4j's cosine score ``(1 + cos) / 2`` of each of ``unit_rows`` (unit float32 vectors)
+    against ``vector``: the float32 product, then the score in float64. np.einsum, not BLAS: a
+    product of this size makes OpenBLAS start its threads, which then spin after it (2.6 ms of CPU
+    against 0.9 at 10,000; as the intent channel's table, kbgraph.search.student.intent)."""
+    product: npt.NDArray[np.float64] = np.einsum("ij,j->i", unit_rows, unit_vector(vector)).astype(np.float64)
+    return (1.0 + product) / 2.0
 
 
 def _among(values: npt.NDArray[Any], allowed: Sequence[Any]) -> npt.NDArray[np.bool_]:
