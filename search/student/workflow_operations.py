@@ -266,6 +266,13 @@ class IntentRows:
     #: The versions the request read (the feedback version with the search version).
     versions: NamespaceVersions
 
+    @property
+    def rows_read(self) -> bool:
+        """Whether the server read rows that are kept by its version, so that the next search of the
+        same filters may send it and be spared them (kbgraph.search.student.read_turns)."""
+        return any(read is not None and read.version is not None and not read.unchanged
+                   for read in (self.operations, self.history))
+
 
 def read_intent_rows(gateway: Neo4jGateway, params: Mapping[str, Any], known: str | None = None,
                      history: bool = False, history_known: str | None = None) -> IntentRows:

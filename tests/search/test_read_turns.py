@@ -1,0 +1,136 @@
+"""While writes keep changing a namespace's workflows, the searches of one set of filters take turns
+at the intent channel's read (kbgraph.search.student.read_turns): each sends the version the one
+before it kept, so a version's rows are read twice (read, then confirmed), not once per search in
+flight; and each still sees every write that ended before it began. A quiet namespace is read
+without turns, and a turn is never waited for longer than ``wait_seconds``. Real Neo4j, real MiniLM
+for the storage test."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from kbgraph.kb import KnowledgeBase
+from kbgraph.search.student.read_turns import ReadTurns
+from kbgraph.search.student.versioned import filter_key
+
+from tests.search.test_vector_model import experience, params
+
+
+def hold_turn(turns: ReadTurns, key: str, release: threading.Event, entered: threading.Event) -> threading.Thread:
+    """A thread that takes ``key``'s turn, says so, and keeps it until ``release``."""
+
+    def holder() -> None:
+        with turns.turn(key):
+            entered.set()
+            release.wait(5)
+
+    thread = threading.Thread(target=holder, daemon=True)
+    thread.start()
+    assert entered.wait(5)
+    return thread
+
+
+def test_a_quiet_key_is_read_without_waiting_for_anyone() -> None:
+    turns = ReadTurns(wait_seconds=5)
+    release, entered = threading.Event(), threading.Event()
+    holder = hold_turn(turns, "filters", release, entered)
+    began = time.monotonic()
+    with turns.turn("filters") as saw:  # no read returned rows yet: no turns
+        saw(False)
+    assert time.monotonic() - began < 1
+    assert not turns.in_turns("filters")
+    release.set()
+    holder.join(5)
+
+
+def test_once_a_read_returned_rows_the_next_search_waits_for_the_one_reading() -> None:
+    turns = ReadTurns(wait_seconds=5)
+    with turns.turn("filters") as saw:
+        saw(True)
+    assert turns.in_turns("filters") and not turns.in_turns("other filters")
+    release, entered = threading.Event(), threading.Event()
+    order: list[str] = []
+    holder = hold_turn(turns, "filters", release, entered)
+
+    def next_search() -> None:
+        with turns.turn("filters"):
+            order.append("next")
+
+    waiting = threading.Thread(target=next_search, daemon=True)
+    waiting.start()
+    time.sleep(0.2)
+    assert order == [], "it waits for the turn being taken"
+    with turns.turn("other filters"):  # another set of filters is not held up
+        order.append("other")
+    order.append("released")
+    release.set()
+    waiting.join(5)
+    holder.join(5)
+    assert order == ["other", "released", "next"]
+
+
+def test_a_turn_is_waited_for_at_most_wait_seconds() -> None:
+    turns = ReadTurns(wait_seconds=0.2)
+    with turns.turn("filters") as saw:
+        saw(True)
+    release, entered = threading.Event(), threading.Event()
+    holder = hold_turn(turns, "filters", release, entered)  # a read that hangs
+    began = time.monotonic()
+    with turns.turn("filters"):
+        waited = time.monotonic() - began
+    assert 0.15 < waited < 2
+    release.set()
+    holder.join(5)
+
+
+def test_turns_end_when_reads_have_returned_no_rows_for_churn_seconds() -> None:
+    turns = ReadTurns(churn_seconds=0.2)
+    with turns.turn("filters") as saw:
+        saw(True)
+    assert turns.in_turns("filters")
+    time.sleep(0.3)
+    assert not turns.in_turns("filters")
+
+
+def test_while_writes_change_the_workflows_a_version_is_read_twice_and_every_search_sees_the_write(
+    kb: KnowledgeBase, searcher: KnowledgeBase, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kb.add_experiences([experience(n) for n in range(1, 12)])
+    context = searcher.student.context
+    filters = params(searcher)
+    answers: list[bool] = []
+    read = searcher.gateway.read
+
+    def recording_read(name: str, **values: Any) -> list[dict[str, Any]]:
+        rows = read(name, **values)
+        if name == "search_workflow_operations":
+            answers.append(bool(rows[0]["unchanged"]))
+        return rows
+
+    monkeypatch.setattr(searcher.gateway, "read", recording_read)
+    for _ in range(3):  # read, confirmed, then kept: and the namespace is in turns now
+        context.namespace_workflows(filters)
+    assert answers == [False, False, True]
+    assert context.intent_turns.in_turns(filter_key(filters))
+
+    added = kb.add_experiences([experience(13)]).ids[0]
+    answers.clear()
+    start = threading.Barrier(6)
+    seen: list[bool] = []
+
+    def search() -> None:
+        start.wait(5)
+        workflows = context.namespace_workflows(filters)
+        seen.append(any(added in members for members in workflows.members.values()))
+
+    threads = [threading.Thread(target=search, daemon=True) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert seen == [True] * 6, "every search began after the write, and sees it"
+    assert sorted(answers) == [False, False, True, True, True, True], "rows read twice: read, then confirmed"
