@@ -56,7 +56,7 @@ LEXICAL_CORPORA = 4
 #: Tables of workflow operations kept (one per set of filters and query domain in use).
 OPERATION_TABLES = 4
 #: Histories of requests kept (one per set of filters and query domain in use).
-HISTORIES = 8
+HISTORIES = 32
 #: Domain pairs whose transferability is kept (a namespace has tens of domains).
 TRANSFER_PAIRS = 4096
 

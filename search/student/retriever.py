@@ -53,6 +53,7 @@ from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.versioned import KeptInBackground
 from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.scores import score_candidates
+from kbgraph.search.student.warm import warm
 from kbgraph.core.shapes import counted_tool
 from kbgraph.core.utility import decay_rate_per_day
 
@@ -159,6 +160,14 @@ class StudentRetriever:
                 self._background = None
 
     # -- public --------------------------------------------------------------------------------
+
+    def warm(self, weights: SearchWeights | WeightChanges | None = None) -> dict[str, float]:
+        """Reads now what the searches of the namespace keep in the process (the intent channel's
+        rows for every domain; above ``exact_scan_max`` the vectors, texts, scoring facts, step
+        texts and what feedback changes), instead of during the first searches
+        (kbgraph.search.student.warm), for searches with ``weights`` (changes to the retriever's,
+        as :meth:`search` takes them). Rankings do not change. Returns the seconds each part took."""
+        return warm(self._context, self.weights.merged(weights))
 
     def search(
         self,

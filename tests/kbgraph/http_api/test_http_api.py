@@ -441,6 +441,7 @@ def test_kbgraph_serve_serves_the_api_until_it_is_stopped(neo4j_target: Neo4jTar
     environment = {**neo4j_target.env(http_namespace), "KBGRAPH_API_KEY": "cli-key"}
     process = subprocess.Popen([sys.executable, "-m", "kbgraph.cli", "serve", "--port", str(port)],
                                env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []  # stderr read while it serves
     try:
         url = f"http://127.0.0.1:{port}"
         while True:  # the model loads first; bounded by the module's timeout
@@ -453,12 +454,18 @@ def test_kbgraph_serve_serves_the_api_until_it_is_stopped(neo4j_target: Neo4jTar
         stats = httpx.get(f"{url}/v1/stats", headers={"Authorization": "Bearer cli-key"})
         assert stats.status_code == 200 and stats.json()["namespace"] == http_namespace
         assert httpx.get(f"{url}/v1/stats").status_code == 401
+        assert process.stderr is not None
+        while not any(" warmed in " in line for line in lines):  # bounded by the module's timeout
+            lines.append(process.stderr.readline())  # what its searches keep, read in a thread at start
+            assert lines[-1], "stderr closed before the namespace was warmed"
     finally:
         process.send_signal(signal.SIGINT)
         stdout, stderr = process.communicate(timeout=60)
+    stderr = "".join(lines) + stderr
     assert process.returncode == 0, stderr  # a stop asked for and done
     assert f"kbgraph serve: http://127.0.0.1:{port} (OpenAPI at /docs), namespace '{http_namespace}'" in stderr
     assert "API key required" in stderr and "cli-key" not in stderr + stdout
+    assert f"kbgraph serve: namespace '{http_namespace}' warmed in" in stderr
     assert "Traceback" not in stderr
 
 
