@@ -37,7 +37,7 @@ from kbgraph.search.student.kept_hits import KeptHits
 from kbgraph.search.student.step_model import StepSayers, step_rows
 from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.kept_state import KeptState
-from kbgraph.search.student.read_turns import ReadTurns
+from kbgraph.search.student.read_turns import ReadTurns, turn_of
 from kbgraph.search.student.text_corpus import NamespaceTexts, text_rows
 from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.vector_model import ExperienceVectors, built, vector_rows
@@ -128,8 +128,8 @@ class SearchContext:
     feedback_in_background: KeptInBackground[str, NamespaceFeedback] | None = None
     #: The experiences searches returned, as read, by the feedback version (kbgraph.search.student.kept_hits).
     kept_hits: KeptHits = field(default_factory=KeptHits)
-    #: Turns at the intent channel's read while writes keep changing it (kbgraph.search.student.read_turns).
-    intent_turns: ReadTurns = field(default_factory=ReadTurns)
+    #: Turns at the intent channel's read while writes keep changing it (kbgraph.search.student.read_turns; the retriever sets it).
+    intent_turns: ReadTurns | None = None
 
     def lexical_corpus(self, rows: Sequence[tuple[str, ...]]) -> LexicalCorpus:
         """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal)``, as
@@ -232,7 +232,7 @@ class SearchContext:
         history with any quality floor (it does not depend on quality, which feedback changes
         without a new version)."""
         operations_key, history_key = kept_key(params), (*filter_key(params), params["domain"])
-        with self.intent_turns.turn(filter_key(params)) as saw:  # what the last turn kept is sent
+        with turn_of(self.intent_turns, filter_key(params)) as saw:  # what the last turn kept is sent
             operations_kept = self.operations_by_version.kept(operations_key)
             history_kept = self.history_by_version.kept(history_key) if history else None
             answer = read_intent_rows(self.gateway, params, sent(operations_kept), history, sent(history_kept))

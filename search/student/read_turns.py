@@ -13,7 +13,10 @@ searches of one set of filters take turns at the read: each waits for the one be
 the version that one kept, and mostly reads nothing. Every request is still sent after its search
 began, so a search sees every write that ended before it started. A quiet namespace is read without
 turns (nothing to wait for: its reads return no rows), and a turn is waited for ``wait_seconds`` at
-most: a read that hangs never holds the searches behind it for longer. Thread-safe.
+most: a read that hangs never holds the searches behind it for longer. Thread-safe. Only where
+the gateway's calls may wait in a thread of their own: under AsyncKnowledgeBase every search runs on
+the event loop's thread, where a lock held across a request would stall the loop
+(kbgraph.store.aio), so there are no turns (:func:`turn_of` with None).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from threading import Lock
 
-__all__ = ["CHURN_SECONDS", "WAIT_SECONDS", "ReadTurns"]
+__all__ = ["CHURN_SECONDS", "WAIT_SECONDS", "ReadTurns", "turn_of"]
 
 #: How long after a read returned rows the searches of its filters keep taking turns.
 CHURN_SECONDS = 5.0
@@ -70,3 +73,13 @@ class ReadTurns:
         if rows:
             with self._lock:
                 self._rows_at[key] = time.monotonic()
+
+
+@contextmanager
+def turn_of(turns: ReadTurns | None, key: Hashable) -> Iterator[Callable[[bool], None]]:
+    """``turns.turn(key)``; with None, the block runs at once (no turns are taken)."""
+    if turns is None:
+        yield lambda rows: None
+        return
+    with turns.turn(key) as saw:
+        yield saw

@@ -53,6 +53,7 @@ from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.versioned import KeptInBackground
 from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.scores import score_candidates
+from kbgraph.search.student.read_turns import ReadTurns
 from kbgraph.search.student.warm import warm
 from kbgraph.core.shapes import counted_tool
 from kbgraph.core.utility import decay_rate_per_day
@@ -106,6 +107,7 @@ class StudentRetriever:
             self._context.steps_in_background = KeptInBackground(self._context.steps_by_version, self._in_background)
             self._context.feedback_in_background = KeptInBackground(self._context.feedback_by_version,
                                                                      self._in_background)
+            self._context.intent_turns = ReadTurns()  # a lock held across a request: not on an event loop
 
     @classmethod
     def of_settings(cls, gateway: Neo4jGateway, embedder: Embedder, namespace: str, settings: Settings,

@@ -7,7 +7,8 @@ channel's rows (every workflow, and the history of requests of each query domain
 feedback changes are read in the background (kbgraph.search.student.versioned.KeptInBackground),
 where the reads and the searches share the server's cores and the interpreter: at 10,000
 experiences the first ~60 searches of such a process took 50-350 ms instead of ~10. A long-lived
-process (the HTTP API, the MCP server, an agent loop about to search) can pay that once instead:
+process can pay that once instead (``kbgraph serve`` does at start; an agent loop can before it
+searches):
 :func:`warm` reads each of them now, twice at the same version as a search would (the second read
 confirms the first: Neo4j reads at read committed), for the default filters (the ones a search
 without filters uses) and every domain the namespace holds. It changes nothing a search returns:

@@ -13,8 +13,12 @@ from typing import Any
 
 import pytest
 
+from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
+from kbgraph.search.student import StudentRetriever
 from kbgraph.search.student.read_turns import ReadTurns
+from kbgraph.store.aio import AsyncGateway
+from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.search.student.versioned import filter_key
 
 from tests.search.test_vector_model import experience, params
@@ -115,7 +119,7 @@ def test_while_writes_change_the_workflows_a_version_is_read_twice_and_every_sea
     for _ in range(3):  # read, confirmed, then kept: and the namespace is in turns now
         context.namespace_workflows(filters)
     assert answers == [False, False, True]
-    assert context.intent_turns.in_turns(filter_key(filters))
+    assert context.intent_turns is not None and context.intent_turns.in_turns(filter_key(filters))
 
     added = kb.add_experiences([experience(13)]).ids[0]
     answers.clear()
@@ -134,3 +138,17 @@ def test_while_writes_change_the_workflows_a_version_is_read_twice_and_every_sea
         thread.join(30)
     assert seen == [True] * 6, "every search began after the write, and sees it"
     assert sorted(answers) == [False, False, True, True, True, True], "rows read twice: read, then confirmed"
+
+
+class OneThreadGateway(Neo4jGateway):
+    """A gateway whose calls must not wait on a lock (AsyncGateway's rule: one event loop's thread)."""
+
+    background_reads = False
+
+
+def test_searches_that_run_on_an_event_loop_take_no_turns(kb: KnowledgeBase, embedder: CachedEmbedder) -> None:
+    # A lock held across a request would stall the loop (kbgraph.store.aio): no turns there.
+    assert AsyncGateway.background_reads is False
+    on_a_loop = StudentRetriever(OneThreadGateway(kb.driver, kb.gateway.database), embedder, kb.namespace)
+    in_threads = StudentRetriever(kb.gateway, embedder, kb.namespace)
+    assert on_a_loop.context.intent_turns is None and isinstance(in_threads.context.intent_turns, ReadTurns)
