@@ -6,8 +6,9 @@ as an agent does after a task), otherwise it searches (``kb.student.search`` of 
 its vectors embedded beforehand, so embedding is excluded as in ``bench search``). Runs added are
 copies of the corpus's own runs under fresh ids (same content: their embeddings are cached, so
 add-one-run is measured without the model, and the namespace's experiences only gain provenance).
-Reported per round: operations, QPS overall and per kind, p50/p95 of each kind, and errors by
-message; the load average before and after. Every client shares one ``KnowledgeBase`` (one driver
+Reported per round: operations, QPS overall and per kind, p50/p95 of each kind, CPU an operation
+(this process's and, given its pid, the Neo4j server's: kbgraph.bench.cpu), and errors by message;
+the load average before and after. Every client shares one ``KnowledgeBase`` (one driver
 and its connection pool), as agents of one process would.
 
 One ingest per namespace runs at a time (the ingest lease, kbgraph.ingest.lease), so concurrent
@@ -26,6 +27,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kbgraph.bench.cpu import CpuMeter
 from kbgraph.bench.search import DEFAULT_EVAL_DIR, load_benchmark_queries, percentiles
 from kbgraph.core.errors import InvalidInputError, KbgraphError
 from kbgraph.kb import KnowledgeBase
@@ -51,10 +53,13 @@ def load_runs(files: Sequence[Path], limit: int = 500, seed: int = 0) -> list[di
 
 def _round(kb: KnowledgeBase, clients: int, seconds: float, write_share: float, queries: list[SearchQuery],
            vectors: list[QueryVectors], runs: list[dict[str, Any]], seed: int, label: str,
-           on_progress: ConcurrentProgress | None) -> dict[str, Any]:
+           on_progress: ConcurrentProgress | None, server_pid: int | None = None) -> dict[str, Any]:
     latencies: dict[str, list[float]] = {"search": [], "add_run": []}
     errors: Counter[str] = Counter()
     lock = threading.Lock()
+    cpu = CpuMeter(server_pid)
+    cpu.begin()
+    cpu.start()
     start = time.perf_counter()
     deadline = start + seconds
 
@@ -92,9 +97,13 @@ def _round(kb: KnowledgeBase, clients: int, seconds: float, write_share: float, 
             on_progress(label, min(time.perf_counter() - start, seconds), seconds)
     wall = time.perf_counter() - start
     done = {kind: len(values) for kind, values in latencies.items()}
+    cpu.over(sum(done.values()))
+    cpu.end()
     return {
         "clients": clients, "seconds": round(wall, 2), "operations": sum(done.values()),
         "qps": round(sum(done.values()) / wall, 2),
+        # CPU an operation, searches and adds together: what caps QPS on a machine's cores.
+        "cpu_per_operation_ms": cpu.per_operation(),
         **{f"{kind}_qps": round(n / wall, 2) for kind, n in done.items()},
         **{kind: {"count": done[kind], **percentiles(values)} for kind, values in latencies.items()},
         "errors": dict(errors),
@@ -111,6 +120,7 @@ def run_concurrent_benchmark(
     seed: int = 0,
     eval_dir: Path = DEFAULT_EVAL_DIR,
     on_progress: ConcurrentProgress | None = None,
+    server_pid: int | None = None,
 ) -> dict[str, Any]:
     """One round per entry of ``clients`` on ``kb``'s namespace (see the module docstring).
     Returns a JSON-ready dict; latencies in milliseconds."""
@@ -126,7 +136,7 @@ def run_concurrent_benchmark(
     kb.add_trajectories(runs)
     load_before = os.getloadavg()
     rounds = [_round(kb, n, seconds, write_share, picked, vectors, runs, seed, f"{n} client{'s' if n != 1 else ''}",
-                     on_progress) for n in clients]
+                     on_progress, server_pid) for n in clients]
     return {
         "namespace": kb.namespace, "experiences": kb.count(), "write_share": write_share, "queries": len(picked),
         "runs_pool": len(runs), "rounds": rounds,

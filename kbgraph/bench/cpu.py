@@ -60,6 +60,12 @@ class CpuMeter:
         self.client_s += time.process_time() - self._started
         self.operations += 1
 
+    def over(self, operations: int) -> None:
+        """Counts ``operations`` done by any of this process's threads since :meth:`start`, and the
+        whole process's CPU meanwhile (many clients at once: no thread's own share is told apart)."""
+        self.client_s += time.process_time() - self._started
+        self.operations += operations
+
     def end(self) -> None:
         if self.server_pid is not None and self._server_start is not None:
             now = process_cpu_s(self.server_pid)

@@ -190,6 +190,11 @@ def _size_figures(size: dict[str, Any]) -> list[Figure]:
             f"{round_['qps']:.1f} (search p95 {_ms(round_['search']['p95'])} ms)",
             "—", f"aim ≥ {TARGETS.qps_8_clients_10k:.0f}" if aim else "report",
             round_["qps"] >= TARGETS.qps_8_clients_10k if aim else None))
+        cpu = round_.get("cpu_per_operation_ms")
+        if cpu is not None:
+            server = "—" if cpu["server_ms"] is None else f"{_ms(cpu['server_ms'])} ms"
+            rows.append(Figure("CPU an operation in that mix, client · server", f"{_ms(cpu['client_ms'])} · {server}",
+                               "—", "report", None))
     return rows
 
 
@@ -301,7 +306,8 @@ def _one_size(kb: KnowledgeBase, size: int, seeds: Sequence[Any], *, queries: in
             traffic_stage(f"{round_label} (s)", int(done), int(total))
 
         result["concurrent"] = run_concurrent_benchmark(kb, traffic_runs, clients, seconds, eval_dir=eval_dir,
-                                                        seed=seed, on_progress=traffic_progress)
+                                                        seed=seed, on_progress=traffic_progress,
+                                                        server_pid=managed_server_pid(kb.settings))
     result["cleared_after_s"] = None if keep else _clear(kb)
     return result
 

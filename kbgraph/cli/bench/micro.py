@@ -108,6 +108,7 @@ def bench_concurrent(
 ) -> None:
     """Many agents at once: 90 % searches and 10 % runs added, with 1, 4 and 8 client threads; QPS and p50/p95 per operation."""
     from kbgraph.bench.concurrent import load_runs, run_concurrent_benchmark
+    from kbgraph.bench.cpu import managed_server_pid
 
     rounds = clients or [1, 4, 8]
     problems = [f"--clients {n}: must be between 1 and 256" for n in rounds if not 1 <= n <= 256]
@@ -126,19 +127,23 @@ def bench_concurrent(
             kb.ingest(files)
         on_progress = stage_reporter(progress)
 
-        report = run_concurrent_benchmark(kb, load_runs(files), rounds, seconds, write_share, on_progress=on_progress)
+        report = run_concurrent_benchmark(kb, load_runs(files), rounds, seconds, write_share, on_progress=on_progress,
+                                          server_pid=managed_server_pid(kb.settings))
     if as_json:
         _print_json(report)
         return
     table = Table(title=f"mixed traffic on namespace {report['namespace']!r} ({report['experiences']:,} experiences, "
                         f"{report['write_share']:.0%} add one run), latencies in ms")
     for column in ("clients", "QPS", "search QPS", "search p50", "search p95", "add-run QPS", "add-run p50",
-                   "add-run p95", "errors"):
+                   "add-run p95", "CPU an op, client · server", "errors"):
         table.add_column(column, justify="right")
     for r in report["rounds"]:
+        cpu = r["cpu_per_operation_ms"]
         table.add_row(str(r["clients"]), f"{r['qps']:.1f}", f"{r['search_qps']:.1f}", f"{r['search']['p50']:.1f}",
                       f"{r['search']['p95']:.1f}", f"{r['add_run_qps']:.2f}", f"{r['add_run']['p50']:.0f}",
-                      f"{r['add_run']['p95']:.0f}", str(sum(r["errors"].values())))
+                      f"{r['add_run']['p95']:.0f}",
+                      f"{cpu['client_ms']:.1f} · {'—' if cpu['server_ms'] is None else format(cpu['server_ms'], '.1f')}",
+                      str(sum(r["errors"].values())))
     out.print(table)
     for r in report["rounds"]:
         for message, count in r["errors"].items():

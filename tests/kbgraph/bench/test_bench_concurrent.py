@@ -36,6 +36,8 @@ def test_clients_search_and_add_runs_at_once_and_each_run_added_is_stored(kb: Kn
         assert r["search"]["count"] > 0 and r["add_run"]["count"] > 0
         assert r["operations"] == r["search"]["count"] + r["add_run"]["count"]
         assert r["qps"] > 0 and r["search"]["p95"] >= r["search"]["p50"] > 0
+        cpu = r["cpu_per_operation_ms"]  # the whole process's CPU over the round, per operation
+        assert cpu["n"] == r["operations"] and cpu["client_ms"] > 0 and cpu["server_ms"] is None  # no pid given
     # Every run added under a fresh id is now in some experience's provenance, and only those.
     added = sum(r["add_run"]["count"] for r in report["rounds"])
     sources = {s for row in kb.gateway.read("experiences_for_linking", kb=kb.namespace) for s in row["source_ids"]}
