@@ -167,48 +167,48 @@ class SearchContext:
         """Whether a large namespace's texts and vectors are kept current in the background."""
         return self.texts_in_background is not None and self.vectors_in_background is not None
 
-    def current_texts(self, params: FilterParams, version: str | None) -> NamespaceTexts | None:
-        """The corpus of a large namespace's texts when it was read at ``version``, the one the
-        search read (:mod:`~kbgraph.search.student.text_corpus`); else None: the index answers."""
+    def current_texts(self, params: FilterParams, version: str | None, wait: bool = False) -> NamespaceTexts | None:
+        """The corpus of a large namespace's texts when it was read at ``version`` (text_corpus), else
+        None: the index answers. ``wait`` (here and below): read now if not kept (KeptInBackground.current)."""
         if self.texts_in_background is None:
             return None
         return self.texts_in_background.current(kept_key(params), version, lambda known: self.read_texts(params, known),
-                                                NamespaceTexts.of)
+                                                NamespaceTexts.of, wait)
 
-    def current_vectors(self, params: FilterParams, version: str | None) -> ExperienceVectors | None:
+    def current_vectors(self, params: FilterParams, version: str | None, wait: bool = False) -> ExperienceVectors | None:
         """The namespace's experience vectors when they were read at ``version``
         (:mod:`~kbgraph.search.student.vector_model`; not with a quality floor above 0); else None:
         the indexes answer."""
         if self.vectors_in_background is None or not version_applies(params):
             return None
         return self.vectors_in_background.current(self.namespace, version, vector_rows(self.gateway, self.namespace),
-                                                  built(self.gateway, self.namespace, self.vectors_by_version))
+                                                  built(self.gateway, self.namespace, self.vectors_by_version), wait)
 
-    def current_facts(self, version: str | None) -> NamespaceFacts | None:
+    def current_facts(self, version: str | None, wait: bool = False) -> NamespaceFacts | None:
         """The namespace's stored scoring facts when they were read at ``version``
         (:mod:`~kbgraph.search.student.kept_facts`; any filters: quality is not among them); else
         None: search_candidates_score answers."""
         if self.facts_in_background is None:
             return None
         return self.facts_in_background.current(self.namespace, version, fact_rows(self.gateway, self.namespace),
-                                                NamespaceFacts)
+                                                NamespaceFacts, wait)
 
-    def current_feedback(self, feedback_version: str | None) -> NamespaceFeedback | None:
+    def current_feedback(self, feedback_version: str | None, wait: bool = False) -> NamespaceFeedback | None:
         """What feedback changes of the namespace when it was read at ``feedback_version``
         (:mod:`~kbgraph.search.student.kept_feedback`); else None: search_candidates_feedback answers."""
         if self.feedback_in_background is None:
             return None
         return self.feedback_in_background.current(self.namespace, feedback_version, feedback_rows(self.gateway, self.namespace),
-                                                   built_feedback(self.gateway, self.namespace, self.feedback_by_version))
+                                                   built_feedback(self.gateway, self.namespace, self.feedback_by_version), wait)
 
-    def current_steps(self, params: FilterParams, version: str | None) -> StepSayers | None:
+    def current_steps(self, params: FilterParams, version: str | None, wait: bool = False) -> StepSayers | None:
         """The namespace's step texts and who says them when they were read at ``version``
         (:mod:`~kbgraph.search.student.step_model`; not with a quality floor above 0); else None:
         the step channel asks Neo4j."""
         if self.steps_in_background is None or not version_applies(params):
             return None
         return self.steps_in_background.current(self.namespace, version, step_rows(self.gateway, self.namespace),
-                                                StepSayers.of)
+                                                StepSayers.of, wait)
 
     def namespace_workflows(self, params: FilterParams) -> WorkflowOperations:
         """What the workflows that pass ``params``'s filters change (search_workflow_operations):

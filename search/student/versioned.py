@@ -171,15 +171,22 @@ class KeptInBackground(Generic[K, V]):
         self._running: dict[K, Future[None]] = {}
 
     def current(self, key: K | None, version: str | None, read: Callable[[str | None], VersionedRead[R]],
-                make: Callable[[R], V]) -> V | None:
+                make: Callable[[R], V], wait: bool = False) -> V | None:
         """The value kept for ``key`` when it was read and confirmed at ``version`` (the version a
         search just read); else None, and ``make`` of ``read``'s rows is kept in the background
-        (see the class docstring). A ``key`` of None or a namespace without a version: None."""
+        (see the class docstring). With ``wait``, it is read now in the caller's thread instead,
+        twice as the background does, and given when confirmed at ``version`` (a write in between:
+        None). A ``key`` of None or a namespace without a version: None."""
         if key is None or version is None:
             return None
         kept = self.kept.kept(key)
         if kept is not None and kept[2] and kept[0] == version:
             return kept[1]
+        if wait:
+            for _ in range(2):  # the second read of a version confirms the first
+                self.kept.get(key, read, make)
+            kept = self.kept.kept(key)
+            return kept[1] if kept is not None and kept[2] and kept[0] == version else None
         now = time.monotonic()
         with self._lock:
             settle = max(self.settle_seconds, self.settle_per_read * self._last_read_s)

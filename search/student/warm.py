@@ -20,20 +20,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.student.channels import filter_params
 from kbgraph.search.student.context import SearchContext
 from kbgraph.search.student.kept_channels import in_process
-from kbgraph.search.student.kept_facts import NamespaceFacts, fact_rows
-from kbgraph.search.student.kept_feedback import built_feedback, feedback_rows
-from kbgraph.search.student.step_model import StepSayers, step_rows
-from kbgraph.search.student.text_corpus import NamespaceTexts
-from kbgraph.search.student.vector_model import built, vector_rows
-from kbgraph.search.student.versioned import kept_key, version_applies
+from kbgraph.search.student.versioned import kept_key
 
 __all__ = ["warm"]
+
+T = TypeVar("T")
 
 
 def warm(ctx: SearchContext, weights: SearchWeights) -> dict[str, float]:
@@ -42,45 +39,43 @@ def warm(ctx: SearchContext, weights: SearchWeights) -> dict[str, float]:
     seconds: dict[str, float] = {}
     began = time.perf_counter()
 
-    def timed(part: str, read: Callable[[], Any]) -> None:
+    def timed(part: str, read: Callable[[], T]) -> T:
         started = time.perf_counter()
-        for _ in range(2):  # the second read of a version confirms the first
-            read()
+        value = read()
         seconds[part] = round(time.perf_counter() - started, 3)
+        return value
 
     domains: list[str | None] = [str(row["name"]) for row in ctx.gateway.read("search_namespace_domains", kb=ctx.namespace)]
     params = {domain: filter_params(ctx.namespace, SearchFilters(), SearchQuery(task="warm", domain=domain), weights)
               for domain in domains or [None]}
-    history = weights.intent.history_weight > 0
-    timed("intent", lambda: [ctx.intent_rows(p, history=history) for p in params.values()])
-    started = time.perf_counter()
-    workflows = ctx.namespace_workflows(next(iter(params.values())))
-    table = workflows.table  # what the first search of each domain would work out: the same values
-    table.texts(), table.operations(), table.distinct_sets(), table.set_columns(), table.handoffs()
-    for domain in params:
-        ctx.domain_has_steps(domain)
-        workflows.known_operations(domain)
-        if domain is not None:
-            workflows.of_domain(domain)
-    seconds["intent_vectors"] = round(time.perf_counter() - started, 3)
     default = next(iter(params.values()))
+    history = weights.intent.history_weight > 0
+    # Each domain's rows twice (the second read of a version confirms the first); the workflows are
+    # the same rows for every domain.
+    workflows = timed("intent", lambda: [ctx.intent_rows(p, history=history)[0] for p in [*params.values()] * 2][-1])
+
+    def work_out() -> None:  # what the first search of each domain would work out: the same values
+        table = workflows.table
+        table.texts(), table.operations(), table.distinct_sets(), table.set_columns(), table.handoffs()
+        for domain in params:
+            ctx.domain_has_steps(domain)
+            workflows.known_operations(domain)
+            if domain is not None:
+                workflows.of_domain(domain)
+
+    timed("intent_vectors", work_out)
     if weights.scan.scans(ctx.size.get(weights.scan.exact_scan_max).experiences):
         if kept_key(default) is not None:
-            timed("texts", lambda: ctx.namespace_texts(default))
+            timed("texts", lambda: [ctx.namespace_texts(default) for _ in range(2)])
     elif ctx.keeps_in_background():
-        gateway, namespace = ctx.gateway, ctx.namespace
-        if kept_key(default) is not None:
-            timed("texts", lambda: ctx.lexical_by_version.get(
-                kept_key(default), lambda known: ctx.read_texts(default, known), NamespaceTexts.of))
-        if version_applies(default):
-            timed("steps", lambda: ctx.steps_by_version.get(namespace, step_rows(gateway, namespace), StepSayers.of))
+        # What kept_current gives a search, read now (wait) rather than in the background.
+        versions = ctx.versions()
+        timed("texts", lambda: ctx.current_texts(default, versions.search, wait=True))
+        timed("steps", lambda: ctx.current_steps(default, versions.search, wait=True))
         if in_process(ctx):
-            if version_applies(default):
-                timed("vectors", lambda: ctx.vectors_by_version.get(
-                    namespace, vector_rows(gateway, namespace), built(gateway, namespace, ctx.vectors_by_version)))
-            timed("facts", lambda: ctx.facts_by_version.get(namespace, fact_rows(gateway, namespace), NamespaceFacts))
-            timed("feedback", lambda: ctx.feedback_by_version.get(
-                namespace, feedback_rows(gateway, namespace), built_feedback(gateway, namespace, ctx.feedback_by_version)))
+            timed("vectors", lambda: ctx.current_vectors(default, versions.search, wait=True))
+            timed("facts", lambda: ctx.current_facts(versions.search, wait=True))
+            timed("feedback", lambda: ctx.current_feedback(versions.feedback, wait=True))
         ctx.kept_state.saw(True)  # the next search waits for the version, and finds them current
     seconds["total"] = round(time.perf_counter() - began, 3)
     return seconds

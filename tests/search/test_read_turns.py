@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -24,8 +26,10 @@ from kbgraph.search.student.versioned import filter_key
 from tests.search.test_vector_model import experience, params
 
 
-def hold_turn(turns: ReadTurns, key: str, release: threading.Event, entered: threading.Event) -> threading.Thread:
-    """A thread that takes ``key``'s turn, says so, and keeps it until ``release``."""
+@contextmanager
+def turn_held(turns: ReadTurns, key: str) -> Iterator[None]:
+    """Another thread takes ``key``'s turn (a read under way) and keeps it until the block ends."""
+    release, entered = threading.Event(), threading.Event()
 
     def holder() -> None:
         with turns.turn(key):
@@ -35,20 +39,21 @@ def hold_turn(turns: ReadTurns, key: str, release: threading.Event, entered: thr
     thread = threading.Thread(target=holder, daemon=True)
     thread.start()
     assert entered.wait(5)
-    return thread
+    try:
+        yield
+    finally:
+        release.set()
+        thread.join(5)
 
 
 def test_a_quiet_key_is_read_without_waiting_for_anyone() -> None:
     turns = ReadTurns(wait_seconds=5)
-    release, entered = threading.Event(), threading.Event()
-    holder = hold_turn(turns, "filters", release, entered)
-    began = time.monotonic()
-    with turns.turn("filters") as saw:  # no read returned rows yet: no turns
-        saw(False)
-    assert time.monotonic() - began < 1
-    assert not turns.in_turns("filters")
-    release.set()
-    holder.join(5)
+    with turn_held(turns, "filters"):
+        began = time.monotonic()
+        with turns.turn("filters") as saw:  # no read returned rows yet: no turns
+            saw(False)
+        assert time.monotonic() - began < 1
+        assert not turns.in_turns("filters")
 
 
 def test_once_a_read_returned_rows_the_next_search_waits_for_the_one_reading() -> None:
@@ -56,24 +61,21 @@ def test_once_a_read_returned_rows_the_next_search_waits_for_the_one_reading() -
     with turns.turn("filters") as saw:
         saw(True)
     assert turns.in_turns("filters") and not turns.in_turns("other filters")
-    release, entered = threading.Event(), threading.Event()
     order: list[str] = []
-    holder = hold_turn(turns, "filters", release, entered)
 
     def next_search() -> None:
         with turns.turn("filters"):
             order.append("next")
 
     waiting = threading.Thread(target=next_search, daemon=True)
-    waiting.start()
-    time.sleep(0.2)
-    assert order == [], "it waits for the turn being taken"
-    with turns.turn("other filters"):  # another set of filters is not held up
-        order.append("other")
-    order.append("released")
-    release.set()
+    with turn_held(turns, "filters"):
+        waiting.start()
+        time.sleep(0.2)
+        assert order == [], "it waits for the turn being taken"
+        with turns.turn("other filters"):  # another set of filters is not held up
+            order.append("other")
+        order.append("released")
     waiting.join(5)
-    holder.join(5)
     assert order == ["other", "released", "next"]
 
 
@@ -81,14 +83,11 @@ def test_a_turn_is_waited_for_at_most_wait_seconds() -> None:
     turns = ReadTurns(wait_seconds=0.2)
     with turns.turn("filters") as saw:
         saw(True)
-    release, entered = threading.Event(), threading.Event()
-    holder = hold_turn(turns, "filters", release, entered)  # a read that hangs
-    began = time.monotonic()
-    with turns.turn("filters"):
-        waited = time.monotonic() - began
+    with turn_held(turns, "filters"):  # a read that hangs
+        began = time.monotonic()
+        with turns.turn("filters"):
+            waited = time.monotonic() - began
     assert 0.15 < waited < 2
-    release.set()
-    holder.join(5)
 
 
 def test_turns_end_when_reads_have_returned_no_rows_for_churn_seconds() -> None:
