@@ -5,7 +5,8 @@
 // workflow had dissolved is active again, the workflow being shared again. Only those whose
 // content changed (another content_id: other usual steps) get new steps and embeddings, from
 // abstract_experiences_rewrite in the same transaction.
-// $kb; $rows: [{id, content: {...}, success_rate}]
+// $kb; $rows: [{id, content: {...}, success_rate}]. Returns each one's id, and whether it came back
+// (`back`: its members' rows change, kbgraph.store.search_version's change feed).
 UNWIND $rows AS row
 MATCH (e:Experience {kb: $kb, id: row.id})
 SET e += row.content, e.success_rate = row.success_rate
@@ -15,4 +16,4 @@ SET e.status = CASE WHEN back THEN 'active' ELSE e.status END,
     e.archived_at = CASE WHEN back THEN null ELSE e.archived_at END,
     e.archived_reason = CASE WHEN back THEN null ELSE e.archived_reason END,
     e.dissolved = null
-RETURN count(e) AS refreshed;
+RETURN e.id AS id, back;

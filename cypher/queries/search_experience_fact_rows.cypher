@@ -16,8 +16,20 @@ OPTIONAL MATCH (state:KbState {kb: $kb})
 WITH state.search_version AS version
 CALL (version) {
   WITH CASE WHEN version IS NOT NULL AND version = $known THEN null ELSE $kb END AS scanned
-  MATCH (e:Experience {kb: scanned})
-  USING INDEX SEEK e:Experience(kb)
+  // The experiences read: all of them, or with $ids only those (the change feed: the rows of the
+  // experiences written since the version a process kept, kbgraph.store.search_version).
+  CALL (scanned) {
+    WITH scanned WHERE $ids IS NULL
+    MATCH (e:Experience {kb: scanned})
+    USING INDEX SEEK e:Experience(kb)
+    RETURN e
+    UNION
+    WITH scanned WHERE $ids IS NOT NULL
+    UNWIND $ids AS id
+    MATCH (e:Experience {kb: scanned, id: id})
+    RETURN e
+  }
+  WITH e, scanned ORDER BY e.id
   RETURN collect([e.id, e.kind, e.status, e.domain, coalesce(e.scope, 'shared'), e.task_key, e.operations,
     coalesce(e.success_rate, 1.0),
     coalesce(e.source_ids, []), coalesce(e.failed_source_ids, []), EXISTS { (e)-[:HAS_STEP]->() },

@@ -14,8 +14,20 @@ WITH state.search_version + '|' + reduce(stripes = '', f IN COLLECT { MATCH (f:F
     | stripes + toString(f.stripe) + ':' + f.version + ';') AS version
 CALL (version) {
   WITH CASE WHEN version IS NOT NULL AND version = $known THEN null ELSE $kb END AS scanned
-  MATCH (e:Experience {kb: scanned})
-  USING INDEX SEEK e:Experience(kb)
+  // The experiences read: all of them, or with $ids only those (the change feed: the rows of the
+  // experiences written since the version a process kept, kbgraph.store.search_version).
+  CALL (scanned) {
+    WITH scanned WHERE $ids IS NULL
+    MATCH (e:Experience {kb: scanned})
+    USING INDEX SEEK e:Experience(kb)
+    RETURN e
+    UNION
+    WITH scanned WHERE $ids IS NOT NULL
+    UNWIND $ids AS id
+    MATCH (e:Experience {kb: scanned, id: id})
+    RETURN e
+  }
+  WITH e ORDER BY e.id
   WITH e, coalesce(e.last_used_at, e.created_at) AS idle_at
   RETURN collect([e.id, coalesce(e.quality, 0.5),
     CASE WHEN idle_at IS NOT NULL

@@ -16,9 +16,21 @@ CALL (version) {
   // hint holds the seek: on a database of many namespaces the planner chose, now and then, a plan
   // that reads every namespace's experiences (2,685 db hits for a version it had been sent).
   WITH CASE WHEN version IS NOT NULL AND version = $known THEN null ELSE $kb END AS scanned
-  MATCH (e:Experience {kb: scanned})
-  USING INDEX SEEK e:Experience(kb, status)
-  WHERE e.status IN $statuses
+  // The experiences read: all of them, or with $ids only those (the change feed: the rows of the
+  // experiences written since the version a process kept, kbgraph.store.search_version).
+  CALL (scanned) {
+    WITH scanned WHERE $ids IS NULL
+    MATCH (e:Experience {kb: scanned})
+    USING INDEX SEEK e:Experience(kb, status)
+    WHERE e.status IN $statuses
+    RETURN e
+    UNION
+    WITH scanned WHERE $ids IS NOT NULL
+    UNWIND $ids AS id
+    MATCH (e:Experience {kb: scanned, id: id})
+    RETURN e
+  }
+  WITH e WHERE e.status IN $statuses
     AND ($domains IS NULL OR e.domain IN $domains)
     AND ($kinds IS NULL OR e.kind IN $kinds)
     AND coalesce(e.success_rate, 0.0) >= $min_success

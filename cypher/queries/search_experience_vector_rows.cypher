@@ -13,8 +13,20 @@ CALL (version) {
   // The namespace looked in: none when the version is the one sent (an index seek for a null key
   // reads nothing). The hint holds the seek, as in search_experience_texts.
   WITH CASE WHEN version IS NOT NULL AND version = $known THEN null ELSE $kb END AS scanned
-  MATCH (e:Experience {kb: scanned})
-  USING INDEX SEEK e:Experience(kb)
+  // The experiences read: all of them, or with $ids only those (the change feed: the rows of the
+  // experiences written since the version a process kept, kbgraph.store.search_version).
+  CALL (scanned) {
+    WITH scanned WHERE $ids IS NULL
+    MATCH (e:Experience {kb: scanned})
+    USING INDEX SEEK e:Experience(kb)
+    RETURN e
+    UNION
+    WITH scanned WHERE $ids IS NOT NULL
+    UNWIND $ids AS id
+    MATCH (e:Experience {kb: scanned, id: id})
+    RETURN e
+  }
+  WITH e ORDER BY e.id
   RETURN collect([e.id, e.kind, e.status, e.domain, coalesce(e.success_rate, 0.0), coalesce(e.scope, 'shared'),
     e.owner_agent]) AS rows
 }

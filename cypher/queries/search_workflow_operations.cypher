@@ -16,6 +16,8 @@
 // excluded, or whose runs all are), so the rows are the same for every query of the domain;
 // kbgraph counts which request words went with which operations
 // (kbgraph.search.scoring.history_association).
+// $ids: only those experiences are looked at (null: all of them), for the change feed
+// (kbgraph.search.student.intent_follow).
 // The namespace's search version comes first (kbgraph.store.search_version): the rows are read
 // only when it is not $known (the version the caller read them with; `unchanged`, rows []), the
 // history only with $history and when it is not $history_known (`history_unchanged`). `feedback`:
@@ -30,9 +32,19 @@ CALL (version) {
   // hint holds the seek: on a database of many namespaces the planner chose, now and then, a plan
   // that reads every namespace's experiences (2,685 db hits for a version it had been sent).
   WITH CASE WHEN version IS NOT NULL AND version = $known THEN null ELSE $kb END AS scanned
-  MATCH (e:Experience {kb: scanned})
-  USING INDEX SEEK e:Experience(kb, status)
-  WHERE e.status IN $statuses
+  CALL (scanned) {
+    WITH scanned WHERE $ids IS NULL
+    MATCH (e:Experience {kb: scanned})
+    USING INDEX SEEK e:Experience(kb, status)
+    WHERE e.status IN $statuses
+    RETURN e
+    UNION
+    WITH scanned WHERE $ids IS NOT NULL
+    UNWIND $ids AS id
+    MATCH (e:Experience {kb: scanned, id: id})
+    RETURN e
+  }
+  WITH e WHERE e.status IN $statuses
     AND e.operations IS NOT NULL
     AND ($domains IS NULL OR e.domain IN $domains)
     AND ($kinds IS NULL OR e.kind IN $kinds)
@@ -47,9 +59,19 @@ CALL (version) {
 }
 CALL (version) {
   WITH CASE WHEN NOT $history OR (version IS NOT NULL AND version = $history_known) THEN null ELSE $kb END AS scanned
-  MATCH (e:Experience {kb: scanned})
-  USING INDEX SEEK e:Experience(kb, status)
-  WHERE e.kind = 'concrete'
+  CALL (scanned) {
+    WITH scanned WHERE $ids IS NULL
+    MATCH (e:Experience {kb: scanned})
+    USING INDEX SEEK e:Experience(kb, status)
+    WHERE e.status IN $statuses
+    RETURN e
+    UNION
+    WITH scanned WHERE $ids IS NOT NULL
+    UNWIND $ids AS id
+    MATCH (e:Experience {kb: scanned, id: id})
+    RETURN e
+  }
+  WITH e WHERE e.kind = 'concrete'
     AND e.status IN $statuses
     AND e.operations IS NOT NULL
     AND coalesce(e.success_rate, 0.0) > 0.0

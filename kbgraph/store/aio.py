@@ -25,7 +25,7 @@ import greenlet
 import neo4j
 
 from kbgraph.store.queries import query
-from kbgraph.store.search_version import bump_search_version_async
+from kbgraph.store.search_version import bump_search_version_async, note_search_change_async
 from kbgraph.store.deadline import timed_out
 from kbgraph.embedders import Embedder, Vectors, WrappingEmbedder
 from kbgraph.store.gateway import PING_TIMEOUT_S, Neo4jGateway, Row, quiet, row_of
@@ -86,7 +86,9 @@ async def run_named_async(runner: neo4j.AsyncSession | neo4j.AsyncTransaction | 
                           name: str, params: dict[str, Any]) -> list[Row]:
     """:func:`kbgraph.store.gateway.run_named` on the async driver."""
     await bump_search_version_async(runner, name, params)
-    return [row_of(record) async for record in await runner.run(query(name), quiet(params))]
+    rows = [row_of(record) async for record in await runner.run(query(name), quiet(params))]
+    await note_search_change_async(runner, name, params, rows)
+    return rows
 
 
 class GreenletExecutor(concurrent.futures.Executor):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import neo4j
 
 from kbgraph.store.queries import query
-from kbgraph.store.search_version import bump_search_version
+from kbgraph.store.search_version import bump_search_version, note_search_change
 from kbgraph.store.deadline import within
 from kbgraph.store.reachability import direct_address, driver_retry_time_s, handshake_answers
 from kbgraph.store.retry import guarded, lost_neo4j, retried
@@ -95,7 +95,9 @@ def run_named(runner: neo4j.Session | neo4j.Transaction | neo4j.ManagedTransacti
     """The rows of named query ``name`` run in ``runner`` (a session: one auto-commit query; a
     transaction: one statement of it), its parameters sent :func:`quiet`."""
     bump_search_version(runner, name, params)
-    return [row_of(record) for record in runner.run(query(name), quiet(params))]
+    rows = [row_of(record) for record in runner.run(query(name), quiet(params))]
+    note_search_change(runner, name, params, rows)  # what the write joined (kbgraph.store.search_version)
+    return rows
 
 
 class Neo4jGateway:

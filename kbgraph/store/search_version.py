@@ -34,7 +34,7 @@ kbgraph.search.student.kept_hits the experiences searches returned).
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from threading import Lock
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -43,8 +43,10 @@ import neo4j
 
 from kbgraph.store.queries import query
 
-__all__ = ["BUMP", "CHANGES_FEEDBACK", "CHANGES_SEARCHED", "FEEDBACK_BUMP", "FEEDBACK_STRIPES", "LEAVES_SEARCHED",
-           "RENEW", "bump_first", "bump_search_version", "bump_search_version_async", "feedback_bump_first"]
+__all__ = ["BUMP", "CHANGED_IDS", "CHANGES_FEEDBACK", "CHANGES_SEARCHED", "CHANGE_SEPARATOR", "FEEDBACK_BUMP",
+           "FEEDBACK_STRIPES", "LEAVES_SEARCHED", "NOTE", "RENEW", "Changed", "bump_first", "bump_search_version",
+           "bump_search_version_async", "changed_ids", "feedback_bump_first", "note_search_change",
+           "note_search_change_async"]
 
 #: The named query that gives namespace ``$kb`` a new search version.
 BUMP = "kb_state_search_version_bump"
@@ -67,6 +69,97 @@ CHANGES_SEARCHED = frozenset({
     "relation_upsert", "relations_inferred_delete", "relations_inferred_delete_some",
     "namespace_delete",
 })
+
+#: The named query that notes, on the namespace's state node, the experiences a write of the
+#: transaction changed (the change feed, see :data:`CHANGED_IDS`).
+NOTE = "search_change_note"
+#: What joins the ids of one version's entry of the change feed (no id holds it: one that does
+#: makes the entry "cannot say").
+CHANGE_SEPARATOR = "\u001f"
+#: The longest entry of the change feed (characters): a write that changes more experiences than
+#: that is noted "cannot say", and a search reads the namespace again, which is then no slower.
+CHANGE_MAX_CHARS = 200_000
+
+
+#: What a write changes, for the change feed: the experiences whose rows it changes and, of those,
+#: the ones whose ABSTRACTION neighbours' rows it changes too (it changes their status, existence
+#: or edges); None: it cannot say.
+Changed = tuple[list[str], list[str]] | None
+#: What a write returned, once it ran (None before).
+Returned = Sequence[Mapping[str, Any]] | None
+
+
+def _rows(*fields: str, joins: bool = False) -> Callable[[Mapping[str, Any], Returned], Changed]:
+    def changed(params: Mapping[str, Any], _: Returned) -> Changed:
+        ids = [str(row[f]) for row in params["rows"] for f in fields]
+        return ids, ids if joins else []
+
+    return changed
+
+
+def _ids(params: Mapping[str, Any], _: Returned) -> Changed:
+    return [str(i) for i in params["ids"]], [str(i) for i in params["ids"]]
+
+
+def _returned(joins: str | None) -> Callable[[Mapping[str, Any], Returned], Changed]:
+    """The ids a write returns (rows with ``id``), noted after it ran; ``joins`` names the column
+    that says which of them change their neighbours' rows too (None: all of them)."""
+    def changed(_: Mapping[str, Any], rows: Returned) -> Changed:
+        if rows is None:
+            return [], []
+        return [str(row["id"]) for row in rows], [str(row["id"]) for row in rows if joins is None or row[joins]]
+
+    return changed
+
+
+def _cannot_say(params: Mapping[str, Any], rows: Returned) -> Changed:  # pylint: disable=unused-argument
+    return None
+
+
+def _restored(params: Mapping[str, Any], rows: Returned) -> Changed:
+    return _ids(params, rows) if params.get("run") is None else None  # a run's: the query finds them
+
+
+def _merged(params: Mapping[str, Any], _: Returned) -> Changed:
+    ids = [str(i) for g in params["groups"] for i in (g["canonical"], *g["merged_ids"])]
+    return ids, ids
+
+
+#: For each write of :data:`CHANGES_SEARCHED`, what it changes (:data:`Changed`), read from its
+#: parameters or, once it ran, from the rows it returned. The note adds the ABSTRACTION neighbours
+#: of the second list, before the write and after it. This is the change feed a search's kept rows
+#: follow (kbgraph.search.student.change_feed): an id left out would leave a kept row stale, so a
+#: write that is not named here cannot say.
+CHANGED_IDS: Mapping[str, Callable[[Mapping[str, Any], Returned], Changed]] = {
+    # A new experience has no edges; an existing one keeps its status (set on creation only).
+    "experience_upsert": _rows("id"),
+    "experience_merge": _merged,
+    "experience_delete": _ids,
+    "step_upsert": _rows("experience_id"),
+    "step_texts_migrate": _cannot_say,
+    "maintenance_archive": _rows("id", joins=True),
+    "maintenance_restore": _restored,
+    # Its rows' own values; one dissolved before comes back (``back``): its members' rows change.
+    "abstract_experiences_refresh": _returned("back"),
+    "abstract_experiences_rewrite": _rows("id"),
+    "abstract_experiences_dissolve": _returned(None),
+    "abstract_experiences_dissolve_ids": _ids,
+    # An ABSTRACTION edge is in its two ends' rows.
+    "relation_upsert": _rows("source_id", "target_id"),
+    "relations_inferred_delete": _cannot_say,
+    "relations_inferred_delete_some": _rows("source_id", "target_id"),
+    "namespace_delete": _cannot_say,
+}
+
+
+def changed_ids(name: str, params: Mapping[str, Any], rows: Returned = None) -> Changed:
+    """What named write ``name`` changes with ``params`` (:data:`CHANGED_IDS`), before it runs or,
+    with the ``rows`` it returned, after; None when it cannot say."""
+    try:
+        return CHANGED_IDS.get(name, _cannot_say)(params, rows)
+    except (KeyError, TypeError):  # parameters of another shape than the query's own: cannot say
+        return None
+
 
 #: The named writes that change what a search reads of its candidates and hits besides the search
 #: version's rows: quality, usage impact and last use (feedback_used), the task outcomes
@@ -147,19 +240,47 @@ def _bumps(runner: Any, name: str, params: Mapping[str, Any], transaction: bool)
     stripe's."""
     bumps: list[tuple[str, dict[str, Any]]] = []
     if (kb := bump_first(runner, name, params, transaction)) is not None:
-        bumps.append((BUMP, {"kb": kb}))
+        bumps.append((BUMP, {"kb": kb, "whole": not transaction}))
     if (kb := feedback_bump_first(runner, name, params, transaction)) is not None:
         bumps.append((FEEDBACK_BUMP, {"kb": kb, "stripe": random.randrange(FEEDBACK_STRIPES)}))
     return bumps
+
+
+def _note(name: str, params: Mapping[str, Any], transaction: bool, rows: Returned = None) -> dict[str, Any] | None:
+    """The parameters of the change feed's note for named write ``name`` (before it runs; after,
+    with the ``rows`` it returned), or None: it changes nothing searched, or nothing there is to
+    note, or it runs in an auto-commit session, whose bump said "cannot say" (it committed apart
+    from the write)."""
+    kb = params.get("kb")
+    if name not in CHANGES_SEARCHED or not isinstance(kb, str) or not transaction:
+        return None
+    changed = changed_ids(name, params, rows)
+    after = rows is not None
+    # Before the write: its joined experiences' neighbours then, or "cannot say" (once). After it:
+    # what it changed, with its joined experiences' neighbours now.
+    if changed is None and after or changed is not None and not (changed[0] if after else changed[1]):
+        return None
+    ids, joined = changed if changed is not None else (None, [])
+    return {"kb": kb, "ids": ids, "joined": joined, "separator": CHANGE_SEPARATOR, "max_chars": CHANGE_MAX_CHARS}
 
 
 def bump_search_version(runner: neo4j.Session | neo4j.Transaction | neo4j.ManagedTransaction, name: str,
                         params: Mapping[str, Any]) -> None:
     """Bumps, in ``runner``, the search version of the namespace named query ``name`` is about to
     change what is searched of, if it does and ``runner`` has not bumped it yet; and the same for
-    its feedback version."""
+    its feedback version. Then notes in the change feed what ``name`` changes (with what the
+    experiences are joined to before it runs: :func:`note_search_change` notes after)."""
     for bump, values in _bumps(runner, name, params, not isinstance(runner, neo4j.Session)):
         runner.run(query(bump), values).consume()
+    note_search_change(runner, name, params)
+
+
+def note_search_change(runner: neo4j.Session | neo4j.Transaction | neo4j.ManagedTransaction, name: str,
+                       params: Mapping[str, Any], rows: Returned = None) -> None:
+    """Notes in ``runner`` the experiences named write ``name`` changes (see :data:`CHANGED_IDS`);
+    ``rows``: what it returned, once it ran."""
+    if (note := _note(name, params, not isinstance(runner, neo4j.Session), rows)) is not None:
+        runner.run(query(NOTE), note).consume()
 
 
 async def bump_search_version_async(runner: neo4j.AsyncSession | neo4j.AsyncTransaction | neo4j.AsyncManagedTransaction,
@@ -167,3 +288,12 @@ async def bump_search_version_async(runner: neo4j.AsyncSession | neo4j.AsyncTran
     """:func:`bump_search_version` on the async driver."""
     for bump, values in _bumps(runner, name, params, not isinstance(runner, neo4j.AsyncSession)):
         await (await runner.run(query(bump), values)).consume()
+    await note_search_change_async(runner, name, params)
+
+
+async def note_search_change_async(runner: neo4j.AsyncSession | neo4j.AsyncTransaction | neo4j.AsyncManagedTransaction,
+                                   name: str, params: Mapping[str, Any],
+                                   rows: Returned = None) -> None:
+    """:func:`note_search_change` on the async driver."""
+    if (note := _note(name, params, not isinstance(runner, neo4j.AsyncSession), rows)) is not None:
+        await (await runner.run(query(NOTE), note)).consume()

@@ -30,17 +30,19 @@ from kbgraph.search.namespace_size import NamespaceSize
 from kbgraph.search.params import SearchQuery, SearchWeights
 from kbgraph.search.scoring import domain_distance, transferability
 from kbgraph.search.student.bounded import KeptByContent
+from kbgraph.search.student.intent_follow import IntentBases, followed_intent_rows
 from kbgraph.search.student.intent_history import HistoryRow, IntentHistory
-from kbgraph.search.student.kept_facts import NamespaceFacts, fact_rows
-from kbgraph.search.student.kept_feedback import NamespaceFeedback, built_feedback, feedback_rows
+from kbgraph.search.student.kept_facts import NamespaceFacts
+from kbgraph.search.student.kept_feedback import NamespaceFeedback
 from kbgraph.search.student.kept_hits import KeptHits
-from kbgraph.search.student.step_model import StepSayers, step_rows
+from kbgraph.search.student.kept_parts import facts_part, feedback_part, read_texts, steps_part, texts_part, vectors_part
+from kbgraph.search.student.step_model import StepSayers
 from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.kept_state import KeptState
 from kbgraph.search.student.read_turns import ReadTurns, turn_of
-from kbgraph.search.student.text_corpus import NamespaceTexts, text_rows
+from kbgraph.search.student.text_corpus import NamespaceTexts
 from kbgraph.search.student.text_vectors import IntentVectors
-from kbgraph.search.student.vector_model import ExperienceVectors, built, vector_rows
+from kbgraph.search.student.vector_model import ExperienceVectors
 from kbgraph.search.student.versioned import (KeptByVersion, KeptInBackground, NamespaceVersions, VersionedRead,
                                               filter_key, kept_key, sent, version_applies)
 from kbgraph.search.student.workflow_operations import WorkflowOperations, read_intent_rows
@@ -130,30 +132,25 @@ class SearchContext:
     kept_hits: KeptHits = field(default_factory=KeptHits)
     #: Turns at the intent channel's read while writes keep changing it (kbgraph.search.student.read_turns; the retriever sets it).
     intent_turns: ReadTurns | None = None
+    #: The intent channel's rows its kept values were made of, for the change feed (intent_follow).
+    intent_bases: IntentBases = field(default_factory=lambda: IntentBases(HISTORIES + OPERATION_TABLES))
 
     def lexical_corpus(self, rows: Sequence[tuple[str, ...]]) -> LexicalCorpus:
-        """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal)``, as
-        search_experience_texts reads them): built once for the same texts, so a write to the
-        namespace (a text, an experience or a filtered property that changed) makes a new one."""
+        """The BM25 index of the texts ``rows`` (``(id, domain, problem, goal)``, as search_experience_texts
+        reads them): built once for the same texts (a write that changes any makes a new one)."""
         return self.lexical.get(tuple(rows), lambda: LexicalCorpus(
             [(problem, goal, domain) for _, domain, problem, goal in rows]))
 
     def workflow_operations(self, rows: tuple[tuple[Any, ...], ...]) -> WorkflowOperations:
-        """What the workflows of ``rows`` (as :func:`~kbgraph.search.student.workflow_operations.read_rows`
-        reads them) change, worked out once for the same rows: a write to the namespace that
-        changes any row (a workflow, its operations, a filtered property) makes a new one."""
+        """What the workflows of ``rows`` (as :mod:`.workflow_operations` reads them) change, worked out
+        once for the same rows (a write that changes any row makes a new one)."""
         return self.operations.get(rows, lambda: WorkflowOperations(WorkflowOperations.rows_of(rows), self.intent_vectors))
 
     def namespace_texts(self, params: FilterParams) -> NamespaceTexts:
-        """The texts of the experiences that pass ``params``'s filters and their BM25 index: read
-        again only when the namespace's search version changed (or the filters are not kept by
-        it)."""
-        return self.lexical_by_version.get(kept_key(params), lambda known: self.read_texts(params, known),
+        """The texts of the experiences that pass ``params``'s filters and their BM25 index: read again
+        only when the namespace's search version changed (or the filters are not kept by it)."""
+        return self.lexical_by_version.get(kept_key(params), lambda known: read_texts(self.gateway, params, known),
                                            lambda rows: NamespaceTexts.of(rows, self.lexical_corpus(rows)))
-
-    def read_texts(self, params: Mapping[str, Any], known: str | None) -> VersionedRead[list[tuple[str, ...]]]:
-        """``search_experience_texts`` with the version the caller kept its rows with."""
-        return text_rows(self.gateway.read("search_experience_texts", **params, known=known)[0])
 
     def search_version(self) -> str | None:
         """The namespace's search version now (None: it has none yet)."""
@@ -172,48 +169,42 @@ class SearchContext:
         None: the index answers. ``wait`` (here and below): read now if not kept (KeptInBackground.current)."""
         if self.texts_in_background is None:
             return None
-        return self.texts_in_background.current(kept_key(params), version, lambda known: self.read_texts(params, known),
-                                                NamespaceTexts.of, wait)
+        return self.texts_in_background.current_of(kept_key(params), version,
+                                                   texts_part(self.gateway, self.namespace, params), wait)
 
     def current_vectors(self, params: FilterParams, version: str | None, wait: bool = False) -> ExperienceVectors | None:
-        """The namespace's experience vectors when they were read at ``version``
-        (:mod:`~kbgraph.search.student.vector_model`; not with a quality floor above 0); else None:
-        the indexes answer."""
+        """The namespace's experience vectors when read at ``version`` (:mod:`.vector_model`; not with
+        a quality floor above 0); else None: the indexes answer."""
         if self.vectors_in_background is None or not version_applies(params):
             return None
-        return self.vectors_in_background.current(self.namespace, version, vector_rows(self.gateway, self.namespace),
-                                                  built(self.gateway, self.namespace, self.vectors_by_version), wait)
+        return self.vectors_in_background.current_of(
+            self.namespace, version, vectors_part(self.gateway, self.namespace, self.vectors_by_version), wait)
 
     def current_facts(self, version: str | None, wait: bool = False) -> NamespaceFacts | None:
-        """The namespace's stored scoring facts when they were read at ``version``
-        (:mod:`~kbgraph.search.student.kept_facts`; any filters: quality is not among them); else
-        None: search_candidates_score answers."""
+        """The namespace's stored scoring facts when read at ``version`` (:mod:`.kept_facts`; any
+        filters: quality is not among them); else None: search_candidates_score answers."""
         if self.facts_in_background is None:
             return None
-        return self.facts_in_background.current(self.namespace, version, fact_rows(self.gateway, self.namespace),
-                                                NamespaceFacts, wait)
+        return self.facts_in_background.current_of(self.namespace, version, facts_part(self.gateway, self.namespace), wait)
 
     def current_feedback(self, feedback_version: str | None, wait: bool = False) -> NamespaceFeedback | None:
-        """What feedback changes of the namespace when it was read at ``feedback_version``
-        (:mod:`~kbgraph.search.student.kept_feedback`); else None: search_candidates_feedback answers."""
+        """What feedback changes of the namespace when read at ``feedback_version`` (:mod:`.kept_feedback`);
+        else None: search_candidates_feedback answers."""
         if self.feedback_in_background is None:
             return None
-        return self.feedback_in_background.current(self.namespace, feedback_version, feedback_rows(self.gateway, self.namespace),
-                                                   built_feedback(self.gateway, self.namespace, self.feedback_by_version), wait)
+        return self.feedback_in_background.current_of(
+            self.namespace, feedback_version, feedback_part(self.gateway, self.namespace, self.feedback_by_version), wait)
 
     def current_steps(self, params: FilterParams, version: str | None, wait: bool = False) -> StepSayers | None:
-        """The namespace's step texts and who says them when they were read at ``version``
-        (:mod:`~kbgraph.search.student.step_model`; not with a quality floor above 0); else None:
-        the step channel asks Neo4j."""
+        """The namespace's step texts and who says them when read at ``version`` (:mod:`.step_model`;
+        not with a quality floor above 0); else None: the step channel asks Neo4j."""
         if self.steps_in_background is None or not version_applies(params):
             return None
-        return self.steps_in_background.current(self.namespace, version, step_rows(self.gateway, self.namespace),
-                                                StepSayers.of, wait)
+        return self.steps_in_background.current_of(self.namespace, version, steps_part(self.gateway, self.namespace), wait)
 
     def namespace_workflows(self, params: FilterParams) -> WorkflowOperations:
-        """What the workflows that pass ``params``'s filters change (search_workflow_operations):
-        read again only when the namespace's search version changed (or the filters are not kept
-        by it), and worked out again only when the rows did."""
+        """What the workflows that pass ``params``'s filters change (search_workflow_operations): read
+        again only when the search version changed (or the filters are not kept by it), worked out again only when the rows did."""
         return self.intent_rows(params, history=False)[0]
 
     def namespace_history(self, params: FilterParams) -> IntentHistory:
@@ -235,16 +226,21 @@ class SearchContext:
         with turn_of(self.intent_turns, filter_key(params)) as saw:  # what the last turn kept is sent
             operations_kept = self.operations_by_version.kept(operations_key)
             history_kept = self.history_by_version.kept(history_key) if history else None
-            answer = read_intent_rows(self.gateway, params, sent(operations_kept), history, sent(history_kept))
+            answer = followed_intent_rows(self.gateway, params, self.intent_bases, operations_key,
+                                          history_key if history else None)
+            followed = answer is not None
+            if answer is None:
+                answer = read_intent_rows(self.gateway, params, sent(operations_kept), history, sent(history_kept))
             saw(answer.rows_read)
             if on_version is not None:  # the namespace's versions, as search_version_of reads them
                 on_version(answer.versions)
-            workflows = self.operations_by_version.take(operations_key, operations_kept, answer.operations,
-                                                        self.workflow_operations)
+            workflows = self.intent_bases.take(self.operations_by_version, operations_key, operations_kept,
+                                               answer.operations, self.workflow_operations, followed)
             if answer.history is None:
                 return workflows, None
-            return workflows, self.history_by_version.take(
-                history_key, history_kept, answer.history, lambda rows: self.histories.get(rows, lambda: IntentHistory(rows)))
+            return workflows, self.intent_bases.take(self.history_by_version, history_key, history_kept, answer.history,
+                                                     lambda rows: self.histories.get(rows, lambda: IntentHistory(rows)),
+                                                     followed)
 
     def domain_has_steps(self, domain: str | None) -> bool:
         """False when the query's domain holds no experience with steps (WebArena's, say): the

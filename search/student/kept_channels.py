@@ -13,6 +13,7 @@ their filters (:func:`~kbgraph.search.student.versioned.kept_key`).
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,8 @@ from kbgraph.search.student.text_corpus import NamespaceTexts
 from kbgraph.search.student.vector_model import IN_PROCESS_MAX, ExperienceVectors
 from kbgraph.search.student.versioned import KeptInBackground, NamespaceVersions, kept_key, version_applies
 
-__all__ = ["IN_PROCESS_MAX", "KeptNow", "check_kept", "confirmed", "in_process", "keepable", "kept_current"]
+__all__ = ["IN_PROCESS_MAX", "KeptNow", "catching_up", "check_kept", "confirmed", "in_process", "keepable",
+           "kept_current"]
 
 
 def check_kept(ctx: SearchContext, run: Run, job: Future[NamespaceVersions], vectors: dict[str, list[float]],
@@ -64,11 +66,30 @@ class KeptNow:
     versions: NamespaceVersions
 
 
+#: How long a search that waits for the version waits for the follows it started (a few requests
+#: and a patch, ~10–60 ms at 10,000 experiences) before it asks the indexes.
+FOLLOW_WAIT_SECONDS = 0.2
+
+
 def kept_current(ctx: SearchContext, run: Run, versions: NamespaceVersions, vectors: dict[str, list[float]],
-                 lexical: bool) -> KeptNow:
+                 lexical: bool, await_follows: bool = False) -> KeptNow:
     """What the process keeps of the namespace at ``versions`` for this search's vector, full-text
     and step channels and its facts stage (None where it is not current: a background read
-    starts), recorded in ``ctx.kept_state``."""
+    starts), recorded in ``ctx.kept_state``. With ``await_follows`` (a search that waited for the
+    version), the follows of the change feed that brings them to it are waited for, a little."""
+    now = _kept_current(ctx, run, versions, vectors, lexical)
+    if await_follows and None in (now.vectors, now.texts, now.facts) and catching_up(ctx):
+        deadline = time.monotonic() + FOLLOW_WAIT_SECONDS
+        for background in (ctx.vectors_in_background, ctx.texts_in_background, ctx.facts_in_background,
+                           ctx.feedback_in_background):
+            if background is not None:
+                background.await_follows(max(deadline - time.monotonic(), 0.0))
+        now = _kept_current(ctx, run, versions, vectors, lexical)
+    return now
+
+
+def _kept_current(ctx: SearchContext, run: Run, versions: NamespaceVersions, vectors: dict[str, list[float]],
+                  lexical: bool) -> KeptNow:
     version = versions.search
     parts = keepable(ctx, run, bool(vectors), lexical)
     model = ctx.current_vectors(run.params, version) if "vectors" in parts else None
@@ -77,8 +98,18 @@ def kept_current(ctx: SearchContext, run: Run, versions: NamespaceVersions, vect
     said = ctx.current_steps(run.params, version) if "steps" in parts else None
     # Used with the kept facts, and the kept vectors for the cosines no channel returned.
     feedback = ctx.current_feedback(versions.feedback) if facts is not None else None
-    ctx.kept_state.saw(model is not None or texts is not None or facts is not None or said is not None)
+    # A follow under way will have the kept state current in a few requests: the next searches wait
+    # for the version, as they do while it is current (kept_state).
+    ctx.kept_state.saw(model is not None or texts is not None or facts is not None or said is not None
+                       or catching_up(ctx))
     return KeptNow(model, texts, facts, said, feedback if model is not None else None, versions)
+
+
+def catching_up(ctx: SearchContext) -> bool:
+    """Whether a follow of the change feed (kbgraph.search.student.change_feed) is bringing a kept
+    part of the namespace to a newer version."""
+    return any(background is not None and background.following()
+               for background in (ctx.vectors_in_background, ctx.texts_in_background, ctx.facts_in_background))
 
 
 def keepable(ctx: SearchContext, run: Run, vectors: bool, lexical: bool) -> list[str]:

@@ -23,11 +23,11 @@ from typing import Any
 
 from kbgraph.search.handoff import hands_off
 from kbgraph.search.student.rows import CandidateFacts
-from kbgraph.search.student.versioned import VersionedRead
+from kbgraph.search.student.versioned import RowsRead, VersionedRead
 from kbgraph.search.task_ways import TaskWays, task_ways, unique_ways, way_share
 from kbgraph.store.gateway import Neo4jGateway
 
-__all__ = ["NamespaceFacts", "StoredFacts", "fact_rows"]
+__all__ = ["NamespaceFacts", "StoredFacts", "fact_rows", "patched_facts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,10 +185,43 @@ class NamespaceFacts:
         return ways
 
 
-def fact_rows(gateway: Neo4jGateway, namespace: str) -> Callable[[str | None], VersionedRead[list[list[Any]]]]:
-    """Reads ``search_experience_fact_rows`` of ``namespace`` with the version kept (a versioned read)."""
-    def read(known: str | None) -> VersionedRead[list[list[Any]]]:
-        answer = gateway.read("search_experience_fact_rows", kb=namespace, known=known)[0]
+def fact_rows(gateway: Neo4jGateway, namespace: str) -> RowsRead[list[list[Any]]]:
+    """Reads ``search_experience_fact_rows`` of ``namespace`` with the version kept (a versioned read),
+    of experiences ``ids`` only when given (the change feed: kbgraph.search.student.change_feed)."""
+    def read(known: str | None, ids: list[str] | None = None) -> VersionedRead[list[list[Any]]]:
+        answer = gateway.read("search_experience_fact_rows", kb=namespace, known=known, ids=ids)[0]
         return VersionedRead(answer["version"], bool(answer["unchanged"]), list(answer["rows"]))
 
     return read
+
+
+def patched_facts(before: NamespaceFacts, rows: list[list[Any]], changed: list[str]) -> NamespaceFacts:
+    """The facts of ``rows`` made from ``before`` and the ids whose rows ``changed`` (a
+    :data:`~kbgraph.search.student.versioned.Patch`): the groups (an abstract experience's members,
+    a task's experiences) that hold a changed experience, before or now, are made again, in id
+    order as ``rows`` give them; the others, and what was worked out of them, are taken over."""
+    gone = set(changed)
+    fresh = [StoredFacts.of(row) for row in rows if row[0] in gone]
+    old = [f for i in gone if (f := before.by_id.get(i)) is not None]
+    targets = {t for f in (*old, *fresh) for t, *_ in f.abstractions}
+    tasks = {f.task_key for f in (*old, *fresh) if f.task_key is not None}
+    after = NamespaceFacts(())
+    after.by_id = {i: f for i, f in before.by_id.items() if i not in gone}
+    after.by_id.update((f.id, f) for f in fresh)
+    after._members = {t: m for t, m in before._members.items() if t not in targets}  # pylint: disable=protected-access
+    after._by_task = {k: m for k, m in before._by_task.items() if k not in tasks}  # pylint: disable=protected-access
+    for target in targets:
+        members = [f for f in before._members.get(target, ()) if f.id not in gone]  # pylint: disable=protected-access
+        members += [f for f in fresh if any(t == target for t, *_ in f.abstractions)]
+        if members:
+            after._members[target] = sorted(members, key=lambda f: f.id)  # pylint: disable=protected-access
+    for task in tasks:
+        group = [f for f in before._by_task.get(task, ()) if f.id not in gone]  # pylint: disable=protected-access
+        group += [f for f in fresh if f.kind == "concrete" and f.task_key == task]
+        if group:
+            after._by_task[task] = sorted(group, key=lambda f: f.id)  # pylint: disable=protected-access
+    # What was worked out of groups no change reached stays true.
+    after._runs = {i: r for i, r in before._runs.items() if i not in gone and i not in targets}  # pylint: disable=protected-access
+    after._task_runs = {k: r for k, r in before._task_runs.items() if k not in tasks}  # pylint: disable=protected-access
+    after._ways_kept = {k: w for k, w in before._ways_kept.items() if k[0] not in tasks}  # pylint: disable=protected-access
+    return after

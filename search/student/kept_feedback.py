@@ -34,11 +34,11 @@ import numpy.typing as npt
 
 from kbgraph.search.student.kept_facts import NamespaceFacts
 from kbgraph.search.student.vector_model import ExperienceVectors, neo4j_scores
-from kbgraph.search.student.versioned import KeptByVersion, VersionedRead
+from kbgraph.search.student.versioned import KeptByVersion, Patch, RowsRead, VersionedRead
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.vector_cache import unit_vector
 
-__all__ = ["NamespaceFeedback", "StoredFeedback", "built_feedback", "feedback_rows", "utility_as_read"]
+__all__ = ["NamespaceFeedback", "StoredFeedback", "built_feedback", "feedback_rows", "patched_feedback", "utility_as_read"]
 
 #: Outcome vectors asked for per request.
 _PAGE = 5000
@@ -70,8 +70,14 @@ class NamespaceFeedback:
     """What feedback changes of every experience of a namespace at one feedback version, and the
     task vectors of their outcomes (unit float32, by outcome id)."""
 
-    def __init__(self, rows: Iterable[Sequence[Any]], outcome_vectors: Mapping[str, npt.NDArray[np.float32]]):
-        self.by_id = {str(row[0]): StoredFeedback.of(row) for row in rows}
+    def __init__(self, rows: Iterable[Sequence[Any]], outcome_vectors: Mapping[str, npt.NDArray[np.float32]],
+                 before: NamespaceFeedback | None = None, changed: Iterable[str] = ()):
+        """From rows of ``search_experience_feedback_rows``; with ``before`` and ``changed`` as
+        :class:`~kbgraph.search.student.kept_facts.NamespaceFacts` takes them."""
+        held: Mapping[str, StoredFeedback] = before.by_id if before is not None else {}
+        fresh = set(changed)
+        self.by_id: dict[str, StoredFeedback] = {str(row[0]): kept if row[0] not in fresh and (kept := held.get(row[0])) is not None
+                      else StoredFeedback.of(row) for row in rows}
         self.outcome_vectors = dict(outcome_vectors)
 
     def __len__(self) -> int:
@@ -127,10 +133,11 @@ def _scores(vectors: Sequence[npt.NDArray[np.float32] | None], query: Sequence[f
     return [next(scores) if v is not None else None for v in vectors]
 
 
-def feedback_rows(gateway: Neo4jGateway, namespace: str) -> Callable[[str | None], VersionedRead[list[list[Any]]]]:
-    """Reads ``search_experience_feedback_rows`` of ``namespace`` with the feedback version kept."""
-    def read(known: str | None) -> VersionedRead[list[list[Any]]]:
-        answer = gateway.read("search_experience_feedback_rows", kb=namespace, known=known)[0]
+def feedback_rows(gateway: Neo4jGateway, namespace: str) -> RowsRead[list[list[Any]]]:
+    """Reads ``search_experience_feedback_rows`` of ``namespace`` with the feedback version kept, of
+    experiences ``ids`` only when given (the change feed)."""
+    def read(known: str | None, ids: list[str] | None = None) -> VersionedRead[list[list[Any]]]:
+        answer = gateway.read("search_experience_feedback_rows", kb=namespace, known=known, ids=ids)[0]
         return VersionedRead(answer["version"], bool(answer["unchanged"]), list(answer["rows"]))
 
     return read
@@ -142,16 +149,31 @@ def built_feedback(gateway: Neo4jGateway, namespace: str,
     outcomes the value ``kept`` holds now does not hold."""
     def make(rows: list[list[Any]]) -> NamespaceFeedback:
         before = kept.kept(namespace)
-        held = before[1].outcome_vectors if before is not None else {}
-        referenced = {str(o) for row in rows for o, _ in row[5]}
-        vectors = {o: held[o] for o in referenced if o in held}
-        wanted = sorted(referenced - vectors.keys())
-        # Only an outcome read with its vector is held (one read without may have been read as its
-        # write was being applied: see kbgraph.search.student.versioned); the next read asks again.
-        for start in range(0, len(wanted), _PAGE):
-            for r in gateway.read("search_outcome_vectors_of", kb=namespace, ids=wanted[start : start + _PAGE]):
-                if r["embedding"] is not None:
-                    vectors[r["id"]] = unit_vector(r["embedding"])
-        return NamespaceFeedback(rows, vectors)
+        return _made(gateway, namespace, rows, before[1] if before is not None else None, None)
 
     return make
+
+
+def patched_feedback(gateway: Neo4jGateway, namespace: str) -> Patch[NamespaceFeedback, list[list[Any]]]:
+    """The kept value of rows read with :func:`feedback_rows` made from the value before them and the
+    ids whose rows changed (the change feed), reading only the outcome vectors it does not hold."""
+    def patch(before: NamespaceFeedback, rows: list[list[Any]], changed: list[str]) -> NamespaceFeedback:
+        return _made(gateway, namespace, rows, before, changed)
+
+    return patch
+
+
+def _made(gateway: Neo4jGateway, namespace: str, rows: list[list[Any]], before: NamespaceFeedback | None,
+          changed: list[str] | None) -> NamespaceFeedback:
+    """``rows``' value; with ``changed``, what was not changed is taken from ``before``."""
+    held = before.outcome_vectors if before is not None else {}
+    referenced = {str(o) for row in rows for o, _ in row[5]}
+    vectors = {o: held[o] for o in referenced if o in held}
+    wanted = sorted(referenced - vectors.keys())
+    # Only an outcome read with its vector is held (one read without may have been read as its
+    # write was being applied: see kbgraph.search.student.versioned); the next read asks again.
+    for start in range(0, len(wanted), _PAGE):
+        for r in gateway.read("search_outcome_vectors_of", kb=namespace, ids=wanted[start : start + _PAGE]):
+            if r["embedding"] is not None:
+                vectors[r["id"]] = unit_vector(r["embedding"])
+    return NamespaceFeedback(rows, vectors, before, changed or ()) if changed is not None else NamespaceFeedback(rows, vectors)

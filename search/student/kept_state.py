@@ -18,19 +18,23 @@ import math
 import time
 from threading import Lock
 
-__all__ = ["RECHECK_SECONDS", "KeptState"]
+__all__ = ["MOVING_SECONDS", "RECHECK_SECONDS", "KeptState"]
 
 #: How often a namespace whose kept state was not current has its version checked.
 RECHECK_SECONDS = 0.25
+#: How long after a search saw the version move the namespace counts as being written to.
+MOVING_SECONDS = 1.0
 
 
 class KeptState:
     """What the last version check said of a namespace's kept state (see the module docstring)."""
 
-    def __init__(self, recheck_seconds: float = RECHECK_SECONDS):
+    def __init__(self, recheck_seconds: float = RECHECK_SECONDS, moving_seconds: float = MOVING_SECONDS):
         self.recheck_seconds = recheck_seconds
+        self.moving_seconds = moving_seconds
         self._current = False
         self._checked = -math.inf
+        self._moved = -math.inf
         self._lock = Lock()
 
     def plan(self) -> tuple[bool, bool]:
@@ -49,3 +53,15 @@ class KeptState:
         """Records whether the kept state was current at the version a search read."""
         with self._lock:
             self._current = current
+
+    def moved(self) -> None:
+        """Records that a search read a newer version than the one the kept state was confirmed at."""
+        with self._lock:
+            self._moved = time.monotonic()
+
+    def moving(self) -> bool:
+        """Whether the version moved in the last ``moving_seconds``: writes are coming in, and what
+        a search works out from the kept state while it reads the version is likely thrown away
+        (kbgraph.search.student.channels)."""
+        with self._lock:
+            return time.monotonic() - self._moved < self.moving_seconds

@@ -29,12 +29,17 @@ from kbgraph.search.lexical import LexicalCorpus
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.versioned import VersionedRead
 
-__all__ = ["NamespaceTexts", "text_rows"]
+__all__ = ["NamespaceTexts", "patched_texts", "text_rows"]
+
+#: A patched corpus is built anew once this share of its positions hold nothing (texts taken out).
+_EMPTY_SHARE = 0.25
 
 @dataclass
 class NamespaceTexts:
     """The texts of a namespace's experiences that pass one set of filters: their ids and domains in
-    id order, and their BM25 corpus (fields problem, goal, domain)."""
+    id order, and their BM25 corpus (fields problem, goal, domain). Patched by the change feed
+    (:func:`patched_texts`), the texts changed are at the end and the positions of the texts
+    taken out hold nothing (no term: no search finds them)."""
 
     ids: list[str]
     domains: npt.NDArray[Any]
@@ -64,6 +69,25 @@ class NamespaceTexts:
             if len(self._weights) < 64:
                 self._weights[key] = kept
         return kept
+
+
+def patched_texts(before: NamespaceTexts, rows: list[tuple[str, ...]], changed: list[str]) -> NamespaceTexts:
+    """The texts of ``rows`` made from ``before`` and the ids whose rows ``changed`` (a
+    :data:`~kbgraph.search.student.versioned.Patch`, for the change feed): the changed texts are
+    taken out of its corpus and added again as they are now (:meth:`LexicalCorpus.patched`); the
+    positions of the others stay. It ranks as :meth:`NamespaceTexts.of` of ``rows`` does: every
+    text's BM25 is the same, and ties go to the smaller id either way."""
+    gone = set(changed)
+    held = [n for n, i in enumerate(before.ids) if i in gone and before.corpus.documents[n] is not None]
+    fresh = [row for row in rows if row[0] in gone]
+    empty = sum(1 for d in before.corpus.documents if d is None) + len(held)
+    if before.corpus.size == 0 or empty > _EMPTY_SHARE * (before.corpus.size + len(fresh)):
+        return NamespaceTexts.of(rows)
+    corpus = before.corpus.patched(held, [(p, g, d) for _, d, p, g in fresh])
+    domains = np.empty(len(before.ids) + len(fresh), dtype=object)
+    domains[: len(before.ids)] = before.domains
+    domains[len(before.ids):] = [row[1] for row in fresh]
+    return NamespaceTexts([*before.ids, *(row[0] for row in fresh)], domains, corpus)
 
 
 def text_rows(answer: Mapping[str, Any]) -> VersionedRead[list[tuple[str, ...]]]:

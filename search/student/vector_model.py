@@ -35,10 +35,10 @@ from kbgraph.store.vector_cache import unit_vector
 from kbgraph.search.student.bounded import BoundedMap
 from kbgraph.search.ranked import best_positions
 from kbgraph.search.student.rows import ChannelHit
-from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key
+from kbgraph.search.student.versioned import KeptByVersion, Patch, RowsRead, VersionedRead, filter_key
 
 __all__ = ["IN_PROCESS_MAX", "ExperienceFilters", "ExperienceVectors", "VectorKind", "built", "experience_vectors",
-           "neo4j_scores", "vector_rows"]
+           "neo4j_scores", "patched_vectors", "vector_rows"]
 
 #: The largest namespace (experiences) whose vector channels scan in the process. An exact scan
 #: costs time in proportion to the namespace: two channels took 1.1 ms at 10,000 experiences and
@@ -52,6 +52,9 @@ VectorKind = Literal["pg", "structure"]
 _PAGE = 5000
 #: Filter masks kept per model, one per set of filters (a namespace's searches use a few).
 _MASKS = 64
+#: A patched model is built anew once its matrices hold this many rows per experience that has a
+#: vector (rows of vectors no experience has any more stay until then).
+_SPARE_ROWS = 1.25
 
 
 @dataclass
@@ -126,6 +129,17 @@ class ExperienceVectors:
     abstract: frozenset[str]
     #: Per filters and matrix, the experiences a channel scores.
     _candidates: BoundedMap[tuple[Any, ...], npt.NDArray[np.intp]] = field(default_factory=lambda: BoundedMap(_MASKS))
+    #: Per matrix, the row of each vector by its bytes (made when a patch first asks).
+    _rows_by_bytes: dict[VectorKind, dict[bytes, int]] = field(default_factory=dict)
+
+    def rows_by_bytes(self, which: VectorKind) -> dict[bytes, int]:
+        """The row of each vector of matrix ``which`` by its bytes, for :func:`patched_vectors` (not to
+        be changed: a patch copies it)."""
+        found = self._rows_by_bytes.get(which)
+        if found is None:
+            found = {row.tobytes(): n for n, row in enumerate(self.vectors[which])}
+            self._rows_by_bytes[which] = found
+        return found
 
     def nearest(self, which: VectorKind, vector: Sequence[float], params: Mapping[str, Any], k: int) -> list[ChannelHit]:
         """The ``k`` experiences nearest to ``vector`` that pass the filters, as the exact scan
@@ -170,11 +184,11 @@ def experience_vectors(gateway: Neo4jGateway, namespace: str,
     return kept.get(namespace, vector_rows(gateway, namespace), built(gateway, namespace, kept))
 
 
-def vector_rows(gateway: Neo4jGateway, namespace: str) -> Callable[[str | None], VersionedRead[list[list[Any]]]]:
+def vector_rows(gateway: Neo4jGateway, namespace: str) -> RowsRead[list[list[Any]]]:
     """The read of what the channels filter on (``search_experience_vector_rows``), given the
-    version the rows were kept with."""
-    def read(known: str | None) -> VersionedRead[list[list[Any]]]:
-        answer = gateway.read("search_experience_vector_rows", kb=namespace, known=known)[0]
+    version the rows were kept with; of experiences ``ids`` only when given (the change feed)."""
+    def read(known: str | None, ids: list[str] | None = None) -> VersionedRead[list[list[Any]]]:
+        answer = gateway.read("search_experience_vector_rows", kb=namespace, known=known, ids=ids)[0]
         return VersionedRead(answer["version"], bool(answer["unchanged"]), list(answer["rows"]))
 
     return read
@@ -223,3 +237,65 @@ def _built(gateway: Neo4jGateway, namespace: str, rows: list[list[Any]],
 
     return ExperienceVectors(filters=ExperienceFilters.of(rows), vectors=vectors, row_of=row_of, held=held,
                              abstract=abstract)
+
+
+def patched_vectors(gateway: Neo4jGateway, namespace: str) -> Patch[ExperienceVectors, list[list[Any]]]:
+    """The model of rows read with :func:`vector_rows` made from the model before them and the ids
+    whose rows changed (the change feed, kbgraph.search.student.change_feed): only their vectors are
+    read, and a vector the matrices do not hold is added as a row of its own. The model ranks as
+    :func:`built` would: the same vectors, equal ones sharing a row, each scored on its own."""
+    def patch(before: ExperienceVectors, rows: list[list[Any]], changed: list[str]) -> ExperienceVectors:
+        ids = [str(row[0]) for row in rows]
+        gone = set(changed)
+        held = {i: v for i, v in before.held.items() if i not in gone}
+        wanted = [i for i in ids if i in gone]
+        for start in range(0, len(wanted), _PAGE):
+            for r in gateway.read("search_experience_vectors_of", kb=namespace, ids=wanted[start : start + _PAGE]):
+                held[r["id"]] = (unit_vector(r["pg"]) if r["pg"] is not None else None,
+                                 unit_vector(r["structure"]) if r["structure"] is not None else None)
+        held = {i: held[i] for i in ids if i in held}
+        position = {exp_id: n for n, exp_id in enumerate(before.filters.ids)}
+        source = np.fromiter((-1 if i in gone else position.get(i, -1) for i in ids), dtype=np.intp, count=len(ids))
+        vectors: dict[VectorKind, npt.NDArray[np.float32]] = {}
+        row_of: dict[VectorKind, npt.NDArray[np.intp]] = {}
+        by_bytes: dict[VectorKind, dict[bytes, int]] = {}
+        kinds: tuple[VectorKind, VectorKind] = ("pg", "structure")
+        for slot, which in enumerate(kinds):
+            matrix, rows_of, by_bytes[which] = _patched_rows(
+                before, which, source, [(n, held.get(i, (None, None))[slot]) for n, i in enumerate(ids) if i in gone])
+            if matrix.shape[0] > _SPARE_ROWS * max(int((rows_of >= 0).sum()), 1) + 16:
+                return _built(gateway, namespace, rows, before)  # mostly rows no one has: built anew
+            vectors[which], row_of[which] = matrix, rows_of
+        abstract = frozenset(i for i, row in zip(ids, rows, strict=True) if row[1] == "abstract")
+        return ExperienceVectors(filters=ExperienceFilters.of(rows), vectors=vectors, row_of=row_of, held=held,
+                                 abstract=abstract, _rows_by_bytes=by_bytes)
+
+    return patch
+
+
+def _patched_rows(before: ExperienceVectors, which: VectorKind, source: npt.NDArray[np.intp],
+                  fresh: list[tuple[int, npt.NDArray[np.float32] | None]]
+                  ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.intp], dict[bytes, int]]:
+    """One matrix of a patched model: the rows of ``before``'s for the experiences taken over
+    (``source``: each one's position in ``before``, -1 for one changed or new), and ``fresh``'s
+    vectors (by position) on the row of an equal vector, else on a row added for it."""
+    matrix = before.vectors[which]
+    previous = before.row_of[which]
+    rows_of = np.where(source >= 0, previous[np.maximum(source, 0)], -1).astype(np.intp)
+    dimension = matrix.shape[1] if matrix.shape[0] else next((len(v) for _, v in fresh if v is not None), 0)
+    row_by_bytes = dict(before.rows_by_bytes(which))
+    added: list[npt.NDArray[np.float32]] = []
+    for n, vector in fresh:
+        if vector is None or len(vector) != dimension:
+            continue
+        vector = vector.astype(np.float32)
+        key = vector.tobytes()
+        row = row_by_bytes.get(key)
+        if row is None:
+            row = matrix.shape[0] + len(added)
+            added.append(vector)
+            row_by_bytes[key] = row
+        rows_of[n] = row
+    if added:
+        matrix = np.concatenate([matrix.reshape(-1, dimension), np.stack(added)]).astype(np.float32)
+    return matrix, rows_of, row_by_bytes

@@ -29,11 +29,13 @@ from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from threading import Lock
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from kbgraph.search.student.bounded import BoundedMap
 
-__all__ = ["SETTLE_SECONDS", "Kept", "KeptByVersion", "KeptInBackground", "NamespaceVersions", "VersionedRead",
+__all__ = ["SETTLE_SECONDS", "Follow", "Kept", "KeptByVersion", "KeptInBackground", "KeptPart",
+           "NamespaceVersions", "Patch", "RowsRead",
+           "VersionedRead",
            "filter_key", "kept_key", "sent", "version_applies"]
 
 K = TypeVar("K", bound=Hashable)
@@ -50,6 +52,13 @@ class VersionedRead(Generic[R]):
     version: str | None
     unchanged: bool
     rows: R
+
+
+class RowsRead(Protocol[R]):
+    """A versioned whole-namespace read (``known``: the version the caller kept its rows with), of
+    experiences ``ids`` only when given (the change feed: kbgraph.search.student.change_feed)."""
+
+    def __call__(self, known: str | None, ids: list[str] | None = None) -> VersionedRead[R]: ...
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,26 @@ def filter_key(params: Mapping[str, Any]) -> tuple[Any, ...]:
 
 def _tuple(values: Any) -> tuple[Any, ...] | None:
     return None if values is None else tuple(values)
+
+
+#: How a kept value follows the writes (kbgraph.search.student.change_feed.follow): from the version
+#: its rows were read at and those rows, the version now, its rows and the ids whose rows changed
+#: (None: the feed cannot tell).
+Follow = Callable[[str, R], tuple[str, R, list[str]] | None]
+#: A kept value made anew from the one before it, the rows now and the ids whose rows changed: the
+#: value ``make`` makes of those rows, made with less work.
+Patch = Callable[[V, R, list[str]], V]
+
+@dataclass(frozen=True)
+class KeptPart(Generic[R, V]):
+    """How one kept part of a namespace is read and made (kbgraph.search.student.kept_parts): its
+    versioned read, the value made of its rows and, where the change feed applies, how its rows
+    follow the writes and how a value is made from the one before."""
+
+    read: Callable[[str | None], VersionedRead[R]]
+    make: Callable[[R], V]
+    follow: Follow[R] | None = None
+    patch: Patch[V, R] | None = None
 
 
 #: What :class:`KeptByVersion` holds for one key: the version the rows were read at, what was made
@@ -135,6 +164,11 @@ class KeptByVersion(Generic[K, V]):
             self._kept.put(key, (answer.version, value, kept is not None and kept[0] == answer.version))
         return value
 
+    def hold(self, key: K, version: str, value: V) -> None:
+        """Keeps ``value`` for ``key`` as read and confirmed at ``version`` (a follow of the change
+        feed, read twice: kbgraph.search.student.change_feed)."""
+        self._kept.put(key, (version, value, True))
+
     def __len__(self) -> int:
         return len(self._kept)
 
@@ -169,26 +203,47 @@ class KeptInBackground(Generic[K, V]):
         self._lock = Lock()
         self._seen: dict[K, tuple[str, float]] = {}
         self._running: dict[K, Future[None]] = {}
+        #: By key, the version and rows of the last value read and confirmed, for a follow to start
+        #: from (kbgraph.search.student.change_feed); and the version a follow could not reach.
+        self._rows: BoundedMap[K, tuple[str, Any, V]] = BoundedMap(kept.size)
+        self._unfollowed: BoundedMap[K, str] = BoundedMap(kept.size)
+        self._following: set[K] = set()  # the keys a follow is bringing forward now
 
     def current(self, key: K | None, version: str | None, read: Callable[[str | None], VersionedRead[R]],
-                make: Callable[[R], V], wait: bool = False) -> V | None:
+                make: Callable[[R], V], wait: bool = False, follow: Follow[R] | None = None,
+                patch: Patch[V, R] | None = None) -> V | None:
         """The value kept for ``key`` when it was read and confirmed at ``version`` (the version a
         search just read); else None, and ``make`` of ``read``'s rows is kept in the background
         (see the class docstring). With ``wait``, it is read now in the caller's thread instead,
         twice as the background does, and given when confirmed at ``version`` (a write in between:
-        None). A ``key`` of None or a namespace without a version: None."""
+        None). A ``key`` of None or a namespace without a version: None.
+        With ``follow`` (the change feed: kbgraph.search.student.change_feed), a value kept at an
+        older version is brought to the new one at once, in the background, from its rows and the
+        rows the writes since changed (the value made by ``patch`` of the one before when given, else
+        by ``make``); where the feed cannot tell, the whole read above."""
         if key is None or version is None:
             return None
         kept = self.kept.kept(key)
         if kept is not None and kept[2] and kept[0] == version:
             return kept[1]
         if wait:
+            made, rows_of = self._holding(make, follow)
             for _ in range(2):  # the second read of a version confirms the first
-                self.kept.get(key, read, make)
-            kept = self.kept.kept(key)
+                self.kept.get(key, read, made)
+            kept = self._held(key, rows_of)
             return kept[1] if kept is not None and kept[2] and kept[0] == version else None
         now = time.monotonic()
         with self._lock:
+            base = self._rows.get(key) if follow is not None and self._unfollowed.get(key) != version else None
+            if base is not None and base[0] == version:
+                base = None  # its rows are this version's: the value is being confirmed
+            if base is not None and follow is not None:
+                if key not in self._running:
+                    following: Future[None] = Future()
+                    self._running[key] = following
+                    self._following.add(key)
+                    self._start(key, following, lambda: self._follow(key, version, base, follow, make, patch, following))
+                return None
             settle = max(self.settle_seconds, self.settle_per_read * self._last_read_s)
             seen = self._seen.get(key)
             if seen is None or seen[0] != version:
@@ -201,11 +256,55 @@ class KeptInBackground(Generic[K, V]):
                 return None
             done: Future[None] = Future()  # set when the read is over, whatever its end
             self._running[key] = done
+        self._start(key, done, lambda: self._refresh(key, read, *self._holding(make, follow), done))
+        return None
+
+    def current_of(self, key: K | None, version: str | None, part: KeptPart[R, V], wait: bool = False) -> V | None:
+        """:meth:`current` with ``part``'s read, make, follow and patch."""
+        return self.current(key, version, part.read, part.make, wait, part.follow, part.patch)
+
+    def _start(self, key: K, done: Future[None], job: Callable[[], None]) -> None:
         try:
-            self._submit(lambda: self._refresh(key, read, make, done))
+            self._submit(job)
         except RuntimeError:  # the pool was shut down (the retriever closed)
             self._finish(key, done)
-        return None
+
+    @staticmethod
+    def _holding(make: Callable[[R], V], follow: Follow[R] | None) -> tuple[Callable[[R], V], dict[int, R] | None]:
+        """``make`` and, with ``follow``, a ``make`` that also notes the rows each value it made was
+        made of, by the value's id (the values stay alive while kept: see :meth:`_held`)."""
+        if follow is None:
+            return make, None
+        rows_of: dict[int, R] = {}
+
+        def made(rows: R) -> V:
+            value = make(rows)
+            rows_of[id(value)] = rows
+            return value
+
+        return made, rows_of
+
+    def _held(self, key: K, rows_of: dict[int, R] | None) -> Kept[V] | None:
+        """What is kept for ``key`` after reads with :meth:`_holding`'s ``make``: once confirmed, its
+        rows are what a follow starts from."""
+        kept = self.kept.kept(key)
+        if kept is not None and kept[2] and rows_of is not None and (rows := rows_of.get(id(kept[1]))) is not None:
+            self._rows.put(key, (kept[0], rows, kept[1]))
+        return kept
+
+    def _follow(self, key: K, version: str, base: tuple[str, R, V], follow: Follow[R], make: Callable[[R], V],
+                patch: Patch[V, R] | None, done: Future[None]) -> None:
+        try:
+            followed = follow(base[0], base[1])
+            if followed is None:  # the feed cannot tell: a whole read, once writes settle
+                self._unfollowed.put(key, version)
+                return
+            at, rows, changed = followed
+            value = patch(base[2], rows, changed) if patch is not None else make(rows)
+            self.kept.hold(key, at, value)
+            self._rows.put(key, (at, rows, value))
+        finally:
+            self._finish(key, done)
 
     def confirmed(self, key: K | None) -> tuple[str, V] | None:
         """The version and value kept for ``key`` when they were read and confirmed, whatever
@@ -223,20 +322,39 @@ class KeptInBackground(Generic[K, V]):
             job.result()
 
     def _refresh(self, key: K, read: Callable[[str | None], VersionedRead[R]], make: Callable[[R], V],
-                 done: Future[None]) -> None:
+                 rows_of: dict[int, R] | None, done: Future[None]) -> None:
         started = time.monotonic()
         try:
             for _ in range(2):  # the second read at a version confirms the first
                 kept = self.kept.kept(key)
                 self.kept.take(key, kept, read(sent(kept)), make)
-                held = self.kept.kept(key)
+                held = self._held(key, rows_of)
                 if held is not None and held[2]:
                     break
         finally:
             self._last_read_s = time.monotonic() - started
             self._finish(key, done)
 
+    def await_follows(self, seconds: float) -> None:
+        """Waits up to ``seconds`` for the follows under way (a search that would otherwise ask the
+        indexes: the server's CPU is the scarcer under mixed traffic)."""
+        with self._lock:
+            running = [self._running[key] for key in self._following if key in self._running]
+        deadline = time.monotonic() + seconds
+        for job in running:
+            try:
+                job.result(max(deadline - time.monotonic(), 0.0))
+            except TimeoutError:
+                return
+
+    def following(self) -> bool:
+        """Whether a follow of the change feed is bringing a kept value to a newer version now (it
+        takes a few requests: a search soon after may find the value current)."""
+        with self._lock:
+            return bool(self._following)
+
     def _finish(self, key: K, done: Future[None]) -> None:
         with self._lock:
             self._running.pop(key, None)
+            self._following.discard(key)
         done.set_result(None)

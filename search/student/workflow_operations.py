@@ -275,11 +275,12 @@ class IntentRows:
 
 
 def read_intent_rows(gateway: Neo4jGateway, params: Mapping[str, Any], known: str | None = None,
-                     history: bool = False, history_known: str | None = None) -> IntentRows:
+                     history: bool = False, history_known: str | None = None, ids: list[str] | None = None) -> IntentRows:
     """What the intent channel reads, in one request: the workflows' rows (none when the search
-    version is ``known``) and, with ``history``, the history's (none when it is ``history_known``)."""
+    version is ``known``) and, with ``history``, the history's (none when it is ``history_known``);
+    of experiences ``ids`` only when given (the change feed: kbgraph.search.student.intent_follow)."""
     answer = gateway.read("search_workflow_operations", **params, separator=SEPARATOR, known=known,
-                          history=history, history_known=history_known)[0]
+                          history=history, history_known=history_known, ids=ids)[0]
     rows = tuple((exp_id, domain, joined, tuple(listed) if listed is not None else None)
                  for exp_id, domain, joined, listed in answer["rows"])
     version = answer["version"]

@@ -80,7 +80,7 @@ def test_an_unchanged_version_costs_the_server_the_same_however_many_experiences
                                                                                   name: str) -> None:
     with driver.session() as session:
         def hits(known: str | None) -> int:
-            summary = session.run("PROFILE " + query(name), **params(kb), separator=SEPARATOR, known=known,
+            summary = session.run("PROFILE " + query(name), **params(kb), separator=SEPARATOR, known=known, ids=None,
                                   history=True, history_known=known).consume()
             return db_hits(summary.profile)
 

@@ -12,7 +12,7 @@ import pytest
 from kbgraph.kb import KnowledgeBase
 from kbgraph.store.gateway import run_named
 from kbgraph.store.queries import query, query_names
-from kbgraph.store.search_version import BUMP, CHANGES_SEARCHED, LEAVES_SEARCHED, bump_first
+from kbgraph.store.search_version import BUMP, CHANGE_SEPARATOR, CHANGES_SEARCHED, LEAVES_SEARCHED, bump_first, changed_ids
 
 #: A clause that writes.
 WRITES = re.compile(r"\b(SET|MERGE|CREATE|DELETE|REMOVE)\b|setNodeVectorProperty")
@@ -54,7 +54,7 @@ def version(driver: neo4j.Driver, kb: KnowledgeBase) -> str | None:
 
 def test_a_write_bumps_the_version_in_its_own_transaction_and_a_rollback_leaves_it(kb: KnowledgeBase,
                                                                                    driver: neo4j.Driver) -> None:
-    kb.gateway.write(BUMP, kb=kb.namespace)
+    kb.gateway.write(BUMP, kb=kb.namespace, whole=False)
     before = version(driver, kb)
     assert before is not None
 
@@ -72,3 +72,38 @@ def test_a_write_bumps_the_version_in_its_own_transaction_and_a_rollback_leaves_
             inside = tx.run("MATCH (s:KbState {kb: $kb}) RETURN s.search_version AS v", kb=kb.namespace).single()
             tx.commit()
     assert inside is not None and version(driver, kb) == inside["v"]
+
+
+def test_each_write_says_what_it_changes_from_its_parameters_or_what_it_returned_or_that_it_cannot() -> None:
+    assert changed_ids("experience_upsert", {"rows": [{"id": "a"}, {"id": "b"}]}) == (["a", "b"], [])
+    assert changed_ids("maintenance_archive", {"rows": [{"id": "a"}]}) == (["a"], ["a"]), "its members' rows too"
+    assert changed_ids("maintenance_restore", {"ids": ["a"], "run": None}) == (["a"], ["a"])
+    assert changed_ids("maintenance_restore", {"ids": [], "run": "r1"}) is None, "a run's: the query finds them"
+    refresh = {"rows": [{"id": "x"}, {"id": "y"}]}
+    assert changed_ids("abstract_experiences_refresh", refresh) == ([], []), "noted after it ran"
+    assert changed_ids("abstract_experiences_refresh", refresh, [{"id": "x", "back": True}, {"id": "y", "back": False}]) \
+        == (["x", "y"], ["x"]), "one that came back changes its members' rows"
+    assert changed_ids("relations_inferred_delete", {"kb": "k"}) is None
+    assert changed_ids("experience_upsert", {"rows": [{"no id": 1}]}) is None, "another shape: cannot say"
+
+
+def feed(driver: neo4j.Driver, kb: KnowledgeBase, since: str) -> list[str] | None:
+    with driver.session() as session:
+        record = session.run(query("search_changes_since"), kb=kb.namespace, since=since,
+                             separator=CHANGE_SEPARATOR).single()
+    assert record is not None
+    return None if record["changed"] is None else list(record["changed"])
+
+
+def test_the_feed_keeps_the_last_64_versions_and_tells_nothing_past_them(kb: KnowledgeBase, driver: neo4j.Driver) -> None:
+    kb.gateway.write(BUMP, kb=kb.namespace, whole=False)
+    versions = [version(driver, kb)]
+    for n in range(70):
+        kb.gateway.write("experience_delete", kb=kb.namespace, ids=[f"gone-{n}"])
+        versions.append(version(driver, kb))
+    with driver.session() as session:
+        record = session.run("MATCH (s:KbState {kb: $kb}) RETURN s.change_versions AS v", kb=kb.namespace).single()
+    assert record is not None and record["v"] == versions[-64:]
+    assert feed(driver, kb, str(versions[-3])) == ["gone-68", "gone-69"]
+    assert feed(driver, kb, str(versions[-1])) == []
+    assert feed(driver, kb, str(versions[0])) is None, "older than the feed holds"

@@ -1,0 +1,229 @@
+"""The change feed (kbgraph.store.search_version, kbgraph.search.student.change_feed): rows a process
+kept at an older version, brought forward by the ids the writes since then changed, are the rows a
+read of the whole namespace gives, after every kind of write; where the feed cannot tell, it says
+so. A large namespace's searches then keep their state current under writes without reading it
+whole. Real Neo4j, real MiniLM, the real agent runs; the merge and the double read are pure."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import pytest
+
+from kbgraph.kb import KnowledgeBase
+from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
+from kbgraph.search.student.change_feed import Changes, ChangeFeed, follow, following, following_feedback, merged_rows
+from kbgraph.search.student.channels import filter_params
+from kbgraph.search.lexical import query_terms
+from kbgraph.search.student.kept_facts import fact_rows
+from kbgraph.search.student.kept_feedback import NamespaceFeedback, feedback_rows
+from kbgraph.search.student.kept_parts import facts_part, feedback_part, read_texts, texts_part, vectors_part
+from kbgraph.search.student.vector_model import ExperienceVectors, vector_rows
+from kbgraph.search.student.versioned import Follow, KeptByVersion, KeptPart, RowsRead, VersionedRead
+from kbgraph.store.search_version import BUMP, CHANGED_IDS, CHANGES_SEARCHED
+
+from tests.conftest import REAL_RUNS
+from tests.search.test_vector_model import experience, kept_current, params
+
+#: The reads of a whole namespace's rows that the feed stands in for.
+WHOLE_READS = {"search_experience_texts", "search_experience_vector_rows", "search_experience_fact_rows",
+               "search_experience_feedback_rows"}
+
+Part = tuple[RowsRead[Any], Follow[Any]]
+
+
+def parts(kb: KnowledgeBase) -> dict[str, Part]:
+    """Each kept part's whole read and how it follows the writes, as the searches' context makes them."""
+    filters = filter_params(kb.namespace, SearchFilters(), SearchQuery(task="a refund"), SearchWeights())
+    texts = partial(read_texts, kb.gateway, filters)
+    reads: dict[str, RowsRead[Any]] = {"texts": texts, "vectors": vector_rows(kb.gateway, kb.namespace),
+                                       "facts": fact_rows(kb.gateway, kb.namespace)}
+    found: dict[str, Part] = {name: (read, following(kb.gateway, kb.namespace, read)) for name, read in reads.items()}
+    feedback = feedback_rows(kb.gateway, kb.namespace)
+    found["feedback"] = (feedback, following_feedback(kb.gateway, kb.namespace, feedback))
+    return found
+
+
+def runs(count: int, prefix: str) -> list[dict[str, Any]]:
+    """Real runs under fresh ids (the same tasks: they join the stored experiences' groups)."""
+    lines = [json.loads(line) for line in (REAL_RUNS / "airline_gpt4o.jsonl").read_text().splitlines() if line.strip()]
+    return [{**run, "id": f"{prefix}-{n}"} for n, run in enumerate(lines[:count])]
+
+
+def test_every_write_that_changes_what_is_searched_says_what_it_changed_or_that_it_cannot() -> None:
+    assert set(CHANGED_IDS) == set(CHANGES_SEARCHED)
+
+
+def test_kept_rows_followed_through_every_kind_of_write_are_the_rows_a_whole_read_gives(real_kb: KnowledgeBase) -> None:
+    kb = real_kb
+    found = parts(kb)
+    first = {name: read(None) for name, (read, _) in found.items()}
+    last = dict(first)
+    every = [str(row[0]) for row in first["vectors"].rows]
+    writes: list[tuple[str, Callable[[], Any], set[str]]] = [
+        # (what, the write, the parts whose feed cannot tell after it)
+        ("runs ingested (merges, workflows grown)", lambda: kb.add_trajectories(runs(3, "again")), set()),
+        ("experiences stored as they are", lambda: kb.add_experiences([experience(n) for n in range(3)]), set()),
+        ("feedback", lambda: kb.record_feedback(used=every[:2], outcome=True, task="a refund"), {"feedback"}),
+        ("an experience deleted", lambda: kb.delete(every[-1:]), set()),
+        ("maintenance (merges, archives)", kb.maintain, set()),
+        ("a restore", lambda: kb.restore(ids=every[2:4]), set()),
+    ]
+    told: dict[tuple[str, str], bool] = {}
+    for what, write, cannot_tell in writes:
+        write()
+        for name, (read, follows) in found.items():
+            whole = read(None)
+            for since in (last[name], first[name]):  # from the version before, and across several
+                followed = follows(since.version, since.rows)
+                if since is last[name]:
+                    told[what, name] = followed is not None
+                if followed is not None:
+                    assert followed[:2] == (whole.version, whole.rows), f"{name} after {what}"
+            assert not (name in cannot_tell and told[what, name]), f"{name} after {what}: a feedback write names no ids"
+            last[name] = whole
+    # The ingest (its merges and grown workflows), a store and a delete say what they changed.
+    for what in ("runs ingested (merges, workflows grown)", "experiences stored as they are", "an experience deleted"):
+        assert all(told[what, name] for name in found), f"{what}: {told}"
+
+
+def test_the_feed_cannot_tell_past_a_version_it_does_not_hold_or_a_write_that_did_not_say(kb: KnowledgeBase) -> None:
+    kb.add_experiences([experience(n) for n in range(4)])
+    read, follows = parts(kb)["vectors"]
+    kept = read(None)
+    assert follows("a version no write made", kept.rows) is None
+    kb.add_experiences([experience(5)])
+    assert follows(kept.version, kept.rows) is not None
+    kept = read(None)
+    kb.gateway.write(BUMP, kb=kb.namespace, whole=True)  # as an auto-commit statement's bump says
+    assert follows(kept.version, kept.rows) is None
+    kept = read(None)
+    kb.gateway.write("kb_state_search_version_renew", kb=kb.namespace)  # as an import renews it
+    assert follows(kept.version, kept.rows) is None
+
+
+def test_a_large_namespace_keeps_its_state_current_under_writes_without_reading_it_whole(
+        kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    kb.add_experiences([experience(n) for n in range(40)])
+    kept_current(kb)
+    ctx = kb.student.context
+    backgrounds = [ctx.vectors_in_background, ctx.texts_in_background, ctx.facts_in_background,
+                   ctx.feedback_in_background]
+    for background in backgrounds:
+        assert background is not None
+        background.settle_seconds = background.settle_per_read = 60.0  # a whole read would wait a minute
+    asked: list[str] = []
+    whole: list[str] = []
+    read = kb.gateway.read
+
+    def recording(name: str, **values: Any) -> Any:
+        asked.append(name)
+        if name in WHOLE_READS and values.get("ids") is None:
+            whole.append(name)
+        return read(name, **values)
+
+    monkeypatch.setattr(kb.gateway, "read", recording)
+    kb.add_experiences([experience(100)])
+    p = params(kb, domain=None)
+
+    def current() -> list[Any]:
+        versions = ctx.versions()
+        return [ctx.current_vectors(p, versions.search), ctx.current_texts(p, versions.search),
+                ctx.current_facts(versions.search), ctx.current_feedback(versions.feedback)]
+
+    assert current() == [None] * 4, "a new version: the follows start"
+    for background in backgrounds:
+        background.settle()  # type: ignore[union-attr]
+    now = current()
+    assert all(value is not None for value in now), "followed to the new version"
+    assert whole == [] and "search_changes_since" in asked, "followed, not read whole"
+    assert now[0].filters.ids == sorted(str(row[0]) for row in vector_rows(kb.gateway, kb.namespace)(None).rows)
+
+
+def test_merged_rows_are_the_kept_ones_without_the_changed_with_the_fresh_in_id_order() -> None:
+    rows = [["a", 1], ["b", 2], ["c", 3]]
+    assert merged_rows(rows, ["b", "d"], [["d", 4]], lambda row: str(row[0])) == [["a", 1], ["c", 3], ["d", 4]]
+    assert merged_rows(rows, ["a"], [["a", 9]], lambda row: str(row[0])) == [["a", 9], ["b", 2], ["c", 3]]
+
+
+def fake_feed(answers: list[tuple[str, list[str] | None, str, list[list[Any]]]]) -> ChangeFeed[list[Any]]:
+    """A feed whose successive reads answer ``(version, changed, version of the rows read, rows)``."""
+    calls = iter(answers)
+    current: list[tuple[str, list[str] | None, str, list[list[Any]]]] = []
+
+    def changes(_: str) -> Changes:
+        current[:] = [next(calls)]
+        return Changes(current[0][0], current[0][1])
+
+    def read(known: str | None, ids: list[str] | None = None) -> VersionedRead[list[list[Any]]]:
+        return VersionedRead(current[0][2], False, current[0][3])
+
+    return ChangeFeed(changes, read, lambda row: str(row[0]))
+
+
+def test_a_follow_is_given_only_when_two_reads_agree_at_one_version() -> None:
+    base = [["a", 1], ["b", 2]]
+    agreed = fake_feed([("v2", ["b"], "v2", [["b", 3]]), ("v2", ["b"], "v2", [["b", 3]])])
+    assert follow(agreed, "v1", base) == ("v2", [["a", 1], ["b", 3]], ["b"])
+    # The first read saw part of a commit (b's row not yet written): the second differs, the third agrees.
+    partial_commit = fake_feed([("v2", ["b"], "v2", [["b", 2]]), ("v2", ["b"], "v2", [["b", 3]]),
+                                ("v2", ["b"], "v2", [["b", 3]])])
+    assert follow(partial_commit, "v1", base) == ("v2", [["a", 1], ["b", 3]], ["b"])
+    # A write between the feed and the rows, every time: nothing.
+    moving = fake_feed([("v2", ["b"], "v3", [["b", 3]])] * 3)
+    assert follow(moving, "v1", base) is None
+    assert follow(fake_feed([("v2", None, "v2", [])]), "v1", base) is None
+
+
+def test_a_value_patched_from_the_one_before_ranks_as_one_made_of_the_whole_rows(real_kb: KnowledgeBase) -> None:
+    kb = real_kb
+    filters = filter_params(kb.namespace, SearchFilters(), SearchQuery(task="a refund"), SearchWeights())
+    kept_vectors: KeptByVersion[str, ExperienceVectors] = KeptByVersion(1)
+    kept_feedback: KeptByVersion[str, NamespaceFeedback] = KeptByVersion(1)
+    found: dict[str, KeptPart[Any, Any]] = {
+        "texts": texts_part(kb.gateway, kb.namespace, filters), "facts": facts_part(kb.gateway, kb.namespace),
+        "vectors": vectors_part(kb.gateway, kb.namespace, kept_vectors),
+        "feedback": feedback_part(kb.gateway, kb.namespace, kept_feedback)}
+    held: dict[str, tuple[str, Any, Any]] = {}
+    for name, part in found.items():
+        answer = part.read(None)
+        held[name] = (answer.version, answer.rows, part.make(answer.rows))
+        for kept, of in ((kept_vectors, "vectors"), (kept_feedback, "feedback")):
+            if name == of:
+                kept.hold(kb.namespace, answer.version, held[name][2])
+    texts = ["cancel my reservation and refund", "change the flight to a later date", "baggage allowance gold member",
+             "I want to return the lamp and get my money back"]
+    vectors = kb.embedder.embed(texts)
+    for step, write in enumerate([lambda: kb.add_trajectories(runs(4, "patched")),
+                                  lambda: kb.add_experiences([experience(n) for n in range(5)]),
+                                  lambda: kb.delete([str(held["vectors"][1][0][0])]),
+                                  lambda: kb.add_trajectories(runs(6, "again"))]):
+        write()
+        for name, part in found.items():
+            version, rows, value = held[name]
+            assert part.follow is not None and part.patch is not None
+            followed = part.follow(version, rows)
+            assert followed is not None, f"{name}, write {step}"
+            at, now_rows, changed = followed
+            patched, whole = part.patch(value, now_rows, changed), part.make(now_rows)
+            if name == "texts":
+                for text in texts:
+                    for domain in (None, "airline", "retail"):
+                        terms = query_terms(text)
+                        assert patched.rank(terms, 30, domain, 0.5) == whole.rank(terms, 30, domain, 0.5)
+            elif name == "vectors":
+                for vector in vectors:
+                    for which in ("pg", "structure"):
+                        for domain in (None, "airline"):
+                            asked = {**filters, "domain": domain}
+                            assert patched.nearest(which, vector, asked, 30) == whole.nearest(which, vector, asked, 30)
+                assert patched.held.keys() == whole.held.keys()
+            else:
+                assert patched.by_id == whole.by_id, f"{name}, write {step}"
+            held[name] = (at, now_rows, patched)
+            for kept, of in ((kept_vectors, "vectors"), (kept_feedback, "feedback")):
+                if name == of:
+                    kept.hold(kb.namespace, at, patched)
