@@ -9,7 +9,8 @@ OPTIONAL MATCH (state:KbState {kb: $kb})
 WITH state, state.search_version AS version,
   state.search_version + '|' + reduce(stripes = '', f IN COLLECT { MATCH (f:FeedbackStripe {kb: $kb}) RETURN f ORDER BY f.stripe }
     | stripes + toString(f.stripe) + ':' + f.version + ';') AS feedback,
-  coalesce(state.change_versions, []) AS versions, coalesce(state.change_ids, []) AS ids
+  coalesce(state.change_versions, []) AS versions,
+  coalesce(state.change_ids, []) + [coalesce(state.change_pending, '*')] AS ids
 WITH version, feedback, ids, versions, [i IN range(0, size(versions) - 1) WHERE versions[i] = $since] AS at
 WITH version, feedback, CASE WHEN version IS NULL OR size(at) = 0 OR last(versions) <> version THEN null
   ELSE ids[at[0] + 1..] END AS entries

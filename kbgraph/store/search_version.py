@@ -76,9 +76,10 @@ NOTE = "search_change_note"
 #: What joins the ids of one version's entry of the change feed (no id holds it: one that does
 #: makes the entry "cannot say").
 CHANGE_SEPARATOR = "\u001f"
-#: The longest entry of the change feed (characters): a write that changes more experiences than
-#: that is noted "cannot say", and a search reads the namespace again, which is then no slower.
-CHANGE_MAX_CHARS = 200_000
+#: The longest entry of the change feed (characters, ~900 ids): a write that changes more experiences
+#: than that is noted "cannot say", and a search reads the namespace again, which is then no slower.
+#: Every note rewrites the state node's list, so the feed is kept short: 32 versions of such entries.
+CHANGE_MAX_CHARS = 32_000
 
 
 #: What a write changes, for the change feed: the experiences whose rows it changes and, of those,

@@ -14,7 +14,7 @@ since the kept version (``search_changes_since``), then those experiences' rows 
 would give them (the other rows as they were, in id order): the value made of them is the one a
 whole read makes. As every kept read, it is read twice and kept only when both reads agree at the
 same version (a read may overlap a commit being applied). Where the feed cannot tell (a write
-that cannot say what it changed, an import, a kept version older than the feed's last 64) the
+that cannot say what it changed, an import, a kept version older than the feed's last 32) the
 part reads the whole namespace, as before.
 """
 

@@ -15,6 +15,10 @@ committed, and a read that overlaps a commit being applied may see part of it: s
 version are read twice, by the first two searches that see it, and only the second read is trusted
 (the kept value is the same object when the rows are, see ``KeptByContent``).
 
+A value kept at an older version is brought to a newer one without reading the namespace again
+when the change feed can tell which experiences the writes since changed (:mod:`.change_feed`,
+:meth:`KeptInBackground.current`'s ``follow``).
+
 Kept per set of filters (:func:`filter_key`: namespace, statuses, domains, kinds, success and quality
 floors, the calling agent, whose own experiences it sees), so a tenant's or an agent's rows are never
 another's; the vectors are kept per namespace and filtered in the process, per search. Feedback changes an experience's quality without a new version (a burst of feedback must

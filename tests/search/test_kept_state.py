@@ -21,3 +21,11 @@ def test_a_search_waits_for_the_version_only_while_the_kept_state_has_been_curre
 def test_without_a_recheck_interval_every_search_checks() -> None:
     state = KeptState(recheck_seconds=0.0)
     assert [state.plan() for _ in range(3)] == [(True, False)] * 3
+
+
+def test_a_version_that_moved_a_moment_ago_says_writes_are_coming_in() -> None:
+    state = KeptState(moving_seconds=3600.0)
+    assert not state.moving()
+    state.moved()
+    assert state.moving()
+    assert not KeptState(moving_seconds=0.0).moving()

@@ -209,3 +209,24 @@ def test_an_empty_field_takes_no_part_in_that_fields_statistics() -> None:
     with_empty = lexical.LexicalCorpus([("cancel flight", "get a refund"), ("change date", ""), ("book seat", "")])
     without = lexical.LexicalCorpus([("cancel flight", "get a refund")])
     assert with_empty.scores(["refund"])[0] == pytest.approx(without.scores(["refund"])[0])
+
+
+DOCUMENTS = [("Cancel my reservation", "refund the flight", "airline"),
+             ("Return the lamp", "refund to the card", "retail"),
+             ("Change the flight date", "rebook", "airline"),
+             ("Exchange the lamp for a blue one", "exchange", "retail")]
+
+
+def test_a_patched_corpus_scores_every_document_as_a_corpus_built_of_them() -> None:
+    before = lexical.LexicalCorpus(DOCUMENTS)
+    added = [("Return the blue lamp", "refund", "retail"), ("Cancel the order", "refund the card", "retail")]
+    patched = before.patched([0, 2], added)  # two taken out (one of them changed: added again below)
+    kept = [DOCUMENTS[1], DOCUMENTS[3], *added]
+    built = lexical.LexicalCorpus(kept)
+    at = [1, 3, 4, 5]  # where the kept documents are in the patched corpus
+    for terms in (["refund"], ["lamp", "blue"], ["cancel", "flight", "refund"], ["airline"], ["nothing"]):
+        scores = patched.score_array(terms)
+        assert scores[at].tolist() == built.score_array(terms).tolist(), terms  # the same floats
+        assert scores[[0, 2]].tolist() == [0.0, 0.0], "a document taken out is found by nothing"
+    assert before.score_array(["flight"]).tolist() == lexical.LexicalCorpus(DOCUMENTS).score_array(["flight"]).tolist(), \
+        "the corpus patched is left as it was"

@@ -4,7 +4,9 @@ rows is reused only when it answers that the version is unchanged."""
 
 from __future__ import annotations
 
-from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key, sent, version_applies
+from collections.abc import Callable
+
+from kbgraph.search.student.versioned import KeptByVersion, KeptInBackground, VersionedRead, filter_key, sent, version_applies
 
 
 class Server:
@@ -106,3 +108,30 @@ def test_one_answer_serves_two_kept_reads_each_by_the_version_it_sent() -> None:
     history.take("filters, retail", kept, server.read(sent(kept)), made)
     assert sent(history.kept("filters, retail")) is None, "v2's rows are read again before they are trusted"
     assert sent(None) is None
+
+
+def test_a_value_kept_at_an_older_version_follows_the_feed_at_once_and_waits_for_nothing_else() -> None:
+    jobs: list[Callable[[], None]] = []
+    kept: KeptByVersion[str, list[str]] = KeptByVersion(4)
+    background = KeptInBackground(kept, jobs.append, settle_seconds=3600.0)
+    whole = iter([VersionedRead("v1", False, ["a", "b"]), VersionedRead("v1", False, ["a", "b"])])
+    made: list[list[str]] = []
+
+    def make(rows: list[str]) -> list[str]:
+        made.append(rows)
+        return list(rows)
+
+    def follow(version: str, rows: list[str]) -> tuple[str, list[str], list[str]] | None:
+        return ("v2", [*rows, "c"], ["c"]) if version == "v1" else None
+
+    assert background.current("k", "v1", lambda known: next(whole), make, wait=True, follow=follow) == ["a", "b"]
+    assert background.current("k", "v2", lambda known: next(whole), make, follow=follow) is None
+    assert background.following() and len(jobs) == 1, "a follow started at once, no settling time"
+    jobs.pop()()
+    assert background.current("k", "v2", lambda known: next(whole), make, follow=follow) == ["a", "b", "c"]
+    assert not background.following()
+    # A version the feed cannot reach: the whole read, once writes settle (an hour here).
+    assert background.current("k", "v3", lambda known: next(whole), make, follow=follow) is None
+    jobs.pop()()
+    assert background.current("k", "v3", lambda known: next(whole), make, follow=follow) is None
+    assert jobs == [], "no follow again for that version, and the whole read waits to settle"

@@ -95,15 +95,15 @@ def feed(driver: neo4j.Driver, kb: KnowledgeBase, since: str) -> list[str] | Non
     return None if record["changed"] is None else list(record["changed"])
 
 
-def test_the_feed_keeps_the_last_64_versions_and_tells_nothing_past_them(kb: KnowledgeBase, driver: neo4j.Driver) -> None:
+def test_the_feed_keeps_the_last_32_versions_and_tells_nothing_past_them(kb: KnowledgeBase, driver: neo4j.Driver) -> None:
     kb.gateway.write(BUMP, kb=kb.namespace, whole=False)
     versions = [version(driver, kb)]
-    for n in range(70):
+    for n in range(40):
         kb.gateway.write("experience_delete", kb=kb.namespace, ids=[f"gone-{n}"])
         versions.append(version(driver, kb))
     with driver.session() as session:
         record = session.run("MATCH (s:KbState {kb: $kb}) RETURN s.change_versions AS v", kb=kb.namespace).single()
-    assert record is not None and record["v"] == versions[-64:]
-    assert feed(driver, kb, str(versions[-3])) == ["gone-68", "gone-69"]
+    assert record is not None and record["v"] == versions[-32:]
+    assert feed(driver, kb, str(versions[-3])) == ["gone-38", "gone-39"]
     assert feed(driver, kb, str(versions[-1])) == []
     assert feed(driver, kb, str(versions[0])) is None, "older than the feed holds"
