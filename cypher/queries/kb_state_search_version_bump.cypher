@@ -5,13 +5,13 @@
 // and written again never repeats one.
 // The change feed: `change_versions` holds the namespace's last 32 versions in order; `change_ids`
 // the experiences the transaction that made each one changed (ids joined by a separator, '*' for
-// "cannot say"), but for the last version, whose entry is `change_pending`, noted by
-// search_change_note as the transaction's writes run (a short string, rewritten by each note; the
-// list is rewritten once a transaction, here). A search that kept rows at an older version reads
-// again only those experiences (search_changes_since). The new version's entry starts empty, or '*'
-// with $whole (a statement of an auto-commit session, committed apart from the write it comes
-// before); when the version before it is not the list's last (the list is new, or an import renewed
-// the version) the list starts again from it, with nothing to tell of how it was reached.
+// "cannot say"), but for the last version, whose entry is `change_pending`, written by
+// search_change_note just before the transaction commits (kbgraph.store.change_feed). A search that
+// kept rows at an older version reads again only those experiences (search_changes_since). The new
+// version's entry starts as '*': a transaction that commits without its note (an auto-commit
+// statement, a caller's own transaction) cannot say. When the version before it is not the list's
+// last (the list is new, or an import renewed the version) the list starts again from it, with
+// nothing to tell of how it was reached.
 MERGE (s:KbState {kb: $kb})
 ON CREATE SET s.added_total = 0
 WITH s, s.search_version AS before, coalesce(s.change_versions, []) AS versions,
@@ -20,5 +20,5 @@ WITH s, CASE WHEN before IS NOT NULL AND size(versions) > 0 AND last(versions) =
   THEN [versions, entries] ELSE [[coalesce(before, '')], ['*']] END AS chain
 SET s.search_version = randomUUID()
 SET s.change_versions = (chain[0] + [s.search_version])[-32..], s.change_ids = chain[1][-31..],
-    s.change_pending = CASE WHEN $whole THEN '*' ELSE '' END
+    s.change_pending = '*'
 RETURN s.search_version AS search_version;

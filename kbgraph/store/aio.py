@@ -25,7 +25,8 @@ import greenlet
 import neo4j
 
 from kbgraph.store.queries import query
-from kbgraph.store.search_version import bump_search_version_async, note_search_change_async
+from kbgraph.store.change_feed import flush_notes_async, note_after, note_before_async
+from kbgraph.store.search_version import bump_search_version_async
 from kbgraph.store.deadline import timed_out
 from kbgraph.embedders import Embedder, Vectors, WrappingEmbedder
 from kbgraph.store.gateway import PING_TIMEOUT_S, Neo4jGateway, Row, quiet, row_of
@@ -86,8 +87,9 @@ async def run_named_async(runner: neo4j.AsyncSession | neo4j.AsyncTransaction | 
                           name: str, params: dict[str, Any]) -> list[Row]:
     """:func:`kbgraph.store.gateway.run_named` on the async driver."""
     await bump_search_version_async(runner, name, params)
+    await note_before_async(runner, name, params)
     rows = [row_of(record) async for record in await runner.run(query(name), quiet(params))]
-    await note_search_change_async(runner, name, params, rows)
+    note_after(runner, name, params, rows)
     return rows
 
 
@@ -184,6 +186,7 @@ class AsyncGateway(Neo4jGateway):
                 results = [await run_named_async(tx, name, params) for name, params in calls]
                 if verify is not None:
                     verify(results)
+                await flush_notes_async(tx)
                 await tx.commit()
                 return results
 
@@ -258,7 +261,11 @@ class AsyncOpenTransaction:
                                                          run_named_async(self.tx, name, params)))
 
     def commit(self) -> None:
-        self.gateway._await(self.gateway._bounded(self.gateway.timeout_s, "commit", self.tx.commit()))
+        async def flushed_commit() -> None:
+            await flush_notes_async(self.tx)
+            await self.tx.commit()
+
+        self.gateway._await(self.gateway._bounded(self.gateway.timeout_s, "commit", flushed_commit()))
 
     def close(self) -> None:
         try:  # quiet: see kbgraph.store.transaction.OpenTransaction.close

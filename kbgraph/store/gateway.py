@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import neo4j
 
 from kbgraph.store.queries import query
-from kbgraph.store.search_version import bump_search_version, note_search_change
+from kbgraph.store.change_feed import flush_notes, note_after, note_before
+from kbgraph.store.search_version import bump_search_version
 from kbgraph.store.deadline import within
 from kbgraph.store.reachability import direct_address, driver_retry_time_s, handshake_answers
 from kbgraph.store.retry import guarded, lost_neo4j, retried
@@ -95,8 +96,9 @@ def run_named(runner: neo4j.Session | neo4j.Transaction | neo4j.ManagedTransacti
     """The rows of named query ``name`` run in ``runner`` (a session: one auto-commit query; a
     transaction: one statement of it), its parameters sent :func:`quiet`."""
     bump_search_version(runner, name, params)
+    note_before(runner, name, params)  # the change feed (kbgraph.store.change_feed)
     rows = [row_of(record) for record in runner.run(query(name), quiet(params))]
-    note_search_change(runner, name, params, rows)  # what the write joined (kbgraph.store.search_version)
+    note_after(runner, name, params, rows)
     return rows
 
 
@@ -209,6 +211,7 @@ class Neo4jGateway:
                 results = [run_named(tx, name, params) for name, params in calls]
                 if verify is not None:
                     verify(results)
+                flush_notes(tx)
                 tx.commit()
                 return results
 

@@ -43,10 +43,10 @@ import neo4j
 
 from kbgraph.store.queries import query
 
-__all__ = ["BUMP", "CHANGED_IDS", "CHANGES_FEEDBACK", "CHANGES_SEARCHED", "CHANGE_SEPARATOR", "FEEDBACK_BUMP",
+__all__ = ["BUMP", "CHANGED_IDS", "CHANGES_FEEDBACK", "CHANGES_SEARCHED", "CHANGE_MAX_CHARS", "CHANGE_SEPARATOR",
+           "FEEDBACK_BUMP", "Returned",
            "FEEDBACK_STRIPES", "LEAVES_SEARCHED", "NOTE", "RENEW", "Changed", "bump_first", "bump_search_version",
-           "bump_search_version_async", "changed_ids", "feedback_bump_first", "note_search_change",
-           "note_search_change_async"]
+           "bump_search_version_async", "changed_ids", "feedback_bump_first"]
 
 #: The named query that gives namespace ``$kb`` a new search version.
 BUMP = "kb_state_search_version_bump"
@@ -70,8 +70,8 @@ CHANGES_SEARCHED = frozenset({
     "namespace_delete",
 })
 
-#: The named query that notes, on the namespace's state node, the experiences a write of the
-#: transaction changed (the change feed, see :data:`CHANGED_IDS`).
+#: The named query that writes, on the namespace's state node, the experiences a transaction's
+#: writes changed (the change feed, see :data:`CHANGED_IDS` and kbgraph.store.change_feed).
 NOTE = "search_change_note"
 #: What joins the ids of one version's entry of the change feed (no id holds it: one that does
 #: makes the entry "cannot say").
@@ -241,47 +241,19 @@ def _bumps(runner: Any, name: str, params: Mapping[str, Any], transaction: bool)
     stripe's."""
     bumps: list[tuple[str, dict[str, Any]]] = []
     if (kb := bump_first(runner, name, params, transaction)) is not None:
-        bumps.append((BUMP, {"kb": kb, "whole": not transaction}))
+        bumps.append((BUMP, {"kb": kb}))
     if (kb := feedback_bump_first(runner, name, params, transaction)) is not None:
         bumps.append((FEEDBACK_BUMP, {"kb": kb, "stripe": random.randrange(FEEDBACK_STRIPES)}))
     return bumps
-
-
-def _note(name: str, params: Mapping[str, Any], transaction: bool, rows: Returned = None) -> dict[str, Any] | None:
-    """The parameters of the change feed's note for named write ``name`` (before it runs; after,
-    with the ``rows`` it returned), or None: it changes nothing searched, or nothing there is to
-    note, or it runs in an auto-commit session, whose bump said "cannot say" (it committed apart
-    from the write)."""
-    kb = params.get("kb")
-    if name not in CHANGES_SEARCHED or not isinstance(kb, str) or not transaction:
-        return None
-    changed = changed_ids(name, params, rows)
-    after = rows is not None
-    # Before the write: its joined experiences' neighbours then, or "cannot say" (once). After it:
-    # what it changed, with its joined experiences' neighbours now.
-    if changed is None and after or changed is not None and not (changed[0] if after else changed[1]):
-        return None
-    ids, joined = changed if changed is not None else (None, [])
-    return {"kb": kb, "ids": ids, "joined": joined, "separator": CHANGE_SEPARATOR, "max_chars": CHANGE_MAX_CHARS}
 
 
 def bump_search_version(runner: neo4j.Session | neo4j.Transaction | neo4j.ManagedTransaction, name: str,
                         params: Mapping[str, Any]) -> None:
     """Bumps, in ``runner``, the search version of the namespace named query ``name`` is about to
     change what is searched of, if it does and ``runner`` has not bumped it yet; and the same for
-    its feedback version. Then notes in the change feed what ``name`` changes (with what the
-    experiences are joined to before it runs: :func:`note_search_change` notes after)."""
+    its feedback version."""
     for bump, values in _bumps(runner, name, params, not isinstance(runner, neo4j.Session)):
         runner.run(query(bump), values).consume()
-    note_search_change(runner, name, params)
-
-
-def note_search_change(runner: neo4j.Session | neo4j.Transaction | neo4j.ManagedTransaction, name: str,
-                       params: Mapping[str, Any], rows: Returned = None) -> None:
-    """Notes in ``runner`` the experiences named write ``name`` changes (see :data:`CHANGED_IDS`);
-    ``rows``: what it returned, once it ran."""
-    if (note := _note(name, params, not isinstance(runner, neo4j.Session), rows)) is not None:
-        runner.run(query(NOTE), note).consume()
 
 
 async def bump_search_version_async(runner: neo4j.AsyncSession | neo4j.AsyncTransaction | neo4j.AsyncManagedTransaction,
@@ -289,12 +261,3 @@ async def bump_search_version_async(runner: neo4j.AsyncSession | neo4j.AsyncTran
     """:func:`bump_search_version` on the async driver."""
     for bump, values in _bumps(runner, name, params, not isinstance(runner, neo4j.AsyncSession)):
         await (await runner.run(query(bump), values)).consume()
-    await note_search_change_async(runner, name, params)
-
-
-async def note_search_change_async(runner: neo4j.AsyncSession | neo4j.AsyncTransaction | neo4j.AsyncManagedTransaction,
-                                   name: str, params: Mapping[str, Any],
-                                   rows: Returned = None) -> None:
-    """:func:`note_search_change` on the async driver."""
-    if (note := _note(name, params, not isinstance(runner, neo4j.AsyncSession), rows)) is not None:
-        await (await runner.run(query(NOTE), note)).consume()

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import neo4j
 
 from kbgraph.store.deadline import Neo4jTimeoutError, within
+from kbgraph.store.change_feed import flush_notes
 from kbgraph.store.gateway import Neo4jGateway, Row, run_named
 from kbgraph.store.retry import guarded, retried
 
@@ -71,7 +72,11 @@ class SyncTransaction:
         return within(self.gateway.timeout_s, name, lambda: run_named(self.tx, name, params), self.gateway.still_there)
 
     def commit(self) -> None:
-        within(self.gateway.timeout_s, "commit", self.tx.commit, self.gateway.still_there)
+        def flushed_commit() -> None:
+            flush_notes(self.tx)  # the change feed's entry (kbgraph.store.change_feed)
+            self.tx.commit()
+
+        within(self.gateway.timeout_s, "commit", flushed_commit, self.gateway.still_there)
 
     def close(self) -> None:
         try:

@@ -98,7 +98,7 @@ def test_the_feed_cannot_tell_past_a_version_it_does_not_hold_or_a_write_that_di
     kb.add_experiences([experience(5)])
     assert follows(kept.version, kept.rows) is not None
     kept = read(None)
-    kb.gateway.write(BUMP, kb=kb.namespace, whole=True)  # as an auto-commit statement's bump says
+    kb.gateway.write(BUMP, kb=kb.namespace)  # a version whose writes said nothing (an auto-commit bump)
     assert follows(kept.version, kept.rows) is None
     kept = read(None)
     kb.gateway.write("kb_state_search_version_renew", kb=kb.namespace)  # as an import renews it

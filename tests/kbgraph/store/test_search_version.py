@@ -54,7 +54,7 @@ def version(driver: neo4j.Driver, kb: KnowledgeBase) -> str | None:
 
 def test_a_write_bumps_the_version_in_its_own_transaction_and_a_rollback_leaves_it(kb: KnowledgeBase,
                                                                                    driver: neo4j.Driver) -> None:
-    kb.gateway.write(BUMP, kb=kb.namespace, whole=False)
+    kb.gateway.write(BUMP, kb=kb.namespace)
     before = version(driver, kb)
     assert before is not None
 
@@ -96,7 +96,7 @@ def feed(driver: neo4j.Driver, kb: KnowledgeBase, since: str) -> list[str] | Non
 
 
 def test_the_feed_keeps_the_last_32_versions_and_tells_nothing_past_them(kb: KnowledgeBase, driver: neo4j.Driver) -> None:
-    kb.gateway.write(BUMP, kb=kb.namespace, whole=False)
+    kb.gateway.write(BUMP, kb=kb.namespace)
     versions = [version(driver, kb)]
     for n in range(40):
         kb.gateway.write("experience_delete", kb=kb.namespace, ids=[f"gone-{n}"])
