@@ -45,19 +45,22 @@ _pending: WeakKeyDictionary[Any, dict[str, _Noted]] = WeakKeyDictionary()
 _lock = Lock()
 
 
-def _in_transaction(runner: Any) -> bool:
-    return not isinstance(runner, (neo4j.Session, neo4j.AsyncSession))
-
-
 def _noted(runner: Any, kb: str) -> _Noted:
     with _lock:
         return _pending.setdefault(runner, {}).setdefault(kb, _Noted())
 
 
+def _fed(runner: Any, name: str, params: Mapping[str, Any]) -> str | None:
+    """The namespace whose feed named write ``name`` goes to, or None: it changes nothing searched,
+    or it runs outside a transaction (its bump said "cannot say")."""
+    kb = params.get("kb")
+    in_transaction = not isinstance(runner, (neo4j.Session, neo4j.AsyncSession))
+    return kb if name in CHANGES_SEARCHED and isinstance(kb, str) and in_transaction else None
+
+
 def _before(runner: Any, name: str, params: Mapping[str, Any]) -> dict[str, Any] | None:
     """Notes a write that cannot say; the neighbours read to run first for one that joins (else None)."""
-    kb = params.get("kb")
-    if name not in CHANGES_SEARCHED or not isinstance(kb, str) or not _in_transaction(runner):
+    if (kb := _fed(runner, name, params)) is None:
         return None
     changed = changed_ids(name, params)
     noted = _noted(runner, kb)
@@ -90,8 +93,7 @@ async def note_before_async(runner: Any, name: str, params: Mapping[str, Any]) -
 
 def note_after(runner: Any, name: str, params: Mapping[str, Any], rows: Returned) -> None:
     """After named write ``name`` ran in ``runner`` and returned ``rows``: what it changed is noted."""
-    kb = params.get("kb")
-    if name not in CHANGES_SEARCHED or not isinstance(kb, str) or not _in_transaction(runner):
+    if (kb := _fed(runner, name, params)) is None:
         return
     changed = changed_ids(name, params, rows)
     noted = _noted(runner, kb)

@@ -44,9 +44,8 @@ import neo4j
 from kbgraph.store.queries import query
 
 __all__ = ["BUMP", "CHANGED_IDS", "CHANGES_FEEDBACK", "CHANGES_SEARCHED", "CHANGE_MAX_CHARS", "CHANGE_SEPARATOR",
-           "FEEDBACK_BUMP", "Returned",
-           "FEEDBACK_STRIPES", "LEAVES_SEARCHED", "NOTE", "RENEW", "Changed", "bump_first", "bump_search_version",
-           "bump_search_version_async", "changed_ids", "feedback_bump_first"]
+           "FEEDBACK_BUMP", "FEEDBACK_STRIPES", "LEAVES_SEARCHED", "NOTE", "RENEW", "Changed", "Returned", "bump_first",
+           "bump_search_version", "bump_search_version_async", "changed_ids", "feedback_bump_first"]
 
 #: The named query that gives namespace ``$kb`` a new search version.
 BUMP = "kb_state_search_version_bump"
@@ -76,9 +75,9 @@ NOTE = "search_change_note"
 #: What joins the ids of one version's entry of the change feed (no id holds it: one that does
 #: makes the entry "cannot say").
 CHANGE_SEPARATOR = "\u001f"
-#: The longest entry of the change feed (characters, ~900 ids): a write that changes more experiences
-#: than that is noted "cannot say", and a search reads the namespace again, which is then no slower.
-#: Every note rewrites the state node's list, so the feed is kept short: 32 versions of such entries.
+#: The longest entry of the change feed (characters, ~900 ids): a transaction that changes more
+#: experiences than that is noted "cannot say", and a search reads the namespace again, which is then
+#: no slower. Every bump rewrites the state node's list, so the feed is kept short: 32 versions.
 CHANGE_MAX_CHARS = 32_000
 
 
@@ -127,8 +126,8 @@ def _merged(params: Mapping[str, Any], _: Returned) -> Changed:
 
 
 #: For each write of :data:`CHANGES_SEARCHED`, what it changes (:data:`Changed`), read from its
-#: parameters or, once it ran, from the rows it returned. The note adds the ABSTRACTION neighbours
-#: of the second list, before the write and after it. This is the change feed a search's kept rows
+#: parameters or, once it ran, from the rows it returned. The ABSTRACTION neighbours of the second
+#: list are added, as they are before the write and at the commit (kbgraph.store.change_feed). This is the change feed a search's kept rows
 #: follow (kbgraph.search.student.change_feed): an id left out would leave a kept row stale, so a
 #: write that is not named here cannot say.
 CHANGED_IDS: Mapping[str, Callable[[Mapping[str, Any], Returned], Changed]] = {

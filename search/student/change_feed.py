@@ -20,6 +20,7 @@ part reads the whole namespace, as before.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -28,8 +29,8 @@ from kbgraph.search.student.versioned import Follow, RowsRead
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.search_version import CHANGE_SEPARATOR
 
-__all__ = ["Changes", "ChangeFeed", "changes_since", "feedback_changes", "follow", "following",
-           "following_feedback", "merged_rows"]
+__all__ = ["MOVED", "Changes", "ChangeFeed", "changes_since", "feedback_changes", "first_id", "follow", "following",
+           "following_feedback", "merged_rows", "until_two_agree"]
 
 Row = TypeVar("Row")
 #: How many times a follow reads before it gives up (a write in between each time).
@@ -96,39 +97,64 @@ def merged_rows(rows: Sequence[Row], changed: Sequence[str], fresh: Sequence[Row
     return sorted([*(row for row in rows if row_id(row) not in gone), *fresh], key=row_id)
 
 
-def follow(feed: ChangeFeed[Row], version: str, rows: Sequence[Row]) -> tuple[str, list[Row], list[str]] | None:
-    """The rows at the namespace's version now, from ``rows`` read at ``version`` and the change
-    feed, with the ids whose rows changed: read twice, given when both agree at one version (None:
-    the feed cannot tell, or writes kept coming in between)."""
-    seen: tuple[str, list[Row], list[str]] | None = None
+#: What an attempt of :func:`until_two_agree` gives when a write came between its requests.
+MOVED = object()
+
+
+def until_two_agree(attempt: Callable[[], Any], same: Callable[[Any, Any], bool] = operator.eq,
+                    settled: Callable[[Any], bool] = lambda _: False) -> Any:
+    """The answer of ``attempt`` once two attempts in a row give the ``same`` one (a read may overlap
+    a commit being applied: the second confirms the first), at most :data:`FOLLOW_READS` attempts;
+    None when an attempt gives None (the feed cannot tell) or none agree. An attempt that gives
+    :data:`MOVED` starts the pair again; one that is ``settled`` (nothing read that could be part
+    of a commit) is the answer at once."""
+    seen: Any = None
     for _ in range(FOLLOW_READS):
-        changes = feed.changes(version)
-        if changes.changed is None or changes.version is None:
+        now = attempt()
+        if now is None:
             return None
-        fresh = feed.read(None, changes.changed) if changes.changed else None
-        if fresh is not None and fresh.version != changes.version:
-            seen = None  # a write between the two requests
+        if now is MOVED:
+            seen = None
             continue
-        now = (changes.version, merged_rows(rows, changes.changed, fresh.rows if fresh is not None else [], feed.row_id),
-               changes.changed)
-        if seen == now:
+        if settled(now):
+            return now
+        if seen is not None and same(seen, now):
             return now
         seen = now
     return None
 
 
+def follow(feed: ChangeFeed[Row], version: str, rows: Sequence[Row]) -> tuple[str, list[Row], list[str]] | None:
+    """The rows at the namespace's version now, from ``rows`` read at ``version`` and the change
+    feed, with the ids whose rows changed: read twice, given when both agree at one version (None:
+    the feed cannot tell, or writes kept coming in between)."""
+    def attempt() -> Any:
+        changes = feed.changes(version)
+        if changes.changed is None or changes.version is None:
+            return None
+        fresh = feed.read(None, changes.changed) if changes.changed else None
+        if fresh is not None and fresh.version != changes.version:
+            return MOVED  # a write between the two requests
+        return (changes.version, merged_rows(rows, changes.changed, fresh.rows if fresh is not None else [], feed.row_id),
+                changes.changed)
+
+    followed: tuple[str, list[Row], list[str]] | None = until_two_agree(attempt)
+    return followed
+
+
 def following(gateway: Neo4jGateway, namespace: str, read: RowsRead[list[Row]]) -> Follow[list[Row]]:
     """How rows of ``read`` (a versioned read by search version, each row's first value its
     experience's id) follow the writes to ``namespace``: for :meth:`KeptInBackground.current`."""
-    feed = ChangeFeed(changes_since(gateway, namespace), read, _first)
+    feed = ChangeFeed(changes_since(gateway, namespace), read, first_id)
     return lambda version, rows: follow(feed, version, rows)
 
 
 def following_feedback(gateway: Neo4jGateway, namespace: str, read: RowsRead[list[Row]]) -> Follow[list[Row]]:
     """:func:`following` for a read by feedback version."""
-    feed = ChangeFeed(feedback_changes(gateway, namespace), read, _first)
+    feed = ChangeFeed(feedback_changes(gateway, namespace), read, first_id)
     return lambda version, rows: follow(feed, version, rows)
 
 
-def _first(row: Any) -> str:
+def first_id(row: Any) -> str:
+    """The id of a whole-namespace read's row: its first value."""
     return str(row[0])

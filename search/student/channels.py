@@ -170,12 +170,13 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
         _ask_indexes(ctx, run, jobs, {} if "vectors" in kept_parts else vectors,
                      text if lexical and "texts" not in kept_parts else None, terms)
         asked_steps = [] if "steps" in kept_parts else [executor.submit(_step_channel, ctx, run, v) for v in run.steps]
+        held = confirmed(ctx, run, kept_parts)
         # Not while writes keep moving the version: the work would mostly be done again.
-        held = {} if ctx.kept_state.moving() else confirmed(ctx, run, kept_parts)
-        ahead = {part: (at, value, _kept_answers(ctx, run, part, value, vectors, terms)) for part, (at, value) in held.items()}
+        ahead = {} if ctx.kept_state.moving() else {
+            part: (at, value, _kept_answers(ctx, run, part, value, vectors, terms)) for part, (at, value) in held.items()}
         versions = version_job.result()
         version = versions.search
-        if any(at != version for at, _ in confirmed(ctx, run, kept_parts).values()):
+        if any(at != version for at, _ in held.values()):
             ctx.kept_state.moved()
         kept = kept_current(ctx, run, versions, vectors, lexical, await_follows=True)
         found: dict[str, Any] = {}

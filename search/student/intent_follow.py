@@ -18,7 +18,7 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Any, TypeVar
 
 from kbgraph.search.student.bounded import BoundedMap
-from kbgraph.search.student.change_feed import Changes, changes_since, merged_rows
+from kbgraph.search.student.change_feed import MOVED, Changes, changes_since, first_id, merged_rows, until_two_agree
 from kbgraph.search.student.versioned import Kept, KeptByVersion, NamespaceVersions, VersionedRead
 from kbgraph.search.student.workflow_operations import IntentRows, read_intent_rows
 from kbgraph.store.gateway import Neo4jGateway
@@ -69,45 +69,42 @@ def followed_intent_rows(gateway: Neo4jGateway, params: Mapping[str, Any], bases
     if operations is None or (history_key is not None and history is None):
         return None
     changes = changes_since(gateway, str(params["kb"]))
-    seen: IntentRows | None = None
-    for _ in range(3):
+
+    def attempt() -> Any:
         since = {operations[0]: changes(operations[0])}
         if history is not None and history[0] not in since:
             since[history[0]] = changes(history[0])
         if len({c.version for c in since.values()}) != 1:
-            seen = None  # a write between the two feed reads
-            continue
+            return MOVED  # a write between the two feed reads
         if any(c.changed is None or c.version is None for c in since.values()):
             return None
         latest = since[operations[0]]
-        assert latest.version is not None and latest.changed is not None
+        assert latest.version is not None
         versions = NamespaceVersions(latest.version, latest.feedback)
-        if all(version == latest.version for version in since):  # nothing written since: as a whole read sent it
+        if all(version == latest.version for version in since):  # nothing written since: as a whole read sent it (settled)
             return IntentRows(VersionedRead(latest.version, True, ()), None if history is None else
                               VersionedRead(latest.version, True, ()), versions)
         ids = sorted({i for c in since.values() for i in c.changed or ()})
         answer = read_intent_rows(gateway, params, None, history is not None, None, ids) if ids else None
         if answer is not None and answer.versions.search != latest.version:
-            seen = None  # a write between the two requests
-            continue
-        merged = _merged(latest.version, operations, history, since, answer, versions)
-        if seen is not None and seen.operations == merged.operations and seen.history == merged.history:
-            return merged
-        seen = merged
-    return None
+            return MOVED  # a write between the two requests
+        return _merged(latest.version, operations, history, since, answer, versions)
+
+    # The rows agree; the feedback version read beside them may have moved (it is not kept by them).
+    followed: IntentRows | None = until_two_agree(
+        attempt, lambda a, b: bool(a.operations == b.operations and a.history == b.history),
+        lambda rows: bool(rows.operations.unchanged))
+    return followed
 
 
 def _merged(version: str, operations: tuple[str, Rows], history: tuple[str, Rows] | None,
             since: Mapping[str, Changes], answer: IntentRows | None, versions: NamespaceVersions) -> IntentRows:
     """The answer a whole read at ``version`` gives, from the kept rows (each with the version it was
     read at) and ``answer``: the rows of the experiences changed since either version."""
-    def first(row: tuple[Any, ...]) -> str:
-        return str(row[0])
-
     def brought(kept: tuple[str, Rows], fresh: Rows) -> tuple[tuple[Any, ...], ...]:
         changed = since[kept[0]].changed or []
         wanted = set(changed)
-        return tuple(merged_rows(kept[1], changed, [row for row in fresh if first(row) in wanted], first))
+        return tuple(merged_rows(kept[1], changed, [row for row in fresh if first_id(row) in wanted], first_id))
 
     merged = brought(operations, answer.operations.rows if answer is not None else ())
     merged_history = None

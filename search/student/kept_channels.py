@@ -80,10 +80,8 @@ def kept_current(ctx: SearchContext, run: Run, versions: NamespaceVersions, vect
     now = _kept_current(ctx, run, versions, vectors, lexical)
     if await_follows and None in (now.vectors, now.texts, now.facts) and catching_up(ctx):
         deadline = time.monotonic() + FOLLOW_WAIT_SECONDS
-        for background in (ctx.vectors_in_background, ctx.texts_in_background, ctx.facts_in_background,
-                           ctx.feedback_in_background):
-            if background is not None:
-                background.await_follows(max(deadline - time.monotonic(), 0.0))
+        for background in _followed(ctx):
+            background.await_follows(max(deadline - time.monotonic(), 0.0))
         now = _kept_current(ctx, run, versions, vectors, lexical)
     return now
 
@@ -108,8 +106,15 @@ def _kept_current(ctx: SearchContext, run: Run, versions: NamespaceVersions, vec
 def catching_up(ctx: SearchContext) -> bool:
     """Whether a follow of the change feed (kbgraph.search.student.change_feed) is bringing a kept
     part of the namespace to a newer version."""
-    return any(background is not None and background.following()
-               for background in (ctx.vectors_in_background, ctx.texts_in_background, ctx.facts_in_background))
+    return any(background.following() for background in _followed(ctx, feedback=False))
+
+
+def _followed(ctx: SearchContext, feedback: bool = True) -> list[KeptInBackground[Any, Any]]:
+    """The kept parts the change feed brings forward (the step texts are read whole); what feedback
+    changes only with ``feedback`` (it is used with the facts, whose follow says the state is catching up)."""
+    parts = (ctx.vectors_in_background, ctx.texts_in_background, ctx.facts_in_background,
+             ctx.feedback_in_background if feedback else None)
+    return [background for background in parts if background is not None]
 
 
 def keepable(ctx: SearchContext, run: Run, vectors: bool, lexical: bool) -> list[str]:

@@ -85,6 +85,37 @@ class NamespaceFacts:
             if facts.kind == "concrete" and facts.task_key is not None:
                 self._by_task.setdefault(facts.task_key, []).append(facts)
 
+    def patched(self, rows: Iterable[Sequence[Any]], changed: Iterable[str]) -> NamespaceFacts:
+        """The facts of ``rows`` (the rows now, in id order) made from these and the ids whose rows
+        ``changed``: the groups (an abstract experience's members, a task's experiences) that hold a
+        changed experience, before or now, are made again, in id order as ``rows`` give them; the
+        others, and what was worked out of them, are taken over."""
+        gone = set(changed)
+        fresh = [StoredFacts.of(row) for row in rows if row[0] in gone]
+        old = [f for i in gone if (f := self.by_id.get(i)) is not None]
+        targets = {t for f in (*old, *fresh) for t, *_ in f.abstractions}
+        tasks = {f.task_key for f in (*old, *fresh) if f.task_key is not None}
+        after = NamespaceFacts(())
+        after.by_id = {i: f for i, f in self.by_id.items() if i not in gone}
+        after.by_id.update((f.id, f) for f in fresh)
+        after._members = {t: m for t, m in self._members.items() if t not in targets}
+        after._by_task = {k: m for k, m in self._by_task.items() if k not in tasks}
+        for target in targets:
+            members = [f for f in self._members.get(target, ()) if f.id not in gone]
+            members += [f for f in fresh if any(t == target for t, *_ in f.abstractions)]
+            if members:
+                after._members[target] = sorted(members, key=lambda f: f.id)
+        for task in tasks:
+            group = [f for f in self._by_task.get(task, ()) if f.id not in gone]
+            group += [f for f in fresh if f.kind == "concrete" and f.task_key == task]
+            if group:
+                after._by_task[task] = sorted(group, key=lambda f: f.id)
+        # What was worked out of groups no change reached stays true.
+        after._runs = {i: r for i, r in self._runs.items() if i not in gone and i not in targets}
+        after._task_runs = {k: r for k, r in self._task_runs.items() if k not in tasks}
+        after._ways_kept = {k: w for k, w in self._ways_kept.items() if k[0] not in tasks}
+        return after
+
     def __len__(self) -> int:
         return len(self.by_id)
 
@@ -197,31 +228,5 @@ def fact_rows(gateway: Neo4jGateway, namespace: str) -> RowsRead[list[list[Any]]
 
 def patched_facts(before: NamespaceFacts, rows: list[list[Any]], changed: list[str]) -> NamespaceFacts:
     """The facts of ``rows`` made from ``before`` and the ids whose rows ``changed`` (a
-    :data:`~kbgraph.search.student.versioned.Patch`): the groups (an abstract experience's members,
-    a task's experiences) that hold a changed experience, before or now, are made again, in id
-    order as ``rows`` give them; the others, and what was worked out of them, are taken over."""
-    gone = set(changed)
-    fresh = [StoredFacts.of(row) for row in rows if row[0] in gone]
-    old = [f for i in gone if (f := before.by_id.get(i)) is not None]
-    targets = {t for f in (*old, *fresh) for t, *_ in f.abstractions}
-    tasks = {f.task_key for f in (*old, *fresh) if f.task_key is not None}
-    after = NamespaceFacts(())
-    after.by_id = {i: f for i, f in before.by_id.items() if i not in gone}
-    after.by_id.update((f.id, f) for f in fresh)
-    after._members = {t: m for t, m in before._members.items() if t not in targets}  # pylint: disable=protected-access
-    after._by_task = {k: m for k, m in before._by_task.items() if k not in tasks}  # pylint: disable=protected-access
-    for target in targets:
-        members = [f for f in before._members.get(target, ()) if f.id not in gone]  # pylint: disable=protected-access
-        members += [f for f in fresh if any(t == target for t, *_ in f.abstractions)]
-        if members:
-            after._members[target] = sorted(members, key=lambda f: f.id)  # pylint: disable=protected-access
-    for task in tasks:
-        group = [f for f in before._by_task.get(task, ()) if f.id not in gone]  # pylint: disable=protected-access
-        group += [f for f in fresh if f.kind == "concrete" and f.task_key == task]
-        if group:
-            after._by_task[task] = sorted(group, key=lambda f: f.id)  # pylint: disable=protected-access
-    # What was worked out of groups no change reached stays true.
-    after._runs = {i: r for i, r in before._runs.items() if i not in gone and i not in targets}  # pylint: disable=protected-access
-    after._task_runs = {k: r for k, r in before._task_runs.items() if k not in tasks}  # pylint: disable=protected-access
-    after._ways_kept = {k: w for k, w in before._ways_kept.items() if k[0] not in tasks}  # pylint: disable=protected-access
-    return after
+    :data:`~kbgraph.search.student.versioned.Patch`): :meth:`NamespaceFacts.patched`."""
+    return before.patched(rows, changed)

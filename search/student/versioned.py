@@ -37,10 +37,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from kbgraph.search.student.bounded import BoundedMap
 
-__all__ = ["SETTLE_SECONDS", "Follow", "Kept", "KeptByVersion", "KeptInBackground", "KeptPart",
-           "NamespaceVersions", "Patch", "RowsRead",
-           "VersionedRead",
-           "filter_key", "kept_key", "sent", "version_applies"]
+__all__ = ["SETTLE_SECONDS", "Follow", "Kept", "KeptByVersion", "KeptInBackground", "KeptPart", "NamespaceVersions",
+           "Patch", "RowsRead", "VersionedRead", "filter_key", "kept_key", "sent", "version_applies"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -231,10 +229,10 @@ class KeptInBackground(Generic[K, V]):
         if kept is not None and kept[2] and kept[0] == version:
             return kept[1]
         if wait:
-            made, rows_of = self._holding(make, follow)
+            made, last = self._holding(make, follow)
             for _ in range(2):  # the second read of a version confirms the first
                 self.kept.get(key, read, made)
-            kept = self._held(key, rows_of)
+            kept = self._held(key, last)
             return kept[1] if kept is not None and kept[2] and kept[0] == version else None
         now = time.monotonic()
         with self._lock:
@@ -274,26 +272,26 @@ class KeptInBackground(Generic[K, V]):
             self._finish(key, done)
 
     @staticmethod
-    def _holding(make: Callable[[R], V], follow: Follow[R] | None) -> tuple[Callable[[R], V], dict[int, R] | None]:
-        """``make`` and, with ``follow``, a ``make`` that also notes the rows each value it made was
-        made of, by the value's id (the values stay alive while kept: see :meth:`_held`)."""
+    def _holding(make: Callable[[R], V], follow: Follow[R] | None) -> tuple[Callable[[R], V], list[tuple[R, V]] | None]:
+        """``make`` and, with ``follow``, a ``make`` that also notes the last rows and value it made
+        (see :meth:`_held`)."""
         if follow is None:
             return make, None
-        rows_of: dict[int, R] = {}
+        last: list[tuple[R, V]] = []
 
         def made(rows: R) -> V:
             value = make(rows)
-            rows_of[id(value)] = rows
+            last[:] = [(rows, value)]
             return value
 
-        return made, rows_of
+        return made, last
 
-    def _held(self, key: K, rows_of: dict[int, R] | None) -> Kept[V] | None:
-        """What is kept for ``key`` after reads with :meth:`_holding`'s ``make``: once confirmed, its
-        rows are what a follow starts from."""
+    def _held(self, key: K, last: list[tuple[R, V]] | None) -> Kept[V] | None:
+        """What is kept for ``key`` after reads with :meth:`_holding`'s ``make``: once confirmed, and
+        made by it, its rows are what a follow starts from."""
         kept = self.kept.kept(key)
-        if kept is not None and kept[2] and rows_of is not None and (rows := rows_of.get(id(kept[1]))) is not None:
-            self._rows.put(key, (kept[0], rows, kept[1]))
+        if kept is not None and kept[2] and last and last[0][1] is kept[1]:
+            self._rows.put(key, (kept[0], last[0][0], kept[1]))
         return kept
 
     def _follow(self, key: K, version: str, base: tuple[str, R, V], follow: Follow[R], make: Callable[[R], V],
@@ -326,13 +324,13 @@ class KeptInBackground(Generic[K, V]):
             job.result()
 
     def _refresh(self, key: K, read: Callable[[str | None], VersionedRead[R]], make: Callable[[R], V],
-                 rows_of: dict[int, R] | None, done: Future[None]) -> None:
+                 last: list[tuple[R, V]] | None, done: Future[None]) -> None:
         started = time.monotonic()
         try:
             for _ in range(2):  # the second read at a version confirms the first
                 kept = self.kept.kept(key)
                 self.kept.take(key, kept, read(sent(kept)), make)
-                held = self._held(key, rows_of)
+                held = self._held(key, last)
                 if held is not None and held[2]:
                     break
         finally:
