@@ -1,7 +1,6 @@
-"""The public façade: one object per (database, namespace) that agents and tools talk to. Each
-method checks its arguments and delegates: to :mod:`kbgraph.store.writer`, :mod:`kbgraph.ingest.pipeline`
-(this object is its :class:`~kbgraph.ingest.context.IngestContext`), :mod:`kbgraph.search`, the
-learning modules (feedback, maintenance, agents) and :mod:`kbgraph.store.namespace_stats`."""
+"""The public façade: one object per (database, namespace) that agents and tools talk to. Each method checks its
+arguments and delegates: to :mod:`kbgraph.store.writer`, :mod:`kbgraph.ingest.pipeline` (this object is its
+:class:`~kbgraph.ingest.context.IngestContext`), :mod:`kbgraph.search`, the learning modules and :mod:`kbgraph.store.namespace_stats`."""
 
 from __future__ import annotations
 
@@ -36,6 +35,7 @@ from kbgraph.search.results import SearchResults
 from kbgraph.search.steps import StepHit, StepRetriever
 from kbgraph.search.student import StudentRetriever, parse_query
 from kbgraph.search.teacher import ProblematicStep, RefineResults, RefineWeights, TeacherRetriever
+from kbgraph.core.blas_threads import limit_blas_threads
 from kbgraph.core.settings import Settings, checked_namespace
 from kbgraph.core.value_bounds import check_bounds
 from kbgraph.store.writer import ExperienceWriter, WriteReport
@@ -68,8 +68,8 @@ class KnowledgeBase:
     ):
         self.namespace = checked_namespace(namespace)
         self.settings = settings or Settings(namespace=namespace, neo4j_database=database)
-        self.embedder = embedder
-        self.driver = driver
+        limit_blas_threads(self.settings.blas_threads)
+        self.embedder, self.driver = embedder, driver
         # AsyncKnowledgeBase passes its own gateway (kbgraph.store.aio.AsyncGateway, on the AsyncDriver).
         self.gateway = gateway or Neo4jGateway(driver, database, timeout_s=self.settings.query_timeout_s,
                                                bulk_timeout_s=self.settings.bulk_query_timeout_s)

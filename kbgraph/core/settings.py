@@ -135,6 +135,11 @@ class Settings(BaseSettings):
     openai_embedding_model: str = "text-embedding-3-small"
     openai_timeout_s: float = Field(default=30.0, gt=0, le=MAX_TIMEOUT_S)
 
+    # The process: the threads of each BLAS library loaded when a knowledge base opens (0 leaves
+    # them as they are). kbgraph's products are small, and OpenBLAS's idle threads spin after each
+    # one on cores Neo4j needs (kbgraph.core.blas_threads, docs/performance.md).
+    blas_threads: int = Field(default=1, ge=0, le=1024)
+
     # Writes.
     write_batch_size: int = Field(default=500, ge=1, le=50_000)
     # One ingest per namespace at a time: the lease a running ingest renews; after a crash the
