@@ -3,7 +3,9 @@
 // the experiences the writes since $since changed (each noted with its ABSTRACTION neighbours,
 // possibly more than once), or null when the feed cannot tell: $since is not among the last
 // versions kept, the version now is not the feed's last (an import renewed it), or a write did not
-// say what it changed. Only those experiences' rows are then read again
+// say what it changed. None when $since is the version now, whatever the feed holds (a namespace
+// written before the feed existed, or last by an import, holds none): every write that changes
+// what is searched gives a new version. Only those experiences' rows are then read again
 // (kbgraph.search.student.versioned.KeptInBackground).
 OPTIONAL MATCH (state:KbState {kb: $kb})
 WITH state, state.search_version AS version,
@@ -12,7 +14,8 @@ WITH state, state.search_version AS version,
   coalesce(state.change_versions, []) AS versions,
   coalesce(state.change_ids, []) + [coalesce(state.change_pending, '*')] AS ids
 WITH version, feedback, ids, versions, [i IN range(0, size(versions) - 1) WHERE versions[i] = $since] AS at
-WITH version, feedback, CASE WHEN version IS NULL OR size(at) = 0 OR last(versions) <> version THEN null
+WITH version, feedback, CASE WHEN version = $since THEN []
+  WHEN version IS NULL OR size(at) = 0 OR last(versions) <> version THEN null
   ELSE ids[at[0] + 1..] END AS entries
 RETURN version, feedback,
   CASE WHEN entries IS NULL OR any(entry IN entries WHERE entry = '*') THEN null

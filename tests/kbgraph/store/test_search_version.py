@@ -107,3 +107,19 @@ def test_the_feed_keeps_the_last_32_versions_and_tells_nothing_past_them(kb: Kno
     assert feed(driver, kb, str(versions[-3])) == ["gone-38", "gone-39"]
     assert feed(driver, kb, str(versions[-1])) == []
     assert feed(driver, kb, str(versions[0])) is None, "older than the feed holds"
+
+
+def test_a_version_that_is_the_one_now_has_nothing_changed_since_even_with_no_feed(kb: KnowledgeBase,
+                                                                                   driver: neo4j.Driver) -> None:
+    # A namespace written before the feed existed (or last by an import) holds a version and no feed:
+    # a search that kept its rows at that version must not be told "cannot say" (a whole read).
+    kb.gateway.write(BUMP, kb=kb.namespace)
+    with driver.session() as session:
+        session.run("MATCH (s:KbState {kb: $kb}) REMOVE s.change_versions, s.change_ids, s.change_pending",
+                    kb=kb.namespace).consume()
+    now = str(version(driver, kb))
+    assert feed(driver, kb, now) == []
+    assert feed(driver, kb, "an-older-version") is None, "the feed cannot say what changed since another version"
+    kb.gateway.write("experience_delete", kb=kb.namespace, ids=["gone"])
+    assert feed(driver, kb, now) == ["gone"], "the feed starts at the next write, from the version before it"
+    assert feed(driver, kb, str(version(driver, kb))) == []
