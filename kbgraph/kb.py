@@ -1,6 +1,6 @@
 """The public façade: one object per (database, namespace) that agents and tools talk to. Each method checks its
 arguments and delegates: to :mod:`kbgraph.store.writer`, :mod:`kbgraph.ingest.pipeline` (this object is its
-:class:`~kbgraph.ingest.context.IngestContext`), :mod:`kbgraph.search`, the learning modules and :mod:`kbgraph.store.namespace_stats`."""
+:class:`~kbgraph.ingest.context.IngestContext`), :mod:`kbgraph.search`, :mod:`kbgraph.learning` and :mod:`kbgraph.store.namespace_stats`."""
 
 from __future__ import annotations
 

@@ -31,4 +31,3 @@ def limit_blas_threads(threads: int) -> None:
             return
         ThreadpoolController().limit(limits=threads, user_api="blas")
         _limited = threads
-
