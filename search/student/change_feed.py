@@ -23,13 +23,14 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from functools import partial
+from typing import Any, Generic, Protocol, TypeVar
 
 from kbgraph.search.student.versioned import Follow, RowsRead
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.search_version import CHANGE_SEPARATOR
 
-__all__ = ["MOVED", "Changes", "ChangeFeed", "changes_since", "feedback_changes", "first_id", "follow", "following",
+__all__ = ["MOVED", "Changes", "ChangeFeed", "Feed", "changes_since", "feedback_changes", "first_id", "follow", "following",
            "following_feedback", "merged_rows", "until_two_agree"]
 
 Row = TypeVar("Row")
@@ -54,26 +55,36 @@ class ChangeFeed(Generic[Row]):
     """How one kept part follows the writes: the feed (``changes`` since a version), the part's own
     read of some experiences' rows, and the id of a row."""
 
-    changes: Callable[[str], Changes]
+    changes: Feed
     read: RowsRead[list[Row]]
     row_id: Callable[[Row], str]
 
 
-def changes_since(gateway: Neo4jGateway, namespace: str) -> Callable[[str], Changes]:
+class Feed(Protocol):
+    """What the writes since a version changed (:class:`Changes`); with ``inclusive``, the write that
+    made that version too (a whole read at it may have seen part of its commit)."""
+
+    def __call__(self, since: str, inclusive: bool = False) -> Changes: ...
+
+
+def changes_since(gateway: Neo4jGateway, namespace: str) -> Feed:
     """The change feed of ``namespace`` in search versions."""
-    def changes(since: str) -> Changes:
-        answer = _read(gateway, namespace, since)
+    def changes(since: str, inclusive: bool = False) -> Changes:
+        answer = _read(gateway, namespace, since, inclusive)
         return Changes(answer["version"], _ids(answer["changed"]), answer["feedback"])
 
     return changes
 
 
-def feedback_changes(gateway: Neo4jGateway, namespace: str) -> Callable[[str], Changes]:
+def feedback_changes(gateway: Neo4jGateway, namespace: str) -> Feed:
     """The change feed of ``namespace`` in feedback versions (the search version, then the tokens of
     the feedback stripes, kbgraph.store.search_version): a feedback write names no ids, so the feed
-    tells only while the stripes are the ones of the version since."""
-    def changes(since: str) -> Changes:
+    tells only while the stripes are the ones of the version since, and never what the write that
+    made a version changed (``inclusive``: it cannot tell)."""
+    def changes(since: str, inclusive: bool = False) -> Changes:
         search, _, stripes = since.partition("|")
+        if inclusive:
+            return Changes(None, None)
         answer = _read(gateway, namespace, search)
         version = answer["feedback"]
         same_stripes = version is not None and str(version).partition("|")[2] == stripes
@@ -82,8 +93,9 @@ def feedback_changes(gateway: Neo4jGateway, namespace: str) -> Callable[[str], C
     return changes
 
 
-def _read(gateway: Neo4jGateway, namespace: str, since: str) -> Mapping[str, Any]:
-    return gateway.read("search_changes_since", kb=namespace, since=since, separator=CHANGE_SEPARATOR)[0]
+def _read(gateway: Neo4jGateway, namespace: str, since: str, inclusive: bool = False) -> Mapping[str, Any]:
+    return gateway.read("search_changes_since", kb=namespace, since=since, inclusive=inclusive,
+                        separator=CHANGE_SEPARATOR)[0]
 
 
 def _ids(changed: Sequence[Any] | None) -> list[str] | None:
@@ -124,12 +136,15 @@ def until_two_agree(attempt: Callable[[], Any], same: Callable[[Any, Any], bool]
     return None
 
 
-def follow(feed: ChangeFeed[Row], version: str, rows: Sequence[Row]) -> tuple[str, list[Row], list[str]] | None:
+def follow(feed: ChangeFeed[Row], version: str, rows: Sequence[Row],
+           inclusive: bool = False) -> tuple[str, list[Row], list[str]] | None:
     """The rows at the namespace's version now, from ``rows`` read at ``version`` and the change
     feed, with the ids whose rows changed: read twice, given when both agree at one version (None:
-    the feed cannot tell, or writes kept coming in between)."""
+    the feed cannot tell, or writes kept coming in between). With ``inclusive``, the rows of the
+    write that made ``version`` are read again too (``rows`` are a whole read's at ``version``, not
+    yet confirmed: :class:`~kbgraph.search.student.versioned.KeptInBackground`)."""
     def attempt() -> Any:
-        changes = feed.changes(version)
+        changes = feed.changes(version, inclusive)
         if changes.changed is None or changes.version is None:
             return None
         fresh = feed.read(None, changes.changed) if changes.changed else None
@@ -146,13 +161,13 @@ def following(gateway: Neo4jGateway, namespace: str, read: RowsRead[list[Row]]) 
     """How rows of ``read`` (a versioned read by search version, each row's first value its
     experience's id) follow the writes to ``namespace``: for :meth:`KeptInBackground.current`."""
     feed = ChangeFeed(changes_since(gateway, namespace), read, first_id)
-    return lambda version, rows: follow(feed, version, rows)
+    return partial(follow, feed)
 
 
 def following_feedback(gateway: Neo4jGateway, namespace: str, read: RowsRead[list[Row]]) -> Follow[list[Row]]:
     """:func:`following` for a read by feedback version."""
     feed = ChangeFeed(feedback_changes(gateway, namespace), read, first_id)
-    return lambda version, rows: follow(feed, version, rows)
+    return partial(follow, feed)
 
 
 def first_id(row: Any) -> str:

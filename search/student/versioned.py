@@ -100,10 +100,14 @@ def _tuple(values: Any) -> tuple[Any, ...] | None:
     return None if values is None else tuple(values)
 
 
-#: How a kept value follows the writes (kbgraph.search.student.change_feed.follow): from the version
-#: its rows were read at and those rows, the version now, its rows and the ids whose rows changed
-#: (None: the feed cannot tell).
-Follow = Callable[[str, R], tuple[str, R, list[str]] | None]
+class Follow(Protocol[R]):
+    """How a kept value follows the writes (kbgraph.search.student.change_feed.follow): from the
+    version its rows were read at and those rows, the version now, its rows and the ids whose rows
+    changed (None: the feed cannot tell). With ``inclusive``, the rows the write that made that
+    version changed are read again too (rows of a whole read not yet confirmed)."""
+
+    def __call__(self, version: str, rows: R, inclusive: bool = False) -> tuple[str, R, list[str]] | None: ...
+
 #: A kept value made anew from the one before it, the rows now and the ids whose rows changed: the
 #: value ``make`` makes of those rows, made with less work.
 Patch = Callable[[V, R, list[str]], V]
@@ -192,7 +196,9 @@ class KeptInBackground(Generic[K, V]):
     keep changing the version no read is spent on one about to change: under mixed traffic (bench
     concurrent, 10 % adds, 8 clients) the reads of versions that stayed a second cost ~10 % of the
     searches per second (18.2 against 20.2 with nothing kept), a read of ~0.7 s at 10,000
-    experiences then waits for ~3 s of quiet.
+    experiences then waits for ~3 s of quiet. A part the change feed follows does not wait for
+    quiet: its whole read is confirmed by following the feed from the version it read (see
+    :meth:`current`), so it waits as long from when it was first wanted, whatever the writes.
     ``submit`` runs a read in a thread of the caller's. Thread-safe."""
 
     def __init__(self, kept: KeptByVersion[K, V], submit: Callable[[Callable[[], None]], Any],
@@ -206,7 +212,8 @@ class KeptInBackground(Generic[K, V]):
         self._seen: dict[K, tuple[str, float]] = {}
         self._running: dict[K, Future[None]] = {}
         #: By key, the version and rows of the last value read and confirmed, for a follow to start
-        #: from (kbgraph.search.student.change_feed); and the version a follow could not reach.
+        #: from (kbgraph.search.student.change_feed); and the version of the rows a follow could not
+        #: bring forward (the feed could not tell what a write since changed).
         self._rows: BoundedMap[K, tuple[str, Any, V]] = BoundedMap(kept.size)
         self._unfollowed: BoundedMap[K, str] = BoundedMap(kept.size)
         self._following: set[K] = set()  # the keys a follow is bringing forward now
@@ -222,7 +229,9 @@ class KeptInBackground(Generic[K, V]):
         With ``follow`` (the change feed: kbgraph.search.student.change_feed), a value kept at an
         older version is brought to the new one at once, in the background, from its rows and the
         rows the writes since changed (the value made by ``patch`` of the one before when given, else
-        by ``make``); where the feed cannot tell, the whole read above."""
+        by ``make``); where the feed cannot tell, the whole read above, confirmed by a follow from
+        its version, the rows of the write that made it read again too (it may have seen part of a
+        commit under way), else by a second whole read (at one version: writes must pause)."""
         if key is None or version is None:
             return None
         kept = self.kept.kept(key)
@@ -236,9 +245,11 @@ class KeptInBackground(Generic[K, V]):
             return kept[1] if kept is not None and kept[2] and kept[0] == version else None
         now = time.monotonic()
         with self._lock:
-            base = self._rows.get(key) if follow is not None and self._unfollowed.get(key) != version else None
-            if base is not None and base[0] == version:
-                base = None  # its rows are this version's: the value is being confirmed
+            base = self._rows.get(key) if follow is not None else None
+            if base is not None and (base[0] == version or self._unfollowed.get(key) == base[0]):
+                # Its rows are this version's (the value is being confirmed), or the feed cannot
+                # bring them forward (a write that could not say what it changed): a whole read.
+                base = None
             if base is not None and follow is not None:
                 if key not in self._running:
                     following: Future[None] = Future()
@@ -248,7 +259,10 @@ class KeptInBackground(Generic[K, V]):
                 return None
             settle = max(self.settle_seconds, self.settle_per_read * self._last_read_s)
             seen = self._seen.get(key)
-            if seen is None or seen[0] != version:
+            # A whole read waits for its version to stay a while; one the feed then follows (it is
+            # never wasted: writes during it are read again) waits as long from when it was first
+            # wanted, whatever the writes meanwhile: under steady writes a version never stays.
+            if seen is None or (seen[0] != version and follow is None):
                 self._seen[key] = (version, now)
                 if settle > 0:
                     return None
@@ -258,7 +272,7 @@ class KeptInBackground(Generic[K, V]):
                 return None
             done: Future[None] = Future()  # set when the read is over, whatever its end
             self._running[key] = done
-        self._start(key, done, lambda: self._refresh(key, read, *self._holding(make, follow), done))
+        self._start(key, done, lambda: self._refresh(key, read, *self._holding(make, follow), done, follow, patch))
         return None
 
     def current_of(self, key: K | None, version: str | None, part: KeptPart[R, V], wait: bool = False) -> V | None:
@@ -298,8 +312,8 @@ class KeptInBackground(Generic[K, V]):
                 patch: Patch[V, R] | None, done: Future[None]) -> None:
         try:
             followed = follow(base[0], base[1])
-            if followed is None:  # the feed cannot tell: a whole read, once writes settle
-                self._unfollowed.put(key, version)
+            if followed is None:  # the feed cannot tell: a whole read (see current)
+                self._unfollowed.put(key, base[0])
                 return
             at, rows, changed = followed
             value = patch(base[2], rows, changed) if patch is not None else make(rows)
@@ -324,7 +338,8 @@ class KeptInBackground(Generic[K, V]):
             job.result()
 
     def _refresh(self, key: K, read: Callable[[str | None], VersionedRead[R]], make: Callable[[R], V],
-                 last: list[tuple[R, V]] | None, done: Future[None]) -> None:
+                 last: list[tuple[R, V]] | None, done: Future[None], follow: Follow[R] | None = None,
+                 patch: Patch[V, R] | None = None) -> None:
         started = time.monotonic()
         try:
             for _ in range(2):  # the second read at a version confirms the first
@@ -333,9 +348,31 @@ class KeptInBackground(Generic[K, V]):
                 held = self._held(key, last)
                 if held is not None and held[2]:
                     break
+                if follow is not None and self._confirmed_by_feed(key, last, follow, make, patch):
+                    break
         finally:
             self._last_read_s = time.monotonic() - started
+            with self._lock:
+                self._seen.pop(key, None)  # the next whole read waits from when it is wanted
             self._finish(key, done)
+
+    def _confirmed_by_feed(self, key: K, last: list[tuple[R, V]] | None, follow: Follow[R], make: Callable[[R], V],
+                           patch: Patch[V, R] | None) -> bool:
+        """Confirms a whole read not confirmed yet by following the feed from its version, the write
+        that made that version included: every row a commit under way could have changed is read
+        again, twice, at one version (a second whole read at the same version needs the writes to
+        pause). False when the feed cannot tell."""
+        kept = self.kept.kept(key)
+        if kept is None or kept[2] or not last or last[0][1] is not kept[1]:
+            return False
+        followed = follow(kept[0], last[0][0], inclusive=True)
+        if followed is None:
+            return False
+        at, rows, changed = followed
+        value = patch(kept[1], rows, changed) if patch is not None else make(rows)
+        self.kept.hold(key, at, value)
+        self._rows.put(key, (at, rows, value))
+        return True
 
     def await_follows(self, seconds: float) -> None:
         """Waits up to ``seconds`` for the follows under way (a search that would otherwise ask the

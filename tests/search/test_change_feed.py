@@ -154,7 +154,7 @@ def fake_feed(answers: list[tuple[str, list[str] | None, str, list[list[Any]]]])
     calls = iter(answers)
     current: list[tuple[str, list[str] | None, str, list[list[Any]]]] = []
 
-    def changes(_: str) -> Changes:
+    def changes(_: str, inclusive: bool = False) -> Changes:
         current[:] = [next(calls)]
         return Changes(current[0][0], current[0][1])
 

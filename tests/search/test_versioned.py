@@ -4,6 +4,7 @@ rows is reused only when it answers that the version is unchanged."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from kbgraph.search.student.versioned import KeptByVersion, KeptInBackground, VersionedRead, filter_key, sent, version_applies
@@ -135,3 +136,63 @@ def test_a_value_kept_at_an_older_version_follows_the_feed_at_once_and_waits_for
     jobs.pop()()
     assert background.current("k", "v3", lambda known: next(whole), make, follow=follow) is None
     assert jobs == [], "no follow again for that version, and the whole read waits to settle"
+
+
+def test_under_steady_writes_a_whole_read_is_confirmed_by_following_the_feed_from_its_version() -> None:
+    # Each whole read lands at another version (an add between any two): a second read at the same
+    # version never comes, so the first is followed from its version, the write that made it included.
+    jobs: list[Callable[[], None]] = []
+    kept: KeptByVersion[str, list[str]] = KeptByVersion(4)
+    background = KeptInBackground(kept, jobs.append, settle_seconds=0.0)
+    whole = iter([VersionedRead("v1", False, ["a", "b?"]), VersionedRead("v2", False, ["a", "b", "c"])])
+    asked: list[tuple[str, bool]] = []
+
+    def follow(version: str, rows: list[str], inclusive: bool = False) -> tuple[str, list[str], list[str]] | None:
+        asked.append((version, inclusive))
+        return ("v3", ["a", "b", "c", "d"], ["b", "c", "d"]) if version == "v1" and inclusive else None
+
+    assert background.current("k", "v1", lambda known: next(whole), list, follow=follow) is None
+    jobs.pop()()
+    assert asked == [("v1", True)], "the unconfirmed read at v1 followed from v1, v1's own write read again"
+    assert background.current("k", "v3", lambda known: next(whole), list, follow=follow) == ["a", "b", "c", "d"]
+    assert next(whole).version == "v2", "no second whole read"
+
+
+def test_a_followed_part_waits_to_settle_from_when_it_was_first_wanted_not_for_a_version_to_stay() -> None:
+    jobs: list[Callable[[], None]] = []
+    kept: KeptByVersion[str, list[str]] = KeptByVersion(4)
+    background = KeptInBackground(kept, jobs.append, settle_seconds=0.05)
+
+    def follow(version: str, rows: list[str], inclusive: bool = False) -> tuple[str, list[str], list[str]] | None:
+        return None
+
+    def read(known: str | None) -> VersionedRead[list[str]]:
+        return VersionedRead("v", False, ["a"])
+
+    assert background.current("k", "v1", read, list, follow=follow) is None
+    time.sleep(0.06)
+    assert background.current("k", "v2", read, list, follow=follow) is None
+    assert len(jobs) == 1, "the version changed meanwhile, the read starts all the same"
+    unfollowed: KeptInBackground[str, list[str]] = KeptInBackground(KeptByVersion(4), jobs.append, settle_seconds=0.05)
+    assert unfollowed.current("k", "v1", read, list) is None
+    time.sleep(0.06)
+    assert unfollowed.current("k", "v2", read, list) is None
+    assert len(jobs) == 1, "without the feed, a read waits for a version that stays"
+
+
+def test_rows_the_feed_cannot_bring_forward_are_read_whole_again_whatever_the_version() -> None:
+    jobs: list[Callable[[], None]] = []
+    kept: KeptByVersion[str, list[str]] = KeptByVersion(4)
+    background = KeptInBackground(kept, jobs.append, settle_seconds=0.0)
+    reads = iter([VersionedRead("v1", False, ["a"]), VersionedRead("v1", False, ["a"]),
+                  VersionedRead("v5", False, ["a", "e"]), VersionedRead("v5", False, ["a", "e"])])
+
+    def follow(version: str, rows: list[str], inclusive: bool = False) -> tuple[str, list[str], list[str]] | None:
+        return None  # an import between: the feed cannot tell
+
+    assert background.current("k", "v1", lambda known: next(reads), list, wait=True, follow=follow) == ["a"]
+    assert background.current("k", "v2", lambda known: next(reads), list, follow=follow) is None
+    jobs.pop()()  # the follow from v1 fails
+    assert background.current("k", "v3", lambda known: next(reads), list, follow=follow) is None
+    jobs.pop()()  # not another follow from v1: the whole read
+    assert background.current("k", "v5", lambda known: next(reads), list, follow=follow) == ["a", "e"]

@@ -87,9 +87,9 @@ def test_each_write_says_what_it_changes_from_its_parameters_or_what_it_returned
     assert changed_ids("experience_upsert", {"rows": [{"no id": 1}]}) is None, "another shape: cannot say"
 
 
-def feed(driver: neo4j.Driver, kb: KnowledgeBase, since: str) -> list[str] | None:
+def feed(driver: neo4j.Driver, kb: KnowledgeBase, since: str, inclusive: bool = False) -> list[str] | None:
     with driver.session() as session:
-        record = session.run(query("search_changes_since"), kb=kb.namespace, since=since,
+        record = session.run(query("search_changes_since"), kb=kb.namespace, since=since, inclusive=inclusive,
                              separator=CHANGE_SEPARATOR).single()
     assert record is not None
     return None if record["changed"] is None else list(record["changed"])
@@ -107,6 +107,11 @@ def test_the_feed_keeps_the_last_32_versions_and_tells_nothing_past_them(kb: Kno
     assert feed(driver, kb, str(versions[-3])) == ["gone-38", "gone-39"]
     assert feed(driver, kb, str(versions[-1])) == []
     assert feed(driver, kb, str(versions[0])) is None, "older than the feed holds"
+    # Inclusive: what the write that made the version changed too (a whole read at it may have seen
+    # part of its commit).
+    assert feed(driver, kb, str(versions[-3]), inclusive=True) == ["gone-37", "gone-38", "gone-39"]
+    assert feed(driver, kb, str(versions[-1]), inclusive=True) == ["gone-39"]
+    assert feed(driver, kb, str(versions[-32]), inclusive=True) == [f"gone-{n}" for n in range(8, 40)]
 
 
 def test_a_version_that_is_the_one_now_has_nothing_changed_since_even_with_no_feed(kb: KnowledgeBase,
@@ -119,7 +124,9 @@ def test_a_version_that_is_the_one_now_has_nothing_changed_since_even_with_no_fe
                     kb=kb.namespace).consume()
     now = str(version(driver, kb))
     assert feed(driver, kb, now) == []
+    assert feed(driver, kb, now, inclusive=True) is None, "what made the version now is not held"
     assert feed(driver, kb, "an-older-version") is None, "the feed cannot say what changed since another version"
     kb.gateway.write("experience_delete", kb=kb.namespace, ids=["gone"])
     assert feed(driver, kb, now) == ["gone"], "the feed starts at the next write, from the version before it"
+    assert feed(driver, kb, now, inclusive=True) is None, "but what made its first version is not held"
     assert feed(driver, kb, str(version(driver, kb))) == []
