@@ -198,7 +198,7 @@ class KeptInBackground(Generic[K, V]):
     searches per second (18.2 against 20.2 with nothing kept), a read of ~0.7 s at 10,000
     experiences then waits for ~3 s of quiet. A part the change feed follows does not wait for
     quiet: its whole read is confirmed by following the feed from the version it read (see
-    :meth:`current`), so it waits as long from when it was first wanted, whatever the writes.
+    :meth:`current`): it waits as long from when it was first wanted, and its first not at all.
     ``submit`` runs a read in a thread of the caller's. Thread-safe."""
 
     def __init__(self, kept: KeptByVersion[K, V], submit: Callable[[Callable[[], None]], Any],
@@ -261,10 +261,11 @@ class KeptInBackground(Generic[K, V]):
             seen = self._seen.get(key)
             # A whole read waits for its version to stay a while; one the feed then follows (it is
             # never wasted: writes during it are read again) waits as long from when it was first
-            # wanted, whatever the writes meanwhile: under steady writes a version never stays.
+            # wanted, whatever the writes meanwhile (under steady writes a version never stays),
+            # and not at all when nothing is kept yet (a process's first searches).
             if seen is None or (seen[0] != version and follow is None):
                 self._seen[key] = (version, now)
-                if settle > 0:
+                if settle > 0 and (follow is None or kept is not None):
                     return None
             elif now - seen[1] < settle:
                 return None

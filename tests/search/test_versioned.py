@@ -196,3 +196,24 @@ def test_rows_the_feed_cannot_bring_forward_are_read_whole_again_whatever_the_ve
     assert background.current("k", "v3", lambda known: next(reads), list, follow=follow) is None
     jobs.pop()()  # not another follow from v1: the whole read
     assert background.current("k", "v5", lambda known: next(reads), list, follow=follow) == ["a", "e"]
+
+
+def test_a_followed_part_with_nothing_kept_is_read_at_the_first_search_without_settling() -> None:
+    # A process's first searches: nothing of the part is kept, and its whole read is never wasted
+    # (the feed follows the writes during it), so it starts at once.
+    jobs: list[Callable[[], None]] = []
+    background: KeptInBackground[str, list[str]] = KeptInBackground(KeptByVersion(4), jobs.append, settle_seconds=3600.0)
+
+    def follow(version: str, rows: list[str], inclusive: bool = False) -> tuple[str, list[str], list[str]] | None:
+        return None
+
+    def read(known: str | None) -> VersionedRead[list[str]]:
+        return VersionedRead("v1", False, ["a"])
+
+    assert background.current("k", "v1", read, list, follow=follow) is None
+    assert len(jobs) == 1, "read at once"
+    jobs.pop()()
+    assert background.current("k", "v1", read, list, follow=follow) == ["a"]
+    unfollowed: KeptInBackground[str, list[str]] = KeptInBackground(KeptByVersion(4), jobs.append, settle_seconds=3600.0)
+    assert unfollowed.current("k", "v1", read, list) is None
+    assert jobs == [], "a part the feed does not follow waits for its version to stay"
