@@ -82,9 +82,9 @@ def feedback_changes(gateway: Neo4jGateway, namespace: str) -> Feed:
     tells only while the stripes are the ones of the version since, and never what the write that
     made a version changed (``inclusive``: it cannot tell)."""
     def changes(since: str, inclusive: bool = False) -> Changes:
-        search, _, stripes = since.partition("|")
         if inclusive:
             return Changes(None, None)
+        search, _, stripes = since.partition("|")
         answer = _read(gateway, namespace, search)
         version = answer["feedback"]
         same_stripes = version is not None and str(version).partition("|")[2] == stripes

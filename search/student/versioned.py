@@ -316,12 +316,17 @@ class KeptInBackground(Generic[K, V]):
             if followed is None:  # the feed cannot tell: a whole read (see current)
                 self._unfollowed.put(key, base[0])
                 return
-            at, rows, changed = followed
-            value = patch(base[2], rows, changed) if patch is not None else make(rows)
-            self.kept.hold(key, at, value)
-            self._rows.put(key, (at, rows, value))
+            self._hold_followed(key, base[2], followed, make, patch)
         finally:
             self._finish(key, done)
+
+    def _hold_followed(self, key: K, before: V, followed: tuple[str, R, list[str]], make: Callable[[R], V],
+                       patch: Patch[V, R] | None) -> None:
+        """Keeps, confirmed, the value a follow brought ``before`` to, and its rows for the next one."""
+        at, rows, changed = followed
+        value = patch(before, rows, changed) if patch is not None else make(rows)
+        self.kept.hold(key, at, value)
+        self._rows.put(key, (at, rows, value))
 
     def confirmed(self, key: K | None) -> tuple[str, V] | None:
         """The version and value kept for ``key`` when they were read and confirmed, whatever
@@ -360,20 +365,15 @@ class KeptInBackground(Generic[K, V]):
     def _confirmed_by_feed(self, key: K, last: list[tuple[R, V]] | None, follow: Follow[R], make: Callable[[R], V],
                            patch: Patch[V, R] | None) -> bool:
         """Confirms a whole read not confirmed yet by following the feed from its version, the write
-        that made that version included: every row a commit under way could have changed is read
-        again, twice, at one version (a second whole read at the same version needs the writes to
-        pause). False when the feed cannot tell."""
+        that made it included: every row a commit under way could have changed is read again,
+        twice, at one version (a second whole read needs the writes to pause). False: cannot tell."""
         kept = self.kept.kept(key)
         if kept is None or kept[2] or not last or last[0][1] is not kept[1]:
             return False
         followed = follow(kept[0], last[0][0], inclusive=True)
-        if followed is None:
-            return False
-        at, rows, changed = followed
-        value = patch(kept[1], rows, changed) if patch is not None else make(rows)
-        self.kept.hold(key, at, value)
-        self._rows.put(key, (at, rows, value))
-        return True
+        if followed is not None:
+            self._hold_followed(key, kept[1], followed, make, patch)
+        return followed is not None
 
     def await_follows(self, seconds: float) -> None:
         """Waits up to ``seconds`` for the follows under way (a search that would otherwise ask the
