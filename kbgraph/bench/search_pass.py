@@ -5,7 +5,7 @@ client's and the managed server's CPU per search, the requests per search, and t
 A run makes two passes over the same queries (:mod:`kbgraph.bench.search`): the first right after
 the warm-up, as a process that just started searches (a namespace above ``exact_scan_max`` is then
 answered by the indexes until the process has read its vectors and texts in the background:
-kbgraph.search.student.versioned.KeptInBackground); the second once that state is current
+kbgraph.search.student.kept_in_background.KeptInBackground); the second once that state is current
 (:func:`wait_for_kept_state`), as every later search of a namespace no write has changed since.
 """
 

@@ -4,7 +4,7 @@ their rows are read again.
 
 Without it, every write left the kept rows (texts, vectors, scoring facts, what feedback changes) of
 a large namespace stale until a read of the whole namespace, ~0.1–0.2 s of the server's time each
-at 10,000 experiences, which :class:`~kbgraph.search.student.versioned.KeptInBackground` starts
+at 10,000 experiences, which :class:`~kbgraph.search.student.kept_in_background.KeptInBackground` starts
 only once writes have paused for a second. Under mixed traffic (an add every half second) they never
 paused, and every search asked the indexes: ~50 ms of the server's CPU a search at 10,000.
 
@@ -142,7 +142,7 @@ def follow(feed: ChangeFeed[Row], version: str, rows: Sequence[Row],
     feed, with the ids whose rows changed: read twice, given when both agree at one version (None:
     the feed cannot tell, or writes kept coming in between). With ``inclusive``, the rows of the
     write that made ``version`` are read again too (``rows`` are a whole read's at ``version``, not
-    yet confirmed: :class:`~kbgraph.search.student.versioned.KeptInBackground`)."""
+    yet confirmed: :class:`~kbgraph.search.student.kept_in_background.KeptInBackground`)."""
     def attempt() -> Any:
         changes = feed.changes(version, inclusive)
         if changes.changed is None or changes.version is None:

@@ -43,8 +43,9 @@ from kbgraph.search.student.read_turns import ReadTurns, turn_of
 from kbgraph.search.student.text_corpus import NamespaceTexts
 from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.vector_model import ExperienceVectors
-from kbgraph.search.student.versioned import (KeptByVersion, KeptInBackground, NamespaceVersions, VersionedRead,
-                                              filter_key, kept_key, sent, version_applies)
+from kbgraph.search.student.kept_in_background import KeptInBackground
+from kbgraph.search.student.versioned import (KeptByVersion, NamespaceVersions, VersionedRead, filter_key, kept_key, sent,
+                                              version_applies)
 from kbgraph.search.student.workflow_operations import WorkflowOperations, read_intent_rows
 
 __all__ = ["KeptByContent", "Run", "SearchContext"]  # KeptByContent: kbgraph.search.student.bounded

@@ -5,7 +5,7 @@ keeps at the version the search read (:func:`kept_current`), or now, whatever th
 
 Kept (:mod:`.vector_model`, :mod:`.text_corpus`, :mod:`.kept_facts`, :mod:`.kept_feedback`,
 :mod:`.step_model`, each read in the background:
-:class:`~kbgraph.search.student.versioned.KeptInBackground`): the vectors, the scoring facts and
+:class:`~kbgraph.search.student.kept_in_background.KeptInBackground`): the vectors, the scoring facts and
 what feedback changes up to :data:`IN_PROCESS_MAX` experiences, the texts and the step texts at
 any size; the vectors and the step texts not with a quality floor above 0, the texts keyed by
 their filters (:func:`~kbgraph.search.student.versioned.kept_key`).
@@ -24,7 +24,8 @@ from kbgraph.search.student.kept_feedback import NamespaceFeedback
 from kbgraph.search.student.step_model import StepSayers
 from kbgraph.search.student.text_corpus import NamespaceTexts
 from kbgraph.search.student.vector_model import IN_PROCESS_MAX, ExperienceVectors
-from kbgraph.search.student.versioned import KeptInBackground, NamespaceVersions, kept_key, version_applies
+from kbgraph.search.student.kept_in_background import KeptInBackground
+from kbgraph.search.student.versioned import NamespaceVersions, kept_key, version_applies
 
 __all__ = ["IN_PROCESS_MAX", "KeptNow", "catching_up", "check_kept", "confirmed", "in_process", "keepable",
            "kept_current"]

@@ -5,7 +5,7 @@ asks the server only for what it cannot keep.
 the database: ~11 ms of server time at 10,000 experiences, most of it facts no search changes
 (kinds, runs, the ABSTRACTION edges, the ways each task was done). Those change only in
 writes that give the namespace a new search version (kbgraph.store.search_version), so they are
-kept with it, as the vectors and texts are (:class:`~kbgraph.search.student.versioned.KeptInBackground`:
+kept with it, as the vectors and texts are (:class:`~kbgraph.search.student.kept_in_background.KeptInBackground`:
 read in the background, used only when read and confirmed at the version the search read). What
 is left, ``search_candidates_feedback``, reads per candidate what feedback changes without a new
 version (quality, utility, the task outcomes), the cosines against the query that the vector

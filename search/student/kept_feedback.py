@@ -10,7 +10,7 @@ one of the namespace's feedback stripes a new token (kbgraph.store.search_versio
 version, the search version followed by every stripe's token, is read with the search version
 (``search_version_of``, the intent channel's request). So what feedback changes is kept by it:
 read in the background as the vectors and facts are
-(:class:`~kbgraph.search.student.versioned.KeptInBackground`: read twice, the second read trusted),
+(:class:`~kbgraph.search.student.kept_in_background.KeptInBackground`: read twice, the second read trusted),
 and used only when read and confirmed at the feedback version the search read. The cosines are
 worked out from the kept experience vectors (:mod:`.vector_model`) and the outcomes' vectors (kept
 by outcome id: an outcome's id is the hash of its task, so its vector never changes), the texts

@@ -2,7 +2,7 @@
 and full-text channels start (:func:`kbgraph.search.student.channels.gather`).
 
 What the process keeps of a large namespace (its vectors and texts, kept current in the background:
-:class:`~kbgraph.search.student.versioned.KeptInBackground`) answers a search only when it was read
+:class:`~kbgraph.search.student.kept_in_background.KeptInBackground`) answers a search only when it was read
 at the version that search reads. Waiting for that version costs a round trip before the channels'
 index queries can start, which pays while the kept state keeps being current (a namespace no write
 changes) and is lost while writes keep changing the version (mixed traffic: the index answers

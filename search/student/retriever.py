@@ -50,7 +50,7 @@ from kbgraph.search.student.facts import attach_facts, never_worked
 from kbgraph.search.student.graph import traverse
 from kbgraph.search.student.hits import pool_of, read_hits, select
 from kbgraph.search.student.rows import NodeFacts
-from kbgraph.search.student.versioned import KeptInBackground
+from kbgraph.search.student.kept_in_background import KeptInBackground
 from kbgraph.search.student.text_vectors import IntentVectors
 from kbgraph.search.student.scores import score_candidates
 from kbgraph.search.student.read_turns import ReadTurns
@@ -97,7 +97,7 @@ class StudentRetriever:
         self._pool_lock = Lock()
         self._searching = 0  # searches of this retriever under way (guarded by _pool_lock)
         # A large namespace's texts and vectors are read in a thread of their own, off the
-        # searches' path (versioned.KeptInBackground), where the gateway allows it (not the async
+        # searches' path (kept_in_background.KeptInBackground), where the gateway allows it (not the async
         # one, nor one transaction's): elsewhere the indexes answer.
         self._background: ThreadPoolExecutor | None = None
         if gateway.background_reads:

@@ -9,7 +9,7 @@ query whose first texts' experiences the filters drop expands them all (p95 446 
 with executed steps in ``bench online`` at 100,000). Here the walk is over arrays: the texts in
 score order, each one's experiences (in id order) that pass the filters, until ``k`` are found.
 
-Kept current in the background as the vectors are (:class:`~kbgraph.search.student.versioned.KeptInBackground`)
+Kept current in the background as the vectors are (:class:`~kbgraph.search.student.kept_in_background.KeptInBackground`)
 and used only when read at the version the search read, and not with a quality floor above 0
 (feedback moves quality without a new version). The answer is the exact scan's: the experiences
 with their best step's Neo4j score ``(1 + cos) / 2``, best first, ties by id.

@@ -10,7 +10,7 @@ database's (a namespace among others asks it for growing pages until enough of i
   (``search_experience_texts``, which reads nothing while it is unchanged), as before.
 - **Above it** reading and indexing every text takes long (~0.3 s at 10,000, ~5 s at 100,000), too
   long for a search to wait on: the corpus is kept current in the background
-  (:class:`~kbgraph.search.student.versioned.KeptInBackground`) and a search ranks in the process
+  (:class:`~kbgraph.search.student.kept_in_background.KeptInBackground`) and a search ranks in the process
   only when the corpus kept for its filters was read, and confirmed, at the version the search
   read (``search_version_of``, one index seek); otherwise it asks the full-text index, as every
   search did before.

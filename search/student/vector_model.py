@@ -7,7 +7,7 @@ Above ``exact_scan_max`` experiences the two channels asked Neo4j's shared HNSW 
 5.26 cannot filter: each request over-fetched nodes of every namespace and filtered them, ~15 ms of
 the server's CPU and an approximate answer. Here a search scans the namespace's own vectors
 exactly: the product of a 10,000 × 384 matrix and the query's vector takes about a millisecond.
-The model is kept current in the background (:class:`~kbgraph.search.student.versioned.KeptInBackground`:
+The model is kept current in the background (:class:`~kbgraph.search.student.kept_in_background.KeptInBackground`:
 ``search_experience_vector_rows``, which reads nothing while the version sent is unchanged, twice
 per version) and a search uses it only when it was read at the version the search read; until
 then the indexes answer. Vectors travel only for experiences this process has not held with both vectors (a

@@ -4,7 +4,7 @@
 A process that just started keeps nothing of its namespace. Its first searches read the intent
 channel's rows (every workflow, and the history of requests of each query domain) and, above
 ``exact_scan_max``, ask the indexes while the vectors, texts, scoring facts, step texts and what
-feedback changes are read in the background (kbgraph.search.student.versioned.KeptInBackground),
+feedback changes are read in the background (kbgraph.search.student.kept_in_background.KeptInBackground),
 where the reads and the searches share the server's cores and the interpreter: at 10,000
 experiences the first ~60 searches of such a process took 50-350 ms instead of ~10. A long-lived
 process can pay that once instead (``kbgraph serve`` does at start; an agent loop can before it

@@ -26,7 +26,8 @@ from kbgraph.search.student import channels
 from kbgraph.search.student.context import FilterParams
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.text_corpus import NamespaceTexts
-from kbgraph.search.student.versioned import KeptByVersion, KeptInBackground, VersionedRead
+from kbgraph.search.student.kept_in_background import KeptInBackground
+from kbgraph.search.student.versioned import KeptByVersion, VersionedRead
 
 WORDS = "order refund flight hotel cancel exchange item address payment baggage seat upgrade".split()
 
@@ -272,7 +273,7 @@ def test_a_version_waits_longer_to_be_read_the_longer_the_last_read_took() -> No
 
     refresh = KeptInBackground(KeptByVersion(4), now, settle_seconds=0.0, settle_per_read=4.0)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("kbgraph.search.student.versioned.time.monotonic", lambda: clock[0])
+        patch.setattr("kbgraph.search.student.kept_in_background.time.monotonic", lambda: clock[0])
         assert refresh.current("key", "v1", slow, NamespaceTexts.of) is None and namespace.reads == 2
         namespace.version = "v2"
         assert refresh.current("key", "v2", slow, NamespaceTexts.of) is None

@@ -7,7 +7,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from kbgraph.search.student.versioned import KeptByVersion, KeptInBackground, VersionedRead, filter_key, sent, version_applies
+from kbgraph.search.student.kept_in_background import KeptInBackground
+from kbgraph.search.student.versioned import KeptByVersion, VersionedRead, filter_key, sent, version_applies
 
 
 class Server:
