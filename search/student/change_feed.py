@@ -12,10 +12,17 @@ With it, a search that reads a newer version than the kept one starts a *follow*
 since the kept version (``search_changes_since``), then those experiences' rows at the new version
 (the part's own read, given ``$ids``), merged into the kept rows as a read of the whole namespace
 would give them (the other rows as they were, in id order): the value made of them is the one a
-whole read makes. As every kept read, it is read twice and kept only when both reads agree at the
-same version (a read may overlap a commit being applied). Where the feed cannot tell (a write
-that cannot say what it changed, an import, a kept version older than the feed's last 32) the
-part reads the whole namespace, as before.
+whole read makes. Where the feed cannot tell (a write that cannot say what it changed, an import,
+a kept version older than the feed's last 32) the part reads the whole namespace, as before.
+
+A follow reads once and its value is used at once. Neo4j reads at read committed: a read that
+overlaps the commit of the version it reaches may see part of that write (the only rows it can
+have changed are the ones the feed lists for it). So the next follow from that version reads those
+rows again with the later ones (``inclusive``), and, while no write comes, the next search at that
+version starts one that reads only them: a value is what a read at that moment gives (as the
+indexes' answers are) and exact once confirmed. Followed values were held back until two reads
+agreed at one version: under steady writes (an add every 0.3 s) the pair rarely finished before
+the next write, and a third of the searches asked the indexes instead.
 """
 
 from __future__ import annotations
@@ -30,8 +37,8 @@ from kbgraph.search.student.versioned import Follow, RowsRead
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.search_version import CHANGE_SEPARATOR
 
-__all__ = ["MOVED", "Changes", "ChangeFeed", "Feed", "changes_since", "feedback_changes", "first_id", "follow", "following",
-           "following_feedback", "merged_rows", "until_two_agree"]
+__all__ = ["MOVED", "Changes", "ChangeFeed", "Feed", "between_writes", "changes_since", "feedback_changes", "first_id",
+           "follow", "following", "following_feedback", "merged_rows", "until_two_agree"]
 
 Row = TypeVar("Row")
 #: How many times a follow reads before it gives up (a write in between each time).
@@ -58,6 +65,10 @@ class ChangeFeed(Generic[Row]):
     changes: Feed
     read: RowsRead[list[Row]]
     row_id: Callable[[Row], str]
+    #: Reads that must agree at one version before a follow is given: 1, its value confirmed by the
+    #: next follow (inclusive); 2 for a feed that cannot tell what the write that made a version
+    #: changed (the feedback version's).
+    reads: int = 1
 
 
 class Feed(Protocol):
@@ -113,6 +124,17 @@ def merged_rows(rows: Sequence[Row], changed: Sequence[str], fresh: Sequence[Row
 MOVED = object()
 
 
+def between_writes(attempt: Callable[[], Any]) -> Any:
+    """The answer of ``attempt`` when no write came between its requests (it gives :data:`MOVED`:
+    it is made again), at most :data:`FOLLOW_READS` times; None when an attempt gives None (the
+    feed cannot tell) or writes kept coming between."""
+    for _ in range(FOLLOW_READS):
+        now = attempt()
+        if now is not MOVED:
+            return now
+    return None
+
+
 def until_two_agree(attempt: Callable[[], Any], same: Callable[[Any, Any], bool] = operator.eq,
                     settled: Callable[[Any], bool] = lambda _: False) -> Any:
     """The answer of ``attempt`` once two attempts in a row give the ``same`` one (a read may overlap
@@ -139,10 +161,10 @@ def until_two_agree(attempt: Callable[[], Any], same: Callable[[Any, Any], bool]
 def follow(feed: ChangeFeed[Row], version: str, rows: Sequence[Row],
            inclusive: bool = False) -> tuple[str, list[Row], list[str]] | None:
     """The rows at the namespace's version now, from ``rows`` read at ``version`` and the change
-    feed, with the ids whose rows changed: read twice, given when both agree at one version (None:
-    the feed cannot tell, or writes kept coming in between). With ``inclusive``, the rows of the
-    write that made ``version`` are read again too (``rows`` are a whole read's at ``version``, not
-    yet confirmed: :class:`~kbgraph.search.student.kept_in_background.KeptInBackground`)."""
+    feed, with the ids whose rows changed (None: the feed cannot tell, or writes kept coming between
+    its two requests), read once or until two reads agree (``feed.reads``). With ``inclusive``, the rows of the write that made ``version`` are read
+    again too (``rows`` not confirmed yet:
+    :class:`~kbgraph.search.student.kept_in_background.KeptInBackground`)."""
     def attempt() -> Any:
         changes = feed.changes(version, inclusive)
         if changes.changed is None or changes.version is None:
@@ -153,7 +175,8 @@ def follow(feed: ChangeFeed[Row], version: str, rows: Sequence[Row],
         return (changes.version, merged_rows(rows, changes.changed, fresh.rows if fresh is not None else [], feed.row_id),
                 changes.changed)
 
-    followed: tuple[str, list[Row], list[str]] | None = until_two_agree(attempt)
+    followed: tuple[str, list[Row], list[str]] | None = (
+        between_writes(attempt) if feed.reads == 1 else until_two_agree(attempt))
     return followed
 
 
@@ -166,7 +189,7 @@ def following(gateway: Neo4jGateway, namespace: str, read: RowsRead[list[Row]]) 
 
 def following_feedback(gateway: Neo4jGateway, namespace: str, read: RowsRead[list[Row]]) -> Follow[list[Row]]:
     """:func:`following` for a read by feedback version."""
-    feed = ChangeFeed(feedback_changes(gateway, namespace), read, first_id)
+    feed = ChangeFeed(feedback_changes(gateway, namespace), read, first_id, reads=2)
     return partial(follow, feed)
 
 

@@ -9,16 +9,28 @@ import time
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from threading import Lock
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from kbgraph.search.student.bounded import BoundedMap
 from kbgraph.search.student.versioned import Follow, Kept, KeptByVersion, KeptPart, Patch, VersionedRead, sent
 
-__all__ = ["SETTLE_PER_READ", "SETTLE_SECONDS", "KeptInBackground"]
+__all__ = ["SETTLE_PER_READ", "SETTLE_SECONDS", "FollowBase", "KeptInBackground"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 R = TypeVar("R")
+
+class FollowBase(NamedTuple, Generic[R, V]):
+    """What a follow of the change feed starts from: the version, the rows and the value kept, whether
+    the rows of the write that made that version were read again since it was reached (a follow
+    reads once: it may have seen part of that write's commit), and when it was reached."""
+
+    version: str
+    rows: R
+    value: V
+    confirmed: bool
+    since: float
+
 
 #: Seconds a version must have been the one searches see before :class:`KeptInBackground` reads it,
 #: at least; and at least this many times as long as the last read took.
@@ -40,11 +52,18 @@ class KeptInBackground(Generic[K, V]):
     experiences then waits for ~3 s of quiet. A part the change feed follows does not wait for
     quiet: its whole read is confirmed by following the feed from the version it read (see
     :meth:`current`): it waits as long from when it was first wanted, and its first not at all.
-    ``submit`` runs a read in a thread of the caller's. Thread-safe."""
+    A followed value is given at once; the rows of the write that made its version are read again
+    by the next follow from it: the next write's, or, once the version has stayed
+    ``settle_seconds``, one the next search starts, which confirms them. ``submit`` runs a read in a thread of the
+    caller's. Thread-safe."""
 
     def __init__(self, kept: KeptByVersion[K, V], submit: Callable[[Callable[[], None]], Any],
-                 settle_seconds: float = SETTLE_SECONDS, settle_per_read: float = SETTLE_PER_READ):
+                 settle_seconds: float = SETTLE_SECONDS, settle_per_read: float = SETTLE_PER_READ,
+                 follows_confirm: bool = False):
         self.kept = kept
+        #: Whether a follow's value is confirmed as given (its feed reads until two reads agree:
+        #: kbgraph.search.student.change_feed.ChangeFeed.reads).
+        self.follows_confirm = follows_confirm
         self._submit = submit
         self.settle_seconds = settle_seconds
         self.settle_per_read = settle_per_read
@@ -52,10 +71,11 @@ class KeptInBackground(Generic[K, V]):
         self._lock = Lock()
         self._seen: dict[K, tuple[str, float]] = {}
         self._running: dict[K, Future[None]] = {}
-        #: By key, the version and rows of the last value read and confirmed, for a follow to start
-        #: from (kbgraph.search.student.change_feed); and the version of the rows a follow could not
-        #: bring forward (the feed could not tell what a write since changed).
-        self._rows: BoundedMap[K, tuple[str, Any, V]] = BoundedMap(kept.size)
+        #: By key, the version, rows and value a follow starts from (kbgraph.search.student.change_feed),
+        #: and whether the rows of the write that made that version were read again since (a follow
+        #: read them once: it may have seen part of that write's commit); and the version of the rows
+        #: a follow could not bring forward (the feed could not tell what a write since changed).
+        self._rows: BoundedMap[K, FollowBase[Any, V]] = BoundedMap(kept.size)
         self._unfollowed: BoundedMap[K, str] = BoundedMap(kept.size)
         self._following: set[K] = set()  # the keys a follow is bringing forward now
 
@@ -77,6 +97,12 @@ class KeptInBackground(Generic[K, V]):
             return None
         kept = self.kept.kept(key)
         if kept is not None and kept[2] and kept[0] == version:
+            if follow is not None:
+                with self._lock:  # a followed value not confirmed by a later write: its own write read again
+                    base = self._rows.get(key)
+                    if (base is not None and base.version == version and not base.confirmed
+                            and time.monotonic() - base.since >= self.settle_seconds):
+                        self._start_follow(key, version, base, follow, make, patch)
             return kept[1]
         if wait:
             made, last = self._holding(make, follow)
@@ -87,18 +113,16 @@ class KeptInBackground(Generic[K, V]):
         now = time.monotonic()
         with self._lock:
             base = self._rows.get(key) if follow is not None else None
-            if base is not None and (base[0] == version or self._unfollowed.get(key) == base[0]):
+            if base is not None and (base.version == version or self._unfollowed.get(key) == base.version):
                 # Its rows are this version's (the value is being confirmed), or the feed cannot
                 # bring them forward (a write that could not say what it changed): a whole read.
                 base = None
             if base is not None and follow is not None:
-                if key not in self._running:
-                    following: Future[None] = Future()
-                    self._running[key] = following
-                    self._following.add(key)
-                    self._start(key, following, lambda: self._follow(key, version, base, follow, make, patch, following))
+                self._start_follow(key, version, base, follow, make, patch)
                 return None
-            settle = max(self.settle_seconds, self.settle_per_read * self._last_read_s)
+            # A read the feed then follows is never wasted: it waits no longer for a longer last read.
+            settle = self.settle_seconds if follow is not None else max(self.settle_seconds,
+                                                                        self.settle_per_read * self._last_read_s)
             seen = self._seen.get(key)
             # A whole read waits for its version to stay a while; one the feed then follows (it is
             # never wasted: writes during it are read again) waits as long from when it was first
@@ -120,6 +144,16 @@ class KeptInBackground(Generic[K, V]):
     def current_of(self, key: K | None, version: str | None, part: KeptPart[R, V], wait: bool = False) -> V | None:
         """:meth:`current` with ``part``'s read, make, follow and patch."""
         return self.current(key, version, part.read, part.make, wait, part.follow, part.patch)
+
+    def _start_follow(self, key: K, version: str, base: FollowBase[R, V], follow: Follow[R],
+                      make: Callable[[R], V], patch: Patch[V, R] | None) -> None:
+        """Starts a follow from ``base`` unless one is under way, or the feed could not bring ``base``
+        forward (called with the lock held)."""
+        if key not in self._running and self._unfollowed.get(key) != base.version:
+            following: Future[None] = Future()
+            self._running[key] = following
+            self._following.add(key)
+            self._start(key, following, lambda: self._follow(key, version, base, follow, make, patch, following))
 
     def _start(self, key: K, done: Future[None], job: Callable[[], None]) -> None:
         try:
@@ -147,27 +181,30 @@ class KeptInBackground(Generic[K, V]):
         made by it, its rows are what a follow starts from."""
         kept = self.kept.kept(key)
         if kept is not None and kept[2] and last and last[0][1] is kept[1]:
-            self._rows.put(key, (kept[0], last[0][0], kept[1]))
+            self._rows.put(key, FollowBase(kept[0], last[0][0], kept[1], True, time.monotonic()))
         return kept
 
-    def _follow(self, key: K, version: str, base: tuple[str, R, V], follow: Follow[R], make: Callable[[R], V],
+    def _follow(self, key: K, version: str, base: FollowBase[R, V], follow: Follow[R], make: Callable[[R], V],
                 patch: Patch[V, R] | None, done: Future[None]) -> None:
         try:
-            followed = follow(base[0], base[1])
+            # From rows not confirmed, the write that made their version is read again too.
+            followed = follow(base.version, base.rows, inclusive=not base.confirmed)
             if followed is None:  # the feed cannot tell: a whole read (see current)
-                self._unfollowed.put(key, base[0])
+                self._unfollowed.put(key, base.version)
                 return
-            self._hold_followed(key, base[2], followed, make, patch)
+            self._hold_followed(key, base, followed, make, patch)
         finally:
             self._finish(key, done)
 
-    def _hold_followed(self, key: K, before: V, followed: tuple[str, R, list[str]], make: Callable[[R], V],
-                       patch: Patch[V, R] | None) -> None:
-        """Keeps, confirmed, the value a follow brought ``before`` to, and its rows for the next one."""
+    def _hold_followed(self, key: K, base: FollowBase[R, V], followed: tuple[str, R, list[str]],
+                       make: Callable[[R], V], patch: Patch[V, R] | None) -> None:
+        """Keeps the value a follow from ``base`` brought its value to, to be given at once, and its
+        rows for the next follow: confirmed when they are ``base``'s version's, read again (no write
+        came since), else to be confirmed by the next follow."""
         at, rows, changed = followed
-        value = patch(before, rows, changed) if patch is not None else make(rows)
+        value = patch(base.value, rows, changed) if patch is not None else make(rows)
         self.kept.hold(key, at, value)
-        self._rows.put(key, (at, rows, value))
+        self._rows.put(key, FollowBase(at, rows, value, at == base.version or self.follows_confirm, time.monotonic()))
 
     def confirmed(self, key: K | None) -> tuple[str, V] | None:
         """The version and value kept for ``key`` when they were read and confirmed, whatever
@@ -206,14 +243,15 @@ class KeptInBackground(Generic[K, V]):
     def _confirmed_by_feed(self, key: K, last: list[tuple[R, V]] | None, follow: Follow[R], make: Callable[[R], V],
                            patch: Patch[V, R] | None) -> bool:
         """Confirms a whole read not confirmed yet by following the feed from its version, the write
-        that made it included: every row a commit under way could have changed is read again,
-        twice, at one version (a second whole read needs the writes to pause). False: cannot tell."""
+        that made it included: every row a commit under way could have changed is read again (a
+        second whole read needs the writes to pause). False: cannot tell."""
         kept = self.kept.kept(key)
         if kept is None or kept[2] or not last or last[0][1] is not kept[1]:
             return False
-        followed = follow(kept[0], last[0][0], inclusive=True)
+        base = FollowBase(kept[0], last[0][0], kept[1], False, time.monotonic())
+        followed = follow(base.version, base.rows, inclusive=True)
         if followed is not None:
-            self._hold_followed(key, kept[1], followed, make, patch)
+            self._hold_followed(key, base, followed, make, patch)
         return followed is not None
 
     def await_follows(self, seconds: float) -> None:

@@ -106,7 +106,7 @@ class StudentRetriever:
             self._context.facts_in_background = KeptInBackground(self._context.facts_by_version, self._in_background)
             self._context.steps_in_background = KeptInBackground(self._context.steps_by_version, self._in_background)
             self._context.feedback_in_background = KeptInBackground(self._context.feedback_by_version,
-                                                                     self._in_background)
+                                                                     self._in_background, follows_confirm=True)
             self._context.intent_turns = ReadTurns()  # a lock held across a request: not on an event loop
 
     @classmethod

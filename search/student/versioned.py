@@ -168,8 +168,8 @@ class KeptByVersion(Generic[K, V]):
         return value
 
     def hold(self, key: K, version: str, value: V) -> None:
-        """Keeps ``value`` for ``key`` as read and confirmed at ``version`` (a follow of the change
-        feed, read twice: kbgraph.search.student.change_feed)."""
+        """Keeps ``value`` for ``key`` as read at ``version``, to be given (a follow of the change
+        feed: kbgraph.search.student.change_feed)."""
         self._kept.put(key, (version, value, True))
 
     def __len__(self) -> int:

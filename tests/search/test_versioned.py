@@ -123,7 +123,7 @@ def test_a_value_kept_at_an_older_version_follows_the_feed_at_once_and_waits_for
         made.append(rows)
         return list(rows)
 
-    def follow(version: str, rows: list[str]) -> tuple[str, list[str], list[str]] | None:
+    def follow(version: str, rows: list[str], inclusive: bool = False) -> tuple[str, list[str], list[str]] | None:
         return ("v2", [*rows, "c"], ["c"]) if version == "v1" else None
 
     assert background.current("k", "v1", lambda known: next(whole), make, wait=True, follow=follow) == ["a", "b"]
@@ -131,12 +131,39 @@ def test_a_value_kept_at_an_older_version_follows_the_feed_at_once_and_waits_for
     assert background.following() and len(jobs) == 1, "a follow started at once, no settling time"
     jobs.pop()()
     assert background.current("k", "v2", lambda known: next(whole), make, follow=follow) == ["a", "b", "c"]
-    assert not background.following()
+    assert jobs == [] and not background.following(), "v2's write is read again once v2 has stayed an hour"
     # A version the feed cannot reach: the whole read, once writes settle (an hour here).
     assert background.current("k", "v3", lambda known: next(whole), make, follow=follow) is None
     jobs.pop()()
     assert background.current("k", "v3", lambda known: next(whole), make, follow=follow) is None
     assert jobs == [], "no follow again for that version, and the whole read waits to settle"
+
+
+def test_a_followed_value_is_given_at_once_and_its_write_read_again_by_the_next_follow() -> None:
+    # A follow reads once: it may have seen part of the commit of the version it reached, so the
+    # next follow from it reads that write's rows again, with the later writes' (inclusive).
+    jobs: list[Callable[[], None]] = []
+    background: KeptInBackground[str, list[str]] = KeptInBackground(KeptByVersion(4), jobs.append, settle_seconds=0.0)
+    whole = iter([VersionedRead("v1", False, ["a"]), VersionedRead("v1", False, ["a"])])
+    asked: list[tuple[str, bool]] = []
+    answers = {"v1": ("v2", ["a", "b?"], ["b"]), "v2": ("v3", ["a", "b", "c"], ["b", "c"])}
+
+    def follow(version: str, rows: list[str], inclusive: bool = False) -> tuple[str, list[str], list[str]] | None:
+        asked.append((version, inclusive))
+        return answers.get(version)
+
+    assert background.current("k", "v1", lambda known: next(whole), list, wait=True, follow=follow) == ["a"]
+    assert background.current("k", "v2", lambda known: next(whole), list, follow=follow) is None
+    jobs.pop()()
+    assert background.current("k", "v2", lambda known: next(whole), list, follow=follow) == ["a", "b?"], "at once"
+    assert len(jobs) == 1, "and the search at v2 (no write since: it stayed) started the follow that reads v2's write again"
+    assert background.current("k", "v3", lambda known: next(whole), list, follow=follow) is None
+    assert len(jobs) == 1, "one follow at a time"
+    jobs.pop()()
+    assert asked == [("v1", False), ("v2", True)], "from confirmed rows, then from rows read once"
+    assert background.current("k", "v3", lambda known: next(whole), list, follow=follow) == ["a", "b", "c"]
+    jobs.pop()()  # v3 read once: the search at v3 has its write read again (the feed answers nothing: a whole read later)
+    assert asked[-1] == ("v3", True)
 
 
 def test_under_steady_writes_a_whole_read_is_confirmed_by_following_the_feed_from_its_version() -> None:
