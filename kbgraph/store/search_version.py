@@ -59,7 +59,8 @@ FEEDBACK_STRIPES = 8
 
 #: The named writes that can change what a search reads of a namespace as a whole: an
 #: experience's existence, status, kind, domain, operations, texts, scope, owner, success rate
-#: or quality; its ABSTRACTION edges; whether it has steps (HAS_STEP).
+#: or quality; its ABSTRACTION edges; whether it has steps (HAS_STEP); the meta-concept documents
+#: and who exhibits them (EXHIBITS: kbgraph.search.student.kept_concepts).
 CHANGES_SEARCHED = frozenset({
     "experience_upsert", "experience_merge", "experience_delete", "step_upsert", "step_texts_migrate",
     "maintenance_archive", "maintenance_restore",
@@ -67,6 +68,7 @@ CHANGES_SEARCHED = frozenset({
     "abstract_experiences_dissolve", "abstract_experiences_dissolve_ids",
     "relation_upsert", "relations_inferred_delete", "relations_inferred_delete_some",
     "namespace_delete",
+    "meta_concepts_delete", "meta_concept_upsert", "meta_concept_link", "concept_insight_upsert",
 })
 
 #: The named query that writes, on the namespace's state node, the experiences a transaction's
@@ -120,6 +122,10 @@ def _restored(params: Mapping[str, Any], rows: Returned) -> Changed:
     return _ids(params, rows) if params.get("run") is None else None  # a run's: the query finds them
 
 
+def _no_experience(params: Mapping[str, Any], rows: Returned) -> Changed:  # pylint: disable=unused-argument
+    return [], []
+
+
 def _merged(params: Mapping[str, Any], _: Returned) -> Changed:
     ids = [str(i) for g in params["groups"] for i in (g["canonical"], *g["merged_ids"])]
     return ids, ids
@@ -149,6 +155,9 @@ CHANGED_IDS: Mapping[str, Callable[[Mapping[str, Any], Returned], Changed]] = {
     "relations_inferred_delete": _cannot_say,
     "relations_inferred_delete_some": _rows("source_id", "target_id"),
     "namespace_delete": _cannot_say,
+    # Meta-concepts and EXHIBITS edges are in no experience's kept rows (only in the documents').
+    "meta_concepts_delete": _no_experience, "meta_concept_upsert": _no_experience,
+    "meta_concept_link": _no_experience, "concept_insight_upsert": _no_experience,
 }
 
 
@@ -180,13 +189,11 @@ LEAVES_SEARCHED: Mapping[str, str] = {
     "feedback_step_rewards": "step rewards: it bumps the feedback version (CHANGES_FEEDBACK)",
     "experiences_unlinked_clear": "the consolidation's marks",
     "experience_content_claims": "locks the state node, writes nothing searched",
-    "concept_insight_upsert": "Concept and Insight nodes, EXHIBITS edges",
     "failure_mode_upsert": "FailureMode nodes, HAS_FAILURE edges: it bumps the feedback version (CHANGES_FEEDBACK)",
     "step_link_next": "NEXT edges between steps",
-    "meta_concept_link": "EXHIBITS edges to meta-concepts",
     **{name: "the importer renews the version after each batch (RENEW, kbgraph.transfer)" for name in (
         "import_merge_experience", "import_node_values", "import_rel_abstraction", "import_rel_has_step",
-        "import_merge_step_text", "import_rel_says")},
+        "import_merge_step_text", "import_rel_says", "import_merge_meta_concept")},
     "import_relationship_values": "relationship properties",
     "import_rel_exhibits": "EXHIBITS edges", "import_rel_has_failure": "HAS_FAILURE edges",
     "import_rel_had_outcome": "HAD_OUTCOME edges", "import_rel_composition": "COMPOSITION edges",

@@ -30,6 +30,7 @@ from kbgraph.search.scoring import neo4j_to_cosine
 from kbgraph.search.student.context import FilterParams, Run, SearchContext
 from kbgraph.search.student.intent import INTENT_CHANNEL, IntentMatcher, intent_channel, uses_intent
 from kbgraph.search.student.kept_channels import KeptNow, check_kept, confirmed, keepable, kept_current
+from kbgraph.search.student.kept_concepts import read_concepts
 from kbgraph.search.student.rows import CandidateFacts, ChannelHit
 from kbgraph.search.student.step_model import StepSayers
 from kbgraph.search.student.vector_model import VectorKind
@@ -154,7 +155,7 @@ def gather(ctx: SearchContext, run: Run) -> Gathered:
     concept_vector = run.task or run.pg
     concept_job: Future[list[ConceptHit]] | None = None
     if concept_vector is not None:
-        concept_job = executor.submit(concepts, ctx, concept_vector, w)
+        concept_job = executor.submit(concepts, ctx, concept_vector, w, version_job)
     if version_job is not None and not wait:
         version_job.add_done_callback(lambda job: check_kept(ctx, run, job, vectors, lexical))
     kept: KeptNow | None = None
@@ -325,8 +326,11 @@ def _step_channel(ctx: SearchContext, run: Run, vector: list[float], said: StepS
     return StepEvidence(result.rows, best, bound)
 
 
-def concepts(ctx: SearchContext, vector: list[float], w: SearchWeights) -> list[ConceptHit]:
-    """The meta-concept documents nearest to ``vector`` (``w.selection.concepts`` of them)."""
+def concepts(ctx: SearchContext, vector: list[float], w: SearchWeights,
+             version_job: Future[NamespaceVersions] | None = None) -> list[ConceptHit]:
+    """The meta-concept documents nearest to ``vector`` (``w.selection.concepts`` of them); where
+    the search reads its namespace's version (``version_job``), ranked from what the process keeps
+    at that version (kbgraph.search.student.kept_concepts) instead of scanned."""
     if w.selection.concepts == 0:
         return []
     query = index_query(ctx.gateway, "search_meta_concepts", "meta_concept_embedding")
@@ -338,6 +342,13 @@ def concepts(ctx: SearchContext, vector: list[float], w: SearchWeights) -> list[
     def scan() -> list[ConceptHit]:
         # A namespace holds tens of documents: scoring them all is one cheap request, where the
         # shared index, crowded by other namespaces' documents, needs growing requests.
+        if version_job is not None:
+            version = version_job.result().search
+            kept = ctx.kept_concepts.get(version)
+            if kept is None:  # read at a version at least as new as the search's
+                read_at, kept = read_concepts(ctx.gateway, ctx.namespace)
+                ctx.kept_concepts.keep(read_at, kept)
+            return [_concept_hit(r) for r in kept.nearest(vector, w.selection.concepts)]
         rows = ctx.gateway.read("search_meta_concepts_scan", kb=ctx.namespace, vector=vector, k=w.selection.concepts)[0]["rows"]
         return [_concept_hit(r) for r in rows]
 

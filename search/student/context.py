@@ -34,6 +34,7 @@ from kbgraph.search.student.intent_follow import IntentBases, followed_intent_ro
 from kbgraph.search.student.intent_history import HistoryRow, IntentHistory
 from kbgraph.search.student.kept_facts import NamespaceFacts
 from kbgraph.search.student.kept_feedback import NamespaceFeedback
+from kbgraph.search.student.kept_concepts import KeptConcepts
 from kbgraph.search.student.kept_hits import KeptHits
 from kbgraph.search.student.kept_parts import facts_part, feedback_part, read_texts, steps_part, texts_part, vectors_part
 from kbgraph.search.student.step_model import StepSayers
@@ -131,6 +132,8 @@ class SearchContext:
     feedback_in_background: KeptInBackground[str, NamespaceFeedback] | None = None
     #: The experiences searches returned, as read, by the feedback version (kbgraph.search.student.kept_hits).
     kept_hits: KeptHits = field(default_factory=KeptHits)
+    #: The meta-concept documents, by the search version (kbgraph.search.student.kept_concepts).
+    kept_concepts: KeptConcepts = field(default_factory=KeptConcepts)
     #: Turns at the intent channel's read while writes keep changing it (kbgraph.search.student.read_turns; the retriever sets it).
     intent_turns: ReadTurns | None = None
     #: The intent channel's rows its kept values were made of, for the change feed (intent_follow).

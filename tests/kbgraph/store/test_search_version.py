@@ -16,8 +16,9 @@ from kbgraph.store.search_version import BUMP, CHANGE_SEPARATOR, CHANGES_SEARCHE
 
 #: A clause that writes.
 WRITES = re.compile(r"\b(SET|MERGE|CREATE|DELETE|REMOVE)\b|setNodeVectorProperty")
-#: What a search reads of a namespace as a whole: experiences, their ABSTRACTION and HAS_STEP edges.
-REACHES_SEARCHED = re.compile(r":Experience\b|ABSTRACTION|HAS_STEP|MATCH \(n\)|MATCH \(a\)-\[r\]")
+#: What a search reads of a namespace as a whole: experiences, their ABSTRACTION and HAS_STEP edges,
+#: the meta-concept documents and who exhibits them.
+REACHES_SEARCHED = re.compile(r":Experience\b|ABSTRACTION|HAS_STEP|:MetaConcept\b|EXHIBITS|MATCH \(n\)|MATCH \(a\)-\[r\]")
 
 
 def test_every_named_write_that_reaches_experiences_says_whether_it_changes_what_is_searched() -> None:
