@@ -20,6 +20,7 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 R = TypeVar("R")
 
+
 class FollowBase(NamedTuple, Generic[R, V]):
     """What a follow of the change feed starts from: the version, the rows and the value kept, whether
     the rows of the write that made that version were read again since it was reached (a follow
@@ -54,8 +55,8 @@ class KeptInBackground(Generic[K, V]):
     :meth:`current`): it waits as long from when it was first wanted, and its first not at all.
     A followed value is given at once; the rows of the write that made its version are read again
     by the next follow from it: the next write's, or, once the version has stayed
-    ``settle_seconds``, one the next search starts, which confirms them. ``submit`` runs a read in a thread of the
-    caller's. Thread-safe."""
+    ``settle_seconds``, one the next search starts, which confirms them. ``submit`` runs a read in
+    a thread of the caller's. Thread-safe."""
 
     def __init__(self, kept: KeptByVersion[K, V], submit: Callable[[Callable[[], None]], Any],
                  settle_seconds: float = SETTLE_SECONDS, settle_per_read: float = SETTLE_PER_READ,
