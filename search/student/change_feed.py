@@ -162,8 +162,8 @@ def follow(feed: ChangeFeed[Row], version: str, rows: Sequence[Row],
            inclusive: bool = False) -> tuple[str, list[Row], list[str]] | None:
     """The rows at the namespace's version now, from ``rows`` read at ``version`` and the change
     feed, with the ids whose rows changed (None: the feed cannot tell, or writes kept coming between
-    its two requests), read once or until two reads agree (``feed.reads``). With ``inclusive``, the rows of the write that made ``version`` are read
-    again too (``rows`` not confirmed yet:
+    its two requests), read once or until two reads agree (``feed.reads``). With ``inclusive``, the
+    rows of the write that made ``version`` are read again too (``rows`` not confirmed yet:
     :class:`~kbgraph.search.student.kept_in_background.KeptInBackground`)."""
     def attempt() -> Any:
         changes = feed.changes(version, inclusive)

@@ -43,8 +43,8 @@ class KeptInBackground(Generic[K, V]):
     """Keeps the values of a :class:`KeptByVersion` current off the searches' path, for reads too
     long for a search to wait on (a large namespace's texts or vectors: ~0.2–0.6 s at 10,000
     experiences, seconds at 100,000). A search reads the namespace's version (one index seek) and
-    asks :meth:`current`: the kept value when it was read, and confirmed by a second read, at that
-    version; else None (the search asks the indexes, as it would without it) and a background read
+    asks :meth:`current`: the kept value when it was read at that version (a whole read once
+    confirmed, see below); else None (the search asks the indexes, as it would without it) and a background read
     starts once the version has been the one searches see for ``settle_seconds``, and for
     ``settle_per_read`` times as long as the last read took, one per key at a time. While writes
     keep changing the version no read is spent on one about to change: under mixed traffic (bench
@@ -83,8 +83,8 @@ class KeptInBackground(Generic[K, V]):
     def current(self, key: K | None, version: str | None, read: Callable[[str | None], VersionedRead[R]],
                 make: Callable[[R], V], wait: bool = False, follow: Follow[R] | None = None,
                 patch: Patch[V, R] | None = None) -> V | None:
-        """The value kept for ``key`` when it was read and confirmed at ``version`` (the version a
-        search just read); else None, and ``make`` of ``read``'s rows is kept in the background
+        """The value kept for ``key`` when it was read at ``version`` (the version a search just
+        read; a whole read once confirmed, a follow at once); else None, and ``make`` of ``read``'s rows is kept in the background
         (see the class docstring). With ``wait``, it is read now in the caller's thread instead,
         twice as the background does, and given when confirmed at ``version`` (a write in between:
         None). A ``key`` of None or a namespace without a version: None.
@@ -99,11 +99,7 @@ class KeptInBackground(Generic[K, V]):
         kept = self.kept.kept(key)
         if kept is not None and kept[2] and kept[0] == version:
             if follow is not None:
-                with self._lock:  # a followed value not confirmed by a later write: its own write read again
-                    base = self._rows.get(key)
-                    if (base is not None and base.version == version and not base.confirmed
-                            and time.monotonic() - base.since >= self.settle_seconds):
-                        self._start_follow(key, version, base, follow, make, patch)
+                self._confirm_once_settled(key, version, follow, make, patch)
             return kept[1]
         if wait:
             made, last = self._holding(make, follow)
@@ -145,6 +141,16 @@ class KeptInBackground(Generic[K, V]):
     def current_of(self, key: K | None, version: str | None, part: KeptPart[R, V], wait: bool = False) -> V | None:
         """:meth:`current` with ``part``'s read, make, follow and patch."""
         return self.current(key, version, part.read, part.make, wait, part.follow, part.patch)
+
+    def _confirm_once_settled(self, key: K, version: str, follow: Follow[R], make: Callable[[R], V],
+                              patch: Patch[V, R] | None) -> None:
+        """A value followed to ``version`` and not confirmed by a later write since: once the version
+        has stayed ``settle_seconds``, a follow reads the rows of its own write again."""
+        with self._lock:
+            base = self._rows.get(key)
+            if (base is not None and base.version == version and not base.confirmed
+                    and time.monotonic() - base.since >= self.settle_seconds):
+                self._start_follow(key, version, base, follow, make, patch)
 
     def _start_follow(self, key: K, version: str, base: FollowBase[R, V], follow: Follow[R],
                       make: Callable[[R], V], patch: Patch[V, R] | None) -> None:
