@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -35,6 +36,17 @@ def as_jsonl(path: Path, items: list[Experience]) -> Path:
     path.write_text("".join(json.dumps({"problem": e.problem, "goal": e.goal, "domain": e.domain,
                                         "steps": [{"action": s.action} for s in e.steps]}) + "\n" for e in items))
     return path
+
+
+def burst_reached(confirmed: Counter[str], lock: threading.Lock, events: int, timeout: float = 60.0) -> None:
+    """Waits until the agents have had ``events`` feedback events confirmed (at most ``timeout``
+    seconds; the test's assertion then says the burst fell short)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with lock:
+            if confirmed["retrieved"] >= events:
+                return
+        time.sleep(0.05)
 
 
 @pytest.mark.parametrize("merging", ["maintain", "ingest"])
@@ -69,8 +81,11 @@ def test_a_feedback_burst_during_merges_loses_nothing(kb: KnowledgeBase, merging
         thread.start()
     try:
         for round_ in range(4):
-            # New near-duplicates arrive (some of the waves before too), agents use them at once,
-            # and maintenance merges them while the burst goes on.
+            # The burst has reached the experiences of the waves so far (~13 events a wave, however
+            # fast this machine's merges are against its feedback writes) ...
+            burst_reached(confirmed, lock, 13 * (round_ + 1))
+            # ... new near-duplicates arrive (some of the waves before too), agents use them at
+            # once, and maintenance merges them while the burst goes on.
             wave = near_duplicates(originals(rng.randrange(round_ + 1)))
             fresh = [e for e in wave if e.key not in known]
             if merging == "maintain":
