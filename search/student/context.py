@@ -230,11 +230,10 @@ class SearchContext:
         with turn_of(self.intent_turns, filter_key(params)) as saw:  # what the last turn kept is sent
             operations_kept = self.operations_by_version.kept(operations_key)
             history_kept = self.history_by_version.kept(history_key) if history else None
-            answer = followed_intent_rows(self.gateway, params, self.intent_bases, operations_key,
-                                          history_key if history else None)
-            followed = answer is not None
-            if answer is None:
-                answer = read_intent_rows(self.gateway, params, sent(operations_kept), history, sent(history_kept))
+            followed = followed_intent_rows(self.gateway, params, self.intent_bases, operations_key,
+                                            history_key if history else None, operations_kept, history_kept)
+            answer = followed.rows if followed is not None else read_intent_rows(
+                self.gateway, params, sent(operations_kept), history, sent(history_kept))
             saw(answer.rows_read)
             if on_version is not None:  # the namespace's versions, as search_version_of reads them
                 on_version(answer.versions)

@@ -50,9 +50,14 @@ def warm(ctx: SearchContext, weights: SearchWeights) -> dict[str, float]:
               for domain in domains or [None]}
     default = next(iter(params.values()))
     history = weights.intent.history_weight > 0
-    # Each domain's rows twice (the second read of a version confirms the first); the workflows are
-    # the same rows for every domain.
-    workflows = timed("intent", lambda: [ctx.intent_rows(p, history=history)[0] for p in [*params.values()] * 2][-1])
+    # Each domain's rows twice, the second read confirming the first (it reads again the write that
+    # made the version, without waiting for the version to stay: kbgraph.search.student.intent_follow);
+    # the workflows are the same rows for every domain.
+    settle, ctx.intent_bases.settle_seconds = ctx.intent_bases.settle_seconds, 0.0
+    try:
+        workflows = timed("intent", lambda: [ctx.intent_rows(p, history=history)[0] for p in [*params.values()] * 2][-1])
+    finally:
+        ctx.intent_bases.settle_seconds = settle
 
     def work_out() -> None:  # what the first search of each domain would work out: the same values
         table = workflows.table

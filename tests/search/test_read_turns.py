@@ -1,7 +1,7 @@
 """While writes keep changing a namespace's workflows, the searches of one set of filters take turns
-at the intent channel's read (kbgraph.search.student.read_turns): each sends the version the one
-before it kept, so a version's rows are read twice (read, then confirmed), not once per search in
-flight; and each still sees every write that ended before it began. A quiet namespace is read
+at the intent channel's read (kbgraph.search.student.read_turns): each follows from the rows the one
+before it kept, so a write's rows are read once (and once more to confirm them when the version
+stays), not once per search in flight; and each still sees every write that ended before it began. A quiet namespace is read
 without turns, and a turn is never waited for longer than ``wait_seconds``. Real Neo4j, real MiniLM
 for the storage test."""
 
@@ -21,7 +21,7 @@ from kbgraph.search.student import StudentRetriever
 from kbgraph.search.student.read_turns import ReadTurns
 from kbgraph.store.aio import AsyncGateway
 from kbgraph.store.gateway import Neo4jGateway
-from kbgraph.search.student.versioned import filter_key
+from kbgraph.search.student.versioned import filter_key, kept_key
 
 from tests.search.test_vector_model import experience, params
 
@@ -99,25 +99,26 @@ def test_turns_end_when_reads_have_returned_no_rows_for_churn_seconds() -> None:
     assert not turns.in_turns("filters")
 
 
-def test_while_writes_change_the_workflows_a_version_is_read_twice_and_every_search_sees_the_write(
+def test_while_writes_change_the_workflows_their_rows_are_read_once_and_every_search_sees_the_write(
     kb: KnowledgeBase, searcher: KnowledgeBase, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     kb.add_experiences([experience(n) for n in range(1, 12)])
     context = searcher.student.context
+    context.intent_bases.settle_seconds = 60.0  # nothing is confirmed until the test says so
     filters = params(searcher)
-    answers: list[bool] = []
+    answers: list[tuple[bool, int | None]] = []  # (unchanged, how many experiences asked for: None, all)
     read = searcher.gateway.read
 
     def recording_read(name: str, **values: Any) -> list[dict[str, Any]]:
         rows = read(name, **values)
         if name == "search_workflow_operations":
-            answers.append(bool(rows[0]["unchanged"]))
+            answers.append((bool(rows[0]["unchanged"]), None if values["ids"] is None else len(values["ids"])))
         return rows
 
     monkeypatch.setattr(searcher.gateway, "read", recording_read)
-    for _ in range(3):  # read, confirmed, then kept (the change feed says nothing was written): in turns now
+    for _ in range(3):  # read whole, then kept (the change feed says nothing was written): in turns now
         context.namespace_workflows(filters)
-    assert answers == [False, False]
+    assert answers == [(False, None)]
     assert context.intent_turns is not None and context.intent_turns.in_turns(filter_key(filters))
 
     added = kb.add_experiences([experience(13)]).ids[0]
@@ -136,9 +137,20 @@ def test_while_writes_change_the_workflows_a_version_is_read_twice_and_every_sea
     for thread in threads:
         thread.join(30)
     assert seen == [True] * 6, "every search began after the write, and sees it"
-    # The rows kept follow the change feed: the written experience's rows are read twice (read,
-    # then confirmed), and the searches after that one's turn find nothing written since.
-    assert answers == [False, False], "rows read twice: read, then confirmed"
+    # The rows kept follow the change feed, read once: the written experience's, with those of the
+    # write the whole read was made at (it may have overlapped that commit); the searches after
+    # that one's turn find nothing written since.
+    assert answers == [(False, 12)], "the 11 experiences of the first write and the one of the second"
+
+    # Once the version has stayed settle_seconds, one search reads its write's rows again, which
+    # confirms them; the next reads nothing.
+    context.intent_bases.settle_seconds = 0.0
+    answers.clear()
+    for _ in range(2):
+        context.namespace_workflows(filters)
+    assert answers == [(False, 1)]
+    base = context.intent_bases.get(kept_key(filters))
+    assert base is not None and base.confirmed
 
 
 class OneThreadGateway(Neo4jGateway):
