@@ -30,7 +30,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from kbgraph.search.student.bounded import BoundedMap
 from kbgraph.search.student.change_feed import MOVED, Changes, between_writes, changes_since, first_id, merged_rows
-from kbgraph.search.student.kept_in_background import SETTLE_SECONDS
+from kbgraph.search.student.kept_in_background import SETTLE_SECONDS, FollowBase
 from kbgraph.search.student.versioned import Kept, KeptByVersion, NamespaceVersions, VersionedRead
 from kbgraph.search.student.workflow_operations import IntentRows, read_intent_rows
 from kbgraph.store.gateway import Neo4jGateway
@@ -42,15 +42,10 @@ T = TypeVar("T")
 Rows = tuple[tuple[Any, ...], ...]
 
 
-class IntentBase(NamedTuple):
-    """What a follow of one key starts from: the version and rows kept, whether the rows of the
-    write that made that version were read again since it was reached (see the module docstring),
-    and when it was reached (:func:`time.monotonic`)."""
-
-    version: str
-    rows: Rows
-    confirmed: bool
-    since: float
+#: What a follow of one key starts from (:class:`FollowBase`: version, rows, whether the write that
+#: made the version was read again since it was reached, when it was reached); no value is kept
+#: with the rows (the values are kept by version: :class:`KeptByVersion`).
+IntentBase = FollowBase[Rows, None]
 
 
 class Followed(NamedTuple):
@@ -90,7 +85,7 @@ class IntentBases:
             confirmed = kept is not None and kept[0] == read.version
         base = self.get(key)
         since = base.since if base is not None and base.version == read.version else time.monotonic()
-        self.put(key, IntentBase(read.version, read.rows, confirmed, since))
+        self.put(key, FollowBase(read.version, read.rows, None, confirmed, since))
         return value
 
 
