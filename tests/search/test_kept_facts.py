@@ -1,11 +1,13 @@
 """The scoring facts of a large namespace are kept in the process with its search version
 (kbgraph.search.student.kept_facts): a search's candidates then get, field by field, the facts
-``search_candidates_score`` gives them, with only what feedback changes read from the server; a
-write makes the next search read them from the server again. Real Neo4j, real MiniLM, the real
+``search_candidates_score`` gives them, with only what feedback changes read from the server; after
+a write the next search scores with the facts the change feed's follow brings to it, or, when the
+follow is not done in the little time a search waits for it, with the server's. Real Neo4j, real MiniLM, the real
 agent runs."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import pytest
@@ -101,7 +103,26 @@ def test_a_search_with_kept_facts_ranks_as_one_without(kb: KnowledgeBase, monkey
     assert [(h.id, h.score, h.breakdown) for h in with_kept.hits] == [(h.id, h.score, h.breakdown) for h in without.hits]
 
 
-def test_a_write_makes_the_next_search_read_the_facts_from_the_server(
+def test_a_write_makes_the_next_search_wait_for_the_follow_that_brings_the_kept_facts_to_it(
+    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A search that waited for the version waits a little (FOLLOW_WAIT_SECONDS) for the change
+    # feed's follows it started; here as long as they take.
+    kb.add_experiences([experience(n) for n in range(12)])
+    kept_current(kb)
+    [added] = kb.add_experiences([experience(40)]).ids
+    monkeypatch.setattr(kept_channels, "FOLLOW_WAIT_SECONDS", 60.0)
+    asked: list[str] = []
+    record_reads(kb, monkeypatch, asked)
+    found = kb.search(experience(40).problem, k=3, weights={"exact_scan_max": 0})
+    assert "search_experience_fact_rows" in asked, "the follow read the rows the write changed"
+    assert "search_candidates_score" not in asked, "the facts were the kept ones, followed to the write"
+    assert found.hits[0].id == added
+    followed = kb.student.context.facts_by_version.kept(kb.namespace)
+    assert followed is not None and followed[0] == kb.student.context.search_version() and added in followed[1].by_id
+
+
+def test_a_write_whose_follow_is_late_makes_the_next_search_read_the_facts_from_the_server(
     kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     kb.add_experiences([experience(n) for n in range(12)])
@@ -109,6 +130,15 @@ def test_a_write_makes_the_next_search_read_the_facts_from_the_server(
     [added] = kb.add_experiences([experience(40)]).ids
     asked: list[str] = []
     record_reads(kb, monkeypatch, asked)
+    recording = kb.gateway.read
+
+    def late_follow(name: str, **params: object) -> list[dict[str, object]]:
+        if name == "search_changes_since":  # every follow asks the feed first
+            time.sleep(1.0)
+        return recording(name, **params)
+
+    monkeypatch.setattr(kb.gateway, "read", late_follow)
+    monkeypatch.setattr(kept_channels, "FOLLOW_WAIT_SECONDS", 0.05)
     found = kb.search(experience(40).problem, k=3, weights={"exact_scan_max": 0})
     assert "search_candidates_score" in asked, "the kept facts are of the version before the write"
     assert found.hits[0].id == added
