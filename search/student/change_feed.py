@@ -28,6 +28,7 @@ the next write, and a third of the searches asked the indexes instead.
 from __future__ import annotations
 
 import operator
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -113,11 +114,30 @@ def _ids(changed: Sequence[Any] | None) -> list[str] | None:
     return None if changed is None else sorted({str(i) for i in changed})
 
 
+#: Up to how many changed ids (beyond one in sixteen of the kept rows) :func:`merged_rows` places
+#: each by bisection; more, and it sorts the whole list once.
+_PLACED_MAX = 64
+
+
 def merged_rows(rows: Sequence[Row], changed: Sequence[str], fresh: Sequence[Row], row_id: Callable[[Row], str]) -> list[Row]:
     """``rows`` (a whole read's, in id order) without those of ``changed``, with ``fresh`` (the rows of
-    ``changed`` that are there now), in id order: what a whole read gives now."""
+    ``changed`` that are there now), in id order: what a whole read gives now. A follow brings a
+    write's few ids: each is found and placed by bisection (a few ``row_id`` calls, and list moves in
+    C), not by sorting every kept row with ``row_id`` (~6 % of the client's CPU under bench online's
+    mixed round at 10,000 experiences, five parts following every add)."""
     gone = set(changed)
-    return sorted([*(row for row in rows if row_id(row) not in gone), *fresh], key=row_id)
+    if len(gone) + len(fresh) > _PLACED_MAX + len(rows) // 16:
+        return sorted([*(row for row in rows if row_id(row) not in gone), *fresh], key=row_id)
+    merged = list(rows)
+    for exp_id in gone:
+        at = bisect_left(merged, exp_id, key=row_id)
+        if at < len(merged) and row_id(merged[at]) == exp_id:
+            del merged[at]
+    for row in fresh:
+        # After any rows of its id already there (none but a row of an id not in ``changed``): as
+        # the stable sort placed it.
+        merged.insert(bisect_right(merged, row_id(row), key=row_id), row)
+    return merged
 
 
 #: What an attempt of :func:`until_two_agree` gives when a write came between its requests.

@@ -12,6 +12,8 @@ from functools import partial
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
@@ -147,6 +149,23 @@ def test_merged_rows_are_the_kept_ones_without_the_changed_with_the_fresh_in_id_
     rows = [["a", 1], ["b", 2], ["c", 3]]
     assert merged_rows(rows, ["b", "d"], [["d", 4]], lambda row: str(row[0])) == [["a", 1], ["c", 3], ["d", 4]]
     assert merged_rows(rows, ["a"], [["a", 9]], lambda row: str(row[0])) == [["a", 9], ["b", 2], ["c", 3]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 400), unique=True), st.lists(st.integers(0, 420), max_size=90),
+       st.lists(st.integers(0, 420), unique=True, max_size=90))
+def test_merged_rows_are_the_rows_a_sort_gives_whether_placed_by_bisection_or_sorted(
+    kept: list[int], changed: list[int], fresh: list[int],
+) -> None:
+    def row_id(row: list[Any]) -> str:
+        return str(row[0])
+
+    rows = sorted(([f"exp_{n:03d}", "kept"] for n in kept), key=row_id)
+    ids = [f"exp_{n:03d}" for n in changed]
+    # The fresh rows are of changed ids (a few of other ids too: they are placed after the kept row).
+    new = [[f"exp_{n:03d}", "fresh"] for n in fresh if n % 7 == 0 or f"exp_{n:03d}" in ids]
+    sort = sorted([*(row for row in rows if row_id(row) not in set(ids)), *new], key=row_id)
+    assert merged_rows(rows, ids, new, row_id) == sort
 
 
 def fake_feed(answers: list[tuple[str, list[str] | None, str, list[list[Any]]]]) -> ChangeFeed[list[Any]]:
