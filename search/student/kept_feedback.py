@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from kbgraph.search.student.change_feed import first_id, rows_of
 from kbgraph.search.student.kept_facts import NamespaceFacts
 from kbgraph.search.student.vector_model import ExperienceVectors, neo4j_scores
 from kbgraph.search.student.versioned import KeptByVersion, Patch, RowsRead, VersionedRead
@@ -70,14 +71,18 @@ class NamespaceFeedback:
     """What feedback changes of every experience of a namespace at one feedback version, and the
     task vectors of their outcomes (unit float32, by outcome id)."""
 
-    def __init__(self, rows: Iterable[Sequence[Any]], outcome_vectors: Mapping[str, npt.NDArray[np.float32]],
+    def __init__(self, rows: Sequence[Sequence[Any]], outcome_vectors: Mapping[str, npt.NDArray[np.float32]],
                  before: NamespaceFeedback | None = None, changed: Iterable[str] = ()):
         """From rows of ``search_experience_feedback_rows``; with ``before`` and ``changed`` as
         :class:`~kbgraph.search.student.kept_facts.NamespaceFacts` takes them."""
-        held: Mapping[str, StoredFeedback] = before.by_id if before is not None else {}
-        fresh = set(changed)
-        self.by_id: dict[str, StoredFeedback] = {str(row[0]): kept if row[0] not in fresh and (kept := held.get(row[0])) is not None
-                      else StoredFeedback.of(row) for row in rows}
+        if before is None:
+            self.by_id: dict[str, StoredFeedback] = {str(row[0]): StoredFeedback.of(row) for row in rows}
+        else:  # ``rows`` are a follow's (in id order): ``before``'s, the changed ones read again
+            fresh = set(changed)
+            self.by_id = dict(before.by_id)  # a copy is C's work; a pass over every row Python's
+            for exp_id in fresh:
+                self.by_id.pop(exp_id, None)
+            self.by_id.update((str(row[0]), StoredFeedback.of(row)) for row in rows_of(rows, fresh, first_id))
         self.outcome_vectors = dict(outcome_vectors)
 
     def __len__(self) -> int:

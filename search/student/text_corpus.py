@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbgraph.search.lexical import LexicalCorpus
+from kbgraph.search.student.change_feed import first_id, rows_of
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.versioned import VersionedRead
 
@@ -79,7 +80,7 @@ def patched_texts(before: NamespaceTexts, rows: list[tuple[str, ...]], changed: 
     text's BM25 is the same, and ties go to the smaller id either way."""
     gone = set(changed)
     held = [n for n, i in enumerate(before.ids) if i in gone and before.corpus.documents[n] is not None]
-    fresh = [row for row in rows if row[0] in gone]
+    fresh = rows_of(rows, gone, first_id)
     empty = sum(1 for d in before.corpus.documents if d is None) + len(held)
     if before.corpus.size == 0 or empty > _EMPTY_SHARE * (before.corpus.size + len(fresh)):
         return NamespaceTexts.of(rows)

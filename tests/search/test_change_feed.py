@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
-from kbgraph.search.student.change_feed import Changes, ChangeFeed, follow, following, following_feedback, merged_rows
+from kbgraph.search.student.change_feed import (Changes, ChangeFeed, first_id, follow, following, following_feedback,
+                                                merged_rows, rows_of)
 from kbgraph.search.student.channels import filter_params
 from kbgraph.search.lexical import query_terms
 from kbgraph.search.student.kept_facts import fact_rows
@@ -166,6 +167,14 @@ def test_merged_rows_are_the_rows_a_sort_gives_whether_placed_by_bisection_or_so
     new = [[f"exp_{n:03d}", "fresh"] for n in fresh if n % 7 == 0 or f"exp_{n:03d}" in ids]
     sort = sorted([*(row for row in rows if row_id(row) not in set(ids)), *new], key=row_id)
     assert merged_rows(rows, ids, new, row_id) == sort
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 400), unique=True), st.lists(st.integers(0, 420), max_size=120))
+def test_rows_of_some_ids_are_the_ones_a_pass_over_every_row_finds(kept: list[int], asked: list[int]) -> None:
+    rows = sorted([f"exp_{n:03d}", n] for n in kept)
+    ids = [f"exp_{n:03d}" for n in asked]
+    assert rows_of(rows, ids, first_id) == [row for row in rows if row[0] in set(ids)]
 
 
 def fake_feed(answers: list[tuple[str, list[str] | None, str, list[list[Any]]]]) -> ChangeFeed[list[Any]]:
