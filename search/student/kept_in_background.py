@@ -12,6 +12,7 @@ from threading import Lock
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from kbgraph.search.student.bounded import BoundedMap
+from kbgraph.search.student.change_feed import WritesKeptComing
 from kbgraph.search.student.versioned import Follow, Kept, KeptByVersion, KeptPart, Patch, VersionedRead, sent
 
 __all__ = ["SETTLE_PER_READ", "SETTLE_SECONDS", "FollowBase", "KeptInBackground"]
@@ -195,7 +196,10 @@ class KeptInBackground(Generic[K, V]):
                 patch: Patch[V, R] | None, done: Future[None]) -> None:
         try:
             # From rows not confirmed, the write that made their version is read again too.
-            followed = follow(base.version, base.rows, inclusive=not base.confirmed)
+            try:
+                followed = follow(base.version, base.rows, inclusive=not base.confirmed)
+            except WritesKeptComing:
+                return  # the next search follows again from the same rows
             if followed is None:  # the feed cannot tell: a whole read (see current)
                 self._unfollowed.put(key, base.version)
                 return
@@ -256,7 +260,10 @@ class KeptInBackground(Generic[K, V]):
         if kept is None or kept[2] or not last or last[0][1] is not kept[1]:
             return False
         base = FollowBase(kept[0], last[0][0], kept[1], False, time.monotonic())
-        followed = follow(base.version, base.rows, inclusive=True)
+        try:
+            followed = follow(base.version, base.rows, inclusive=True)
+        except WritesKeptComing:
+            return False
         if followed is not None:
             self._hold_followed(key, base, followed, make, patch)
         return followed is not None

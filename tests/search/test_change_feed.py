@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.student.change_feed import (Changes, ChangeFeed, first_id, follow, following, following_feedback,
-                                                merged_rows, rows_of)
+                                                merged_rows, rows_of, WritesKeptComing)
 from kbgraph.search.student.channels import filter_params
 from kbgraph.search.lexical import query_terms
 from kbgraph.search.student.kept_facts import fact_rows
@@ -199,9 +199,11 @@ def test_a_follow_reads_once_and_again_only_when_a_write_came_between_its_two_re
     # The rows were read at v3, the feed at v2: read again.
     moved_once = fake_feed([("v2", ["b"], "v3", [["b", 3]]), ("v3", ["b", "c"], "v3", [["b", 3], ["c", 4]])])
     assert follow(moved_once, "v1", base) == ("v3", [["a", 1], ["b", 3], ["c", 4]], ["b", "c"])
-    # A write between the feed and the rows, every time: nothing.
+    # A write between the feed and the rows, every time: the next search follows again.
     moving = fake_feed([("v2", ["b"], "v3", [["b", 3]])] * 3)
-    assert follow(moving, "v1", base) is None
+    with pytest.raises(WritesKeptComing):
+        follow(moving, "v1", base)
+    # The feed cannot tell: None (a whole read).
     assert follow(fake_feed([("v2", None, "v2", [])]), "v1", base) is None
 
 
