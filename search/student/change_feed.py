@@ -39,9 +39,12 @@ from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.search_version import CHANGE_SEPARATOR
 
 __all__ = ["MOVED", "Changes", "ChangeFeed", "Feed", "between_writes", "changes_since", "feedback_changes", "first_id",
-           "follow", "following", "following_feedback", "merged_rows", "rows_of", "until_two_agree", "WritesKeptComing"]
+           "follow", "following", "following_feedback", "merged_rows", "rows_of", "until_two_agree", "without",
+           "WritesKeptComing"]
 
 Row = TypeVar("Row")
+K = TypeVar("K")
+V = TypeVar("V")
 #: How many times a follow reads before it gives up (a write in between each time).
 FOLLOW_READS = 3
 
@@ -127,12 +130,11 @@ def merged_rows(rows: Sequence[Row], changed: Sequence[str], fresh: Sequence[Row
     C), not by sorting every kept row with ``row_id`` (~6 % of the client's CPU under bench online's
     mixed round at 10,000 experiences, five parts following every add)."""
     gone = set(changed)
-    if len(gone) + len(fresh) > _PLACED_MAX + len(rows) // 16:
+    if not _few(len(gone) + len(fresh), rows):
         return sorted([*(row for row in rows if row_id(row) not in gone), *fresh], key=row_id)
     merged = list(rows)
     for exp_id in gone:
-        at = bisect_left(merged, exp_id, key=row_id)
-        if at < len(merged) and row_id(merged[at]) == exp_id:
+        if (at := _position(merged, exp_id, row_id)) is not None:
             del merged[at]
     for row in fresh:
         # After any rows of its id already there (none but a row of an id not in ``changed``): as
@@ -146,14 +148,29 @@ def rows_of(rows: Sequence[Row], ids: Iterable[str], row_id: Callable[[Row], str
     found by bisection (a patch's few changed ids, not a pass over every kept row); a pass when
     they are many."""
     wanted = set(ids)
-    if len(wanted) > _PLACED_MAX + len(rows) // 16:
+    if not _few(len(wanted), rows):
         return [row for row in rows if row_id(row) in wanted]
-    found = []
-    for exp_id in sorted(wanted):
-        at = bisect_left(rows, exp_id, key=row_id)
-        if at < len(rows) and row_id(rows[at]) == exp_id:
-            found.append(rows[at])
-    return found
+    return [rows[at] for exp_id in sorted(wanted) if (at := _position(rows, exp_id, row_id)) is not None]
+
+
+def without(values: dict[K, V], keys: Iterable[K]) -> dict[K, V]:
+    """A copy of ``values`` without ``keys``, in its order: a patch's copy of what it keeps (a copy
+    is C's work, a comprehension over every entry Python's)."""
+    kept = dict(values)
+    for key in keys:
+        kept.pop(key, None)
+    return kept
+
+
+def _few(count: int, rows: Sequence[Any]) -> bool:
+    """Whether ``count`` ids are few enough among ``rows`` to be placed or found one by one."""
+    return count <= _PLACED_MAX + len(rows) // 16
+
+
+def _position(rows: Sequence[Row], exp_id: str, row_id: Callable[[Row], str]) -> int | None:
+    """Where the row of ``exp_id`` is in ``rows`` (in id order), by bisection; None: not there."""
+    at = bisect_left(rows, exp_id, key=row_id)
+    return at if at < len(rows) and row_id(rows[at]) == exp_id else None
 
 
 class WritesKeptComing(Exception):

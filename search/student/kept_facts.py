@@ -19,17 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from kbgraph.search.handoff import hands_off
-from kbgraph.search.student.change_feed import first_id, rows_of
+from kbgraph.search.student.change_feed import first_id, rows_of, without
 from kbgraph.search.student.rows import CandidateFacts
 from kbgraph.search.student.versioned import RowsRead, VersionedRead
 from kbgraph.search.task_ways import TaskWays, task_ways, unique_ways, way_share
 from kbgraph.store.gateway import Neo4jGateway
-
-Key = TypeVar("Key")
-Value = TypeVar("Value")
 
 __all__ = ["NamespaceFacts", "StoredFacts", "fact_rows", "patched_facts"]
 
@@ -102,10 +99,10 @@ class NamespaceFacts:
         after = NamespaceFacts(())
         # Copied whole, then the changed keys taken out: a copy is C's work, a comprehension over
         # 10,000 entries Python's (what a follow after every write costs the client).
-        after.by_id = _without(self.by_id, gone)
+        after.by_id = without(self.by_id, gone)
         after.by_id.update((f.id, f) for f in fresh)
-        after._members = _without(self._members, targets)
-        after._by_task = _without(self._by_task, tasks)
+        after._members = without(self._members, targets)
+        after._by_task = without(self._by_task, tasks)
         for target in targets:
             members = [f for f in self._members.get(target, ()) if f.id not in gone]
             members += [f for f in fresh if any(t == target for t, *_ in f.abstractions)]
@@ -117,8 +114,8 @@ class NamespaceFacts:
             if group:
                 after._by_task[task] = sorted(group, key=lambda f: f.id)
         # What was worked out of groups no change reached stays true.
-        after._runs = _without(self._runs, gone | targets)
-        after._task_runs = _without(self._task_runs, tasks)
+        after._runs = without(self._runs, gone | targets)
+        after._task_runs = without(self._task_runs, tasks)
         after._ways_kept = {k: w for k, w in self._ways_kept.items() if k[0] not in tasks}
         return after
 
@@ -230,14 +227,6 @@ def fact_rows(gateway: Neo4jGateway, namespace: str) -> RowsRead[list[list[Any]]
         return VersionedRead(answer["version"], bool(answer["unchanged"]), list(answer["rows"]))
 
     return read
-
-
-def _without(values: dict[Key, Value], keys: Iterable[Key]) -> dict[Key, Value]:
-    """A copy of ``values`` without ``keys``, in its order."""
-    kept = dict(values)
-    for key in keys:
-        kept.pop(key, None)
-    return kept
 
 
 def patched_facts(before: NamespaceFacts, rows: list[list[Any]], changed: list[str]) -> NamespaceFacts:

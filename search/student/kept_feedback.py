@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kbgraph.search.student.change_feed import first_id, rows_of
+from kbgraph.search.student.change_feed import first_id, rows_of, without
 from kbgraph.search.student.kept_facts import NamespaceFacts
 from kbgraph.search.student.vector_model import ExperienceVectors, neo4j_scores
 from kbgraph.search.student.versioned import KeptByVersion, Patch, RowsRead, VersionedRead
@@ -79,9 +79,7 @@ class NamespaceFeedback:
             self.by_id: dict[str, StoredFeedback] = {str(row[0]): StoredFeedback.of(row) for row in rows}
         else:  # ``rows`` are a follow's (in id order): ``before``'s, the changed ones read again
             fresh = set(changed)
-            self.by_id = dict(before.by_id)  # a copy is C's work; a pass over every row Python's
-            for exp_id in fresh:
-                self.by_id.pop(exp_id, None)
+            self.by_id = without(before.by_id, fresh)
             self.by_id.update((str(row[0]), StoredFeedback.of(row)) for row in rows_of(rows, fresh, first_id))
         self.outcome_vectors = dict(outcome_vectors)
 
