@@ -46,6 +46,11 @@ class BoundedMap(Generic[K, V]):
             while len(self._entries) > self.size:
                 del self._entries[next(iter(self._entries))]
 
+    def items(self) -> list[tuple[K, V]]:
+        """The entries, oldest put first (a copy: taken under one hold of the lock)."""
+        with self._lock:
+            return list(self._entries.items())
+
     def __len__(self) -> int:
         return len(self._entries)
 

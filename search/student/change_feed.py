@@ -39,7 +39,7 @@ from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.search_version import CHANGE_SEPARATOR
 
 __all__ = ["MOVED", "Changes", "ChangeFeed", "Feed", "between_writes", "changes_since", "feedback_changes", "first_id",
-           "follow", "following", "following_feedback", "merged_rows", "rows_of", "until_two_agree", "without",
+           "follow", "following", "following_feedback", "merged_rows", "position", "rows_of", "until_two_agree", "without",
            "WritesKeptComing"]
 
 Row = TypeVar("Row")
@@ -134,7 +134,7 @@ def merged_rows(rows: Sequence[Row], changed: Sequence[str], fresh: Sequence[Row
         return sorted([*(row for row in rows if row_id(row) not in gone), *fresh], key=row_id)
     merged = list(rows)
     for exp_id in gone:
-        if (at := _position(merged, exp_id, row_id)) is not None:
+        if (at := position(merged, exp_id, row_id)) is not None:
             del merged[at]
     for row in fresh:
         # After any rows of its id already there (none but a row of an id not in ``changed``): as
@@ -150,7 +150,7 @@ def rows_of(rows: Sequence[Row], ids: Iterable[str], row_id: Callable[[Row], str
     wanted = set(ids)
     if not _few(len(wanted), rows):
         return [row for row in rows if row_id(row) in wanted]
-    return [rows[at] for exp_id in sorted(wanted) if (at := _position(rows, exp_id, row_id)) is not None]
+    return [rows[at] for exp_id in sorted(wanted) if (at := position(rows, exp_id, row_id)) is not None]
 
 
 def without(values: dict[K, V], keys: Iterable[K]) -> dict[K, V]:
@@ -167,7 +167,7 @@ def _few(count: int, rows: Sequence[Any]) -> bool:
     return count <= _PLACED_MAX + len(rows) // 16
 
 
-def _position(rows: Sequence[Row], exp_id: str, row_id: Callable[[Row], str]) -> int | None:
+def position(rows: Sequence[Row], exp_id: str, row_id: Callable[[Row], str]) -> int | None:
     """Where the row of ``exp_id`` is in ``rows`` (in id order), by bisection; None: not there."""
     at = bisect_left(rows, exp_id, key=row_id)
     return at if at < len(rows) and row_id(rows[at]) == exp_id else None

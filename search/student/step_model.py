@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbgraph.search.student.rows import ChannelHit
-from kbgraph.search.student.vector_model import ExperienceFilters
+from kbgraph.search.student.experience_filters import ExperienceFilters
 from kbgraph.search.student.versioned import VersionedRead
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.vector_cache import unit_vector

@@ -46,6 +46,17 @@ class NamespaceTexts:
     domains: npt.NDArray[Any]
     corpus: LexicalCorpus
     _weights: dict[tuple[str, float], npt.NDArray[np.float64]] = field(default_factory=dict)
+    #: How many positions hold nothing (texts taken out by a patch).
+    empty: int = 0
+    #: Each id's position (its last: a patched text is added again at the end), made when a patch
+    #: first asks and carried by the patches.
+    _positions: dict[str, int] | None = None
+
+    def positions(self) -> dict[str, int]:
+        """Each id's position in ``ids`` (the last one), for :func:`patched_texts` (not to be changed)."""
+        if self._positions is None:
+            self._positions = {exp_id: n for n, exp_id in enumerate(self.ids)}
+        return self._positions
 
     @classmethod
     def of(cls, rows: Sequence[tuple[str, ...]], corpus: LexicalCorpus | None = None) -> NamespaceTexts:
@@ -79,16 +90,24 @@ def patched_texts(before: NamespaceTexts, rows: list[tuple[str, ...]], changed: 
     positions of the others stay. It ranks as :meth:`NamespaceTexts.of` of ``rows`` does: every
     text's BM25 is the same, and ties go to the smaller id either way."""
     gone = set(changed)
-    held = [n for n, i in enumerate(before.ids) if i in gone and before.corpus.documents[n] is not None]
+    # By the positions kept, not a pass over every text: a follow brings a write's few ids.
+    positions = before.positions()
+    held = sorted(at for exp_id in gone if (at := positions.get(exp_id)) is not None
+                  and before.corpus.documents[at] is not None)
     fresh = rows_of(rows, gone, first_id)
-    empty = sum(1 for d in before.corpus.documents if d is None) + len(held)
+    empty = before.empty + len(held)
     if before.corpus.size == 0 or empty > _EMPTY_SHARE * (before.corpus.size + len(fresh)):
         return NamespaceTexts.of(rows)
     corpus = before.corpus.patched(held, [(p, g, d) for _, d, p, g in fresh])
     domains = np.empty(len(before.ids) + len(fresh), dtype=object)
     domains[: len(before.ids)] = before.domains
     domains[len(before.ids):] = [row[1] for row in fresh]
-    return NamespaceTexts([*before.ids, *(row[0] for row in fresh)], domains, corpus)
+    moved = dict(positions)
+    moved.update((row[0], len(before.ids) + n) for n, row in enumerate(fresh))
+    # The domains' weights by position: the ones kept, and the fresh texts' after them.
+    weights = {(domain, other): np.concatenate([kept, np.where(domains[len(before.ids):] == domain, 1.0, other)])
+               for (domain, other), kept in list(before._weights.items())}  # pylint: disable=protected-access
+    return NamespaceTexts([*before.ids, *(row[0] for row in fresh)], domains, corpus, weights, empty, moved)
 
 
 def text_rows(answer: Mapping[str, Any]) -> VersionedRead[list[tuple[str, ...]]]:

@@ -33,6 +33,8 @@ import numpy.typing as npt
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.vector_cache import unit_vector
 from kbgraph.search.student.bounded import BoundedMap
+from kbgraph.search.student.change_feed import first_id, position, without
+from kbgraph.search.student.experience_filters import ExperienceFilters
 from kbgraph.search.ranked import best_positions
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.versioned import KeptByVersion, Patch, RowsRead, VersionedRead, filter_key
@@ -50,67 +52,11 @@ IN_PROCESS_MAX = 40_000
 VectorKind = Literal["pg", "structure"]
 #: Vectors asked for per request when the rows changed.
 _PAGE = 5000
-#: Filter masks kept per model, one per set of filters (a namespace's searches use a few).
+#: Candidates kept per model, one per set of filters and matrix (a namespace's searches use a few).
 _MASKS = 64
 #: A patched model is built anew once its matrices hold this many rows per experience that has a
 #: vector (rows of vectors no experience has any more stay until then).
 _SPARE_ROWS = 1.25
-
-
-@dataclass
-class ExperienceFilters:
-    """A namespace's experiences at one version with what the channels filter on (one entry per id,
-    in the order of ``ids``): the rows of ``search_experience_vector_rows``."""
-
-    ids: list[str]
-    kind: npt.NDArray[Any]
-    status: npt.NDArray[Any]
-    domain: npt.NDArray[Any]
-    success: npt.NDArray[np.float64]
-    shared: npt.NDArray[np.bool_]
-    owner: npt.NDArray[Any]
-    _masks: BoundedMap[tuple[Any, ...], npt.NDArray[np.bool_]] = field(default_factory=lambda: BoundedMap(_MASKS))
-    #: Per domain, which experiences are of it.
-    _of_domain: BoundedMap[str, npt.NDArray[np.bool_]] = field(default_factory=lambda: BoundedMap(_MASKS))
-
-    @classmethod
-    def of(cls, rows: Sequence[Sequence[Any]]) -> ExperienceFilters:
-        """From rows ``[id, kind, status, domain, success_rate, scope, owner_agent]``."""
-        def column(j: int) -> npt.NDArray[Any]:
-            values = np.empty(len(rows), dtype=object)
-            values[:] = [row[j] for row in rows]
-            return values
-
-        return cls(ids=[str(row[0]) for row in rows], kind=column(1), status=column(2), domain=column(3),
-                   success=np.array([float(row[4]) for row in rows], dtype=np.float64),
-                   shared=np.array([row[5] == "shared" for row in rows], dtype=bool), owner=column(6))
-
-    def mask(self, params: Mapping[str, Any]) -> npt.NDArray[np.bool_]:
-        """The experiences that pass ``params``'s filters, as the channel queries filter (a
-        quality floor is never above 0 here)."""
-        key = filter_key(params)
-        kept = self._masks.get(key)
-        if kept is not None:
-            return kept
-        passed = _among(self.status, params["statuses"])
-        if params["domains"] is not None:
-            passed &= _among(self.domain, params["domains"])
-        if params["kinds"] is not None:
-            passed &= _among(self.kind, params["kinds"])
-        passed &= self.success >= float(params["min_success"])
-        agent = params["agent"]
-        passed &= self.shared | ((self.owner == agent) if agent is not None else False)
-        self._masks.put(key, passed)
-        return passed
-
-    def in_domain(self, domain: str) -> npt.NDArray[np.bool_]:
-        """Which experiences are of ``domain`` (worked out once per domain: a string comparison over
-        every experience costs a millisecond at 10,000)."""
-        kept = self._of_domain.get(domain)
-        if kept is None:
-            kept = self.domain == domain
-            self._of_domain.put(domain, kept)
-        return kept
 
 
 @dataclass
@@ -169,12 +115,6 @@ def neo4j_scores(unit_rows: npt.NDArray[np.float32], vector: Sequence[float]) ->
     against 0.9 at 10,000; as the intent channel's table, kbgraph.search.student.intent)."""
     product: npt.NDArray[np.float64] = np.einsum("ij,j->i", unit_rows, unit_vector(vector)).astype(np.float64)
     return (1.0 + product) / 2.0
-
-
-def _among(values: npt.NDArray[Any], allowed: Sequence[Any]) -> npt.NDArray[np.bool_]:
-    """Which of ``values`` (strings or None) are among ``allowed``, as Cypher's ``IN``."""
-    wanted = set(allowed)
-    return np.fromiter((v is not None and v in wanted for v in values), dtype=bool, count=len(values))
 
 
 def experience_vectors(gateway: Neo4jGateway, namespace: str,
@@ -245,32 +185,55 @@ def patched_vectors(gateway: Neo4jGateway, namespace: str) -> Patch[ExperienceVe
     read, and a vector the matrices do not hold is added as a row of its own. The model ranks as
     :func:`built` would: the same vectors, equal ones sharing a row, each scored on its own."""
     def patch(before: ExperienceVectors, rows: list[list[Any]], changed: list[str]) -> ExperienceVectors:
-        ids = [str(row[0]) for row in rows]
         gone = set(changed)
-        held = {i: v for i, v in before.held.items() if i not in gone}
-        wanted = [i for i in ids if i in gone]
+        spliced = _spliced(before.filters.ids, rows, gone)
+        if spliced is None:  # rows not the ones before with the changed ones replaced
+            return _built(gateway, namespace, rows, before)
+        ids, taken, fresh_at = spliced
+        fresh_rows = [rows[n] for n in fresh_at]
+        held = without(before.held, gone)
+        wanted = [ids[n] for n in fresh_at]
         for start in range(0, len(wanted), _PAGE):
             for r in gateway.read("search_experience_vectors_of", kb=namespace, ids=wanted[start : start + _PAGE]):
                 held[r["id"]] = (unit_vector(r["pg"]) if r["pg"] is not None else None,
                                  unit_vector(r["structure"]) if r["structure"] is not None else None)
-        held = {i: held[i] for i in ids if i in held}
-        position = {exp_id: n for n, exp_id in enumerate(before.filters.ids)}
-        source = np.fromiter((-1 if i in gone else position.get(i, -1) for i in ids), dtype=np.intp, count=len(ids))
+        source = np.full(len(ids), -1, dtype=np.intp)
+        source[np.setdiff1d(np.arange(len(ids)), fresh_at, assume_unique=True)] = taken
         vectors: dict[VectorKind, npt.NDArray[np.float32]] = {}
         row_of: dict[VectorKind, npt.NDArray[np.intp]] = {}
         by_bytes: dict[VectorKind, dict[bytes, int]] = {}
         kinds: tuple[VectorKind, VectorKind] = ("pg", "structure")
         for slot, which in enumerate(kinds):
             matrix, rows_of, by_bytes[which] = _patched_rows(
-                before, which, source, [(n, held.get(i, (None, None))[slot]) for n, i in enumerate(ids) if i in gone])
+                before, which, source, [(int(n), held.get(ids[n], (None, None))[slot]) for n in fresh_at])
             if matrix.shape[0] > _SPARE_ROWS * max(int((rows_of >= 0).sum()), 1) + 16:
                 return _built(gateway, namespace, rows, before)  # mostly rows no one has: built anew
             vectors[which], row_of[which] = matrix, rows_of
-        abstract = frozenset(i for i, row in zip(ids, rows, strict=True) if row[1] == "abstract")
-        return ExperienceVectors(filters=ExperienceFilters.of(rows), vectors=vectors, row_of=row_of, held=held,
-                                 abstract=abstract, _rows_by_bytes=by_bytes)
+        abstract = before.abstract.difference(gone).union(str(row[0]) for row in fresh_rows if row[1] == "abstract")
+        filters = before.filters.spliced(ids, taken, fresh_at, fresh_rows)
+        return ExperienceVectors(filters=filters, vectors=vectors, row_of=row_of, held=held, abstract=abstract,
+                                 _rows_by_bytes=by_bytes)
 
     return patch
+
+
+def _spliced(before: list[str], rows: list[list[Any]], gone: set[str]
+             ) -> tuple[list[str], npt.NDArray[np.intp], npt.NDArray[np.intp]] | None:
+    """How ``rows`` (in id order) are ``before``'s ids (in id order) with those of ``gone`` taken out
+    and the rows of ``gone`` there now put in: the ids of ``rows``, the positions in ``before`` of
+    the ids kept (in order), and the positions in ``rows`` of the fresh ones; found by bisection, not
+    a pass over every row (a follow brings a write's few ids). None when ``rows`` are not that."""
+    removed = sorted(at for exp_id in gone if (at := position(before, exp_id, str)) is not None)
+    fresh_at = [at for exp_id in sorted(gone) if (at := position(rows, exp_id, first_id)) is not None]
+    if len(before) - len(removed) + len(fresh_at) != len(rows):
+        return None
+    ids = list(before)
+    for at in reversed(removed):
+        del ids[at]
+    for at in fresh_at:  # in ascending order: the ids before each are in place
+        ids.insert(at, str(rows[at][0]))
+    taken = np.delete(np.arange(len(before), dtype=np.intp), np.array(removed, dtype=np.intp))
+    return ids, taken, np.array(fresh_at, dtype=np.intp)
 
 
 def _patched_rows(before: ExperienceVectors, which: VectorKind, source: npt.NDArray[np.intp],

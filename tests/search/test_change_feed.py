@@ -250,6 +250,9 @@ def test_a_value_patched_from_the_one_before_ranks_as_one_made_of_the_whole_rows
                             asked = {**filters, "domain": domain}
                             assert patched.nearest(which, vector, asked, 30) == whole.nearest(which, vector, asked, 30)
                 assert patched.held.keys() == whole.held.keys()
+                assert patched.filters.ids == whole.filters.ids and patched.abstract == whole.abstract
+                for column in ("kind", "status", "domain", "success", "shared", "owner"):
+                    assert list(getattr(patched.filters, column)) == list(getattr(whole.filters, column)), column
             else:
                 assert patched.by_id == whole.by_id, f"{name}, write {step}"
             held[name] = (at, now_rows, patched)
