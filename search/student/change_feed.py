@@ -39,7 +39,7 @@ from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.search_version import CHANGE_SEPARATOR
 
 __all__ = ["MOVED", "Changes", "ChangeFeed", "Feed", "between_writes", "changes_since", "feedback_changes", "first_id",
-           "follow", "following", "following_feedback", "merged_rows", "position", "rows_of", "until_two_agree", "without",
+           "follow", "following", "following_feedback", "merged_rows", "position", "rows_changed", "rows_of", "until_two_agree", "without",
            "WritesKeptComing"]
 
 Row = TypeVar("Row")
@@ -73,6 +73,11 @@ class ChangeFeed(Generic[Row]):
     #: next follow (inclusive); 2 for a feed that cannot tell what the write that made a version
     #: changed (the feedback version's).
     reads: int = 1
+    #: Whether the part's value is made of its rows alone, so that an experience whose row reads as
+    #: it was kept is left out of the ids a follow gives (:func:`rows_changed`). Not the vectors (read
+    #: beside the rows: a read may have overlapped the commit that wrote them) nor what feedback
+    #: changes (its outcomes' vectors, the same way).
+    rows_alone: bool = False
 
 
 class Feed(Protocol):
@@ -151,6 +156,19 @@ def rows_of(rows: Sequence[Row], ids: Iterable[str], row_id: Callable[[Row], str
     if not _few(len(wanted), rows):
         return [row for row in rows if row_id(row) in wanted]
     return [rows[at] for exp_id in sorted(wanted) if (at := position(rows, exp_id, row_id)) is not None]
+
+
+def rows_changed(rows: Sequence[Row], changed: Sequence[str], fresh: Sequence[Row], row_id: Callable[[Row], str]
+                 ) -> list[str]:
+    """The ids of ``changed`` whose row in ``fresh`` (read now) is not the one in ``rows`` (kept, in
+    id order; ids unique): gone, new or of other values. A write the feed lists changes the part's
+    rows of only some of its ids (an add's workflow counters are not its texts), and a follow from
+    rows not confirmed reads the write that made them again, mostly unchanged: a patch of only
+    these does less, and none keeps the value before, with what its searches worked out of it
+    (for a value made of its rows alone: :attr:`ChangeFeed.rows_alone`)."""
+    now = {row_id(row): row for row in fresh}
+    return [exp_id for exp_id in changed
+            if now.get(exp_id) != (rows[at] if (at := position(rows, exp_id, row_id)) is not None else None)]
 
 
 def without(values: dict[K, V], keys: Iterable[K]) -> dict[K, V]:
@@ -237,8 +255,12 @@ def follow(feed: ChangeFeed[Row], version: str, rows: Sequence[Row],
         fresh = feed.read(None, changes.changed) if changes.changed else None
         if fresh is not None and fresh.version != changes.version:
             return MOVED  # a write between the two requests
-        return (changes.version, merged_rows(rows, changes.changed, fresh.rows if fresh is not None else [], feed.row_id),
-                changes.changed)
+        fresh_rows = fresh.rows if fresh is not None else []
+        moved = rows_changed(rows, changes.changed, fresh_rows, feed.row_id) if feed.rows_alone else changes.changed
+        if len(moved) < len(changes.changed):
+            kept_out = set(moved)
+            fresh_rows = [row for row in fresh_rows if feed.row_id(row) in kept_out]
+        return changes.version, merged_rows(rows, moved, fresh_rows, feed.row_id), moved
 
     followed: tuple[str, list[Row], list[str]] | None = (
         between_writes(attempt) if feed.reads == 1 else until_two_agree(attempt))
@@ -247,10 +269,12 @@ def follow(feed: ChangeFeed[Row], version: str, rows: Sequence[Row],
     return followed
 
 
-def following(gateway: Neo4jGateway, namespace: str, read: RowsRead[list[Row]]) -> Follow[list[Row]]:
+def following(gateway: Neo4jGateway, namespace: str, read: RowsRead[list[Row]],
+              rows_alone: bool = False) -> Follow[list[Row]]:
     """How rows of ``read`` (a versioned read by search version, each row's first value its
-    experience's id) follow the writes to ``namespace``: for :meth:`KeptInBackground.current`."""
-    feed = ChangeFeed(changes_since(gateway, namespace), read, first_id)
+    experience's id) follow the writes to ``namespace``: for :meth:`KeptInBackground.current`
+    (``rows_alone``: :attr:`ChangeFeed.rows_alone`)."""
+    feed = ChangeFeed(changes_since(gateway, namespace), read, first_id, rows_alone=rows_alone)
     return partial(follow, feed)
 
 

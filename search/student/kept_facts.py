@@ -232,4 +232,5 @@ def fact_rows(gateway: Neo4jGateway, namespace: str) -> RowsRead[list[list[Any]]
 def patched_facts(before: NamespaceFacts, rows: list[list[Any]], changed: list[str]) -> NamespaceFacts:
     """The facts of ``rows`` made from ``before`` and the ids whose rows ``changed`` (a
     :data:`~kbgraph.search.student.versioned.Patch`): :meth:`NamespaceFacts.patched`."""
-    return before.patched(rows, changed)
+    # No row changed (a write read again as it was): the facts before, with what was worked out of them.
+    return before.patched(rows, changed) if changed else before

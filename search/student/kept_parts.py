@@ -33,7 +33,7 @@ def read_texts(gateway: Neo4jGateway, params: Mapping[str, Any], known: str | No
 def texts_part(gateway: Neo4jGateway, namespace: str, params: Mapping[str, Any]) -> KeptPart[list[tuple[str, ...]], NamespaceTexts]:
     """The texts of the experiences that pass ``params``'s filters, and their BM25 corpus."""
     read = partial(read_texts, gateway, params)
-    return KeptPart(read, NamespaceTexts.of, following(gateway, namespace, read), patched_texts)
+    return KeptPart(read, NamespaceTexts.of, following(gateway, namespace, read, rows_alone=True), patched_texts)
 
 
 def vectors_part(gateway: Neo4jGateway, namespace: str,
@@ -47,7 +47,7 @@ def vectors_part(gateway: Neo4jGateway, namespace: str,
 def facts_part(gateway: Neo4jGateway, namespace: str) -> KeptPart[list[list[Any]], NamespaceFacts]:
     """Every experience's scoring facts that only a versioned write changes."""
     read = fact_rows(gateway, namespace)
-    return KeptPart(read, NamespaceFacts, following(gateway, namespace, read), patched_facts)
+    return KeptPart(read, NamespaceFacts, following(gateway, namespace, read, rows_alone=True), patched_facts)
 
 
 def feedback_part(gateway: Neo4jGateway, namespace: str,

@@ -89,6 +89,8 @@ def patched_texts(before: NamespaceTexts, rows: list[tuple[str, ...]], changed: 
     taken out of its corpus and added again as they are now (:meth:`LexicalCorpus.patched`); the
     positions of the others stay. It ranks as :meth:`NamespaceTexts.of` of ``rows`` does: every
     text's BM25 is the same, and ties go to the smaller id either way."""
+    if not changed:  # no row changed (a write read again as it was): the texts before, with their caches
+        return before
     gone = set(changed)
     # By the positions kept, not a pass over every text: a follow brings a write's few ids.
     positions = before.positions()

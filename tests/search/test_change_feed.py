@@ -44,7 +44,9 @@ def parts(kb: KnowledgeBase) -> dict[str, Part]:
     texts = partial(read_texts, kb.gateway, filters)
     reads: dict[str, RowsRead[Any]] = {"texts": texts, "vectors": vector_rows(kb.gateway, kb.namespace),
                                        "facts": fact_rows(kb.gateway, kb.namespace)}
-    found: dict[str, Part] = {name: (read, following(kb.gateway, kb.namespace, read)) for name, read in reads.items()}
+    # As kept_parts makes them: the texts and the facts are made of their rows alone.
+    found: dict[str, Part] = {name: (read, following(kb.gateway, kb.namespace, read, rows_alone=name != "vectors"))
+                              for name, read in reads.items()}
     feedback = feedback_rows(kb.gateway, kb.namespace)
     found["feedback"] = (feedback, following_feedback(kb.gateway, kb.namespace, feedback))
     return found
@@ -177,7 +179,8 @@ def test_rows_of_some_ids_are_the_ones_a_pass_over_every_row_finds(kept: list[in
     assert rows_of(rows, ids, first_id) == [row for row in rows if row[0] in set(ids)]
 
 
-def fake_feed(answers: list[tuple[str, list[str] | None, str, list[list[Any]]]]) -> ChangeFeed[list[Any]]:
+def fake_feed(answers: list[tuple[str, list[str] | None, str, list[list[Any]]]],
+              rows_alone: bool = False) -> ChangeFeed[list[Any]]:
     """A feed whose successive reads answer ``(version, changed, version of the rows read, rows)``."""
     calls = iter(answers)
     current: list[tuple[str, list[str] | None, str, list[list[Any]]]] = []
@@ -189,7 +192,7 @@ def fake_feed(answers: list[tuple[str, list[str] | None, str, list[list[Any]]]])
     def read(known: str | None, ids: list[str] | None = None) -> VersionedRead[list[list[Any]]]:
         return VersionedRead(current[0][2], False, current[0][3])
 
-    return ChangeFeed(changes, read, lambda row: str(row[0]))
+    return ChangeFeed(changes, read, lambda row: str(row[0]), rows_alone=rows_alone)
 
 
 def test_a_follow_reads_once_and_again_only_when_a_write_came_between_its_two_requests() -> None:
@@ -205,6 +208,20 @@ def test_a_follow_reads_once_and_again_only_when_a_write_came_between_its_two_re
         follow(moving, "v1", base)
     # The feed cannot tell: None (a whole read).
     assert follow(fake_feed([("v2", None, "v2", [])]), "v1", base) is None
+
+
+def test_a_follow_of_a_value_made_of_its_rows_alone_gives_only_the_ids_whose_rows_read_otherwise() -> None:
+    base = [["a", 1], ["b", 2], ["c", 3]]
+    # The write that made v1 read again (a, b as kept), with v2's: c changed, d new, b gone.
+    answer = ("v2", ["a", "b", "c", "d"], "v2", [["a", 1], ["c", 30], ["d", 4]])
+    assert follow(fake_feed([answer], rows_alone=True), "v1", base, inclusive=True) == (
+        "v2", [["a", 1], ["c", 30], ["d", 4]], ["b", "c", "d"])
+    # Not made of its rows alone (the vectors, what feedback changes): every id the feed gave.
+    assert follow(fake_feed([answer]), "v1", base, inclusive=True) == (
+        "v2", [["a", 1], ["c", 30], ["d", 4]], ["a", "b", "c", "d"])
+    # Nothing read otherwise: no id, the rows as they were.
+    assert follow(fake_feed([("v1", ["a"], "v1", [["a", 1]])], rows_alone=True), "v1", base, inclusive=True) == (
+        "v1", base, [])
 
 
 def test_a_value_patched_from_the_one_before_ranks_as_one_made_of_the_whole_rows(real_kb: KnowledgeBase) -> None:
