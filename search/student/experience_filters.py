@@ -19,9 +19,10 @@ import numpy as np
 import numpy.typing as npt
 
 from kbgraph.search.student.bounded import BoundedMap
+from kbgraph.search.student.change_feed import first_id, position
 from kbgraph.search.student.versioned import filter_key
 
-__all__ = ["ExperienceFilters"]
+__all__ = ["ExperienceFilters", "spliced_positions"]
 
 #: Filter masks kept per model, one per set of filters (a namespace's searches use a few).
 _MASKS = 64
@@ -104,6 +105,25 @@ class ExperienceFilters:
         made._masks.put_many({key: splice(mask, fresh.mask(_params_of(key))) for key, mask in self._masks.items()})
         made._of_domain.put_many({domain: splice(of, fresh.in_domain(domain)) for domain, of in self._of_domain.items()})
         return made
+
+
+def spliced_positions(before: list[str], rows: Sequence[Sequence[Any]], gone: set[str]
+                      ) -> tuple[list[str], npt.NDArray[np.intp], npt.NDArray[np.intp]] | None:
+    """How ``rows`` (in id order) are ``before``'s ids (in id order) with those of ``gone`` taken out
+    and the rows of ``gone`` there now put in: the ids of ``rows``, the positions in ``before`` of
+    the ids kept (in order), and the positions in ``rows`` of the fresh ones; found by bisection, not
+    a pass over every row (a follow brings a write's few ids). None when ``rows`` are not that."""
+    removed = sorted(at for exp_id in gone if (at := position(before, exp_id, str)) is not None)
+    fresh_at = [at for exp_id in sorted(gone) if (at := position(rows, exp_id, first_id)) is not None]
+    if len(before) - len(removed) + len(fresh_at) != len(rows):
+        return None
+    ids = list(before)
+    for at in reversed(removed):
+        del ids[at]
+    for at in fresh_at:  # in ascending order: the ids before each are in place
+        ids.insert(at, str(rows[at][0]))
+    taken = np.delete(np.arange(len(before), dtype=np.intp), np.array(removed, dtype=np.intp))
+    return ids, taken, np.array(fresh_at, dtype=np.intp)
 
 
 def _params_of(key: tuple[Any, ...]) -> dict[str, Any]:

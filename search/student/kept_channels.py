@@ -79,7 +79,8 @@ def kept_current(ctx: SearchContext, run: Run, versions: NamespaceVersions, vect
     starts), recorded in ``ctx.kept_state``. With ``await_follows`` (a search that waited for the
     version), the follows of the change feed that brings them to it are waited for, a little."""
     now = _kept_current(ctx, run, versions, vectors, lexical)
-    if await_follows and None in (now.vectors, now.texts, now.facts) and catching_up(ctx):
+    if await_follows and (None in (now.vectors, now.texts, now.facts) or (run.steps and now.steps is None)) \
+            and catching_up(ctx):
         deadline = time.monotonic() + FOLLOW_WAIT_SECONDS
         for background in _followed(ctx):
             background.await_follows(max(deadline - time.monotonic(), 0.0))
@@ -111,9 +112,9 @@ def catching_up(ctx: SearchContext) -> bool:
 
 
 def _followed(ctx: SearchContext, feedback: bool = True) -> list[KeptInBackground[Any, Any]]:
-    """The kept parts the change feed brings forward (the step texts are read whole); what feedback
-    changes only with ``feedback`` (it is used with the facts, whose follow says the state is catching up)."""
-    parts = (ctx.vectors_in_background, ctx.texts_in_background, ctx.facts_in_background,
+    """The kept parts the change feed brings forward; what feedback changes only with ``feedback``
+    (it is used with the facts, whose follow says the state is catching up)."""
+    parts = (ctx.vectors_in_background, ctx.texts_in_background, ctx.facts_in_background, ctx.steps_in_background,
              ctx.feedback_in_background if feedback else None)
     return [background for background in parts if background is not None]
 

@@ -3,8 +3,7 @@
 and how the value follows the change feed (:mod:`.change_feed`) — the rows the writes changed, read
 again, and a value made from the one before: the vectors (:mod:`.vector_model`), the texts
 (:mod:`.text_corpus`), the scoring facts (:mod:`.kept_facts`) and what feedback changes
-(:mod:`.kept_feedback`). The step texts (:mod:`.step_model`) are read whole: a step text's row
-lists every experience that says it."""
+(:mod:`.kept_feedback`) and the step texts (:mod:`.step_model`)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from typing import Any
 from kbgraph.search.student.change_feed import following, following_feedback
 from kbgraph.search.student.kept_facts import NamespaceFacts, fact_rows, patched_facts
 from kbgraph.search.student.kept_feedback import NamespaceFeedback, built_feedback, feedback_rows, patched_feedback
-from kbgraph.search.student.step_model import StepSayers, step_rows
+from kbgraph.search.student.step_model import StepRow, StepSayers, following_steps, patched_steps, step_rows
 from kbgraph.search.student.text_corpus import NamespaceTexts, patched_texts, text_rows
 from kbgraph.search.student.vector_model import ExperienceVectors, built, patched_vectors, vector_rows
 from kbgraph.search.student.versioned import KeptByVersion, KeptPart, VersionedRead
@@ -58,6 +57,6 @@ def feedback_part(gateway: Neo4jGateway, namespace: str,
                     patched_feedback(gateway, namespace))
 
 
-def steps_part(gateway: Neo4jGateway, namespace: str) -> KeptPart[dict[str, Any], StepSayers]:
-    """The step texts and who says them (read whole)."""
-    return KeptPart(step_rows(gateway, namespace), StepSayers.of)
+def steps_part(gateway: Neo4jGateway, namespace: str) -> KeptPart[list[StepRow], StepSayers]:
+    """Every experience with the step texts it says."""
+    return KeptPart(step_rows(gateway, namespace), StepSayers.of, following_steps(gateway, namespace), patched_steps)

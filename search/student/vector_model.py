@@ -33,8 +33,8 @@ import numpy.typing as npt
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.vector_cache import unit_vector
 from kbgraph.search.student.bounded import BoundedMap
-from kbgraph.search.student.change_feed import first_id, position, without
-from kbgraph.search.student.experience_filters import ExperienceFilters
+from kbgraph.search.student.change_feed import without
+from kbgraph.search.student.experience_filters import ExperienceFilters, spliced_positions
 from kbgraph.search.ranked import best_positions
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.versioned import KeptByVersion, Patch, RowsRead, VersionedRead, filter_key
@@ -186,7 +186,7 @@ def patched_vectors(gateway: Neo4jGateway, namespace: str) -> Patch[ExperienceVe
     :func:`built` would: the same vectors, equal ones sharing a row, each scored on its own."""
     def patch(before: ExperienceVectors, rows: list[list[Any]], changed: list[str]) -> ExperienceVectors:
         gone = set(changed)
-        spliced = _spliced(before.filters.ids, rows, gone)
+        spliced = spliced_positions(before.filters.ids, rows, gone)
         if spliced is None:  # rows not the ones before with the changed ones replaced
             return _built(gateway, namespace, rows, before)
         ids, taken, fresh_at = spliced
@@ -215,25 +215,6 @@ def patched_vectors(gateway: Neo4jGateway, namespace: str) -> Patch[ExperienceVe
                                  _rows_by_bytes=by_bytes)
 
     return patch
-
-
-def _spliced(before: list[str], rows: list[list[Any]], gone: set[str]
-             ) -> tuple[list[str], npt.NDArray[np.intp], npt.NDArray[np.intp]] | None:
-    """How ``rows`` (in id order) are ``before``'s ids (in id order) with those of ``gone`` taken out
-    and the rows of ``gone`` there now put in: the ids of ``rows``, the positions in ``before`` of
-    the ids kept (in order), and the positions in ``rows`` of the fresh ones; found by bisection, not
-    a pass over every row (a follow brings a write's few ids). None when ``rows`` are not that."""
-    removed = sorted(at for exp_id in gone if (at := position(before, exp_id, str)) is not None)
-    fresh_at = [at for exp_id in sorted(gone) if (at := position(rows, exp_id, first_id)) is not None]
-    if len(before) - len(removed) + len(fresh_at) != len(rows):
-        return None
-    ids = list(before)
-    for at in reversed(removed):
-        del ids[at]
-    for at in fresh_at:  # in ascending order: the ids before each are in place
-        ids.insert(at, str(rows[at][0]))
-    taken = np.delete(np.arange(len(before), dtype=np.intp), np.array(removed, dtype=np.intp))
-    return ids, taken, np.array(fresh_at, dtype=np.intp)
 
 
 def _patched_rows(before: ExperienceVectors, which: VectorKind, source: npt.NDArray[np.intp],

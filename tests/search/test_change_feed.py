@@ -23,7 +23,8 @@ from kbgraph.search.student.channels import filter_params
 from kbgraph.search.lexical import query_terms
 from kbgraph.search.student.kept_facts import fact_rows
 from kbgraph.search.student.kept_feedback import NamespaceFeedback, feedback_rows
-from kbgraph.search.student.kept_parts import facts_part, feedback_part, read_texts, texts_part, vectors_part
+from kbgraph.search.student.kept_parts import facts_part, feedback_part, read_texts, steps_part, texts_part, vectors_part
+from kbgraph.search.student.step_model import following_steps, step_rows
 from kbgraph.search.student.vector_model import ExperienceVectors, vector_rows
 from kbgraph.search.student.versioned import Follow, KeptByVersion, KeptPart, RowsRead, VersionedRead
 from kbgraph.store.search_version import BUMP, CHANGED_IDS, CHANGES_SEARCHED
@@ -47,6 +48,7 @@ def parts(kb: KnowledgeBase) -> dict[str, Part]:
     # As kept_parts makes them: the texts and the facts are made of their rows alone.
     found: dict[str, Part] = {name: (read, following(kb.gateway, kb.namespace, read, rows_alone=name != "vectors"))
                               for name, read in reads.items()}
+    found["steps"] = (step_rows(kb.gateway, kb.namespace), following_steps(kb.gateway, kb.namespace))
     feedback = feedback_rows(kb.gateway, kb.namespace)
     found["feedback"] = (feedback, following_feedback(kb.gateway, kb.namespace, feedback))
     return found
@@ -232,7 +234,7 @@ def test_a_value_patched_from_the_one_before_ranks_as_one_made_of_the_whole_rows
     found: dict[str, KeptPart[Any, Any]] = {
         "texts": texts_part(kb.gateway, kb.namespace, filters), "facts": facts_part(kb.gateway, kb.namespace),
         "vectors": vectors_part(kb.gateway, kb.namespace, kept_vectors),
-        "feedback": feedback_part(kb.gateway, kb.namespace, kept_feedback)}
+        "feedback": feedback_part(kb.gateway, kb.namespace, kept_feedback), "steps": steps_part(kb.gateway, kb.namespace)}
     held: dict[str, tuple[str, Any, Any]] = {}
     for name, part in found.items():
         answer = part.read(None)
@@ -270,6 +272,12 @@ def test_a_value_patched_from_the_one_before_ranks_as_one_made_of_the_whole_rows
                 assert patched.filters.ids == whole.filters.ids and patched.abstract == whole.abstract
                 for column in ("kind", "status", "domain", "success", "shared", "owner"):
                     assert list(getattr(patched.filters, column)) == list(getattr(whole.filters, column)), column
+            elif name == "steps":
+                for vector in vectors:
+                    for asked in (filters, {**filters, "domains": ["airline"]}, {**filters, "kinds": ["concrete"]}):
+                        for k in (1, 10, 50):
+                            assert patched.nearest(vector, asked, k) == whole.nearest(vector, asked, k), f"write {step}"
+                assert patched.experiences.ids == whole.experiences.ids
             else:
                 assert patched.by_id == whole.by_id, f"{name}, write {step}"
             held[name] = (at, now_rows, patched)

@@ -39,7 +39,7 @@ def test_the_kept_step_texts_answer_as_the_exact_scan_whatever_the_filters(
 ) -> None:
     kb = real_runs_read_only
     model = said(kb)
-    assert len(model.sayers) > 0 and any(s.size > 1 for s in model.sayers), "texts said by several runs"
+    assert len(model.sayers()) > 0 and any(s.size > 1 for s in model.sayers()), "texts said by several runs"
     for vector in step_vectors(kb):
         for p in (params(kb, domain=None), params(kb), params(kb, domain="airline"), params(kb, domains=["retail"]),
                   params(kb, kinds=["concrete"]), params(kb, min_success=0.5), params(kb, agent="someone")):
