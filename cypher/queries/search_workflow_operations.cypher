@@ -33,8 +33,10 @@ CALL (version) {
   // that reads every namespace's experiences (2,685 db hits for a version it had been sent).
   WITH CASE WHEN version IS NOT NULL AND version = $known THEN null ELSE $kb END AS scanned
   CALL (scanned) {
-    WITH scanned WHERE $ids IS NULL
-    MATCH (e:Experience {kb: scanned})
+    // The whole namespace only without $ids: a filter on $ids alone is planned after the seek
+    // (every experience of $kb read and dropped, ~8,700 db hits at 10,000), a null key reads nothing.
+    WITH CASE WHEN $ids IS NULL THEN scanned END AS whole
+    MATCH (e:Experience {kb: whole})
     USING INDEX SEEK e:Experience(kb, status)
     WHERE e.status IN $statuses
     RETURN e
@@ -60,8 +62,10 @@ CALL (version) {
 CALL (version) {
   WITH CASE WHEN NOT $history OR (version IS NOT NULL AND version = $history_known) THEN null ELSE $kb END AS scanned
   CALL (scanned) {
-    WITH scanned WHERE $ids IS NULL
-    MATCH (e:Experience {kb: scanned})
+    // The whole namespace only without $ids: a filter on $ids alone is planned after the seek
+    // (every experience of $kb read and dropped, ~8,700 db hits at 10,000), a null key reads nothing.
+    WITH CASE WHEN $ids IS NULL THEN scanned END AS whole
+    MATCH (e:Experience {kb: whole})
     USING INDEX SEEK e:Experience(kb, status)
     WHERE e.status IN $statuses
     RETURN e

@@ -29,6 +29,9 @@ from kbgraph.search.student.vector_model import ExperienceVectors, vector_rows
 from kbgraph.search.student.versioned import Follow, KeptByVersion, KeptPart, RowsRead, VersionedRead
 from kbgraph.store.search_version import BUMP, CHANGED_IDS, CHANGES_SEARCHED
 
+from kbgraph.search.student.workflow_operations import SEPARATOR
+from kbgraph.store.queries import query
+
 from tests.conftest import REAL_RUNS
 from tests.search.test_vector_model import experience, kept_current, params
 
@@ -58,6 +61,42 @@ def runs(count: int, prefix: str) -> list[dict[str, Any]]:
     """Real runs under fresh ids (the same tasks: they join the stored experiences' groups)."""
     lines = [json.loads(line) for line in (REAL_RUNS / "airline_gpt4o.jsonl").read_text().splitlines() if line.strip()]
     return [{**run, "id": f"{prefix}-{n}"} for n, run in enumerate(lines[:count])]
+
+
+def test_a_read_of_some_experiences_rows_seeks_those_experiences_not_the_namespace(
+    real_runs_read_only: KnowledgeBase,
+) -> None:
+    kb = real_runs_read_only
+    every = [str(row[0]) for row in vector_rows(kb.gateway, kb.namespace)(None).rows]
+    filters = filter_params(kb.namespace, SearchFilters(), SearchQuery(task="a refund", domain="retail"), SearchWeights())
+    asked = {"search_experience_texts": {**filters, "known": None},
+             "search_experience_vector_rows": {"kb": kb.namespace, "known": None},
+             "search_experience_fact_rows": {"kb": kb.namespace, "known": None},
+             "search_experience_feedback_rows": {"kb": kb.namespace, "known": None},
+             "search_workflow_operations": {**filters, "known": None, "history": True, "history_known": None,
+                                            "separator": SEPARATOR}}
+    for name, params in asked.items():
+        # A filter on $ids alone was planned after the seek of the namespace's experiences: every
+        # one of them read and dropped (8,700 db hits at 10,000 experiences, each follow).
+        assert max(experiences_sought(kb, name, {**params, "ids": every[:2]})) <= 2, name
+        assert max(experiences_sought(kb, name, {**params, "ids": None})) >= len(every) // 2, name
+
+
+def experiences_sought(kb: KnowledgeBase, name: str, params: dict[str, Any]) -> list[int]:
+    """The rows each index seek of experiences gave in the named read with ``params``, profiled."""
+    with kb.gateway.driver.session() as session:
+        plan = session.run("PROFILE " + query(name), **params).consume().profile
+    found: list[int] = []
+
+    def walk(step: dict[str, Any]) -> None:
+        details = str(step.get("args", {}).get("Details", ""))
+        if "IndexSeek" in str(step.get("operatorType", "")) and ":Experience(kb" in details:
+            found.append(int(step.get("rows", 0)))
+        for child in step.get("children", []):
+            walk(child)
+
+    walk(plan)
+    return found or [0]
 
 
 def test_every_write_that_changes_what_is_searched_says_what_it_changed_or_that_it_cannot() -> None:
