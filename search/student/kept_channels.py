@@ -79,8 +79,11 @@ def kept_current(ctx: SearchContext, run: Run, versions: NamespaceVersions, vect
     starts), recorded in ``ctx.kept_state``. With ``await_follows`` (a search that waited for the
     version), the follows of the change feed that brings them to it are waited for, a little."""
     now = _kept_current(ctx, run, versions, vectors, lexical)
-    if await_follows and (None in (now.vectors, now.texts, now.facts) or (run.steps and now.steps is None)) \
-            and catching_up(ctx):
+    # The step texts only when their own follow is under way (a steps query starts it): behind for
+    # another reason (not read yet), the others' follows bring them nothing.
+    steps_behind = bool(run.steps) and now.steps is None and ctx.steps_in_background is not None \
+        and ctx.steps_in_background.following()
+    if await_follows and (None in (now.vectors, now.texts, now.facts) or steps_behind) and catching_up(ctx):
         deadline = time.monotonic() + FOLLOW_WAIT_SECONDS
         for background in _followed(ctx):
             background.await_follows(max(deadline - time.monotonic(), 0.0))
