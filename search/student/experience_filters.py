@@ -22,7 +22,7 @@ from kbgraph.search.student.bounded import BoundedMap
 from kbgraph.search.student.change_feed import first_id, position
 from kbgraph.search.student.versioned import filter_key
 
-__all__ = ["ExperienceFilters", "spliced_positions"]
+__all__ = ["ExperienceFilters", "kept_positions", "spliced_positions"]
 
 #: Filter masks kept per model, one per set of filters (a namespace's searches use a few).
 _MASKS = 64
@@ -124,6 +124,11 @@ def spliced_positions(before: list[str], rows: Sequence[Sequence[Any]], gone: se
         ids.insert(at, str(rows[at][0]))
     taken = np.delete(np.arange(len(before), dtype=np.intp), np.array(removed, dtype=np.intp))
     return ids, taken, np.array(fresh_at, dtype=np.intp)
+
+
+def kept_positions(length: int, fresh_at: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+    """The positions, among ``length`` spliced entries, of those taken over (not ``fresh_at``), in order."""
+    return np.setdiff1d(np.arange(length), fresh_at, assume_unique=True)
 
 
 def _params_of(key: tuple[Any, ...]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbgraph.search.student.change_feed import following
-from kbgraph.search.student.experience_filters import ExperienceFilters, spliced_positions
+from kbgraph.search.student.experience_filters import ExperienceFilters, kept_positions, spliced_positions
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.versioned import Follow, RowsRead, VersionedRead
 from kbgraph.store.gateway import Neo4jGateway
@@ -160,7 +160,7 @@ def patched_steps(before: StepSayers, rows: list[StepRow], changed: list[str]) -
     experiences = before.experiences.spliced(ids, taken, fresh_at, fresh_rows)
     # Each experience kept, from its index before to its index now (-1: changed or gone).
     moved = np.full(len(before.experiences.ids), -1, dtype=np.intp)
-    moved[taken] = np.setdiff1d(np.arange(len(ids)), fresh_at, assume_unique=True)
+    moved[taken] = kept_positions(len(ids), fresh_at)
     old_rows = np.repeat(np.arange(len(before.vectors), dtype=np.intp), np.diff(before.starts))
     now = moved[before.said]
     kept = now >= 0

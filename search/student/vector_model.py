@@ -34,7 +34,7 @@ from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.vector_cache import unit_vector
 from kbgraph.search.student.bounded import BoundedMap
 from kbgraph.search.student.change_feed import without
-from kbgraph.search.student.experience_filters import ExperienceFilters, spliced_positions
+from kbgraph.search.student.experience_filters import ExperienceFilters, kept_positions, spliced_positions
 from kbgraph.search.ranked import best_positions
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.versioned import KeptByVersion, Patch, RowsRead, VersionedRead, filter_key
@@ -198,7 +198,7 @@ def patched_vectors(gateway: Neo4jGateway, namespace: str) -> Patch[ExperienceVe
                 held[r["id"]] = (unit_vector(r["pg"]) if r["pg"] is not None else None,
                                  unit_vector(r["structure"]) if r["structure"] is not None else None)
         source = np.full(len(ids), -1, dtype=np.intp)
-        source[np.setdiff1d(np.arange(len(ids)), fresh_at, assume_unique=True)] = taken
+        source[kept_positions(len(ids), fresh_at)] = taken
         vectors: dict[VectorKind, npt.NDArray[np.float32]] = {}
         row_of: dict[VectorKind, npt.NDArray[np.intp]] = {}
         by_bytes: dict[VectorKind, dict[bytes, int]] = {}
