@@ -1,6 +1,9 @@
 // Student search, the in-process vector channels (kbgraph.search.student.vector_model): the
 // problem+goal and workflow-shape vectors of experiences $ids of namespace $kb (one row each; an id
 // no longer stored is left out).
-UNWIND $ids AS id
-MATCH (e:Experience {kb: $kb, id: id})
+// The ids as one list under a hinted (kb, id) seek: with an UNWIND the planner could seek the
+// namespace by kb and join the ids on (seen in CI in the reads the follows make).
+MATCH (e:Experience)
+USING INDEX SEEK e:Experience(kb, id)
+WHERE e.kb = $kb AND e.id IN $ids
 RETURN e.id AS id, e.pg_embedding AS pg, e.structure_embedding AS structure;

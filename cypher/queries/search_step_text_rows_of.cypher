@@ -8,16 +8,17 @@
 OPTIONAL MATCH (state:KbState {kb: $kb})
 WITH state.search_version AS version
 CALL () {
-  UNWIND $ids AS id
-  MATCH (e:Experience {kb: $kb, id: id})
+  MATCH (e:Experience)
+  USING INDEX SEEK e:Experience(kb, id)
+  WHERE e.kb = $kb AND e.id IN $ids
   RETURN collect([e.id, e.kind, e.status, e.domain, coalesce(e.success_rate, 0.0), coalesce(e.scope, 'shared'),
     e.owner_agent]) AS experiences
 }
 CALL () {
-  UNWIND $ids AS id
-  MATCH (:Experience {kb: $kb, id: id})-[:HAS_STEP]->(step:Step)-[:SAYS]->(text:StepText)
-  WHERE step.experience_id = id AND text.embedding IS NOT NULL
-  WITH text, collect(DISTINCT id) AS ids
+  MATCH (e:Experience)-[:HAS_STEP]->(step:Step)-[:SAYS]->(text:StepText)
+  USING INDEX SEEK e:Experience(kb, id)
+  WHERE e.kb = $kb AND e.id IN $ids AND step.experience_id = e.id AND text.embedding IS NOT NULL
+  WITH text, collect(DISTINCT e.id) AS ids
   RETURN collect([text.embedding, ids]) AS texts
 }
 RETURN version, experiences, texts;
