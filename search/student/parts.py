@@ -8,11 +8,22 @@ as given (rounded where the breakdown shows them rounded) and rank by the few th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kbgraph.search.results import ScoreBreakdown
 
-__all__ = ["Parts"]
+__all__ = ["FLOORED", "Later", "Parts"]
+
+
+class Later:
+    """A value of :class:`Parts` only an explanation shows, worked out when the breakdown is made
+    (for the k hits, not for every candidate)."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], Any]):
+        self.make = make
 
 
 class _Value:
@@ -27,11 +38,15 @@ class _Value:
         return float(values[self.name] if self.name in values else ScoreBreakdown.model_fields[self.name].default)
 
 
+#: The values a breakdown shows at 0 at least (cosines).
+FLOORED = frozenset({"semantic", "structural"})
+
+
 class Parts:
     """The values of one candidate's :class:`ScoreBreakdown`, by field name; a field left out has
     the breakdown's default."""
 
-    __slots__ = ("values",)
+    __slots__ = ("values", "unrounded")
 
     direct = _Value()
     stage = _Value()
@@ -41,13 +56,21 @@ class Parts:
     support = _Value()
     utility_factor = _Value()
 
-    def __init__(self, values: dict[str, Any]):
+    def __init__(self, values: dict[str, Any], unrounded: frozenset[str] = frozenset()):
         self.values = values
+        #: Values kept as computed that the breakdown shows rounded to 6 places (those of
+        #: :data:`FLOORED` at 0 first), rounded only when it is made: no stage ranks by them.
+        self.unrounded = unrounded
 
     def updated(self, **changes: Any) -> Parts:
         """A copy with ``changes``."""
-        return Parts({**self.values, **changes})
+        return Parts({**self.values, **changes}, self.unrounded)
 
     def explained(self) -> ScoreBreakdown:
         """The breakdown itself (a new one each time, the caller's to change)."""
-        return ScoreBreakdown.model_construct(**self.values)
+        values = {name: value.make() if isinstance(value, Later) else value for name, value in self.values.items()}
+        for name in self.unrounded:
+            value = values.get(name)
+            if value is not None:
+                values[name] = round(max(0.0, value) if name in FLOORED else value, 6)
+        return ScoreBreakdown.model_construct(**values)

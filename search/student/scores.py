@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 import numpy as np
 
@@ -23,7 +24,7 @@ from kbgraph.search.student.context import Run, SearchContext
 from kbgraph.search.student.facts import is_excluded, read_facts
 from kbgraph.search.student.graph import Reached
 from kbgraph.search.student.intent import IntentMatcher
-from kbgraph.search.student.parts import Parts
+from kbgraph.search.student.parts import Later, Parts
 from kbgraph.search.student.rows import CandidateFacts, WorkflowEdge
 
 __all__ = ["WORKFLOW_FIRST", "Scores", "outcome_context", "score_candidates"]
@@ -40,6 +41,11 @@ class Scores:
     scored: list[Candidate]
     breakdowns: dict[str, Parts]
     workflows: dict[str, tuple[float, Parts, Reached]]
+
+
+#: The direct breakdown's values no stage ranks by: rounded for the hits alone (Parts.unrounded).
+SHOWN_ROUNDED = frozenset({"semantic", "structural", "fine", "coarse", "lexical", "textual", "quality", "utility",
+                           "context"})
 
 
 def score_candidates(ctx: SearchContext, run: Run, gathered: Gathered,
@@ -79,8 +85,9 @@ def _direct(
     fine = np.array([fine_score([e.best.get(f.id, e.bound) for e in evidence]) if f.has_steps else 0.0
                      for f in facts])
     # A record without steps of another domain carries nothing here (carried_over).
-    trans = np.array([carried_over(ctx.trans(domain, f.domain, w.coarse.tau), ctx.same_domain(domain, f.domain),
-                                   f.has_steps or f.kind == "abstract") for f in facts])
+    # (Each domain's transfer once: ~70 candidates of a few domains.)
+    domains = {d: (ctx.trans(domain, d, w.coarse.tau), ctx.same_domain(domain, d)) for d in {f.domain for f in facts}}
+    trans = np.array([carried_over(*domains[f.domain], f.has_steps or f.kind == "abstract") for f in facts])
     # A way that hands the task to a human counts its successes at handoff_credit (search/handoff.py),
     # in full when the request asks for a human (Run.handoff_credit).
     credit = run.handoff_credit
@@ -100,9 +107,10 @@ def _direct(
     no_step_omega = max(w.coarse.task_structure_weight, w.coarse.intent_structure_weight * (1.0 - coverage))
     # What each candidate's workflow changes against what the request asks (a record without steps
     # has no operations: its coarse score stays as it is).
-    matches = intent.scores([(f.operations, f.domain) if f.operations is not None and (f.has_steps or f.kind == "abstract")
-                             else None for f in facts]) \
-        if intent is not None else [None] * len(facts)
+    sequences: list[tuple[tuple[str, ...], str | None] | None] = [
+        (f.operations, f.domain) if intent is not None and f.operations is not None and (f.has_steps or f.kind == "abstract")
+        else None for f in facts]
+    matches = intent.candidate_scores(sequences) if intent is not None else [None] * len(facts)
     iota = w.intent.weight if intent is not None else 0.0
     # The ramp and the spread trust the match with the operations of the request's own domain; a
     # request of a domain the memory holds no workflow of is matched across domains, scaled by novelty.
@@ -118,25 +126,30 @@ def _direct(
         lam=lam_used, alpha=w.lexical.alpha,
         success_floor=w.outcomes.success_floor, support_weight=w.outcomes.support_weight, quality_weight=w.outcomes.quality_weight,
         utility=utility, utility_weight=w.outcomes.utility_weight, share=share,
-        intent=np.array([m.score if m is not None else 0.0 for m in matches]),
+        intent=np.array([m[0] if m is not None else 0.0 for m in matches]),
         has_intent=np.array([m is not None for m in matches]), intent_weight=iota,
         intent_spread=w.intent.spread and home,
     )
     parts["direct"] = parts["direct"] * context
     # The values shown rounded, made column by column from plain floats (tolist): the same values
     # as rounding each numpy scalar, in a third of the time (~60 candidates x 25 values a search).
+    # Those no stage ranks by are rounded only for the hits (Parts.unrounded).
     def shown(values: Any, floor: bool = False) -> list[float]:
         return [round(max(0.0, v) if floor else v, 6) for v in np.asarray(values, dtype=np.float64).tolist()]
 
-    col = {"semantic": shown(semantic, True), "structural": shown(structural, True), "fine": shown(fine),
-           **{name: shown(parts[name]) for name in ("coarse", "stage", "lexical", "textual", "utility_factor")},
-           "trans": shown(trans), "success": shown(success), "support": shown(support), "quality": shown(quality),
-           "utility": shown(utility), "share": shown(share), "context": shown(context)}
+    def kept(values: Any) -> list[float]:
+        return list(np.asarray(values, dtype=np.float64).tolist())
+
+    col = {"semantic": kept(semantic), "structural": kept(structural), "fine": kept(fine),
+           **{name: kept(parts[name]) for name in ("coarse", "lexical", "textual")},
+           **{name: shown(parts[name]) for name in ("stage", "utility_factor")},
+           "trans": shown(trans), "success": shown(success), "support": shown(support), "quality": kept(quality),
+           "utility": kept(utility), "share": shown(share), "context": kept(context)}
     direct, structured = parts["direct"].astype(np.float64).tolist(), has_structure.tolist()
     lam_shown = round(lam_used, 6)
     out: dict[str, Parts] = {}
     for i, c in enumerate(scored):
-        match = matches[i]
+        match, sequence = matches[i], sequences[i]
         out[c.id] = Parts(dict(
             semantic=col["semantic"][i], structural=col["structural"][i] if structured[i] else None,
             coarse=col["coarse"][i], fine=col["fine"][i] if evidence else None,
@@ -146,11 +159,12 @@ def _direct(
             share=col["share"][i], handed_off=facts[i].hands_off,
             human_asked=facts[i].hands_off and asks_for_human,
             context=col["context"][i], outcomes=len(facts[i].outcomes),
-            intent=round(match.score, 6) if match is not None else None,
-            asks=list(match.asks) if match is not None else None,
-            intent_learnt=round(match.learnt, 6) if match is not None else None,
+            intent=round(match[0], 6) if match is not None else None,
+            # The asks each operation answers: for an explanation, so for the hits alone.
+            asks=Later(partial(intent.asks_of, *sequence)) if intent is not None and sequence is not None else None,
+            intent_learnt=round(match[1], 6) if match is not None else None,
             direct=direct[i], final=direct[i],
-        ))
+        ), SHOWN_ROUNDED)
     coarse_cut = [c.id for i, c in enumerate(scored) if parts["coarse"][i] < w.coarse.theta and has_text]
     for cut in coarse_cut:
         del out[cut]

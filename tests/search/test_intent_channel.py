@@ -164,6 +164,11 @@ def test_the_channel_ranks_every_workflow_with_the_scores_each_candidate_gets(em
     together = matcher.ranking_scores(sequences)
     one_by_one = [matcher.score(ops, d).score for ops, d in sequences]
     assert together == pytest.approx(one_by_one, abs=1e-12)
+    # The candidates' scores, worked out all at once (the asks only for the hits): the same.
+    candidates = matcher.candidate_scores([*sequences, None])
+    assert candidates[-1] is None
+    assert [c[0] for c in candidates[:-1] if c is not None] == pytest.approx(one_by_one, abs=1e-12)
+    assert [matcher.asks_of(ops, d) for ops, d in sequences] == [list(matcher.score(ops, d).asks) for ops, d in sequences]
     if changes and len(matcher.asks) > 1 and "return the lamp" in request_text:
         # Asked "cancel …, and also return …": the workflow that returns first is the one inverted.
         assert one_by_one[-2] < one_by_one[sequences.index((("cancel_pending_order", "return_delivered_order_items"), "retail"))]
@@ -203,3 +208,7 @@ def test_what_the_history_adds_is_each_workflow_s_own_association_whether_ranked
     assert matcher.table_learnt(table).tolist() == [matcher.learnt(d) for d in sets], "set by set, the same floats"
     together = matcher.ranking_scores(sequences)
     assert together == pytest.approx([matcher.score(ops, d).score for ops, d in sequences], abs=1e-12)
+    candidates = [c for c in matcher.candidate_scores(sequences) if c is not None]
+    assert [learnt for _, learnt in candidates] == [matcher.score(ops, d).learnt for ops, d in sequences]
+    assert [score for score, _ in candidates] == pytest.approx([matcher.score(ops, d).score for ops, d in sequences],
+                                                                abs=1e-12)

@@ -4,7 +4,7 @@ ScoreBreakdown of a returned hit is made of, and the few the stages rank by."""
 from __future__ import annotations
 
 from kbgraph.search.results import AskMatch, ScoreBreakdown
-from kbgraph.search.student.parts import Parts
+from kbgraph.search.student.parts import Later, Parts
 
 VALUES = {"semantic": 0.8, "structural": None, "coarse": 0.7, "stage": 0.7, "trans": 0.9, "success": 1.0,
           "support": 0.3, "share": 0.5, "utility_factor": 1.1, "outcomes": 2, "handed_off": True,
@@ -34,3 +34,24 @@ def test_an_update_is_a_copy_and_each_explanation_is_the_caller_s_own() -> None:
     first = parts.explained()
     first.final = 0.0
     assert parts.explained().final == 0.812345678
+
+
+def test_a_value_only_an_explanation_shows_is_worked_out_when_the_breakdown_is_made() -> None:
+    made: list[int] = []
+
+    def asks() -> list[AskMatch]:
+        made.append(1)
+        return list(VALUES["asks"])  # type: ignore[call-overload]
+
+    parts = Parts({**VALUES, "asks": Later(asks)}).updated(final=0.9)
+    assert made == [] and parts.direct == 0.812345678, "ranking reads no explanation"
+    assert parts.explained() == ScoreBreakdown(**{**VALUES, "final": 0.9})
+    assert made == [1]
+
+
+def test_values_no_stage_ranks_by_are_rounded_when_the_breakdown_is_made_cosines_at_0_at_least() -> None:
+    parts = Parts({**VALUES, "semantic": -0.0000004, "coarse": 0.70000049, "quality": None},
+                  frozenset({"semantic", "coarse", "quality"})).updated(context=0.123456789)
+    assert parts.values["coarse"] == 0.70000049, "kept as computed"
+    shown = parts.explained()
+    assert (shown.semantic, shown.coarse, shown.quality, shown.context) == (0.0, 0.7, None, 0.123456789)
