@@ -13,6 +13,7 @@ import numpy as np
 
 from kbgraph.store.experiences import experience_from_record
 from kbgraph.store.gateway import Row
+from kbgraph.store.search_version import CHANGE_SEPARATOR
 from kbgraph.search.params import SearchWeights
 from kbgraph.search.results import FailedAttempt, ScoreBreakdown, SearchHit, WorkflowRuns
 from kbgraph.search.scoring import mmr_from_similarity, neo4j_to_cosine, support_score, utility_factor
@@ -164,6 +165,31 @@ def _cosine(vectors: dict[str, np.ndarray], a: str, b: str) -> float:
     return min(1.0, max(-1.0, float(np.dot(vectors[a], vectors[b]))))
 
 
+def _read_rows(ctx: SearchContext, wanted: list[str]) -> dict[str, Row]:
+    """The rows of ``search_hits_get`` of experiences ``wanted`` that are stored, by id: those kept
+    that no write since touched as kept (:mod:`~kbgraph.search.student.kept_hits`), the others read."""
+    known, kept = ctx.kept_hits.sent(wanted)
+    rows = ctx.gateway.read("search_hits_get", kb=ctx.namespace, ids=wanted, known=known, kept=kept,
+                            separator=CHANGE_SEPARATOR)
+    # An experience deleted while the query read it (merged away by a concurrent ingest) comes
+    # back without properties: it is skipped like one deleted between the stages.
+    records = {r["experience"]["id"]: r for r in rows if not r["kept"] and r["experience"].get("id") is not None}
+    if not rows:
+        return records
+    version = rows[0]["version"]
+    ctx.kept_hits.keep(version, records.values())
+    unchanged = [str(r["experience"]["id"]) for r in rows if r["kept"]]
+    if unchanged:
+        sent = {str(i): known[at] for i, at, _ in kept}
+        carried = ctx.kept_hits.carried(version, unchanged, sent) if version is not None else None
+        if carried is None:  # kept otherwise meanwhile by another search: read as if nothing were kept
+            rows = ctx.gateway.read("search_hits_get", kb=ctx.namespace, ids=unchanged, known=None, kept=None,
+                                    separator=CHANGE_SEPARATOR)
+            carried = {r["experience"]["id"]: r for r in rows if r["experience"].get("id") is not None}
+        records.update(carried)
+    return records
+
+
 def read_hits(
     ctx: SearchContext, chosen: list[str], pool: dict[str, Entry], attempts: dict[str, list[tuple[str, float]]] | None = None,
     feedback_version: str | None = None,
@@ -177,12 +203,7 @@ def read_hits(
     wanted = [*chosen, *(f for found in attempts.values() for f, _ in found)]
     records = ctx.kept_hits.rows(feedback_version, wanted)
     if records is None:
-        rows = ctx.gateway.read("search_hits_get", kb=ctx.namespace, ids=wanted)
-        # An experience deleted while the query read it (merged away by a concurrent ingest) comes
-        # back without properties: it is skipped like one deleted between the stages.
-        records = {r["experience"]["id"]: r for r in rows if r["experience"].get("id") is not None}
-        if rows:
-            ctx.kept_hits.keep(rows[0]["version"], records.values())
+        records = _read_rows(ctx, wanted)
     hits: list[SearchHit] = []
     for hit_id in chosen:
         record = records.get(hit_id)

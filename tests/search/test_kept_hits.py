@@ -5,12 +5,18 @@ retrieval counted, a step reward) makes the next search read them. Real Neo4j, r
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
 import pytest
 
 from kbgraph.kb import KnowledgeBase
-from kbgraph.search.student.kept_hits import KeptHits
+from kbgraph.search.student.kept_hits import KeptHits, shown_ids
 
 from tests.search.test_student import record_reads
+from kbgraph.search.student.vector_model import vector_rows
+
+from tests.search.test_change_feed import runs
 from tests.search.test_vector_model import experience, kept_current
 
 QUERY = {"k": 5, "domain": "retail", "weights": {"exact_scan_max": 0}}
@@ -31,9 +37,24 @@ def test_rows_are_given_only_at_the_version_they_were_read_and_only_all_of_them(
     kept.keep("v1", [row("c"), row("d")])  # three held: the least recently given goes
     assert kept.rows("v1", ["b"]) is None and kept.rows("v1", ["a", "c", "d"]) is not None
     kept.keep("v2", [row("e")])
-    assert len(kept) == 1 and kept.rows("v1", ["a"]) is None, "a new version drops the old one's rows"
+    assert kept.rows("v2", ["e"]) is not None and kept.rows("v1", ["a"]) is None, "a and c make room for e"
+    assert kept.rows("v2", ["d", "e"]) is None, "d is kept at v1 still"
     kept.keep(None, [row("f")])
-    assert kept.rows("v2", ["e"]) is not None
+    assert kept.rows("v2", ["e"]) is not None and len(kept) == 3
+
+
+def test_a_read_is_sent_the_versions_of_the_rows_kept_and_what_each_shows_and_carries_the_unchanged_on() -> None:
+    kept = KeptHits()
+    shows = {**row("a"), "relations": [{"type": "COMPOSITION", "target_id": "t"}], "workflow": {"id": "w", "runs": 3}}
+    kept.keep("v1", [shows, row("b")])
+    kept.keep("v2", [row("c")])
+    assert kept.sent(["c", "a", "x", "b"]) == (["v2", "v1"], [["c", 0, []], ["a", 1, ["t", "w"]], ["b", 1, []]])
+    assert shown_ids(shows) == ["t", "w"]
+    assert kept.carried("v3", ["a", "c"], {"a": "v1", "c": "v2"}) == {"a": shows, "c": row("c")}
+    assert kept.rows("v3", ["a", "c"]) == {"a": shows, "c": row("c")} and kept.rows("v1", ["b"]) is not None
+    kept.keep("v4", [row("b")])  # another search read b at a newer version meanwhile
+    assert kept.carried("v3", ["b"], {"b": "v1"}) is None, "not the row the read confirmed"
+    assert kept.carried("v3", ["z"], {"z": "v1"}) is None, "no longer kept"
 
 
 def test_a_settled_search_returning_the_same_experiences_reads_nothing(
@@ -71,3 +92,46 @@ def test_what_another_process_changes_of_a_hit_is_seen_by_the_next_search(
     rewarded = next(h for h in searcher.search(LAMP, **QUERY).hits if h.id == hit.id)  # type: ignore[arg-type]
     assert "search_hits_get" in asked
     assert rewarded.experience.steps[0].reward == 1.0 and hit.experience.steps[0].reward != 1.0
+
+
+def test_after_any_kind_of_write_a_search_returns_its_hits_as_one_that_kept_nothing_reading_only_those_touched(
+    real_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kb = real_kb
+    kept_current(kb)
+    stored = kb.get_many([str(row[0]) for row in vector_rows(kb.gateway, kb.namespace)(None).rows][:40])
+    queries = [{"task": e.problem, "domain": e.domain, **QUERY} for e in stored[::5]]
+    carried: list[str] = []
+    original = KeptHits.carried
+
+    def counted(self: KeptHits, version: str, ids: Sequence[str], sent: Mapping[str, str]) -> dict[str, Any] | None:
+        carried.extend(i for i in ids if sent[i] != version)  # carried across a write
+        return original(self, version, ids, sent)
+
+    monkeypatch.setattr(KeptHits, "carried", counted)
+    ids = [e.id for e in stored]
+    writes: list[tuple[str, Callable[[], Any]]] = [
+        ("runs ingested (merges, workflows grown)", lambda: kb.add_trajectories(runs(3, "again"))),
+        ("experiences stored as they are", lambda: kb.add_experiences([experience(n) for n in range(3)])),
+        ("feedback", lambda: kb.record_feedback(used=ids[:2], outcome=True, task="a refund")),
+        ("a hit's relation target deleted", lambda: kb.delete(ids[-1:])),
+        ("maintenance (merges, archives)", kb.maintain),
+        ("a restore", lambda: kb.restore(ids=ids[2:4])),
+    ]
+    for query in queries:  # the rows kept before the writes
+        kb.search(**query)  # type: ignore[arg-type]
+    by_write: dict[str, int] = {}
+    for what, write in writes:
+        write()
+        kept_current(kb)
+        carried.clear()
+        for query in queries:
+            hits = [h.model_dump() for h in kb.search(**query).hits]  # type: ignore[arg-type]
+            kept, kb.student.context.kept_hits = kb.student.context.kept_hits, KeptHits()
+            try:
+                assert hits == [h.model_dump() for h in kb.search(**query).hits], f"after {what}"  # type: ignore[arg-type]
+            finally:
+                kb.student.context.kept_hits = kept
+        by_write[what] = len(carried)
+    assert by_write["feedback"] == 0, "feedback names no ids: every row is read again"
+    assert by_write["experiences stored as they are"] > 0 and by_write["runs ingested (merges, workflows grown)"] > 0, by_write
