@@ -169,22 +169,22 @@ def _read_rows(ctx: SearchContext, wanted: list[str]) -> dict[str, Row]:
     """The rows of ``search_hits_get`` of experiences ``wanted`` that are stored, by id: those kept
     that no write since touched as kept (:mod:`~kbgraph.search.student.kept_hits`), the others read."""
     known, kept = ctx.kept_hits.sent(wanted)
-    rows = ctx.gateway.read("search_hits_get", kb=ctx.namespace, ids=wanted, known=known, kept=kept,
-                            separator=CHANGE_SEPARATOR)
+    rows = (ctx.gateway.read("search_hits_get_since", kb=ctx.namespace, ids=wanted, known=known, kept=kept,
+                             separator=CHANGE_SEPARATOR) if kept
+            else ctx.gateway.read("search_hits_get", kb=ctx.namespace, ids=wanted))
     # An experience deleted while the query read it (merged away by a concurrent ingest) comes
     # back without properties: it is skipped like one deleted between the stages.
-    records = {r["experience"]["id"]: r for r in rows if not r["kept"] and r["experience"].get("id") is not None}
+    records = {r["experience"]["id"]: r for r in rows if not r.get("kept") and r["experience"].get("id") is not None}
     if not rows:
         return records
     version = rows[0]["version"]
     ctx.kept_hits.keep(version, records.values())
-    unchanged = [str(r["experience"]["id"]) for r in rows if r["kept"]]
+    unchanged = [str(r["experience"]["id"]) for r in rows if r.get("kept")]
     if unchanged:
         sent = {str(i): known[at] for i, at, _ in kept}
         carried = ctx.kept_hits.carried(version, unchanged, sent) if version is not None else None
         if carried is None:  # kept otherwise meanwhile by another search: read as if nothing were kept
-            rows = ctx.gateway.read("search_hits_get", kb=ctx.namespace, ids=unchanged, known=None, kept=None,
-                                    separator=CHANGE_SEPARATOR)
+            rows = ctx.gateway.read("search_hits_get", kb=ctx.namespace, ids=unchanged)
             carried = {r["experience"]["id"]: r for r in rows if r["experience"].get("id") is not None}
         records.update(carried)
     return records
