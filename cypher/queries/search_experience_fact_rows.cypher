@@ -39,7 +39,9 @@ CALL (version) {
   RETURN collect([e.id, e.kind, e.status, e.domain, coalesce(e.scope, 'shared'), e.task_key, e.operations,
     coalesce(e.success_rate, 1.0),
     coalesce(e.source_ids, []), coalesce(e.failed_source_ids, []), EXISTS { (e)-[:HAS_STEP]->() },
-    COLLECT { MATCH (e)-[r:ABSTRACTION]->(a:Experience {kb: scanned}) WITH a, r ORDER BY a.id
+    // Walked from e: with the label and kb on `a` as a pattern, 2026.09 planned now and then a seek of
+    // every experience of the namespace for each row (CI, 6c7c7b7); an ABSTRACTION edge ends at an experience.
+    COLLECT { MATCH (e)-[r:ABSTRACTION]->(a) WHERE a.kb = scanned AND 'Experience' IN labels(a) WITH a, r ORDER BY a.id
       RETURN [a.id, a.status, coalesce(r.weight, 1.0), coalesce(r.reason, '')] },
     left(e.problem + '\n' + coalesce(e.goal, '') + '\n' + e.domain, 4000)]) AS rows
 }
