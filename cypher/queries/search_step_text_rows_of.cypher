@@ -15,9 +15,16 @@ CALL () {
     e.owner_agent]) AS experiences
 }
 CALL () {
-  MATCH (e:Experience)-[:HAS_STEP]->(step:Step)-[:SAYS]->(text:StepText)
+  // The experiences first, then their steps: with the pattern in one MATCH, 2026.09 met the hint with a
+  // seek by kb alone (CI, eb27b54).
+  MATCH (e:Experience)
   USING INDEX SEEK e:Experience(kb, id)
-  WHERE e.kb = $kb AND e.id IN $ids AND step.experience_id = e.id AND text.embedding IS NOT NULL
+  WHERE e.kb = $kb AND e.id IN $ids
+  CALL (e) {
+    MATCH (e)-[:HAS_STEP]->(step:Step)-[:SAYS]->(text:StepText)
+    WHERE step.experience_id = e.id AND text.embedding IS NOT NULL
+    RETURN DISTINCT text
+  }
   WITH text, collect(DISTINCT e.id) AS ids
   RETURN collect([text.embedding, ids]) AS texts
 }
