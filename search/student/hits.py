@@ -172,22 +172,27 @@ def _read_rows(ctx: SearchContext, wanted: list[str]) -> dict[str, Row]:
     rows = (ctx.gateway.read("search_hits_get_since", kb=ctx.namespace, ids=wanted, known=known, kept=kept,
                              separator=CHANGE_SEPARATOR) if kept
             else ctx.gateway.read("search_hits_get", kb=ctx.namespace, ids=wanted))
-    # An experience deleted while the query read it (merged away by a concurrent ingest) comes
-    # back without properties: it is skipped like one deleted between the stages.
-    records = {r["experience"]["id"]: r for r in rows if not r.get("kept") and r["experience"].get("id") is not None}
+    records = _stored([r for r in rows if not r.get("kept")])
     if not rows:
         return records
     version = rows[0]["version"]
     ctx.kept_hits.keep(version, records.values())
+    # Rows come back kept only at a version the feed could tell from (never None).
     unchanged = [str(r["experience"]["id"]) for r in rows if r.get("kept")]
     if unchanged:
         sent = {str(i): known[at] for i, at, _ in kept}
-        carried = ctx.kept_hits.carried(version, unchanged, sent) if version is not None else None
+        carried = ctx.kept_hits.carried(version, unchanged, sent)
         if carried is None:  # kept otherwise meanwhile by another search: read as if nothing were kept
-            rows = ctx.gateway.read("search_hits_get", kb=ctx.namespace, ids=unchanged)
-            carried = {r["experience"]["id"]: r for r in rows if r["experience"].get("id") is not None}
+            carried = _stored(ctx.gateway.read("search_hits_get", kb=ctx.namespace, ids=unchanged))
         records.update(carried)
     return records
+
+
+def _stored(rows: list[Row]) -> dict[str, Row]:
+    """Rows of ``search_hits_get`` by id. An experience deleted while the query read it (merged away
+    by a concurrent ingest) comes back without properties: it is left out like one deleted between
+    the stages."""
+    return {r["experience"]["id"]: r for r in rows if r["experience"].get("id") is not None}
 
 
 def read_hits(

@@ -256,9 +256,6 @@ class IntentMatcher:
         domain's request is matched across domains as a guess, and left as it is."""
         return len(self.asks) < 2 and self.home and self._one_ask_penalty > 0
 
-    def scores(self, operations: Sequence[tuple[Sequence[str], str | None] | None]) -> list[IntentScore | None]:
-        return [None if item is None else self.score(*item) for item in operations]
-
     def candidate_scores(self, items: Sequence[tuple[Sequence[str], str | None] | None]) -> list[tuple[float, float] | None]:
         """``(score(ops, domain).score, .learnt)`` of each item (None stays None), every distinct
         sequence of them worked out at once as the channel ranks the namespace's
