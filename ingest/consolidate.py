@@ -13,7 +13,10 @@ plan they touch and writes that delta: adding a run no longer reads the namespac
 remembered with the namespace's *facts version* (``KbState.facts_version``), which every
 consolidation sets and every other writer of experiences (delete, maintenance, restore, import,
 clear) changes: a version this process did not set means someone else changed the namespace, and
-the next consolidation starts from scratch. The namespace's relation totals (for the report) are
+the next consolidation starts from scratch — unless the versions between are all incremental
+consolidations of other processes (or KnowledgeBases): each logs what it changed
+(``KbState.facts_log``, ingest/link_state/_log.py), and the state follows them, reading only the
+experiences they touched. The namespace's relation totals (for the report) are
 remembered with the plan too, counted once from scratch and then updated from what each write
 changed, counted in the write's own transaction. Both ways end in the same graph
 (tests/ingest/test_link_state.py for the plans, tests/ingest/test_incremental.py for the graph).
@@ -34,7 +37,7 @@ from kbgraph.ingest.context import IngestContext
 from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.ingest.integrate_evidence import DocumentRewriter
 from kbgraph.ingest.link import ABSTRACT_SOURCE, LinkPlan, Row
-from kbgraph.ingest.link_state import LinkDelta, LinkState
+from kbgraph.ingest.link_state import LOG_ENTRIES, LinkDelta, LinkState, changes_since, log_entry
 from kbgraph.ingest.merge import MergeGroup, plan_merges
 from kbgraph.ingest.report import IngestReport
 from kbgraph.core.models import Experience
@@ -56,6 +59,7 @@ class Consolidation:
         # consolidation from what each of its writes changed (counted in the write's transaction).
         self._totals: dict[str, int] = {}
         self._merged_away: set[str] = set()  # experiences this consolidation's merges deleted
+        self._survivors: set[str] = set()  # the experiences its merges kept (their provenance grew)
 
     def run(self, recluster: bool = False, merge: bool = True, run: str | None = None) -> None:
         """Merges (unless ``merge`` is off: maintenance merges by its own plan), concepts and
@@ -65,7 +69,10 @@ class Consolidation:
         ns = self.kb.namespace
         changed = self.kb.gateway.read("kb_state_unlinked", kb=ns)[0]
         version, marks = changed["facts_version"], changed["marks"]
-        remembered = self.kb.link_state.take(version)  # forgotten in any case until this one is done
+        taken = self.kb.link_state.take_any()  # forgotten in any case until this one is done
+        remembered = None
+        if taken is not None and version is not None and merge and not recluster:
+            remembered = self._followed(taken, version, changed["facts_log"])
         if remembered is None or not merge or recluster:
             self.report.consolidated = "from scratch"
             state = self._from_scratch(recluster, merge, run, now)
@@ -91,9 +98,14 @@ class Consolidation:
         # those of experiences merged away left with them.
         rows += [{"id": m["id"], "stamp": m["stamp"]} for m in marks if m["id"] not in self._merged_away]
         following = uuid.uuid4().hex
+        # Every experience whose facts this consolidation changed, however it planned: another
+        # process's state behind it follows them (ingest/link_state/_log.py).
+        changed_facts = {m["id"] for m in marks} | self._merged_away | self._survivors
+        entry = log_entry(version, following, changed_facts, totals)
         results = self.kb.gateway.write_all([
             ("experiences_unlinked_clear", {"kb": ns, "rows": rows}),
-            ("kb_state_facts_version_set", {"kb": ns, "expected": version, "next": following}),
+            ("kb_state_facts_version_set", {"kb": ns, "expected": version, "next": following, "entry": entry,
+                                            "entries": LOG_ENTRIES}),
             counts,
         ])
         self._report_concepts(results[-1][0])
@@ -123,6 +135,26 @@ class Consolidation:
             self._write_plan(state.plan(), run, now)
         return state
 
+    def _followed(self, taken: tuple[LinkState, dict[str, int], str], version: str,
+                  log: list[str]) -> tuple[LinkState, dict[str, int]] | None:
+        """The remembered state brought to facts version ``version``: as it is when it holds for
+        that version, else updated with what the logged consolidations since changed (another
+        process's adds: ingest/link_state/_log.py), the experiences they touched read as they are
+        now. None: no chain of entries leads there (from scratch)."""
+        state, totals, held = taken
+        changes = changes_since(log, held, version)
+        if changes is None:
+            return None
+        if changes.consolidations:
+            with self.stage("follow"):
+                fresh = self._facts(sorted(changes.ids)) if changes.ids else []
+                active = {f.id for f in fresh}
+                # The update an incremental writer makes; the plan's delta is already written.
+                state.update([i for i in changes.ids if i not in active and i in state.facts], fresh)
+            self.report.consolidations_followed = changes.consolidations
+            totals = changes.totals
+        return state, totals
+
     def _incremental(self, state: LinkState, marks: list[dict[str, Any]], run: str, now: datetime) -> None:
         with self.stage("merge"):
             ids = sorted({m["id"] for m in marks})
@@ -131,6 +163,7 @@ class Consolidation:
             gone = [i for i in sorted(set(ids) - {f.id for f in fresh}) if i in state.facts]
             groups = state.plan_merges(fresh)
             self._merge(groups, count_relations=True)
+
         self._concepts(recluster=False)
         with self.stage("link"):
             self._write_delta(state.after_merges(fresh, groups, removed=gone), len(state.abstracts), run, now)
@@ -164,6 +197,7 @@ class Consolidation:
                                                      merge_call])
                 self._count(results[0], -1)
         self._merged_away.update(i for g in groups for i in g.merged_ids)
+        self._survivors.update(g.canonical for g in groups)
         self.report.experiences_merged += sum(len(g.merged_ids) for g in groups)
 
     def _count(self, rows: list[Row], sign: int) -> None:

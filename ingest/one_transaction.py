@@ -100,6 +100,9 @@ class PendingLinks(RememberedLinks):
     def take(self, version: str | None) -> tuple[LinkState, dict[str, int]] | None:
         return self.shared.take(version)
 
+    def take_any(self) -> tuple[LinkState, dict[str, int], str] | None:
+        return self.shared.take_any()
+
     def keep(self, state: LinkState, version: str, relation_totals: dict[str, int]) -> None:
         self._pending = (state, version, dict(relation_totals))
 

@@ -39,6 +39,9 @@ class IngestReport(BaseModel):
     consolidated: Literal["incremental", "from scratch", ""] = Field(
         default="", description="How pass 2 ran: for the experiences written since the last consolidation of this "
                                 "KnowledgeBase, or over the whole namespace (ingest/consolidate.py).")
+    consolidations_followed: int = Field(
+        default=0, description="Consolidations of other processes (or KnowledgeBases) since this one's last, "
+                               "followed from the facts log instead of planning from scratch (ingest/link_state/_log.py).")
     relations: dict[str, int] = Field(default_factory=dict)
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     total_seconds: float = 0.0

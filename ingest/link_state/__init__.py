@@ -22,14 +22,17 @@ equals the one built from scratch (tests/ingest/test_link_state.py checks it on 
 
 The package: :mod:`._index` (the facts, indexed), :mod:`._ledger` (each part's relations and the
 delta), :mod:`._workflows` (ABSTRACTION, COMPOSITION, ADAPTATION), :mod:`._alternatives`
-(ALTERNATIVE), :mod:`._state` (:class:`LinkState`, :func:`plan_links`), :mod:`._remembered`.
+(ALTERNATIVE), :mod:`._state` (:class:`LinkState`, :func:`plan_links`), :mod:`._remembered`, :mod:`._log`
+(the facts log other processes follow).
 """
 
 from __future__ import annotations
 
 from kbgraph.ingest.link_state._ledger import LinkDelta, RelationKey
+from kbgraph.ingest.link_state._log import LOG_ENTRIES, FollowedChanges, changes_since, log_entry
 from kbgraph.ingest.link_state._remembered import RememberedLinks
 from kbgraph.ingest.link_state._state import LinkState, plan_links
 from kbgraph.ingest.link_state._workflows import WHOLE_DOMAIN_AFTER
 
-__all__ = ["WHOLE_DOMAIN_AFTER", "LinkDelta", "LinkState", "RelationKey", "RememberedLinks", "plan_links"]
+__all__ = ["LOG_ENTRIES", "WHOLE_DOMAIN_AFTER", "FollowedChanges", "LinkDelta", "LinkState", "RelationKey", "RememberedLinks",
+           "changes_since", "log_entry", "plan_links"]

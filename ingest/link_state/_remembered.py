@@ -29,6 +29,15 @@ class RememberedLinks:
             held, self._version = self._version, None
             return remembered if remembered is not None and version is not None and held == version else None
 
+    def take_any(self) -> tuple[LinkState, dict[str, int], str] | None:
+        """The remembered state, relation totals and the facts version they hold for, whatever
+        the namespace's version now (a consolidation may follow the facts log from there,
+        ingest/link_state/_log.py); forgotten as :meth:`take` forgets them."""
+        with self._lock:
+            remembered, self._remembered = self._remembered, None
+            held, self._version = self._version, None
+            return (*remembered, held) if remembered is not None and held is not None else None
+
     def keep(self, state: LinkState, version: str, relation_totals: dict[str, int]) -> None:
         with self._lock:
             self._remembered, self._version = (state, dict(relation_totals)), version

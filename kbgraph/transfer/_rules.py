@@ -114,6 +114,8 @@ NODE_RULES: Final[dict[str, dict[str, Rule]]] = {
                 "last_maintenance_at": datetime_value, "relink_pending": text(1),
                 "ingest_owner": text(1), "ingest_lease_until": datetime_value,
                 "facts_version": text(1),
+                # What the last consolidations changed, for processes behind them (ingest/link_state/_log.py).
+                "facts_log": texts,
                 # What the evaluation stamps on a namespace it built (kbgraph.search.eval.cached_namespace).
                 "eval_fingerprint": text(1)},
 }

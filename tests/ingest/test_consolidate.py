@@ -84,8 +84,21 @@ def test_experiences_added_without_an_ingest_are_merged_and_linked_by_the_next_o
     assert from_scratch(kb) == ours
 
 
-@pytest.mark.parametrize("change", ["delete", "restore after maintenance", "another process's ingest", "import",
-                                    "a declared relation"])
+def test_another_process_s_ingests_are_followed_from_the_facts_log_not_planned_from_scratch(
+        kb: KnowledgeBase, runs: list[dict[str, Any]]) -> None:
+    kb.add_trajectories(runs[:40])
+    other = another_process(kb)
+    other.add_trajectories(runs[40:50])  # its first: from scratch, and logged
+    other.add_trajectories(runs[50:56])  # incremental, logged
+    report = kb.add_trajectories(runs[56:62])
+    assert (report.consolidated, report.consolidations_followed) == ("incremental", 2)
+    reported_totals_are_the_namespace_s(report, kb)
+    assert marked(kb) == 0
+    ours = relations(kb), experiences(kb)
+    assert from_scratch(kb) == ours
+
+
+@pytest.mark.parametrize("change", ["delete", "restore after maintenance", "import", "a declared relation"])
 def test_a_change_the_knowledge_base_did_not_make_sends_the_next_ingest_back_to_scratch(
         kb: KnowledgeBase, runs: list[dict[str, Any]], change: str, tmp_path: Path) -> None:
     kb.add_trajectories(runs[:40])
@@ -104,14 +117,12 @@ def test_a_change_the_knowledge_base_did_not_make_sends_the_next_ingest_back_to_
         another_process(kb).add_experiences([declared])
     elif change == "delete":
         kb.delete([sorted(experiences(kb))[3]])
-    elif change == "restore after maintenance":
+    else:  # restore after maintenance
         other = another_process(kb)
         victim = sorted(experiences(other))[5]
         other.gateway.write("maintenance_archive", kb=kb.namespace, rows=[{"id": victim, "reason": "test", "score": 0.0}],
                             run="test-run", now=neo4j.time.DateTime.now())
         other.restore(ids=[victim])
-    else:
-        another_process(kb).add_trajectories(runs[40:50])
     report = kb.add_trajectories(runs[50:60])
     assert report.consolidated == "from scratch"
     reported_totals_are_the_namespace_s(report, kb)

@@ -67,3 +67,31 @@ def test_consolidating_again_rewrites_no_relation(kb: KnowledgeBase, runs: list[
     kb.recluster()  # plans every relation again from the stored graph
     assert relations(kb) == before
     assert relationship_ids(kb) == ids, "unchanged relations were deleted and written again"
+
+
+def test_two_processes_adding_in_turn_follow_each_other_and_end_where_one_ingest_does(
+        kb: KnowledgeBase, runs: list[str], tmp_path: Path) -> None:
+    whole = tmp_path / "all.jsonl"
+    whole.write_text("\n".join(runs) + "\n")
+    kb.ingest([whole])
+    at_once, at_once_relations = canonical(kb), relations(kb)
+
+    kb.clear()
+    # A second KnowledgeBase on the namespace remembers its own link state, as another process does.
+    other = KnowledgeBase(kb.driver, kb.embedder, namespace=kb.namespace, database=kb.gateway.database,
+                          settings=kb.settings, ensure_schema=False)
+    try:
+        size = -(-len(runs) // SLICES)
+        reports = []
+        for index in range(SLICES):
+            adder = (kb, other)[index % 2]
+            reports.append(adder.add_trajectories([json.loads(line) for line in runs[index * size:(index + 1) * size]]))
+    finally:
+        other.close()
+    ways = [(r.consolidated, r.consolidations_followed) for r in reports]
+    # Each KnowledgeBase's first add plans from scratch; later ones follow the other's one add
+    # (automatic maintenance changes the namespace without a log entry: the next starts over).
+    assert ways[0] == ("from scratch", 0) and ways[1] == ("from scratch", 0), ways
+    assert sum(1 for way in ways if way == ("incremental", 1)) >= SLICES // 2, ways
+    assert canonical(kb) == at_once
+    assert relations(kb) == at_once_relations
