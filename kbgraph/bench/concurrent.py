@@ -9,7 +9,9 @@ add-one-run is measured without the model, and the namespace's experiences only 
 Reported per round: operations, QPS overall and per kind, p50/p95 of each kind, CPU an operation
 (this process's and, given its pid, the Neo4j server's: kbgraph.bench.cpu), and errors by message;
 the load average before and after. Every client shares one ``KnowledgeBase`` (one driver
-and its connection pool), as agents of one process would.
+and its connection pool), as agents of one process would; with ``processes`` above 1 the clients
+of a round are spread over that many worker processes, each with its own KnowledgeBase
+(:mod:`kbgraph.bench.concurrent_processes`).
 
 One ingest per namespace runs at a time (the ingest lease, kbgraph.ingest.lease), so concurrent
 adds wait for each other: their p95 says what an agent waits behind the others.
@@ -51,15 +53,16 @@ def load_runs(files: Sequence[Path], limit: int = 500, seed: int = 0) -> list[di
     return runs[:limit]
 
 
-def _round(kb: KnowledgeBase, clients: int, seconds: float, write_share: float, queries: list[SearchQuery],
-           vectors: list[QueryVectors], runs: list[dict[str, Any]], seed: int, label: str,
-           on_progress: ConcurrentProgress | None, server_pid: int | None = None) -> dict[str, Any]:
+def timed_clients(kb: KnowledgeBase, clients: int, seconds: float, write_share: float, queries: list[SearchQuery],
+                  vectors: list[QueryVectors], runs: list[dict[str, Any]], seed: int, label: str = "",
+                  on_progress: ConcurrentProgress | None = None, first_client: int = 0,
+                  ) -> tuple[dict[str, list[float]], Counter[str], float]:
+    """``clients`` threads mixing searches and added runs on ``kb`` for ``seconds``: each
+    operation's milliseconds by kind, the errors by message, and the seconds the round took.
+    ``first_client`` numbers the clients (their random draws) after those of other processes."""
     latencies: dict[str, list[float]] = {"search": [], "add_run": []}
     errors: Counter[str] = Counter()
     lock = threading.Lock()
-    cpu = CpuMeter(server_pid)
-    cpu.begin()
-    cpu.start()
     start = time.perf_counter()
     deadline = start + seconds
 
@@ -87,7 +90,8 @@ def _round(kb: KnowledgeBase, clients: int, seconds: float, write_share: float, 
             with lock:
                 latencies["add_run" if write else "search"].append(elapsed)
 
-    threads = [threading.Thread(target=client, args=(i,), name=f"bench-client-{i}", daemon=True) for i in range(clients)]
+    threads = [threading.Thread(target=client, args=(first_client + i,), name=f"bench-client-{i}", daemon=True)
+               for i in range(clients)]
     for thread in threads:
         thread.start()
     while any(t.is_alive() for t in threads):
@@ -95,12 +99,15 @@ def _round(kb: KnowledgeBase, clients: int, seconds: float, write_share: float, 
             thread.join(timeout=0.5)
         if on_progress is not None:
             on_progress(label, min(time.perf_counter() - start, seconds), seconds)
-    wall = time.perf_counter() - start
+    return latencies, errors, time.perf_counter() - start
+
+
+def round_figures(clients: int, wall: float, latencies: dict[str, list[float]], errors: Counter[str],
+                  cpu: CpuMeter, processes: int = 1) -> dict[str, Any]:
+    """A round's report (pure): operations, QPS overall and per kind, percentiles, CPU an operation."""
     done = {kind: len(values) for kind, values in latencies.items()}
-    cpu.over(sum(done.values()))
-    cpu.end()
     return {
-        "clients": clients, "seconds": round(wall, 2), "operations": sum(done.values()),
+        "clients": clients, "processes": processes, "seconds": round(wall, 2), "operations": sum(done.values()),
         "qps": round(sum(done.values()) / wall, 2),
         # CPU an operation, searches and adds together: what caps QPS on a machine's cores.
         "cpu_per_operation_ms": cpu.per_operation(),
@@ -108,6 +115,19 @@ def _round(kb: KnowledgeBase, clients: int, seconds: float, write_share: float, 
         **{kind: {"count": done[kind], **percentiles(values)} for kind, values in latencies.items()},
         "errors": dict(errors),
     }
+
+
+def _round(kb: KnowledgeBase, clients: int, seconds: float, write_share: float, queries: list[SearchQuery],
+           vectors: list[QueryVectors], runs: list[dict[str, Any]], seed: int, label: str,
+           on_progress: ConcurrentProgress | None, server_pid: int | None = None) -> dict[str, Any]:
+    cpu = CpuMeter(server_pid)
+    cpu.begin()
+    cpu.start()
+    latencies, errors, wall = timed_clients(kb, clients, seconds, write_share, queries, vectors, runs, seed, label,
+                                            on_progress)
+    cpu.over(sum(len(values) for values in latencies.values()))
+    cpu.end()
+    return round_figures(clients, wall, latencies, errors, cpu)
 
 
 def run_concurrent_benchmark(
@@ -121,9 +141,13 @@ def run_concurrent_benchmark(
     eval_dir: Path = DEFAULT_EVAL_DIR,
     on_progress: ConcurrentProgress | None = None,
     server_pid: int | None = None,
+    processes: int = 1,
 ) -> dict[str, Any]:
-    """One round per entry of ``clients`` on ``kb``'s namespace (see the module docstring).
-    Returns a JSON-ready dict; latencies in milliseconds."""
+    """One round per entry of ``clients`` on ``kb``'s namespace (see the module docstring), the
+    clients as threads of this process, or spread over ``processes`` worker processes
+    (kbgraph.bench.concurrent_processes). Returns a JSON-ready dict; latencies in milliseconds."""
+    if processes < 1:
+        raise ValueError(f"processes must be at least 1, not {processes}")
     if not runs:
         raise ValueError("no runs to add: give trajectory files")
     if not 0.0 <= write_share <= 1.0:
@@ -135,8 +159,18 @@ def run_concurrent_benchmark(
         kb.student.search(query, query_vectors=vector)
     kb.add_trajectories(runs)
     load_before = os.getloadavg()
-    rounds = [_round(kb, n, seconds, write_share, picked, vectors, runs, seed, f"{n} client{'s' if n != 1 else ''}",
-                     on_progress, server_pid) for n in clients]
+    rounds = []
+    for n in clients:
+        label = f"{n} client{'s' if n != 1 else ''}"
+        if processes > 1 and n > 1:
+            from kbgraph.bench.concurrent_processes import round_in_processes
+
+            rounds.append(round_in_processes(kb.settings, kb.namespace, processes, n, seconds, write_share, picked,
+                                             vectors, runs, seed, f"{label}, {min(n, processes)} processes",
+                                             on_progress, server_pid))
+        else:
+            rounds.append(_round(kb, n, seconds, write_share, picked, vectors, runs, seed, label, on_progress,
+                                 server_pid))
     return {
         "namespace": kb.namespace, "experiences": kb.count(), "write_share": write_share, "queries": len(picked),
         "runs_pool": len(runs), "rounds": rounds,

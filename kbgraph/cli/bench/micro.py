@@ -100,6 +100,8 @@ def bench_concurrent(
         "--clients", "-c", help="Client threads per round (repeatable)")] = None,
     seconds: Annotated[float, typer.Option("--seconds", help="Duration of each round")] = 30.0,
     write_share: Annotated[float, typer.Option("--write-share", help="Share of operations that add one run")] = 0.1,
+    processes: Annotated[int, typer.Option(
+        "--processes", help="Worker processes a round's client threads are spread over (1: all in this process)")] = 1,
     namespace: NamespaceOption = None,
     corpus: Annotated[Path, typer.Option(
         "--corpus", help="Trajectories: ingested first when the namespace is empty, and the pool of runs added")]
@@ -116,6 +118,8 @@ def bench_concurrent(
         problems.append(f"--seconds {seconds}: must be between 1 and 3600")
     if not 0.0 <= write_share <= 1.0:
         problems.append(f"--write-share {write_share}: must be between 0 and 1")
+    if not 1 <= processes <= 64:
+        problems.append(f"--processes {processes}: must be between 1 and 64")
     files = sorted(corpus.glob("*.jsonl")) if corpus.is_dir() else []
     if not files:
         problems.append(f"--corpus {corpus}: no .jsonl files (the runs to add come from there)")
@@ -128,7 +132,7 @@ def bench_concurrent(
         on_progress = stage_reporter(progress)
 
         report = run_concurrent_benchmark(kb, load_runs(files), rounds, seconds, write_share, on_progress=on_progress,
-                                          server_pid=managed_server_pid(kb.settings))
+                                          server_pid=managed_server_pid(kb.settings), processes=processes)
     if as_json:
         _print_json(report)
         return
@@ -139,7 +143,8 @@ def bench_concurrent(
         table.add_column(column, justify="right")
     for r in report["rounds"]:
         cpu = r["cpu_per_operation_ms"]
-        table.add_row(str(r["clients"]), f"{r['qps']:.1f}", f"{r['search_qps']:.1f}", f"{r['search']['p50']:.1f}",
+        shown = str(r["clients"]) + (f" ({r['processes']} processes)" if r["processes"] > 1 else "")
+        table.add_row(shown, f"{r['qps']:.1f}", f"{r['search_qps']:.1f}", f"{r['search']['p50']:.1f}",
                       f"{r['search']['p95']:.1f}", f"{r['add_run_qps']:.2f}", f"{r['add_run']['p50']:.0f}",
                       f"{r['add_run']['p95']:.0f}",
                       f"{cpu['client_ms']:.1f} · {'—' if cpu['server_ms'] is None else format(cpu['server_ms'], '.1f')}",

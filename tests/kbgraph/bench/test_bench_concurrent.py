@@ -6,7 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+from pydantic import SecretStr
+
 from kbgraph.bench.concurrent import load_runs, run_concurrent_benchmark
+from kbgraph.bench.concurrent_processes import clients_per_process
+from kbgraph.core.settings import Settings
 from kbgraph.kb import KnowledgeBase
 from tests.conftest import SHARED_DATA, Neo4jTarget
 from tests.kbgraph.cli.test_cli import kbgraph
@@ -51,3 +56,40 @@ def test_the_command_checks_its_arguments_before_connecting(neo4j_target: Neo4jT
     for named in ("--clients 0", "--seconds 0.5", "--write-share 2.0", f"--corpus {tmp_path}"):
         assert named in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_clients_are_spread_over_processes_as_evenly_as_can_be() -> None:
+    assert clients_per_process(8, 2) == [4, 4]
+    assert clients_per_process(7, 3) == [3, 2, 2]
+    assert clients_per_process(2, 4) == [1, 1]  # no process without a client
+    with pytest.raises(ValueError):
+        clients_per_process(0, 2)
+
+
+def test_a_round_over_worker_processes_reports_what_every_process_did(
+        kb: KnowledgeBase, neo4j_target: Neo4jTarget, tmp_path: Path) -> None:
+    path = _runs(tmp_path)
+    kb.ingest([path])
+    # The workers connect as the settings say: to the test's server, whichever it is.
+    settings = Settings(neo4j_uri=neo4j_target.uri, neo4j_username=neo4j_target.username,
+                        neo4j_password=SecretStr(neo4j_target.password), neo4j_database=neo4j_target.database,
+                        namespace=kb.namespace)
+    spread = KnowledgeBase(kb.driver, kb.embedder, namespace=kb.namespace, database=kb.gateway.database,
+                           settings=settings, ensure_schema=False)
+    try:
+        report = run_concurrent_benchmark(spread, load_runs([path]), clients=(1, 3), seconds=3.0, write_share=0.3,
+                                          queries=20, eval_dir=EVAL, processes=2)
+    finally:
+        spread.close()
+    one, spread_round = report["rounds"]
+    assert (one["clients"], one["processes"]) == (1, 1)
+    assert (spread_round["clients"], spread_round["processes"]) == (3, 2)
+    assert spread_round["errors"] == {}, spread_round["errors"]
+    assert spread_round["search"]["count"] > 0 and spread_round["add_run"]["count"] > 0
+    cpu = spread_round["cpu_per_operation_ms"]  # the workers' own CPU, not this process's
+    assert cpu["n"] == spread_round["operations"] and cpu["client_ms"] > 0
+    # Every run the workers added is stored (and their warm-up adds, one a worker).
+    added = sum(r["add_run"]["count"] for r in report["rounds"])
+    sources = {s for row in kb.gateway.read("experiences_for_linking", kb=kb.namespace) for s in row["source_ids"]}
+    assert len([s for s in sources if s.startswith("bench.")]) == added
+    assert len([s for s in sources if s.startswith("bench-warm.")]) == 2
