@@ -54,6 +54,9 @@ def bench_online(
     clients: Annotated[list[int] | None, typer.Option(
         "--clients", "-c", help="Client threads per mixed-traffic round (repeatable) [default: 1, 4, 8]")] = None,
     seconds: Annotated[float, typer.Option("--seconds", help="Duration of each mixed-traffic round")] = 15.0,
+    processes: Annotated[int, typer.Option(
+        "--processes", help="Worker processes each mixed-traffic round's clients are spread over (1: threads of "
+                            "this process, the figure the targets are for)")] = 1,
     keep: Annotated[bool, typer.Option("--keep", help="Leave the benchmark namespaces in place afterwards")] = False,
     prefix: Annotated[str, typer.Option(
         "--prefix", help="Namespaces used: <prefix>-ingest and <prefix>-<size>, cleared first")] = DEFAULT_PREFIX,
@@ -83,6 +86,8 @@ def bench_online(
     problems += [f"--clients {n}: must be between 1 and 256" for n in clients or [] if not 1 <= n <= 256]
     if not 1.0 <= seconds <= 3600.0:
         problems.append(f"--seconds {seconds}: must be between 1 and 3600")
+    if not 1 <= processes <= 64:
+        problems.append(f"--processes {processes}: must be between 1 and 64")
     if not 0.0 <= settle <= 3600.0:
         problems.append(f"--settle {settle}: must be between 0 and 3600")
     trajectories = _jsonl_files(data / "trajectories", "--data", problems)
@@ -101,7 +106,8 @@ def bench_online(
             _open, trajectories, runs, data / "eval", sizes=chosen, queries=queries, adds=adds,
             scratch_adds=scratch_adds, concurrent_sizes=sorted(traffic), clients=clients or [1, 4, 8],
             seconds=seconds, seed=seed, keep=keep, prefix=prefix, on_progress=on_progress,
-            on_partial=None if out_file is None else partial(_write_json, out_file), settle_s=settle)
+            on_partial=None if out_file is None else partial(_write_json, out_file), settle_s=settle,
+            processes=processes)
     if as_json:
         _print_json(report)
         return

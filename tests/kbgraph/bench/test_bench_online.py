@@ -68,6 +68,14 @@ def test_each_figure_is_held_to_its_target_only_at_the_sizes_the_target_names() 
     assert growth.met is True and growth.measured == "×1.031" and growth.baseline.startswith("from scratch ×")
 
 
+def test_a_round_over_processes_is_reported_but_not_held_to_the_one_process_aim() -> None:
+    size = _size(10_000, (9.0, 29.0), 59.0, 90.0, 90.0, qps=61.0)
+    size["concurrent"]["rounds"][1]["processes"] = 2
+    figures = online_figures(_report(size))
+    row = _row(figures, "mixed traffic QPS, 8 clients in 2 processes at 10,000")
+    assert row.met is None and row.target == "report"
+
+
 def test_cpu_per_search_and_the_query_embedding_are_shown_beside_the_latency() -> None:
     size = _size(10_000, (12.0, 30.0), 50.0, 120.0, 80.0)
     size["search"]["cpu_per_search_ms"] = {"n": 10, "client_ms": 9.5, "server_ms": 21.25}
@@ -172,10 +180,10 @@ def test_the_command_measures_every_stage_and_clears_its_namespaces(
 
 def test_the_command_checks_its_arguments_before_connecting(neo4j_target: Neo4jTarget, tmp_path: Path) -> None:
     done = kbgraph(neo4j_target, "bench-args", "bench", "online", "-s", "50", "--adds", "0", "--traffic-at", "7",
-                   "--data", str(tmp_path), "--out", str(tmp_path / "missing" / "out.json"))
+                   "--processes", "0", "--data", str(tmp_path), "--out", str(tmp_path / "missing" / "out.json"))
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
-    for named in ("--size 50", "--adds 0", "--traffic-at 7", f"--data {tmp_path}", "--out"):
+    for named in ("--size 50", "--adds 0", "--traffic-at 7", "--processes 0", f"--data {tmp_path}", "--out"):
         assert named in done.stderr, done.stderr
 
 
