@@ -13,10 +13,10 @@ plan they touch and writes that delta: adding a run no longer reads the namespac
 remembered with the namespace's *facts version* (``KbState.facts_version``), which every
 consolidation sets and every other writer of experiences (delete, maintenance, restore, import,
 clear) changes: a version this process did not set means someone else changed the namespace, and
-the next consolidation starts from scratch — unless the versions between are all incremental
-consolidations of other processes (or KnowledgeBases): each logs what it changed
-(``KbState.facts_log``, ingest/link_state/_log.py), and the state follows them, reading only the
-experiences they touched. The namespace's relation totals (for the report) are
+the next consolidation starts from scratch — unless the versions between were all set by
+consolidations of other processes (or KnowledgeBases): each logs the experiences whose facts it
+changed (``KbState.facts_log``, ingest/link_state/_log.py), and the state follows them, reading
+only those. The namespace's relation totals (for the report) are
 remembered with the plan too, counted once from scratch and then updated from what each write
 changed, counted in the write's own transaction. Both ways end in the same graph
 (tests/ingest/test_link_state.py for the plans, tests/ingest/test_incremental.py for the graph).
@@ -163,7 +163,6 @@ class Consolidation:
             gone = [i for i in sorted(set(ids) - {f.id for f in fresh}) if i in state.facts]
             groups = state.plan_merges(fresh)
             self._merge(groups, count_relations=True)
-
         self._concepts(recluster=False)
         with self.stage("link"):
             self._write_delta(state.after_merges(fresh, groups, removed=gone), len(state.abstracts), run, now)
