@@ -97,9 +97,6 @@ class PendingLinks(RememberedLinks):
         self.shared = shared
         self._pending: tuple[LinkState, str, dict[str, int]] | None = None
 
-    def take(self, version: str | None) -> tuple[LinkState, dict[str, int]] | None:
-        return self.shared.take(version)
-
     def take_any(self) -> tuple[LinkState, dict[str, int], str] | None:
         return self.shared.take_any()
 

@@ -22,17 +22,15 @@ class RememberedLinks:
 
     def take(self, version: str | None) -> tuple[LinkState, dict[str, int]] | None:
         """The remembered state and relation totals if the namespace is still at ``version``, else
-        None (and forgotten). Taken, they are no longer remembered: a consolidation that fails
-        half-way leaves nothing behind."""
-        with self._lock:
-            remembered, self._remembered = self._remembered, None
-            held, self._version = self._version, None
-            return remembered if remembered is not None and version is not None and held == version else None
+        None (and forgotten): :meth:`take_any` held to one version."""
+        taken = self.take_any()
+        return taken[:2] if taken is not None and version is not None and taken[2] == version else None
 
     def take_any(self) -> tuple[LinkState, dict[str, int], str] | None:
         """The remembered state, relation totals and the facts version they hold for, whatever
         the namespace's version now (a consolidation may follow the facts log from there,
-        ingest/link_state/_log.py); forgotten as :meth:`take` forgets them."""
+        ingest/link_state/_log.py). Taken, they are no longer remembered: a consolidation that
+        fails half-way leaves nothing behind."""
         with self._lock:
             remembered, self._remembered = self._remembered, None
             held, self._version = self._version, None
