@@ -39,6 +39,7 @@ from kbgraph.core.settings import Settings
 from kbgraph.embedders import Embedder
 from kbgraph.ingest.context import IngestContext
 from kbgraph.ingest.failure_records import with_records
+from kbgraph.ingest.group_commit import AddWork, Outcome, outcomes_of_group, queue_of
 from kbgraph.store.vector_cache import PgVectorCache, VectorLoader
 from kbgraph.ingest.lease import LeaseHeld, check_lease_free, process_turn, wait_for_lease
 from kbgraph.ingest.link_state import LinkState, RememberedLinks
@@ -141,26 +142,45 @@ class OneTransaction:
         self.link_state.settle()
 
 
-def add_in_one_transaction(kb: IngestContext, work: Callable[[OneTransaction], T],
-                           on_wait: Callable[[str], None] | None = None) -> T:
+def add_in_one_transaction(kb: IngestContext, work: AddWork[T], on_wait: Callable[[str], None] | None = None) -> T:
     """``work`` run over ``kb``'s namespace in one write transaction, after this process's turn
     (kbgraph.ingest.lease.process_turn) and with the namespace's state node locked to the commit;
-    while another ingest holds the lease, it waits (module docstring)."""
-    def attempt(gateway: TransactionGateway) -> tuple[T, OneTransaction]:
+    while another ingest holds the lease, it waits (module docstring). Adds of ``kb`` waiting
+    meanwhile are committed in the same transaction (ingest/group_commit.py)."""
+    def commit_group(works: Sequence[AddWork[T]]) -> list[Outcome[T]]:
+        return outcomes_of_group(works, lambda group: _committed(kb, group, on_wait))
+
+    return queue_of(kb).run(work, lambda: process_turn(kb.gateway, kb.namespace, on_wait), commit_group, on_wait,
+                            f"another add of this process is writing namespace {kb.namespace!r}; "
+                            "waiting to be committed after it, with the adds waiting beside this one")
+
+
+def _committed(kb: IngestContext, works: Sequence[AddWork[T]], on_wait: Callable[[str], None] | None) -> list[T]:
+    """``works`` in one write transaction (the caller holds the process's turn): each one's
+    writes, one consolidation, one growth check, each one's result; then the commit."""
+    def attempt(gateway: TransactionGateway) -> tuple[list[T], OneTransaction]:
         check_lease_free(gateway, kb.namespace)
         context = OneTransaction(kb, gateway)
-        return work(context), context
+        for work in works:
+            work.write(context)
+        leader = works[0]
+        leader.consolidate(context)
+        row = gateway.write("kb_state_growth", kb=kb.namespace, added=0)[0]
+        growth = (int(row["before"]), int(row["after"]))
+        # The growth is checked once: the leader's caller runs maintenance if it is due; the others
+        # see nothing crossed.
+        return [work.finish(context, leader, len(works), growth if work is leader else (growth[1], growth[1]))
+                for work in works], context
 
     told = False
-    with process_turn(kb.gateway, kb.namespace, on_wait):
-        while True:
-            try:
-                result, context = in_one_transaction(kb.gateway, "adding runs", attempt)
-            except LeaseHeld as held:
-                if not told and on_wait is not None:
-                    on_wait(str(held))
-                    told = True
-                wait_for_lease(kb.gateway)
-                continue
-            context.settle()
-            return result
+    while True:
+        try:
+            results, context = in_one_transaction(kb.gateway, "adding runs", attempt)
+        except LeaseHeld as held:
+            if not told and on_wait is not None:
+                on_wait(str(held))
+                told = True
+            wait_for_lease(kb.gateway)
+            continue
+        context.settle()
+        return results

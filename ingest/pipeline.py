@@ -35,7 +35,8 @@ from kbgraph.ingest.integrate_evidence import DocumentRewriter
 from kbgraph.ingest.read import Record, read_records
 from kbgraph.ingest.reflect import Reflector, RuleBasedReflector
 from kbgraph.ingest.lease import IngestLease
-from kbgraph.ingest.one_transaction import OneTransaction, add_in_one_transaction, count_refusal
+from kbgraph.ingest.one_transaction import add_in_one_transaction, count_refusal
+from kbgraph.ingest.pipeline_add import PipelineAdd, WriteBaseline
 from kbgraph.ingest.report import IngestReport
 from kbgraph.core.models import ConceptInsight, Experience, Insight, Trajectory
 from kbgraph.core.votes import apply_votes, check_votes
@@ -108,45 +109,42 @@ class IngestPipeline:
         self.report.records_read = total
         self._refuse_or_list(problems, skip_invalid)
         if total - len(problems) <= self.batch_size:
-            # One batch (a run, as an agent adds it): one write transaction (ingest/one_transaction.py).
-            validated = self.report.model_copy(deep=True)
-
-            def work(context: OneTransaction) -> IngestReport:
-                self.report = validated.model_copy(deep=True)  # an attempt run again starts afresh
-                return self._write_in(context, records, total, problems, skip_invalid, started)
-
+            # One batch (a run, as an agent adds it): one write transaction (ingest/one_transaction.py),
+            # shared with the adds of this process waiting beside it (ingest/group_commit.py).
+            add = PipelineAdd(self, records, total, problems, skip_invalid, started)
             try:
-                return add_in_one_transaction(self.kb, work, self._waiting)
+                return add_in_one_transaction(self.kb, add, self._waiting)
             except DeletedInTransaction as refused:
                 # Rolled back whole; Neo4j refused a statement reaching a node the transaction had
                 # deleted: written under the lease instead, batch by batch (a safety net, counted).
                 count_refusal(refused)
-                self.report = validated.model_copy(deep=True)
+                self.report = add.validated.model_copy(deep=True)
                 self.report.one_transaction_refused = 1
         with IngestLease(self.kb.gateway, self.kb.namespace, self.kb.settings.ingest_lease_s, on_wait=self._waiting):
             # Validation ran before the lease (a refused file writes nothing, not even the lease's
             # state node), so what another ingest marked meanwhile is checked again under it: an
             # id it ingested with other content is refused here, not skipped as "already ingested".
-            with self._stage("validate"):
-                problems |= self._earlier_run_problems()
-            self._refuse_or_list(problems, skip_invalid)
-            return self._write(records, total, set(problems), started)
+            rejected = self.recheck(problems, skip_invalid)
+            before = self.write_records(records, total, rejected)
+            self.consolidate()
+            return self.summarised(started, before)
 
-    def _write_in(self, context: OneTransaction, records: RecordSource, total: int,
-                  problems: dict[str, tuple[str, ...]], skip_invalid: bool, started: float) -> IngestReport:
-        """What the lease path does under the lease, in ``context``'s one transaction, ending with
-        the growth check (kb_state_growth) the façade would otherwise commit on its own."""
+    @contextmanager
+    def writing_in(self, context: IngestContext) -> Iterator[None]:
+        """This pipeline reading and writing through ``context`` (an add's one transaction)."""
         outer, self.kb = self.kb, context
         try:
-            with self._stage("validate"):  # read again under the namespace's lock, as under the lease
-                problems = problems | self._earlier_run_problems()
-            self._refuse_or_list(problems, skip_invalid)
-            report = self._write(records, total, set(problems), started)
-            row = context.gateway.write("kb_state_growth", kb=context.namespace, added=0)[0]
-            report.growth_checked = (int(row["before"]), int(row["after"]))
-            return report
+            yield
         finally:
             self.kb = outer
+
+    def recheck(self, problems: dict[str, tuple[str, ...]], skip_invalid: bool) -> set[str]:
+        """The records to leave out, once what another ingest marked since validation is checked
+        (under the lease, or the namespace's lock): refused unless ``skip_invalid``."""
+        with self._stage("validate"):
+            problems = problems | self._earlier_run_problems()
+        self._refuse_or_list(problems, skip_invalid)
+        return set(problems)
 
     def _refuse_or_list(self, problems: dict[str, tuple[str, ...]], skip_invalid: bool) -> None:
         listed = [p for record_problems in problems.values() for p in record_problems]
@@ -159,11 +157,10 @@ class IngestPipeline:
         if self.on_progress is not None:
             self.on_progress(message, 0, None)
 
-    def _write(self, records: RecordSource, total: int, rejected: set[str], started: float) -> IngestReport:
-        """Pass 1 over every record not ``rejected`` (where it was read), then pass 2."""
-        report = self.report
-        hits0, misses0 = self._cache_counts()
-        model0 = self._embedding_seconds()
+    def write_records(self, records: RecordSource, total: int, rejected: set[str]) -> WriteBaseline:
+        """Pass 1 over every record not ``rejected`` (where it was read); what the embedder had
+        counted before, for :meth:`summarised`."""
+        before = WriteBaseline(*self._cache_counts(), self._embedding_seconds())
         batch: list[Record] = []
         done = 0
         for record in records():
@@ -177,15 +174,20 @@ class IngestPipeline:
         if batch:
             done += self._pass_one(batch)
             self._progress("ingest", done, total - len(rejected))
-        self.consolidate()
+        return before
+
+    def summarised(self, started: float, before: WriteBaseline) -> IngestReport:
+        """The report, with the time since ``started`` and the embedder's work since ``before``."""
+        report = self.report
         report.total_seconds = round(time.perf_counter() - started, 2)
         ingested = report.records_read - report.records_rejected
         report.trajectories_per_second = round(ingested / report.total_seconds, 2) if report.total_seconds else 0.0
         report.peak_memory_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         hits1, misses1 = self._cache_counts()
-        report.embedding_cache_hits, report.embedding_cache_misses = hits1 - hits0, misses1 - misses0
+        report.embedding_cache_hits, report.embedding_cache_misses = hits1 - before.hits, misses1 - before.misses
         # Embedding happens inside "write" and "concepts"; shown on its own so the model's share is visible.
-        report.stage_seconds["embedding model (within write/concepts)"] = round(self._embedding_seconds() - model0, 3)
+        report.stage_seconds["embedding model (within write/concepts)"] = round(
+            self._embedding_seconds() - before.model_seconds, 3)
         return report
 
     def consolidate(self, recluster: bool = False, merge: bool = True, run: str | None = None) -> IngestReport:

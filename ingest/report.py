@@ -57,6 +57,26 @@ class IngestReport(BaseModel):
     one_transaction_refused: int = Field(
         default=0, description="1 when Neo4j refused this ingest's one write transaction (an input of one write batch, "
                                "ingest/one_transaction.py) and it was written under the lease instead; 0 otherwise.")
+    committed_with: int = Field(
+        default=0, description="Other adds of this process committed in the same transaction as this one (group commit, "
+                               "ingest/group_commit.py): the consolidation's figures (merges, concepts, relations, "
+                               "documents) are the group's.")
     growth_checked: tuple[int, int] | None = Field(
         default=None, exclude=True, description="The growth total (before, after) an add checked in its one write "
                                                 "transaction (ingest/one_transaction.py), for the façade's maintenance.")
+
+    def take_consolidation(self, other: IngestReport) -> None:
+        """The figures of ``other``'s consolidation (pass 2), as this report's: an add committed in
+        a group reports the consolidation its group shared (ingest/group_commit.py)."""
+        for name in CONSOLIDATION_FIELDS:
+            setattr(self, name, getattr(other, name))
+        self.relations = dict(other.relations)
+        for stage in CONSOLIDATION_STAGES:
+            if stage in other.stage_seconds:
+                self.stage_seconds[stage] = other.stage_seconds[stage]
+
+
+#: What pass 2 (ingest/consolidate.py) sets in a report, and the stages it times.
+CONSOLIDATION_FIELDS = ("experiences_merged", "abstract_experiences", "concepts", "insights", "meta_concepts",
+                        "meta_concepts_new", "documents_updated", "consolidated", "consolidations_followed")
+CONSOLIDATION_STAGES = ("merge", "concepts", "link", "follow")

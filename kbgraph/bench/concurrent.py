@@ -32,6 +32,7 @@ from typing import Any
 from kbgraph.bench.cpu import CpuMeter
 from kbgraph.bench.search import DEFAULT_EVAL_DIR, load_benchmark_queries, percentiles
 from kbgraph.core.errors import InvalidInputError, KbgraphError
+from kbgraph.ingest.group_commit import queue_of
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.params import SearchQuery
 from kbgraph.search.student import QueryVectors
@@ -103,9 +104,11 @@ def timed_clients(kb: KnowledgeBase, clients: int, seconds: float, write_share: 
 
 
 def round_figures(clients: int, wall: float, latencies: dict[str, list[float]], errors: Counter[str],
-                  cpu: CpuMeter, processes: int = 1) -> dict[str, Any]:
-    """A round's report (pure): operations, QPS overall and per kind, percentiles, CPU an operation."""
+                  cpu: CpuMeter, processes: int = 1, groups: Sequence[int] = ()) -> dict[str, Any]:
+    """A round's report (pure): operations, QPS overall and per kind, percentiles, CPU an operation,
+    and the adds committed per transaction (``groups``: the size of each group commit, when known)."""
     done = {kind: len(values) for kind, values in latencies.items()}
+    grouped = {"adds_per_commit": round(sum(groups) / len(groups), 2)} if groups else {}
     return {
         "clients": clients, "processes": processes, "seconds": round(wall, 2), "operations": sum(done.values()),
         "qps": round(sum(done.values()) / wall, 2),
@@ -113,6 +116,7 @@ def round_figures(clients: int, wall: float, latencies: dict[str, list[float]], 
         "cpu_per_operation_ms": cpu.per_operation(),
         **{f"{kind}_qps": round(n / wall, 2) for kind, n in done.items()},
         **{kind: {"count": done[kind], **percentiles(values)} for kind, values in latencies.items()},
+        **grouped,
         "errors": dict(errors),
     }
 
@@ -121,13 +125,15 @@ def _round(kb: KnowledgeBase, clients: int, seconds: float, write_share: float, 
            vectors: list[QueryVectors], runs: list[dict[str, Any]], seed: int, label: str,
            on_progress: ConcurrentProgress | None, server_pid: int | None = None) -> dict[str, Any]:
     cpu = CpuMeter(server_pid)
+    committed = queue_of(kb).groups
+    groups_before = len(committed)
     cpu.begin()
     cpu.start()
     latencies, errors, wall = timed_clients(kb, clients, seconds, write_share, queries, vectors, runs, seed, label,
                                             on_progress)
     cpu.over(sum(len(values) for values in latencies.values()))
     cpu.end()
-    return round_figures(clients, wall, latencies, errors, cpu)
+    return round_figures(clients, wall, latencies, errors, cpu, groups=committed[groups_before:])
 
 
 def run_concurrent_benchmark(

@@ -123,13 +123,24 @@ def test_an_add_neo4j_refuses_in_one_transaction_is_rolled_back_whole_written_un
     refused = {"times": 0}
     one_transaction = pipeline.add_in_one_transaction
 
-    def refusing(context_kb: Any, work: Any, on_wait: Any = None) -> Any:
-        def then_refused(context: Any) -> Any:
-            work(context)  # everything written in the transaction, then Neo4j's refusal
+    class ThenRefused:
+        def __init__(self, work: Any) -> None:
+            self.work = work
+
+        def write(self, context: Any) -> None:
+            self.work.write(context)
+
+        def consolidate(self, context: Any) -> None:
+            self.work.consolidate(context)
+
+        def finish(self, context: Any, leader: Any, group_size: int, growth: tuple[int, int]) -> Any:
+            # Everything written in the transaction, then Neo4j's refusal.
             refused["times"] += 1
             raise neo4j.exceptions.Neo4jError._hydrate_neo4j(
                 code="Neo.ClientError.Statement.EntityNotFound", message="Node with id 1 has been deleted in this transaction")
-        return one_transaction(context_kb, then_refused, on_wait)
+
+    def refusing(context_kb: Any, work: Any, on_wait: Any = None) -> Any:
+        return one_transaction(context_kb, ThenRefused(work), on_wait)
 
     monkeypatch.setattr(pipeline, "add_in_one_transaction", refusing)
     before, counted = commits.count, REFUSALS.count

@@ -139,14 +139,14 @@ def bench_concurrent(
     table = Table(title=f"mixed traffic on namespace {report['namespace']!r} ({report['experiences']:,} experiences, "
                         f"{report['write_share']:.0%} add one run), latencies in ms")
     for column in ("clients", "QPS", "search QPS", "search p50", "search p95", "add-run QPS", "add-run p50",
-                   "add-run p95", "CPU an op, client · server", "errors"):
+                   "add-run p95", "adds a commit", "CPU an op, client · server", "errors"):
         table.add_column(column, justify="right")
     for r in report["rounds"]:
         cpu = r["cpu_per_operation_ms"]
         shown = str(r["clients"]) + (f" ({r['processes']} processes)" if r["processes"] > 1 else "")
         table.add_row(shown, f"{r['qps']:.1f}", f"{r['search_qps']:.1f}", f"{r['search']['p50']:.1f}",
                       f"{r['search']['p95']:.1f}", f"{r['add_run_qps']:.2f}", f"{r['add_run']['p50']:.0f}",
-                      f"{r['add_run']['p95']:.0f}",
+                      f"{r['add_run']['p95']:.0f}", f"{r['adds_per_commit']:.2f}" if "adds_per_commit" in r else "—",
                       f"{cpu['client_ms']:.1f} · {'—' if cpu['server_ms'] is None else format(cpu['server_ms'], '.1f')}",
                       str(sum(r["errors"].values())))
     out.print(table)
