@@ -20,6 +20,7 @@ unreachable is every member's (trying each again would only repeat the wait).
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -31,6 +32,7 @@ from kbgraph.core.errors import Neo4jUnavailableError
 
 __all__ = ["MAX_GROUP", "AddQueue", "AddWork", "Outcome", "queue_of"]
 
+logger = logging.getLogger(__name__)
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 
@@ -82,6 +84,8 @@ def outcomes_of_group(works: Sequence[AddWork[T]], commit: Callable[[Sequence[Ad
     except Exception as failure:  # pylint: disable=broad-except  # handed to each add's caller
         if len(works) == 1 or is_shared(failure):
             return [Outcome(failure=failure) for _ in works]
+        logger.info("a group of %d adds failed (%s: %s); committing each alone", len(works),
+                    type(failure).__name__, str(failure).splitlines()[0][:200] if str(failure) else "")
     alone: list[Outcome[T]] = []
     for work in works:
         try:
@@ -107,7 +111,10 @@ class AddQueue:
         self._changed = threading.Condition()
         self._leading = False
         self._waiting: list[_Waiting[Any]] = []
-        self.groups: list[int] = []  # the size of each group committed (for benchmarks and tests)
+        # What was committed (benchmarks and tests read them): groups, the adds in them, the last one's size.
+        self.groups_committed = 0
+        self.adds_committed = 0
+        self.last_group = 0
 
     def run(self, work: AddWork[T], turn: Callable[[], AbstractContextManager[Any]],
             commit_group: Callable[[Sequence[AddWork[T]]], list[Outcome[T]]],
@@ -136,7 +143,9 @@ class AddQueue:
                 outcomes = commit_group([w.work for w in group])
             for waiting, outcome in zip(group, outcomes, strict=True):
                 waiting.outcome = outcome
-            self.groups.append(len(group))
+            self.groups_committed += 1
+            self.adds_committed += len(group)
+            self.last_group = len(group)
         finally:
             with self._changed:
                 self._leading = False

@@ -104,11 +104,13 @@ def timed_clients(kb: KnowledgeBase, clients: int, seconds: float, write_share: 
 
 
 def round_figures(clients: int, wall: float, latencies: dict[str, list[float]], errors: Counter[str],
-                  cpu: CpuMeter, processes: int = 1, groups: Sequence[int] = ()) -> dict[str, Any]:
+                  cpu: CpuMeter, processes: int = 1, commits: tuple[int, int] = (0, 0)) -> dict[str, Any]:
     """A round's report (pure): operations, QPS overall and per kind, percentiles, CPU an operation,
-    and the adds committed per transaction (``groups``: the size of each group commit, when known)."""
+    and the adds committed per transaction (``commits``: group commits and the adds in them, when
+    known)."""
     done = {kind: len(values) for kind, values in latencies.items()}
-    grouped = {"adds_per_commit": round(sum(groups) / len(groups), 2)} if groups else {}
+    groups, adds = commits
+    grouped = {"adds_per_commit": round(adds / groups, 2)} if groups else {}
     return {
         "clients": clients, "processes": processes, "seconds": round(wall, 2), "operations": sum(done.values()),
         "qps": round(sum(done.values()) / wall, 2),
@@ -125,15 +127,16 @@ def _round(kb: KnowledgeBase, clients: int, seconds: float, write_share: float, 
            vectors: list[QueryVectors], runs: list[dict[str, Any]], seed: int, label: str,
            on_progress: ConcurrentProgress | None, server_pid: int | None = None) -> dict[str, Any]:
     cpu = CpuMeter(server_pid)
-    committed = queue_of(kb).groups
-    groups_before = len(committed)
+    queue = queue_of(kb)
+    before = (queue.groups_committed, queue.adds_committed)
     cpu.begin()
     cpu.start()
     latencies, errors, wall = timed_clients(kb, clients, seconds, write_share, queries, vectors, runs, seed, label,
                                             on_progress)
     cpu.over(sum(len(values) for values in latencies.values()))
     cpu.end()
-    return round_figures(clients, wall, latencies, errors, cpu, groups=committed[groups_before:])
+    return round_figures(clients, wall, latencies, errors, cpu, commits=(
+        queue.groups_committed - before[0], queue.adds_committed - before[1]))
 
 
 def run_concurrent_benchmark(

@@ -98,7 +98,7 @@ def test_adds_queued_behind_the_turn_are_committed_as_one_group_led_by_the_first
     outcomes = queued_behind_the_turn(queue, turn.lock, [
         lambda name=name: queue.run(Named(name), turn.taken, commit_each(log)) for name in names])
     assert [o.unwrapped() for o in outcomes] == names
-    assert log == [names] and queue.groups == [3]
+    assert log == [names] and (queue.groups_committed, queue.adds_committed, queue.last_group) == (1, 3, 3)
 
 
 def test_a_group_is_at_most_max_group_adds_and_the_rest_are_led_by_the_next() -> None:
@@ -171,7 +171,7 @@ def test_adds_of_many_threads_commit_in_one_group_and_end_where_one_ingest_does(
     outcomes = queued_behind_the_turn(queue, process_turn(kb.gateway, kb.namespace), [
         lambda part=part: kb.add_trajectories(part) for part in slices])
     reports: list[IngestReport] = [o.unwrapped() for o in outcomes]
-    assert queue.groups[-1] == len(slices)
+    assert queue.last_group == len(slices)
     assert all(r.committed_with == len(slices) - 1 for r in reports)
     assert [r.records_read for r in reports] == [len(s) for s in slices]  # each report its own records
     assert {r.consolidated for r in reports} == {"incremental"}
