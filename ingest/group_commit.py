@@ -25,7 +25,7 @@ import threading
 import weakref
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from kbgraph.core.errors import Neo4jUnavailableError
@@ -99,7 +99,7 @@ def outcomes_of_group(works: Sequence[AddWork[T]], commit: Callable[[Sequence[Ad
 class _Waiting(Generic[T]):
     work: AddWork[T]
     outcome: Outcome[T] | None = None
-    told: bool = field(default=False)
+    told: bool = False
 
 
 class AddQueue:
