@@ -124,11 +124,18 @@ class AddQueue:
         me: _Waiting[T] = _Waiting(work)
         with self._changed:
             self._waiting.append(me)
-            while self._leading and me.outcome is None:
-                if not me.told and on_wait is not None:
-                    me.told = True
-                    on_wait(waiting_message)
-                self._changed.wait()
+            try:
+                while self._leading and me.outcome is None:
+                    if not me.told and on_wait is not None:
+                        me.told = True
+                        on_wait(waiting_message)
+                    self._changed.wait()
+            except BaseException:
+                # Interrupted while queued (e.g. Ctrl-C): not committed later behind its caller's
+                # back. Once a leader has taken it, its outcome is the group's, whatever it is.
+                if me in self._waiting:
+                    self._waiting.remove(me)
+                raise
             if me.outcome is not None:
                 return me.outcome.unwrapped()
             self._leading = True

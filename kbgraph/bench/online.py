@@ -24,7 +24,8 @@ it is held to (:data:`TARGETS`):
       full-recompute path), embedding excluded;
    d. *mixed traffic* at the sizes in ``concurrent_sizes`` (default 10,000):
       :func:`~kbgraph.bench.concurrent.run_concurrent_benchmark`, 90 % searches and 10 % added runs
-      from 1, 4 and 8 client threads;
+      from 1, 4 and 8 client threads; after the add of every traffic run that sets the round up,
+      the machine is waited for as before search (the server merges that add's index segments);
    e. the namespace is cleared afterwards (``keep`` leaves it), so the next size's database-wide
       vector indexes do not carry this one's entries.
 
@@ -313,7 +314,8 @@ def _one_size(kb: KnowledgeBase, size: int, seeds: Sequence[Any], *, queries: in
 
         result["concurrent"] = run_concurrent_benchmark(kb, traffic_runs, clients, seconds, eval_dir=eval_dir,
                                                         seed=seed, on_progress=traffic_progress,
-                                                        server_pid=managed_server_pid(kb.settings), processes=processes)
+                                                        server_pid=managed_server_pid(kb.settings), processes=processes,
+                                                        settle=lambda: wait_for_quiet_machine(settle_s))
     result["cleared_after_s"] = None if keep else _clear(kb)
     return result
 

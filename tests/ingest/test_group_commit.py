@@ -152,6 +152,36 @@ def test_an_interrupted_leader_leaves_the_others_to_be_committed_by_the_next() -
     assert queue.waiting() == 0
 
 
+def test_an_add_interrupted_while_queued_is_not_committed_behind_its_caller_s_back() -> None:
+    queue, turn, log = AddQueue(), Turn(), []
+    outcomes: dict[str, Outcome[str]] = {}
+
+    def add(name: str, on_wait: Callable[[str], None] | None = None) -> threading.Thread:
+        def go() -> None:
+            try:
+                outcomes[name] = Outcome(result=queue.run(Named(name), turn.taken, commit_each(log), on_wait))
+            except BaseException as failure:  # pylint: disable=broad-except
+                outcomes[name] = Outcome(failure=failure)
+        thread = threading.Thread(target=go)
+        thread.start()
+        return thread
+
+    def interrupt(_message: str) -> None:  # as Ctrl-C in the thread while it waits for the leader
+        raise Interrupted()
+
+    with turn.lock:
+        leader = add("a")
+        until(lambda: queue.waiting() == 1)
+        add("b", interrupt).join(30)
+        assert isinstance(outcomes["b"].failure, Interrupted) and queue.waiting() == 1
+        other = add("c")
+        until(lambda: queue.waiting() == 2)
+    leader.join(30)
+    other.join(30)
+    assert outcomes["a"].unwrapped() == "a" and outcomes["c"].unwrapped() == "c"
+    assert log == [["a", "c"]]
+
+
 # -- real runs, real Neo4j -------------------------------------------------------------------------
 
 

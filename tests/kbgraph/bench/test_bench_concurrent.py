@@ -33,8 +33,15 @@ def _runs(tmp_path: Path) -> Path:
 def test_clients_search_and_add_runs_at_once_and_each_run_added_is_stored(kb: KnowledgeBase, tmp_path: Path) -> None:
     path = _runs(tmp_path)
     kb.ingest([path])
+    settled: list[float] = []
+
+    def settle() -> float:  # called once, after the setup add and before any round
+        settled.append(0.5)
+        return 0.5
+
     report = run_concurrent_benchmark(kb, load_runs([path]), clients=(1, 3), seconds=3.0, write_share=0.3,
-                                      queries=20, eval_dir=EVAL)
+                                      queries=20, eval_dir=EVAL, settle=settle)
+    assert settled == [0.5] and report["settled_before_rounds_s"] == 0.5
     assert [r["clients"] for r in report["rounds"]] == [1, 3]
     for r in report["rounds"]:
         assert r["errors"] == {}, r["errors"]
