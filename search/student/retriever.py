@@ -98,11 +98,14 @@ class StudentRetriever:
         self._searching = 0  # searches of this retriever under way (guarded by _pool_lock)
         # A large namespace's texts and vectors are read in a thread of their own, off the
         # searches' path (kept_in_background.KeptInBackground), where the gateway allows it (not the async
-        # one, nor one transaction's): elsewhere the indexes answer.
-        self._background: ThreadPoolExecutor | None = None
+        # one, nor one transaction's): elsewhere the indexes answer. The vectors in a second one: at
+        # 100,000 experiences their read takes ~20 s, which the texts, facts and step texts (a few
+        # seconds each) need not wait behind.
+        self._background: dict[str, ThreadPoolExecutor] = {}
         if gateway.background_reads:
             self._context.texts_in_background = KeptInBackground(self._context.lexical_by_version, self._in_background)
-            self._context.vectors_in_background = KeptInBackground(self._context.vectors_by_version, self._in_background)
+            self._context.vectors_in_background = KeptInBackground(self._context.vectors_by_version,
+                                                                    self._in_vectors_background)
             self._context.facts_in_background = KeptInBackground(self._context.facts_by_version, self._in_background)
             self._context.steps_in_background = KeptInBackground(self._context.steps_by_version, self._in_background)
             self._context.feedback_in_background = KeptInBackground(self._context.feedback_by_version,
@@ -146,20 +149,24 @@ class StudentRetriever:
                 self._pool = self.gateway.spawn_pool(4, "kbgraph-search")
             return self._pool
 
-    def _in_background(self, work: Callable[[], None]) -> Future[None]:
+    def _in_background(self, work: Callable[[], None], lane: str = "texts") -> Future[None]:
         with self._pool_lock:
-            if self._background is None:
-                self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kbgraph-texts")
-            return self._background.submit(work)
+            executor = self._background.get(lane)
+            if executor is None:
+                executor = self._background[lane] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"kbgraph-{lane}")
+            return executor.submit(work)
+
+    def _in_vectors_background(self, work: Callable[[], None]) -> Future[None]:
+        return self._in_background(work, "vectors")
 
     def close(self) -> None:
         with self._pool_lock:
             if self._pool is not None:
                 self._pool.shutdown(wait=False)
                 self._pool = None
-            if self._background is not None:
-                self._background.shutdown(wait=False, cancel_futures=True)
-                self._background = None
+            for executor in self._background.values():
+                executor.shutdown(wait=False, cancel_futures=True)
+            self._background.clear()
 
     # -- public --------------------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ The model is kept current in the background (:class:`~kbgraph.search.student.kep
 per version) and a search uses it only when it was read at the version the search read; until
 then the indexes answer. Vectors travel only for experiences this process has not held with both vectors (a
 concrete experience's id is its content's hash, and its vectors are written with it and never
-change) and for abstract ones, whose vectors follow their group. A search with a quality floor above 0 does not use it (feedback changes quality
+change) and for abstract ones, whose vectors follow their group. The vectors held by id are views of
+the matrices' rows, and a write's new vectors are added in place (:mod:`.distinct_vectors`). A search with a quality floor above 0 does not use it (feedback changes quality
 without a new version: :func:`~kbgraph.search.student.versioned.version_applies`), nor a namespace
 small enough for the exact Cypher scan, which stays the reference.
 
@@ -34,19 +35,23 @@ from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.vector_cache import unit_vector
 from kbgraph.search.student.bounded import BoundedMap
 from kbgraph.search.student.change_feed import without
+from kbgraph.search.student.distinct_vectors import GrowingMatrix, RowIndex, distinct_rows
 from kbgraph.search.student.experience_filters import ExperienceFilters, kept_positions, spliced_positions
 from kbgraph.search.ranked import best_positions
 from kbgraph.search.student.rows import ChannelHit
 from kbgraph.search.student.versioned import KeptByVersion, Patch, RowsRead, VersionedRead, filter_key
 
 __all__ = ["IN_PROCESS_MAX", "ExperienceFilters", "ExperienceVectors", "VectorKind", "built", "experience_vectors",
-           "neo4j_scores", "patched_vectors", "vector_rows"]
+           "held_as_rows", "neo4j_scores", "patched_vectors", "vector_rows"]
 
 #: The largest namespace (experiences) whose vector channels scan in the process. An exact scan
 #: costs time in proportion to the namespace: two channels took 1.1 ms at 10,000 experiences and
-#: 13.2 ms at 100,000 (p50 of 60 requests, bench-scaled-10000 and -100000, 2026-12-05), more than the HNSW
-#: indexes answer in there, and holding 100,000 experiences' vectors took 54 s of reading for a
-#: process that just started. Above it the indexes answer.
+#: 13.2 ms at 100,000 (p50 of 60 requests, bench-scaled-10000 and -100000, 2026-12-05). Keeping
+#: 100,000 (measured 2026-12-07 on prof-100000, 200 queries a round in one process): settled
+#: searches p50 · p95 21 · 44 ms against 30–36 · 63–78 with the indexes, but the first ~200
+#: searches of a process 85 · 1,373 ms against 36 · 819 while the vectors (0.63 s of the client's
+#: CPU per 5,000 experiences: Bolt's lists of floats), facts and feedback are read beside them, and
+#: the process 2.1 GB resident against 1.0. Above it the indexes answer.
 IN_PROCESS_MAX = 40_000
 #: Which matrix a channel scans: problem+goal (semantic) or workflow shape (structural).
 VectorKind = Literal["pg", "structure"]
@@ -75,17 +80,29 @@ class ExperienceVectors:
     abstract: frozenset[str]
     #: Per filters and matrix, the experiences a channel scores.
     _candidates: BoundedMap[tuple[Any, ...], npt.NDArray[np.intp]] = field(default_factory=lambda: BoundedMap(_MASKS))
-    #: Per matrix, the row of each vector by its bytes (made when a patch first asks).
-    _rows_by_bytes: dict[VectorKind, dict[bytes, int]] = field(default_factory=dict)
+    #: Per matrix, its rows by their bytes' hash (made when a patch first asks, unless built with).
+    _row_index: dict[VectorKind, RowIndex] = field(default_factory=dict)
+    #: Per matrix, the buffer it is the first rows of, where a patch adds rows (made when one first
+    #: asks, unless built with).
+    _grown: dict[VectorKind, GrowingMatrix] = field(default_factory=dict)
 
-    def rows_by_bytes(self, which: VectorKind) -> dict[bytes, int]:
-        """The row of each vector of matrix ``which`` by its bytes, for :func:`patched_vectors` (not to
-        be changed: a patch copies it)."""
-        found = self._rows_by_bytes.get(which)
+    def row_index(self, which: VectorKind) -> RowIndex:
+        """The rows of matrix ``which`` by their bytes' hash, for :func:`patched_vectors` (not to be
+        changed: a patch copies it)."""
+        found = self._row_index.get(which)
         if found is None:
-            found = {row.tobytes(): n for n, row in enumerate(self.vectors[which])}
-            self._rows_by_bytes[which] = found
+            found = RowIndex.of(self.vectors[which])
+            self._row_index[which] = found
         return found
+
+    def grown(self, which: VectorKind) -> tuple[GrowingMatrix, bool]:
+        """The buffer matrix ``which`` is the first rows of, and whether it was made just now (the
+        matrix is then not a view of it)."""
+        found = self._grown.get(which)
+        if found is not None:
+            return found, False
+        found = self._grown[which] = GrowingMatrix(self.vectors[which], self.vectors[which].shape[1])
+        return found, True
 
     def nearest(self, which: VectorKind, vector: Sequence[float], params: Mapping[str, Any], k: int) -> list[ChannelHit]:
         """The ``k`` experiences nearest to ``vector`` that pass the filters, as the exact scan
@@ -106,6 +123,23 @@ class ExperienceVectors:
         rank = (2.0 * score - 1.0) * discount
         order = best_positions(rank, np.arange(candidates.size), k, lambda i: ids[candidates[i]])
         return [ChannelHit(ids[candidates[i]], float(score[i])) for i in order]
+
+
+def held_as_rows(ids: Sequence[str], held: dict[str, tuple[npt.NDArray[np.float32] | None, npt.NDArray[np.float32] | None]],
+                 vectors: Mapping[VectorKind, npt.NDArray[np.float32]], row_of: Mapping[VectorKind, npt.NDArray[np.intp]],
+                 ) -> dict[str, tuple[npt.NDArray[np.float32] | None, npt.NDArray[np.float32] | None]]:
+    """``held`` (by id, in the order of ``ids``) with every vector a matrix holds given as a view of
+    its row, so that the vectors are kept once, not once in the matrix and once by id."""
+    pg, structure = vectors["pg"], vectors["structure"]
+    pg_rows, structure_rows = row_of["pg"], row_of["structure"]
+    out: dict[str, tuple[npt.NDArray[np.float32] | None, npt.NDArray[np.float32] | None]] = {}
+    for n, exp_id in enumerate(ids):
+        pair = held.get(exp_id)
+        if pair is None:
+            continue
+        p, s = int(pg_rows[n]), int(structure_rows[n])
+        out[exp_id] = (pg[p] if p >= 0 else pair[0], structure[s] if s >= 0 else pair[1])
+    return out
 
 
 def neo4j_scores(unit_rows: npt.NDArray[np.float32], vector: Sequence[float]) -> npt.NDArray[np.float64]:
@@ -163,20 +197,20 @@ def _built(gateway: Neo4jGateway, namespace: str, rows: list[list[Any]],
     dimension = next((len(v) for pair in held.values() for v in pair if v is not None), 0)
     vectors: dict[VectorKind, npt.NDArray[np.float32]] = {}
     row_of: dict[VectorKind, npt.NDArray[np.intp]] = {}
-    for slot, which in enumerate(("pg", "structure")):
+    index: dict[VectorKind, RowIndex] = {}
+    grown: dict[VectorKind, GrowingMatrix] = {}
+    kinds: tuple[VectorKind, VectorKind] = ("pg", "structure")
+    for slot, which in enumerate(kinds):
         present = [n for n, exp_id in enumerate(ids)
                    if (v := held.get(exp_id, (None, None))[slot]) is not None and len(v) == dimension]
         rows_of = np.full(len(ids), -1, dtype=np.intp)
-        if present:
-            matrix = np.stack([held[ids[n]][slot] for n in present]).astype(np.float32)  # type: ignore[misc]
-            distinct, inverse = np.unique(matrix, axis=0, return_inverse=True)
-            rows_of[present] = inverse.reshape(-1)
-        else:
-            distinct = np.zeros((0, dimension), dtype=np.float32)
-        vectors[which], row_of[which] = distinct, rows_of  # type: ignore[index]
+        grown[which], rows_of[present], index[which] = distinct_rows(
+            [np.asarray(held[ids[n]][slot], dtype=np.float32) for n in present], dimension)
+        vectors[which], row_of[which] = grown[which].first(grown[which].filled), rows_of
 
-    return ExperienceVectors(filters=ExperienceFilters.of(rows), vectors=vectors, row_of=row_of, held=held,
-                             abstract=abstract)
+    return ExperienceVectors(filters=ExperienceFilters.of(rows), vectors=vectors, row_of=row_of,
+                             held=held_as_rows(ids, held, vectors, row_of), abstract=abstract, _row_index=index,
+                             _grown=grown)
 
 
 def patched_vectors(gateway: Neo4jGateway, namespace: str) -> Patch[ExperienceVectors, list[list[Any]]]:
@@ -201,45 +235,59 @@ def patched_vectors(gateway: Neo4jGateway, namespace: str) -> Patch[ExperienceVe
         source[kept_positions(len(ids), fresh_at)] = taken
         vectors: dict[VectorKind, npt.NDArray[np.float32]] = {}
         row_of: dict[VectorKind, npt.NDArray[np.intp]] = {}
-        by_bytes: dict[VectorKind, dict[bytes, int]] = {}
+        index: dict[VectorKind, RowIndex] = {}
+        grown: dict[VectorKind, GrowingMatrix] = {}
+        moved = False
         kinds: tuple[VectorKind, VectorKind] = ("pg", "structure")
         for slot, which in enumerate(kinds):
-            matrix, rows_of, by_bytes[which] = _patched_rows(
+            grown[which], matrix, rows_of, index[which], moved_now = _patched_rows(
                 before, which, source, [(int(n), held.get(ids[n], (None, None))[slot]) for n in fresh_at])
             if matrix.shape[0] > _SPARE_ROWS * max(int((rows_of >= 0).sum()), 1) + 16:
                 return _built(gateway, namespace, rows, before)  # mostly rows no one has: built anew
-            vectors[which], row_of[which] = matrix, rows_of
+            vectors[which], row_of[which], moved = matrix, rows_of, moved or moved_now
         abstract = before.abstract.difference(gone).union(str(row[0]) for row in fresh_rows if row[1] == "abstract")
         filters = before.filters.spliced(ids, taken, fresh_at, fresh_rows)
+        # The vectors by id as views of the matrices' rows: all of them when a matrix moved to a new
+        # buffer (so that the old one can go), else those read now.
+        fresh_ids = [ids[n] for n in fresh_at]
+        held.update(held_as_rows(ids if moved else fresh_ids, held, vectors,
+                                 row_of if moved else {w: row_of[w][fresh_at] for w in kinds}))
         return ExperienceVectors(filters=filters, vectors=vectors, row_of=row_of, held=held, abstract=abstract,
-                                 _rows_by_bytes=by_bytes)
+                                 _row_index=index, _grown=grown)
 
     return patch
 
 
 def _patched_rows(before: ExperienceVectors, which: VectorKind, source: npt.NDArray[np.intp],
                   fresh: list[tuple[int, npt.NDArray[np.float32] | None]]
-                  ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.intp], dict[bytes, int]]:
+                  ) -> tuple[GrowingMatrix, npt.NDArray[np.float32], npt.NDArray[np.intp], RowIndex, bool]:
     """One matrix of a patched model: the rows of ``before``'s for the experiences taken over
     (``source``: each one's position in ``before``, -1 for one changed or new), and ``fresh``'s
-    vectors (by position) on the row of an equal vector, else on a row added for it."""
+    vectors (by position) on the row of an equal vector, else on a row added for it; with the
+    buffer it is in, its row index, and whether it moved to another buffer than ``before``'s."""
     matrix = before.vectors[which]
     previous = before.row_of[which]
     rows_of = np.where(source >= 0, previous[np.maximum(source, 0)], -1).astype(np.intp)
     dimension = matrix.shape[1] if matrix.shape[0] else next((len(v) for _, v in fresh if v is not None), 0)
-    row_by_bytes = dict(before.rows_by_bytes(which))
+    index = before.row_index(which).copy()
     added: list[npt.NDArray[np.float32]] = []
+    base = matrix.shape[0]
+
+    def row(n: int) -> npt.NDArray[np.float32]:
+        found: npt.NDArray[np.float32] = matrix[n] if n < base else added[n - base]
+        return found
+
     for n, vector in fresh:
         if vector is None or len(vector) != dimension:
             continue
         vector = vector.astype(np.float32)
-        key = vector.tobytes()
-        row = row_by_bytes.get(key)
-        if row is None:
-            row = matrix.shape[0] + len(added)
+        key = hash(vector.tobytes())
+        found = index.find(key, vector, row)
+        if found is None:
+            found = base + len(added)
             added.append(vector)
-            row_by_bytes[key] = row
-        rows_of[n] = row
-    if added:
-        matrix = np.concatenate([matrix.reshape(-1, dimension), np.stack(added)]).astype(np.float32)
-    return matrix, rows_of, row_by_bytes
+            index.add(key, found)
+        rows_of[n] = found
+    grown, made = before.grown(which)
+    grown, matrix, moved = grown.extended(base, added)
+    return grown, matrix, rows_of, index, made or moved

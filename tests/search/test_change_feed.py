@@ -6,6 +6,8 @@ whole. Real Neo4j, real MiniLM, the real agent runs; the merge and the double re
 
 from __future__ import annotations
 
+import numpy as np
+
 import json
 from collections.abc import Callable
 from functools import partial
@@ -312,6 +314,12 @@ def test_a_value_patched_from_the_one_before_ranks_as_one_made_of_the_whole_rows
                             asked = {**filters, "domain": domain}
                             assert patched.nearest(which, vector, asked, 30) == whole.nearest(which, vector, asked, 30)
                 assert patched.held.keys() == whole.held.keys()
+                for exp_id, pair in patched.held.items():
+                    for slot, which in enumerate(("pg", "structure")):
+                        mine, theirs = pair[slot], whole.held[exp_id][slot]
+                        assert (mine is None) == (theirs is None) and (mine is None or np.array_equal(mine, theirs))
+                        # Kept once: a view of the patched model's own matrix, not of the one before.
+                        assert mine is None or np.shares_memory(mine, patched.vectors[which])
                 assert patched.filters.ids == whole.filters.ids and patched.abstract == whole.abstract
                 for column in ("kind", "status", "domain", "success", "shared", "owner"):
                     assert list(getattr(patched.filters, column)) == list(getattr(whole.filters, column)), column

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from kbgraph.core.models import Experience, Step
@@ -18,7 +19,8 @@ from kbgraph.search.candidates import index_query
 from kbgraph.search.student import channels, kept_channels
 from kbgraph.search.student.channels import filter_params
 from kbgraph.search.student.context import FilterParams
-from kbgraph.search.student.vector_model import ExperienceVectors, experience_vectors
+from kbgraph.search.student.distinct_vectors import GrowingMatrix, RowIndex, distinct_rows
+from kbgraph.search.student.vector_model import ExperienceVectors, experience_vectors, held_as_rows
 from kbgraph.search.student.versioned import KeptByVersion
 
 TOPICS = ["a kettle", "a lamp", "a desk", "a phone", "a bike", "a tent", "a flight", "a hotel room"]
@@ -214,3 +216,53 @@ def test_what_a_search_works_out_while_it_reads_the_version_is_kept_only_at_that
     assert worked == [{"vectors"}, {"texts"}] * 2, "the old values' answers, then the new ones'"
     assert added not in {h.id for h in before.hits}
     assert after.hits[0].id == added
+
+
+def test_equal_vectors_share_one_row_in_the_order_first_met() -> None:
+    a, b = np.array([0.6, 0.8], dtype=np.float32), np.array([1.0, 0.0], dtype=np.float32)
+    grown, row_of, index = distinct_rows([a, b, a.copy(), b.copy(), a.copy()], 2)
+    matrix = grown.first(2)
+    assert matrix.tolist() == [a.tolist(), b.tolist()] and row_of.tolist() == [0, 1, 0, 1, 0]
+    assert index.find(hash(a.tobytes()), a, matrix.__getitem__) == 0
+    assert distinct_rows([], 2)[0].first(0).shape == (0, 2)
+
+
+def test_rows_are_added_in_place_for_the_newest_version_and_in_a_buffer_of_their_own_otherwise() -> None:
+    a, b, c = (np.array(v, dtype=np.float32) for v in ([1.0, 0.0], [0.0, 1.0], [0.6, 0.8]))
+    grown = GrowingMatrix([a], 2)
+    older = grown.first(1)
+    same, newer, moved = grown.extended(1, [b])
+    assert same is grown and not moved and newer.tolist() == [a.tolist(), b.tolist()]
+    assert older.tolist() == [a.tolist()] and np.shares_memory(older, newer), "the older version sees its own rows"
+    # A second version made from the older one: its row 1 is c, not b, so it goes elsewhere.
+    other, forked, moved = grown.extended(1, [c])
+    assert other is not grown and moved and forked.tolist() == [a.tolist(), c.tolist()]
+    assert newer.tolist() == [a.tolist(), b.tolist()] and not np.shares_memory(forked, newer)
+    # Past the spare rows the matrix moves to a larger buffer, with every row.
+    many = [np.array([float(n), 1.0], dtype=np.float32) for n in range(300)]
+    bigger, grown_rows, moved = grown.extended(2, many)
+    assert moved and bigger is not grown and grown_rows.shape == (302, 2) and grown_rows[2:].tolist() == [m.tolist() for m in many]
+
+
+def test_rows_whose_bytes_hash_alike_are_told_apart_by_their_values() -> None:
+    rows = [np.array([1.0, 0.0], dtype=np.float32), np.array([0.0, 1.0], dtype=np.float32)]
+    index = RowIndex()
+    index.add(7, 0)
+    index.add(7, 1)  # two rows under one key, as a collision of their hashes would put them
+    assert index.find(7, np.array([0.0, 1.0], dtype=np.float32), rows.__getitem__) == 1
+    assert index.find(7, np.array([1.0, 1.0], dtype=np.float32), rows.__getitem__) is None
+    copied = index.copy()
+    copied.add(9, 2)
+    assert index.find(9, rows[0], rows.__getitem__) is None, "a copy's rows are its own"
+
+
+def test_held_vectors_are_views_of_the_matrix_rows_and_the_others_stay_as_read() -> None:
+    pg = np.array([[0.6, 0.8]], dtype=np.float32)
+    structure = np.array([[1.0, 0.0]], dtype=np.float32)
+    odd = np.array([1.0, 0.0, 0.0], dtype=np.float32)  # of another dimension: in no matrix
+    held = {"a": (pg[0].copy(), structure[0].copy()), "b": (odd, None)}
+    out = held_as_rows(["a", "b", "c"], held, {"pg": pg, "structure": structure},
+                       {"pg": np.array([0, -1, -1]), "structure": np.array([0, -1, -1])})
+    assert np.shares_memory(out["a"][0], pg) and np.shares_memory(out["a"][1], structure)
+    assert out["a"][0].tolist() == [0.6000000238418579, 0.800000011920929]
+    assert out["b"][0] is odd and out["b"][1] is None and "c" not in out
