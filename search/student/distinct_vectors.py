@@ -117,5 +117,7 @@ class GrowingMatrix:
                 self._buffer[count : count + len(rows)] = rows
                 self._filled = count + len(rows)
                 return self, self.first(self._filled), False
-        moved = GrowingMatrix(np.concatenate([self.first(count), rows]), rows.shape[1])
+        # A matrix of no rows may have been made before any vector gave it a dimension.
+        head = self.first(count) if count else np.zeros((0, rows.shape[1]), dtype=np.float32)
+        moved = GrowingMatrix(np.concatenate([head, rows]), rows.shape[1])
         return moved, moved.first(count + len(rows)), True

@@ -242,6 +242,9 @@ def test_rows_are_added_in_place_for_the_newest_version_and_in_a_buffer_of_their
     many = [np.array([float(n), 1.0], dtype=np.float32) for n in range(300)]
     bigger, grown_rows, moved = grown.extended(2, many)
     assert moved and bigger is not grown and grown_rows.shape == (302, 2) and grown_rows[2:].tolist() == [m.tolist() for m in many]
+    # A namespace that had no vector yet (no dimension either) takes its first ones.
+    _, first_rows, _ = GrowingMatrix([], 0).extended(0, [a])
+    assert first_rows.tolist() == [a.tolist()]
 
 
 def test_rows_whose_bytes_hash_alike_are_told_apart_by_their_values() -> None:
