@@ -140,6 +140,13 @@ class Settings(BaseSettings):
     # one on cores Neo4j needs (kbgraph.core.blas_threads, docs/performance.md).
     blas_threads: int = Field(default=1, ge=0, le=1024)
 
+    # Search: the largest namespace (experiences) whose vectors, scoring facts and what feedback
+    # changes a process keeps in memory for its searches (kbgraph.search.student.vector_model);
+    # above it the vector indexes answer. At 100,000 keeping them gave settled searches of ~21 ms
+    # against ~33, for ~1 GB more and first searches twice as slow while they are read
+    # (docs/performance.md): for a long-lived process with memory to spare.
+    in_process_max: int = Field(default=40_000, ge=0, le=10_000_000)
+
     # Writes.
     write_batch_size: int = Field(default=500, ge=1, le=50_000)
     # One ingest per namespace at a time: the lease a running ingest renews; after a crash the

@@ -43,7 +43,7 @@ from kbgraph.search.student.kept_state import KeptState
 from kbgraph.search.student.read_turns import ReadTurns, turn_of
 from kbgraph.search.student.text_corpus import NamespaceTexts
 from kbgraph.search.student.text_vectors import IntentVectors
-from kbgraph.search.student.vector_model import ExperienceVectors
+from kbgraph.search.student.vector_model import IN_PROCESS_MAX, ExperienceVectors
 from kbgraph.search.student.kept_in_background import KeptInBackground
 from kbgraph.search.student.versioned import (KeptByVersion, NamespaceVersions, VersionedRead, filter_key, kept_key, sent,
                                               version_applies)
@@ -89,6 +89,7 @@ class SearchContext:
     #: searches a namespace as of the day it was built (kbgraph.search.eval.cached_namespace), so its
     #: figures do not move as the namespace ages.
     today: date | None = None
+    in_process_max: int = IN_PROCESS_MAX  #: the setting's, read by kept_channels.in_process
     domain_vectors: dict[str, np.ndarray] = field(default_factory=dict)
     pass_rates: PassRates = field(default_factory=PassRates)
     domain_steps: dict[str, tuple[bool, float]] = field(default_factory=dict)

@@ -44,13 +44,14 @@ def check_kept(ctx: SearchContext, run: Run, job: Future[NamespaceVersions], vec
 
 
 def in_process(ctx: SearchContext) -> bool:
-    """Whether the vectors and the scoring facts are kept: up to IN_PROCESS_MAX experiences. Past
+    """Whether the vectors and the scoring facts are kept: up to ``ctx.in_process_max`` experiences
+    (the ``in_process_max`` setting, IN_PROCESS_MAX by default). Past
     it a process would hold ~1 GB more at 100,000 and its first searches wait behind the reads (see
     IN_PROCESS_MAX); the facts kept without the vectors saved little (the facts stage at 100,000,
     11 against 13 ms: the cosines the channels did not return are still read). The texts and the
     step texts are kept at any size: they save a channel's request, and the step channel's walk
     through thousands of steps a text (step queries p50 265 -> 53 ms at 100,000)."""
-    return ctx.size.get(IN_PROCESS_MAX).experiences <= IN_PROCESS_MAX
+    return ctx.size.get(ctx.in_process_max).experiences <= ctx.in_process_max
 
 
 @dataclass(frozen=True)

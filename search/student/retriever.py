@@ -52,6 +52,7 @@ from kbgraph.search.student.hits import pool_of, read_hits, select
 from kbgraph.search.student.rows import NodeFacts
 from kbgraph.search.student.kept_in_background import KeptInBackground
 from kbgraph.search.student.text_vectors import IntentVectors
+from kbgraph.search.student.vector_model import IN_PROCESS_MAX
 from kbgraph.search.student.scores import score_candidates
 from kbgraph.search.student.read_turns import ReadTurns
 from kbgraph.search.student.warm import warm
@@ -78,6 +79,7 @@ class StudentRetriever:
         self, gateway: Neo4jGateway, embedder: Embedder, namespace: str, weights: SearchWeights | None = None,
         utility_half_life_days: float = 30.0, pg_vectors: PgVectorCache | None = None,
         ask_splitter: Callable[[str], list[str] | None] | None = None, today: date | None = None,
+        in_process_max: int = IN_PROCESS_MAX,
     ):
         self.gateway = gateway
         self.embedder = embedder
@@ -92,6 +94,7 @@ class StudentRetriever:
             gateway=gateway, embedder=embedder, namespace=namespace, pg_vectors=self.pg_vectors,
             size=NamespaceSize(gateway, namespace), utility_decay=self.utility_decay, executor=self._executor,
             intent_vectors=IntentVectors(embedder), ask_splitter=ask_splitter, today=today,
+            in_process_max=in_process_max,
         )
         self._pool: Executor | None = None
         self._pool_lock = Lock()
@@ -118,7 +121,7 @@ class StudentRetriever:
         """The retriever ``settings`` describe: their search weights, utility half-life and way of
         splitting a request into its asks (the LLM's when ``ask_splitter`` is ``llm``)."""
         return cls(gateway, embedder, namespace, settings.search, settings.learning.utility_half_life_days, pg_vectors,
-                   ask_splitter_from_settings(settings))
+                   ask_splitter_from_settings(settings), in_process_max=settings.in_process_max)
 
     @property
     def namespace_size(self) -> NamespaceSize:

@@ -148,7 +148,7 @@ def test_above_the_in_process_limit_the_facts_query_answers(kb: KnowledgeBase, m
     # As the vectors (vector_model.IN_PROCESS_MAX): past the limit the facts' read after each
     # write costs more than it saves.
     kb.add_experiences([experience(n) for n in range(12)])
-    monkeypatch.setattr(kept_channels, "IN_PROCESS_MAX", 10)
+    monkeypatch.setattr(kb.student.context, "in_process_max", 10)
     kept_current(kb, vectors=False)
     asked: list[str] = []
     record_reads(kb, monkeypatch, asked)

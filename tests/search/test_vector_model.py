@@ -16,11 +16,13 @@ from kbgraph.embedders import CachedEmbedder
 from kbgraph.kb import KnowledgeBase
 from kbgraph.search.params import SearchFilters, SearchQuery, SearchWeights
 from kbgraph.search.candidates import index_query
-from kbgraph.search.student import channels, kept_channels
+from kbgraph.search.student import channels
 from kbgraph.search.student.channels import filter_params
 from kbgraph.search.student.context import FilterParams
 from kbgraph.search.student.distinct_vectors import GrowingMatrix, RowIndex, distinct_rows
-from kbgraph.search.student.vector_model import ExperienceVectors, experience_vectors, held_as_rows
+from kbgraph.search.student.vector_model import IN_PROCESS_MAX, ExperienceVectors, experience_vectors, held_as_rows
+from kbgraph.search.student.retriever import StudentRetriever
+from kbgraph.core.settings import Settings
 from kbgraph.search.student.versioned import KeptByVersion
 
 TOPICS = ["a kettle", "a lamp", "a desk", "a phone", "a bike", "a tent", "a flight", "a hotel room"]
@@ -177,10 +179,10 @@ def test_an_experience_first_read_without_its_vectors_is_asked_for_again() -> No
 def test_a_namespace_above_the_in_process_limit_asks_the_vector_indexes(
     kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # An exact scan costs in proportion to the namespace (vector_model.IN_PROCESS_MAX): past the
+    # An exact scan costs in proportion to the namespace (the in_process_max setting): past the
     # limit the HNSW indexes answer, and the process does not read the namespace's vectors.
     kb.add_experiences([experience(n) for n in range(12)])
-    monkeypatch.setattr(kept_channels, "IN_PROCESS_MAX", 10)
+    monkeypatch.setattr(kb.student.context, "in_process_max", 10)
     kept_current(kb, vectors=False)
     asked: list[str] = []
     read = kb.gateway.read
@@ -269,3 +271,12 @@ def test_held_vectors_are_views_of_the_matrix_rows_and_the_others_stay_as_read()
     assert np.shares_memory(out["a"][0], pg) and np.shares_memory(out["a"][1], structure)
     assert out["a"][0].tolist() == [0.6000000238418579, 0.800000011920929]
     assert out["b"][0] is odd and out["b"][1] is None and "c" not in out
+
+
+def test_the_in_process_limit_is_a_setting_whose_default_is_the_model_s(kb: KnowledgeBase) -> None:
+    assert Settings().in_process_max == IN_PROCESS_MAX
+    retriever = StudentRetriever.of_settings(kb.gateway, kb.embedder, kb.namespace, Settings(in_process_max=150_000))
+    try:
+        assert retriever.context.in_process_max == 150_000
+    finally:
+        retriever.close()
