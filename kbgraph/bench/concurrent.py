@@ -161,7 +161,7 @@ def run_concurrent_benchmark(
     clients add are known content); ``settle``, when given, is then called (bench online waits
     there until a local server has merged the add's index segments; the seconds it returns are
     reported as ``settled_before_rounds_s``), and what the searches keep in the process is read
-    again (``kb.student.warm``) before the warm-up searches run again: the rounds measure traffic,
+    again (``kb.student.warm``) before the warm-up searches run: the rounds measure traffic,
     not the searches that meet a bulk add of hundreds of runs (their kept state read whole in the
     background meanwhile, the indexes answering them: ~8 QPS at 10,000 instead of ~34)."""
     if processes < 1:
@@ -172,16 +172,13 @@ def run_concurrent_benchmark(
         raise ValueError(f"write_share must be within [0, 1], not {write_share}")
     picked = load_benchmark_queries(eval_dir, queries, seed=seed)
     vectors = [kb.student._embed_query(q, kb.student.weights) for q in picked]
-    # Warm the paths (and the embedding cache with the runs' texts) before anything is timed.
-    warm_up = list(zip(picked, vectors))[:10]
-    for query, vector in warm_up:
-        kb.student.search(query, query_vectors=vector)
+    # Warm the embedding cache with the runs' texts, then the paths, before anything is timed. The
+    # bulk add changes most of what a search keeps, more than the change feed patches: it is read
+    # again, as a process warms before it serves, and the warm-up searches run on it.
     kb.add_trajectories(runs)
     settled = settle() if settle is not None else None
-    # The bulk add changed most of what a search keeps, more than the change feed patches: read it
-    # again now, as a process warms before it serves, and run the searches again on it.
     kb.student.warm()
-    for query, vector in warm_up:
+    for query, vector in list(zip(picked, vectors))[:10]:
         kb.student.search(query, query_vectors=vector)
     load_before = os.getloadavg()
     rounds = []

@@ -57,6 +57,16 @@ class RowIndex:
                 return n
         return None
 
+    def place(self, vector: Vector, rows: Callable[[int], Vector], new_row: int) -> int:
+        """The row holding ``vector``, else ``new_row``, recorded as holding it (the caller then
+        puts it there)."""
+        key = hash(vector.tobytes())
+        found = self.find(key, vector, rows)
+        if found is None:
+            self.add(key, new_row)
+            return new_row
+        return found
+
     def add(self, key: int, row: int) -> None:
         """Row ``row`` holds a vector whose bytes hash to ``key`` (and no earlier row holds it)."""
         found = self._rows.get(key)
@@ -71,13 +81,9 @@ def distinct_rows(vectors: Sequence[Vector], dimension: int) -> tuple[GrowingMat
     firsts: list[Vector] = []
     row_of = np.empty(len(vectors), dtype=np.intp)
     for n, vector in enumerate(vectors):
-        key = hash(vector.tobytes())
-        row = index.find(key, vector, firsts.__getitem__)
-        if row is None:
-            row = len(firsts)
+        row = row_of[n] = index.place(vector, firsts.__getitem__, len(firsts))
+        if row == len(firsts):
             firsts.append(vector)
-            index.add(key, row)
-        row_of[n] = row
     return GrowingMatrix(firsts, dimension), row_of, index
 
 

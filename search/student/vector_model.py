@@ -281,13 +281,9 @@ def _patched_rows(before: ExperienceVectors, which: VectorKind, source: npt.NDAr
         if vector is None or len(vector) != dimension:
             continue
         vector = vector.astype(np.float32)
-        key = hash(vector.tobytes())
-        found = index.find(key, vector, row)
-        if found is None:
-            found = base + len(added)
+        placed = rows_of[n] = index.place(vector, row, base + len(added))
+        if placed == base + len(added):
             added.append(vector)
-            index.add(key, found)
-        rows_of[n] = found
     grown, made = before.grown(which)
     grown, matrix, moved = grown.extended(base, added)
     return grown, matrix, rows_of, index, made or moved
