@@ -165,9 +165,12 @@ class KeptInBackground(Generic[K, V]):
 
     def _start(self, key: K, done: Future[None], job: Callable[[], None]) -> None:
         try:
-            self._submit(job)
+            submitted = self._submit(job)
         except RuntimeError:  # the pool was shut down (the retriever closed)
             self._finish(key, done)
+            return
+        if isinstance(submitted, Future):  # dropped unrun when the retriever closes: nobody waits for it
+            submitted.add_done_callback(lambda job_run: self._finish(key, done) if job_run.cancelled() else None)
 
     @staticmethod
     def _holding(make: Callable[[R], V], follow: Follow[R] | None) -> tuple[Callable[[R], V], list[tuple[R, V]] | None]:

@@ -98,6 +98,7 @@ class StudentRetriever:
         )
         self._pool: Executor | None = None
         self._pool_lock = Lock()
+        self._closed = False  # guarded by _pool_lock; once closed, no background read starts
         self._searching = 0  # searches of this retriever under way (guarded by _pool_lock)
         # A large namespace's texts and vectors are read in a thread of their own, off the
         # searches' path (kept_in_background.KeptInBackground), where the gateway allows it (not the async
@@ -154,6 +155,8 @@ class StudentRetriever:
 
     def _in_background(self, work: Callable[[], None], lane: str = "texts") -> Future[None]:
         with self._pool_lock:
+            if self._closed:
+                raise RuntimeError("the retriever is closed")  # KeptInBackground reads nothing then
             executor = self._background.get(lane)
             if executor is None:
                 executor = self._background[lane] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"kbgraph-{lane}")
@@ -163,13 +166,18 @@ class StudentRetriever:
         return self._in_background(work, "vectors")
 
     def close(self) -> None:
+        """Stops the background reads: those queued are dropped, the one under way in each lane is
+        waited for, so that the caller may close the driver next (a read still using a connection
+        the driver closes breaks the connection's buffer mid-message)."""
         with self._pool_lock:
+            self._closed = True
             if self._pool is not None:
                 self._pool.shutdown(wait=False)
                 self._pool = None
-            for executor in self._background.values():
-                executor.shutdown(wait=False, cancel_futures=True)
+            lanes = list(self._background.values())
             self._background.clear()
+        for executor in lanes:  # outside the lock: a read under way may ask for the next one
+            executor.shutdown(wait=True, cancel_futures=True)
 
     # -- public --------------------------------------------------------------------------------
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from importlib import resources
@@ -456,3 +458,36 @@ def test_a_large_search_reads_its_facts_and_neighbours_in_two_halves_and_ranks_t
         sample_kb.student._searching -= 1
     assert asked.count("search_candidates_score") == 1
     assert [h.id for h in alongside.hits] == [h.id for h in whole.hits]
+
+
+def test_closing_waits_for_the_background_read_under_way_and_starts_none_after(
+    kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A background read still using a connection when its driver is closed next breaks the
+    # connection mid-message (CI met it as a BufferError in driver.close() at a test's teardown).
+    kb.add_experiences([CANCEL, RETURN, FLIGHT])
+    read = kb.gateway.read
+    started, ended = threading.Event(), threading.Event()
+    in_background: list[str] = []
+
+    def slow_background_read(name: str, **params: object) -> list[dict[str, object]]:
+        if threading.current_thread().name.startswith(("kbgraph-texts", "kbgraph-vectors")):  # the lanes
+            in_background.append(name)
+            started.set()
+            time.sleep(0.5)  # still reading when close is called
+            rows = read(name, **params)
+            ended.set()
+            return rows
+        return read(name, **params)
+
+    monkeypatch.setattr(kb.gateway, "read", slow_background_read)
+    for background in (kb.student.context.texts_in_background, kb.student.context.vectors_in_background):
+        assert background is not None
+        background.settle_seconds = 0.0  # read at once
+    kb.search("cancel my order", k=3, weights={"exact_scan_max": 0})
+    assert started.wait(10), "the search started a background read"
+    kb.student.close()
+    assert ended.is_set(), "close returned only once the read under way was over"
+    read_before = len(in_background)
+    kb.search("cancel my order", k=3, weights={"exact_scan_max": 0})
+    assert len(in_background) == read_before, "no background read starts once closed"

@@ -161,6 +161,20 @@ def test_one_read_per_set_of_filters_at_a_time() -> None:
     assert refresh.current("key", "v1", read, NamespaceTexts.of) is not None and namespace.reads == 2
 
 
+def test_a_read_dropped_unrun_when_the_retriever_closes_is_waited_for_by_nobody() -> None:
+    namespace = Namespace()
+
+    def dropped(work: Any) -> Future[None]:
+        queued: Future[None] = Future()
+        queued.cancel()  # what a closing retriever does to the reads still queued
+        return queued
+
+    refresh = KeptInBackground(KeptByVersion(4), dropped, settle_seconds=0.0, settle_per_read=0.0)
+    assert refresh.current("key", "v1", namespace.read, NamespaceTexts.of) is None
+    refresh.settle()  # returns: the dropped read is no longer under way
+    assert namespace.reads == 0 and not refresh.following()
+
+
 # --- the channel on real Neo4j --------------------------------------------------------------------
 
 TOPICS = ["a kettle", "a lamp", "a desk", "a phone", "a bike", "a tent", "a flight", "a hotel room"]
