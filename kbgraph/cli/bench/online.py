@@ -68,6 +68,9 @@ def bench_online(
         "--settle", help="Longest wait, in seconds, for a quiet machine before the warm ingest and each size's "
                          "search (a local Neo4j merges index segments after a build), proportionally longer for "
                          "sizes over 20,000 (600 s at 100,000); 0 measures at once")] = 120.0,
+    warmup: Annotated[float, typer.Option(
+        "--warmup", help="Seconds of mixed traffic before the measured rounds, reported beside them and not "
+                         "counted (a server meets the statements of mixed traffic there first); 0: none")] = 15.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print everything as JSON")] = False,
 ) -> None:
     """Online memory at scale, every figure in one run: batch ingest, then per size the scaled
@@ -90,6 +93,8 @@ def bench_online(
         problems.append(f"--processes {processes}: must be between 1 and 64")
     if not 0.0 <= settle <= 3600.0:
         problems.append(f"--settle {settle}: must be between 0 and 3600")
+    if not 0.0 <= warmup <= 3600.0:
+        problems.append(f"--warmup {warmup}: must be between 0 and 3600")
     trajectories = _jsonl_files(data / "trajectories", "--data", problems)
     runs = _jsonl_files(data / "real_runs", "--data", problems)
     if not (data / "eval").is_dir():
@@ -107,7 +112,7 @@ def bench_online(
             scratch_adds=scratch_adds, concurrent_sizes=sorted(traffic), clients=clients or [1, 4, 8],
             seconds=seconds, seed=seed, keep=keep, prefix=prefix, on_progress=on_progress,
             on_partial=None if out_file is None else partial(_write_json, out_file), settle_s=settle,
-            processes=processes)
+            processes=processes, warmup_s=warmup)
     if as_json:
         _print_json(report)
         return

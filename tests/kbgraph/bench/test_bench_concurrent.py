@@ -40,9 +40,11 @@ def test_clients_search_and_add_runs_at_once_and_each_run_added_is_stored(kb: Kn
         return 0.5
 
     report = run_concurrent_benchmark(kb, load_runs([path]), clients=(1, 3), seconds=3.0, write_share=0.3,
-                                      queries=20, eval_dir=EVAL, settle=settle)
+                                      queries=20, eval_dir=EVAL, settle=settle, warmup_seconds=2.0)
     assert settled == [0.5] and report["settled_before_rounds_s"] == 0.5
-    assert [r["clients"] for r in report["rounds"]] == [1, 3]
+    assert [r["clients"] for r in report["rounds"]] == [1, 3], "the warm-up round is not among the rounds"
+    warmup = report["warmup_round"]  # the most clients asked for, reported apart
+    assert warmup["clients"] == 3 and warmup["operations"] > 0 and warmup["errors"] == {}
     for r in report["rounds"]:
         assert r["errors"] == {}, r["errors"]
         assert r["search"]["count"] > 0 and r["add_run"]["count"] > 0
@@ -50,8 +52,9 @@ def test_clients_search_and_add_runs_at_once_and_each_run_added_is_stored(kb: Kn
         assert r["qps"] > 0 and r["search"]["p95"] >= r["search"]["p50"] > 0
         cpu = r["cpu_per_operation_ms"]  # the whole process's CPU over the round, per operation
         assert cpu["n"] == r["operations"] and cpu["client_ms"] > 0 and cpu["server_ms"] is None  # no pid given
-    # Every run added under a fresh id is now in some experience's provenance, and only those.
-    added = sum(r["add_run"]["count"] for r in report["rounds"])
+    # Every run added under a fresh id (the warm-up round's too) is now in some experience's
+    # provenance, and only those.
+    added = sum(r["add_run"]["count"] for r in [*report["rounds"], warmup])
     sources = {s for row in kb.gateway.read("experiences_for_linking", kb=kb.namespace) for s in row["source_ids"]}
     assert len([s for s in sources if s.startswith("bench.")]) == added
 

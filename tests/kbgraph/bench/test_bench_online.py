@@ -132,6 +132,15 @@ def test_every_figure_is_shown_next_to_its_baseline() -> None:
     assert TARGETS.add_p50_ms == 100.0
 
 
+def test_the_warm_up_round_is_shown_beside_the_rounds_and_not_held_to_the_aim() -> None:
+    size = _size(10_000, (12.0, 30.0), 50.0, 120.0, 80.0, qps=65.0)
+    size["concurrent"]["warmup_round"] = {"clients": 8, "qps": 20.5, "search": _stats(300, 900)}
+    figures = online_figures(_report(size))
+    row = _row(figures, "mixed traffic QPS, 8 clients")
+    assert (row.baseline, row.met) == ("warm-up round first: 20.5 (8 clients)", True)
+    assert len([f for f in figures if f.figure.startswith("mixed traffic QPS")]) == 2, "the rounds, not the warm-up"
+
+
 @pytest.fixture
 def small_data(tmp_path: Path) -> Path:
     """A data folder of the command's shape: 80 retail trajectories, 12 real runs, the eval queries."""
@@ -151,7 +160,7 @@ def test_the_command_measures_every_stage_and_clears_its_namespaces(
         neo4j_target: Neo4jTarget, namespace: str, small_data: Path, tmp_path: Path) -> None:
     saved = tmp_path / "online.json"
     done = kbgraph(neo4j_target, namespace, "bench", "online", "--data", str(small_data), "--prefix", namespace,
-                   "-s", "150", "-s", "300", "--traffic-at", "300", "-c", "2", "--seconds", "2", "-q", "6",
+                   "-s", "150", "-s", "300", "--traffic-at", "300", "-c", "2", "--seconds", "2", "--warmup", "1", "-q", "6",
                    "--adds", "2", "--scratch-adds", "1", "--settle", "2", "--out", str(saved), "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -170,6 +179,7 @@ def test_the_command_measures_every_stage_and_clears_its_namespaces(
     assert "concurrent" not in report["sizes"][0]
     (round_,) = report["sizes"][1]["concurrent"]["rounds"]
     assert round_["clients"] == 2 and round_["errors"] == {}
+    assert report["sizes"][1]["concurrent"]["warmup_round"]["clients"] == 2
     shown = {row["figure"] for row in report["figures"]}
     assert {"search p50 · p95 at 150", "add one run p50 · p95 at 300", "mixed traffic QPS, 2 clients at 300",
             "add one run, growth per doubling 150 → 300"} <= shown
@@ -180,10 +190,12 @@ def test_the_command_measures_every_stage_and_clears_its_namespaces(
 
 def test_the_command_checks_its_arguments_before_connecting(neo4j_target: Neo4jTarget, tmp_path: Path) -> None:
     done = kbgraph(neo4j_target, "bench-args", "bench", "online", "-s", "50", "--adds", "0", "--traffic-at", "7",
-                   "--processes", "0", "--data", str(tmp_path), "--out", str(tmp_path / "missing" / "out.json"))
+                   "--processes", "0", "--warmup", "-1", "--data", str(tmp_path),
+                   "--out", str(tmp_path / "missing" / "out.json"))
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
-    for named in ("--size 50", "--adds 0", "--traffic-at 7", "--processes 0", f"--data {tmp_path}", "--out"):
+    for named in ("--size 50", "--adds 0", "--traffic-at 7", "--processes 0", "--warmup -1", f"--data {tmp_path}",
+                  "--out"):
         assert named in done.stderr, done.stderr
 
 
