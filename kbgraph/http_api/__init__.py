@@ -45,10 +45,10 @@ from kbgraph.http_api._bodies import (API_PREFIX, NAMESPACE_HEADER, AddTrajector
                                       StepSearchResult)
 from kbgraph.http_api._pool import NamespacePool
 from kbgraph.http_api._limits import is_loopback
-from kbgraph.http_api._serve import DEFAULT_PORT, check_bind, listen, serve
+from kbgraph.http_api._serve import DEFAULT_PORT, check_bind, close_after_warm, listen, serve
 
 __all__ = [
     "API_PREFIX", "DEFAULT_PORT", "NAMESPACE_HEADER", "READ_TIMEOUT_S", "AddTrajectoriesResult", "ErrorResponse",
     "HealthReport", "IngestedTrajectory", "NamespacePool", "SearchExperiencesRequest", "StepSearchRequest",
-    "StepSearchResult", "check_bind", "create_app", "is_loopback", "listen", "serve", "server_config",
+    "StepSearchResult", "check_bind", "close_after_warm", "create_app", "is_loopback", "listen", "serve", "server_config",
 ]

@@ -74,6 +74,26 @@ def _warm(kb: KnowledgeBase, announce: Callable[[str], None]) -> None:
     announce(f"kbgraph serve: namespace {kb.namespace!r} warmed in {seconds:.1f} s (what its searches keep in the process)")
 
 
+#: How long a stopping server waits for its warm thread before closing the knowledge base.
+WARM_WAIT_S = 30.0
+
+
+def close_after_warm(kb: KnowledgeBase, warming: threading.Thread | None, announce: Callable[[str], None],
+                     wait_s: float = WARM_WAIT_S) -> bool:
+    """Closes ``kb`` once its warm thread (:func:`_warm`) is over, and says whether it did: closing
+    the driver while a read still uses one of its connections breaks that connection mid-message. A
+    warm still under way after ``wait_s`` is left to the process's exit (its thread is a daemon), and
+    ``kb`` with it."""
+    if warming is not None and warming.is_alive():
+        announce(f"kbgraph serve: waiting for the warm under way to end (at most {wait_s:.0f} s)")
+        warming.join(wait_s)
+        if warming.is_alive():
+            announce("kbgraph serve: the warm is still reading; left to the process's exit")
+            return False
+    kb.close()
+    return True
+
+
 def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT, api_key: str | None = None,
           log_level: str = "info", announce: Callable[[str], None] = print) -> None:
     """Serves the HTTP API until SIGINT/SIGTERM. Checks the binding first (:func:`check_bind`),
@@ -90,9 +110,11 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = DEFAULT_PO
     try:
         source: KnowledgeBase | Callable[[], KnowledgeBase]
         owned: KnowledgeBase | None = None
+        warming: threading.Thread | None = None
         try:
             owned = source = KnowledgeBase.from_settings(settings)
-            threading.Thread(target=_warm, args=(owned, announce), name="kbgraph-warm", daemon=True).start()
+            warming = threading.Thread(target=_warm, args=(owned, announce), name="kbgraph-warm", daemon=True)
+            warming.start()
         except Neo4jUnavailableError as exc:
             announce(f"kbgraph serve: Neo4j is not available yet ({one_line(str(exc))}); serving anyway: "
                      "/v1/health answers 503 and each call tries again")
@@ -108,7 +130,7 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = DEFAULT_PO
                 server.run(sockets=[sock])
         finally:
             if owned is not None:
-                owned.close()
+                close_after_warm(owned, warming, announce)
         if not server.started:
             raise KbgraphError("the HTTP server did not start (see the messages above)")
     finally:

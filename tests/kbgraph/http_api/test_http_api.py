@@ -33,8 +33,8 @@ from fastapi import FastAPI
 
 from kbgraph.embedders import CachedEmbedder
 from kbgraph.core.errors import InvalidInputError
-from kbgraph.http_api import (NAMESPACE_HEADER, READ_TIMEOUT_S, check_bind, create_app, is_loopback, listen,
-                              server_config)
+from kbgraph.http_api import (NAMESPACE_HEADER, READ_TIMEOUT_S, check_bind, close_after_warm, create_app,
+                              is_loopback, listen, server_config)
 from kbgraph.kb import KnowledgeBase
 from kbgraph.tools import RefineStepsArgs, refine_steps
 from kbgraph.store.managed.server import free_port
@@ -467,6 +467,23 @@ def test_kbgraph_serve_serves_the_api_until_it_is_stopped(neo4j_target: Neo4jTar
     assert "API key required" in stderr and "cli-key" not in stderr + stdout
     assert f"kbgraph serve: namespace '{http_namespace}' warmed in" in stderr
     assert "Traceback" not in stderr
+
+
+def test_a_stopping_server_closes_its_knowledge_base_only_once_its_warm_is_over(kb: KnowledgeBase) -> None:
+    # Closing the driver while the warm thread still reads on one of its connections breaks that
+    # connection mid-message (the BufferError a test's teardown met in CI).
+    said: list[str] = []
+    release = threading.Event()
+    stuck = threading.Thread(target=release.wait, args=(10,), daemon=True)
+    stuck.start()
+    assert close_after_warm(kb, stuck, said.append, wait_s=0.2) is False, "still warming: left to the exit"
+    assert said == ["kbgraph serve: waiting for the warm under way to end (at most 0 s)",
+                    "kbgraph serve: the warm is still reading; left to the process's exit"]
+    release.set()
+    ending = threading.Thread(target=time.sleep, args=(0.3,), daemon=True)
+    ending.start()
+    assert close_after_warm(kb, ending, said.append) is True and not ending.is_alive(), "closed once it ended"
+    assert close_after_warm(kb, None, said.append) is True, "nothing warming (Neo4j was down at start)"
 
 
 def test_kbgraph_imports_without_fastapi_and_serve_names_the_extra() -> None:
