@@ -6,6 +6,8 @@
 // search_candidates_score computes it (see that file): the cosine of the problem+goal vector
 // against $pg for the ids in $semantic_ids, of the workflow-shape vector against $task for the
 // ids in $structural_ids (those with steps whose channels did not score them already).
+// Its id lists come padded to two elements or more with '', which no id equals: one plan for every
+// list size (kbgraph.store.plan_shape).
 UNWIND $ids AS id
 MATCH (e:Experience {kb: $kb, id: id})
 WITH e, coalesce($today, date({timezone: 'Z'})) AS today

@@ -27,6 +27,8 @@
 // search_neighbours; tests/search/scoring/test_utility_in_cypher.py pins both to the Python.
 // outcomes: [Neo4j cosine of the task an agent used it for against $pg, that outcome], from the
 // task-conditioned feedback (Outcome nodes).
+// Its id lists come padded to two elements or more with '', which no id equals: one plan for every
+// list size (kbgraph.store.plan_shape).
 UNWIND $ids AS id
 MATCH (e:Experience {kb: $kb, id: id})
 WITH collect(e) AS asked
@@ -65,8 +67,8 @@ WITH ways, collect({id: e.id, kind: e.kind, domain: e.domain, scope: coalesce(e.
   text: left(e.problem + '\n' + coalesce(e.goal, '') + '\n' + e.domain, 4000),
   success_rate: coalesce(e.success_rate, 1.0), quality: coalesce(e.quality, 0.5),
   support: size(worked), runs: size(sources),
-  remaining: CASE WHEN size($exclude) = 0 THEN size(worked) ELSE size([s IN worked WHERE NOT s IN $exclude]) END,
-  runs_left: CASE WHEN size($exclude) = 0 THEN size(sources) ELSE size([s IN sources WHERE NOT s IN $exclude]) END,
+  remaining: size([s IN worked WHERE NOT s IN $exclude]),
+  runs_left: size([s IN sources WHERE NOT s IN $exclude]),
   workflow: CASE WHEN e.kind = 'abstract' THEN null ELSE head(COLLECT {
     MATCH (e)-[r:ABSTRACTION]->(a:Experience {kb: $kb}) WHERE a.status IN $statuses
     WITH a, r ORDER BY a.id RETURN {id: a.id, weight: coalesce(r.weight, 1.0), reason: coalesce(r.reason, '')} }) END,

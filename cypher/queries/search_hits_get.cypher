@@ -7,6 +7,8 @@
 // are kept under it: kbgraph.search.student.kept_hits). A caller that kept some of them reads
 // search_hits_get_since (one query for both was planned, for empty lists of what was kept, at 22-46 ms
 // of the server a read at 10,000 experiences, against ~1 ms).
+// Its id lists come padded to two elements or more with '', which no id equals: one plan for every
+// list size (kbgraph.store.plan_shape).
 OPTIONAL MATCH (state:KbState {kb: $kb})
 WITH state.search_version + '|' + reduce(stripes = '', f IN COLLECT { MATCH (f:FeedbackStripe {kb: $kb}) RETURN f ORDER BY f.stripe }
     | stripes + toString(f.stripe) + ':' + f.version + ';') AS version

@@ -7,6 +7,8 @@
 // the ones of that version (feedback names no ids), and none of those ids, nor the workflows of
 // those, is the experience or one its row shows (a workflow's row counts its instances' runs). Else
 // it is read.
+// Its lists come padded to two elements or more with '' ($ids, $known) and ['', -1, []] ($kept),
+// which name no experience and no version: one plan for every list size (kbgraph.store.plan_shape).
 OPTIONAL MATCH (state:KbState {kb: $kb})
 WITH state, state.search_version AS search,
   state.search_version + '|' + reduce(stripes = '', f IN COLLECT { MATCH (f:FeedbackStripe {kb: $kb}) RETURN f ORDER BY f.stripe }

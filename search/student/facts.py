@@ -13,6 +13,7 @@ from kbgraph.search.handoff import hands_off
 from kbgraph.search.lexical import bm25_with_ceiling
 from kbgraph.search.student.channels import Gathered
 from kbgraph.store.gateway import Row
+from kbgraph.store.plan_shape import id_list
 from kbgraph.search.student.context import FilterParams, Run, SearchContext
 from kbgraph.search.student.kept_channels import KeptNow
 from kbgraph.search.student.rows import CandidateFacts, NodeFacts
@@ -70,10 +71,10 @@ def read_facts(
 
     def read(part: list[str]) -> list[Row]:
         return ctx.gateway.read(
-            "search_candidates_score", kb=ctx.namespace, ids=part, pg=pg, task=task, exclude=sorted(excluded),
+            "search_candidates_score", kb=ctx.namespace, ids=id_list(part), pg=pg, task=task, exclude=id_list(sorted(excluded)),
             decay=ctx.utility_decay, today=ctx.today, statuses=params["statuses"],
-            semantic_known=[i for i, scores in known.items() if "semantic" in scores],
-            structural_known=[i for i, scores in known.items() if "structural" in scores],
+            semantic_known=id_list(i for i, scores in known.items() if "semantic" in scores),
+            structural_known=id_list(i for i, scores in known.items() if "structural" in scores),
         )
 
     results = ctx.in_halves(read, ids, split)
@@ -122,8 +123,8 @@ def read_kept_facts(
         # One request, not halves: it is light (~4 ms at 10,000), and a second one costs more CPU
         # than it saves.
         rows = ctx.gateway.read(
-            "search_candidates_feedback", kb=ctx.namespace, ids=found, pg=pg, task=task, decay=ctx.utility_decay,
-            today=ctx.today, semantic_ids=semantic, structural_ids=structural)[0]["rows"]
+            "search_candidates_feedback", kb=ctx.namespace, ids=id_list(found), pg=pg, task=task, decay=ctx.utility_decay,
+            today=ctx.today, semantic_ids=id_list(semantic), structural_ids=id_list(structural))[0]["rows"]
     return kept.candidate_facts(found, rows, params["statuses"], excluded, handoff_credit, known)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from kbgraph.store.experiences import experience_from_record
 from kbgraph.store.gateway import Row
+from kbgraph.store.plan_shape import NO_ID, at_least_two, id_list
 from kbgraph.store.search_version import CHANGE_SEPARATOR
 from kbgraph.search.params import SearchWeights
 from kbgraph.search.results import FailedAttempt, ScoreBreakdown, SearchHit, WorkflowRuns
@@ -169,9 +170,10 @@ def _read_rows(ctx: SearchContext, wanted: list[str]) -> dict[str, Row]:
     """The rows of ``search_hits_get`` of experiences ``wanted`` that are stored, by id: those kept
     that no write since touched as kept (:mod:`~kbgraph.search.student.kept_hits`), the others read."""
     known, kept = ctx.kept_hits.sent(wanted)
-    rows = (ctx.gateway.read("search_hits_get_since", kb=ctx.namespace, ids=wanted, known=known, kept=kept,
-                             separator=CHANGE_SEPARATOR) if kept
-            else ctx.gateway.read("search_hits_get", kb=ctx.namespace, ids=wanted))
+    # Lists in one shape (kbgraph.store.plan_shape): a kept entry of the filler id names no row.
+    rows = (ctx.gateway.read("search_hits_get_since", kb=ctx.namespace, ids=id_list(wanted), known=id_list(known),
+                             kept=at_least_two(kept, [NO_ID, -1, []]), separator=CHANGE_SEPARATOR) if kept
+            else ctx.gateway.read("search_hits_get", kb=ctx.namespace, ids=id_list(wanted)))
     records = _stored([r for r in rows if not r.get("kept")])
     if not rows:
         return records
@@ -183,7 +185,7 @@ def _read_rows(ctx: SearchContext, wanted: list[str]) -> dict[str, Row]:
         sent = {str(i): known[at] for i, at, _ in kept}
         carried = ctx.kept_hits.carried(version, unchanged, sent)
         if carried is None:  # kept otherwise meanwhile by another search: read as if nothing were kept
-            carried = _stored(ctx.gateway.read("search_hits_get", kb=ctx.namespace, ids=unchanged))
+            carried = _stored(ctx.gateway.read("search_hits_get", kb=ctx.namespace, ids=id_list(unchanged)))
         records.update(carried)
     return records
 
