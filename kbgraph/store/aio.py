@@ -24,12 +24,12 @@ from typing import Any, ClassVar, TypeVar
 import greenlet
 import neo4j
 
-from kbgraph.store.queries import query
+from kbgraph.store.queries import empty_list_answer, query
 from kbgraph.store.change_feed import flush_notes_async, note_after, note_before_async
 from kbgraph.store.search_version import bump_search_version_async
 from kbgraph.store.deadline import timed_out
 from kbgraph.embedders import Embedder, Vectors, WrappingEmbedder
-from kbgraph.store.gateway import PING_TIMEOUT_S, Neo4jGateway, Row, quiet, row_of
+from kbgraph.store.gateway import PING_TIMEOUT_S, Neo4jGateway, Row, nothing_to_unwind, quiet, row_of
 from kbgraph.store.reachability import handshake_answers
 from kbgraph.store.retry import guarded, retried_async
 
@@ -87,6 +87,8 @@ async def run_named_async(runner: neo4j.AsyncSession | neo4j.AsyncTransaction | 
                           name: str, params: dict[str, Any]) -> list[Row]:
     """:func:`kbgraph.store.gateway.run_named` on the async driver."""
     await bump_search_version_async(runner, name, params)
+    if nothing_to_unwind(name, params):
+        return empty_list_answer(name)
     await note_before_async(runner, name, params)
     rows = [row_of(record) async for record in await runner.run(query(name), quiet(params))]
     note_after(runner, name, params, rows)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from itertools import chain
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import neo4j
 
-from kbgraph.store.queries import query
+from kbgraph.store.queries import empty_list_answer, query, unwound_list
 from kbgraph.store.change_feed import flush_notes, note_after, note_before
 from kbgraph.store.search_version import bump_search_version
 from kbgraph.store.deadline import within
@@ -94,12 +94,24 @@ def quiet(params: dict[str, Any]) -> dict[str, Any]:
 def run_named(runner: neo4j.Session | neo4j.Transaction | neo4j.ManagedTransaction, name: str,
               params: dict[str, Any]) -> list[Row]:
     """The rows of named query ``name`` run in ``runner`` (a session: one auto-commit query; a
-    transaction: one statement of it), its parameters sent :func:`quiet`."""
+    transaction: one statement of it), its parameters sent :func:`quiet`; none when it would
+    unwind an empty list (:func:`~kbgraph.store.queries.unwound_list`): its answer is known, and the
+    version bumps it would come after are made all the same, so that a transaction locks what it
+    did before, in the same order."""
     bump_search_version(runner, name, params)
+    if nothing_to_unwind(name, params):
+        return empty_list_answer(name)
     note_before(runner, name, params)  # the change feed (kbgraph.store.change_feed)
     rows = [row_of(record) for record in runner.run(query(name), quiet(params))]
     note_after(runner, name, params, rows)
     return rows
+
+
+def nothing_to_unwind(name: str, params: Mapping[str, Any]) -> bool:
+    """Named query ``name`` begins by unwinding a list ``params`` gives empty: it would change
+    nothing (no change-feed note either) and return :func:`~kbgraph.store.queries.empty_list_answer`."""
+    unwound = unwound_list(name)
+    return unwound is not None and isinstance(value := params.get(unwound), (list, tuple)) and not value
 
 
 class Neo4jGateway:
