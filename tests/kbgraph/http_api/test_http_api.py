@@ -594,7 +594,9 @@ def test_a_neo4j_that_is_down_is_503_for_every_call_and_for_health(embedder: Cac
                 lambda: httpx.post(f"{url}/v1/search", json={"task": "return an item"}, timeout=120),
                 lambda: httpx.post(f"{url}/v1/trajectories", json=[TRAJECTORIES["sample-retail-001"]], timeout=120),
                 lambda: httpx.get(f"{url}/v1/experiences/exp-x"),
-                lambda: httpx.post(f"{url}/v1/feedback", json={"used": [], "outcome": True}),
+                # Feedback about an experience: one about none writes nothing, and asks Neo4j nothing
+                # (a statement with an empty list to unwind is not sent: kbgraph.store.queries).
+                lambda: httpx.post(f"{url}/v1/feedback", json={"used": ["exp-x"], "outcome": True}),
             ]
             for call in calls:
                 answer = call()
