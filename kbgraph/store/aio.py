@@ -24,12 +24,12 @@ from typing import Any, ClassVar, TypeVar
 import greenlet
 import neo4j
 
-from kbgraph.store.queries import empty_list_answer, query
+from kbgraph.store.queries import empty_list_answer, nothing_to_unwind, query
 from kbgraph.store.change_feed import flush_notes_async, note_after, note_before_async
 from kbgraph.store.search_version import bump_search_version_async
 from kbgraph.store.deadline import timed_out
 from kbgraph.embedders import Embedder, Vectors, WrappingEmbedder
-from kbgraph.store.gateway import PING_TIMEOUT_S, Neo4jGateway, Row, nothing_to_unwind, quiet, row_of
+from kbgraph.store.gateway import PING_TIMEOUT_S, Neo4jGateway, Row, quiet, row_of
 from kbgraph.store.reachability import handshake_answers
 from kbgraph.store.retry import guarded, retried_async
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from itertools import chain
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import neo4j
 
-from kbgraph.store.queries import empty_list_answer, query, unwound_list
+from kbgraph.store.queries import empty_list_answer, nothing_to_unwind, query
 from kbgraph.store.change_feed import flush_notes, note_after, note_before
 from kbgraph.store.search_version import bump_search_version
 from kbgraph.store.deadline import within
@@ -105,13 +105,6 @@ def run_named(runner: neo4j.Session | neo4j.Transaction | neo4j.ManagedTransacti
     rows = [row_of(record) for record in runner.run(query(name), quiet(params))]
     note_after(runner, name, params, rows)
     return rows
-
-
-def nothing_to_unwind(name: str, params: Mapping[str, Any]) -> bool:
-    """Named query ``name`` begins by unwinding a list ``params`` gives empty: it would change
-    nothing (no change-feed note either) and return :func:`~kbgraph.store.queries.empty_list_answer`."""
-    unwound = unwound_list(name)
-    return unwound is not None and isinstance(value := params.get(unwound), (list, tuple)) and not value
 
 
 class Neo4jGateway:

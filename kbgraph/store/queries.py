@@ -65,10 +65,17 @@ def unwound_list(name: str) -> str | None:
     return found.group(1) if found else None
 
 
+def nothing_to_unwind(name: str, params: Mapping[str, Any]) -> bool:
+    """Named query ``name`` begins by unwinding a list ``params`` gives empty: it would change
+    nothing (no change-feed note either) and return :func:`empty_list_answer`."""
+    unwound = unwound_list(name)
+    return unwound is not None and isinstance(value := params.get(unwound), (list, tuple)) and not value
+
+
 def empty_list_answer(name: str) -> list[dict[str, Any]]:
     """The rows named query ``name`` returns when the list it begins by unwinding is empty (new
     ones each call: callers may change them)."""
-    return copy.deepcopy([dict(row) for row in EMPTY_LIST_ANSWERS.get(name, ())])
+    return [copy.deepcopy(dict(row)) for row in EMPTY_LIST_ANSWERS.get(name, ())]
 
 
 def query_names(folder: str = "queries") -> list[str]:

@@ -10,9 +10,9 @@ from typing import Any
 import neo4j
 import pytest
 
-from kbgraph.store.gateway import nothing_to_unwind, run_named
+from kbgraph.store.gateway import run_named
 from kbgraph.store.search_version import BUMP
-from kbgraph.store.queries import EMPTY_LIST_ANSWERS, empty_list_answer, query, query_names, unwound_list
+from kbgraph.store.queries import EMPTY_LIST_ANSWERS, empty_list_answer, nothing_to_unwind, query, query_names, unwound_list
 
 from tests.conftest import Neo4jTarget
 
