@@ -3,7 +3,8 @@
 // The old steps' vectors (StepText) no step says any more are deleted, under their write lock (see
 // experience_delete), but for those of the texts in $keep: the new steps' texts, which step_upsert
 // links again right after (their writer did not embed a text the namespace held).
-// $kb; $rows: [{id, pg_embedding, structure_embedding, context_embedding}]; $keep: step text keys
+// $kb; $rows: [{id, pg_embedding, structure_embedding, context_embedding, pg_embedding_bytes,
+//   structure_embedding_bytes}] (the bytes: kbgraph.store.vector_cache.VECTOR_BYTES); $keep: step text keys
 UNWIND $rows AS row
 MATCH (e:Experience {kb: $kb, id: row.id})
 CALL (e) {
@@ -17,6 +18,7 @@ CALL (e) {
 CALL db.create.setNodeVectorProperty(e, 'pg_embedding', row.pg_embedding)
 CALL db.create.setNodeVectorProperty(e, 'structure_embedding', row.structure_embedding)
 CALL db.create.setNodeVectorProperty(e, 'context_embedding', row.context_embedding)
+SET e.pg_embedding_bytes = row.pg_embedding_bytes, e.structure_embedding_bytes = row.structure_embedding_bytes
 WITH collect(texts) AS texts, count(e) AS rewritten
 CALL (texts) {
   UNWIND texts AS some

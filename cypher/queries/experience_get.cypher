@@ -20,4 +20,5 @@ CALL (e) {
   RETURN collect(CASE WHEN r IS NULL THEN NULL
     ELSE {type: type(r), target_id: t.id, weight: r.weight, reason: r.reason} END) AS relations
 }
-RETURN e {.*} AS experience, steps, failure_modes, relations;
+// The vectors' bytes are left out: the lists are the embeddings (kbgraph.store.vector_cache.VECTOR_BYTES).
+RETURN e {.*, pg_embedding_bytes: null, structure_embedding_bytes: null} AS experience, steps, failure_modes, relations;

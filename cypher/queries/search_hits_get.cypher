@@ -40,5 +40,6 @@ CALL (e) {
   RETURN CASE WHEN w IS NULL OR instances = 0 THEN null
     ELSE {id: w.id, runs: runs, failed: failed, tasks: tasks} END AS workflow
 }
-RETURN version, e {.*, pg_embedding: null, structure_embedding: null, context_embedding: null} AS experience,
+RETURN version, e {.*, pg_embedding: null, structure_embedding: null, context_embedding: null,
+    pg_embedding_bytes: null, structure_embedding_bytes: null} AS experience,
   steps, failure_modes, relations, workflow;

@@ -79,5 +79,6 @@ CALL (e, kept) {
     ELSE {id: w.id, runs: runs, failed: failed, tasks: tasks} END AS workflow
 }
 RETURN version, kept,
-  CASE WHEN kept THEN {id: e.id} ELSE e {.*, pg_embedding: null, structure_embedding: null, context_embedding: null} END AS experience,
+  CASE WHEN kept THEN {id: e.id} ELSE e {.*, pg_embedding: null, structure_embedding: null, context_embedding: null,
+    pg_embedding_bytes: null, structure_embedding_bytes: null} END AS experience,
   steps, failure_modes, relations, workflow;

@@ -17,6 +17,7 @@ from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.ids import text_hash
 from kbgraph.store.gateway import Neo4jGateway, Row
 from kbgraph.store.transaction import DeletedInTransaction
+from kbgraph.store.vector_cache import VECTOR_BYTES, vector_bytes
 from kbgraph.core.models import STORED, Experience, FailureMode, Relation, Step, stored_record
 from kbgraph.core.shapes import operations
 
@@ -51,7 +52,7 @@ def experience_row(exp: Experience) -> Row:
         "source_ids": list(exp.source_ids),
         "failed_source_ids": list(exp.failed_source_ids),
         "success_rate": exp.success_rate,
-        **{f: getattr(exp, f) for f in EMBEDDING_FIELDS},
+        **embedding_values(exp),
     }
 
 
@@ -63,9 +64,15 @@ def abstract_row(exp: Experience) -> Row:
     return {"id": row["id"], "content": content, "success_rate": row["success_rate"]}
 
 
+def embedding_values(exp: Experience) -> Row:
+    """An experience's embeddings, and the bytes of those bulk reads take (``VECTOR_BYTES``)."""
+    return {**{f: getattr(exp, f) for f in EMBEDDING_FIELDS},
+            **{packed: vector_bytes(getattr(exp, f)) for f, packed in VECTOR_BYTES.items()}}
+
+
 def embedding_row(exp: Experience) -> Row:
     """An experience's embeddings by id (``abstract_experiences_rewrite``)."""
-    return {"id": exp.key, **{f: getattr(exp, f) for f in EMBEDDING_FIELDS}}
+    return {"id": exp.key, **embedding_values(exp)}
 
 
 def step_text(step: Step) -> str:

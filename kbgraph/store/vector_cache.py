@@ -14,7 +14,8 @@ import numpy as np
 import numpy.typing as npt
 
 
-#: Reads the stored problem+goal vectors of some experience ids: rows of ``{id, pg_embedding}``.
+#: Reads the stored problem+goal vectors of some experience ids: rows of ``{id, pg_embedding}``
+#: (and ``pg_embedding_bytes``, which is taken when given: :func:`stored_unit_vector`).
 VectorLoader = Callable[[list[str]], Iterable[dict[str, Any]]]
 
 
@@ -47,9 +48,9 @@ class PgVectorCache:
         with self._lock:
             found = {i: self._vectors[i] for i in wanted if i in self._vectors}
         to_load = [i for i in wanted if i not in found] + always
-        loaded = {row["id"]: unit_vector(row["pg_embedding"])
+        loaded = {row["id"]: vector
                   for start in range(0, len(to_load), 5000) for row in load(to_load[start : start + 5000])
-                  if row["pg_embedding"] is not None}
+                  if (vector := stored_unit_vector(row.get("pg_embedding_bytes"), row["pg_embedding"])) is not None}
         self.keep({i: v for i, v in loaded.items() if i not in changing})
         return found | loaded
 
@@ -64,6 +65,29 @@ class PgVectorCache:
         """Every vector held, by id."""
         with self._lock:
             return dict(self._vectors)
+
+
+#: The vectors an experience also stores as bytes, by the property that holds them (the bulk reads of
+#: the search's read model and of ingestion take those). Bolt carries a list of 384 floats as 384
+#: tagged doubles, which Neo4j boxes and the driver unboxes one by one: reading 5,000 experiences'
+#: two vectors took 0.3 s of the client's CPU and 0.3–0.7 s of the server's as lists, 0.1 s of each
+#: as bytes (bench-scaled-10000, 2026-12-07). The bytes are the very float32 values the vector
+#: property holds (setNodeVectorProperty stores float32), so either reads the same vector; every
+#: query that sets one of these vectors sets its bytes too (tests/kbgraph/store/test_vector_bytes.py).
+VECTOR_BYTES: dict[str, str] = {"pg_embedding": "pg_embedding_bytes", "structure_embedding": "structure_embedding_bytes"}
+
+
+def vector_bytes(values: Any) -> bytes | None:
+    """A vector as its stored bytes (little-endian float32); None for none."""
+    return None if values is None else np.asarray(values, dtype="<f4").tobytes()
+
+
+def stored_unit_vector(packed: bytes | None, values: Any) -> npt.NDArray[np.float32] | None:
+    """The unit vector of a stored one read as its bytes (``packed``) or, for an experience
+    written before they were kept, as its list of floats (``values``); None if it has none."""
+    if packed is not None:
+        return unit_vector(np.frombuffer(packed, dtype="<f4"))
+    return unit_vector(values) if values is not None else None
 
 
 def unit_vector(values: Any) -> npt.NDArray[np.float32]:

@@ -146,7 +146,7 @@ class _Exporter:
             for row in page:
                 where = f"{spec.label} {row['key']!r}" if spec.key else spec.label
                 properties, vectors = _encoded_properties(by_id.get(row["element_id"], []), where, spec.key,
-                                                          spec.vectors)
+                                                          spec.vectors, spec.derived)
                 record: dict[str, Any] = {"record": "node", "label": spec.label, "key": row["key"],
                                           "properties": properties}
                 if vectors:

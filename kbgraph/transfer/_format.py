@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from kbgraph.core.errors import KbgraphError
+from kbgraph.store.vector_cache import VECTOR_BYTES
 
 FORMAT_NAME: Final = "kbgraph-export"
 FORMAT_VERSION: Final = 2
@@ -39,6 +40,14 @@ class NodeLabel:
     key: str | None  # the property a node is MERGEd on with kb; None: one node per namespace
     stem: str  # export_page_<stem>.cypher, import_merge_<stem>.cypher
     vectors: tuple[str, ...] = ()  # float32 vector properties (db.create.setNodeVectorProperty)
+    # Properties that hold a vector's bytes, by the vector (kbgraph.store.vector_cache.VECTOR_BYTES):
+    # left out of the file, made again from the vector on import.
+    vector_bytes: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def derived(self) -> tuple[str, ...]:
+        """The properties an export leaves out (an import makes them again)."""
+        return tuple(packed for _, packed in self.vector_bytes)
 
     @property
     def page_query(self) -> str:
@@ -65,7 +74,8 @@ class RelationshipShape:
 # Every label that carries `kb`, in export order. A label missing here makes `export` refuse the
 # namespace (see export_census_nodes): add it here with its two query files.
 NODE_LABELS: Final[tuple[NodeLabel, ...]] = (
-    NodeLabel("Experience", "id", "experience", ("pg_embedding", "structure_embedding", "context_embedding")),
+    NodeLabel("Experience", "id", "experience", ("pg_embedding", "structure_embedding", "context_embedding"),
+              tuple(VECTOR_BYTES.items())),
     # A Step's own vector comes only in version 1 files (converted on import); since version 2 the
     # vector is its text's, a StepText's, which the steps SAY.
     NodeLabel("Step", "id", "step", ("embedding",)),

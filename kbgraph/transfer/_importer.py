@@ -16,6 +16,7 @@ from kbgraph.core.errors import InvalidInputError, validation_problems
 from kbgraph.store.gateway import Neo4jGateway, Row, run_named
 from kbgraph.store.search_version import RENEW
 from kbgraph.store.step_texts import migrate_step_texts
+from kbgraph.store.vector_cache import vector_bytes
 from kbgraph.core.jsonl import read_jsonl
 from kbgraph.transfer._check import check_export_file
 from kbgraph.transfer._export import vector_dimension
@@ -118,6 +119,8 @@ class _Importer:
                 value_row: Row = {"element_id": row["element_id"], "properties": plain, "temporal": temporal}
                 if isinstance(item, NodeRecord):
                     value_row["vectors"] = [{"key": k, "value": v} for k, v in sorted(item.vectors.items())]
+                    plain.update({packed: vector_bytes(item.vectors[vector])
+                                  for vector, packed in LABELS[item.label].vector_bytes if vector in item.vectors})
                 created.append(value_row)
             if created:
                 run_named(tx, values_query, {"kb": self.namespace, "rows": created})

@@ -132,13 +132,14 @@ def _base_type(value_type: str) -> str:
 
 
 def _encoded_properties(
-    encoded: list[Row], where: str, skip: str | None = None, vectors: tuple[str, ...] = ()
+    encoded: list[Row], where: str, skip: str | None = None, vectors: tuple[str, ...] = (),
+    derived: tuple[str, ...] = (),
 ) -> tuple[dict[str, Any], dict[str, str]]:
     properties: dict[str, Any] = {}
     vector_values: dict[str, str] = {}
     for item in sorted(encoded, key=lambda p: str(p["key"])):
         name, value_type, value = item["key"], _base_type(item["type"]), item["value"]
-        if name == skip:
+        if name == skip or name in derived:
             continue
         if name in vectors and value_type == "LIST<FLOAT>":
             vector_values[name] = encode_vector(value)

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kbgraph.store.gateway import Neo4jGateway
-from kbgraph.store.vector_cache import unit_vector
+from kbgraph.store.vector_cache import stored_unit_vector, unit_vector
 from kbgraph.search.student.bounded import BoundedMap
 from kbgraph.search.student.change_feed import without
 from kbgraph.search.student.distinct_vectors import GrowingMatrix, RowIndex, distinct_rows
@@ -191,8 +191,8 @@ def _built(gateway: Neo4jGateway, namespace: str, rows: list[list[Any]],
     wanted = [i for i in ids if i not in held]
     for start in range(0, len(wanted), _PAGE):
         for r in gateway.read("search_experience_vectors_of", kb=namespace, ids=wanted[start : start + _PAGE]):
-            held[r["id"]] = (unit_vector(r["pg"]) if r["pg"] is not None else None,
-                             unit_vector(r["structure"]) if r["structure"] is not None else None)
+            held[r["id"]] = (stored_unit_vector(r["pg_bytes"], r["pg"]),
+                             stored_unit_vector(r["structure_bytes"], r["structure"]))
     held = {i: held[i] for i in ids if i in held}
     dimension = next((len(v) for pair in held.values() for v in pair if v is not None), 0)
     vectors: dict[VectorKind, npt.NDArray[np.float32]] = {}
@@ -229,8 +229,8 @@ def patched_vectors(gateway: Neo4jGateway, namespace: str) -> Patch[ExperienceVe
         wanted = [ids[n] for n in fresh_at]
         for start in range(0, len(wanted), _PAGE):
             for r in gateway.read("search_experience_vectors_of", kb=namespace, ids=wanted[start : start + _PAGE]):
-                held[r["id"]] = (unit_vector(r["pg"]) if r["pg"] is not None else None,
-                                 unit_vector(r["structure"]) if r["structure"] is not None else None)
+                held[r["id"]] = (stored_unit_vector(r["pg_bytes"], r["pg"]),
+                                 stored_unit_vector(r["structure_bytes"], r["structure"]))
         source = np.full(len(ids), -1, dtype=np.intp)
         source[kept_positions(len(ids), fresh_at)] = taken
         vectors: dict[VectorKind, npt.NDArray[np.float32]] = {}

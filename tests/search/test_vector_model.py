@@ -23,6 +23,7 @@ from kbgraph.search.student.distinct_vectors import GrowingMatrix, RowIndex, dis
 from kbgraph.search.student.vector_model import IN_PROCESS_MAX, ExperienceVectors, experience_vectors, held_as_rows
 from kbgraph.search.student.retriever import StudentRetriever
 from kbgraph.core.settings import Settings
+from kbgraph.store.vector_cache import vector_bytes
 from kbgraph.search.student.versioned import KeptByVersion
 
 TOPICS = ["a kettle", "a lamp", "a desk", "a phone", "a bike", "a tent", "a flight", "a hotel room"]
@@ -160,7 +161,9 @@ class Gateway:
                      "rows": [] if params["known"] == "v1" else [["e1", "concrete", "active", "retail", 1.0, "shared", None]]}]
         self.asked.append(list(params["ids"]))
         seen = len(self.asked) > 1
-        return [{"id": "e1", "pg": [1.0, 0.0] if seen else None, "structure": [0.0, 1.0] if seen else None}]
+        # As search_experience_vectors_of answers: the vectors' bytes (a list for one without them).
+        return [{"id": "e1", "pg_bytes": vector_bytes([1.0, 0.0]) if seen else None, "pg": None,
+                 "structure_bytes": None, "structure": [0.0, 1.0] if seen else None}]
 
 
 def test_an_experience_first_read_without_its_vectors_is_asked_for_again() -> None:

@@ -196,6 +196,20 @@ def test_embeddings_come_back_as_the_same_float32_values(source: Source, copy: C
     assert [s.embedding for s in b.steps] == [s.embedding for s in a.steps]
 
 
+def test_the_vectors_bytes_stay_out_of_the_file_and_the_import_makes_them_again(
+    source: Source, copy: Copy, driver: neo4j.Driver, neo4j_target: Neo4jTarget
+) -> None:
+    assert "embedding_bytes" not in source.export.read_text()
+    rows = driver.execute_query(
+        "MATCH (e:Experience {kb: $kb}) RETURN e.pg_embedding AS pg, e.pg_embedding_bytes AS pg_bytes, "
+        "e.structure_embedding AS structure, e.structure_embedding_bytes AS structure_bytes",
+        kb=copy.kb.namespace, database_=neo4j_target.database).records
+    assert rows
+    for row in rows:
+        assert np.frombuffer(row["pg_bytes"], dtype="<f4").tolist() == row["pg"]
+        assert np.frombuffer(row["structure_bytes"], dtype="<f4").tolist() == row["structure"]
+
+
 def test_search_in_the_copy_returns_the_same_experiences(source: Source, copy: Copy) -> None:
     target = copy.kb
     for task, domain, steps in (
