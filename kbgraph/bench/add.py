@@ -65,6 +65,8 @@ def _summary(all_samples: list[dict[str, Any]]) -> dict[str, Any]:
     return {"n": len(samples), **{k: v for k, v in percentiles([s["ms"] for s in samples]).items() if k != "n"},
             "with_maintenance_ms": [s["ms"] for s in all_samples if s["maintenance"]],
             "consolidated": sorted({s["consolidated"] for s in samples}), "stages_p50_ms": _median_stages(samples),
+            # Every add's time in order: the first adds after a build pay plans the later ones do not.
+            "samples_ms": [s["ms"] for s in all_samples],
             # A run whose content is already stored only adds provenance; a new one is a new experience.
             "new_experiences": sum(1 for s in samples if s["new"]), "merged": sum(s["merged"] for s in samples)}
 

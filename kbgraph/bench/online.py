@@ -71,6 +71,12 @@ __all__ = [
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
 DEFAULT_PREFIX = "bench-online"
+#: Runs added incrementally per size. 30, not 10: the first ~10 adds after a build pay plans the
+#: server makes again for the grown namespace (concepts 0.3–0.9 s, link 0.1–0.5 s, merge 0.2 s once
+#: each at 100,000, 2026-12-07), so a median of 10 was mostly those; 30 adds at 100,000 take ~5 s more.
+DEFAULT_ADDS = 30
+
+
 @dataclass(frozen=True)
 class Targets:
     """The issues' targets: issue 13's ("Online memory at 100k experiences"), those of them issue 53
@@ -332,7 +338,7 @@ def run_online_benchmark(
     eval_dir: Path,
     sizes: Sequence[int] = DEFAULT_SIZES,
     queries: int = 200,
-    adds: int = 10,
+    adds: int = DEFAULT_ADDS,
     scratch_adds: int = 3,
     concurrent_sizes: Sequence[int] = (10_000,),
     clients: Sequence[int] = (1, 4, 8),

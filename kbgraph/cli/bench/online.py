@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from kbgraph.bench.online import DEFAULT_PREFIX, DEFAULT_SIZES, online_namespace, run_online_benchmark
+from kbgraph.bench.online import DEFAULT_ADDS, DEFAULT_PREFIX, DEFAULT_SIZES, online_namespace, run_online_benchmark
 from kbgraph.cli._common import _open, _print_json, _progress, _settings, add_commands, out
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.extras import require
@@ -46,7 +46,7 @@ def bench_online(
         "--data", help="The shared data folder: trajectories/ (ingested, then scaled), real_runs/ (the runs "
                        "added), eval/ (the queries)")] = DEFAULT_DATA,
     queries: Annotated[int, typer.Option("--queries", "-q", help="Search queries per size")] = 200,
-    adds: Annotated[int, typer.Option("--adds", help="Runs added incrementally per size")] = 10,
+    adds: Annotated[int, typer.Option("--adds", help="Runs added incrementally per size")] = DEFAULT_ADDS,
     scratch_adds: Annotated[int, typer.Option(
         "--scratch-adds", help="Runs added from scratch per size (the baseline; each reads the whole namespace)")] = 3,
     concurrent_sizes: Annotated[list[int] | None, typer.Option(

@@ -19,6 +19,8 @@ def test_each_path_adds_its_runs_the_way_it_says(real_kb: KnowledgeBase) -> None
     assert result["experiences"] == before
     for path in ("incremental", "from_scratch"):  # an add that also ran maintenance is listed on its own
         assert result[path]["n"] + len(result[path]["with_maintenance_ms"]) == 2
+        samples = result[path]["samples_ms"]  # every add's time, in order, maintenance or not
+        assert len(samples) == 2 and all(ms > 0 for ms in samples)
     assert result["incremental"]["consolidated"] == ["incremental"]
     assert result["from_scratch"]["consolidated"] == ["from scratch"]
     for path in ("incremental", "from_scratch"):
