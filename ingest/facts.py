@@ -44,7 +44,9 @@ class ExperienceFacts:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> ExperienceFacts:
-        pg = row["pg"] if "pg" in row else unit_vector(row["pg_embedding"])
+        packed = row.get("pg_embedding_bytes")  # the vector's stored bytes, when the row has them
+        pg = row["pg"] if "pg" in row else unit_vector(
+            np.frombuffer(packed, dtype="<f4") if packed is not None else row["pg_embedding"])
         return cls(
             id=row["id"], kind=row["kind"], domain=row["domain"], actions=tuple(row["actions"]),
             pg=pg, success_rate=float(row["success_rate"]), source=row["source"],

@@ -31,11 +31,18 @@ from kbgraph.bench.search import percentiles
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.kb import KnowledgeBase
 
-__all__ = ["run_add_benchmark"]
+__all__ = ["DEFAULT_ADDS", "run_add_benchmark"]
 
 EMBEDDING_STAGE = "embedding model (within write/concepts)"
 #: (namespace, runs added so far, runs planned)
 AddProgress = Callable[[str, int, int], None]
+
+
+#: Runs ``bench online`` adds incrementally per size. 30, not 10: the first ~10 adds after a build pay
+#: plans the server makes again for the grown namespace (concepts 0.3–0.9 s, link 0.1–0.5 s, merge
+#: 0.2 s once each at 100,000, 2026-12-07), so a median of 10 was mostly those; 30 adds at 100,000
+#: take ~5 s more.
+DEFAULT_ADDS = 30
 
 
 def _add_one(kb: KnowledgeBase, run: dict[str, Any], forget: bool) -> dict[str, Any]:

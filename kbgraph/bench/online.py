@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 
-from kbgraph.bench.add import bench_one_namespace
+from kbgraph.bench.add import DEFAULT_ADDS, bench_one_namespace
 from kbgraph.bench.concurrent import load_runs, run_concurrent_benchmark
 from kbgraph.bench.scale import build_scaled_kb, load_seeds
 from kbgraph.bench.cpu import managed_server_pid
@@ -71,12 +71,6 @@ __all__ = [
 
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
 DEFAULT_PREFIX = "bench-online"
-#: Runs added incrementally per size. 30, not 10: the first ~10 adds after a build pay plans the
-#: server makes again for the grown namespace (concepts 0.3–0.9 s, link 0.1–0.5 s, merge 0.2 s once
-#: each at 100,000, 2026-12-07), so a median of 10 was mostly those; 30 adds at 100,000 take ~5 s more.
-DEFAULT_ADDS = 30
-
-
 @dataclass(frozen=True)
 class Targets:
     """The issues' targets: issue 13's ("Online memory at 100k experiences"), those of them issue 53

@@ -68,7 +68,7 @@ class PgVectorCache:
 
 
 #: The vectors an experience also stores as bytes, by the property that holds them (the bulk reads of
-#: the search's read model and of ingestion take those). Bolt carries a list of 384 floats as 384
+#: the search's read model, of ingestion and of maintenance take those). Bolt carries a list of 384 floats as 384
 #: tagged doubles, which Neo4j boxes and the driver unboxes one by one: reading 5,000 experiences'
 #: two vectors took 0.3 s of the client's CPU and 0.3–0.7 s of the server's as lists, 0.1 s of each
 #: as bytes (bench-scaled-10000, 2026-12-07). The bytes are the very float32 values the vector

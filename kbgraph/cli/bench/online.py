@@ -12,7 +12,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from kbgraph.bench.online import DEFAULT_ADDS, DEFAULT_PREFIX, DEFAULT_SIZES, online_namespace, run_online_benchmark
+from kbgraph.bench.add import DEFAULT_ADDS
+from kbgraph.bench.online import DEFAULT_PREFIX, DEFAULT_SIZES, online_namespace, run_online_benchmark
 from kbgraph.cli._common import _open, _print_json, _progress, _settings, add_commands, out
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.extras import require

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.kb import KnowledgeBase
 from kbgraph.store.experiences import embedding_row
 from kbgraph.store.queries import query, query_names
@@ -33,6 +34,12 @@ def stored(kb: KnowledgeBase) -> list[dict[str, object]]:
 def read_afresh(kb: KnowledgeBase) -> ExperienceVectors:
     """The search's model of the namespace's vectors, every vector read (nothing kept before)."""
     return experience_vectors(kb.gateway, kb.namespace, KeptByVersion(4))
+
+
+def maintenance_vectors(kb: KnowledgeBase) -> dict[str, np.ndarray]:
+    """The problem+goal vectors maintenance compares (``maintenance_candidates``), by id."""
+    return {str(row["id"]): ExperienceFacts.from_row(row).pg
+            for row in kb.gateway.read("maintenance_candidates", kb=kb.namespace)}
 
 
 def assert_bytes_are_the_vectors(rows: list[dict[str, object]]) -> None:
@@ -93,6 +100,7 @@ def test_experiences_stored_without_bytes_are_read_from_their_lists_as_the_same_
     with_bytes = read_afresh(kb)
     by_bytes = PgVectorCache().read_through(
         ids, lambda wanted: kb.gateway.read("experience_pg_vectors", kb=kb.namespace, ids=wanted))
+    candidates_by_bytes = maintenance_vectors(kb)
     # As a namespace written before the bytes were kept: half its experiences without them.
     kb.driver.execute_query("MATCH (e:Experience {kb: $kb}) WHERE e.id IN $ids "
                             "REMOVE e.pg_embedding_bytes, e.structure_embedding_bytes",
@@ -103,6 +111,9 @@ def test_experiences_stored_without_bytes_are_read_from_their_lists_as_the_same_
         ids, lambda wanted: kb.gateway.read("experience_pg_vectors", kb=kb.namespace, ids=wanted))
     assert by_lists.keys() == by_bytes.keys() == set(ids)
     assert all(np.array_equal(by_lists[i], by_bytes[i]) for i in ids)
+    by_lists_candidates = maintenance_vectors(kb)
+    assert by_lists_candidates.keys() == candidates_by_bytes.keys() == set(ids)
+    assert all(np.array_equal(by_lists_candidates[i], candidates_by_bytes[i]) for i in ids)
     assert without.filters.ids == with_bytes.filters.ids
     for kind in ("pg", "structure"):
         assert np.array_equal(without.vectors[kind], with_bytes.vectors[kind])  # type: ignore[index]
