@@ -43,6 +43,7 @@ EMPTY_LIST_ANSWERS: Mapping[str, tuple[Mapping[str, Any], ...]] = {
     "abstract_experiences_rewrite": ({"rewritten": 0},),
     "experience_existing_ids": ({"ids": []},),
     "experience_merge": ({"merged": 0},),
+    "experience_vector_bytes_fill": ({"filled": 0},),
     "experiences_unlinked_clear": ({"cleared": 0},),
     "ingested_records_mark": ({"marked": 0},),
     "step_texts_known": ({"keys": []},),

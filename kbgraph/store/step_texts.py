@@ -25,6 +25,7 @@ from weakref import WeakKeyDictionary
 from kbgraph.core.ids import text_hash
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.store.schema import apply_schema
+from kbgraph.store.vector_bytes_backfill import fill_vector_bytes
 
 __all__ = ["OLD_STEP_INDEX", "StepTextMigration", "migrate_step_texts", "open_namespace"]
 
@@ -52,7 +53,8 @@ class StepTextMigration:
 
 def open_namespace(gateway: Neo4jGateway, dimension: int, namespace: str, schema: bool = True) -> None:
     """The schema applied (unless not ``schema``), and ``namespace`` converted to one vector per
-    step text if it was written before: checked once per driver, database and namespace in a
+    step text and its experiences' vectors' bytes filled (:mod:`kbgraph.store.vector_bytes_backfill`)
+    if it was written before: checked once per driver, database and namespace in a
     process, however many knowledge bases open it (the evaluation and the HTTP API open one per
     namespace without applying the schema again)."""
     if schema:
@@ -62,6 +64,7 @@ def open_namespace(gateway: Neo4jGateway, dimension: int, namespace: str, schema
         if seen in _MIGRATED.get(gateway.driver, set()):
             return
     migrate_step_texts(gateway, namespace)
+    fill_vector_bytes(gateway, namespace)
     with _LOCK:
         _MIGRATED.setdefault(gateway.driver, set()).add(seen)
 

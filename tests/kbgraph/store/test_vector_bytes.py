@@ -12,13 +12,16 @@ import numpy as np
 
 from kbgraph.ingest.facts import ExperienceFacts
 from kbgraph.kb import KnowledgeBase
+from kbgraph.store.connection import open_driver
 from kbgraph.store.experiences import embedding_row
 from kbgraph.store.queries import query, query_names
+from kbgraph.store.vector_bytes_backfill import fill_vector_bytes
 from kbgraph.store.vector_cache import VECTOR_BYTES, PgVectorCache, stored_unit_vector, unit_vector, vector_bytes
 
 from kbgraph.search.student.vector_model import ExperienceVectors, experience_vectors
 from kbgraph.search.student.versioned import KeptByVersion
 
+from tests.conftest import Neo4jTarget
 from tests.search.test_vector_model import experience
 
 _SETS_VECTOR = re.compile(r"setNodeVectorProperty\(\s*\w+\s*,\s*'(\w+)'")
@@ -118,3 +121,40 @@ def test_experiences_stored_without_bytes_are_read_from_their_lists_as_the_same_
     for kind in ("pg", "structure"):
         assert np.array_equal(without.vectors[kind], with_bytes.vectors[kind])  # type: ignore[index]
         assert np.array_equal(without.row_of[kind], with_bytes.row_of[kind])  # type: ignore[index]
+
+
+def test_filling_gives_experiences_written_without_bytes_theirs_and_leaves_a_changed_one_alone(
+        kb: KnowledgeBase) -> None:
+    kb.add_experiences([experience(n) for n in range(7)])
+    ids = sorted(str(r["id"]) for r in stored(kb))
+    kb.driver.execute_query("MATCH (e:Experience {kb: $kb}) REMOVE e.pg_embedding_bytes, e.structure_embedding_bytes",
+                            kb=kb.namespace, database_=kb.gateway.database)
+    assert fill_vector_bytes(kb.gateway, kb.namespace, page=3) == len(ids)  # three pages and a part
+    assert_bytes_are_the_vectors(stored(kb))
+    assert fill_vector_bytes(kb.gateway, kb.namespace) == 0, "nothing left to fill"
+    # An experience whose vectors changed between the read and the write keeps no bytes of the old ones.
+    row = kb.gateway.read("experience_vector_bytes_missing", kb=kb.namespace, limit=10)
+    assert row == []
+    kb.driver.execute_query("MATCH (e:Experience {kb: $kb, id: $id}) REMOVE e.pg_embedding_bytes",
+                            kb=kb.namespace, id=ids[0], database_=kb.gateway.database)
+    [read] = kb.gateway.read("experience_vector_bytes_missing", kb=kb.namespace, limit=10)
+    old = {**read, "pg_embedding": [-v for v in read["pg_embedding"]]}  # as if read before a rewrite
+    filled = kb.gateway.write("experience_vector_bytes_fill", kb=kb.namespace, rows=[
+        {**old, "pg_embedding_bytes": vector_bytes(old["pg_embedding"]),
+         "structure_embedding_bytes": vector_bytes(old["structure_embedding"])}])
+    assert filled == [{"filled": 0}]
+    assert fill_vector_bytes(kb.gateway, kb.namespace) == 1
+    assert_bytes_are_the_vectors(stored(kb))
+
+
+def test_opening_a_namespace_fills_its_bytes(kb: KnowledgeBase, neo4j_target: Neo4jTarget) -> None:
+    kb.add_experiences([experience(n) for n in range(3)])
+    kb.driver.execute_query("MATCH (e:Experience {kb: $kb}) REMOVE e.pg_embedding_bytes, e.structure_embedding_bytes",
+                            kb=kb.namespace, database_=kb.gateway.database)
+    # Another process's open: a driver of its own (a namespace is looked at once per driver).
+    driver = open_driver(neo4j_target.uri, (neo4j_target.username, neo4j_target.password), neo4j_target.database)
+    try:
+        assert KnowledgeBase(driver, kb.embedder, namespace=kb.namespace, database=kb.gateway.database).count() == 3
+    finally:
+        driver.close()
+    assert_bytes_are_the_vectors(stored(kb))
