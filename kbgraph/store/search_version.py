@@ -191,6 +191,8 @@ LEAVES_SEARCHED: Mapping[str, str] = {
     "experience_content_claims": "locks the state node, writes nothing searched",
     "failure_mode_upsert": "FailureMode nodes, HAS_FAILURE edges: it bumps the feedback version (CHANGES_FEEDBACK)",
     "step_link_next": "NEXT edges between steps",
+    "experience_vector_bytes_fill": "the bytes of vectors the experience holds, the same values: a search reads "
+                                    "the same vectors either way",
     **{name: "the importer renews the version after each batch (RENEW, kbgraph.transfer)" for name in (
         "import_merge_experience", "import_node_values", "import_rel_abstraction", "import_rel_has_step",
         "import_merge_step_text", "import_rel_says", "import_merge_meta_concept")},
