@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from kbgraph.store.vector_cache import unit_vector
+from kbgraph.store.vector_cache import stored_values, unit_vector
 
 
 @dataclass(frozen=True)
@@ -44,9 +44,8 @@ class ExperienceFacts:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> ExperienceFacts:
-        packed = row.get("pg_embedding_bytes")  # the vector's stored bytes, when the row has them
         pg = row["pg"] if "pg" in row else unit_vector(
-            np.frombuffer(packed, dtype="<f4") if packed is not None else row["pg_embedding"])
+            stored_values(row.get("pg_embedding_bytes"), row["pg_embedding"]))
         return cls(
             id=row["id"], kind=row["kind"], domain=row["domain"], actions=tuple(row["actions"]),
             pg=pg, success_rate=float(row["success_rate"]), source=row["source"],

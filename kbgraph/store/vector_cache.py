@@ -82,12 +82,16 @@ def vector_bytes(values: Any) -> bytes | None:
     return None if values is None else np.asarray(values, dtype="<f4").tobytes()
 
 
+def stored_values(packed: bytes | None, values: Any) -> Any:
+    """A stored vector read as its bytes (``packed``) or, for an experience written before they
+    were kept, as its list of floats (``values``)."""
+    return np.frombuffer(packed, dtype="<f4") if packed is not None else values
+
+
 def stored_unit_vector(packed: bytes | None, values: Any) -> npt.NDArray[np.float32] | None:
-    """The unit vector of a stored one read as its bytes (``packed``) or, for an experience
-    written before they were kept, as its list of floats (``values``); None if it has none."""
-    if packed is not None:
-        return unit_vector(np.frombuffer(packed, dtype="<f4"))
-    return unit_vector(values) if values is not None else None
+    """The unit vector of :func:`stored_values`; None if it has none."""
+    vector = stored_values(packed, values)
+    return unit_vector(vector) if vector is not None else None
 
 
 def unit_vector(values: Any) -> npt.NDArray[np.float32]:
