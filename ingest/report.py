@@ -54,6 +54,10 @@ class IngestReport(BaseModel):
                                           "on the rule-based path (ingest/llm_fallback.py).")
     maintenance_run: str | None = Field(
         default=None, description="The maintenance run this ingest triggered by crossing a growth checkpoint.")
+    plans_warmed_s: float | None = Field(
+        default=None, description="Seconds this ingest spent running kbgraph's statements once in a namespace of its own "
+                                  "after writing warm_plans_after experiences or more, so that Neo4j's new plans are "
+                                  "made before the next add or search needs them (kbgraph.plan_warmup); None: not run.")
     one_transaction_refused: int = Field(
         default=0, description="1 when Neo4j refused this ingest's one write transaction (an input of one write batch, "
                                "ingest/one_transaction.py) and it was written under the lease instead; 0 otherwise.")

@@ -28,6 +28,7 @@ from kbgraph.ingest.report import IngestReport
 from kbgraph.learning.maintenance import Maintainer, MaintenanceReport
 from kbgraph.core.models import Experience, Trajectory
 from kbgraph.store.namespace_stats import KbStats, experience_count, namespace_stats
+from kbgraph.plan_warmup import PlanWarmup, warm_plans, warmed_after_writing
 from kbgraph.store.schema import IndexStatus, index_status
 from kbgraph.store.step_texts import open_namespace
 from kbgraph.search.params import QueryStep, SearchFilters, SearchQuery, SearchWeights
@@ -101,9 +102,7 @@ class KnowledgeBase:
 
     # -- writing ---------------------------------------------------------------------------------
 
-    def validate(
-        self, items: Iterable[Experience | Mapping[str, Any]], labels: Sequence[str] | None = None
-    ) -> list[Experience]:
+    def validate(self, items: Iterable[Experience | Mapping[str, Any]], labels: Sequence[str] | None = None) -> list[Experience]:
         """Validates everything (types, limits, embedding sizes, relation targets) before any write.
 
         Raises InvalidInputError listing every problem as ``where: field: reason``, where ``where``
@@ -115,13 +114,8 @@ class KnowledgeBase:
         """Fills every absent embedding, with one embedder call per kind of text."""
         self._writer.embed_missing(experiences)
 
-    def add_experiences(
-        self,
-        items: Iterable[Experience | Mapping[str, Any]],
-        on_progress: Callable[[int], None] | None = None,
-        labels: Sequence[str] | None = None,
-        maintain: bool = False,
-    ) -> WriteReport:
+    def add_experiences(self, items: Iterable[Experience | Mapping[str, Any]], on_progress: Callable[[int], None] | None = None,
+                        labels: Sequence[str] | None = None, maintain: bool = False) -> WriteReport:
         """Validates, embeds and writes experiences; idempotent (content-hash ids, MERGE).
 
         Nothing is written when any item is invalid. ``on_progress`` is called with the number of
@@ -143,7 +137,9 @@ class KnowledgeBase:
     ) -> IngestReport:
         """Ingests JSON Lines of trajectories (or ready-made experiences): abstraction, reflection,
         concept deduplication, documents, merging and the four relations (see kbgraph.ingest)."""
-        return self._grown(pipeline_from_settings(self, on_progress).ingest([Path(p) for p in paths], skip_invalid))
+        report = self._grown(pipeline_from_settings(self, on_progress).ingest([Path(p) for p in paths], skip_invalid))
+        report.plans_warmed_s = warmed_after_writing(self, report.experiences_new, on_progress)
+        return report
 
     def add_trajectories(
         self, trajectories: Sequence[Trajectory | Mapping[str, Any]], skip_invalid: bool = False,
@@ -169,6 +165,10 @@ class KnowledgeBase:
     def recluster(self) -> IngestReport:
         """Rebuilds every meta-concept and document from all concepts (and re-merges, re-links)."""
         return pipeline_from_settings(self).consolidate(recluster=True)
+
+    def warm_plans(self, on_progress: Callable[[str, int, int], None] | None = None) -> PlanWarmup:
+        """Runs kbgraph's statements once in a namespace of their own, deleted after (kbgraph.plan_warmup)."""
+        return warm_plans(self.driver, self.embedder, self.settings, self.gateway.database, on_progress)
 
     # -- reading ---------------------------------------------------------------------------------
 

@@ -54,6 +54,7 @@ from kbgraph.core.errors import InvalidInputError
 from kbgraph.store.experiences import ExperienceStore
 from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.kb import KnowledgeBase
+from kbgraph.plan_warmup import warmed_after_writing
 from kbgraph.core.models import MAX_STEPS, Experience, FailureMode, Step
 
 __all__ = [
@@ -110,6 +111,9 @@ class ScaleReport:
     reused: bool
     seconds: float
     relations_by_type: dict[str, int] = field(default_factory=dict)
+    #: Seconds of the plan warm-up after the writes (kbgraph.plan_warmup), as a bulk ingest of as many
+    #: experiences ends (not in ``seconds``); None: none ran (reused, or fewer than warm_plans_after written).
+    plans_warmed_s: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -339,8 +343,10 @@ def build_scaled_kb(
         if on_progress is not None:
             on_progress("relations", min(first + chunk, len(rows)), len(rows))
     experiences, steps, relations = _namespace_counts(kb)
+    seconds = round(time.perf_counter() - started, 2)
+    warmed = warmed_after_writing(kb, written, on_progress)  # as kb.ingest ends a bulk write
     return ScaleReport(kb.namespace, count, len(builder.seeds), experiences, steps, sum(relations.values()),
-                       written, False, round(time.perf_counter() - started, 2), relations)
+                       written, False, seconds, relations, warmed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

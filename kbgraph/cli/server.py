@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from kbgraph.cli._common import JsonOption, _print_json, _settings, out
+from kbgraph.kb import KnowledgeBase
+from kbgraph.plan_warmup import PlanWarmup
 from kbgraph.store.managed import ManagedNeo4j
 from kbgraph.store.server_info import server_status
 
@@ -17,14 +21,28 @@ def register(app: typer.Typer) -> None:
 
 
 @server_app.command("start")
-def server_start(as_json: JsonOption = False) -> None:
+def server_start(
+    as_json: JsonOption = False,
+    warm_plans: Annotated[bool, typer.Option(
+        "--warm-plans/--no-warm-plans",
+        help="Once it runs, run kbgraph's statements once in a namespace of their own (deleted after), so that "
+             "Neo4j plans them now, not during the first adds and searches (kbgraph.plan_warmup)")] = True,
+) -> None:
     """Start the managed Neo4j (downloads it from Maven Central on first use)."""
-    status = ManagedNeo4j.from_settings(_settings()).start()
+    settings = _settings()
+    status = ManagedNeo4j.from_settings(settings).start()
+    warmed: PlanWarmup | None = None
+    if warm_plans:
+        with KnowledgeBase.from_settings(settings, quiet=True) as kb:
+            warmed = kb.warm_plans()
     if as_json:
-        _print_json(status.as_dict())
+        _print_json(status.as_dict() | {"plans_warmed": warmed.as_dict() if warmed is not None else None})
     else:
         out.print(f"Neo4j {status.version} running (pid {status.pid}) — Bolt {status.bolt_uri}, "
                   f"Browser {status.browser_url}")
+        if warmed is not None:
+            out.print(f"plans warmed in {warmed.seconds['total']:.1f} s ({warmed.added} sample runs and experiences added and "
+                      f"{warmed.searches} searches in namespace {warmed.namespace}, deleted)", markup=False, highlight=False)
 
 
 @server_app.command("reset-password")

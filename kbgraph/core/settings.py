@@ -149,6 +149,10 @@ class Settings(BaseSettings):
 
     # Writes.
     write_batch_size: int = Field(default=500, ge=1, le=50_000)
+    # A bulk ingest that wrote this many experiences or more ends by running kbgraph's statements
+    # once in a namespace of its own (kbgraph.plan_warmup): Neo4j plans them again once its
+    # statistics moved, 0.05-1.2 s a statement, which the next adds and searches would pay. 0: never.
+    warm_plans_after: int = Field(default=1_000, ge=0, le=INT64_MAX)
     # One ingest per namespace at a time: the lease a running ingest renews; after a crash the
     # next ingest waits at most this long (kbgraph.ingest.lease).
     ingest_lease_s: float = Field(default=60.0, ge=1.0, le=3600.0)
