@@ -168,7 +168,7 @@ class KnowledgeBase:
 
     def warm_plans(self, on_progress: Callable[[str, int, int], None] | None = None) -> PlanWarmup:
         """Runs kbgraph's statements once in a namespace of their own, deleted after (kbgraph.plan_warmup)."""
-        return warm_plans(self.driver, self.embedder, self.settings, self.gateway.database, on_progress)
+        return warm_plans(self.gateway, self.embedder, self.settings, on_progress)
 
     # -- reading ---------------------------------------------------------------------------------
 

@@ -38,8 +38,6 @@ from datetime import UTC, datetime, timedelta
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-import neo4j
-
 from kbgraph.core.settings import Settings
 from kbgraph.embedders import Embedder
 from kbgraph.store.gateway import Neo4jGateway
@@ -105,18 +103,17 @@ def leftover_namespaces(names: Sequence[str], now: datetime) -> list[str]:
     return old
 
 
-def warm_plans(driver: neo4j.Driver, embedder: Embedder, settings: Settings, database: str = "neo4j",
-               on_progress: Progress | None = None, namespace: str | None = None) -> PlanWarmup:
+def warm_plans(gateway: Neo4jGateway, embedder: Embedder, settings: Settings, on_progress: Progress | None = None,
+               namespace: str | None = None) -> PlanWarmup:
     """Runs kbgraph's statements once in a namespace of its own (``namespace``, by default a new
-    one named after :data:`PREFIX`), then deletes it (module docstring)."""
+    one named after :data:`PREFIX`) through ``gateway`` (a knowledge base's, synchronous or the
+    asyncio one: a gateway serves every namespace), then deletes it (module docstring)."""
     from kbgraph.kb import KnowledgeBase  # pylint: disable=import-outside-toplevel,redefined-outer-name  # kb imports this module
 
     started = time.perf_counter()
     now = datetime.now(UTC)
     namespace = namespace or f"{PREFIX}{now.strftime(_STAMP)}-{uuid.uuid4().hex[:8]}"
     report = PlanWarmup(namespace)
-    gateway = Neo4jGateway(driver, database, timeout_s=settings.query_timeout_s,
-                           bulk_timeout_s=settings.bulk_query_timeout_s)
     for old in leftover_namespaces([str(r["kb"]) for r in gateway.read("plan_warmup_namespaces", prefix=PREFIX)], now):
         gateway.auto_commit("namespace_delete", kb=old)
         report.leftovers_deleted.append(old)
@@ -127,7 +124,9 @@ def warm_plans(driver: neo4j.Driver, embedder: Embedder, settings: Settings, dat
     })
     runs = warmup_runs()
     items = [*runs, {**_sample(_SAMPLE_EXPERIENCES)[0], "id": f"{namespace}-experience"}]
-    kb = KnowledgeBase(driver, embedder, namespace=namespace, database=database, settings=scratch)
+    # The schema is there (the caller's knowledge base applied it) and a new namespace has nothing to convert.
+    kb = KnowledgeBase(gateway.driver, embedder, namespace=namespace, database=gateway.database, settings=scratch,
+                       ensure_schema=False, gateway=gateway)
     try:
         mark = time.perf_counter()
         for done, item in enumerate(items, 1):

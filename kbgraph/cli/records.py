@@ -122,6 +122,8 @@ def _print_ingest_report(report: dict[str, Any]) -> None:
     out.print("seconds per stage: " + ", ".join(f"{k} {v}" for k, v in report["stage_seconds"].items()))
     out.print(f"total {report['total_seconds']} s, {report['trajectories_per_second']} records/s, "
               f"peak memory {report['peak_memory_mb']} MB")
+    if report.get("plans_warmed_s") is not None:
+        out.print(f"plans warmed in {report['plans_warmed_s']} s (kbgraph.plan_warmup)", markup=False, highlight=False)
 
 
 def ingest(

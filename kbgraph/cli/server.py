@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from kbgraph.cli._common import JsonOption, _print_json, _settings, out
+from kbgraph.cli._common import JsonOption, _print_json, _progress, _settings, out
+from kbgraph.core.progress import stage_reporter
 from kbgraph.kb import KnowledgeBase
 from kbgraph.plan_warmup import PlanWarmup
 from kbgraph.store.managed import ManagedNeo4j
@@ -33,8 +34,9 @@ def server_start(
     status = ManagedNeo4j.from_settings(settings).start()
     warmed: PlanWarmup | None = None
     if warm_plans:
-        with KnowledgeBase.from_settings(settings, quiet=True) as kb:
-            warmed = kb.warm_plans()
+        with KnowledgeBase.from_settings(settings, quiet=True) as kb, _progress() as progress:
+            report = stage_reporter(progress)
+            warmed = kb.warm_plans(lambda what, done, total: report(f"warming plans: {what}", done, total))
     if as_json:
         _print_json(status.as_dict() | {"plans_warmed": warmed.as_dict() if warmed is not None else None})
     else:

@@ -6,6 +6,7 @@ warm-up that fails half-way still deletes its namespace."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Iterator, Sequence
@@ -19,9 +20,13 @@ import pytest
 
 import kbgraph.store.gateway as gateway_module
 import kbgraph.store.transaction as transaction_module
+from kbgraph import AsyncKnowledgeBase
 from kbgraph.core.models import Experience, Step
+from kbgraph.core.settings import Settings
 from kbgraph.embedders import CachedEmbedder, Embedder, WrappingEmbedder
+from kbgraph.ingest.report import IngestReport
 from kbgraph.kb import KnowledgeBase
+from kbgraph.store.gateway import Neo4jGateway
 from kbgraph.plan_warmup import LEFTOVER_AFTER, PREFIX, leftover_namespaces, warm_plans, warmup_runs
 from tests.conftest import REAL_RUNS, Neo4jTarget
 
@@ -112,8 +117,8 @@ def test_it_runs_every_statement_an_agent_loop_runs_in_a_large_namespace(
                 knowledge_base.search(failed["task"], domain=failed["domain"])
                 knowledge_base.search(failed["task"], domain=failed["domain"], steps_so_far=steps)
                 knowledge_base.student.warm()
-        with statements_run() as warmed:
-            warm_plans(driver, embedder, knowledge_base.settings, neo4j_target.database)
+        with statements_run() as warmed:  # as a process of its own (kbgraph server start) warms
+            warm_plans(Neo4jGateway(driver, neo4j_target.database), embedder, knowledge_base.settings)
         assert used - warmed == set()
     finally:
         knowledge_base.close()
@@ -130,8 +135,8 @@ def test_it_deletes_what_a_killed_warm_up_left_and_no_recent_one(
         with KnowledgeBase(driver, embedder, namespace=name, database=neo4j_target.database) as left:
             left.add_trajectories([warmup_runs()[0]])
     try:
-        report = warm_plans(driver, embedder, KnowledgeBase(driver, embedder, ensure_schema=False).settings,
-                            neo4j_target.database)
+        warming = KnowledgeBase(driver, embedder, database=neo4j_target.database, ensure_schema=False)
+        report = warm_plans(warming.gateway, embedder, warming.settings)
         assert old in report.leftovers_deleted and recent not in report.leftovers_deleted
         assert nodes_of(driver, old) == 0 and nodes_of(driver, recent) > 0
     finally:
@@ -169,8 +174,33 @@ class FailingAfter(WrappingEmbedder):
 @pytest.mark.neo4j
 def test_a_warm_up_that_fails_half_way_still_deletes_its_namespace(
         driver: neo4j.Driver, embedder: CachedEmbedder, neo4j_target: Neo4jTarget) -> None:
-    settings = KnowledgeBase(driver, embedder, ensure_schema=False).settings
+    warming = KnowledgeBase(driver, embedder, database=neo4j_target.database, ensure_schema=False)
     namespace = f"{PREFIX}{datetime.now(UTC).strftime(STAMP)}-{uuid.uuid4().hex[:8]}"
     with pytest.raises(RuntimeError, match="the embedder failed"):
-        warm_plans(driver, FailingAfter(embedder, 6), settings, neo4j_target.database, namespace=namespace)
+        warm_plans(warming.gateway, FailingAfter(embedder, 6), warming.settings, namespace=namespace)
+    assert nodes_of(driver, namespace) == 0
+
+
+@pytest.mark.neo4j
+def test_an_asyncio_bulk_ingest_warms_through_its_own_gateway(
+        neo4j_target: Neo4jTarget, embedder: CachedEmbedder, namespace: str, driver: neo4j.Driver, tmp_path: Path) -> None:
+    """AsyncKnowledgeBase runs the façade's ingest over the AsyncDriver: the warm-up goes through
+    that knowledge base's gateway, not a synchronous one of its own."""
+    file = tmp_path / "runs.jsonl"
+    file.write_text("".join(json.dumps(r) + "\n" for r in warmup_runs()))
+
+    async def ingest() -> IngestReport:
+        async_driver = neo4j.AsyncGraphDatabase.driver(neo4j_target.uri, auth=(neo4j_target.username, neo4j_target.password),
+                                                       notifications_disabled_classifications=["UNRECOGNIZED"])
+        settings = Settings(namespace=namespace, neo4j_database=neo4j_target.database, warm_plans_after=1, write_batch_size=2)
+        kb = await AsyncKnowledgeBase.connect(async_driver, embedder, namespace=namespace, database=neo4j_target.database,
+                                              settings=settings, owns_driver=True)
+        try:
+            return await kb.ingest([file])
+        finally:
+            await kb.clear()
+            await kb.close()
+
+    report = asyncio.run(asyncio.wait_for(ingest(), 300))
+    assert report.plans_warmed_s is not None and report.plans_warmed_s > 0
     assert nodes_of(driver, namespace) == 0
