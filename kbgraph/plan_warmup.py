@@ -129,14 +129,15 @@ def warm_plans(gateway: Neo4jGateway, embedder: Embedder, settings: Settings, on
                        ensure_schema=False, gateway=gateway)
     try:
         mark = time.perf_counter()
+        held_back = items.pop(0)  # added between two rounds of searches: what the process keeps follows it
         for done, item in enumerate(items, 1):
             kb.add_trajectories([item])
             if on_progress is not None:
                 on_progress("adding sample runs", done, len(items))
-        report.added = len(items)
         report.seconds["adds"] = _since(mark)
         mark = time.perf_counter()
-        report.searches = _search_each_way(kb, runs, on_progress)
+        report.searches = _search_each_way(kb, runs, on_progress, lambda: kb.add_trajectories([held_back]))
+        report.added = len(items) + 1
         report.seconds["searches"] = _since(mark)
     finally:
         mark = time.perf_counter()
@@ -162,15 +163,18 @@ def warmed_after_writing(kb: KnowledgeBase, written: int,
     return kb.warm_plans(progress).seconds["total"]
 
 
-def _search_each_way(kb: KnowledgeBase, runs: Sequence[dict[str, Any]], on_progress: Progress | None) -> int:
+def _search_each_way(kb: KnowledgeBase, runs: Sequence[dict[str, Any]], on_progress: Progress | None,
+                     write: Callable[[], Any]) -> int:
     """Searches ``kb`` as agents do: a request alone, then with executed steps (one failed), a
     refine of the failed step, and the feedback of the first search; first through the indexes,
-    then once what the process keeps is current. Returns how many searches it made."""
+    then once what the process keeps is current, then after ``write`` (an add), as what it keeps
+    follows the write (the change feed's reads by id), and once more when it has. Returns how many
+    searches it made."""
     failed = next((r for r in runs if not r["outcome"]["success"]), runs[0])
     steps = [{"action": s["action"], "arguments": s.get("arguments") or {}} for s in failed["steps"][:2]]
     if len(failed["steps"]) > 1:
         steps[-1]["error"] = "Error: the request failed"
-    rounds = 2
+    rounds = 4
     searches = 0
     for round_ in range(rounds):
         first = kb.search(failed["task"], domain=failed.get("domain"))
@@ -179,10 +183,12 @@ def _search_each_way(kb: KnowledgeBase, runs: Sequence[dict[str, Any]], on_progr
         kb.refine([{**steps[-1], "error": steps[-1].get("error") or "Error: the request failed"}],
                   domain=failed.get("domain"))
         searches += 4
-        if round_ == 0:
-            if first.hits:
-                kb.record_feedback(retrieved=first.ids(), used=first.ids()[:1], outcome=True, task=failed["task"])
-            kb.student.warm()  # what the process keeps, read now: the second round searches from it
+        if round_ == 0 and first.hits:
+            kb.record_feedback(retrieved=first.ids(), used=first.ids()[:1], outcome=True, task=failed["task"])
+        if round_ == 1:
+            write()
+        if round_ in (0, 1):  # after the first round, and after the write, what the process keeps is read now
+            kb.student.warm()
         if on_progress is not None:
             on_progress("searching", round_ + 1, rounds)
     return searches

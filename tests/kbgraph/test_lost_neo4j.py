@@ -57,6 +57,7 @@ CALLS: dict[str, Callable[[Path], tuple[tuple[Any, ...], dict[str, Any]]]] = {
     "search_query": lambda _: (({"task": "cancel a pending order"},), {}),
     "search_steps": lambda _: (("cancel_pending_order",), {}),
     "stats": lambda _: ((), {}),
+    "warm_plans": lambda _: ((), {}),
 }
 #: Public methods that need no server: building, closing, validating, embedding, a py2neo handle.
 OFFLINE = {"close", "connect", "embed_missing", "from_settings", "py2neo_graph", "validate", "run", "run_ingesting"}

@@ -88,7 +88,7 @@ def test_a_warm_up_leaves_nothing_and_changes_no_other_namespace(kb: KnowledgeBa
     before = fingerprint(driver, kb.namespace)
     report = kb.warm_plans()
     assert report.namespace.startswith(PREFIX)
-    assert report.added == len(warmup_runs()) + 1 and report.searches == 8
+    assert report.added == len(warmup_runs()) + 1 and report.searches == 16
     assert nodes_of(driver, report.namespace) == 0
     assert fingerprint(driver, kb.namespace) == before
 
