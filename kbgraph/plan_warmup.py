@@ -58,6 +58,9 @@ _SAMPLE_RUNS = "real_runs.jsonl"
 #: A ready-made experience, added under an explicit id (a write that checks what the id names).
 _SAMPLE_EXPERIENCES = "experiences.jsonl"
 
+#: The error of the failed step the warm-up searches with and refines.
+_STEP_ERROR = "Error: the request failed"
+
 #: Reports where the warm-up is: (what it is doing, done, total).
 Progress = Callable[[str, int, int], None]
 
@@ -129,15 +132,15 @@ def warm_plans(gateway: Neo4jGateway, embedder: Embedder, settings: Settings, on
                        ensure_schema=False, gateway=gateway)
     try:
         mark = time.perf_counter()
-        held_back = items.pop(0)  # added between two rounds of searches: what the process keeps follows it
-        for done, item in enumerate(items, 1):
+        held_back, *first = items  # added between two rounds of searches: what the process keeps follows it
+        for done, item in enumerate(first, 1):
             kb.add_trajectories([item])
             if on_progress is not None:
-                on_progress("adding sample runs", done, len(items))
+                on_progress("adding sample runs", done, len(first))
         report.seconds["adds"] = _since(mark)
         mark = time.perf_counter()
         report.searches = _search_each_way(kb, runs, on_progress, lambda: kb.add_trajectories([held_back]))
-        report.added = len(items) + 1
+        report.added = len(items)
         report.seconds["searches"] = _since(mark)
     finally:
         mark = time.perf_counter()
@@ -173,15 +176,14 @@ def _search_each_way(kb: KnowledgeBase, runs: Sequence[dict[str, Any]], on_progr
     failed = next((r for r in runs if not r["outcome"]["success"]), runs[0])
     steps = [{"action": s["action"], "arguments": s.get("arguments") or {}} for s in failed["steps"][:2]]
     if len(failed["steps"]) > 1:
-        steps[-1]["error"] = "Error: the request failed"
+        steps[-1]["error"] = _STEP_ERROR
     rounds = 4
     searches = 0
     for round_ in range(rounds):
         first = kb.search(failed["task"], domain=failed.get("domain"))
         kb.search(failed["task"], domain=failed.get("domain"), steps_so_far=steps)
         kb.search("", domain=failed.get("domain"), steps_so_far=steps[:1])
-        kb.refine([{**steps[-1], "error": steps[-1].get("error") or "Error: the request failed"}],
-                  domain=failed.get("domain"))
+        kb.refine([{**steps[-1], "error": _STEP_ERROR}], domain=failed.get("domain"))
         searches += 4
         if round_ == 0 and first.hits:
             kb.record_feedback(retrieved=first.ids(), used=first.ids()[:1], outcome=True, task=failed["task"])

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from kbgraph.cli._common import JsonOption, _print_json, _progress, _settings, out
-from kbgraph.core.progress import stage_reporter
+from kbgraph.core.progress import stage_reporter, with_prefix
 from kbgraph.kb import KnowledgeBase
 from kbgraph.plan_warmup import PlanWarmup
 from kbgraph.store.managed import ManagedNeo4j
@@ -35,8 +35,7 @@ def server_start(
     warmed: PlanWarmup | None = None
     if warm_plans:
         with KnowledgeBase.from_settings(settings, quiet=True) as kb, _progress() as progress:
-            report = stage_reporter(progress)
-            warmed = kb.warm_plans(lambda what, done, total: report(f"warming plans: {what}", done, total))
+            warmed = kb.warm_plans(with_prefix(stage_reporter(progress), "warming plans"))
     if as_json:
         _print_json(status.as_dict() | {"plans_warmed": warmed.as_dict() if warmed is not None else None})
     else:
