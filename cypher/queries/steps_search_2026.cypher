@@ -3,6 +3,8 @@
 // are all this namespace's (expanded to the steps that SAY them); the owning experience is filtered here (active, $domains (null = all), shared or
 // owned by $agent). Returns how many steps the index gave and up to $k candidates, nearest first,
 // each with the Neo4j cosine score ((1 + cos) / 2).
+// The steps are ranked before their experiences are read, then read in that order until $k pass
+// the filters (the seek named): see steps_scan.
 CYPHER 25
 MATCH (text:StepText)
   SEARCH text IN (VECTOR INDEX step_text_embedding FOR $vector WHERE text.kb = $kb LIMIT $fetch) SCORE AS score
@@ -10,13 +12,15 @@ WITH collect([text, score]) AS hits
 CALL (hits) {
   UNWIND hits AS h
   WITH h[0] AS text, h[1] AS score
-  MATCH (text)<-[:SAYS]-(step:Step)
+  MATCH (text)<-[:SAYS]-(step)
+  WITH step, score
+  ORDER BY score DESC, step.id
   MATCH (e:Experience {kb: $kb, id: step.experience_id})
+  USING INDEX SEEK e:Experience(kb, id)
   WHERE e.status = 'active'
     AND ($domains IS NULL OR e.domain IN $domains)
     AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
   WITH step, score, e
-  ORDER BY score DESC, step.id
   LIMIT $k
   RETURN collect({experience_id: e.id, problem: e.problem, domain: e.domain, scope: coalesce(e.scope, 'shared'),
                   owner_agent: e.owner_agent, order: step.order, action: step.action, text: step.text,
