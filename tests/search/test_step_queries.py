@@ -34,33 +34,8 @@ EVERY_STEPS_EXPERIENCE = """
   ORDER BY score DESC, id
   LIMIT $k
 """
-#: Where each query's per-text expansion ends.
+#: Where the step channel's per-text expansion ends.
 RETURNED = "  RETURN collect({id: id, score: score}) AS rows\n"
-
-
-def expanded_straightforwardly(name: str) -> str:
-    """Query ``name`` with its per-text expansion replaced by :data:`EVERY_STEPS_EXPERIENCE`: the
-    same texts (the subquery's first two lines, which unwind them), in the same passes, expanded
-    the plain way."""
-    text = query(name)
-    opened = text.index("{\n", text.index("CALL (")) + 2
-    kept = text.index("\n", text.index("\n", opened) + 1) + 1  # UNWIND … AS r/h, WITH … AS text, … AS score
-    assert text[opened:kept].lstrip().startswith("UNWIND"), text[opened:kept]
-    return text[:kept] + EVERY_STEPS_EXPERIENCE.lstrip("\n") + text[text.index(RETURNED, kept):]
-
-
-def steps_expanded_straightforwardly(name: str) -> str:
-    """steps_search ``name`` with its per-text expansion replaced by :data:`EVERY_STEP_OF_THE_TEXTS`."""
-    text = query(name)
-    opened = text.index("{\n", text.index("CALL (")) + 2
-    kept = text.index("\n", text.index("\n", opened) + 1) + 1
-    return text[:kept] + EVERY_STEP_OF_THE_TEXTS.lstrip("\n") + text[text.index(STEPS_RETURNED, kept):]
-
-
-def steps(kb: KnowledgeBase, text: str, parameters: dict[str, Any]) -> list[tuple[str, int, float]]:
-    records = kb.gateway.driver.execute_query(text, parameters, database_=kb.gateway.database).records
-    return [(r["experience_id"], r["order"], r["score"]) for r in records[0]["rows"]]
-
 
 #: MAEL's step search the plain way: every step of the namespace's experiences that pass, by score.
 EVERY_STEP = """
@@ -87,10 +62,25 @@ EVERY_STEP_OF_THE_TEXTS = """
   LIMIT $k
 """
 
+#: The queries that ask the step text index (their 2026 twin on a 2026 server).
+INDEXED = frozenset({"search_step_vectors", "steps_search"})
 
-def rows(kb: KnowledgeBase, text: str, parameters: dict[str, Any]) -> list[tuple[str, float]]:
+
+def expanded_plainly(name: str, expansion: str, returned: str) -> str:
+    """Query ``name`` with its per-text expansion (up to ``returned``) replaced by ``expansion``: the
+    same texts (the subquery's first two lines, which unwind them), in the same passes, expanded
+    the plain way."""
+    text = query(name)
+    opened = text.index("{\n", text.index("CALL (")) + 2
+    kept = text.index("\n", text.index("\n", opened) + 1) + 1  # UNWIND … AS r/h, WITH … AS text, … AS score
+    assert text[opened:kept].lstrip().startswith("UNWIND"), text[opened:kept]
+    return text[:kept] + expansion.lstrip("\n") + text[text.index(returned, kept):]
+
+
+def answer(kb: KnowledgeBase, text: str, parameters: dict[str, Any], *fields: str) -> list[tuple[Any, ...]]:
+    """``fields`` of each row the query ``text`` returns in ``rows``."""
     records = kb.gateway.driver.execute_query(text, parameters, database_=kb.gateway.database).records
-    return [(r["id"], r["score"]) for r in records[0]["rows"]]
+    return [tuple(r[f] for f in fields) for r in records[0]["rows"]]
 
 
 def test_the_step_queries_rank_as_filtering_every_steps_experience(real_runs_read_only: KnowledgeBase) -> None:
@@ -101,13 +91,13 @@ def test_the_step_queries_rank_as_filtering_every_steps_experience(real_runs_rea
                params(kb, kinds=["concrete"]), params(kb, min_success=0.5), params(kb, agent="someone"))
     compared = 0
     for name, extra in (("search_step_scan", {}), (vector_query, {"fetch": 20})):
-        reference = expanded_straightforwardly(name)
+        reference = expanded_plainly(name, EVERY_STEPS_EXPERIENCE, RETURNED)
         for vector in vectors:
             for p in filters:
                 for k in (1, 5, 50):
                     parameters = {**p, **extra, "vector": vector, "k": k}
-                    ours = rows(kb, query(name), parameters)
-                    assert ours == rows(kb, reference, parameters), (name, k, p)
+                    ours = answer(kb, query(name), parameters, "id", "score")
+                    assert ours == answer(kb, reference, parameters, "id", "score"), (name, k, p)
                     compared += bool(ours)
     assert compared > 50, "the comparisons found experiences"
 
@@ -115,15 +105,17 @@ def test_the_step_queries_rank_as_filtering_every_steps_experience(real_runs_rea
 def test_the_step_search_ranks_as_scoring_every_step(real_runs_read_only: KnowledgeBase) -> None:
     kb = real_runs_read_only
     index = index_query(kb.gateway, "steps_search", "step_text_embedding")
+    reference = expanded_plainly(index, EVERY_STEP_OF_THE_TEXTS, STEPS_RETURNED)
+    fields = ("experience_id", "order", "score")
     compared = 0
     for vector in step_vectors(kb):
         for filters in ({"domains": None, "agent": None}, {"domains": ["retail"], "agent": None},
                         {"domains": ["airline"], "agent": "someone"}):
             for k in (1, 5, 50, 200):
                 parameters = {**filters, "kb": kb.namespace, "vector": vector, "k": k, "fetch": 30}
-                scanned = steps(kb, query("steps_scan"), parameters)
-                assert scanned == steps(kb, EVERY_STEP, parameters), (filters, k)
-                assert steps(kb, query(index), parameters) == steps(kb, steps_expanded_straightforwardly(index), parameters)
+                scanned = answer(kb, query("steps_scan"), parameters, *fields)
+                assert scanned == answer(kb, EVERY_STEP, parameters, *fields), (filters, k)
+                assert answer(kb, query(index), parameters, *fields) == answer(kb, reference, parameters, *fields)
                 compared += bool(scanned)
     assert compared > 20, "the comparisons found steps"
 
@@ -141,19 +133,17 @@ def test_a_text_said_by_every_run_reads_only_the_experiences_returned_or_filtere
 ) -> None:
     kb.add_experiences([experience_saying_the_common_step(n) for n in range(40)])
     vector = kb.embedder.embed([kb.student.step_text("find_user_id_by_email", {}, None)])[0].tolist()
-    named = index_query(kb.gateway, name, "step_text_embedding") if name.endswith("search") or name.endswith("vectors") \
-        else name
+    named = index_query(kb.gateway, name, "step_text_embedding") if name in INDEXED else name
     k = 5
-    if name.startswith("search_"):
-        # Half the runs fail the success filter: ranked by id, about as many are read as are dropped
-        # (twice that where the planner seeks once per side of the scope filter's OR).
-        p = {**params(kb, domain=None, min_success=0.5), "vector": vector, "k": k, "fetch": 10}
-        found = kb.gateway.read(named, **p)[0]["rows"]
-        assert len(found) == k and all(r["score"] == found[0]["score"] for r in found), "the common text's runs"
+    channel = name.startswith("search_")
+    # The step channel's filters: half the runs fail the success filter, so, ranked by id, about as
+    # many are read as are dropped (twice that where the planner seeks once per side of the scope
+    # filter's OR). The step search's: every run passes.
+    p = {**(params(kb, domain=None, min_success=0.5) if channel else {"kb": kb.namespace, "domains": None, "agent": None}),
+         "vector": vector, "k": k, "fetch": 10}
+    found = kb.gateway.read(named, **p)[0]["rows"]
+    assert len(found) == k and all(r["score"] == found[0]["score"] for r in found), "the common text's runs or steps"
+    if channel:
         assert [r["id"] for r in found] == sorted(r["id"] for r in found)
-    else:
-        p = {"kb": kb.namespace, "domains": None, "agent": None, "vector": vector, "k": k, "fetch": 10}
-        found = kb.gateway.read(named, **p)[0]["rows"]
-        assert len(found) == k and all(r["score"] == found[0]["score"] for r in found), "the common text's steps"
     sought = sum(experiences_sought(kb, named, p))
     assert k <= sought <= 3 * k, f"{sought} experiences read for {k}: far fewer than the 40 that say the text"
