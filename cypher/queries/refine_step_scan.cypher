@@ -12,17 +12,89 @@ WITH collect({text: node, score: score}) AS hits
 CALL (hits) {
   UNWIND hits AS hit
   WITH hit.text AS text, hit.score AS score
-  MATCH (e:Experience {kb: $kb})-[:HAS_STEP]->(s:Step)-[:SAYS]->(text)
-  WHERE e.status = 'active'
-    AND ($domains IS NULL OR toLower(e.domain) IN $domains)
-    AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
-    AND (size($exclude_runs) = 0 OR size(coalesce(e.source_ids, [])) = 0
-         OR any(run IN e.source_ids WHERE NOT run IN $exclude_runs))
-  WITH e, s, score
-  ORDER BY score DESC, e.id, s.order
+  MATCH (s:Step)-[:SAYS]->(text)
+  // The teacher scores a step by its text's score, its profile (action, argument schema, issue
+  // type, error signature, resolution) and its experience's precision alone, and the score never
+  // falls as the precision grows: of the runs whose steps say one text alike, only the $per_group
+  // of highest precision (ties: experience id) can be among the $per_group best experiences, or,
+  // where the rest of the score is 0, the $per_group first by id. Those two are all a group
+  // returns, and a group reads its experiences in id order only until it has them: thousands of
+  // runs saying one text cost their steps' properties, not their experiences. No top-$per_group
+  // answer changes. $precision_floor and $missing_precision are the teacher's (RefineWeights),
+  // as it computes the precision: 1 for a step with a resolution, else
+  // floor + (1 - floor) * success rate.
+  WITH text, score, s.action AS action, s.args_schema AS args_schema, s.issue_type AS issue_type,
+       s.signature AS signature, s.resolution_effectiveness AS resolution,
+       collect({id: s.experience_id, order: s.order, step: s}) AS said
+  // Each run once, by its earliest step of the group (its steps here score alike), in id order.
+  CALL (said) {
+    UNWIND said AS saying
+    WITH saying
+    ORDER BY saying.id, saying.order
+    WITH saying.id AS id, collect(saying.step)[0] AS step
+    ORDER BY id
+    RETURN collect({id: id, step: step}) AS runs
+  }
+  WITH text, score, resolution, runs,
+       CASE WHEN resolution IS NOT NULL THEN 1.0 ELSE $precision_floor + (1.0 - $precision_floor) * 1.0 END AS highest
+  // The first $per_group by id that pass the filters...
+  CALL (runs) {
+    UNWIND runs AS candidate
+    MATCH (e:Experience {kb: $kb, id: candidate.id})
+    WHERE e.status = 'active'
+      AND ($domains IS NULL OR toLower(e.domain) IN $domains)
+      AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
+      AND (size($exclude_runs) = 0 OR size(coalesce(e.source_ids, [])) = 0
+           OR any(run IN e.source_ids WHERE NOT run IN $exclude_runs))
+    WITH candidate, e
+    LIMIT $per_group
+    RETURN collect({experience: e, step: candidate.step}) AS first_by_id
+  }
+  // ...and the first $per_group by id of those with the highest precision a run can have: the
+  // best $per_group when there are that many, else the best of every run that passes.
+  CALL (runs, resolution, highest) {
+    UNWIND runs AS candidate
+    MATCH (e:Experience {kb: $kb, id: candidate.id})
+    WHERE e.status = 'active'
+      AND ($domains IS NULL OR toLower(e.domain) IN $domains)
+      AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
+      AND (size($exclude_runs) = 0 OR size(coalesce(e.source_ids, [])) = 0
+           OR any(run IN e.source_ids WHERE NOT run IN $exclude_runs))
+      AND CASE WHEN resolution IS NOT NULL THEN 1.0
+              ELSE $precision_floor + (1.0 - $precision_floor) *
+                   CASE WHEN (e.success_rate IS :: INTEGER OR e.success_rate IS :: FLOAT)
+                             AND 0.0 <= e.success_rate <= 1.0
+                        THEN toFloat(e.success_rate) ELSE $missing_precision END
+         END = highest
+    WITH candidate, e
+    LIMIT $per_group
+    RETURN collect({experience: e, step: candidate.step}) AS most_precise
+  }
+  CALL (runs, resolution, most_precise) {
+    UNWIND CASE WHEN size(most_precise) < $per_group THEN runs ELSE [] END AS candidate
+    MATCH (e:Experience {kb: $kb, id: candidate.id})
+    WHERE e.status = 'active'
+      AND ($domains IS NULL OR toLower(e.domain) IN $domains)
+      AND (coalesce(e.scope, 'shared') = 'shared' OR e.owner_agent = $agent)
+      AND (size($exclude_runs) = 0 OR size(coalesce(e.source_ids, [])) = 0
+           OR any(run IN e.source_ids WHERE NOT run IN $exclude_runs))
+    WITH candidate, e, CASE WHEN resolution IS NOT NULL THEN 1.0
+              ELSE $precision_floor + (1.0 - $precision_floor) *
+                   CASE WHEN (e.success_rate IS :: INTEGER OR e.success_rate IS :: FLOAT)
+                             AND 0.0 <= e.success_rate <= 1.0
+                        THEN toFloat(e.success_rate) ELSE $missing_precision END
+         END AS precision
+    ORDER BY precision DESC, candidate.id
+    LIMIT $per_group
+    RETURN collect({experience: e, step: candidate.step}) AS by_precision
+  }
+  UNWIND first_by_id + CASE WHEN size(most_precise) < $per_group THEN by_precision ELSE most_precise END AS member
+  WITH DISTINCT member.experience AS e, member.step AS s, score
+  WITH e, s, score, e.id AS id, s.order AS order
+  ORDER BY score DESC, id, order
   RETURN collect({
-    experience_id: e.id, problem: e.problem, goal: e.goal, domain: e.domain,
-    success_rate: e.success_rate, step_id: s.id, order: s.order, action: s.action, text: s.text,
+    experience_id: id, problem: e.problem, goal: e.goal, domain: e.domain,
+    success_rate: e.success_rate, step_id: s.id, order: order, action: s.action, text: s.text,
     args_schema: s.args_schema, issue_type: s.issue_type,
     resolution_effectiveness: s.resolution_effectiveness, signature: s.signature, score: score
   }) AS rows

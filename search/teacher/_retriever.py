@@ -63,6 +63,11 @@ def _unit_or(value: Any, default: float) -> float:
     return number if math.isfinite(number) and 0.0 <= number <= 1.0 else default
 
 
+def _window(k: int) -> int:
+    """How many distinct experiences (or failure modes) a channel's window holds for ``k``."""
+    return max(k * WINDOW_FACTOR, MIN_WINDOW)
+
+
 def _cosine(neo4j_score: Any) -> float:
     return max(0.0, neo4j_to_cosine(float(neo4j_score)))
 
@@ -143,18 +148,19 @@ class TeacherRetriever:
     # -- channels ----------------------------------------------------------------------------------
 
     def _nearest(
-        self, query: str, vector: list[float], request: RefineRequest, key: str
+        self, query: str, vector: list[float], request: RefineRequest, key: str, **extra: Any
     ) -> tuple[list[Row], Nearest[str]]:
         """The filtered rows of the last window (until ``k`` distinct ``key`` values survive the
         filters, the index or the namespace runs out, or the limit is reached), by the candidate
-        seam's policy (:func:`~kbgraph.search.candidates.nearest`)."""
+        seam's policy (:func:`~kbgraph.search.candidates.nearest`); ``extra``: the query's own
+        parameters."""
         window: list[Row] = []
 
         def page(name: str) -> Callable[[int], tuple[int, list[str]]]:
             def fetch(first: int) -> tuple[int, list[str]]:
                 records = self.gateway.read(
                     name, kb=self.namespace, vector=vector, first=first, domains=request.domains,
-                    agent=request.agent, exclude_runs=request.exclude_runs,
+                    agent=request.agent, exclude_runs=request.exclude_runs, **extra,
                 )
                 fetched = int(records[0]["fetched"]) if records else 0
                 window[:] = list(records[0]["rows"]) if records else []
@@ -163,7 +169,7 @@ class TeacherRetriever:
 
         # Scores are computed after the index has ranked by cosine alone, so the window holds more
         # than k: a step that failed the same way may sit a little further than steps that did not.
-        wanted = max(request.k * WINDOW_FACTOR, MIN_WINDOW)
+        wanted = _window(request.k)
         first = wanted * MAX_FIRST_FACTOR
         policy = self.policy.overridden(request.weights.exact_scan_max, request.weights.overfetch_limit)
         # The exact path grows its window like the index path (the filters may drop steps), over
@@ -178,14 +184,19 @@ class TeacherRetriever:
     def _step_matches(
         self, index: int, step: ProblematicStep, vector: list[float], request: RefineRequest, notes: list[str]
     ) -> list[StepMatch]:
-        window, fetched = self._nearest(STEP_QUERY, vector, request, "experience_id")
+        w = request.weights
+        # The step queries keep, of the steps of one text and one profile, those that can reach
+        # the window's best experiences (see refine_step_scan.cypher): the window's size, with the
+        # precision's terms the scores below use.
+        window, fetched = self._nearest(
+            STEP_QUERY, vector, request, "experience_id", per_group=_window(request.k),
+            precision_floor=w.precision_floor, missing_precision=w.missing_precision)
         rows = [StepRow.from_record(row) for row in window]
         if fetched.limit_hit:
             notes.append(
                 f"{request.step_name(index)}: the {fetched.fetched} nearest steps of the index held only "
                 f"{len(fetched.rows)} matching experiences; step matches may be incomplete"
             )
-        w = request.weights
         arguments = list(step.arguments)
         by_experience: dict[str, list[tuple[StepRow, float, float, float, float, float]]] = {}
         for row in rows:
