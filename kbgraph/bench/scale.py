@@ -28,7 +28,10 @@ relations), deterministically for a given ``seed``:
   copy of its target seed, so the scaled KB has the real KB's edge mix and edges per experience.
   They are written as declared edges (``inferred: false``) with the existing ``relation_upsert``.
 
-Provenance is ``source_ids = ["synthetic-<n>"]``. The experiences written count towards the
+Provenance is ``source_ids = ["synthetic-<n>"]``; a copied failure mode keeps what its seed's
+says (the error's signature, the recovery, whether it worked) as a run of the copy's own
+(``run_id = "synthetic-<n>"``), so a namespace scaled from real runs gives the teacher's failure
+channel groups to count. The experiences written count towards the
 namespace's maintenance checkpoints (kbgraph.learning.maintenance), as ingested ones would, without
 running maintenance. Writing goes through
 :meth:`~kbgraph.kb.KnowledgeBase.add_experiences` in batches; ids are content hashes, so a killed
@@ -232,10 +235,12 @@ class ScaledKbBuilder:
             steps=[Step(action=s.action, text=s.text, args_schema=dict(s.args_schema), reward=s.reward,
                         issue_type=s.issue_type, resolution_effectiveness=s.resolution_effectiveness)
                    for s in steps],
-            failure_modes=[FailureMode(description=f.description, issue_type=f.issue_type, recovery=f.recovery,
-                                       step_order=f.step_order if f.step_order is not None and f.step_order < len(steps)
-                                       else None)
-                           for f in failures],
+            # A copy keeps what its seed's failures say (the error's signature, the recovery and
+            # whether it worked), as its own run: the teacher's failure channel groups them.
+            failure_modes=[f.model_copy(update={
+                "step_order": f.step_order if f.step_order is not None and f.step_order < len(steps) else None,
+                "run_id": None if f.run_id is None else f"synthetic-{n}", "embedding": None})
+                for f in failures],
             success_rate=a.success_rate, quality=a.quality, efficiency=a.efficiency,
             generalizability=a.generalizability, scope="shared", source="kbgraph bench scale (synthetic)",
             source_ids=[f"synthetic-{n}"],

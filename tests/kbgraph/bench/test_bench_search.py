@@ -18,7 +18,7 @@ from kbgraph.bench.search import bench_search_cli, growth_per_doubling, percenti
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.settings import Settings
 from kbgraph.kb import KnowledgeBase
-from kbgraph.core.models import Experience, Relation, RelationType, Step
+from kbgraph.core.models import Experience, FailureMode, Relation, RelationType, Step
 from tests.conftest import Neo4jTarget
 
 SIZE = 60
@@ -121,6 +121,25 @@ def test_scaled_kb_from_seed_experiences(kb: KnowledgeBase) -> None:
     again = build_scaled_kb(kb, seeds, SIZE, seed=7)
     assert again.reused and again.written == 0 and again.experiences == SIZE
     assert {e.key for e in load_seeds(kb.gateway, kb.namespace)} == set(ids)
+
+
+def test_a_scaled_copy_keeps_what_its_seeds_failures_say_as_a_run_of_its_own(kb: KnowledgeBase) -> None:
+    # What the teacher's failure channel groups by (the error's signature) and counts (the
+    # recovery and whether it worked) is copied; the run is the copy's, the vector jittered.
+    failed = FailureMode(description="get order details failed: Error: order #W1 not found", issue_type="not_found",
+                         recovery="looked the order up by the customer's email", step_order=0,
+                         action="get_order_details", signature="get_order_details: error: order {id} not found",
+                         recovery_kind="switch", recovered=True, concrete=True, run_id="run-a", run_succeeded=True)
+    seed = Experience(problem="Customer gave a mistyped order id", goal="Order found", domain="retail",
+                      steps=[Step(action="get_order_details", text="get order details ({order_id})")],
+                      failure_modes=[failed], source_ids=["run-a"])
+    kb.embed_missing([seed])
+    builder = ScaledKbBuilder([seed], 3, steps_per_experience=None)
+    for n in range(3):
+        (copy,) = builder.experience(n).failure_modes
+        assert copy.model_dump(exclude={"run_id", "embedding"}) == failed.model_dump(exclude={"run_id", "embedding"})
+        assert copy.run_id == f"synthetic-{n}"
+        assert copy.embedding is not None and copy.embedding != failed.embedding
 
 
 def test_search_benchmark_reports_both_systems(kb: KnowledgeBase, tmp_path: Path) -> None:
