@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["growth_per_doubling", "growth_rows", "percentiles"]
+__all__ = ["Figure", "growth_per_doubling", "growth_rows", "ms_text", "p50_p95_text", "percentiles"]
 
 
 def percentiles(values: Sequence[float]) -> dict[str, float]:
@@ -44,3 +45,27 @@ def growth_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 row[f"{system.removesuffix('_ms')}_{stat}"] = round(g, 3) if g is not None else None
         rows.append(row)
     return rows
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One row of a benchmark's table: what was measured, its baseline from the same run, its target."""
+
+    figure: str
+    measured: str
+    baseline: str
+    target: str
+    met: bool | None  # None: no target at this size
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def ms_text(value: float) -> str:
+    """Milliseconds as a table shows them."""
+    return f"{value:.1f}"
+
+
+def p50_p95_text(stats: dict[str, Any]) -> str:
+    """``p50 · p95 ms`` of :func:`percentiles`' figures."""
+    return f"{ms_text(stats['p50'])} · {ms_text(stats['p95'])} ms"

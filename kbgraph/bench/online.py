@@ -19,6 +19,9 @@ it is held to (:data:`TARGETS`):
       executed steps apart; the CPU per search (client and managed server, which a shared
       machine's load does not move as it moves latency) and the query embedding of each MiniLM
       runtime beside it;
+   b'. *the teacher* (:func:`~kbgraph.bench.refine.run_refine_benchmark`): ``kb.refine`` of ten
+      failed steps like the benchmark's (each the last executed step of a query), one at a time,
+      on the same state (a refine writes nothing), and a process's first refine apart;
    c. *add one run* (:func:`~kbgraph.bench.add.bench_one_namespace`): ``kb.add_trajectories`` of
       one real run at a time in a long-lived process, incremental next to from scratch (the
       full-recompute path), embedding excluded;
@@ -42,7 +45,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +54,8 @@ from kbgraph.bench.add import DEFAULT_ADDS, bench_one_namespace
 from kbgraph.bench.concurrent import load_runs, run_concurrent_benchmark
 from kbgraph.bench.scale import build_scaled_kb, load_seeds
 from kbgraph.bench.cpu import managed_server_pid
+from kbgraph.bench.figures import Figure, ms_text, p50_p95_text
+from kbgraph.bench.refine import run_refine_benchmark
 from kbgraph.bench.search import growth_per_doubling, run_search_benchmark
 from kbgraph.core.errors import InvalidInputError
 from kbgraph.core.extras import require
@@ -99,28 +104,6 @@ def online_namespace(size: int | str, prefix: str = DEFAULT_PREFIX) -> str:
     return f"{prefix}-{size}"
 
 
-@dataclass(frozen=True)
-class Figure:
-    """One row of the table: what was measured, its baseline from the same run, its target."""
-
-    figure: str
-    measured: str
-    baseline: str
-    target: str
-    met: bool | None  # None: no target at this size
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def _ms(value: float) -> str:
-    return f"{value:.1f}"
-
-
-def _pair(stats: dict[str, Any]) -> str:
-    return f"{_ms(stats['p50'])} · {_ms(stats['p95'])} ms"
-
-
 def _ingest_figures(ingest: dict[str, Any] | None) -> list[Figure]:
     if ingest is None:
         return []
@@ -156,36 +139,41 @@ def _size_figures(size: dict[str, Any]) -> list[Figure]:
         ms = part["kbgraph_ms"]
         rows.append(Figure(
             f"search p50 · p95 at {n:,}{label}" + (f" (warm {part['warm_s']:.1f} s)" if "warm_s" in part else ""),
-            _pair(ms), f"exact cosine {_pair(part['brute_force_ms'])}",
+            p50_p95_text(ms), f"exact cosine {p50_p95_text(part['brute_force_ms'])}",
             f"≤ {limits[0]:.0f} · ≤ {limits[1]:.0f} ms" if limits else "—",
             (ms["p50"] <= limits[0] and ms["p95"] <= limits[1]) if limits else None))
     cpu = search.get("cpu_per_search_ms")
     if cpu is not None:
-        server = "—" if cpu["server_ms"] is None else f"{_ms(cpu['server_ms'])} ms"
+        server = "—" if cpu["server_ms"] is None else f"{ms_text(cpu['server_ms'])} ms"
         # Held to its target where the server's CPU is seen (a managed server) at the size it names.
         held = n == 10_000 and cpu["server_ms"] is not None
         rows.append(Figure(
-            f"CPU per search at {n:,}: client · server", f"{_ms(cpu['client_ms'])} · {server}",
-            f"latency p50 {_ms(search['kbgraph_ms']['p50'])} ms",
+            f"CPU per search at {n:,}: client · server", f"{ms_text(cpu['client_ms'])} · {server}",
+            f"latency p50 {ms_text(search['kbgraph_ms']['p50'])} ms",
             f"≤ {TARGETS.cpu_per_search_10k_ms:.0f} ms (both)" if held else "report",
             cpu["client_ms"] + cpu["server_ms"] <= TARGETS.cpu_per_search_10k_ms if held else None))
     embedding, other = search.get("embedding_ms"), search.get("embedding_other_runtime_ms")
     if embedding is not None:
         rows.append(Figure(
             f"query embedding p50 at {n:,} ({embedding.get('runtime', embedding['model'])})",
-            f"{_ms(embedding['p50'])} ms",
-            f"{other['runtime']} {_ms(other['p50'])} ms (cosine ≥ {other['cosine_min']})" if other else "—",
+            f"{ms_text(embedding['p50'])} ms",
+            f"{other['runtime']} {ms_text(other['p50'])} ms (cosine ≥ {other['cosine_min']})" if other else "—",
             "report", None))
     by_query = search["kbgraph_by_query_ms"]
     rows.append(Figure(
-        f"queries with executed steps, p95 at {n:,}", f"{_ms(by_query['with_steps']['p95'])} ms",
-        f"task-only {_ms(by_query['task_only']['p95'])} ms",
+        f"queries with executed steps, p95 at {n:,}", f"{ms_text(by_query['with_steps']['p95'])} ms",
+        f"task-only {ms_text(by_query['task_only']['p95'])} ms",
         f"≤ {TARGETS.steps_p95_10k_ms:.0f} ms" if n == 10_000 else "—",
         by_query["with_steps"]["p95"] <= TARGETS.steps_p95_10k_ms if n == 10_000 else None))
+    refine = size.get("refine")
+    if refine is not None and refine["steps"]:
+        rows.append(Figure(
+            f"teacher: refine one failed step, p50 · p95 at {n:,} (k {refine['k']})", p50_p95_text(refine["refine_ms"]),
+            f"a process's first {ms_text(refine['first_ms'])} ms", "report", None))
     add = size["add"]
-    baseline = f"from scratch {_pair(add['from_scratch'])}" if add["from_scratch"]["n"] else "—"
+    baseline = f"from scratch {p50_p95_text(add['from_scratch'])}" if add["from_scratch"]["n"] else "—"
     rows.append(Figure(
-        f"add one run p50 · p95 at {n:,}", _pair(add["incremental"]), baseline,
+        f"add one run p50 · p95 at {n:,}", p50_p95_text(add["incremental"]), baseline,
         f"≤ {TARGETS.add_p50_ms:.0f} ms (p50)", add["incremental"]["p50"] <= TARGETS.add_p50_ms))
     # The round that met the traffic first, not counted (run_concurrent_benchmark's warmup_seconds).
     warmup = (size.get("concurrent") or {}).get("warmup_round")
@@ -197,13 +185,13 @@ def _size_figures(size: dict[str, Any]) -> list[Figure]:
         spread = f" in {processes} processes" if processes > 1 else ""
         rows.append(Figure(
             f"mixed traffic QPS, {clients} client{'s' if clients != 1 else ''}{spread} at {n:,}",
-            f"{round_['qps']:.1f} (search p95 {_ms(round_['search']['p95'])} ms)",
+            f"{round_['qps']:.1f} (search p95 {ms_text(round_['search']['p95'])} ms)",
             warmup_shown, f"aim ≥ {TARGETS.qps_8_clients_10k:.0f}" if aim else "report",
             round_["qps"] >= TARGETS.qps_8_clients_10k if aim else None))
         cpu = round_.get("cpu_per_operation_ms")
         if cpu is not None:
-            server = "—" if cpu["server_ms"] is None else f"{_ms(cpu['server_ms'])} ms"
-            rows.append(Figure("CPU an operation in that mix, client · server", f"{_ms(cpu['client_ms'])} · {server}",
+            server = "—" if cpu["server_ms"] is None else f"{ms_text(cpu['server_ms'])} ms"
+            rows.append(Figure("CPU an operation in that mix, client · server", f"{ms_text(cpu['client_ms'])} · {server}",
                                "—", "report", None))
     return rows
 
@@ -304,6 +292,8 @@ def _one_size(kb: KnowledgeBase, size: int, seeds: Sequence[Any], *, queries: in
                                             on_progress=with_prefix(on_progress, f"{label}: search"),
                                             server_pid=managed_server_pid(kb.settings))
 
+    # The teacher on the same state (a refine writes nothing).
+    result["refine"] = run_refine_benchmark(kb, eval_dir, seed=seed, on_progress=with_prefix(on_progress, f"{label}: refine"))
     add_stage = with_prefix(on_progress, f"{label}: add one run")
 
     def add_progress(_namespace: str, done: int, total: int) -> None:
