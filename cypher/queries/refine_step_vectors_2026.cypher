@@ -22,15 +22,17 @@ CALL (hits) {
   // floor + (1 - floor) * success rate.
   WITH text, score, s.action AS action, s.args_schema AS args_schema, s.issue_type AS issue_type,
        s.signature AS signature, s.resolution_effectiveness AS resolution,
-       collect({id: s.experience_id, order: s.order, step: s}) AS said
-  // Each run once, by its earliest step of the group (its steps here score alike), in id order.
-  CALL (said) {
-    UNWIND said AS saying
-    WITH saying
-    ORDER BY saying.id, saying.order
-    WITH saying.id AS id, collect(saying.step)[0] AS step
+       collect(s.experience_id) AS ids, collect(s.order) AS orders
+  // Each run once, by its earliest step of the group (its steps here score alike), in id order:
+  // runs and orders only, the step itself found again for the runs kept (a text said by a million
+  // steps held as maps of nodes went over the server's transaction memory).
+  CALL (ids, orders) {
+    UNWIND range(0, size(ids) - 1) AS i
+    WITH ids[i] AS id, orders[i] AS order
+    ORDER BY id, order
+    WITH id, collect(order)[0] AS order
     ORDER BY id
-    RETURN collect({id: id, step: step}) AS runs
+    RETURN collect({id: id, order: order}) AS runs
   }
   WITH text, score, resolution, runs,
        CASE WHEN resolution IS NOT NULL THEN 1.0 ELSE $precision_floor + (1.0 - $precision_floor) * 1.0 END AS highest
@@ -45,7 +47,7 @@ CALL (hits) {
            OR any(run IN e.source_ids WHERE NOT run IN $exclude_runs))
     WITH candidate, e
     LIMIT $per_group
-    RETURN collect({experience: e, step: candidate.step}) AS first_by_id
+    RETURN collect({experience: e, order: candidate.order}) AS first_by_id
   }
   // ...and the first $per_group by id of those with the highest precision a run can have: the
   // best $per_group when there are that many, else the best of every run that passes.
@@ -65,7 +67,7 @@ CALL (hits) {
          END = highest
     WITH candidate, e
     LIMIT $per_group
-    RETURN collect({experience: e, step: candidate.step}) AS most_precise
+    RETURN collect({experience: e, order: candidate.order}) AS most_precise
   }
   CALL (runs, resolution, most_precise) {
     UNWIND CASE WHEN size(most_precise) < $per_group THEN runs ELSE [] END AS candidate
@@ -83,11 +85,13 @@ CALL (hits) {
          END AS precision
     ORDER BY precision DESC, candidate.id
     LIMIT $per_group
-    RETURN collect({experience: e, step: candidate.step}) AS by_precision
+    RETURN collect({experience: e, order: candidate.order}) AS by_precision
   }
   UNWIND first_by_id + CASE WHEN size(most_precise) < $per_group THEN by_precision ELSE most_precise END AS member
-  WITH DISTINCT member.experience AS e, member.step AS s, score
-  WITH e, s, score, e.id AS id, s.order AS order
+  WITH DISTINCT member.experience AS e, member.order AS order, score
+  MATCH (e)-[:HAS_STEP]->(s:Step)
+  WHERE s.order = order
+  WITH e, s, score, e.id AS id, order
   ORDER BY score DESC, id, order
   RETURN collect({
     experience_id: id, problem: e.problem, goal: e.goal, domain: e.domain,
