@@ -25,10 +25,11 @@ CALL (hits) {
   // floor + (1 - floor) * success rate.
   WITH text, score, s.action AS action, s.args_schema AS args_schema, s.issue_type AS issue_type,
        s.signature AS signature, s.resolution_effectiveness AS resolution,
-       collect(s.experience_id) AS ids, collect(s.order) AS orders
+       collect(coalesce(s.experience_id, '')) AS ids, collect(coalesce(s.order, -1)) AS orders
   // Each run once, by its earliest step of the group (its steps here score alike), in id order:
   // runs and orders only, the step itself found again for the runs kept (a text said by a million
-  // steps held as maps of nodes went over the server's transaction memory).
+  // steps held as maps of nodes went over the server's transaction memory). Never null, so that
+  // the two lists stay aligned (collect drops nulls); '' is no experience's id.
   CALL (ids, orders) {
     UNWIND range(0, size(ids) - 1) AS i
     WITH ids[i] AS id, orders[i] AS order
