@@ -36,7 +36,7 @@ CALL (hits) {
     RETURN collect({id: id, order: order}) AS runs
   }
   WITH text, score, resolution, runs,
-       CASE WHEN resolution IS NOT NULL THEN 1.0 ELSE $precision_floor + (1.0 - $precision_floor) * 1.0 END AS highest
+       CASE WHEN resolution IS NOT NULL THEN 1.0 ELSE $precision_floor + (1.0 - $precision_floor) END AS highest
   // The first $per_group by id that pass the filters...
   CALL (runs) {
     UNWIND runs AS candidate

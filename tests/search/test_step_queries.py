@@ -72,7 +72,7 @@ EVERY_STEP_OF_THE_TEXTS = """
 """
 
 #: The queries that ask the step text index (their 2026 twin on a 2026 server).
-INDEXED = frozenset({"search_step_vectors", "steps_search"})
+INDEXED = frozenset({"search_step_vectors", "steps_search", "refine_step_vectors"})
 
 
 def expanded_plainly(name: str, expansion: str, returned: str) -> str:
@@ -264,7 +264,7 @@ def test_a_text_said_by_every_run_returns_only_the_runs_that_can_rank(
     stuck = ProblematicStep(action="find_user_id_by_email", arguments={"email": "x"}, error="Error: user not found",
                             issue_type="not_found")
     vector = kb.embedder.embed([kb.student.step_text("find_user_id_by_email", {"email": "x"}, None)])[0].tolist()
-    named = index_query(kb.gateway, name, "step_text_embedding") if name != "refine_step_scan" else name
+    named = index_query(kb.gateway, name, "step_text_embedding") if name in INDEXED else name
     per_group = 20
     rows = kb.gateway.read(named, kb=kb.namespace, vector=vector, first=50, domains=None, agent=None,
                            exclude_runs=[], per_group=per_group, precision_floor=0.5, missing_precision=0.5)[0]["rows"]
